@@ -1,0 +1,53 @@
+//! Command-line definitions. Parsing only: turning flags into specs happens in `commands/`.
+
+pub mod pgbench;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "stampede",
+    version,
+    about = "A PostgreSQL benchmark lab in one binary",
+    long_about = "A PostgreSQL benchmark lab in one binary.\n\nWith no connection options and no PG* environment variables, commands use the managed default server (created on first use)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: TopCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopCommand {
+    /// pgbench's options and output, with percentiles, client CPU and JSON
+    #[command(disable_help_flag = true, allow_negative_numbers = true)]
+    Pgbench(Box<pgbench::PgbenchArgs>),
+    /// Initialize pgbench on the managed default server and print tps and latency at 1, 4, 16 clients
+    Quickstart(QuickstartArgs),
+    /// Manage the managed default server
+    Server {
+        #[command(subcommand)]
+        action: ServerAction,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QuickstartArgs {
+    /// Seconds per measurement
+    #[arg(long, default_value_t = 5)]
+    pub seconds: u64,
+    /// pgbench scale factor to initialize
+    #[arg(long, default_value_t = 10)]
+    pub scale: i64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServerAction {
+    /// Where the managed default server lives and whether it runs
+    Status,
+    /// Start the managed default server (creating it if needed)
+    Start,
+    /// Stop the managed default server
+    Stop,
+    /// Stop the managed default server and delete its data
+    Destroy,
+}

@@ -1,0 +1,320 @@
+//! `stampede pgbench`: checks options with pgbench's rules and wording, then initializes or runs.
+
+use super::{pgbench_init, pgbench_run, resolve_target, CommandResult, Failure};
+use crate::cli::pgbench::{PgbenchArgs, ScriptChoice};
+use crate::driver::Protocol;
+use crate::server::target::ConnFlags;
+use crate::workload::pgbench::builtins;
+use crate::workload::pgbench::loader::{parse_steps, InitStep};
+use crate::workload::pgbench::schema::{PartitionMethod, SchemaOptions};
+
+pub struct InitSpec {
+    pub steps: Vec<InitStep>,
+    pub schema: SchemaOptions,
+    pub quiet: bool,
+}
+
+pub struct RunSpec {
+    pub scripts: Vec<(ScriptChoice, u32)>,
+    pub clients: usize,
+    pub threads: usize,
+    pub duration_secs: Option<u64>,
+    pub transactions_per_client: u64,
+    pub protocol: Protocol,
+    pub progress_secs: Option<u64>,
+    pub random_seed: Option<u64>,
+    pub defines: Vec<(String, String)>,
+    pub connect_per_transaction: bool,
+    pub vacuum: VacuumBeforeRun,
+    pub scale_given: Option<i64>,
+    pub json_path: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VacuumBeforeRun {
+    None,
+    /// pgbench's default: vacuum branches and tellers, truncate history.
+    Standard,
+    /// `-v`: also VACUUM ANALYZE pgbench_accounts.
+    All,
+}
+
+pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
+    if let Some(name) = &args.show_script {
+        let builtin = builtins::find_builtin(name).map_err(Failure::Input)?;
+        eprintln!(
+            "-- {}: {}\n{}",
+            builtin.name, builtin.description, builtin.script
+        );
+        return Ok(());
+    }
+    if choices.contains(&ScriptChoice::Builtin("list".into())) {
+        eprint!("{}", builtins::listing());
+        return Ok(());
+    }
+    let flags = connection_flags(args);
+    if args.initialize {
+        let spec = init_spec(args, &choices)?;
+        let target = resolve_target(&flags)?;
+        pgbench_init::run(&spec, &target)
+    } else {
+        let spec = run_spec(args, choices)?;
+        let target = resolve_target(&flags)?;
+        pgbench_run::run(&spec, &target)
+    }
+}
+
+fn connection_flags(args: &PgbenchArgs) -> ConnFlags {
+    ConnFlags {
+        host: args.host.clone(),
+        port: args.port.clone(),
+        user: args.username.clone(),
+        dbname: args
+            .dbname
+            .clone()
+            .or_else(|| args.positional_dbname.clone()),
+    }
+}
+
+/// pgbench's option_parse_int, with its messages.
+fn parse_int(value: &str, option: &str, min: i64, max: i64) -> Result<i64, Failure> {
+    let parsed = value
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| Failure::Input(format!("invalid value \"{value}\" for option {option}")))?;
+    if parsed < min || parsed > max {
+        return Err(Failure::Input(format!(
+            "{option} must be in range {min}..{max}"
+        )));
+    }
+    Ok(parsed)
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+
+fn uses_benchmarking_options(args: &PgbenchArgs, choices: &[ScriptChoice]) -> bool {
+    !choices.is_empty()
+        || args.clients.is_some()
+        || args.jobs.is_some()
+        || args.time.is_some()
+        || args.transactions.is_some()
+        || args.protocol.is_some()
+        || args.progress.is_some()
+        || args.random_seed.is_some()
+        || !args.define.is_empty()
+        || args.connect
+        || args.vacuum_all
+        || args.json.is_some()
+}
+
+fn uses_init_options(args: &PgbenchArgs) -> bool {
+    args.init_steps.is_some()
+        || args.fillfactor.is_some()
+        || args.quiet
+        || args.foreign_keys
+        || args.partitions.is_some()
+        || args.partition_method.is_some()
+        || args.unlogged_tables
+}
+
+fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, Failure> {
+    if uses_benchmarking_options(args, choices) {
+        return Err(Failure::Input(
+            "some of the specified options cannot be used in initialization (-i) mode".into(),
+        ));
+    }
+    let scale = match &args.scale {
+        Some(s) => parse_int(s, "-s/--scale", 1, INT_MAX)?,
+        None => 1,
+    };
+    let fillfactor = match &args.fillfactor {
+        Some(f) => parse_int(f, "-F/--fillfactor", 10, 100)? as u32,
+        None => 100,
+    };
+    let partitions = match &args.partitions {
+        Some(p) => parse_int(p, "--partitions", 0, INT_MAX)? as u32,
+        None => 0,
+    };
+    let partition_method = match args.partition_method.as_deref() {
+        None => None,
+        Some(m) if m.eq_ignore_ascii_case("range") => Some(PartitionMethod::Range),
+        Some(m) if m.eq_ignore_ascii_case("hash") => Some(PartitionMethod::Hash),
+        Some(m) => {
+            return Err(Failure::Input(format!(
+                "invalid partition method, expecting \"range\" or \"hash\", got: \"{m}\""
+            )))
+        }
+    };
+    if partitions == 0 && partition_method.is_some() {
+        return Err(Failure::Input(
+            "--partition-method requires greater than zero --partitions".into(),
+        ));
+    }
+    let mut steps_text = args
+        .init_steps
+        .clone()
+        .unwrap_or_else(|| InitStep::DEFAULT.to_string());
+    if args.no_vacuum {
+        steps_text = steps_text.replace('v', " ");
+    }
+    if args.foreign_keys && !steps_text.contains('f') {
+        steps_text.push('f');
+    }
+    let steps = parse_steps(&steps_text).map_err(Failure::Input)?;
+    Ok(InitSpec {
+        steps,
+        schema: SchemaOptions {
+            scale,
+            fillfactor,
+            unlogged: args.unlogged_tables,
+            partitions,
+            partition_method: partition_method.unwrap_or(PartitionMethod::Range),
+        },
+        quiet: args.quiet,
+    })
+}
+
+/// Splits `name@weight` as pgbench does (the last `@`; weight 0..INT_MAX).
+fn script_weight(option: &str) -> Result<(String, u32), Failure> {
+    let Some((name, weight)) = option.rsplit_once('@') else {
+        return Ok((option.to_string(), 1));
+    };
+    let parsed = weight
+        .parse::<i64>()
+        .map_err(|_| Failure::Input(format!("invalid weight specification: @{weight}")))?;
+    if !(0..=INT_MAX).contains(&parsed) {
+        return Err(Failure::Input(format!(
+            "weight specification out of range (0 .. {INT_MAX}): {parsed}"
+        )));
+    }
+    Ok((name.to_string(), parsed as u32))
+}
+
+fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, Failure> {
+    if uses_init_options(args) {
+        return Err(Failure::Input(
+            "some of the specified options cannot be used in benchmarking mode".into(),
+        ));
+    }
+    let scripts = resolve_scripts(choices)?;
+    let clients = match &args.clients {
+        Some(c) => parse_int(c, "-c/--clients", 1, INT_MAX)? as usize,
+        None => 1,
+    };
+    let jobs = match &args.jobs {
+        Some(j) => parse_int(j, "-j/--jobs", 1, INT_MAX)? as usize,
+        None => 1,
+    };
+    let duration_secs = match &args.time {
+        Some(t) => Some(parse_int(t, "-T/--time", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    let transactions = match &args.transactions {
+        Some(t) => Some(parse_int(t, "-t/--transactions", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    if duration_secs.is_some() && transactions.is_some() {
+        return Err(Failure::Input(
+            "specify either a number of transactions (-t) or a duration (-T), not both".into(),
+        ));
+    }
+    let protocol = match &args.protocol {
+        Some(m) => Protocol::from_name(m)
+            .ok_or_else(|| Failure::Input(format!("invalid query mode (-M): \"{m}\"")))?,
+        None => Protocol::Simple,
+    };
+    let progress_secs = match &args.progress {
+        Some(p) => Some(parse_int(p, "-P/--progress", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    let random_seed = match args
+        .random_seed
+        .clone()
+        .or_else(|| std::env::var("PGBENCH_RANDOM_SEED").ok())
+    {
+        Some(seed) => Some(parse_seed(&seed)?),
+        None => None,
+    };
+    let defines = args
+        .define
+        .iter()
+        .map(|d| match d.split_once('=') {
+            Some((name, value)) if !name.is_empty() && !value.is_empty() => {
+                Ok((name.to_string(), value.to_string()))
+            }
+            _ => Err(Failure::Input(format!(
+                "invalid variable definition: \"{d}\""
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let vacuum = match (args.no_vacuum, args.vacuum_all) {
+        (true, _) => VacuumBeforeRun::None,
+        (false, true) => VacuumBeforeRun::All,
+        (false, false) => VacuumBeforeRun::Standard,
+    };
+    let scale_given = match &args.scale {
+        Some(s) => Some(parse_int(s, "-s/--scale", 1, INT_MAX)?),
+        None => None,
+    };
+    Ok(RunSpec {
+        scripts,
+        clients,
+        threads: jobs.min(clients),
+        duration_secs,
+        transactions_per_client: transactions.unwrap_or(10),
+        protocol,
+        progress_secs,
+        random_seed,
+        defines,
+        connect_per_transaction: args.connect,
+        vacuum,
+        scale_given,
+        json_path: args.json.clone(),
+    })
+}
+
+fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)>, Failure> {
+    let mut scripts = Vec::new();
+    for choice in choices {
+        match choice {
+            ScriptChoice::Builtin(option) => {
+                let (name, weight) = script_weight(&option)?;
+                let builtin = builtins::find_builtin(&name).map_err(Failure::Input)?;
+                scripts.push((ScriptChoice::Builtin(builtin.name.to_string()), weight));
+            }
+            ScriptChoice::File(option) => {
+                let (name, weight) = script_weight(&option)?;
+                scripts.push((ScriptChoice::File(name), weight));
+            }
+        }
+    }
+    if scripts.is_empty() {
+        scripts.push((ScriptChoice::Builtin("tpcb-like".into()), 1));
+    }
+    if scripts.iter().all(|(_, weight)| *weight == 0) {
+        return Err(Failure::Input(
+            "total script weight must not be zero".into(),
+        ));
+    }
+    Ok(scripts)
+}
+
+fn parse_seed(seed: &str) -> Result<u64, Failure> {
+    match seed {
+        "time" => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64)),
+        "rand" => {
+            let mut bytes = [0u8; 8];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+                .map_err(|e| Failure::Input(format!("could not generate random seed: {e}")))?;
+            Ok(u64::from_le_bytes(bytes))
+        }
+        number => number.parse::<u64>().map_err(|_| {
+            Failure::Input(format!(
+                "unrecognized random seed option \"{number}\": expecting an unsigned integer, \"time\" or \"rand\""
+            ))
+        }),
+    }
+}

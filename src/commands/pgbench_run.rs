@@ -1,0 +1,421 @@
+//! `stampede pgbench` run mode: pgbench's setup (scale from pgbench_branches, vacuum), the
+//! driver run, then pgbench's summary, stampede's extra lines and the JSON file.
+
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::pgbench::{RunSpec, VacuumBeforeRun};
+use super::{control_runtime, CommandResult, Failure};
+use crate::cli::pgbench::ScriptChoice;
+use crate::driver::{
+    self, DriverEvent, LatencyStats, RunLimit, RunPlan, RunResult, ScriptStats, WeightedScript,
+};
+use crate::probe::pgstat::{xact_counters, XactCounters};
+use crate::report::pgbench::{
+    progress_line, summary_text, to_json, ClientCpu, Failures, LatencySummary, PgbenchReport,
+    ScriptResult, SeriesPoint, ServerCounters,
+};
+use crate::script::{parse_script, Value, VarTable};
+use crate::server::target::ConnSpec;
+use crate::workload::pgbench::builtins;
+use crate::workload::pgbench::loader::{connection_error, sql_error};
+
+pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
+    let on_event = |event: DriverEvent<'_>| {
+        if let DriverEvent::ClientAborted(message) = event {
+            eprintln!("stampede: error: {message}");
+        }
+    };
+    let mut progress = ProgressPrinter::new(spec.progress_secs, spec.duration_secs);
+    let report = benchmark(spec, target, &mut |event| {
+        progress.observe(&event);
+        on_event(event);
+    })?;
+    print!("{}", summary_text(&report));
+    if let Some(path) = &spec.json_path {
+        std::fs::write(path, to_json(&report))
+            .map_err(|e| Failure::Run(format!("could not write {path}: {e}")))?;
+    }
+    if report.aborted_clients > 0 {
+        return Err(Failure::Incomplete);
+    }
+    Ok(())
+}
+
+/// Everything but printing the summary: setup, the run, and the report's numbers.
+pub fn benchmark(
+    spec: &RunSpec,
+    target: &ConnSpec,
+    on_event: &mut dyn FnMut(DriverEvent<'_>),
+) -> Result<PgbenchReport, Failure> {
+    let (scripts, variables) = build_scripts(spec)?;
+    let runtime = control_runtime();
+    let setup = runtime.block_on(prepare_server(spec, target))?;
+    let plan = build_plan(spec, target, scripts, variables, &setup);
+    let random_seed = plan.random_seed;
+    let script_names: Vec<(String, u32)> = plan
+        .scripts
+        .iter()
+        .map(|s| (s.script.description.clone(), s.weight))
+        .collect();
+    let result = driver::run(plan, on_event).map_err(Failure::Run)?;
+    let after = runtime.block_on(xact_counters(&setup.client)).ok();
+    let counters = setup
+        .counters_before
+        .zip(after)
+        .map(|(before, after)| ServerCounters {
+            xact_commit_delta: after.commits - before.commits,
+            xact_rollback_delta: after.rollbacks - before.rollbacks,
+        });
+    Ok(build_report(
+        spec,
+        target,
+        &setup,
+        &script_names,
+        random_seed,
+        &result,
+        counters,
+    ))
+}
+
+fn build_scripts(spec: &RunSpec) -> Result<(Vec<WeightedScript>, VarTable), Failure> {
+    let mut variables = VarTable::default();
+    let mut scripts = Vec::new();
+    for (choice, weight) in &spec.scripts {
+        let (source, description, text) = match choice {
+            ScriptChoice::Builtin(name) => {
+                let builtin = builtins::find_builtin(name).map_err(Failure::Input)?;
+                (
+                    builtin.name.to_string(),
+                    builtin.description.to_string(),
+                    builtin.script.to_string(),
+                )
+            }
+            ScriptChoice::File(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| Failure::Input(format!("could not open file \"{path}\": {e}")))?;
+                (path.clone(), path.clone(), text)
+            }
+        };
+        let script = parse_script(&source, &description, &text, &mut variables)
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        scripts.push(WeightedScript {
+            script,
+            weight: *weight,
+        });
+    }
+    Ok((scripts, variables))
+}
+
+/// What the setup connection learned before the run.
+struct ServerSetup {
+    client: Client,
+    server_version: String,
+    scale: i64,
+    partitions: Option<(String, i64)>,
+    counters_before: Option<XactCounters>,
+}
+
+async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup, Failure> {
+    let (client, connection) = target
+        .tokio_config()
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(|e| Failure::Input(connection_error(target, &e)))?;
+    tokio::spawn(connection);
+    let server_version: String = client
+        .query_one("SHOW server_version", &[])
+        .await
+        .map(|row| row.get(0))
+        .map_err(|e| Failure::Run(sql_error("SHOW server_version", &e)))?;
+    let uses_builtin = spec
+        .scripts
+        .iter()
+        .any(|(choice, _)| matches!(choice, ScriptChoice::Builtin(_)));
+    let (scale, partitions) = if uses_builtin {
+        let scale = read_scale(&client, target).await?;
+        if spec.scale_given.is_some() {
+            eprintln!("stampede: warning: scale option ignored, using count from pgbench_branches table ({scale})");
+        }
+        (scale, read_partitions(&client).await)
+    } else {
+        (spec.scale_given.unwrap_or(1), None)
+    };
+    vacuum(&client, spec.vacuum).await?;
+    let counters_before = xact_counters(&client).await.ok();
+    Ok(ServerSetup {
+        client,
+        server_version,
+        scale,
+        partitions,
+        counters_before,
+    })
+}
+
+/// pgbench's GetTableInfo: the scale is the number of branches.
+async fn read_scale(client: &Client, target: &ConnSpec) -> Result<i64, Failure> {
+    match client.query_one("select count(*) from pgbench_branches", &[]).await {
+        Ok(row) => Ok(row.get(0)),
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {
+            Err(Failure::Input(format!(
+                "could not count number of branches: relation \"pgbench_branches\" does not exist; initialize first with \"stampede pgbench -i\" (database \"{}\")",
+                target.dbname
+            )))
+        }
+        Err(e) => Err(Failure::Input(format!(
+            "could not count number of branches: {}",
+            sql_error("select count(*) from pgbench_branches", &e)
+        ))),
+    }
+}
+
+async fn read_partitions(client: &Client) -> Option<(String, i64)> {
+    let row = client
+        .query_opt(
+            "select p.partstrat::text, count(i.inhparent)
+             from pg_catalog.pg_class as c
+             join pg_catalog.pg_namespace as n on (n.oid = c.relnamespace)
+             cross join lateral (select pg_catalog.array_position(pg_catalog.current_schemas(true), n.nspname)) as o(n)
+             left join pg_catalog.pg_partitioned_table as p on (p.partrelid = c.oid)
+             left join pg_catalog.pg_inherits as i on (c.oid = i.inhparent)
+             where c.relname = 'pgbench_accounts' and o.n is not null
+             group by o.n, p.partstrat order by o.n asc limit 1",
+            &[],
+        )
+        .await
+        .ok()??;
+    let method: Option<String> = row.get(0);
+    let method = match method?.as_str() {
+        "r" => "range",
+        "h" => "hash",
+        _ => return None,
+    };
+    Some((method.to_string(), row.get(1)))
+}
+
+async fn vacuum(client: &Client, mode: VacuumBeforeRun) -> Result<(), Failure> {
+    if mode == VacuumBeforeRun::None {
+        return Ok(());
+    }
+    eprint!("starting vacuum...");
+    for sql in [
+        "vacuum pgbench_branches",
+        "vacuum pgbench_tellers",
+        "truncate pgbench_history",
+    ] {
+        // pgbench tolerates failures here (custom scripts may not have these tables).
+        let _ = client.batch_execute(sql).await;
+    }
+    eprintln!("end.");
+    if mode == VacuumBeforeRun::All {
+        eprint!("starting vacuum pgbench_accounts...");
+        client
+            .batch_execute("vacuum analyze pgbench_accounts")
+            .await
+            .map_err(|e| Failure::Run(sql_error("vacuum analyze pgbench_accounts", &e)))?;
+        eprintln!("end.");
+    }
+    Ok(())
+}
+
+fn build_plan(
+    spec: &RunSpec,
+    target: &ConnSpec,
+    scripts: Vec<WeightedScript>,
+    mut variables: VarTable,
+    setup: &ServerSetup,
+) -> RunPlan {
+    let defined: Vec<(usize, Value)> = spec
+        .defines
+        .iter()
+        .map(|(name, value)| (variables.slot(name), Value::from_definition(value)))
+        .collect();
+    let random_seed = spec.random_seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64)
+    });
+    if let Some(seed) = spec.random_seed {
+        eprintln!("stampede: setting random seed to {seed}");
+    }
+    let automatic =
+        ["scale", "client_id", "random_seed", "default_seed"].map(|n| variables.slot(n));
+    let mut initial_values = vec![Value::Unset; variables.names().len()];
+    initial_values[automatic[0]] = Value::Int(setup.scale);
+    initial_values[automatic[2]] = Value::Int(random_seed as i64);
+    let user_defined = |slot: usize| defined.iter().any(|(s, _)| *s == slot);
+    for (slot, value) in &defined {
+        initial_values[*slot] = value.clone();
+    }
+    RunPlan {
+        conn: target.clone(),
+        clients: spec.clients,
+        threads: spec.threads,
+        limit: match spec.duration_secs {
+            Some(secs) => RunLimit::Duration(Duration::from_secs(secs)),
+            None => RunLimit::TransactionsPerClient(spec.transactions_per_client),
+        },
+        protocol: spec.protocol,
+        scripts,
+        client_id_slot: (!user_defined(automatic[1])).then_some(automatic[1]),
+        default_seed_slot: (!user_defined(automatic[3])).then_some(automatic[3]),
+        variables,
+        initial_values,
+        random_seed,
+        connect_per_transaction: spec.connect_per_transaction,
+        interval: Duration::from_secs(1),
+    }
+}
+
+pub fn summarize(stats: &LatencyStats) -> LatencySummary {
+    let ms = |us: f64| us / 1000.0;
+    LatencySummary {
+        count: stats.count,
+        avg: ms(stats.mean_us()),
+        stddev: ms(stats.stddev_us()),
+        p50: ms(stats.percentile_us(50.0)),
+        p90: ms(stats.percentile_us(90.0)),
+        p95: ms(stats.percentile_us(95.0)),
+        p99: ms(stats.percentile_us(99.0)),
+        p999: ms(stats.percentile_us(99.9)),
+        max: ms(stats.max_us),
+    }
+}
+
+fn failures(stats: &ScriptStats) -> Failures {
+    Failures {
+        total: stats.failures.total(),
+        serialization: stats.failures.serialization,
+        deadlock: stats.failures.deadlock,
+    }
+}
+
+fn build_report(
+    spec: &RunSpec,
+    target: &ConnSpec,
+    setup: &ServerSetup,
+    script_names: &[(String, u32)],
+    random_seed: u64,
+    result: &RunResult,
+    server_counters: Option<ServerCounters>,
+) -> PgbenchReport {
+    let seconds = result.bench_duration.as_secs_f64().max(1e-9);
+    let transactions = result.total.latency.count;
+    let cpu = result.client_cpu;
+    PgbenchReport {
+        tool: "stampede",
+        version: env!("CARGO_PKG_VERSION"),
+        server_version: setup.server_version.clone(),
+        target: target.to_string(),
+        transaction_type: match script_names {
+            [(name, _)] => name.clone(),
+            _ => "multiple scripts".into(),
+        },
+        scale: setup.scale,
+        partition_method: setup.partitions.as_ref().map(|(m, _)| m.clone()),
+        partitions: setup.partitions.as_ref().map(|(_, n)| *n),
+        query_mode: spec.protocol.name(),
+        clients: spec.clients,
+        threads: spec.threads,
+        duration_s: spec.duration_secs,
+        transactions_per_client: spec
+            .duration_secs
+            .is_none()
+            .then_some(spec.transactions_per_client),
+        random_seed,
+        connect_per_transaction: spec.connect_per_transaction,
+        transactions,
+        failures: failures(&result.total),
+        tps: transactions as f64 / seconds,
+        bench_duration_s: seconds,
+        initial_connection_time_ms: result.initial_connection_time.as_secs_f64() * 1000.0,
+        average_connection_time_ms: spec.connect_per_transaction.then(|| {
+            result.reconnection_time.as_secs_f64() * 1000.0 / result.reconnections.max(1) as f64
+        }),
+        latency_ms: summarize(&result.total.latency),
+        client_cpu: ClientCpu {
+            user_s: cpu.user.as_secs_f64(),
+            system_s: cpu.system.as_secs_f64(),
+            per_transaction_us: cpu.total().as_secs_f64() * 1e6 / transactions.max(1) as f64,
+        },
+        server_counters,
+        aborted_clients: result.aborted_clients,
+        scripts: script_names
+            .iter()
+            .zip(&result.per_script)
+            .map(|((name, weight), stats)| ScriptResult {
+                name: name.clone(),
+                weight: *weight,
+                transactions: stats.latency.count,
+                tps: stats.latency.count as f64 / seconds,
+                failures: failures(stats),
+                latency_ms: summarize(&stats.latency),
+            })
+            .collect(),
+        series: series(result, seconds),
+    }
+}
+
+/// The per-interval series; the last interval is usually partial and is scaled by its length.
+fn series(result: &RunResult, total_seconds: f64) -> Vec<SeriesPoint> {
+    result
+        .intervals
+        .iter()
+        .filter_map(|interval| {
+            let start = interval.index as f64;
+            let length = (total_seconds - start).clamp(0.0, 1.0);
+            if length < 1e-3 {
+                return None;
+            }
+            let latency = summarize(&interval.stats.latency);
+            Some(SeriesPoint {
+                second: start + length,
+                tps: interval.stats.latency.count as f64 / length,
+                failed: interval.stats.failures.total(),
+                latency_avg_ms: latency.avg,
+                latency_stddev_ms: latency.stddev,
+                p50_ms: latency.p50,
+                p99_ms: latency.p99,
+            })
+        })
+        .collect()
+}
+
+/// Aggregates 1-second intervals into pgbench's `-P N` progress lines.
+struct ProgressPrinter {
+    every: Option<u64>,
+    /// With `-T`, the partial interval after the end is not a progress report.
+    duration: Option<u64>,
+    pending: ScriptStats,
+}
+
+impl ProgressPrinter {
+    fn new(every: Option<u64>, duration: Option<u64>) -> Self {
+        ProgressPrinter {
+            every,
+            duration,
+            pending: ScriptStats::default(),
+        }
+    }
+
+    fn observe(&mut self, event: &DriverEvent<'_>) {
+        let (Some(every), DriverEvent::Interval(report)) = (self.every, event) else {
+            return;
+        };
+        self.pending.merge(&report.stats);
+        let elapsed = report.index + 1;
+        if elapsed % every == 0 && self.duration.is_none_or(|d| elapsed <= d) {
+            let stats = std::mem::take(&mut self.pending);
+            eprintln!(
+                "{}",
+                progress_line(
+                    elapsed as f64,
+                    stats.latency.count as f64 / every as f64,
+                    &summarize(&stats.latency),
+                    stats.failures.total()
+                )
+            );
+        }
+    }
+}

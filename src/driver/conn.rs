@@ -1,0 +1,382 @@
+//! A minimal PostgreSQL wire-protocol connection for the measured path.
+//!
+//! tokio-postgres puts a channel and a task between the caller and the socket and ends every
+//! query with its own Sync; the driver instead writes protocol messages straight into one buffer
+//! and reads replies itself, so a transaction costs a write, a read and a share of one epoll wait.
+//! Authentication covers trust, password, md5 and SCRAM-SHA-256; TLS is not offered.
+
+use std::io;
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::authentication::{md5_hash, sasl};
+use postgres_protocol::message::backend::{ErrorResponseBody, Message};
+use postgres_protocol::message::frontend;
+use postgres_protocol::IsNull;
+use tokio::io::{AsyncWriteExt, Interest};
+use tokio::net::{TcpStream, UnixStream};
+
+use crate::server::target::ConnSpec;
+
+/// An error the server reported (`ErrorResponse`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbError {
+    pub severity: String,
+    pub code: String,
+    pub message: String,
+}
+
+impl DbError {
+    fn from_body(body: &ErrorResponseBody) -> DbError {
+        let mut error = DbError {
+            severity: String::new(),
+            code: String::new(),
+            message: String::new(),
+        };
+        let mut fields = body.fields();
+        while let Ok(Some(field)) = fields.next() {
+            let value = String::from_utf8_lossy(field.value_bytes()).into_owned();
+            match field.type_() {
+                b'V' | b'S' if error.severity.is_empty() => error.severity = value,
+                b'C' => error.code = value,
+                b'M' => error.message = value,
+                _ => {}
+            }
+        }
+        error
+    }
+
+    /// Serialization failure or deadlock: the failures pgbench counts instead of aborting.
+    pub fn is_retryable(&self) -> bool {
+        self.code == "40001" || self.code == "40P01"
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:  {}", self.severity, self.message)
+    }
+}
+
+#[derive(Debug)]
+pub enum ConnError {
+    Io(io::Error),
+    Server(DbError),
+    Protocol(String),
+}
+
+impl std::fmt::Display for ConnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnError::Io(e) => write!(f, "{e}"),
+            ConnError::Server(e) => write!(f, "{}", e.message),
+            ConnError::Protocol(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl From<io::Error> for ConnError {
+    fn from(e: io::Error) -> Self {
+        ConnError::Io(e)
+    }
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    async fn readable(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.readable().await,
+            Stream::Unix(s) => s.readable().await,
+        }
+    }
+
+    fn try_read_buf(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_read_buf(buf),
+            Stream::Unix(s) => s.try_read_buf(buf),
+        }
+    }
+
+    /// Marks the socket as drained without a syscall: edge-triggered epoll reports any later
+    /// arrival as a new event, so the next read waits instead of failing with EAGAIN first.
+    fn forget_readiness(&self) {
+        let would_block = || Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock));
+        let _ = match self {
+            Stream::Tcp(s) => s.try_io(Interest::READABLE, would_block),
+            Stream::Unix(s) => s.try_io(Interest::READABLE, would_block),
+        };
+    }
+
+    async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.write_all(data).await,
+            Stream::Unix(s) => s.write_all(data).await,
+        }
+    }
+}
+
+/// What came back for one Sync (or one simple Query): rows and the first error, if any.
+#[derive(Debug, Default)]
+pub struct Reply {
+    pub rows: u64,
+    pub error: Option<DbError>,
+    /// Transaction status from ReadyForQuery: b'I' idle, b'T' in a block, b'E' failed block.
+    pub transaction_status: u8,
+}
+
+pub struct PgConn {
+    stream: Stream,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+    server_version: String,
+}
+
+const READ_CHUNK: usize = 16 * 1024;
+
+impl PgConn {
+    pub async fn connect(spec: &ConnSpec) -> Result<PgConn, ConnError> {
+        let timeout = spec.connect_timeout.unwrap_or(Duration::from_secs(30));
+        let stream = tokio::time::timeout(timeout, open_stream(spec))
+            .await
+            .map_err(|_| ConnError::Protocol("timeout expired".into()))??;
+        let mut conn = PgConn {
+            stream,
+            read_buf: BytesMut::with_capacity(READ_CHUNK),
+            write_buf: BytesMut::with_capacity(4096),
+            server_version: String::new(),
+        };
+        conn.startup(spec).await?;
+        Ok(conn)
+    }
+
+    pub fn server_version(&self) -> &str {
+        &self.server_version
+    }
+
+    async fn startup(&mut self, spec: &ConnSpec) -> Result<(), ConnError> {
+        let params = [
+            ("user", spec.user.as_str()),
+            ("database", spec.dbname.as_str()),
+            ("application_name", spec.application_name.as_str()),
+            ("client_encoding", "UTF8"),
+        ];
+        frontend::startup_message(params.iter().copied(), &mut self.write_buf)?;
+        self.flush().await?;
+        let mut scram: Option<sasl::ScramSha256> = None;
+        loop {
+            match self.next_message().await? {
+                Message::AuthenticationOk => {}
+                Message::AuthenticationCleartextPassword => {
+                    let password = require_password(spec)?;
+                    frontend::password_message(password.as_bytes(), &mut self.write_buf)?;
+                    self.flush().await?;
+                }
+                Message::AuthenticationMd5Password(body) => {
+                    let password = require_password(spec)?;
+                    let hash = md5_hash(spec.user.as_bytes(), password.as_bytes(), body.salt());
+                    frontend::password_message(hash.as_bytes(), &mut self.write_buf)?;
+                    self.flush().await?;
+                }
+                Message::AuthenticationSasl(body) => {
+                    let mut mechanisms = body.mechanisms();
+                    let mut offers_scram = false;
+                    while let Some(mechanism) = mechanisms.next()? {
+                        offers_scram |= mechanism == sasl::SCRAM_SHA_256;
+                    }
+                    if !offers_scram {
+                        return Err(ConnError::Protocol(
+                            "server offers no supported SASL mechanism".into(),
+                        ));
+                    }
+                    let password = require_password(spec)?;
+                    let state = sasl::ScramSha256::new(
+                        password.as_bytes(),
+                        sasl::ChannelBinding::unsupported(),
+                    );
+                    frontend::sasl_initial_response(
+                        sasl::SCRAM_SHA_256,
+                        state.message(),
+                        &mut self.write_buf,
+                    )?;
+                    scram = Some(state);
+                    self.flush().await?;
+                }
+                Message::AuthenticationSaslContinue(body) => {
+                    let state = scram.as_mut().ok_or_else(unexpected)?;
+                    state.update(body.data())?;
+                    frontend::sasl_response(state.message(), &mut self.write_buf)?;
+                    self.flush().await?;
+                }
+                Message::AuthenticationSaslFinal(body) => {
+                    scram.as_mut().ok_or_else(unexpected)?.finish(body.data())?;
+                }
+                Message::ParameterStatus(body) => {
+                    if body.name()? == "server_version" {
+                        self.server_version = body.value()?.to_string();
+                    }
+                }
+                Message::BackendKeyData(_) | Message::NoticeResponse(_) => {}
+                Message::ReadyForQuery(_) => return Ok(()),
+                Message::ErrorResponse(body) => {
+                    return Err(ConnError::Server(DbError::from_body(&body)))
+                }
+                _ => {
+                    return Err(ConnError::Protocol(
+                        "unsupported authentication method requested by the server".into(),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Waits for the next complete message, reading from the socket only when the buffer holds
+    /// none.
+    async fn next_message(&mut self) -> Result<Message, ConnError> {
+        loop {
+            if let Some(message) = Message::parse(&mut self.read_buf)? {
+                return Ok(message);
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn fill(&mut self) -> Result<(), ConnError> {
+        self.read_buf.reserve(READ_CHUNK);
+        loop {
+            self.stream.readable().await?;
+            let offered = self.read_buf.capacity() - self.read_buf.len();
+            match self.stream.try_read_buf(&mut self.read_buf) {
+                Ok(0) => {
+                    return Err(ConnError::Protocol(
+                        "server closed the connection unexpectedly".into(),
+                    ))
+                }
+                Ok(n) => {
+                    if n < offered {
+                        self.stream.forget_readiness();
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    pub async fn flush(&mut self) -> Result<(), ConnError> {
+        self.stream.write_all(&self.write_buf).await?;
+        self.write_buf.clear();
+        Ok(())
+    }
+
+    pub fn queue_simple_query(&mut self, sql: &str) -> Result<(), ConnError> {
+        frontend::query(sql, &mut self.write_buf)?;
+        Ok(())
+    }
+
+    pub fn queue_parse(&mut self, statement: &str, sql: &str) -> Result<(), ConnError> {
+        frontend::parse(statement, sql, std::iter::empty(), &mut self.write_buf)?;
+        Ok(())
+    }
+
+    pub fn queue_describe_portal(&mut self) -> Result<(), ConnError> {
+        frontend::describe(b'P', "", &mut self.write_buf)?;
+        Ok(())
+    }
+
+    /// Bind parameters (as text; `None` is SQL NULL) to the unnamed portal.
+    pub fn queue_bind<'p, I>(&mut self, statement: &str, params: I) -> Result<(), ConnError>
+    where
+        I: IntoIterator<Item = Option<&'p [u8]>>,
+    {
+        frontend::bind(
+            "",
+            statement,
+            std::iter::empty(),
+            params,
+            |param, buf| match param {
+                Some(bytes) => {
+                    buf.put_slice(bytes);
+                    Ok(IsNull::No)
+                }
+                None => Ok(IsNull::Yes),
+            },
+            std::iter::empty(),
+            &mut self.write_buf,
+        )
+        .map_err(|_| ConnError::Protocol("could not encode parameters".into()))?;
+        Ok(())
+    }
+
+    pub fn queue_execute(&mut self) -> Result<(), ConnError> {
+        frontend::execute("", 0, &mut self.write_buf)?;
+        Ok(())
+    }
+
+    pub fn queue_sync(&mut self) {
+        frontend::sync(&mut self.write_buf);
+    }
+
+    /// Sends what is queued and reads until ReadyForQuery.
+    pub async fn round_trip(&mut self) -> Result<Reply, ConnError> {
+        self.flush().await?;
+        self.read_reply().await
+    }
+
+    pub async fn read_reply(&mut self) -> Result<Reply, ConnError> {
+        let mut reply = Reply::default();
+        loop {
+            match self.next_message().await? {
+                Message::DataRow(_) => reply.rows += 1,
+                Message::ErrorResponse(body) if reply.error.is_none() => {
+                    reply.error = Some(DbError::from_body(&body));
+                }
+                Message::ReadyForQuery(body) => {
+                    reply.transaction_status = body.status();
+                    return Ok(reply);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Runs a statement with the simple protocol and fails on a server error.
+    pub async fn execute_simple(&mut self, sql: &str) -> Result<Reply, ConnError> {
+        self.queue_simple_query(sql)?;
+        let reply = self.round_trip().await?;
+        match reply.error {
+            Some(error) => Err(ConnError::Server(error)),
+            None => Ok(reply),
+        }
+    }
+
+    pub async fn close(mut self) {
+        frontend::terminate(&mut self.write_buf);
+        let _ = self.flush().await;
+    }
+}
+
+fn unexpected() -> ConnError {
+    ConnError::Protocol("unexpected authentication message".into())
+}
+
+fn require_password(spec: &ConnSpec) -> Result<&str, ConnError> {
+    spec.password
+        .as_deref()
+        .ok_or_else(|| ConnError::Protocol("fe_sendauth: no password supplied".into()))
+}
+
+async fn open_stream(spec: &ConnSpec) -> Result<Stream, ConnError> {
+    if spec.is_unix_socket() {
+        Ok(Stream::Unix(UnixStream::connect(spec.socket_path()).await?))
+    } else {
+        let stream = TcpStream::connect((spec.host.as_str(), spec.port)).await?;
+        stream.set_nodelay(true)?;
+        Ok(Stream::Tcp(stream))
+    }
+}

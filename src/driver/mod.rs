@@ -1,0 +1,207 @@
+//! The load driver: `threads` OS threads, each a current-thread tokio runtime running its share of
+//! the clients; per-thread HDR histograms merged per interval and at the end. It reports through
+//! events and returns numbers; it never prints.
+
+pub mod client;
+pub mod conn;
+pub mod plan;
+pub mod stats;
+mod thread;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use crate::probe::cpu::{process_cpu, CpuTimes};
+use crate::script::prng::PgPrng;
+use crate::script::Value;
+pub use plan::{Protocol, RunLimit, RunPlan, WeightedScript};
+pub use stats::{FailureCounts, LatencyStats, ScriptStats};
+use thread::{ThreadMessage, ThreadResult, ThreadSetup};
+
+/// The merged stats of one interval of the run, over all threads.
+pub struct IntervalReport {
+    /// 0-based index; interval `i` covers `[i, i+1) * plan.interval` after the start.
+    pub index: u64,
+    pub stats: ScriptStats,
+}
+
+pub enum DriverEvent<'a> {
+    Interval(&'a IntervalReport),
+    ClientAborted(&'a str),
+}
+
+pub struct RunResult {
+    pub total: ScriptStats,
+    pub per_script: Vec<ScriptStats>,
+    /// From the first thread's start to the end of the last transaction (pgbench's tps basis).
+    pub bench_duration: Duration,
+    /// From launching the threads until all clients were connected.
+    pub initial_connection_time: Duration,
+    /// With `-C`: time spent connecting, summed over clients, and how many connections.
+    pub reconnection_time: Duration,
+    pub reconnections: u64,
+    pub aborted_clients: usize,
+    pub intervals: Vec<IntervalReport>,
+    /// CPU the driver process used during the measured window.
+    pub client_cpu: CpuTimes,
+}
+
+/// Runs the plan to completion. Fails before the start if clients cannot connect.
+pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunResult, String> {
+    let plan = Arc::new(plan);
+    let thread_clients = plan.clients_per_thread();
+    let (clients, choose_randoms) = seed_clients(&plan, &thread_clients);
+    let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
+    let start_failed = Arc::new(AtomicBool::new(false));
+    let (sender, receiver) = mpsc::channel();
+    let launch = Instant::now();
+    let mut handles = Vec::new();
+    for (index, (clients, choose_random)) in clients.into_iter().zip(choose_randoms).enumerate() {
+        let setup = ThreadSetup {
+            index,
+            clients,
+            choose_random,
+            barrier: barrier.clone(),
+            start_failed: start_failed.clone(),
+            messages: sender.clone(),
+        };
+        let plan = plan.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("stampede-job-{index}"))
+            .spawn(move || thread::run_thread(plan, setup))
+            .map_err(|e| format!("could not create thread: {e}"))?;
+        handles.push(handle);
+    }
+    drop(sender);
+    barrier.wait();
+    let initial_connection_time = launch.elapsed();
+    let cpu_start = process_cpu();
+    let intervals = collect_intervals(&receiver, thread_clients.len(), on_event);
+    let results: Vec<ThreadResult> = handles
+        .into_iter()
+        .map(|h| h.join().expect("driver thread panicked"))
+        .collect();
+    let end = Instant::now();
+    let client_cpu = process_cpu().since(&cpu_start);
+    if let Some(error) = results.iter().find_map(|r| r.connect_error.clone()) {
+        return Err(error);
+    }
+    Ok(merge_results(
+        &plan,
+        results,
+        end,
+        initial_connection_time,
+        intervals,
+        client_cpu,
+    ))
+}
+
+/// Seeds every client and thread from one base sequence in pgbench's order: clients' function
+/// sequences, then `:default_seed`, then each thread's script-choice sequence.
+fn seed_clients(
+    plan: &RunPlan,
+    thread_clients: &[usize],
+) -> (Vec<Vec<client::Client>>, Vec<PgPrng>) {
+    let mut base = PgPrng::seeded(plan.random_seed);
+    let client_randoms: Vec<PgPrng> = (0..plan.clients)
+        .map(|_| PgPrng::seeded(base.next_u64()))
+        .collect();
+    let default_seed = base.next_u64() as i64;
+    let mut client_randoms = client_randoms.into_iter();
+    let mut next_id = 0;
+    let mut per_thread = Vec::new();
+    let mut choose_randoms = Vec::new();
+    for count in thread_clients {
+        let mut clients = Vec::new();
+        for _ in 0..*count {
+            let mut variables = plan.initial_values.clone();
+            if let Some(slot) = plan.client_id_slot {
+                variables[slot] = Value::Int(next_id as i64);
+            }
+            if let Some(slot) = plan.default_seed_slot {
+                variables[slot] = Value::Int(default_seed);
+            }
+            let random = client_randoms.next().expect("one per client");
+            clients.push(client::Client::new(next_id, variables, random, plan));
+            next_id += 1;
+        }
+        per_thread.push(clients);
+        choose_randoms.push(PgPrng::seeded(base.next_u64()));
+        // pgbench also draws the throttle and sampling sequences per thread.
+        base.next_u64();
+        base.next_u64();
+    }
+    (per_thread, choose_randoms)
+}
+
+/// Merges interval reports from all threads and emits each interval once every thread has
+/// reported it (or finished).
+fn collect_intervals(
+    receiver: &mpsc::Receiver<ThreadMessage>,
+    threads: usize,
+    on_event: &mut dyn FnMut(DriverEvent<'_>),
+) -> Vec<IntervalReport> {
+    let mut next_expected = vec![0u64; threads];
+    let mut finished = vec![false; threads];
+    let mut pending: std::collections::BTreeMap<u64, ScriptStats> = Default::default();
+    let mut emitted = Vec::new();
+    while let Ok(message) = receiver.recv() {
+        match message {
+            ThreadMessage::Interval {
+                thread,
+                index,
+                stats,
+            } => {
+                pending.entry(index).or_default().merge(&stats);
+                next_expected[thread] = index + 1;
+            }
+            ThreadMessage::ClientAborted { message } => {
+                on_event(DriverEvent::ClientAborted(&message))
+            }
+            ThreadMessage::Finished { thread } => finished[thread] = true,
+        }
+        while let Some((&index, _)) = pending.first_key_value() {
+            let complete = (0..threads).all(|t| finished[t] || next_expected[t] > index);
+            if !complete {
+                break;
+            }
+            let stats = pending.remove(&index).expect("present");
+            let report = IntervalReport { index, stats };
+            on_event(DriverEvent::Interval(&report));
+            emitted.push(report);
+        }
+    }
+    emitted
+}
+
+fn merge_results(
+    plan: &RunPlan,
+    results: Vec<ThreadResult>,
+    end: Instant,
+    initial_connection_time: Duration,
+    intervals: Vec<IntervalReport>,
+    client_cpu: CpuTimes,
+) -> RunResult {
+    let mut per_script = vec![ScriptStats::default(); plan.scripts.len()];
+    let mut total = ScriptStats::default();
+    for result in &results {
+        for (merged, stats) in per_script.iter_mut().zip(&result.per_script) {
+            merged.merge(stats);
+            total.merge(stats);
+        }
+    }
+    let bench_start = results.iter().map(|r| r.bench_start).min().unwrap_or(end);
+    RunResult {
+        total,
+        per_script,
+        bench_duration: end - bench_start,
+        initial_connection_time,
+        reconnection_time: results.iter().map(|r| r.connection_time).sum(),
+        reconnections: results.iter().map(|r| r.connections).sum(),
+        aborted_clients: results.iter().map(|r| r.aborted_clients).sum(),
+        intervals,
+        client_cpu,
+    }
+}

@@ -1,0 +1,119 @@
+//! What the driver is asked to run: connections, clients and threads, scripts and their weights,
+//! the protocol, and when to stop.
+
+use std::time::Duration;
+
+use crate::script::ast::VarSlot;
+use crate::script::{Script, Value, VarTable};
+use crate::server::target::ConnSpec;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Simple,
+    Extended,
+    Prepared,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Simple => "simple",
+            Protocol::Extended => "extended",
+            Protocol::Prepared => "prepared",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        [Protocol::Simple, Protocol::Extended, Protocol::Prepared]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunLimit {
+    /// Clients start no new transaction once this much time has passed since the start.
+    Duration(Duration),
+    /// Each client runs exactly this many transactions.
+    TransactionsPerClient(u64),
+}
+
+#[derive(Debug, Clone)]
+pub struct WeightedScript {
+    pub script: Script,
+    pub weight: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub conn: ConnSpec,
+    pub clients: usize,
+    pub threads: usize,
+    pub limit: RunLimit,
+    pub protocol: Protocol,
+    pub scripts: Vec<WeightedScript>,
+    pub variables: VarTable,
+    /// Starting value of every variable slot, the same for all clients.
+    pub initial_values: Vec<Value>,
+    /// Automatic variables the driver fills in per client (pgbench's `:client_id`) and from the
+    /// seeded random sequence (`:default_seed`), unless the user defined them.
+    pub client_id_slot: Option<VarSlot>,
+    pub default_seed_slot: Option<VarSlot>,
+    pub random_seed: u64,
+    /// pgbench's `-C`: a new connection for every transaction.
+    pub connect_per_transaction: bool,
+    /// Length of the intervals of the per-interval series.
+    pub interval: Duration,
+}
+
+impl RunPlan {
+    pub fn total_weight(&self) -> u64 {
+        self.scripts.iter().map(|s| u64::from(s.weight)).sum()
+    }
+
+    /// Clients of each thread: as even as possible, the first threads taking the remainder.
+    pub fn clients_per_thread(&self) -> Vec<usize> {
+        let threads = self.threads.min(self.clients).max(1);
+        (0..threads)
+            .map(|t| self.clients / threads + usize::from(t < self.clients % threads))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_spread_evenly_and_threads_are_capped() {
+        let spread = |clients, threads| {
+            let plan = RunPlan {
+                conn: crate::server::target::ConnSpec {
+                    host: "/tmp".into(),
+                    port: 1,
+                    user: "u".into(),
+                    dbname: "d".into(),
+                    password: None,
+                    application_name: "t".into(),
+                    connect_timeout: None,
+                },
+                clients,
+                threads,
+                limit: RunLimit::TransactionsPerClient(1),
+                protocol: Protocol::Simple,
+                scripts: vec![],
+                variables: VarTable::default(),
+                initial_values: vec![],
+                client_id_slot: None,
+                default_seed_slot: None,
+                random_seed: 0,
+                connect_per_transaction: false,
+                interval: Duration::from_secs(1),
+            };
+            plan.clients_per_thread()
+        };
+        assert_eq!(spread(4, 3), vec![2, 1, 1]);
+        assert_eq!(spread(2, 8), vec![1, 1]);
+        assert_eq!(spread(32, 2), vec![16, 16]);
+    }
+}

@@ -1,0 +1,151 @@
+//! Latency accounting: an HDR histogram plus exact sums (pgbench's average and stddev come from
+//! sums, not from histogram buckets). Everything merges, so threads never share state.
+
+use hdrhistogram::Histogram;
+
+/// Longest latency the histograms hold exactly: one hour, in microseconds. Longer ones are
+/// clamped to it (and still counted in the sums exactly).
+const MAX_TRACKED_US: u64 = 3_600_000_000;
+
+#[derive(Debug, Clone)]
+pub struct LatencyStats {
+    pub histogram: Histogram<u64>,
+    pub count: u64,
+    pub sum_us: f64,
+    pub sum_sq_us: f64,
+    pub max_us: f64,
+}
+
+impl Default for LatencyStats {
+    fn default() -> Self {
+        LatencyStats {
+            histogram: Histogram::new_with_bounds(1, MAX_TRACKED_US, 3)
+                .expect("valid histogram bounds"),
+            count: 0,
+            sum_us: 0.0,
+            sum_sq_us: 0.0,
+            max_us: 0.0,
+        }
+    }
+}
+
+impl LatencyStats {
+    pub fn record(&mut self, latency_us: f64) {
+        let clamped = (latency_us.round() as u64).clamp(1, MAX_TRACKED_US);
+        self.histogram
+            .record(clamped)
+            .expect("value clamped into bounds");
+        self.count += 1;
+        self.sum_us += latency_us;
+        self.sum_sq_us += latency_us * latency_us;
+        if latency_us > self.max_us {
+            self.max_us = latency_us;
+        }
+    }
+
+    pub fn merge(&mut self, other: &LatencyStats) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms share bounds");
+        self.count += other.count;
+        self.sum_us += other.sum_us;
+        self.sum_sq_us += other.sum_sq_us;
+        self.max_us = self.max_us.max(other.max_us);
+    }
+
+    pub fn mean_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_us / self.count as f64
+        }
+    }
+
+    /// Population standard deviation, as pgbench computes it.
+    pub fn stddev_us(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let mean = self.mean_us();
+        (self.sum_sq_us / self.count as f64 - mean * mean)
+            .max(0.0)
+            .sqrt()
+    }
+
+    pub fn percentile_us(&self, percentile: f64) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.histogram.value_at_quantile(percentile / 100.0) as f64
+        }
+    }
+}
+
+/// Failures pgbench counts instead of aborting the client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FailureCounts {
+    pub serialization: u64,
+    pub deadlock: u64,
+}
+
+impl FailureCounts {
+    pub fn total(&self) -> u64 {
+        self.serialization + self.deadlock
+    }
+
+    pub fn merge(&mut self, other: &FailureCounts) {
+        self.serialization += other.serialization;
+        self.deadlock += other.deadlock;
+    }
+
+    pub fn count(&mut self, sqlstate: &str) {
+        if sqlstate == "40P01" {
+            self.deadlock += 1;
+        } else {
+            self.serialization += 1;
+        }
+    }
+}
+
+/// What one script accumulated: latency of successful transactions and failures.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptStats {
+    pub latency: LatencyStats,
+    pub failures: FailureCounts,
+}
+
+impl ScriptStats {
+    pub fn merge(&mut self, other: &ScriptStats) {
+        self.latency.merge(&other.latency);
+        self.failures.merge(&other.failures);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_and_stddev_are_exact() {
+        let mut stats = LatencyStats::default();
+        for v in [100.0, 200.0, 300.0] {
+            stats.record(v);
+        }
+        assert_eq!(stats.mean_us(), 200.0);
+        assert!((stats.stddev_us() - 81.6496580927726).abs() < 1e-9);
+        assert_eq!(stats.max_us, 300.0);
+    }
+
+    #[test]
+    fn merging_adds_counts_and_percentiles() {
+        let mut a = LatencyStats::default();
+        let mut b = LatencyStats::default();
+        (1..=50).for_each(|v| a.record(v as f64 * 10.0));
+        (51..=100).for_each(|v| b.record(v as f64 * 10.0));
+        a.merge(&b);
+        assert_eq!(a.count, 100);
+        let p50 = a.percentile_us(50.0);
+        assert!((495.0..=505.0).contains(&p50), "{p50}");
+        assert!((a.percentile_us(100.0) - 1000.0).abs() <= 1.0);
+    }
+}

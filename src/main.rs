@@ -1,0 +1,65 @@
+//! stampede: a PostgreSQL benchmark lab in one binary.
+
+use clap::{CommandFactory, FromArgMatches};
+
+use stampede::cli::{self, Cli, TopCommand};
+use stampede::commands::{self, Failure};
+
+fn main() {
+    let code = match run() {
+        Ok(()) => 0,
+        Err(failure) => {
+            match &failure {
+                Failure::Input(message) | Failure::Run(message) => {
+                    eprintln!("stampede: error: {message}")
+                }
+                Failure::Incomplete => {
+                    eprintln!("stampede: error: Run was aborted; the above results are incomplete.")
+                }
+            }
+            failure.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run() -> Result<(), Failure> {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(error) => return Err(clap_failure(error)),
+    };
+    let cli = Cli::from_arg_matches(&matches).map_err(clap_failure)?;
+    match &cli.command {
+        TopCommand::Pgbench(args) => {
+            let sub = matches
+                .subcommand_matches("pgbench")
+                .expect("pgbench matched");
+            commands::pgbench::run(args, cli::pgbench::script_choices(sub))
+        }
+        TopCommand::Quickstart(args) => commands::quickstart::run(args),
+        TopCommand::Server { action } => commands::server::run(action),
+    }
+}
+
+/// Help and version go to stdout with exit 0; usage errors become one line and exit 1.
+fn clap_failure(error: clap::Error) -> Failure {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            std::process::exit(0);
+        }
+        _ => {
+            let rendered = error.render().to_string();
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ")
+                .to_string();
+            Failure::Input(format!("{first} (try --help)"))
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! CPU time of this process (all threads), from getrusage.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    pub user: Duration,
+    pub system: Duration,
+}
+
+impl CpuTimes {
+    pub fn total(&self) -> Duration {
+        self.user + self.system
+    }
+
+    pub fn since(&self, earlier: &CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+}
+
+fn timeval(tv: libc::timeval) -> Duration {
+    Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
+}
+
+pub fn process_cpu() -> CpuTimes {
+    // SAFETY: getrusage fills the zeroed struct we pass; RUSAGE_SELF is always valid.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    CpuTimes {
+        user: timeval(usage.ru_utime),
+        system: timeval(usage.ru_stime),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_work_shows_up_as_cpu() {
+        let before = process_cpu();
+        let mut x = 0u64;
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_millis(50) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let used = process_cpu().since(&before);
+        assert!(used.total() >= Duration::from_millis(20), "{used:?} {x}");
+    }
+}

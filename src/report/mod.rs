@@ -1,0 +1,5 @@
+//! Output: pgbench-compatible text, stampede's extra lines, JSON, terminal tables. Renders
+//! numbers it is given; never queries a server or drives load.
+
+pub mod pgbench;
+pub mod table;

@@ -1,0 +1,233 @@
+//! pgbench-compatible text (same wording, so existing parsers keep working), stampede's extra
+//! lines, and the JSON document. Works on plain numbers; never touches the driver or a server.
+
+use serde::Serialize;
+
+/// Latency of successful transactions, in milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub avg: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Failures {
+    pub total: u64,
+    pub serialization: u64,
+    pub deadlock: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScriptResult {
+    pub name: String,
+    pub weight: u32,
+    pub transactions: u64,
+    pub tps: f64,
+    pub failures: Failures,
+    pub latency_ms: LatencySummary,
+}
+
+/// One point of the per-interval series.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesPoint {
+    /// End of the interval, in seconds since the start.
+    pub second: f64,
+    pub tps: f64,
+    pub failed: u64,
+    pub latency_avg_ms: f64,
+    pub latency_stddev_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientCpu {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// (user + system) / transactions processed.
+    pub per_transaction_us: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerCounters {
+    /// pg_stat_database.xact_commit after the run minus before (includes stampede's own few
+    /// setup statements in between, see `setup_transactions`).
+    pub xact_commit_delta: i64,
+    pub xact_rollback_delta: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PgbenchReport {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub server_version: String,
+    /// The target without its password.
+    pub target: String,
+    pub transaction_type: String,
+    pub scale: i64,
+    pub partition_method: Option<String>,
+    pub partitions: Option<i64>,
+    pub query_mode: &'static str,
+    pub clients: usize,
+    pub threads: usize,
+    pub duration_s: Option<u64>,
+    pub transactions_per_client: Option<u64>,
+    pub random_seed: u64,
+    pub connect_per_transaction: bool,
+    pub transactions: u64,
+    pub failures: Failures,
+    pub tps: f64,
+    pub bench_duration_s: f64,
+    pub initial_connection_time_ms: f64,
+    pub average_connection_time_ms: Option<f64>,
+    pub latency_ms: LatencySummary,
+    pub client_cpu: ClientCpu,
+    pub server_counters: Option<ServerCounters>,
+    pub aborted_clients: usize,
+    pub scripts: Vec<ScriptResult>,
+    pub series: Vec<SeriesPoint>,
+}
+
+/// The summary block, line for line as pgbench 15–18 prints it, then stampede's own lines.
+pub fn summary_text(report: &PgbenchReport) -> String {
+    let mut out = String::new();
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
+    line(format!("transaction type: {}", report.transaction_type));
+    line(format!("scaling factor: {}", report.scale));
+    if let (Some(method), Some(partitions)) = (&report.partition_method, report.partitions) {
+        line(format!("partition method: {method}"));
+        line(format!("partitions: {partitions}"));
+    }
+    line(format!("query mode: {}", report.query_mode));
+    line(format!("number of clients: {}", report.clients));
+    line(format!("number of threads: {}", report.threads));
+    line("maximum number of tries: 1".to_string());
+    match (report.duration_s, report.transactions_per_client) {
+        (Some(duration), _) => {
+            line(format!("duration: {duration} s"));
+            line(format!(
+                "number of transactions actually processed: {}",
+                report.transactions
+            ));
+        }
+        (None, per_client) => {
+            let per_client = per_client.unwrap_or(0);
+            line(format!("number of transactions per client: {per_client}"));
+            line(format!(
+                "number of transactions actually processed: {}/{}",
+                report.transactions,
+                per_client * report.clients as u64
+            ));
+        }
+    }
+    let attempted = report.transactions + report.failures.total;
+    if attempted > 0 {
+        line(format!(
+            "number of failed transactions: {} ({:.3}%)",
+            report.failures.total,
+            100.0 * report.failures.total as f64 / attempted as f64
+        ));
+        line(format!("latency average = {:.3} ms", report.latency_ms.avg));
+        line(format!(
+            "latency stddev = {:.3} ms",
+            report.latency_ms.stddev
+        ));
+        match report.average_connection_time_ms {
+            Some(average) => {
+                line(format!("average connection time = {average:.3} ms"));
+                line(format!(
+                    "tps = {:.6} (including reconnection times)",
+                    report.tps
+                ));
+            }
+            None => {
+                line(format!(
+                    "initial connection time = {:.3} ms",
+                    report.initial_connection_time_ms
+                ));
+                line(format!(
+                    "tps = {:.6} (without initial connection time)",
+                    report.tps
+                ));
+            }
+        }
+    }
+    if report.scripts.len() > 1 {
+        per_script_text(report, &mut line);
+    }
+    line(percentile_line(&report.latency_ms));
+    line(format!(
+        "client CPU: user {:.3} s, system {:.3} s, {:.3} us per transaction",
+        report.client_cpu.user_s, report.client_cpu.system_s, report.client_cpu.per_transaction_us
+    ));
+    out
+}
+
+fn per_script_text(report: &PgbenchReport, line: &mut dyn FnMut(String)) {
+    let total_weight: u64 = report.scripts.iter().map(|s| u64::from(s.weight)).sum();
+    let attempted_all = (report.transactions + report.failures.total).max(1);
+    for (index, script) in report.scripts.iter().enumerate() {
+        let attempted = script.transactions + script.failures.total;
+        line(format!("SQL script {}: {}", index + 1, script.name));
+        line(format!(
+            " - weight: {} (targets {:.1}% of total)",
+            script.weight,
+            100.0 * f64::from(script.weight) / total_weight.max(1) as f64
+        ));
+        line(format!(
+            " - {} transactions ({:.1}% of total)",
+            attempted,
+            100.0 * attempted as f64 / attempted_all as f64
+        ));
+        if attempted > 0 {
+            line(format!(
+                " - number of transactions actually processed: {} (tps = {:.6})",
+                script.transactions, script.tps
+            ));
+            line(format!(
+                " - number of failed transactions: {} ({:.3}%)",
+                script.failures.total,
+                100.0 * script.failures.total as f64 / attempted as f64
+            ));
+        }
+        if script.latency_ms.count > 0 {
+            line(format!(
+                " - latency average = {:.3} ms",
+                script.latency_ms.avg
+            ));
+            line(format!(
+                " - latency stddev = {:.3} ms",
+                script.latency_ms.stddev
+            ));
+        }
+    }
+}
+
+pub fn percentile_line(latency: &LatencySummary) -> String {
+    format!(
+        "latency percentiles: p50 = {:.3} ms, p90 = {:.3} ms, p95 = {:.3} ms, p99 = {:.3} ms, p99.9 = {:.3} ms, max = {:.3} ms",
+        latency.p50, latency.p90, latency.p95, latency.p99, latency.p999, latency.max
+    )
+}
+
+/// pgbench's `-P` line.
+pub fn progress_line(elapsed_s: f64, tps: f64, latency: &LatencySummary, failed: u64) -> String {
+    format!(
+        "progress: {elapsed_s:.1} s, {tps:.1} tps, lat {:.3} ms stddev {:.3}, {failed} failed",
+        latency.avg, latency.stddev
+    )
+}
+
+pub fn to_json(report: &PgbenchReport) -> String {
+    serde_json::to_string_pretty(report).expect("report serializes")
+}

@@ -1,0 +1,333 @@
+//! Lexer and Pratt parser for `\set` expressions, with pgbench's (SQL's) operator precedence:
+//! `OR` < `AND` < `NOT` < comparisons < bitwise (`| # & << >>`) < `+ -` < `* / %` < unary.
+
+use super::ast::{BinaryOp, Expr, Function, UnaryOp};
+use super::parser::VarTable;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Int(i64),
+    /// `9223372036854775808`, valid only right after a unary minus.
+    IntMinPositive,
+    Double(f64),
+    Var(String),
+    Ident(String),
+    Op(&'static str),
+    LParen,
+    RParen,
+    Comma,
+    End,
+}
+
+/// A parse error with the 0-based byte column where it was found.
+#[derive(Debug)]
+pub struct ExprError {
+    pub column: usize,
+    pub message: String,
+}
+
+struct Lexer<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+const OPERATORS: [&str; 18] = [
+    "<=", ">=", "<>", "!=", "<<", ">>", "+", "-", "*", "/", "%", "=", "<", ">", "&", "|", "#", "~",
+];
+
+impl<'a> Lexer<'a> {
+    fn skip_space(&mut self) {
+        let rest = &self.text[self.pos..];
+        self.pos += rest.len() - rest.trim_start().len();
+    }
+
+    fn next(&mut self) -> Result<(usize, Token), ExprError> {
+        self.skip_space();
+        let start = self.pos;
+        let rest = &self.text[self.pos..];
+        let Some(c) = rest.chars().next() else {
+            return Ok((start, Token::End));
+        };
+        let token = if c.is_ascii_digit()
+            || (c == '.' && rest[1..].starts_with(|d: char| d.is_ascii_digit()))
+        {
+            self.number(rest)?
+        } else if c == ':' {
+            let name = take_name(&rest[1..]);
+            if name.is_empty() {
+                return Err(self.error(start, "invalid variable name"));
+            }
+            self.pos += 1 + name.len();
+            Token::Var(name.to_string())
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let name = take_name(rest);
+            self.pos += name.len();
+            Token::Ident(name.to_string())
+        } else if c == '(' || c == ')' || c == ',' {
+            self.pos += 1;
+            match c {
+                '(' => Token::LParen,
+                ')' => Token::RParen,
+                _ => Token::Comma,
+            }
+        } else if let Some(op) = OPERATORS.iter().find(|op| rest.starts_with(**op)) {
+            self.pos += op.len();
+            Token::Op(op)
+        } else {
+            return Err(self.error(start, &format!("unexpected character \"{c}\"")));
+        };
+        Ok((start, token))
+    }
+
+    fn number(&mut self, rest: &str) -> Result<Token, ExprError> {
+        let start = self.pos;
+        let mut end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let mut is_double = false;
+        if rest[end..].starts_with('.') {
+            is_double = true;
+            end += 1;
+            end += rest[end..]
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len() - end);
+        }
+        if rest[end..].starts_with(['e', 'E']) {
+            let after = &rest[end + 1..];
+            let sign = usize::from(after.starts_with(['+', '-']));
+            let digits = after[sign..]
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(after.len() - sign);
+            if digits > 0 {
+                is_double = true;
+                end += 1 + sign + digits;
+            }
+        }
+        let literal = &rest[..end];
+        self.pos += end;
+        if is_double {
+            return literal
+                .parse::<f64>()
+                .map(Token::Double)
+                .map_err(|_| self.error(start, "invalid double constant"));
+        }
+        match literal.parse::<i64>() {
+            Ok(i) => Ok(Token::Int(i)),
+            Err(_) if literal.trim_start_matches('0') == "9223372036854775808" => {
+                Ok(Token::IntMinPositive)
+            }
+            Err(_) => Err(self.error(start, "bigint constant overflow")),
+        }
+    }
+
+    fn error(&self, column: usize, message: &str) -> ExprError {
+        ExprError {
+            column,
+            message: message.to_string(),
+        }
+    }
+}
+
+fn take_name(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii()))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+pub struct ExprParser<'a, 'v> {
+    lexer: Lexer<'a>,
+    current: (usize, Token),
+    vars: &'v mut VarTable,
+}
+
+impl<'a, 'v> ExprParser<'a, 'v> {
+    /// Parses the whole of `text` as one expression.
+    pub fn parse(text: &'a str, vars: &'v mut VarTable) -> Result<Expr, ExprError> {
+        let mut lexer = Lexer { text, pos: 0 };
+        let current = lexer.next()?;
+        let mut parser = ExprParser {
+            lexer,
+            current,
+            vars,
+        };
+        if parser.current.1 == Token::End {
+            return Err(parser.error_here("missing expression"));
+        }
+        let expr = parser.expression(0)?;
+        if parser.current.1 != Token::End {
+            return Err(parser.error_here("syntax error"));
+        }
+        Ok(expr)
+    }
+
+    fn advance(&mut self) -> Result<Token, ExprError> {
+        let next = self.lexer.next()?;
+        Ok(std::mem::replace(&mut self.current, next).1)
+    }
+
+    fn error_here(&self, message: &str) -> ExprError {
+        ExprError {
+            column: self.current.0,
+            message: message.to_string(),
+        }
+    }
+
+    fn keyword(&self) -> Option<String> {
+        match &self.current.1 {
+            Token::Ident(name) => Some(name.to_ascii_uppercase()),
+            _ => None,
+        }
+    }
+
+    /// The binary operator at the current token and its binding power (higher binds tighter).
+    fn binary_operator(&self) -> Option<(BinaryOp, u8)> {
+        if let Some(word) = self.keyword() {
+            return match word.as_str() {
+                "OR" => Some((BinaryOp::Or, 1)),
+                "AND" => Some((BinaryOp::And, 2)),
+                _ => None,
+            };
+        }
+        let Token::Op(op) = self.current.1 else {
+            return None;
+        };
+        Some(match op {
+            "=" => (BinaryOp::Eq, 4),
+            "<>" | "!=" => (BinaryOp::Ne, 4),
+            "<" => (BinaryOp::Lt, 4),
+            "<=" => (BinaryOp::Le, 4),
+            ">" => (BinaryOp::Gt, 4),
+            ">=" => (BinaryOp::Ge, 4),
+            "|" => (BinaryOp::BitOr, 5),
+            "#" => (BinaryOp::BitXor, 5),
+            "&" => (BinaryOp::BitAnd, 5),
+            "<<" => (BinaryOp::ShiftLeft, 5),
+            ">>" => (BinaryOp::ShiftRight, 5),
+            "+" => (BinaryOp::Add, 6),
+            "-" => (BinaryOp::Sub, 6),
+            "*" => (BinaryOp::Mul, 7),
+            "/" => (BinaryOp::Div, 7),
+            "%" => (BinaryOp::Mod, 7),
+            _ => return None,
+        })
+    }
+
+    fn expression(&mut self, min_power: u8) -> Result<Expr, ExprError> {
+        let mut left = self.prefix()?;
+        while let Some((op, power)) = self.binary_operator() {
+            if power <= min_power {
+                break;
+            }
+            self.advance()?;
+            // Comparisons do not chain (nonassociative in pgbench's grammar).
+            let right = self.expression(power)?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
+            if power == 4 && matches!(self.binary_operator(), Some((_, 4))) {
+                return Err(self.error_here("syntax error"));
+            }
+        }
+        Ok(left)
+    }
+
+    fn prefix(&mut self) -> Result<Expr, ExprError> {
+        const UNARY_POWER: u8 = 8;
+        if self.keyword().as_deref() == Some("NOT") {
+            self.advance()?;
+            let operand = self.expression(3)?;
+            return Ok(Expr::Unary(UnaryOp::Not, Box::new(operand)));
+        }
+        match self.current.1.clone() {
+            Token::Op("-") => {
+                self.advance()?;
+                if self.current.1 == Token::IntMinPositive {
+                    self.advance()?;
+                    return Ok(Expr::Int(i64::MIN));
+                }
+                let operand = self.expression(UNARY_POWER)?;
+                Ok(Expr::Unary(UnaryOp::Neg, Box::new(operand)))
+            }
+            Token::Op("+") => {
+                self.advance()?;
+                self.expression(UNARY_POWER)
+            }
+            Token::Op("~") => {
+                self.advance()?;
+                let operand = self.expression(UNARY_POWER)?;
+                Ok(Expr::Unary(UnaryOp::BitNot, Box::new(operand)))
+            }
+            _ => self.primary(),
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr, ExprError> {
+        let column = self.current.0;
+        match self.advance()? {
+            Token::Int(i) => Ok(Expr::Int(i)),
+            Token::IntMinPositive => Err(ExprError {
+                column,
+                message: "bigint constant overflow".into(),
+            }),
+            Token::Double(d) => Ok(Expr::Double(d)),
+            Token::Var(name) => Ok(Expr::Var(self.vars.slot(&name))),
+            Token::LParen => {
+                let inner = self.expression(0)?;
+                if self.current.1 != Token::RParen {
+                    return Err(self.error_here("missing \")\""));
+                }
+                self.advance()?;
+                Ok(inner)
+            }
+            Token::Ident(name) => self.identifier(column, &name),
+            _ => Err(ExprError {
+                column,
+                message: "syntax error".into(),
+            }),
+        }
+    }
+
+    fn identifier(&mut self, column: usize, name: &str) -> Result<Expr, ExprError> {
+        match name.to_ascii_uppercase().as_str() {
+            "TRUE" => return Ok(Expr::Bool(true)),
+            "FALSE" => return Ok(Expr::Bool(false)),
+            "NULL" => return Ok(Expr::Null),
+            _ => {}
+        }
+        if self.current.1 != Token::LParen {
+            return Err(ExprError {
+                column,
+                message: format!("unexpected keyword or identifier \"{name}\""),
+            });
+        }
+        let function = Function::from_name(name).ok_or_else(|| ExprError {
+            column,
+            message: format!("unexpected function name \"{name}\""),
+        })?;
+        self.advance()?;
+        let args = self.arguments()?;
+        let (min, max) = function.arity();
+        if args.len() < min || max.is_some_and(|max| args.len() > max) {
+            return Err(ExprError {
+                column,
+                message: format!("wrong number of arguments to function \"{function}\""),
+            });
+        }
+        Ok(Expr::Call(function, args))
+    }
+
+    fn arguments(&mut self) -> Result<Vec<Expr>, ExprError> {
+        let mut args = Vec::new();
+        if self.current.1 == Token::RParen {
+            self.advance()?;
+            return Ok(args);
+        }
+        loop {
+            args.push(self.expression(0)?);
+            match self.advance()? {
+                Token::Comma => continue,
+                Token::RParen => return Ok(args),
+                _ => return Err(self.error_here("missing \")\"")),
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The pgbench script language: parsing into an AST with source spans, values, evaluation and
+//! pgbench's PRNG. Knows nothing about connections.
+
+pub mod ast;
+pub mod eval;
+pub mod expr;
+pub mod parser;
+pub mod prng;
+pub mod value;
+
+pub use ast::{Command, CommandKind, Script};
+pub use parser::{parse_script, ScriptError, VarTable};
+pub use value::Value;

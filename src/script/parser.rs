@@ -1,0 +1,552 @@
+//! Splits a pgbench script into SQL commands and backslash meta-commands, the way pgbench's
+//! psql-derived scanner does: SQL ends at a `;` outside quotes, comments and parentheses; a
+//! backslash outside quotes starts a meta-command that runs to the end of the line.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::ast::{
+    Command, CommandKind, Script, SleepArg, SleepUnit, Span, SqlCommand, SqlPiece, VarSlot,
+};
+use super::expr::ExprParser;
+
+/// Variable names of all scripts of a run, mapped to slots in each client's variable table.
+#[derive(Debug, Default, Clone)]
+pub struct VarTable {
+    names: Vec<String>,
+    index: HashMap<String, VarSlot>,
+}
+
+impl VarTable {
+    pub fn slot(&mut self, name: &str) -> VarSlot {
+        if let Some(slot) = self.index.get(name) {
+            return *slot;
+        }
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<VarSlot> {
+        self.index.get(name).copied()
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// A script error located in its source, printed as `source:line:column: message` followed by the
+/// offending line and a caret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    pub source: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub line_text: String,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}\n{}\n{}^",
+            self.source,
+            self.line,
+            self.column,
+            self.message,
+            self.line_text,
+            " ".repeat(self.column.saturating_sub(1))
+        )
+    }
+}
+
+pub fn valid_variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii())
+}
+
+struct Scanner<'a> {
+    source: &'a str,
+    text: &'a str,
+    pos: usize,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(source: &'a str, text: &'a str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Scanner {
+            source,
+            text,
+            pos: 0,
+            line_starts,
+        }
+    }
+
+    fn span_at(&self, offset: usize) -> Span {
+        let line = self.line_starts.partition_point(|start| *start <= offset);
+        let column = offset - self.line_starts[line - 1] + 1;
+        Span { line, column }
+    }
+
+    fn line_text(&self, line: usize) -> &'a str {
+        let start = self.line_starts[line - 1];
+        let end = self.text[start..]
+            .find('\n')
+            .map_or(self.text.len(), |i| start + i);
+        self.text[start..end].trim_end_matches('\r')
+    }
+
+    fn error(&self, offset: usize, message: impl Into<String>) -> ScriptError {
+        let span = self.span_at(offset);
+        ScriptError {
+            source: self.source.to_string(),
+            line: span.line,
+            column: span.column,
+            message: message.into(),
+            line_text: self.line_text(span.line).to_string(),
+        }
+    }
+}
+
+/// Parses a whole script. `description` is what pgbench prints as the transaction type.
+pub fn parse_script(
+    source: &str,
+    description: &str,
+    text: &str,
+    vars: &mut VarTable,
+) -> Result<Script, ScriptError> {
+    let mut scanner = Scanner::new(source, text);
+    let mut commands = Vec::new();
+    let mut sql = String::new();
+    let mut sql_start = 0;
+    while scanner.pos < text.len() {
+        let rest = &text[scanner.pos..];
+        let c = rest.chars().next().expect("not at end");
+        if sql.trim().is_empty() && c.is_whitespace() {
+            sql.clear();
+            scanner.pos += c.len_utf8();
+            continue;
+        }
+        if sql.trim().is_empty() {
+            sql_start = scanner.pos;
+        }
+        match c {
+            '\\' if rest.starts_with("\\;") => {
+                sql.push(';');
+                scanner.pos += 2;
+            }
+            '\\' => {
+                push_sql(&scanner, &mut commands, &mut sql, sql_start, vars)?;
+                commands.push(parse_meta(&mut scanner, vars)?);
+            }
+            ';' => {
+                sql.push(';');
+                scanner.pos += 1;
+                push_sql(&scanner, &mut commands, &mut sql, sql_start, vars)?;
+            }
+            '\'' | '"' => copy_quoted(&mut scanner, &mut sql, c)?,
+            '-' if rest.starts_with("--") => {
+                let end = rest.find('\n').unwrap_or(rest.len());
+                sql.push_str(&rest[..end]);
+                scanner.pos += end;
+            }
+            '/' if rest.starts_with("/*") => copy_block_comment(&mut scanner, &mut sql)?,
+            '$' if dollar_tag(rest).is_some() => copy_dollar_quoted(&mut scanner, &mut sql)?,
+            '(' => copy_parenthesized(&mut scanner, &mut sql)?,
+            _ => {
+                sql.push(c);
+                scanner.pos += c.len_utf8();
+            }
+        }
+    }
+    push_sql(&scanner, &mut commands, &mut sql, sql_start, vars)?;
+    if commands.is_empty() {
+        return Err(ScriptError {
+            source: source.to_string(),
+            line: 1,
+            column: 1,
+            message: format!("empty command list for script \"{description}\""),
+            line_text: String::new(),
+        });
+    }
+    Ok(Script {
+        description: description.to_string(),
+        commands,
+    })
+}
+
+fn copy_quoted(
+    scanner: &mut Scanner<'_>,
+    sql: &mut String,
+    quote: char,
+) -> Result<(), ScriptError> {
+    let start = scanner.pos;
+    let rest = &scanner.text[start..];
+    let mut i = 1;
+    loop {
+        match rest[i..].find(quote) {
+            None => return Err(scanner.error(start, "unterminated quoted string")),
+            Some(j) => {
+                i += j + 1;
+                // A doubled quote is an escaped quote inside the literal.
+                if rest[i..].starts_with(quote) {
+                    i += 1;
+                    continue;
+                }
+                break;
+            }
+        }
+    }
+    sql.push_str(&rest[..i]);
+    scanner.pos += i;
+    Ok(())
+}
+
+fn copy_block_comment(scanner: &mut Scanner<'_>, sql: &mut String) -> Result<(), ScriptError> {
+    let start = scanner.pos;
+    let rest = &scanner.text[start..];
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < rest.len() {
+        if rest[i..].starts_with("/*") {
+            depth += 1;
+            i += 2;
+        } else if rest[i..].starts_with("*/") {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                sql.push_str(&rest[..i]);
+                scanner.pos += i;
+                return Ok(());
+            }
+        } else {
+            i += rest[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    Err(scanner.error(start, "unterminated /* comment"))
+}
+
+fn dollar_tag(text: &str) -> Option<&str> {
+    let body = &text[1..];
+    let end = body.find('$')?;
+    let tag = &body[..end];
+    let valid = tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !tag.starts_with(|c: char| c.is_ascii_digit());
+    valid.then(|| &text[..end + 2])
+}
+
+fn copy_dollar_quoted(scanner: &mut Scanner<'_>, sql: &mut String) -> Result<(), ScriptError> {
+    let start = scanner.pos;
+    let rest = &scanner.text[start..];
+    let tag = dollar_tag(rest).expect("checked by caller");
+    match rest[tag.len()..].find(tag) {
+        None => Err(scanner.error(start, "unterminated dollar-quoted string")),
+        Some(j) => {
+            let end = tag.len() + j + tag.len();
+            sql.push_str(&rest[..end]);
+            scanner.pos += end;
+            Ok(())
+        }
+    }
+}
+
+/// Copies a parenthesized group whole: a `;` inside parentheses does not end the command.
+fn copy_parenthesized(scanner: &mut Scanner<'_>, sql: &mut String) -> Result<(), ScriptError> {
+    let start = scanner.pos;
+    let mut depth = 0usize;
+    while scanner.pos < scanner.text.len() {
+        let rest = &scanner.text[scanner.pos..];
+        let c = rest.chars().next().expect("not at end");
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '\'' | '"' => {
+                copy_quoted(scanner, sql, c)?;
+                continue;
+            }
+            _ => {}
+        }
+        sql.push(c);
+        scanner.pos += c.len_utf8();
+        if depth == 0 {
+            return Ok(());
+        }
+    }
+    Err(scanner.error(start, "unbalanced parentheses"))
+}
+
+/// Turns collected SQL text into a command, unless it is only whitespace and comments.
+fn push_sql(
+    scanner: &Scanner<'_>,
+    commands: &mut Vec<Command>,
+    sql: &mut String,
+    start: usize,
+    vars: &mut VarTable,
+) -> Result<(), ScriptError> {
+    let text = std::mem::take(sql);
+    let Some(body) = strip_leading_comments(&text) else {
+        return Ok(());
+    };
+    let first_line = body.lines().next().unwrap_or("").trim_end().to_string();
+    let command = build_sql_command(body.trim_end(), vars);
+    let offset = start + (text.len() - body.len());
+    commands.push(Command {
+        kind: CommandKind::Sql(command),
+        span: scanner.span_at(offset.min(scanner.text.len().saturating_sub(1))),
+        first_line,
+    });
+    Ok(())
+}
+
+fn strip_leading_comments(text: &str) -> Option<&str> {
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.find('\n').map_or("", |i| &after[i + 1..]);
+        } else {
+            break;
+        }
+    }
+    (!rest.is_empty()).then_some(rest)
+}
+
+/// Finds `:name` references (pgbench substitutes them even inside quotes) and builds both the
+/// parameterized text and the pieces for inline substitution.
+fn build_sql_command(text: &str, vars: &mut VarTable) -> SqlCommand {
+    let mut parameterized = String::with_capacity(text.len());
+    let mut pieces = Vec::new();
+    let mut params = Vec::new();
+    let mut literal = String::new();
+    let mut rest = text;
+    while let Some(colon) = rest.find(':') {
+        let after = &rest[colon + 1..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii()))
+            .unwrap_or(after.len());
+        if name_len == 0 {
+            // `::type` casts and lone colons are copied through.
+            let skip = colon + 1 + after.len() - after.trim_start_matches(':').len();
+            parameterized.push_str(&rest[..skip]);
+            literal.push_str(&rest[..skip]);
+            rest = &rest[skip..];
+            continue;
+        }
+        parameterized.push_str(&rest[..colon]);
+        literal.push_str(&rest[..colon]);
+        let slot = vars.slot(&after[..name_len]);
+        params.push(slot);
+        parameterized.push_str(&format!("${}", params.len()));
+        pieces.push(SqlPiece::Text(std::mem::take(&mut literal)));
+        pieces.push(SqlPiece::Var(slot));
+        rest = &after[name_len..];
+    }
+    parameterized.push_str(rest);
+    literal.push_str(rest);
+    pieces.push(SqlPiece::Text(literal));
+    pieces.retain(|p| !matches!(p, SqlPiece::Text(t) if t.is_empty()));
+    SqlCommand {
+        parameterized,
+        params,
+        pieces,
+    }
+}
+
+/// Parses the meta-command starting at the backslash under the cursor, through the end of its
+/// line (a backslash before the newline continues it).
+fn parse_meta(scanner: &mut Scanner<'_>, vars: &mut VarTable) -> Result<Command, ScriptError> {
+    let start = scanner.pos;
+    let mut end = start;
+    let text = scanner.text;
+    loop {
+        let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+        let line = text[start..line_end].trim_end_matches('\r');
+        if line.ends_with('\\') && line_end < text.len() {
+            end = line_end + 1;
+            continue;
+        }
+        end = line_end;
+        break;
+    }
+    scanner.pos = end;
+    let raw = &text[start..end];
+    let joined = raw.replace("\\\r\n", " ").replace("\\\n", " ");
+    let line = joined.trim_end();
+    let first_line = line.lines().next().unwrap_or("").to_string();
+    let name_len = line[1..]
+        .find(char::is_whitespace)
+        .map_or(line.len() - 1, |i| i);
+    let name = &line[1..1 + name_len];
+    let args_offset = 1 + name_len;
+    let args = &line[args_offset..];
+    let kind = match name.to_ascii_lowercase().as_str() {
+        "set" => parse_set(scanner, start + args_offset, args, vars)?,
+        "sleep" => parse_sleep(scanner, start, args, vars)?,
+        "if" | "elif" | "else" | "endif" | "gset" | "aset" | "shell" | "setshell"
+        | "startpipeline" | "syncpipeline" | "endpipeline" => {
+            return Err(scanner.error(
+                start,
+                format!("\\{name} is not supported yet (the full script language is planned)"),
+            ))
+        }
+        _ => return Err(scanner.error(start, format!("invalid command \\{name}"))),
+    };
+    Ok(Command {
+        kind,
+        span: scanner.span_at(start),
+        first_line,
+    })
+}
+
+fn parse_set(
+    scanner: &Scanner<'_>,
+    args_start: usize,
+    args: &str,
+    vars: &mut VarTable,
+) -> Result<CommandKind, ScriptError> {
+    let trimmed = args.trim_start();
+    let var_offset = args_start + (args.len() - trimmed.len());
+    let var_len = trimmed.find(char::is_whitespace).unwrap_or(trimmed.len());
+    let var_name = &trimmed[..var_len];
+    if var_name.is_empty() {
+        return Err(scanner.error(var_offset, "missing argument in command \"set\""));
+    }
+    if !valid_variable_name(var_name) {
+        return Err(scanner.error(var_offset, format!("invalid variable name: \"{var_name}\"")));
+    }
+    let expr_text = &trimmed[var_len..];
+    let expr_offset = var_offset + var_len;
+    let expr = ExprParser::parse(expr_text, vars).map_err(|e| {
+        scanner.error(
+            expr_offset + e.column,
+            format!("{} in command \"set\"", e.message),
+        )
+    })?;
+    Ok(CommandKind::Set {
+        var: vars.slot(var_name),
+        expr,
+    })
+}
+
+fn parse_sleep(
+    scanner: &Scanner<'_>,
+    start: usize,
+    args: &str,
+    vars: &mut VarTable,
+) -> Result<CommandKind, ScriptError> {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    if words.is_empty() {
+        return Err(scanner.error(start, "missing argument in command \"sleep\""));
+    }
+    if words.len() > 2 {
+        return Err(scanner.error(start, "too many arguments in command \"sleep\""));
+    }
+    let duration = if let Some(name) = words[0].strip_prefix(':') {
+        if !valid_variable_name(name) {
+            return Err(scanner.error(start, format!("invalid variable name: \"{name}\"")));
+        }
+        SleepArg::Var(vars.slot(name))
+    } else {
+        let amount = words[0]
+            .parse::<i64>()
+            .map_err(|_| scanner.error(start, format!("invalid sleep time \"{}\"", words[0])))?;
+        SleepArg::Constant(amount)
+    };
+    let unit = match words.get(1).map(|u| u.to_ascii_lowercase()) {
+        None => SleepUnit::Seconds,
+        Some(u) if u == "s" => SleepUnit::Seconds,
+        Some(u) if u == "ms" => SleepUnit::Milliseconds,
+        Some(u) if u == "us" => SleepUnit::Microseconds,
+        Some(u) => {
+            return Err(scanner.error(
+                start,
+                format!(
+                    "unrecognized time unit, must be us, ms or s: \"{u}\" in command \"sleep\""
+                ),
+            ))
+        }
+    };
+    Ok(CommandKind::Sleep { duration, unit })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::ast::Expr;
+
+    fn parse(text: &str) -> Result<(Script, VarTable), ScriptError> {
+        let mut vars = VarTable::default();
+        parse_script("test.sql", "test.sql", text, &mut vars).map(|s| (s, vars))
+    }
+
+    #[test]
+    fn splits_sql_and_meta_commands() {
+        let (script, vars) = parse(
+            "\\set aid random(1, 100000 * :scale)\nBEGIN;\nSELECT abalance FROM t WHERE aid = :aid;\nEND;\n",
+        )
+        .unwrap();
+        assert_eq!(script.commands.len(), 4);
+        let CommandKind::Sql(select) = &script.commands[2].kind else {
+            panic!("expected SQL")
+        };
+        assert_eq!(
+            select.parameterized,
+            "SELECT abalance FROM t WHERE aid = $1;"
+        );
+        assert_eq!(select.params, vec![vars.lookup("aid").unwrap()]);
+        assert_eq!(script.commands[2].span.line, 3);
+    }
+
+    #[test]
+    fn casts_and_quotes_are_not_variables_or_terminators() {
+        let (script, _) = parse("SELECT 'a;b'::text, $$x;y$$, (1;2);").unwrap();
+        assert_eq!(script.commands.len(), 1);
+        let CommandKind::Sql(sql) = &script.commands[0].kind else {
+            panic!()
+        };
+        assert!(sql.params.is_empty());
+    }
+
+    #[test]
+    fn precedence_follows_sql() {
+        let mut vars = VarTable::default();
+        let expr = ExprParser::parse("1 + 2 * 3 = 7 AND NOT 1 > 2", &mut vars).unwrap();
+        let Expr::Binary(crate::script::ast::BinaryOp::And, _, _) = expr else {
+            panic!("AND must be the root: {expr:?}")
+        };
+    }
+
+    #[test]
+    fn errors_point_at_the_column() {
+        let err = parse("\\set x 1 + @\n").unwrap_err();
+        assert_eq!((err.line, err.column), (1, 12));
+        assert!(
+            err.message.contains("unexpected character"),
+            "{}",
+            err.message
+        );
+        assert!(err.to_string().ends_with("\n\\set x 1 + @\n           ^"));
+    }
+
+    #[test]
+    fn unknown_meta_command_is_rejected() {
+        let err = parse("\\frobnicate\n").unwrap_err();
+        assert_eq!(err.message, "invalid command \\frobnicate");
+    }
+
+    #[test]
+    fn min_int_literal_is_accepted_only_negated() {
+        let mut vars = VarTable::default();
+        assert_eq!(
+            ExprParser::parse("-9223372036854775808", &mut vars).unwrap(),
+            Expr::Int(i64::MIN)
+        );
+        assert!(ExprParser::parse("9223372036854775808", &mut vars).is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! Values of pgbench's expression language and their text forms.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Value {
+    /// A variable that was never set (distinct from SQL NULL, which scripts can assign).
+    #[default]
+    Unset,
+    Null,
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    /// Text that is not a number, from `-D` (later: `\gset`, `\setshell`).
+    Text(Arc<str>),
+}
+
+impl Value {
+    /// Parses a `-D name=value` definition the way pgbench does: an integer if it is one, a double
+    /// if it is one, else the variable keeps its text.
+    pub fn from_definition(text: &str) -> Value {
+        let trimmed = text.trim();
+        if let Ok(i) = trimmed.parse::<i64>() {
+            return Value::Int(i);
+        }
+        if trimmed.chars().any(|c| c.is_ascii_digit()) {
+            if let Ok(d) = trimmed.parse::<f64>() {
+                return Value::Double(d);
+            }
+        }
+        Value::Text(Arc::from(text))
+    }
+
+    /// Appends the text pgbench substitutes for this value in SQL.
+    pub fn write_text(&self, out: &mut String) {
+        match self {
+            Value::Unset | Value::Null => {}
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Double(d) => out.push_str(&format_g15(*d)),
+            Value::Text(t) => out.push_str(t),
+        }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Unset => "unset",
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "int",
+            Value::Double(_) => "double",
+            Value::Text(_) => "text",
+        }
+    }
+}
+
+/// C's `printf("%.15g")`, which pgbench uses to turn doubles into text.
+pub fn format_g15(value: f64) -> String {
+    const PRECISION: i32 = 15;
+    if value.is_nan() {
+        return "nan".into();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
+    let (mantissa, exponent) = scientific.split_once('e').expect("exponent form");
+    let exponent: i32 = exponent.parse().expect("exponent digits");
+    if !(-4..PRECISION).contains(&exponent) {
+        let mantissa = strip_fraction_zeros(mantissa);
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    } else {
+        let decimals = (PRECISION - 1 - exponent).max(0) as usize;
+        strip_fraction_zeros(&format!("{value:.decimals$}")).to_string()
+    }
+}
+
+fn strip_fraction_zeros(text: &str) -> &str {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g15_matches_c_printf() {
+        assert_eq!(format_g15(1.5), "1.5");
+        assert_eq!(format_g15(100.0), "100");
+        assert_eq!(format_g15(0.0001), "0.0001");
+        assert_eq!(format_g15(0.00001), "1e-05");
+        assert_eq!(format_g15(1e15), "1e+15");
+        assert_eq!(format_g15(123456789012345.0), "123456789012345");
+        assert_eq!(format_g15(std::f64::consts::PI), "3.14159265358979");
+        assert_eq!(format_g15(-2.5e-7), "-2.5e-07");
+    }
+
+    #[test]
+    fn definitions_become_numbers_when_they_are() {
+        assert_eq!(Value::from_definition("42"), Value::Int(42));
+        assert_eq!(Value::from_definition("2.5"), Value::Double(2.5));
+        assert_eq!(Value::from_definition("abc"), Value::Text(Arc::from("abc")));
+    }
+}

@@ -1,0 +1,69 @@
+//! Finding PostgreSQL server binaries on this machine: `STAMPEDE_PG_BIN`, then `pg_config` on
+//! PATH, then the newest `/usr/lib/postgresql/*/bin`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binaries {
+    pub bin_dir: PathBuf,
+    /// `postgres --version` output, e.g. "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)".
+    pub version: String,
+}
+
+impl Binaries {
+    pub fn at(bin_dir: &Path) -> Result<Binaries, String> {
+        let postgres = bin_dir.join("postgres");
+        let output = Command::new(&postgres)
+            .arg("--version")
+            .output()
+            .map_err(|e| format!("no usable PostgreSQL server at {}: {e}", postgres.display()))?;
+        if !bin_dir.join("initdb").is_file() || !bin_dir.join("pg_ctl").is_file() {
+            return Err(format!("{} lacks initdb or pg_ctl", bin_dir.display()));
+        }
+        Ok(Binaries {
+            bin_dir: bin_dir.to_path_buf(),
+            version: String::from_utf8_lossy(&output.stdout).trim().to_string(),
+        })
+    }
+
+    /// The major version number, e.g. 15.
+    pub fn major(&self) -> Option<u32> {
+        let number = self.version.split_whitespace().nth(2)?;
+        number.split('.').next()?.parse().ok()
+    }
+
+    pub fn find_best() -> Result<Binaries, String> {
+        if let Ok(dir) = std::env::var("STAMPEDE_PG_BIN") {
+            return Binaries::at(Path::new(&dir));
+        }
+        let from_pg_config = Command::new("pg_config")
+            .arg("--bindir")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        if let Some(found) = from_pg_config.and_then(|dir| Binaries::at(&dir).ok()) {
+            return Ok(found);
+        }
+        newest_debian_install().ok_or_else(|| {
+            "no PostgreSQL server binaries found (looked at STAMPEDE_PG_BIN, pg_config on PATH and /usr/lib/postgresql/*/bin); install PostgreSQL or pass a connection (-h/-p/-U/-d)".to_string()
+        })
+    }
+}
+
+fn newest_debian_install() -> Option<Binaries> {
+    let mut majors: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let major = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((major, entry.path().join("bin")))
+        })
+        .collect();
+    majors.sort();
+    majors
+        .into_iter()
+        .rev()
+        .find_map(|(_, dir)| Binaries::at(&dir).ok())
+}

@@ -1,0 +1,184 @@
+//! A PostgreSQL cluster stampede owns: initdb, start, stop, status. PostgreSQL refuses to run as
+//! root, so when stampede is root the server runs as an unprivileged user that owns the data.
+
+use std::ffi::CString;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use super::binaries::Binaries;
+
+/// The unprivileged account the server runs as when stampede runs as root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OsUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl OsUser {
+    pub fn lookup(name: &str) -> Option<OsUser> {
+        let c_name = CString::new(name).ok()?;
+        // SAFETY: getpwnam returns null or a pointer to static storage valid until the next call.
+        unsafe {
+            let pw = libc::getpwnam(c_name.as_ptr());
+            if pw.is_null() {
+                return None;
+            }
+            Some(OsUser {
+                name: name.to_string(),
+                uid: (*pw).pw_uid,
+                gid: (*pw).pw_gid,
+            })
+        }
+    }
+
+    /// `postgres` when running as root; nobody to switch to otherwise.
+    pub fn for_server() -> Result<Option<OsUser>, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Ok(None);
+        }
+        OsUser::lookup("postgres").map(Some).ok_or_else(|| {
+            "running as root, but there is no \"postgres\" user to run the server as; create one (useradd -r postgres) or run stampede as a normal user".to_string()
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub binaries: Binaries,
+    /// Holds `data/`, the socket and the log.
+    pub root: PathBuf,
+    pub port: u16,
+    pub run_as: Option<OsUser>,
+}
+
+impl Cluster {
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    pub fn socket_dir(&self) -> PathBuf {
+        self.root.join("run")
+    }
+
+    pub fn log_file(&self) -> PathBuf {
+        self.root.join("server.log")
+    }
+
+    pub fn is_initialized(&self) -> bool {
+        self.data_dir().join("PG_VERSION").is_file()
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(self.binaries.bin_dir.join(program));
+        command.current_dir(&self.root).env_remove("PGDATA");
+        if let Some(user) = &self.run_as {
+            command.uid(user.uid).gid(user.gid).env("HOME", &self.root);
+        }
+        command
+    }
+
+    fn give_to_server_user(&self, path: &Path) -> Result<(), String> {
+        if let Some(user) = &self.run_as {
+            std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid))
+                .map_err(|e| format!("could not give {} to {}: {e}", path.display(), user.name))?;
+        }
+        Ok(())
+    }
+
+    /// Creates the cluster: the server listens on its own socket directory and 127.0.0.1 only;
+    /// local socket connections are trusted, TCP ones need `password`.
+    pub fn init(
+        &self,
+        superuser: &str,
+        password: &str,
+        settings: &[(&str, String)],
+    ) -> Result<(), String> {
+        for dir in [self.root.clone(), self.socket_dir()] {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("could not restrict {}: {e}", dir.display()))?;
+            self.give_to_server_user(&dir)?;
+        }
+        let password_file = self.root.join("initdb.pw");
+        std::fs::write(&password_file, password)
+            .map_err(|e| format!("could not write {}: {e}", password_file.display()))?;
+        self.give_to_server_user(&password_file)?;
+        let output = self
+            .command("initdb")
+            .arg("-D")
+            .arg(self.data_dir())
+            .args(["-U", superuser, "-E", "UTF8", "--no-locale"])
+            .args(["--auth-local=trust", "--auth-host=scram-sha-256"])
+            .arg(format!("--pwfile={}", password_file.display()))
+            .output();
+        let _ = std::fs::remove_file(&password_file);
+        check_output("initdb", output)?;
+        self.append_settings(settings)
+    }
+
+    fn append_settings(&self, settings: &[(&str, String)]) -> Result<(), String> {
+        let mut conf = format!(
+            "\n# written by stampede\nport = {}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n",
+            self.port,
+            self.socket_dir().display()
+        );
+        for (name, value) in settings {
+            conf.push_str(&format!("{name} = '{value}'\n"));
+        }
+        let path = self.data_dir().join("postgresql.auto.conf");
+        let existing = std::fs::read_to_string(&path).unwrap_or_default();
+        std::fs::write(&path, existing + &conf)
+            .map_err(|e| format!("could not write {}: {e}", path.display()))?;
+        self.give_to_server_user(&path)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.command("pg_ctl")
+            .arg("status")
+            .arg("-D")
+            .arg(self.data_dir())
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    }
+
+    pub fn start(&self) -> Result<(), String> {
+        let output = self
+            .command("pg_ctl")
+            .args(["start", "-w", "-t", "60", "-D"])
+            .arg(self.data_dir())
+            .arg("-l")
+            .arg(self.log_file())
+            .output();
+        check_output("pg_ctl start", output)
+            .map_err(|e| format!("{e}; see the server log {}", self.log_file().display()))
+    }
+
+    pub fn stop(&self) -> Result<(), String> {
+        let output = self
+            .command("pg_ctl")
+            .args(["stop", "-w", "-m", "fast", "-D"])
+            .arg(self.data_dir())
+            .output();
+        check_output("pg_ctl stop", output)
+    }
+}
+
+fn check_output(what: &str, output: std::io::Result<Output>) -> Result<(), String> {
+    let output = output.map_err(|e| format!("could not run {what}: {e}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let detail = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output");
+    Err(format!("{what} failed: {detail}"))
+}

@@ -1,0 +1,7 @@
+//! Targets: a connection the user gives, or a cluster stampede manages (binaries, initdb,
+//! start/stop as a non-root user). Knows nothing about workloads.
+
+pub mod binaries;
+pub mod cluster;
+pub mod managed;
+pub mod target;

@@ -1,0 +1,295 @@
+//! Where to connect, resolved the way libpq does: defaults < `PG*` environment < `-h -p -U -d`
+//! flags < a libpq URI or `key=value` string given as the database name; passwords from the
+//! connection string, `PGPASSWORD` or `.pgpass`. The password never appears in `Display`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConnSpec {
+    /// A host name, an IP address, or a directory holding the unix socket.
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub dbname: String,
+    pub password: Option<String>,
+    pub application_name: String,
+    pub connect_timeout: Option<Duration>,
+}
+
+/// What the user gave on the command line.
+#[derive(Debug, Default, Clone)]
+pub struct ConnFlags {
+    pub host: Option<String>,
+    pub port: Option<String>,
+    pub user: Option<String>,
+    /// `-d` or the positional argument: a name, a `postgresql://` URI or a `key=value` string.
+    pub dbname: Option<String>,
+}
+
+const CONNECTION_ENV: [&str; 7] = [
+    "PGHOST",
+    "PGHOSTADDR",
+    "PGPORT",
+    "PGUSER",
+    "PGDATABASE",
+    "PGSERVICE",
+    "PGPASSWORD",
+];
+
+impl ConnFlags {
+    /// True when neither a flag nor a `PG*` variable says where to connect: the case for the
+    /// managed default server.
+    pub fn is_unspecified(&self) -> bool {
+        self.host.is_none()
+            && self.port.is_none()
+            && self.user.is_none()
+            && self.dbname.is_none()
+            && CONNECTION_ENV.iter().all(|name| env_value(name).is_none())
+    }
+}
+
+fn env_value(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn os_user_name() -> String {
+    env_value("USER")
+        .or_else(|| env_value("LOGNAME"))
+        .unwrap_or_else(|| {
+            // SAFETY: getpwuid returns a pointer into static storage or null.
+            unsafe {
+                let pw = libc::getpwuid(libc::geteuid());
+                if pw.is_null() {
+                    "postgres".into()
+                } else {
+                    std::ffi::CStr::from_ptr((*pw).pw_name)
+                        .to_string_lossy()
+                        .into_owned()
+                }
+            }
+        })
+}
+
+fn default_socket_dir() -> String {
+    ["/var/run/postgresql", "/tmp"]
+        .iter()
+        .find(|dir| Path::new(dir).is_dir())
+        .unwrap_or(&"/tmp")
+        .to_string()
+}
+
+fn looks_like_conninfo(text: &str) -> bool {
+    text.starts_with("postgresql://") || text.starts_with("postgres://") || text.contains('=')
+}
+
+fn parse_port(text: &str) -> Result<u16, String> {
+    text.trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("invalid port number: \"{text}\""))
+}
+
+impl ConnSpec {
+    pub fn resolve(flags: &ConnFlags) -> Result<ConnSpec, String> {
+        let mut spec = ConnSpec {
+            host: env_value("PGHOST")
+                .or_else(|| env_value("PGHOSTADDR"))
+                .unwrap_or_else(default_socket_dir),
+            port: env_value("PGPORT").map_or(Ok(5432), |p| parse_port(&p))?,
+            user: env_value("PGUSER").unwrap_or_else(os_user_name),
+            dbname: String::new(),
+            password: env_value("PGPASSWORD"),
+            application_name: env_value("PGAPPNAME").unwrap_or_else(|| "stampede".into()),
+            connect_timeout: env_value("PGCONNECT_TIMEOUT")
+                .and_then(|t| t.parse::<u64>().ok())
+                .map(Duration::from_secs),
+        };
+        let dbname_env = env_value("PGDATABASE");
+        if let Some(host) = &flags.host {
+            spec.host = host.clone();
+        }
+        if let Some(port) = &flags.port {
+            spec.port = parse_port(port)?;
+        }
+        if let Some(user) = &flags.user {
+            spec.user = user.clone();
+        }
+        match &flags.dbname {
+            Some(conninfo) if looks_like_conninfo(conninfo) => spec.apply_conninfo(conninfo)?,
+            Some(name) => spec.dbname = name.clone(),
+            None => {}
+        }
+        if spec.dbname.is_empty() {
+            spec.dbname = dbname_env.unwrap_or_else(|| spec.user.clone());
+        }
+        if spec.password.is_none() {
+            spec.password = pgpass_lookup(&spec);
+        }
+        Ok(spec)
+    }
+
+    fn apply_conninfo(&mut self, conninfo: &str) -> Result<(), String> {
+        let config = tokio_postgres::Config::from_str(conninfo)
+            .map_err(|e| format!("invalid connection string: {e}"))?;
+        if let Some(host) = config.get_hosts().first() {
+            self.host = match host {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            };
+        }
+        if let Some(addr) = config.get_hostaddrs().first() {
+            self.host = addr.to_string();
+        }
+        if let Some(port) = config.get_ports().first() {
+            self.port = *port;
+        }
+        if let Some(user) = config.get_user() {
+            self.user = user.to_string();
+        }
+        if let Some(dbname) = config.get_dbname() {
+            self.dbname = dbname.to_string();
+        }
+        if let Some(password) = config.get_password() {
+            self.password = Some(String::from_utf8_lossy(password).into_owned());
+        }
+        if let Some(name) = config.get_application_name() {
+            self.application_name = name.to_string();
+        }
+        if let Some(timeout) = config.get_connect_timeout() {
+            self.connect_timeout = Some(*timeout);
+        }
+        Ok(())
+    }
+
+    pub fn is_unix_socket(&self) -> bool {
+        self.host.starts_with('/')
+    }
+
+    pub fn socket_path(&self) -> PathBuf {
+        Path::new(&self.host).join(format!(".s.PGSQL.{}", self.port))
+    }
+
+    /// A tokio-postgres configuration for the control-plane connections (loader, probes).
+    pub fn tokio_config(&self) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(&self.host)
+            .port(self.port)
+            .user(&self.user)
+            .dbname(&self.dbname)
+            .application_name(&self.application_name);
+        if let Some(password) = &self.password {
+            config.password(password);
+        }
+        if let Some(timeout) = self.connect_timeout {
+            config.connect_timeout(timeout);
+        }
+        config
+    }
+}
+
+impl fmt::Display for ConnSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "host={} port={} user={} dbname={}",
+            self.host, self.port, self.user, self.dbname
+        )
+    }
+}
+
+impl fmt::Debug for ConnSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Looks the password up in `PGPASSFILE` or `~/.pgpass`, as libpq does (a socket connection
+/// matches the host `localhost`; files readable by group or others are ignored).
+fn pgpass_lookup(spec: &ConnSpec) -> Option<String> {
+    let path = env_value("PGPASSFILE")
+        .map(PathBuf::from)
+        .or_else(|| env_value("HOME").map(|home| Path::new(&home).join(".pgpass")))?;
+    let metadata = std::fs::metadata(&path).ok()?;
+    use std::os::unix::fs::PermissionsExt;
+    if metadata.permissions().mode() & 0o077 != 0 {
+        eprintln!(
+            "warning: password file \"{}\" has group or world access; permissions should be u=rw (0600) or less",
+            path.display()
+        );
+        return None;
+    }
+    let content = std::fs::read_to_string(&path).ok()?;
+    let host = if spec.is_unix_socket() {
+        "localhost"
+    } else {
+        spec.host.as_str()
+    };
+    let port = spec.port.to_string();
+    content
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .find_map(|line| {
+            let fields = split_pgpass_line(line);
+            let wanted = [
+                host,
+                port.as_str(),
+                spec.dbname.as_str(),
+                spec.user.as_str(),
+            ];
+            let matches = fields.len() == 5
+                && fields[..4]
+                    .iter()
+                    .zip(wanted)
+                    .all(|(field, want)| field == "*" || field == want);
+            matches.then(|| fields[4].clone())
+        })
+}
+
+fn split_pgpass_line(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(escaped) = chars.next() {
+                    fields.last_mut().expect("non-empty").push(escaped);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            _ => fields.last_mut().expect("non-empty").push(c),
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgpass_fields_unescape() {
+        assert_eq!(
+            split_pgpass_line(r"localhost:5432:db:u:pa\:ss:word"),
+            vec!["localhost", "5432", "db", "u", "pa:ss:word"]
+        );
+    }
+
+    #[test]
+    fn display_hides_the_password() {
+        let spec = ConnSpec {
+            host: "h".into(),
+            port: 1,
+            user: "u".into(),
+            dbname: "d".into(),
+            password: Some("secret".into()),
+            application_name: "a".into(),
+            connect_timeout: None,
+        };
+        assert!(!format!("{spec} {spec:?}").contains("secret"));
+    }
+}

@@ -1,0 +1,4 @@
+//! Workload families. Each gives its schema, a loader and its transaction scripts; none measures
+//! time (that is the driver's job).
+
+pub mod pgbench;
