@@ -1,0 +1,192 @@
+//! Bad input: one line naming the problem on stderr, exit code 1, nothing on stdout, no JSON.
+
+mod common;
+
+use common::{server, stampede, stampede_with_env, stderr, stdout};
+
+fn assert_rejected(output: &std::process::Output, expected: &str) {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(1), "stderr: {err}");
+    assert!(stdout(output).is_empty(), "stdout: {}", stdout(output));
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("stampede: error: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "expected one error line: {err}");
+    assert!(
+        lines[0].contains(expected),
+        "expected {expected:?} in {err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+}
+
+/// Options are checked before any connection, so these need no server.
+#[test]
+fn option_errors_use_pgbench_wording() {
+    let cases: [(&[&str], &str); 9] = [
+        (&["-c", "0"], "-c/--clients must be in range 1..2147483647"),
+        (&["-j", "0"], "-j/--jobs must be in range 1..2147483647"),
+        (
+            &["-c", "many"],
+            "invalid value \"many\" for option -c/--clients",
+        ),
+        (&["-b", "nope"], "no builtin script found for name \"nope\""),
+        (
+            &["-b", "s"],
+            "ambiguous builtin name: 2 builtin scripts found for prefix \"s\"",
+        ),
+        (
+            &["-T", "5", "-t", "5"],
+            "specify either a number of transactions (-t) or a duration (-T), not both",
+        ),
+        (
+            &["--frobnicate"],
+            "unexpected argument '--frobnicate' found",
+        ),
+        (&["-M", "fast"], "invalid query mode (-M): \"fast\""),
+        (
+            &["-i", "-c", "2"],
+            "some of the specified options cannot be used in initialization (-i) mode",
+        ),
+    ];
+    for (args, expected) in cases {
+        let json = std::env::temp_dir().join(format!("stampede-bad-{}.json", std::process::id()));
+        let mut full = vec!["pgbench", "--json", json.to_str().unwrap()];
+        if args[0] == "-i" {
+            full.clear();
+            full.push("pgbench");
+        }
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["-h", "127.0.0.1", "-p", "1"]);
+        let output = stampede(&full);
+        assert_rejected(&output, expected);
+        assert!(!json.exists(), "{args:?} wrote a JSON file");
+    }
+}
+
+#[test]
+fn script_errors_point_at_line_and_column() {
+    let script =
+        std::env::temp_dir().join(format!("stampede-bad-script-{}.sql", std::process::id()));
+    std::fs::write(&script, "\\set x 1\n\\set y (2 + :x\n").unwrap();
+    let output = stampede(&[
+        "pgbench",
+        "-f",
+        script.to_str().unwrap(),
+        "-h",
+        "127.0.0.1",
+        "-p",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains(&format!("{}:2:", script.display())), "{err}");
+    assert!(err.contains("missing \")\""), "{err}");
+    assert!(err.contains("^"), "caret expected: {err}");
+    let _ = std::fs::remove_file(script);
+}
+
+#[test]
+fn unreachable_server_is_a_clean_error() {
+    let port = "15999";
+    let output = stampede(&[
+        "pgbench",
+        "-S",
+        "-t",
+        "1",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        port,
+        "postgres",
+    ]);
+    assert_rejected(&output, "connection to server (host=127.0.0.1 port=15999");
+}
+
+#[test]
+fn wrong_password_is_a_clean_error_and_not_echoed() {
+    let server = server();
+    let output = stampede_with_env(
+        &[
+            "pgbench",
+            "-S",
+            "-t",
+            "1",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port(),
+            "-U",
+            &server.user,
+            "postgres",
+        ],
+        &[("PGPASSWORD", "not-the-password")],
+    );
+    assert_rejected(&output, "password authentication failed");
+    assert!(!stderr(&output).contains("not-the-password"));
+}
+
+#[test]
+fn missing_tables_hint_to_initialize() {
+    let server = server();
+    let db = server.create_database("bad_missing_tables");
+    let flags = server.flags(&db);
+    let mut args = vec!["pgbench", "-S", "-t", "1"];
+    args.extend(flags.iter().map(String::as_str));
+    let output = stampede(&args);
+    assert_rejected(&output, "relation \"pgbench_branches\" does not exist; initialize first with \"stampede pgbench -i\"");
+}
+
+#[test]
+fn uri_with_password_connects_over_tcp() {
+    let server = server();
+    let db = server.create_database("uri_connect");
+    let uri = format!(
+        "postgresql://{}:{}@127.0.0.1:{}/{db}",
+        server.user,
+        common::PASSWORD,
+        server.port()
+    );
+    let init = stampede(&["pgbench", "-i", "-s", "1", &uri]);
+    assert!(init.status.success(), "{}", stderr(&init));
+    let run = stampede(&["pgbench", "-S", "-t", "5", "-c", "4", "-j", "3", &uri]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let text = stdout(&run);
+    assert!(text.contains("number of threads: 3"), "{text}");
+    assert!(!text.contains(common::PASSWORD) && !stderr(&run).contains(common::PASSWORD));
+}
+
+#[test]
+fn sql_error_during_run_aborts_with_exit_code_2() {
+    let server = server();
+    let db = server.create_database("bad_sql_run");
+    let script = std::env::temp_dir().join(format!("stampede-abort-{}.sql", std::process::id()));
+    std::fs::write(&script, "SELECT * FROM no_such_table;\n").unwrap();
+    let flags = server.flags(&db);
+    let mut args = vec![
+        "pgbench",
+        "-f",
+        script.to_str().unwrap(),
+        "-t",
+        "3",
+        "-c",
+        "2",
+    ];
+    args.extend(flags.iter().map(String::as_str));
+    let output = stampede(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("aborted in command 0"), "{err}");
+    assert!(
+        err.contains("relation \"no_such_table\" does not exist"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Run was aborted; the above results are incomplete."),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(script);
+}

@@ -1,0 +1,166 @@
+//! A real PostgreSQL for the integration tests, started through stampede's own `server/` code on
+//! a free port in 15400–15999 and stopped when the test binary exits.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use stampede::server::binaries::Binaries;
+use stampede::server::cluster::{Cluster, OsUser};
+
+pub const PASSWORD: &str = "test-password-7d1";
+
+pub struct TestServer {
+    pub cluster: Cluster,
+    pub user: String,
+}
+
+static SERVER: OnceLock<TestServer> = OnceLock::new();
+
+extern "C" fn stop_server_at_exit() {
+    if let Some(server) = SERVER.get() {
+        let _ = server.cluster.stop();
+        let _ = std::fs::remove_dir_all(&server.cluster.root);
+    }
+}
+
+fn free_port() -> u16 {
+    let offset = (std::process::id() % 200) as u16 * 3;
+    (15400 + offset..16000)
+        .chain(15400..15400 + offset)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port in 15400..16000")
+}
+
+pub fn server() -> &'static TestServer {
+    SERVER.get_or_init(|| {
+        let binaries = Binaries::find_best().expect("PostgreSQL binaries for the tests");
+        let run_as = OsUser::for_server().expect("a user to run the server as");
+        let user = run_as
+            .as_ref()
+            .map(|u| u.name.clone())
+            .unwrap_or_else(|| std::env::var("USER").unwrap_or_else(|_| "postgres".into()));
+        let port = free_port();
+        let root = PathBuf::from(format!("/tmp/stampede-test-{port}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let cluster = Cluster {
+            binaries,
+            root,
+            port,
+            run_as,
+        };
+        // No autovacuum: its transactions would blur the commit-counter check.
+        let settings = [
+            ("max_connections", "200".to_string()),
+            ("fsync", "off".to_string()),
+            ("autovacuum", "off".to_string()),
+        ];
+        cluster.init(&user, PASSWORD, &settings).expect("initdb");
+        cluster.start().expect("server start");
+        // SAFETY: registering a plain extern "C" function with atexit.
+        unsafe { libc::atexit(stop_server_at_exit) };
+        TestServer { cluster, user }
+    })
+}
+
+impl TestServer {
+    pub fn socket_dir(&self) -> String {
+        self.cluster.socket_dir().display().to_string()
+    }
+
+    pub fn port(&self) -> String {
+        self.cluster.port.to_string()
+    }
+
+    /// Connection flags for stampede and pgbench: `-h <socket> -p <port> -U <user> <db>`.
+    pub fn flags(&self, db: &str) -> Vec<String> {
+        vec![
+            "-h".into(),
+            self.socket_dir(),
+            "-p".into(),
+            self.port(),
+            "-U".into(),
+            self.user.clone(),
+            db.into(),
+        ]
+    }
+
+    /// Creates a fresh database for one test, so tests run in parallel without sharing tables.
+    pub fn create_database(&self, name: &str) -> String {
+        self.psql("postgres", &format!("DROP DATABASE IF EXISTS {name}"));
+        self.psql("postgres", &format!("CREATE DATABASE {name}"));
+        name.to_string()
+    }
+
+    /// Runs SQL with psql and returns its unaligned, tuples-only output.
+    pub fn psql(&self, db: &str, sql: &str) -> String {
+        let output = Command::new("psql")
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+            .arg(self.socket_dir())
+            .args(["-p", &self.port(), "-U", &self.user, "-d", db, "-c", sql])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .output()
+            .expect("psql runs");
+        assert!(
+            output.status.success(),
+            "psql failed for {sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    pub fn pgbench(&self, db: &str, args: &[&str]) -> Output {
+        let pgbench = self.cluster.binaries.bin_dir.join("pgbench");
+        let program = if pgbench.is_file() {
+            pgbench
+        } else {
+            PathBuf::from("pgbench")
+        };
+        Command::new(program)
+            .args(args)
+            .args(self.flags(db))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .output()
+            .expect("pgbench runs")
+    }
+}
+
+/// Runs the stampede binary with a clean environment (no PG* variables).
+pub fn stampede(args: &[&str]) -> Output {
+    stampede_with_env(args, &[])
+}
+
+pub fn stampede_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stampede"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env(
+            "HOME",
+            std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()),
+        );
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().expect("stampede runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The value after `prefix` on the line that starts with it, e.g. `tps = ` → "123.4".
+pub fn line_value(text: &str, prefix: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .map(|rest| rest.split_whitespace().next().unwrap_or("").to_string())
+}

@@ -1,0 +1,51 @@
+//! The managed default server: with no connection options and no PG* variables, stampede
+//! creates a cluster on first use, starts it when needed, and says which server it used.
+
+mod common;
+
+use common::{stampede_with_env, stderr, stdout};
+
+#[test]
+fn default_server_lifecycle() {
+    let home = format!("/tmp/stampede-home-test-{}", std::process::id());
+    let _ = std::fs::remove_dir_all(&home);
+    let env = [("STAMPEDE_HOME", home.as_str())];
+    let status = stampede_with_env(&["server", "status"], &env);
+    assert!(
+        stdout(&status).contains("no managed default server"),
+        "{}",
+        stdout(&status)
+    );
+
+    let init = stampede_with_env(&["pgbench", "-i", "-s", "1"], &env);
+    assert!(init.status.success(), "{}", stderr(&init));
+    let log = stderr(&init);
+    assert!(log.contains("created the managed default server"), "{log}");
+    assert_eq!(
+        log.matches("using the managed default server: ").count(),
+        1,
+        "{log}"
+    );
+
+    let run = stampede_with_env(&["pgbench", "-S", "-t", "20", "-c", "2"], &env);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stdout(&run).contains("number of transactions actually processed: 40/40"));
+
+    let status = stdout(&stampede_with_env(&["server", "status"], &env));
+    assert!(status.contains("state:      running"), "{status}");
+    let data_dir = format!("{home}/default-server/data");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&data_dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "data directory mode");
+
+    let stop = stampede_with_env(&["server", "stop"], &env);
+    assert!(stdout(&stop).contains("stopped"), "{}", stdout(&stop));
+    // Started again on demand.
+    let run = stampede_with_env(&["pgbench", "-S", "-t", "5"], &env);
+    assert!(run.status.success(), "{}", stderr(&run));
+
+    let destroy = stampede_with_env(&["server", "destroy"], &env);
+    assert!(destroy.status.success(), "{}", stderr(&destroy));
+    assert!(!std::path::Path::new(&data_dir).exists());
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -1,0 +1,322 @@
+//! `stampede pgbench` runs checked against the server's own state and counters, and against
+//! pgbench's output format.
+
+mod common;
+
+use common::{line_value, server, stampede, stderr, stdout};
+
+fn init(db: &str, scale: &str) {
+    let server = server();
+    let flags = server.flags(db);
+    let mut args = vec!["pgbench", "-i", "-q", "-s", scale];
+    args.extend(flags.iter().map(String::as_str));
+    let output = stampede(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+fn run(db: &str, extra: &[&str]) -> std::process::Output {
+    let flags = server().flags(db);
+    let mut args = vec!["pgbench"];
+    args.extend_from_slice(extra);
+    args.extend(flags.iter().map(String::as_str));
+    stampede(&args)
+}
+
+fn json_file(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("stampede-{name}-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+#[test]
+fn tpcb_balances_agree_and_history_matches_reported_transactions() {
+    let server = server();
+    let db = server.create_database("run_tpcb");
+    init(&db, "1");
+    let json = json_file("tpcb");
+    let output = run(
+        &db,
+        &[
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-T",
+            "3",
+            "-M",
+            "prepared",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let reported: u64 = line_value(&text, "number of transactions actually processed: ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(reported > 0);
+    let sums = server.psql(
+        &db,
+        "select (select sum(abalance) from pgbench_accounts), (select sum(bbalance) from pgbench_branches), (select sum(tbalance) from pgbench_tellers), (select sum(delta) from pgbench_history)",
+    );
+    let values: Vec<&str> = sums.split('|').collect();
+    assert!(
+        values.iter().all(|v| *v == values[0]),
+        "balances differ: {sums}"
+    );
+    assert_eq!(
+        server.psql(&db, "select count(*) from pgbench_history"),
+        reported.to_string()
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["transactions"], reported);
+    assert_eq!(doc["transaction_type"], "<builtin: TPC-B (sort of)>");
+    assert_eq!(doc["query_mode"], "prepared");
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn transaction_count_matches_server_commit_counter() {
+    let server = server();
+    let db = server.create_database("run_counters");
+    init(&db, "1");
+    // Returns the commit count once it stops moving, and how many commits were this function's
+    // own: each psql call commits twice (its connection start and its query).
+    let commits = |db: &str| -> (i64, i64) {
+        let mut last = -1;
+        for reads in 1..=50 {
+            let now: i64 = server
+                .psql(
+                    db,
+                    "select xact_commit from pg_stat_database where datname = current_database()",
+                )
+                .parse()
+                .unwrap();
+            // Settled when only our own previous read was committed in between.
+            if last >= 0 && now - last <= 2 {
+                return (now, 2 * reads);
+            }
+            last = now;
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        (last, 100)
+    };
+    let (before, _) = commits(&db);
+    let json = json_file("counters");
+    let output = run(
+        &db,
+        &[
+            "-S",
+            "-c",
+            "3",
+            "-T",
+            "2",
+            "-M",
+            "prepared",
+            "-n",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let reported: i64 = line_value(
+        &stdout(&output),
+        "number of transactions actually processed: ",
+    )
+    .unwrap()
+    .parse()
+    .unwrap();
+    let (after, own_reads) = commits(&db);
+    // Besides the measured transactions the server committed stampede's setup queries and
+    // connection starts (about 20) and this test's own reads; nothing else may be unreported.
+    let extra = after - before - reported - own_reads;
+    assert!((0..=30).contains(&extra), "server commits {} vs reported {reported} (before {before}, after {after}, own reads {own_reads})", after - before);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let delta = doc["server_counters"]["xact_commit_delta"]
+        .as_i64()
+        .unwrap();
+    assert!(
+        (reported..=reported + 30).contains(&delta),
+        "json delta {delta} vs {reported}"
+    );
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn summary_has_every_pgbench_line_and_percentiles() {
+    let server = server();
+    let db = server.create_database("run_summary");
+    init(&db, "1");
+    let ours = run(&db, &["-c", "2", "-t", "30", "-S"]);
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    let ours = stdout(&ours);
+    let theirs = server.pgbench(&db, &["-c", "2", "-t", "30", "-S", "-P", "1"]);
+    let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
+    // Every line of pgbench's summary (after its version banner) exists in ours, by its label.
+    for line in theirs.lines().skip(1) {
+        let label = line.split([':', '=']).next().unwrap().trim_end();
+        assert!(
+            ours.lines().any(|l| l.starts_with(label)),
+            "missing pgbench line {label:?} in:\n{ours}"
+        );
+    }
+    for (theirs_line, ours_value) in [
+        (
+            "transaction type: <builtin: select only>",
+            "transaction type: <builtin: select only>",
+        ),
+        ("scaling factor: 1", "scaling factor: 1"),
+        ("number of clients: 2", "number of clients: 2"),
+        (
+            "number of transactions actually processed: 60/60",
+            "number of transactions actually processed: 60/60",
+        ),
+    ] {
+        assert!(theirs.contains(theirs_line), "pgbench changed: {theirs}");
+        assert!(ours.contains(ours_value), "{ours}");
+    }
+    assert!(ours.contains("tps = ") && ours.contains("(without initial connection time)"));
+    let percentiles = ours
+        .lines()
+        .find(|l| l.starts_with("latency percentiles: "))
+        .unwrap();
+    for label in ["p50 = ", "p90 = ", "p95 = ", "p99 = ", "p99.9 = ", "max = "] {
+        assert!(percentiles.contains(label), "{percentiles}");
+    }
+    assert!(ours.contains("client CPU: user "), "{ours}");
+}
+
+#[test]
+fn mixed_builtins_json_has_scripts_series_and_consistent_numbers() {
+    let server = server();
+    let db = server.create_database("run_json");
+    init(&db, "1");
+    let json = json_file("mixed");
+    let output = run(
+        &db,
+        &[
+            "-c",
+            "4",
+            "-j",
+            "3",
+            "-T",
+            "3",
+            "-b",
+            "simple-update@1",
+            "-b",
+            "tpcb@3",
+            "--random-seed",
+            "42",
+            "-P",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("number of threads: 3"), "{text}");
+    assert!(text.contains("transaction type: multiple scripts"));
+    assert!(text.contains("SQL script 2: <builtin: TPC-B (sort of)>"));
+    assert!(
+        stderr(&output).contains("progress: 1.0 s, "),
+        "{}",
+        stderr(&output)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let scripts = doc["scripts"].as_array().unwrap();
+    assert_eq!(scripts.len(), 2);
+    assert_eq!(scripts[0]["weight"], 1);
+    assert_eq!(scripts[1]["weight"], 3);
+    let total = doc["transactions"].as_u64().unwrap();
+    let per_script: u64 = scripts
+        .iter()
+        .map(|s| s["transactions"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, per_script);
+    // Weighted 1:3, so the TPC-B share is far above half.
+    assert!(scripts[1]["transactions"].as_u64().unwrap() * 2 > total);
+    let series = doc["series"].as_array().unwrap();
+    assert!((3..=4).contains(&series.len()), "{} points", series.len());
+    let tps = doc["tps"].as_f64().unwrap();
+    let duration = doc["bench_duration_s"].as_f64().unwrap();
+    assert!((tps * duration - total as f64).abs() < 1.0);
+    let counted: f64 = series
+        .iter()
+        .map(|p| p["tps"].as_f64().unwrap() * 1.0)
+        .take(3)
+        .sum();
+    assert!(
+        counted <= total as f64 * 1.01,
+        "series adds up to more than the total"
+    );
+    for key in ["p50", "p90", "p95", "p99", "p999", "max", "avg", "stddev"] {
+        assert!(doc["latency_ms"][key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    assert_eq!(doc["random_seed"], 42);
+    assert_eq!(
+        server.psql(&db, "select count(*) from pgbench_history"),
+        total.to_string()
+    );
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn protocols_and_new_connection_per_transaction() {
+    let server = server();
+    let db = server.create_database("run_modes");
+    init(&db, "1");
+    for mode in ["simple", "extended", "prepared"] {
+        let output = run(&db, &["-N", "-c", "2", "-t", "20", "-M", mode]);
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        assert!(stdout(&output).contains(&format!("query mode: {mode}")));
+    }
+    assert_eq!(
+        server.psql(&db, "select count(*) from pgbench_history"),
+        "40"
+    );
+    let output = run(&db, &["-S", "-C", "-c", "2", "-t", "10"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("average connection time = "), "{text}");
+    assert!(text.contains("(including reconnection times)"), "{text}");
+}
+
+#[test]
+fn custom_script_with_define_runs() {
+    let server = server();
+    let db = server.create_database("run_script");
+    init(&db, "1");
+    let script = std::env::temp_dir().join(format!("stampede-script-{}.sql", std::process::id()));
+    std::fs::write(
+        &script,
+        "\\set n :base + 2 * 3\nINSERT INTO pgbench_history (tid, bid, aid, delta) VALUES (:client_id, 1, 1, :n);\n",
+    )
+    .unwrap();
+    let output = run(
+        &db,
+        &[
+            "-f",
+            script.to_str().unwrap(),
+            "-D",
+            "base=10",
+            "-c",
+            "2",
+            "-t",
+            "5",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        server.psql(
+            &db,
+            "select count(*), min(delta), max(delta), count(distinct tid) from pgbench_history"
+        ),
+        "10|16|16|2"
+    );
+    let _ = std::fs::remove_file(script);
+}
