@@ -26,6 +26,8 @@ pub struct Client {
     pub conn: Option<PgConn>,
     /// Which statements this connection has prepared, per script and command.
     prepared: Vec<Vec<bool>>,
+    /// Prepared-statement names, per script and command, built once.
+    statement_names: Vec<Vec<String>>,
     /// Parameter text for the statement being sent, and where each parameter lies in it.
     param_text: String,
     param_ranges: Vec<Option<(usize, usize)>>,
@@ -42,6 +44,16 @@ impl Client {
                 .scripts
                 .iter()
                 .map(|s| vec![false; s.script.commands.len()])
+                .collect(),
+            statement_names: plan
+                .scripts
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    (0..s.script.commands.len())
+                        .map(|c| format!("P_{i}_{c}"))
+                        .collect()
+                })
                 .collect(),
             param_text: String::new(),
             param_ranges: Vec::new(),
@@ -174,15 +186,14 @@ impl Client {
         }
         self.format_params(plan, sql)?;
         let conn = self.conn.as_mut().expect("connected");
-        let statement_name;
         let statement = if plan.protocol == Protocol::Prepared {
-            statement_name = format!("P_{script_index}_{command_index}");
+            let name = self.statement_names[script_index][command_index].as_str();
             let prepared = &mut self.prepared[script_index][command_index];
             if !*prepared {
-                conn.queue_parse(&statement_name, &sql.parameterized)?;
+                conn.queue_parse(name, &sql.parameterized)?;
                 *prepared = true;
             }
-            statement_name.as_str()
+            name
         } else {
             conn.queue_parse("", &sql.parameterized)?;
             ""

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""stampede vs pgbench, side by side on one server in one run; prints ratios.
+
+Starts its own PostgreSQL (initdb as the `postgres` user when run as root) on 127.0.0.1:15700,
+then measures, alternating the two tools so drift hits both alike:
+  * init at scale 50:        stampede seconds / pgbench seconds        (goal <= 0.5)
+  * select-only, prepared, TCP, -j 2, c=8 and c=32:
+                             stampede tps / pgbench tps                 (goal >= 1.00)
+                             client CPU us per transaction, both from wait4 rusage (user+sys)
+  * tpcb-like, prepared, TCP, c=8, -j 2: tps ratio                      (goal >= 1.00)
+
+Usage: bench/pgbench_vs_stampede.py [--seconds 15] [--rounds 2] [--scale 50]
+Build first: cargo build --release.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
+PORT = "15700"
+DATA = "/tmp/stampede-bench-15700"
+
+
+def pg_bin():
+    out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+    if out.returncode == 0 and os.path.exists(os.path.join(out.stdout.strip(), "initdb")):
+        return out.stdout.strip()
+    versions = sorted(int(v) for v in os.listdir("/usr/lib/postgresql") if v.isdigit())
+    return f"/usr/lib/postgresql/{versions[-1]}/bin"
+
+
+def as_server_user(cmd):
+    return ["runuser", "-u", "postgres", "--"] + cmd if os.geteuid() == 0 else cmd
+
+
+def start_server(bindir):
+    shutil.rmtree(DATA, ignore_errors=True)
+    os.makedirs(DATA)
+    if os.geteuid() == 0:
+        shutil.chown(DATA, "postgres", "postgres")
+    subprocess.run(as_server_user([f"{bindir}/initdb", "-D", f"{DATA}/data", "-A", "trust",
+                                   "-U", "postgres", "--no-locale", "-E", "UTF8"]),
+                   check=True, capture_output=True)
+    subprocess.run(as_server_user([f"{bindir}/pg_ctl", "-D", f"{DATA}/data", "-l", f"{DATA}/log", "-w",
+                                   "-o", f"-p {PORT} -k {DATA} -c listen_addresses=127.0.0.1 -c max_connections=100",
+                                   "start"]), check=True, capture_output=True)
+
+
+def stop_server(bindir):
+    subprocess.run(as_server_user([f"{bindir}/pg_ctl", "-D", f"{DATA}/data", "-m", "fast", "stop"]),
+                   capture_output=True)
+    shutil.rmtree(DATA, ignore_errors=True)
+
+
+def conn(db):
+    return ["-h", "127.0.0.1", "-p", PORT, "-U", "postgres", db]
+
+
+def psql(db, sql):
+    subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", PORT, "-U", "postgres", "-d", db, "-c", sql],
+                   check=True, capture_output=True)
+
+
+def measured(cmd):
+    """Runs cmd; returns (stdout+stderr, wall seconds, cpu seconds user+sys) from wait4."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    out = proc.stdout.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    if status != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out}")
+    return out, wall, usage.ru_utime + usage.ru_stime
+
+
+def run_tool(tool, args, db):
+    program = [STAMPEDE, "pgbench"] if tool == "stampede" else ["pgbench"]
+    out, _, cpu = measured(program + args + conn(db))
+    tps = float(re.search(r"^tps = ([0-9.]+)", out, re.M).group(1))
+    txns = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    return tps, cpu * 1e6 / txns
+
+
+def compare_runs(name, args, db, rounds):
+    results = {"pgbench": [], "stampede": []}
+    for _ in range(rounds):
+        for tool in ("pgbench", "stampede"):
+            results[tool].append(run_tool(tool, args, db))
+    mean = lambda xs: sum(xs) / len(xs)
+    pg_tps, st_tps = mean([r[0] for r in results["pgbench"]]), mean([r[0] for r in results["stampede"]])
+    pg_cpu, st_cpu = mean([r[1] for r in results["pgbench"]]), mean([r[1] for r in results["stampede"]])
+    print(f"{name:34} pgbench {pg_tps:9.0f} tps {pg_cpu:6.2f} us/txn | stampede {st_tps:9.0f} tps "
+          f"{st_cpu:6.2f} us/txn | tps ratio {st_tps / pg_tps:.3f}  cpu ratio {st_cpu / pg_cpu:.3f}")
+    sys.stdout.flush()
+
+
+def compare_init(scale, rounds):
+    times = {"pgbench": [], "stampede": []}
+    for r in range(rounds):
+        for tool in ("pgbench", "stampede"):
+            db = f"init_{tool}_{r}"
+            psql("postgres", f"DROP DATABASE IF EXISTS {db}")
+            psql("postgres", f"CREATE DATABASE {db}")
+            program = [STAMPEDE, "pgbench"] if tool == "stampede" else ["pgbench"]
+            _, wall, _ = measured(program + ["-i", "-q", "-s", str(scale)] + conn(db))
+            times[tool].append(wall)
+            psql("postgres", f"DROP DATABASE {db}")
+    pg, st = min(times["pgbench"]), min(times["stampede"])
+    print(f"{'init -s ' + str(scale):34} pgbench {pg:6.2f} s | stampede {st:6.2f} s | time ratio {st / pg:.3f} "
+          f"(best of {rounds})")
+    sys.stdout.flush()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--scale", type=int, default=50)
+    parser.add_argument("--skip-init", action="store_true")
+    opts = parser.parse_args()
+    if not os.path.exists(STAMPEDE):
+        sys.exit("build first: cargo build --release")
+    bindir = pg_bin()
+    start_server(bindir)
+    try:
+        print(f"server: {bindir}, 127.0.0.1:{PORT}; {opts.seconds} s per run, {opts.rounds} rounds, alternating")
+        if not opts.skip_init:
+            compare_init(opts.scale, opts.rounds)
+        psql("postgres", "CREATE DATABASE bench")
+        subprocess.run(["pgbench", "-i", "-q", "-s", "10"] + conn("bench"), check=True, capture_output=True)
+        secs = str(opts.seconds)
+        for clients in (8, 32):
+            compare_runs(f"select-only prepared c={clients} j=2",
+                         ["-S", "-M", "prepared", "-c", str(clients), "-j", "2", "-T", secs, "-n"], "bench",
+                         opts.rounds)
+        compare_runs("tpcb-like prepared c=8 j=2",
+                     ["-M", "prepared", "-c", "8", "-j", "2", "-T", secs], "bench", opts.rounds)
+    finally:
+        stop_server(bindir)
+
+
+if __name__ == "__main__":
+    main()
