@@ -5,8 +5,12 @@ mod common;
 
 use common::{stampede_with_env, stderr, stdout};
 
+/// Each test creates a default server, which picks the first free port: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn default_server_lifecycle() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let home = format!("/tmp/stampede-home-test-{}", std::process::id());
     let _ = std::fs::remove_dir_all(&home);
     let env = [("STAMPEDE_HOME", home.as_str())];
@@ -48,4 +52,26 @@ fn default_server_lifecycle() {
     assert!(destroy.status.success(), "{}", stderr(&destroy));
     assert!(!std::path::Path::new(&data_dir).exists());
     let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn quickstart_prints_one_table() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let home = format!("/tmp/stampede-quickstart-test-{}", std::process::id());
+    let _ = std::fs::remove_dir_all(&home);
+    let env = [("STAMPEDE_HOME", home.as_str())];
+    let output = stampede_with_env(&["quickstart", "--seconds", "1", "--scale", "1"], &env);
+    let _ = stampede_with_env(&["server", "destroy"], &env);
+    let _ = std::fs::remove_dir_all(&home);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("workload     clients"), "{text}");
+    for workload in ["select-only", "tpcb-like"] {
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(workload)).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        for row in rows {
+            let tps: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+            assert!(tps > 0.0, "{row}");
+        }
+    }
 }
