@@ -229,7 +229,7 @@ fn build_plan(
     let defined: Vec<(usize, Value)> = spec
         .defines
         .iter()
-        .map(|(name, value)| (variables.slot(name), Value::from_definition(value)))
+        .map(|(name, value)| (variables.slot(name), Value::Text(value.as_str().into())))
         .collect();
     let random_seed = spec.random_seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

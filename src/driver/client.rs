@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-use super::conn::{ConnError, DbError, PgConn, Reply};
+use super::conn::{ConnError, DbError, PgConn, QueryResult, Reply};
 use super::plan::{Protocol, RunPlan};
-use crate::script::ast::{CommandKind, SleepArg, SqlCommand, SqlPiece};
-use crate::script::eval::{evaluate, to_int, EvalContext};
+use crate::script::ast::{
+    Command, CommandKind, Expr, ResultStore, ShellWord, SleepArg, SqlCommand, SqlPiece,
+};
+use crate::script::eval::{evaluate, to_int, truth, EvalContext};
 use crate::script::prng::PgPrng;
 use crate::script::Value;
 
@@ -73,37 +75,175 @@ impl Client {
     }
 
     pub async fn run_script(&mut self, plan: &RunPlan, script_index: usize) -> TxnOutcome {
-        let script = &plan.scripts[script_index].script;
-        for (command_index, command) in script.commands.iter().enumerate() {
-            let step = match &command.kind {
-                CommandKind::Set { var, expr } => {
-                    let mut ctx = EvalContext {
-                        variables: &self.variables,
-                        variable_names: plan.variables.names(),
-                        random: &mut self.random,
-                    };
-                    match evaluate(expr, &mut ctx) {
-                        Ok(value) => {
-                            self.variables[*var] = value;
-                            Ok(())
-                        }
-                        Err(message) => Err(TxnOutcome::Aborted(format!(
-                            "client {} aborted in command {command_index} (set) of script {script_index}; evaluation of meta-command failed: {message}",
-                            self.id
-                        ))),
-                    }
-                }
-                CommandKind::Sleep { duration, unit } => {
-                    self.sleep(plan, duration, *unit, script_index, command_index)
-                        .await
-                }
-                CommandKind::Sql(sql) => self.run_sql(plan, sql, script_index, command_index).await,
+        let commands = &plan.scripts[script_index].script.commands;
+        let mut pc = 0;
+        while pc < commands.len() {
+            let step = match &commands[pc].kind {
+                CommandKind::Set { var, expr } => self
+                    .evaluate(plan, expr, script_index, pc, "set")
+                    .map(|value| {
+                        self.variables[*var] = value;
+                        pc + 1
+                    }),
+                CommandKind::If {
+                    condition,
+                    on_false,
+                } => match self.evaluate(plan, condition, script_index, pc, "if") {
+                    Ok(v) if truth(&v) => Ok(pc + 1),
+                    Ok(_) => self.enter_branch(plan, commands, *on_false, script_index),
+                    Err(outcome) => Err(outcome),
+                },
+                CommandKind::Elif { end, .. } | CommandKind::Else { end } => Ok(*end + 1),
+                CommandKind::Endif => Ok(pc + 1),
+                CommandKind::Sleep { duration, unit } => self
+                    .sleep(plan, duration, *unit, script_index, pc)
+                    .await
+                    .map(|_| pc + 1),
+                CommandKind::Shell { words, target } => self
+                    .shell(plan, words, *target, script_index, pc)
+                    .map(|_| pc + 1),
+                CommandKind::Sql(sql) => self
+                    .run_sql(plan, sql, script_index, pc)
+                    .await
+                    .map(|_| pc + 1),
             };
-            if let Err(outcome) = step {
-                return outcome;
+            match step {
+                Ok(next) => pc = next,
+                Err(outcome) => return outcome,
             }
         }
         TxnOutcome::Committed
+    }
+
+    /// Where a false `\if`/`\elif` continues: the first following `\elif` whose condition holds,
+    /// else the `\else` body, else past `\endif`. (Falling into an `\elif`/`\else` from a taken
+    /// branch is handled by their own arm: it skips to `end`.)
+    fn enter_branch(
+        &mut self,
+        plan: &RunPlan,
+        commands: &[Command],
+        target: usize,
+        script_index: usize,
+    ) -> Result<usize, TxnOutcome> {
+        let mut target = target;
+        loop {
+            match commands.get(target).map(|c| &c.kind) {
+                Some(CommandKind::Elif {
+                    condition,
+                    on_false,
+                    ..
+                }) => {
+                    if truth(&self.evaluate(plan, condition, script_index, target, "elif")?) {
+                        return Ok(target + 1);
+                    }
+                    target = *on_false;
+                }
+                Some(CommandKind::Else { .. }) | Some(CommandKind::Endif) => return Ok(target + 1),
+                _ => return Ok(target),
+            }
+        }
+    }
+
+    fn evaluate(
+        &mut self,
+        plan: &RunPlan,
+        expr: &Expr,
+        script_index: usize,
+        command_index: usize,
+        command: &str,
+    ) -> Result<Value, TxnOutcome> {
+        let mut ctx = EvalContext {
+            variables: &self.variables,
+            variable_names: plan.variables.names(),
+            random: &mut self.random,
+            script_index,
+            command_index,
+        };
+        evaluate(expr, &mut ctx).map_err(|message| {
+            TxnOutcome::Aborted(format!(
+                "client {} aborted in command {command_index} ({command}) of script {script_index}; evaluation of meta-command failed: {message}",
+                self.id
+            ))
+        })
+    }
+
+    /// `\shell` / `\setshell`, run through `sh -c` as pgbench's system()/popen() do.
+    fn shell(
+        &mut self,
+        plan: &RunPlan,
+        words: &[ShellWord],
+        target: Option<usize>,
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<(), TxnOutcome> {
+        let name = if target.is_some() {
+            "setshell"
+        } else {
+            "shell"
+        };
+        let fail = |id: usize, message: String| {
+            TxnOutcome::Aborted(format!(
+                "client {id} aborted in command {command_index} ({name}) of script {script_index}; execution of meta-command failed: {message}"
+            ))
+        };
+        let mut line = String::new();
+        for (i, word) in words.iter().enumerate() {
+            if i > 0 {
+                line.push(' ');
+            }
+            match word {
+                ShellWord::Literal(text) => line.push_str(text),
+                ShellWord::Var(slot) => match &self.variables[*slot] {
+                    Value::Unset => {
+                        let message = format!(
+                            "{name}: undefined variable \":{}\"",
+                            plan.variables.names()[*slot]
+                        );
+                        return Err(fail(self.id, message));
+                    }
+                    value => value.write_text(&mut line),
+                },
+            }
+        }
+        let mut command = std::process::Command::new("sh");
+        command.arg("-c").arg(&line);
+        let Some(slot) = target else {
+            let status = command.status().map_err(|e| {
+                fail(
+                    self.id,
+                    format!("{name}: could not launch shell command: {e}"),
+                )
+            })?;
+            return if status.success() {
+                Ok(())
+            } else {
+                Err(fail(
+                    self.id,
+                    format!("{name}: could not launch shell command"),
+                ))
+            };
+        };
+        let output = command
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| {
+                fail(
+                    self.id,
+                    format!("{name}: could not launch shell command: {e}"),
+                )
+            })?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let first = text.lines().next().unwrap_or("");
+        match first.trim().parse::<i64>() {
+            Ok(number) => {
+                self.variables[slot] = Value::Int(number);
+                Ok(())
+            }
+            Err(_) => Err(fail(
+                self.id,
+                format!("{name}: shell command must return an integer (not \"{first}\")"),
+            )),
+        }
     }
 
     async fn sleep(
@@ -157,7 +297,12 @@ impl Client {
             Err(SendError::Conn(e)) => return Err(abort(self.id, e.to_string())),
         };
         let Some(error) = reply.error else {
-            return Ok(());
+            return match &sql.store {
+                Some(store) => self
+                    .store_results(plan, store, &reply.results)
+                    .map_err(|m| abort(self.id, m)),
+                None => Ok(()),
+            };
         };
         if !error.is_retryable() {
             return Err(abort(self.id, error.to_string()));
@@ -182,7 +327,7 @@ impl Client {
             let text = self.inline_variables(plan, sql)?;
             let conn = self.conn.as_mut().expect("connected");
             conn.queue_simple_query(&text)?;
-            return Ok(conn.round_trip().await?);
+            return Ok(conn.round_trip(sql.store.is_some()).await?);
         }
         self.format_params(plan, sql)?;
         let conn = self.conn.as_mut().expect("connected");
@@ -208,7 +353,37 @@ impl Client {
         conn.queue_describe_portal()?;
         conn.queue_execute()?;
         conn.queue_sync();
-        Ok(conn.round_trip().await?)
+        Ok(conn.round_trip(sql.store.is_some()).await?)
+    }
+
+    /// `\gset`: the last query must return exactly one row; `\aset`: the last row of every
+    /// query that returned rows. Columns become variables named prefix + column, as text.
+    fn store_results(
+        &mut self,
+        plan: &RunPlan,
+        store: &ResultStore,
+        results: &[QueryResult],
+    ) -> Result<(), String> {
+        let chosen: Vec<&QueryResult> = if store.all_queries {
+            results.iter().filter(|r| r.rows > 0).collect()
+        } else {
+            let last = results.last().cloned().unwrap_or_default();
+            if last.rows != 1 {
+                return Err(format!("expected one row, got {}", last.rows));
+            }
+            vec![results.last().expect("checked")]
+        };
+        for result in chosen {
+            let row = result.last_row.as_ref().expect("rows > 0");
+            for (column, value) in result.columns.iter().zip(row) {
+                let name = format!("{}{column}", store.prefix);
+                // Only names some script reads can matter; the others have no slot.
+                if let Some(slot) = plan.variables.lookup(&name) {
+                    self.variables[slot] = Value::Text(value.as_deref().unwrap_or("").into());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes each parameter's text form into one reusable buffer.

@@ -127,6 +127,15 @@ pub struct Reply {
     pub error: Option<DbError>,
     /// Transaction status from ReadyForQuery: b'I' idle, b'T' in a block, b'E' failed block.
     pub transaction_status: u8,
+    /// With capture on: each query's column names, row count and last row (text; None = NULL).
+    pub results: Vec<QueryResult>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct QueryResult {
+    pub columns: Vec<String>,
+    pub rows: u64,
+    pub last_row: Option<Vec<Option<String>>>,
 }
 
 pub struct PgConn {
@@ -322,17 +331,38 @@ impl PgConn {
         frontend::sync(&mut self.write_buf);
     }
 
-    /// Sends what is queued and reads until ReadyForQuery.
-    pub async fn round_trip(&mut self) -> Result<Reply, ConnError> {
+    /// Sends what is queued and reads until ReadyForQuery; `capture` keeps result rows.
+    pub async fn round_trip(&mut self, capture: bool) -> Result<Reply, ConnError> {
         self.flush().await?;
-        self.read_reply().await
+        self.read_reply(capture).await
     }
 
-    pub async fn read_reply(&mut self) -> Result<Reply, ConnError> {
+    pub async fn read_reply(&mut self, capture: bool) -> Result<Reply, ConnError> {
         let mut reply = Reply::default();
+        // The query whose rows are arriving, until its CommandComplete.
+        let mut current: Option<QueryResult> = None;
         loop {
             match self.next_message().await? {
-                Message::DataRow(_) => reply.rows += 1,
+                Message::DataRow(row) => {
+                    reply.rows += 1;
+                    if capture {
+                        capture_row(current.get_or_insert_with(Default::default), &row)?;
+                    }
+                }
+                Message::RowDescription(description) if capture => {
+                    let mut fields = description.fields();
+                    let mut columns = Vec::new();
+                    while let Some(field) = fields.next()? {
+                        columns.push(field.name().to_string());
+                    }
+                    current = Some(QueryResult {
+                        columns,
+                        ..Default::default()
+                    });
+                }
+                Message::CommandComplete(_) | Message::EmptyQueryResponse if capture => {
+                    reply.results.push(current.take().unwrap_or_default());
+                }
                 Message::ErrorResponse(body) if reply.error.is_none() => {
                     reply.error = Some(DbError::from_body(&body));
                 }
@@ -348,7 +378,7 @@ impl PgConn {
     /// Runs a statement with the simple protocol and fails on a server error.
     pub async fn execute_simple(&mut self, sql: &str) -> Result<Reply, ConnError> {
         self.queue_simple_query(sql)?;
-        let reply = self.round_trip().await?;
+        let reply = self.round_trip(false).await?;
         match reply.error {
             Some(error) => Err(ConnError::Server(error)),
             None => Ok(reply),
@@ -359,6 +389,21 @@ impl PgConn {
         frontend::terminate(&mut self.write_buf);
         let _ = self.flush().await;
     }
+}
+
+fn capture_row(
+    result: &mut QueryResult,
+    row: &postgres_protocol::message::backend::DataRowBody,
+) -> Result<(), ConnError> {
+    let buffer = row.buffer();
+    let mut ranges = row.ranges();
+    let mut values = Vec::new();
+    while let Some(range) = ranges.next()? {
+        values.push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
+    }
+    result.rows += 1;
+    result.last_row = Some(values);
+    Ok(())
 }
 
 fn unexpected() -> ConnError {

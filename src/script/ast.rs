@@ -3,7 +3,7 @@
 //! Variables are resolved to slots (indexes into a client's variable table) when a script is
 //! compiled, so the per-transaction path never looks a name up.
 
-use std::fmt;
+use super::value::Value;
 
 /// Where a command starts in its source, for error messages (`file:line:col`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +33,49 @@ pub struct Command {
 #[derive(Debug, Clone)]
 pub enum CommandKind {
     Sql(SqlCommand),
-    Set { var: VarSlot, expr: Expr },
-    Sleep { duration: SleepArg, unit: SleepUnit },
+    Set {
+        var: VarSlot,
+        expr: Expr,
+    },
+    Sleep {
+        duration: SleepArg,
+        unit: SleepUnit,
+    },
+    /// `\if`: when false, continue at `on_false` (the next `\elif`, `\else` or `\endif`).
+    If {
+        condition: Expr,
+        on_false: usize,
+    },
+    /// `\elif`: tested only when jumped to; reached from a taken branch it skips to `end`.
+    Elif {
+        condition: Expr,
+        on_false: usize,
+        end: usize,
+    },
+    /// `\else`: entered when jumped to; reached from a taken branch it skips to `end`.
+    Else {
+        end: usize,
+    },
+    Endif,
+    /// `\shell` (no target) and `\setshell var` (stores the integer the command prints).
+    Shell {
+        words: Vec<ShellWord>,
+        target: Option<VarSlot>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShellWord {
+    Literal(String),
+    Var(VarSlot),
+}
+
+/// Where `\gset` / `\aset` put a query's result columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultStore {
+    /// `\aset`: the last row of every query that returns rows; `\gset`: exactly one row.
+    pub all_queries: bool,
+    pub prefix: String,
 }
 
 #[derive(Debug, Clone)]
@@ -45,6 +86,7 @@ pub struct SqlCommand {
     pub params: Vec<VarSlot>,
     /// The text split around variable references, for simple mode where values are inlined.
     pub pieces: Vec<SqlPiece>,
+    pub store: Option<ResultStore>,
 }
 
 #[derive(Debug, Clone)]
@@ -78,99 +120,104 @@ impl SleepUnit {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
-    Int(i64),
-    Double(f64),
-    Bool(bool),
-    Null,
+    Constant(Value),
     Var(VarSlot),
-    Unary(UnaryOp, Box<Expr>),
-    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// Operators are functions too, as in pgbench: `a > b` is `Lt(b, a)`, `-x` is `Sub(0, x)`.
     Call(Function, Vec<Expr>),
 }
 
+/// Every function of pgbench's expression language, operators included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnaryOp {
-    Neg,
-    Not,
-    BitNot,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BinaryOp {
+pub enum Function {
     Add,
     Sub,
     Mul,
     Div,
     Mod,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+    Abs,
+    Least,
+    Greatest,
+    Debug,
+    Pi,
+    Sqrt,
+    Ln,
+    Exp,
+    Int,
+    Double,
+    Random,
+    RandomGaussian,
+    RandomExponential,
+    RandomZipfian,
+    Pow,
     And,
     Or,
+    Not,
     BitAnd,
     BitOr,
     BitXor,
     ShiftLeft,
     ShiftRight,
+    Eq,
+    Ne,
+    Le,
+    Lt,
+    Is,
+    /// `CASE WHEN c1 THEN r1 ... ELSE e END` as `(c1, r1, ..., e)`.
+    Case,
+    HashMurmur2,
+    HashFnv1a,
+    Permute,
 }
 
-/// The functions of pgbench's expression language that are implemented so far.
+/// How many arguments a named function takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Function {
-    Abs,
-    Double,
-    Int,
-    Greatest,
-    Least,
-    Mod,
-    Pi,
-    Sqrt,
-    Random,
+pub enum Arity {
+    Exactly(usize),
+    AtLeastOne,
+    /// One value and an optional seed (`:default_seed` when omitted).
+    Hash,
+    /// Value, size and an optional seed (`:default_seed` when omitted).
+    Permute,
 }
+
+/// Functions callable by name, with their arity (pgbench's PGBENCH_FUNCTIONS table).
+pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 21] = [
+    ("abs", Function::Abs, Arity::Exactly(1)),
+    ("least", Function::Least, Arity::AtLeastOne),
+    ("greatest", Function::Greatest, Arity::AtLeastOne),
+    ("debug", Function::Debug, Arity::Exactly(1)),
+    ("pi", Function::Pi, Arity::Exactly(0)),
+    ("sqrt", Function::Sqrt, Arity::Exactly(1)),
+    ("ln", Function::Ln, Arity::Exactly(1)),
+    ("exp", Function::Exp, Arity::Exactly(1)),
+    ("int", Function::Int, Arity::Exactly(1)),
+    ("double", Function::Double, Arity::Exactly(1)),
+    ("random", Function::Random, Arity::Exactly(2)),
+    (
+        "random_gaussian",
+        Function::RandomGaussian,
+        Arity::Exactly(3),
+    ),
+    (
+        "random_exponential",
+        Function::RandomExponential,
+        Arity::Exactly(3),
+    ),
+    ("random_zipfian", Function::RandomZipfian, Arity::Exactly(3)),
+    ("pow", Function::Pow, Arity::Exactly(2)),
+    ("power", Function::Pow, Arity::Exactly(2)),
+    ("mod", Function::Mod, Arity::Exactly(2)),
+    ("hash", Function::HashMurmur2, Arity::Hash),
+    ("hash_murmur2", Function::HashMurmur2, Arity::Hash),
+    ("hash_fnv1a", Function::HashFnv1a, Arity::Hash),
+    ("permute", Function::Permute, Arity::Permute),
+];
 
 impl Function {
-    pub fn from_name(name: &str) -> Option<Function> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "abs" => Function::Abs,
-            "double" => Function::Double,
-            "int" => Function::Int,
-            "greatest" => Function::Greatest,
-            "least" => Function::Least,
-            "mod" => Function::Mod,
-            "pi" => Function::Pi,
-            "sqrt" => Function::Sqrt,
-            "random" => Function::Random,
-            _ => return None,
-        })
-    }
-
-    /// Accepted argument counts: (min, max); `None` means unbounded.
-    pub fn arity(self) -> (usize, Option<usize>) {
-        match self {
-            Function::Pi => (0, Some(0)),
-            Function::Abs | Function::Double | Function::Int | Function::Sqrt => (1, Some(1)),
-            Function::Mod | Function::Random => (2, Some(2)),
-            Function::Greatest | Function::Least => (1, None),
-        }
-    }
-}
-
-impl fmt::Display for Function {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
-            Function::Abs => "abs",
-            Function::Double => "double",
-            Function::Int => "int",
-            Function::Greatest => "greatest",
-            Function::Least => "least",
-            Function::Mod => "mod",
-            Function::Pi => "pi",
-            Function::Sqrt => "sqrt",
-            Function::Random => "random",
-        };
-        f.write_str(name)
+    pub fn by_name(name: &str) -> Option<(Function, Arity)> {
+        NAMED_FUNCTIONS
+            .iter()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, f, a)| (*f, *a))
     }
 }

@@ -1,8 +1,9 @@
 //! Lexer and Pratt parser for `\set` expressions, with pgbench's (SQL's) operator precedence:
 //! `OR` < `AND` < `NOT` < comparisons < bitwise (`| # & << >>`) < `+ -` < `* / %` < unary.
 
-use super::ast::{BinaryOp, Expr, Function, UnaryOp};
+use super::ast::{Arity, Expr, Function};
 use super::parser::VarTable;
+use super::value::Value;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
@@ -180,12 +181,13 @@ impl<'a, 'v> ExprParser<'a, 'v> {
         }
     }
 
-    /// The binary operator at the current token and its binding power (higher binds tighter).
-    fn binary_operator(&self) -> Option<(BinaryOp, u8)> {
+    /// The binary operator at the current token, its binding power (higher binds tighter), and
+    /// whether pgbench swaps its operands (`a > b` is `b < a`).
+    fn binary_operator(&self) -> Option<(Function, u8, bool)> {
         if let Some(word) = self.keyword() {
             return match word.as_str() {
-                "OR" => Some((BinaryOp::Or, 1)),
-                "AND" => Some((BinaryOp::And, 2)),
+                "OR" => Some((Function::Or, 1, false)),
+                "AND" => Some((Function::And, 2, false)),
                 _ => None,
             };
         }
@@ -193,59 +195,110 @@ impl<'a, 'v> ExprParser<'a, 'v> {
             return None;
         };
         Some(match op {
-            "=" => (BinaryOp::Eq, 4),
-            "<>" | "!=" => (BinaryOp::Ne, 4),
-            "<" => (BinaryOp::Lt, 4),
-            "<=" => (BinaryOp::Le, 4),
-            ">" => (BinaryOp::Gt, 4),
-            ">=" => (BinaryOp::Ge, 4),
-            "|" => (BinaryOp::BitOr, 5),
-            "#" => (BinaryOp::BitXor, 5),
-            "&" => (BinaryOp::BitAnd, 5),
-            "<<" => (BinaryOp::ShiftLeft, 5),
-            ">>" => (BinaryOp::ShiftRight, 5),
-            "+" => (BinaryOp::Add, 6),
-            "-" => (BinaryOp::Sub, 6),
-            "*" => (BinaryOp::Mul, 7),
-            "/" => (BinaryOp::Div, 7),
-            "%" => (BinaryOp::Mod, 7),
+            "=" => (Function::Eq, 5, false),
+            "<>" | "!=" => (Function::Ne, 5, false),
+            "<" => (Function::Lt, 5, false),
+            "<=" => (Function::Le, 5, false),
+            ">" => (Function::Lt, 5, true),
+            ">=" => (Function::Le, 5, true),
+            "|" => (Function::BitOr, 6, false),
+            "#" => (Function::BitXor, 6, false),
+            "&" => (Function::BitAnd, 6, false),
+            "<<" => (Function::ShiftLeft, 6, false),
+            ">>" => (Function::ShiftRight, 6, false),
+            "+" => (Function::Add, 7, false),
+            "-" => (Function::Sub, 7, false),
+            "*" => (Function::Mul, 8, false),
+            "/" => (Function::Div, 8, false),
+            "%" => (Function::Mod, 8, false),
             _ => return None,
         })
     }
 
     fn expression(&mut self, min_power: u8) -> Result<Expr, ExprError> {
         let mut left = self.prefix()?;
-        while let Some((op, power)) = self.binary_operator() {
+        loop {
+            // IS / ISNULL / NOTNULL bind between NOT and the comparisons (power 4).
+            if min_power < 4 {
+                if let Some(test) = self.null_or_boolean_test(&left)? {
+                    left = test;
+                    continue;
+                }
+            }
+            let Some((function, power, swapped)) = self.binary_operator() else {
+                break;
+            };
             if power <= min_power {
                 break;
             }
             self.advance()?;
-            // Comparisons do not chain (nonassociative in pgbench's grammar).
             let right = self.expression(power)?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
-            if power == 4 && matches!(self.binary_operator(), Some((_, 4))) {
+            left = if swapped {
+                Expr::Call(function, vec![right, left])
+            } else {
+                Expr::Call(function, vec![left, right])
+            };
+            // Comparisons do not chain (nonassociative in pgbench's grammar).
+            if power == 5 && matches!(self.binary_operator(), Some((_, 5, _))) {
                 return Err(self.error_here("syntax error"));
             }
         }
         Ok(left)
     }
 
+    /// `x IS [NOT] NULL|TRUE|FALSE`, `x ISNULL`, `x NOTNULL`.
+    fn null_or_boolean_test(&mut self, operand: &Expr) -> Result<Option<Expr>, ExprError> {
+        let is =
+            |value: Value| Expr::Call(Function::Is, vec![operand.clone(), Expr::Constant(value)]);
+        let negate = |e: Expr| Expr::Call(Function::Not, vec![e]);
+        match self.keyword().as_deref() {
+            Some("ISNULL") => {
+                self.advance()?;
+                Ok(Some(is(Value::Null)))
+            }
+            Some("NOTNULL") => {
+                self.advance()?;
+                Ok(Some(negate(is(Value::Null))))
+            }
+            Some("IS") => {
+                self.advance()?;
+                let negated = self.keyword().as_deref() == Some("NOT");
+                if negated {
+                    self.advance()?;
+                }
+                let value = match self.keyword().as_deref() {
+                    Some("NULL") => Value::Null,
+                    Some("TRUE") => Value::Bool(true),
+                    Some("FALSE") => Value::Bool(false),
+                    _ => return Err(self.error_here("syntax error")),
+                };
+                self.advance()?;
+                let test = is(value);
+                Ok(Some(if negated { negate(test) } else { test }))
+            }
+            _ => Ok(None),
+        }
+    }
+
     fn prefix(&mut self) -> Result<Expr, ExprError> {
-        const UNARY_POWER: u8 = 8;
+        const UNARY_POWER: u8 = 9;
         if self.keyword().as_deref() == Some("NOT") {
             self.advance()?;
             let operand = self.expression(3)?;
-            return Ok(Expr::Unary(UnaryOp::Not, Box::new(operand)));
+            return Ok(Expr::Call(Function::Not, vec![operand]));
         }
         match self.current.1.clone() {
             Token::Op("-") => {
                 self.advance()?;
                 if self.current.1 == Token::IntMinPositive {
                     self.advance()?;
-                    return Ok(Expr::Int(i64::MIN));
+                    return Ok(Expr::Constant(Value::Int(i64::MIN)));
                 }
                 let operand = self.expression(UNARY_POWER)?;
-                Ok(Expr::Unary(UnaryOp::Neg, Box::new(operand)))
+                Ok(Expr::Call(
+                    Function::Sub,
+                    vec![Expr::Constant(Value::Int(0)), operand],
+                ))
             }
             Token::Op("+") => {
                 self.advance()?;
@@ -254,7 +307,10 @@ impl<'a, 'v> ExprParser<'a, 'v> {
             Token::Op("~") => {
                 self.advance()?;
                 let operand = self.expression(UNARY_POWER)?;
-                Ok(Expr::Unary(UnaryOp::BitNot, Box::new(operand)))
+                Ok(Expr::Call(
+                    Function::BitXor,
+                    vec![Expr::Constant(Value::Int(-1)), operand],
+                ))
             }
             _ => self.primary(),
         }
@@ -263,12 +319,12 @@ impl<'a, 'v> ExprParser<'a, 'v> {
     fn primary(&mut self) -> Result<Expr, ExprError> {
         let column = self.current.0;
         match self.advance()? {
-            Token::Int(i) => Ok(Expr::Int(i)),
+            Token::Int(i) => Ok(Expr::Constant(Value::Int(i))),
             Token::IntMinPositive => Err(ExprError {
                 column,
                 message: "bigint constant overflow".into(),
             }),
-            Token::Double(d) => Ok(Expr::Double(d)),
+            Token::Double(d) => Ok(Expr::Constant(Value::Double(d))),
             Token::Var(name) => Ok(Expr::Var(self.vars.slot(&name))),
             Token::LParen => {
                 let inner = self.expression(0)?;
@@ -288,9 +344,10 @@ impl<'a, 'v> ExprParser<'a, 'v> {
 
     fn identifier(&mut self, column: usize, name: &str) -> Result<Expr, ExprError> {
         match name.to_ascii_uppercase().as_str() {
-            "TRUE" => return Ok(Expr::Bool(true)),
-            "FALSE" => return Ok(Expr::Bool(false)),
-            "NULL" => return Ok(Expr::Null),
+            "TRUE" => return Ok(Expr::Constant(Value::Bool(true))),
+            "FALSE" => return Ok(Expr::Constant(Value::Bool(false))),
+            "NULL" => return Ok(Expr::Constant(Value::Null)),
+            "CASE" => return self.case_expression(),
             _ => {}
         }
         if self.current.1 != Token::LParen {
@@ -299,20 +356,64 @@ impl<'a, 'v> ExprParser<'a, 'v> {
                 message: format!("unexpected keyword or identifier \"{name}\""),
             });
         }
-        let function = Function::from_name(name).ok_or_else(|| ExprError {
+        let (function, arity) = Function::by_name(name).ok_or_else(|| ExprError {
             column,
-            message: format!("unexpected function name \"{name}\""),
+            message: format!("unexpected function name (\"{name}\")"),
         })?;
         self.advance()?;
-        let args = self.arguments()?;
-        let (min, max) = function.arity();
-        if args.len() < min || max.is_some_and(|max| args.len() > max) {
-            return Err(ExprError {
-                column,
-                message: format!("wrong number of arguments to function \"{function}\""),
-            });
+        let mut args = self.arguments()?;
+        let wrong = |what: &str| ExprError {
+            column,
+            message: format!("{what} (\"{}\")", name.to_ascii_lowercase()),
+        };
+        match arity {
+            Arity::Exactly(n) if args.len() != n => {
+                return Err(wrong("unexpected number of arguments"))
+            }
+            Arity::AtLeastOne if args.is_empty() => {
+                return Err(wrong("at least one argument expected"))
+            }
+            Arity::Hash | Arity::Permute => {
+                let (min, max) = if arity == Arity::Hash { (1, 2) } else { (2, 3) };
+                if args.len() < min || args.len() > max {
+                    return Err(wrong("unexpected number of arguments"));
+                }
+                if args.len() == min {
+                    args.push(Expr::Var(self.vars.slot("default_seed")));
+                }
+            }
+            _ => {}
         }
         Ok(Expr::Call(function, args))
+    }
+
+    /// `CASE WHEN c THEN r [WHEN ...] [ELSE e] END`, as `Case(c1, r1, ..., e)`; no ELSE is NULL.
+    fn case_expression(&mut self) -> Result<Expr, ExprError> {
+        let mut args = Vec::new();
+        while self.keyword().as_deref() == Some("WHEN") {
+            self.advance()?;
+            args.push(self.expression(0)?);
+            if self.keyword().as_deref() != Some("THEN") {
+                return Err(self.error_here("syntax error"));
+            }
+            self.advance()?;
+            args.push(self.expression(0)?);
+        }
+        if args.is_empty() {
+            return Err(self.error_here("syntax error"));
+        }
+        let else_part = if self.keyword().as_deref() == Some("ELSE") {
+            self.advance()?;
+            self.expression(0)?
+        } else {
+            Expr::Constant(Value::Null)
+        };
+        if self.keyword().as_deref() != Some("END") {
+            return Err(self.error_here("syntax error"));
+        }
+        self.advance()?;
+        args.push(else_part);
+        Ok(Expr::Call(Function::Case, args))
     }
 
     fn arguments(&mut self) -> Result<Vec<Expr>, ExprError> {

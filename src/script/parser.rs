@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use super::ast::{
-    Command, CommandKind, Script, SleepArg, SleepUnit, Span, SqlCommand, SqlPiece, VarSlot,
+    Command, CommandKind, ResultStore, Script, ShellWord, SleepArg, SleepUnit, Span, SqlCommand,
+    SqlPiece, VarSlot,
 };
 use super::expr::ExprParser;
 
@@ -62,11 +63,24 @@ impl fmt::Display for ScriptError {
     }
 }
 
+/// Letters, digits, `_` and any non-ASCII character, not starting with a digit (pgbench's rule).
 pub fn valid_variable_name(name: &str) -> bool {
     !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii())
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(is_name_char)
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii()
+}
+
+/// The variable name at the start of `text` (after a colon), if one starts there.
+fn leading_name(text: &str) -> &str {
+    if text.starts_with(|c: char| c.is_ascii_digit()) {
+        return "";
+    }
+    let end = text.find(|c: char| !is_name_char(c)).unwrap_or(text.len());
+    &text[..end]
 }
 
 struct Scanner<'a> {
@@ -143,7 +157,12 @@ pub fn parse_script(
             }
             '\\' => {
                 push_sql(&scanner, &mut commands, &mut sql, sql_start, vars)?;
-                commands.push(parse_meta(&mut scanner, vars)?);
+                match parse_meta(&mut scanner, vars)? {
+                    Meta::Command(command) => commands.push(command),
+                    Meta::Store(store, offset) => {
+                        attach_store(&scanner, &mut commands, store, offset)?
+                    }
+                }
             }
             ';' => {
                 sql.push(';');
@@ -166,6 +185,7 @@ pub fn parse_script(
         }
     }
     push_sql(&scanner, &mut commands, &mut sql, sql_start, vars)?;
+    resolve_conditionals(&scanner, &mut commands)?;
     if commands.is_empty() {
         return Err(ScriptError {
             source: source.to_string(),
@@ -327,9 +347,7 @@ fn build_sql_command(text: &str, vars: &mut VarTable) -> SqlCommand {
     let mut rest = text;
     while let Some(colon) = rest.find(':') {
         let after = &rest[colon + 1..];
-        let name_len = after
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii()))
-            .unwrap_or(after.len());
+        let name_len = leading_name(after).len();
         if name_len == 0 {
             // `::type` casts and lone colons are copied through.
             let skip = colon + 1 + after.len() - after.trim_start_matches(':').len();
@@ -355,12 +373,19 @@ fn build_sql_command(text: &str, vars: &mut VarTable) -> SqlCommand {
         parameterized,
         params,
         pieces,
+        store: None,
     }
 }
 
 /// Parses the meta-command starting at the backslash under the cursor, through the end of its
 /// line (a backslash before the newline continues it).
-fn parse_meta(scanner: &mut Scanner<'_>, vars: &mut VarTable) -> Result<Command, ScriptError> {
+enum Meta {
+    Command(Command),
+    /// `\gset` / `\aset`: belongs to the SQL command before it.
+    Store(ResultStore, usize),
+}
+
+fn parse_meta(scanner: &mut Scanner<'_>, vars: &mut VarTable) -> Result<Meta, ScriptError> {
     let start = scanner.pos;
     let mut end = start;
     let text = scanner.text;
@@ -385,23 +410,207 @@ fn parse_meta(scanner: &mut Scanner<'_>, vars: &mut VarTable) -> Result<Command,
     let name = &line[1..1 + name_len];
     let args_offset = 1 + name_len;
     let args = &line[args_offset..];
-    let kind = match name.to_ascii_lowercase().as_str() {
+    let lower = name.to_ascii_lowercase();
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let no_arguments = |kind: CommandKind| {
+        if words.is_empty() {
+            Ok(kind)
+        } else {
+            Err(scanner.error(start, format!("unexpected argument in command \"{lower}\"")))
+        }
+    };
+    let kind = match lower.as_str() {
         "set" => parse_set(scanner, start + args_offset, args, vars)?,
         "sleep" => parse_sleep(scanner, start, args, vars)?,
-        "if" | "elif" | "else" | "endif" | "gset" | "aset" | "shell" | "setshell"
-        | "startpipeline" | "syncpipeline" | "endpipeline" => {
+        "if" | "elif" => {
+            let condition = parse_expression(scanner, start + args_offset, args, &lower, vars)?;
+            if lower == "if" {
+                CommandKind::If {
+                    condition,
+                    on_false: 0,
+                }
+            } else {
+                CommandKind::Elif {
+                    condition,
+                    on_false: 0,
+                    end: 0,
+                }
+            }
+        }
+        "else" => no_arguments(CommandKind::Else { end: 0 })?,
+        "endif" => no_arguments(CommandKind::Endif)?,
+        "gset" | "aset" => {
+            if words.len() > 1 {
+                return Err(
+                    scanner.error(start, format!("too many arguments in command \"{lower}\""))
+                );
+            }
+            let store = ResultStore {
+                all_queries: lower == "aset",
+                prefix: words.first().unwrap_or(&"").to_string(),
+            };
+            return Ok(Meta::Store(store, start));
+        }
+        "shell" | "setshell" => parse_shell(scanner, start, &lower, &words, vars)?,
+        "startpipeline" | "syncpipeline" | "endpipeline" => {
             return Err(scanner.error(
                 start,
-                format!("\\{name} is not supported yet (the full script language is planned)"),
+                format!("\\{name} is not supported yet: pipelines are planned"),
             ))
         }
         _ => return Err(scanner.error(start, format!("invalid command \\{name}"))),
     };
-    Ok(Command {
+    Ok(Meta::Command(Command {
         kind,
         span: scanner.span_at(start),
         first_line,
+    }))
+}
+
+fn parse_expression(
+    scanner: &Scanner<'_>,
+    offset: usize,
+    text: &str,
+    command: &str,
+    vars: &mut VarTable,
+) -> Result<crate::script::ast::Expr, ScriptError> {
+    ExprParser::parse(text, vars).map_err(|e| {
+        scanner.error(
+            offset + e.column,
+            format!("{} in command \"{command}\"", e.message),
+        )
     })
+}
+
+fn parse_shell(
+    scanner: &Scanner<'_>,
+    start: usize,
+    command: &str,
+    words: &[&str],
+    vars: &mut VarTable,
+) -> Result<CommandKind, ScriptError> {
+    let (target, rest) = if command == "setshell" {
+        let Some((name, rest)) = words.split_first() else {
+            return Err(scanner.error(start, "missing argument in command \"setshell\""));
+        };
+        if !valid_variable_name(name) {
+            return Err(scanner.error(start, format!("invalid variable name: \"{name}\"")));
+        }
+        (Some(vars.slot(name)), rest)
+    } else {
+        (None, words)
+    };
+    if rest.is_empty() {
+        return Err(scanner.error(start, format!("missing command in command \"{command}\"")));
+    }
+    // `:name` is a variable, `::text` the literal `:text`, anything else literal.
+    let words = rest
+        .iter()
+        .map(|word| match word.strip_prefix(':') {
+            Some(literal) if literal.starts_with(':') => ShellWord::Literal(literal.to_string()),
+            Some(name) => ShellWord::Var(vars.slot(name)),
+            None => ShellWord::Literal(word.to_string()),
+        })
+        .collect();
+    Ok(CommandKind::Shell { words, target })
+}
+
+fn attach_store(
+    scanner: &Scanner<'_>,
+    commands: &mut [Command],
+    store: ResultStore,
+    offset: usize,
+) -> Result<(), ScriptError> {
+    let name = if store.all_queries { "aset" } else { "gset" };
+    match commands.last_mut().map(|c| &mut c.kind) {
+        Some(CommandKind::Sql(sql)) if sql.store.is_none() => {
+            sql.store = Some(store);
+            Ok(())
+        }
+        _ => Err(scanner.error(offset, format!("\\{name} must follow an SQL command"))),
+    }
+}
+
+/// Links every `\if` chain: where a false condition continues, and where a taken branch ends.
+fn resolve_conditionals(
+    scanner: &Scanner<'_>,
+    commands: &mut [Command],
+) -> Result<(), ScriptError> {
+    struct Open {
+        branches: Vec<usize>,
+        seen_else: bool,
+    }
+    let mut stack: Vec<Open> = Vec::new();
+    let unmatched = |index: usize, message: &str, commands: &[Command]| {
+        let span = commands[index].span;
+        ScriptError {
+            source: scanner.source.to_string(),
+            line: span.line,
+            column: span.column,
+            message: message.to_string(),
+            line_text: scanner.line_text(span.line).to_string(),
+        }
+    };
+    for index in 0..commands.len() {
+        let label = match &commands[index].kind {
+            CommandKind::If { .. } => {
+                stack.push(Open {
+                    branches: vec![index],
+                    seen_else: false,
+                });
+                continue;
+            }
+            CommandKind::Elif { .. } => "elif",
+            CommandKind::Else { .. } => "else",
+            CommandKind::Endif => "endif",
+            _ => continue,
+        };
+        let Some(open) = stack.last_mut() else {
+            return Err(unmatched(
+                index,
+                &format!("\\{label} without matching \\if"),
+                commands,
+            ));
+        };
+        if open.seen_else && label != "endif" {
+            return Err(unmatched(
+                index,
+                &format!("\\{label} after \\else"),
+                commands,
+            ));
+        }
+        let previous = *open.branches.last().expect("an \\if opened the chain");
+        set_on_false(&mut commands[previous].kind, index);
+        if label == "endif" {
+            let open = stack.pop().expect("checked above");
+            for branch in &open.branches[1..] {
+                set_end(&mut commands[*branch].kind, index);
+            }
+        } else {
+            open.seen_else = label == "else";
+            open.branches.push(index);
+        }
+    }
+    match stack.last() {
+        Some(open) => Err(unmatched(
+            open.branches[0],
+            "\\if without matching \\endif",
+            commands,
+        )),
+        None => Ok(()),
+    }
+}
+
+fn set_on_false(kind: &mut CommandKind, target: usize) {
+    if let CommandKind::If { on_false, .. } | CommandKind::Elif { on_false, .. } = kind {
+        *on_false = target;
+    }
+}
+
+fn set_end(kind: &mut CommandKind, target: usize) {
+    if let CommandKind::Elif { end, .. } | CommandKind::Else { end } = kind {
+        *end = target;
+    }
 }
 
 fn parse_set(
@@ -420,14 +629,13 @@ fn parse_set(
     if !valid_variable_name(var_name) {
         return Err(scanner.error(var_offset, format!("invalid variable name: \"{var_name}\"")));
     }
-    let expr_text = &trimmed[var_len..];
-    let expr_offset = var_offset + var_len;
-    let expr = ExprParser::parse(expr_text, vars).map_err(|e| {
-        scanner.error(
-            expr_offset + e.column,
-            format!("{} in command \"set\"", e.message),
-        )
-    })?;
+    let expr = parse_expression(
+        scanner,
+        var_offset + var_len,
+        &trimmed[var_len..],
+        "set",
+        vars,
+    )?;
     Ok(CommandKind::Set {
         var: vars.slot(var_name),
         expr,
@@ -448,6 +656,7 @@ fn parse_sleep(
         return Err(scanner.error(start, "too many arguments in command \"sleep\""));
     }
     let duration = if let Some(name) = words[0].strip_prefix(':') {
+        // pgbench checks the name when the variable is read; an invalid one can never be set.
         if !valid_variable_name(name) {
             return Err(scanner.error(start, format!("invalid variable name: \"{name}\"")));
         }
@@ -517,7 +726,7 @@ mod tests {
     fn precedence_follows_sql() {
         let mut vars = VarTable::default();
         let expr = ExprParser::parse("1 + 2 * 3 = 7 AND NOT 1 > 2", &mut vars).unwrap();
-        let Expr::Binary(crate::script::ast::BinaryOp::And, _, _) = expr else {
+        let Expr::Call(crate::script::ast::Function::And, _) = expr else {
             panic!("AND must be the root: {expr:?}")
         };
     }
@@ -541,11 +750,61 @@ mod tests {
     }
 
     #[test]
+    fn conditionals_link_their_branches() {
+        let (script, _) =
+            parse("\\if 1\nSELECT 1;\n\\elif 2\nSELECT 2;\n\\else\nSELECT 3;\n\\endif\n").unwrap();
+        let kinds: Vec<&CommandKind> = script.commands.iter().map(|c| &c.kind).collect();
+        assert!(matches!(kinds[0], CommandKind::If { on_false: 2, .. }));
+        assert!(matches!(
+            kinds[2],
+            CommandKind::Elif {
+                on_false: 4,
+                end: 6,
+                ..
+            }
+        ));
+        assert!(matches!(kinds[4], CommandKind::Else { end: 6 }));
+        assert_eq!(
+            parse("\\endif\n").unwrap_err().message,
+            "\\endif without matching \\if"
+        );
+        assert_eq!(
+            parse("\\if 1\nSELECT 1;\n").unwrap_err().message,
+            "\\if without matching \\endif"
+        );
+        assert_eq!(
+            parse("\\if 1\n\\else\n\\elif 2\n\\endif\n")
+                .unwrap_err()
+                .message,
+            "\\elif after \\else"
+        );
+    }
+
+    #[test]
+    fn gset_attaches_to_the_previous_query() {
+        let (script, _) = parse("SELECT 1 AS one \\gset p_\nSELECT 2;\n").unwrap();
+        let CommandKind::Sql(sql) = &script.commands[0].kind else {
+            panic!()
+        };
+        assert_eq!(
+            sql.store,
+            Some(ResultStore {
+                all_queries: false,
+                prefix: "p_".into()
+            })
+        );
+        assert_eq!(
+            parse("\\gset\n").unwrap_err().message,
+            "\\gset must follow an SQL command"
+        );
+    }
+
+    #[test]
     fn min_int_literal_is_accepted_only_negated() {
         let mut vars = VarTable::default();
         assert_eq!(
             ExprParser::parse("-9223372036854775808", &mut vars).unwrap(),
-            Expr::Int(i64::MIN)
+            Expr::Constant(crate::script::Value::Int(i64::MIN))
         );
         assert!(ExprParser::parse("9223372036854775808", &mut vars).is_err());
     }

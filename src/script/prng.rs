@@ -59,6 +59,13 @@ impl PgPrng {
         bits as f64 / (1u64 << 52) as f64
     }
 
+    /// A standard normal variate by the basic Box-Muller transform, as `pg_prng_double_normal`.
+    pub fn next_normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.next_f64();
+        let u2 = 1.0 - self.next_f64();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).sin()
+    }
+
     /// pgbench's `getrand`: uniform integer in `[min, max]` (caller guarantees `min <= max`).
     pub fn int_in_range(&mut self, min: i64, max: i64) -> i64 {
         let span = max.wrapping_sub(min) as u64;

@@ -12,30 +12,16 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Double(f64),
-    /// Text that is not a number, from `-D` (later: `\gset`, `\setshell`).
+    /// Text kept as text until read as a value: from `-D` and `\gset`/`\aset`.
     Text(Arc<str>),
 }
 
 impl Value {
-    /// Parses a `-D name=value` definition the way pgbench does: an integer if it is one, a double
-    /// if it is one, else the variable keeps its text.
-    pub fn from_definition(text: &str) -> Value {
-        let trimmed = text.trim();
-        if let Ok(i) = trimmed.parse::<i64>() {
-            return Value::Int(i);
-        }
-        if trimmed.chars().any(|c| c.is_ascii_digit()) {
-            if let Ok(d) = trimmed.parse::<f64>() {
-                return Value::Double(d);
-            }
-        }
-        Value::Text(Arc::from(text))
-    }
-
-    /// Appends the text pgbench substitutes for this value in SQL.
+    /// Appends the text pgbench substitutes for this value in SQL (NULL becomes the word NULL).
     pub fn write_text(&self, out: &mut String) {
         match self {
-            Value::Unset | Value::Null => {}
+            Value::Unset => {}
+            Value::Null => out.push_str("NULL"),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Value::Int(i) => {
                 let _ = write!(out, "{i}");
@@ -112,12 +98,5 @@ mod tests {
         assert_eq!(format_g15(123456789012345.0), "123456789012345");
         assert_eq!(format_g15(std::f64::consts::PI), "3.14159265358979");
         assert_eq!(format_g15(-2.5e-7), "-2.5e-07");
-    }
-
-    #[test]
-    fn definitions_become_numbers_when_they_are() {
-        assert_eq!(Value::from_definition("42"), Value::Int(42));
-        assert_eq!(Value::from_definition("2.5"), Value::Double(2.5));
-        assert_eq!(Value::from_definition("abc"), Value::Text(Arc::from("abc")));
     }
 }

@@ -1,0 +1,23 @@
+-- Booleans, NULL, IS, CASE, lazy AND/OR.
+\set t true
+\set r debug(true AND false)
+\set r debug(true OR false)
+\set r debug(NOT false)
+\set r debug(NULL)
+\set r debug(NULL + 1)
+\set r debug(NULL IS NULL)
+\set r debug(1 IS NULL)
+\set r debug(1 ISNULL)
+\set r debug(1 NOTNULL)
+\set r debug(:t IS TRUE)
+\set r debug(:t IS NOT TRUE)
+\set r debug(false IS FALSE)
+\set r debug(NULL AND true)
+\set r debug(false AND NULL)
+\set r debug(true OR 1/0 = 1)
+\set r debug(CASE WHEN 0 THEN 1 WHEN 2 THEN 3 ELSE 4 END)
+\set r debug(CASE WHEN false THEN 1 END)
+\set r debug(CASE WHEN NULL THEN 1 ELSE 2 END)
+\set r debug(1 < 2 AND 3 > 2 OR false)
+\set r debug(NOT 1 > 2)
+SELECT 1;

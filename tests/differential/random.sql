@@ -1,0 +1,18 @@
+-- Seeded draws: per-client sequences, default seed, every distribution.
+\set r debug(:client_id)
+\set r debug(:random_seed)
+\set r debug(:default_seed)
+\set r debug(random(1, 100))
+\set r debug(random(-1000000000000, 1000000000000))
+\set r debug(random(5, 5))
+\set r debug(random_exponential(1, 1000, 2.5))
+\set r debug(random_exponential(1, 10, 0.1))
+\set r debug(random_gaussian(1, 1000, 2.5))
+\set r debug(random_gaussian(1, 10, 5))
+\set r debug(random_zipfian(1, 1000, 1.07))
+\set r debug(random_zipfian(1, 100, 2.5))
+\set r debug(hash(:client_id))
+\set r debug(hash_fnv1a(:client_id))
+\set r debug(permute(:client_id, 1000))
+\set r debug(random(1, 100000 * :scale))
+SELECT 1;
