@@ -320,3 +320,53 @@ fn custom_script_with_define_runs() {
     );
     let _ = std::fs::remove_file(script);
 }
+
+#[test]
+fn pipelines_send_every_statement_and_sync_points_commit() {
+    let server = server();
+    let db = server.create_database("run_pipeline");
+    server.psql(&db, "CREATE TABLE log (client int, n int)");
+    let script = std::env::temp_dir().join(format!("stampede-pipeline-{}.sql", std::process::id()));
+    std::fs::write(
+        &script,
+        "\\startpipeline\nINSERT INTO log VALUES (:client_id, 1);\nINSERT INTO log VALUES (:client_id, 2);\n\\syncpipeline\nINSERT INTO log VALUES (:client_id, 3);\n\\endpipeline\n",
+    )
+    .unwrap();
+    for mode in ["prepared", "extended"] {
+        let output = run(
+            &db,
+            &[
+                "-n",
+                "-f",
+                script.to_str().unwrap(),
+                "-c",
+                "3",
+                "-t",
+                "7",
+                "-M",
+                mode,
+            ],
+        );
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        assert!(stdout(&output).contains("number of transactions actually processed: 21/21"));
+    }
+    assert_eq!(
+        server.psql(&db, "select count(*), sum(n) from log"),
+        "126|252"
+    );
+    let simple = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            script.to_str().unwrap(),
+            "-t",
+            "1",
+            "-M",
+            "simple",
+        ],
+    );
+    assert_eq!(simple.status.code(), Some(2));
+    assert!(stderr(&simple).contains("cannot use pipeline mode with the simple query protocol"));
+    let _ = std::fs::remove_file(script);
+}

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::conn::{ConnError, DbError, PgConn, QueryResult, Reply};
+use super::conn::{ConnError, DbError, PgConn, QueryResult};
 use super::plan::{Protocol, RunPlan};
 use crate::script::ast::{
     Command, CommandKind, Expr, ResultStore, ShellWord, SleepArg, SqlCommand, SqlPiece,
@@ -33,6 +33,8 @@ pub struct Client {
     /// Parameter text for the statement being sent, and where each parameter lies in it.
     param_text: String,
     param_ranges: Vec<Option<(usize, usize)>>,
+    /// Inside `\startpipeline`: how many Syncs have been queued whose results are unread.
+    pipeline_syncs: Option<usize>,
 }
 
 impl Client {
@@ -59,6 +61,7 @@ impl Client {
                 .collect(),
             param_text: String::new(),
             param_ranges: Vec::new(),
+            pipeline_syncs: None,
         }
     }
 
@@ -106,6 +109,13 @@ impl Client {
                     .run_sql(plan, sql, script_index, pc)
                     .await
                     .map(|_| pc + 1),
+                CommandKind::StartPipeline => {
+                    self.start_pipeline(plan, script_index, pc).map(|_| pc + 1)
+                }
+                CommandKind::SyncPipeline => self.sync_pipeline().await.map(|_| pc + 1),
+                CommandKind::EndPipeline => {
+                    self.end_pipeline(script_index, pc).await.map(|_| pc + 1)
+                }
             };
             match step {
                 Ok(next) => pc = next,
@@ -286,48 +296,130 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TxnOutcome> {
-        let abort = |id: usize, message: String| {
-            TxnOutcome::Aborted(format!(
-                "client {id} script {script_index} aborted in command {command_index} query 0: {message}"
-            ))
-        };
-        let reply = match self.send_sql(plan, sql, script_index, command_index).await {
-            Ok(reply) => reply,
-            Err(SendError::Variable(message)) => return Err(abort(self.id, message)),
-            Err(SendError::Conn(e)) => return Err(abort(self.id, e.to_string())),
-        };
-        let Some(error) = reply.error else {
-            return match &sql.store {
+        let abort =
+            |id: usize, message: String| abort_sql(id, script_index, command_index, message);
+        if let Err(e) = self.queue_sql(plan, sql, script_index, command_index) {
+            return Err(abort(self.id, e.to_string()));
+        }
+        if self.pipeline_syncs.is_some() {
+            // Results are read at \endpipeline.
+            return Ok(());
+        }
+        let conn = self.conn.as_mut().expect("connected");
+        if plan.protocol != Protocol::Simple {
+            conn.queue_sync();
+        }
+        let reply = conn
+            .round_trip(sql.store.is_some())
+            .await
+            .map_err(|e| abort(self.id, e.to_string()))?;
+        match reply.error {
+            None => match &sql.store {
                 Some(store) => self
                     .store_results(plan, store, &reply.results)
                     .map_err(|m| abort(self.id, m)),
                 None => Ok(()),
-            };
-        };
-        if !error.is_retryable() {
-            return Err(abort(self.id, error.to_string()));
+            },
+            Some(error) => Err(self
+                .fail_or_abort(error, reply.transaction_status, script_index, command_index)
+                .await),
         }
-        if reply.transaction_status != b'I' {
-            let conn = self.conn.as_mut().expect("connected");
-            if let Err(e) = conn.execute_simple("ROLLBACK").await {
-                return Err(abort(self.id, e.to_string()));
-            }
-        }
-        Err(TxnOutcome::Failed(error))
     }
 
-    async fn send_sql(
+    /// A serialization failure or deadlock rolls back and counts as failed; any other error
+    /// aborts the client.
+    async fn fail_or_abort(
+        &mut self,
+        error: DbError,
+        transaction_status: u8,
+        script_index: usize,
+        command_index: usize,
+    ) -> TxnOutcome {
+        if !error.is_retryable() {
+            return abort_sql(self.id, script_index, command_index, error.to_string());
+        }
+        if transaction_status != b'I' {
+            let conn = self.conn.as_mut().expect("connected");
+            if let Err(e) = conn.execute_simple("ROLLBACK").await {
+                return abort_sql(self.id, script_index, command_index, e.to_string());
+            }
+        }
+        TxnOutcome::Failed(error)
+    }
+
+    fn start_pipeline(
+        &mut self,
+        plan: &RunPlan,
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<(), TxnOutcome> {
+        if plan.protocol == Protocol::Simple {
+            return Err(TxnOutcome::Aborted(format!(
+                "client {} aborted in command {command_index} (startpipeline) of script {script_index}; cannot use pipeline mode with the simple query protocol",
+                self.id
+            )));
+        }
+        self.pipeline_syncs = Some(0);
+        Ok(())
+    }
+
+    async fn sync_pipeline(&mut self) -> Result<(), TxnOutcome> {
+        let conn = self.conn.as_mut().expect("connected");
+        conn.queue_sync();
+        *self
+            .pipeline_syncs
+            .as_mut()
+            .expect("parser checks pipelines") += 1;
+        Ok(())
+    }
+
+    /// Sends the final Sync and reads one reply per Sync; the first error decides.
+    async fn end_pipeline(
+        &mut self,
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<(), TxnOutcome> {
+        let syncs = self.pipeline_syncs.take().expect("parser checks pipelines") + 1;
+        let abort =
+            |id: usize, message: String| abort_sql(id, script_index, command_index, message);
+        let conn = self.conn.as_mut().expect("connected");
+        conn.queue_sync();
+        conn.flush()
+            .await
+            .map_err(|e| abort(self.id, e.to_string()))?;
+        let mut first_error = None;
+        let mut status = b'I';
+        for _ in 0..syncs {
+            let reply = conn
+                .read_reply(false)
+                .await
+                .map_err(|e| abort(self.id, e.to_string()))?;
+            status = reply.transaction_status;
+            if first_error.is_none() {
+                first_error = reply.error;
+            }
+        }
+        match first_error {
+            None => Ok(()),
+            Some(error) => Err(self
+                .fail_or_abort(error, status, script_index, command_index)
+                .await),
+        }
+    }
+
+    /// Queues the statement's messages (no Sync) for the chosen protocol.
+    fn queue_sql(
         &mut self,
         plan: &RunPlan,
         sql: &SqlCommand,
         script_index: usize,
         command_index: usize,
-    ) -> Result<Reply, SendError> {
+    ) -> Result<(), SendError> {
         if plan.protocol == Protocol::Simple {
             let text = self.inline_variables(plan, sql)?;
             let conn = self.conn.as_mut().expect("connected");
             conn.queue_simple_query(&text)?;
-            return Ok(conn.round_trip(sql.store.is_some()).await?);
+            return Ok(());
         }
         self.format_params(plan, sql)?;
         let conn = self.conn.as_mut().expect("connected");
@@ -352,8 +444,7 @@ impl Client {
         // libpq describes the portal on every execution; so do we, to load the server alike.
         conn.queue_describe_portal()?;
         conn.queue_execute()?;
-        conn.queue_sync();
-        Ok(conn.round_trip(sql.store.is_some()).await?)
+        Ok(())
     }
 
     /// `\gset`: the last query must return exactly one row; `\aset`: the last row of every
@@ -431,6 +522,21 @@ impl Client {
 enum SendError {
     Variable(String),
     Conn(ConnError),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Variable(message) => f.write_str(message),
+            SendError::Conn(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn abort_sql(id: usize, script_index: usize, command_index: usize, message: String) -> TxnOutcome {
+    TxnOutcome::Aborted(format!(
+        "client {id} script {script_index} aborted in command {command_index} query 0: {message}"
+    ))
 }
 
 impl From<ConnError> for SendError {

@@ -57,6 +57,12 @@ pub enum CommandKind {
         end: usize,
     },
     Endif,
+    /// `\startpipeline`: queries are sent without waiting, until `\endpipeline`.
+    StartPipeline,
+    /// `\syncpipeline`: a Sync inside the pipeline (a transaction boundary; results come later).
+    SyncPipeline,
+    /// `\endpipeline`: the final Sync, then every result of the pipeline is read.
+    EndPipeline,
     /// `\shell` (no target) and `\setshell var` (stores the integer the command prints).
     Shell {
         words: Vec<ShellWord>,

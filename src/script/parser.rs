@@ -186,6 +186,7 @@ pub fn parse_script(
     }
     push_sql(&scanner, &mut commands, &mut sql, sql_start, vars)?;
     resolve_conditionals(&scanner, &mut commands)?;
+    check_pipelines(&scanner, &commands)?;
     if commands.is_empty() {
         return Err(ScriptError {
             source: source.to_string(),
@@ -452,12 +453,9 @@ fn parse_meta(scanner: &mut Scanner<'_>, vars: &mut VarTable) -> Result<Meta, Sc
             return Ok(Meta::Store(store, start));
         }
         "shell" | "setshell" => parse_shell(scanner, start, &lower, &words, vars)?,
-        "startpipeline" | "syncpipeline" | "endpipeline" => {
-            return Err(scanner.error(
-                start,
-                format!("\\{name} is not supported yet: pipelines are planned"),
-            ))
-        }
+        "startpipeline" => no_arguments(CommandKind::StartPipeline)?,
+        "syncpipeline" => no_arguments(CommandKind::SyncPipeline)?,
+        "endpipeline" => no_arguments(CommandKind::EndPipeline)?,
         _ => return Err(scanner.error(start, format!("invalid command \\{name}"))),
     };
     Ok(Meta::Command(Command {
@@ -596,6 +594,45 @@ fn resolve_conditionals(
             open.branches[0],
             "\\if without matching \\endif",
             commands,
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Pipelines must open and close in order, and results cannot be stored inside one (pgbench
+/// reads them only at `\endpipeline`).
+fn check_pipelines(scanner: &Scanner<'_>, commands: &[Command]) -> Result<(), ScriptError> {
+    let error_at = |command: &Command, message: &str| ScriptError {
+        source: scanner.source.to_string(),
+        line: command.span.line,
+        column: command.span.column,
+        message: message.to_string(),
+        line_text: scanner.line_text(command.span.line).to_string(),
+    };
+    let mut open: Option<&Command> = None;
+    for command in commands {
+        match &command.kind {
+            CommandKind::StartPipeline if open.is_some() => {
+                return Err(error_at(command, "already in pipeline mode"))
+            }
+            CommandKind::StartPipeline => open = Some(command),
+            CommandKind::SyncPipeline | CommandKind::EndPipeline if open.is_none() => {
+                return Err(error_at(command, "not in pipeline mode"))
+            }
+            CommandKind::EndPipeline => open = None,
+            CommandKind::Sql(sql) if open.is_some() && sql.store.is_some() => {
+                return Err(error_at(
+                    command,
+                    "\\gset and \\aset are not allowed in pipeline mode",
+                ))
+            }
+            _ => {}
+        }
+    }
+    match open {
+        Some(command) => Err(error_at(
+            command,
+            "\\startpipeline without matching \\endpipeline",
         )),
         None => Ok(()),
     }
@@ -777,6 +814,25 @@ mod tests {
                 .unwrap_err()
                 .message,
             "\\elif after \\else"
+        );
+    }
+
+    #[test]
+    fn pipelines_must_be_balanced() {
+        assert!(parse("\\startpipeline\nSELECT 1;\n\\endpipeline\n").is_ok());
+        assert_eq!(
+            parse("\\endpipeline\n").unwrap_err().message,
+            "not in pipeline mode"
+        );
+        assert_eq!(
+            parse("\\startpipeline\nSELECT 1;\n").unwrap_err().message,
+            "\\startpipeline without matching \\endpipeline"
+        );
+        assert_eq!(
+            parse("\\startpipeline\nSELECT 1 \\gset\n\\endpipeline\n")
+                .unwrap_err()
+                .message,
+            "\\gset and \\aset are not allowed in pipeline mode"
         );
     }
 
