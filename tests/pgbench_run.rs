@@ -138,10 +138,14 @@ fn transaction_count_matches_server_commit_counter() {
     let delta = doc["server_counters"]["xact_commit_delta"]
         .as_i64()
         .unwrap();
-    assert!(
-        (reported..=reported + 30).contains(&delta),
-        "json delta {delta} vs {reported}"
+    // Exactly the run's transactions plus one commit per client connection start (3 clients).
+    assert_eq!(
+        delta,
+        reported + 3,
+        "server counted {delta} commits for {reported} transactions"
     );
+    assert_eq!(doc["server_counters"]["connection_starts"], 3);
+    assert!(stdout(&output).contains(&format!("server counters: {delta} commits, 0 rollbacks")));
     let _ = std::fs::remove_file(json);
 }
 

@@ -11,7 +11,7 @@ use crate::cli::pgbench::ScriptChoice;
 use crate::driver::{
     self, DriverEvent, LatencyStats, RunLimit, RunPlan, RunResult, ScriptStats, WeightedScript,
 };
-use crate::probe::pgstat::{xact_counters, XactCounters};
+use crate::probe::pgstat::{XactCounters, XactProbe};
 use crate::report::pgbench::{
     progress_line, summary_text, to_json, ClientCpu, Failures, LatencySummary, PgbenchReport,
     ScriptResult, SeriesPoint, ServerCounters,
@@ -60,13 +60,25 @@ pub fn benchmark(
         .map(|s| (s.script.description.clone(), s.weight))
         .collect();
     let result = driver::run(plan, on_event).map_err(Failure::Run)?;
-    let after = runtime.block_on(xact_counters(&setup.client)).ok();
+    let after = runtime
+        .block_on(setup.probe.read_settled(
+            &setup.client,
+            &target.application_name,
+            Duration::from_secs(5),
+        ))
+        .ok();
     let counters = setup
         .counters_before
         .zip(after)
         .map(|(before, after)| ServerCounters {
             xact_commit_delta: after.commits - before.commits,
             xact_rollback_delta: after.rollbacks - before.rollbacks,
+            exact: setup.probe.exact,
+            connection_starts: if spec.connect_per_transaction {
+                result.reconnections
+            } else {
+                spec.clients as u64
+            },
         });
     Ok(build_report(
         spec,
@@ -114,11 +126,17 @@ struct ServerSetup {
     server_version: String,
     scale: i64,
     partitions: Option<(String, i64)>,
+    probe: XactProbe,
     counters_before: Option<XactCounters>,
 }
 
 async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup, Failure> {
-    let (client, connection) = target
+    // Named apart from the clients, so that waiting for the clients' sessions to end works.
+    let control = ConnSpec {
+        application_name: format!("{}-control", target.application_name),
+        ..target.clone()
+    };
+    let (client, connection) = control
         .tokio_config()
         .connect(tokio_postgres::NoTls)
         .await
@@ -143,8 +161,12 @@ async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup
         (spec.scale_given.unwrap_or(1), None)
     };
     vacuum(&client, spec.vacuum).await?;
-    let counters_before = xact_counters(&client).await.ok();
+    let probe = XactProbe::new(&client)
+        .await
+        .map_err(|e| Failure::Run(sql_error("server_version_num", &e)))?;
+    let counters_before = probe.read(&client).await.ok();
     Ok(ServerSetup {
+        probe,
         client,
         server_version,
         scale,

@@ -57,10 +57,15 @@ pub struct ClientCpu {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerCounters {
-    /// pg_stat_database.xact_commit after the run minus before (includes stampede's own few
-    /// setup statements in between, see `setup_transactions`).
+    /// pg_stat_database.xact_commit after the run minus before, without the probe's own reads:
+    /// the run's commits plus the connection starts of its clients (one commit each).
     pub xact_commit_delta: i64,
+    /// Client connections opened during the window (each start commits once on the server).
+    pub connection_starts: u64,
     pub xact_rollback_delta: i64,
+    /// True on PostgreSQL 15+, where the probe flushes statistics itself; before 15 the
+    /// statistics collector lags and the deltas are approximate.
+    pub exact: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -170,6 +175,15 @@ pub fn summary_text(report: &PgbenchReport) -> String {
         "client CPU: user {:.3} s, system {:.3} s, {:.3} us per transaction",
         report.client_cpu.user_s, report.client_cpu.system_s, report.client_cpu.per_transaction_us
     ));
+    if let Some(counters) = &report.server_counters {
+        line(format!(
+            "server counters: {} commits, {} rollbacks in pg_stat_database during the run ({} of them client connection starts){}",
+            counters.xact_commit_delta,
+            counters.xact_rollback_delta,
+            counters.connection_starts,
+            if counters.exact { "" } else { "; approximate before PostgreSQL 15" }
+        ));
+    }
     out
 }
 
