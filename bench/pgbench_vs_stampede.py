@@ -8,6 +8,9 @@ then measures, alternating the two tools so drift hits both alike:
                              stampede tps / pgbench tps                 (goal >= 1.00)
                              client CPU us per transaction, both from wait4 rusage (user+sys)
   * tpcb-like, prepared, TCP, c=8, -j 2: tps ratio                      (goal >= 1.00)
+  * interpreter: 10 \\set lines + a trivial SELECT, prepared, c=8 -j 2   (goal >= 1.00)
+  * pipeline: 16 SELECTs in \\startpipeline..\\endpipeline, c=8 -j 2   (goal tps >= 1.00,
+    client CPU per transaction <= pgbench's)
 
 Usage: bench/pgbench_vs_stampede.py [--seconds 15] [--rounds 2] [--scale 50]
 Build first: cargo build --release.
@@ -100,6 +103,23 @@ def compare_runs(name, args, db, rounds):
     sys.stdout.flush()
 
 
+INTERPRETER_SCRIPT = "".join(
+    f"\\set v{i} random(1, 100000 * :scale) + {i} * 2 - abs(-{i})\n" for i in range(10)
+) + "SELECT :v9;\n"
+
+PIPELINE_SCRIPT = "\\startpipeline\n" + "".join(
+    f"\\set aid{i} random(1, 100000 * :scale)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid{i};\n"
+    for i in range(16)
+) + "\\endpipeline\n"
+
+
+def write_script(name, text):
+    path = os.path.join(DATA, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def compare_init(scale, rounds):
     times = {"pgbench": [], "stampede": []}
     for r in range(rounds):
@@ -144,6 +164,14 @@ def main():
                          opts.rounds)
         compare_runs("tpcb-like prepared c=8 j=2",
                      ["-M", "prepared", "-c", "8", "-j", "2", "-T", secs], "bench", opts.rounds)
+        interpreter = write_script("interpreter.sql", INTERPRETER_SCRIPT)
+        compare_runs("10 \\set + SELECT prepared c=8 j=2",
+                     ["-f", interpreter, "-M", "prepared", "-c", "8", "-j", "2", "-T", secs, "-n"], "bench",
+                     opts.rounds)
+        pipeline = write_script("pipeline.sql", PIPELINE_SCRIPT)
+        compare_runs("pipeline 16 SELECTs c=8 j=2",
+                     ["-f", pipeline, "-M", "prepared", "-c", "8", "-j", "2", "-T", secs, "-n"], "bench",
+                     opts.rounds)
     finally:
         stop_server(bindir)
 

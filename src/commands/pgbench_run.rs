@@ -251,7 +251,12 @@ fn build_plan(
     let defined: Vec<(usize, Value)> = spec
         .defines
         .iter()
-        .map(|(name, value)| (variables.slot(name), Value::Text(value.as_str().into())))
+        .map(|(name, value)| {
+            (
+                variables.slot(name),
+                Value::Text(std::sync::Arc::new(value.clone())),
+            )
+        })
         .collect();
     let random_seed = spec.random_seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

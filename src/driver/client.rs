@@ -1,6 +1,8 @@
 //! One client: a connection, its variables and random state, and the execution of one script
 //! run (a "transaction" in pgbench's sense).
 
+use std::sync::Arc;
+
 use std::time::Duration;
 
 use super::conn::{ConnError, DbError, PgConn, QueryResult};
@@ -470,7 +472,7 @@ impl Client {
                 let name = format!("{}{column}", store.prefix);
                 // Only names some script reads can matter; the others have no slot.
                 if let Some(slot) = plan.variables.lookup(&name) {
-                    self.variables[slot] = Value::Text(value.as_deref().unwrap_or("").into());
+                    self.variables[slot] = Value::Text(Arc::new(value.clone().unwrap_or_default()));
                 }
             }
         }

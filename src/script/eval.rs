@@ -30,14 +30,23 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
         Expr::Var(slot) => read_variable(*slot, ctx),
         Expr::Call(Function::And | Function::Or, args) => logical(expr, args, ctx),
         Expr::Call(Function::Case, args) => case(args, ctx),
-        Expr::Call(function, args) if args.len() <= INLINE_ARGS => {
-            // On the per-transaction path: arguments on the stack, no allocation.
-            let mut values: [Value; INLINE_ARGS] = Default::default();
-            for (slot, arg) in values.iter_mut().zip(args) {
-                *slot = evaluate(arg, ctx)?;
+        // On the per-transaction path: arguments in exactly-sized arrays, no allocation.
+        Expr::Call(function, args) if args.len() <= 3 => match args.as_slice() {
+            [] => call_with_values(*function, &[], ctx),
+            [a] => {
+                let values = [evaluate(a, ctx)?];
+                call_with_values(*function, &values, ctx)
             }
-            call_with_values(*function, &values[..args.len()], ctx)
-        }
+            [a, b] => {
+                let values = [evaluate(a, ctx)?, evaluate(b, ctx)?];
+                call_with_values(*function, &values, ctx)
+            }
+            [a, b, c] => {
+                let values = [evaluate(a, ctx)?, evaluate(b, ctx)?, evaluate(c, ctx)?];
+                call_with_values(*function, &values, ctx)
+            }
+            _ => unreachable!("guarded by the length check"),
+        },
         Expr::Call(function, args) => {
             let values = args
                 .iter()
@@ -48,11 +57,9 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
     }
 }
 
-const INLINE_ARGS: usize = 4;
-
 /// NULL arguments make the result NULL, except for IS and debug().
 fn call_with_values(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> EvalResult {
-    let has_null = values.contains(&Value::Null);
+    let has_null = values.iter().any(|v| matches!(v, Value::Null));
     if has_null && !matches!(function, Function::Is | Function::Debug) {
         return Ok(Value::Null);
     }

@@ -13,7 +13,7 @@ pub enum Value {
     Int(i64),
     Double(f64),
     /// Text kept as text until read as a value: from `-D` and `\gset`/`\aset`.
-    Text(Arc<str>),
+    Text(Arc<String>),
 }
 
 impl Value {
