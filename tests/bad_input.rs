@@ -26,7 +26,9 @@ fn assert_rejected(output: &std::process::Output, expected: &str) {
 /// Options are checked before any connection, so these need no server.
 #[test]
 fn option_errors_use_pgbench_wording() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
+        (&["-R", "0"], "invalid rate limit: \"0\""),
+        (&["-L", "-1"], "invalid latency limit: \"-1\""),
         (&["-c", "0"], "-c/--clients must be in range 1..2147483647"),
         (&["-j", "0"], "-j/--jobs must be in range 1..2147483647"),
         (

@@ -374,3 +374,104 @@ fn pipelines_send_every_statement_and_sync_points_commit() {
     assert!(stderr(&simple).contains("cannot use pipeline mode with the simple query protocol"));
     let _ = std::fs::remove_file(script);
 }
+
+#[test]
+fn rate_limit_holds_the_rate_and_reports_lag() {
+    let server = server();
+    let db = server.create_database("run_rate");
+    init(&db, "1");
+    let json = json_file("rate");
+    let output = run(
+        &db,
+        &[
+            "-S",
+            "-R",
+            "100",
+            "-T",
+            "4",
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "-n",
+            "-P",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let tps: f64 = line_value(&text, "tps = ").unwrap().parse().unwrap();
+    // A Poisson schedule over 4 s at 100/s: 400 expected, stddev 20.
+    assert!((85.0..=115.0).contains(&tps), "tps {tps} for -R 100");
+    assert!(text.contains("rate limit schedule lag: avg "), "{text}");
+    assert!(stderr(&output).contains(", lag "), "{}", stderr(&output));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let lag = doc["lag_avg_ms"].as_f64().unwrap();
+    assert!((0.0..5.0).contains(&lag), "lag {lag} ms on an idle server");
+    // The server saw exactly the transactions the rate produced.
+    let transactions = doc["transactions"].as_i64().unwrap();
+    assert_eq!(
+        doc["server_counters"]["xact_commit_delta"]
+            .as_i64()
+            .unwrap(),
+        transactions + 2
+    );
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn latency_limit_counts_late_and_skips_under_a_slow_server() {
+    let server = server();
+    let db = server.create_database("run_latency_limit");
+    let script = std::env::temp_dir().join(format!("stampede-slow-{}.sql", std::process::id()));
+    std::fs::write(&script, "SELECT pg_sleep(0.02);\n").unwrap();
+    let json = json_file("limit");
+    let output = run(
+        &db,
+        &[
+            "-f",
+            script.to_str().unwrap(),
+            "-R",
+            "100",
+            "-L",
+            "5",
+            "-T",
+            "2",
+            "-c",
+            "1",
+            "-n",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (processed, skipped, late) = (
+        doc["transactions"].as_u64().unwrap(),
+        doc["skipped"].as_u64().unwrap(),
+        doc["late"].as_u64().unwrap(),
+    );
+    // Each query takes 20 ms against a 10 ms schedule and a 5 ms limit: all late, many skipped.
+    assert_eq!(late, processed);
+    assert!(
+        skipped > processed / 2,
+        "skipped {skipped}, processed {processed}"
+    );
+    assert!(
+        text.contains(&format!("number of transactions skipped: {skipped} (")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "number of transactions above the 5.0 ms latency limit: {late}/{processed} (100.000%)"
+        )),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(json);
+    let _ = std::fs::remove_file(script);
+}

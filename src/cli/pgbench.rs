@@ -157,6 +157,22 @@ pub struct PgbenchArgs {
         help_heading = "Benchmarking"
     )]
     pub time: Option<String>,
+    /// Target rate in transactions per second (Poisson schedule; latency from the scheduled start)
+    #[arg(
+        short = 'R',
+        long = "rate",
+        value_name = "NUM",
+        help_heading = "Benchmarking"
+    )]
+    pub rate: Option<String>,
+    /// Count transactions lasting more than NUM ms as late; with -R, skip those already late
+    #[arg(
+        short = 'L',
+        long = "latency-limit",
+        value_name = "NUM",
+        help_heading = "Benchmarking"
+    )]
+    pub latency_limit: Option<String>,
     /// Vacuum all four standard tables before the run
     #[arg(short = 'v', long = "vacuum-all", help_heading = "Benchmarking")]
     pub vacuum_all: bool,

@@ -28,6 +28,10 @@ pub struct RunSpec {
     pub vacuum: VacuumBeforeRun,
     pub scale_given: Option<i64>,
     pub json_path: Option<String>,
+    /// `-R`: transactions per second over all clients.
+    pub rate: Option<f64>,
+    /// `-L`: latency limit in milliseconds.
+    pub latency_limit_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +109,8 @@ fn uses_benchmarking_options(args: &PgbenchArgs, choices: &[ScriptChoice]) -> bo
         || args.connect
         || args.vacuum_all
         || args.json.is_some()
+        || args.rate.is_some()
+        || args.latency_limit.is_some()
 }
 
 fn uses_init_options(args: &PgbenchArgs) -> bool {
@@ -256,7 +262,23 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         Some(s) => Some(parse_int(s, "-s/--scale", 1, INT_MAX)?),
         None => None,
     };
+    let rate = match &args.rate {
+        Some(r) => Some(
+            positive_double(r)
+                .ok_or_else(|| Failure::Input(format!("invalid rate limit: \"{r}\"")))?,
+        ),
+        None => None,
+    };
+    let latency_limit_ms = match &args.latency_limit {
+        Some(l) => Some(
+            positive_double(l)
+                .ok_or_else(|| Failure::Input(format!("invalid latency limit: \"{l}\"")))?,
+        ),
+        None => None,
+    };
     Ok(RunSpec {
+        rate,
+        latency_limit_ms,
         scripts,
         clients,
         threads: jobs.min(clients),
@@ -271,6 +293,14 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         scale_given,
         json_path: args.json.clone(),
     })
+}
+
+/// pgbench reads -R and -L with atof and requires a positive value.
+fn positive_double(text: &str) -> Option<f64> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && v.is_finite())
 }
 
 fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)>, Failure> {

@@ -14,7 +14,7 @@ use crate::driver::{
 use crate::probe::pgstat::{XactCounters, XactProbe};
 use crate::report::pgbench::{
     progress_line, summary_text, to_json, ClientCpu, Failures, LatencySummary, PgbenchReport,
-    ScriptResult, SeriesPoint, ServerCounters,
+    ProgressThrottle, ScriptResult, SeriesPoint, ServerCounters,
 };
 use crate::script::{parse_script, Value, VarTable};
 use crate::server::target::ConnSpec;
@@ -27,7 +27,7 @@ pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
             eprintln!("stampede: error: {message}");
         }
     };
-    let mut progress = ProgressPrinter::new(spec.progress_secs, spec.duration_secs);
+    let mut progress = ProgressPrinter::new(spec);
     let report = benchmark(spec, target, &mut |event| {
         progress.observe(&event);
         on_event(event);
@@ -292,6 +292,10 @@ fn build_plan(
         random_seed,
         connect_per_transaction: spec.connect_per_transaction,
         interval: Duration::from_secs(1),
+        rate: spec.rate,
+        latency_limit: spec
+            .latency_limit_ms
+            .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
     }
 }
 
@@ -354,6 +358,12 @@ fn build_report(
         connect_per_transaction: spec.connect_per_transaction,
         transactions,
         failures: failures(&result.total),
+        rate: spec.rate,
+        latency_limit_ms: spec.latency_limit_ms,
+        lag_avg_ms: spec.rate.map(|_| result.total.lag.mean_us() / 1000.0),
+        lag_max_ms: spec.rate.map(|_| result.total.lag.max_us / 1000.0),
+        skipped: result.total.skipped,
+        late: result.total.late,
         tps: transactions as f64 / seconds,
         bench_duration_s: seconds,
         initial_connection_time_ms: result.initial_connection_time.as_secs_f64() * 1000.0,
@@ -414,14 +424,18 @@ struct ProgressPrinter {
     every: Option<u64>,
     /// With `-T`, the partial interval after the end is not a progress report.
     duration: Option<u64>,
+    throttled: bool,
+    limited: bool,
     pending: ScriptStats,
 }
 
 impl ProgressPrinter {
-    fn new(every: Option<u64>, duration: Option<u64>) -> Self {
+    fn new(spec: &RunSpec) -> Self {
         ProgressPrinter {
-            every,
-            duration,
+            every: spec.progress_secs,
+            duration: spec.duration_secs,
+            throttled: spec.rate.is_some(),
+            limited: spec.latency_limit_ms.is_some(),
             pending: ScriptStats::default(),
         }
     }
@@ -440,7 +454,11 @@ impl ProgressPrinter {
                     elapsed as f64,
                     stats.latency.count as f64 / every as f64,
                     &summarize(&stats.latency),
-                    stats.failures.total()
+                    stats.failures.total(),
+                    self.throttled.then(|| ProgressThrottle {
+                        lag_ms: stats.lag.mean_us() / 1000.0,
+                        skipped: self.limited.then_some(stats.skipped),
+                    }),
                 )
             );
         }

@@ -55,6 +55,8 @@ pub fn run(args: &QuickstartArgs) -> CommandResult {
                 vacuum: VacuumBeforeRun::Standard,
                 scale_given: None,
                 json_path: None,
+                rate: None,
+                latency_limit_ms: None,
             };
             let report = pgbench_run::benchmark(&spec, &target, &mut |_| {})?;
             if report.aborted_clients > 0 {

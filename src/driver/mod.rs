@@ -52,17 +52,20 @@ pub struct RunResult {
 pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunResult, String> {
     let plan = Arc::new(plan);
     let thread_clients = plan.clients_per_thread();
-    let (clients, choose_randoms) = seed_clients(&plan, &thread_clients);
+    let (clients, thread_randoms) = seed_clients(&plan, &thread_clients);
     let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
     let start_failed = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = mpsc::channel();
     let launch = Instant::now();
     let mut handles = Vec::new();
-    for (index, (clients, choose_random)) in clients.into_iter().zip(choose_randoms).enumerate() {
+    for (index, (clients, (choose_random, throttle_random))) in
+        clients.into_iter().zip(thread_randoms).enumerate()
+    {
         let setup = ThreadSetup {
             index,
             clients,
             choose_random,
+            throttle_random,
             barrier: barrier.clone(),
             start_failed: start_failed.clone(),
             messages: sender.clone(),
@@ -98,12 +101,15 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     ))
 }
 
+/// Per thread: the script-choice and the throttle (schedule) sequences.
+type ThreadRandoms = (PgPrng, PgPrng);
+
 /// Seeds every client and thread from one base sequence in pgbench's order: clients' function
-/// sequences, then `:default_seed`, then each thread's script-choice sequence.
+/// sequences, then `:default_seed`, then each thread's script-choice and throttle sequences.
 fn seed_clients(
     plan: &RunPlan,
     thread_clients: &[usize],
-) -> (Vec<Vec<client::Client>>, Vec<PgPrng>) {
+) -> (Vec<Vec<client::Client>>, Vec<ThreadRandoms>) {
     let mut base = PgPrng::seeded(plan.random_seed);
     let client_randoms: Vec<PgPrng> = (0..plan.clients)
         .map(|_| PgPrng::seeded(base.next_u64()))
@@ -112,7 +118,7 @@ fn seed_clients(
     let mut client_randoms = client_randoms.into_iter();
     let mut next_id = 0;
     let mut per_thread = Vec::new();
-    let mut choose_randoms = Vec::new();
+    let mut thread_randoms = Vec::new();
     for count in thread_clients {
         let mut clients = Vec::new();
         for _ in 0..*count {
@@ -128,12 +134,13 @@ fn seed_clients(
             next_id += 1;
         }
         per_thread.push(clients);
-        choose_randoms.push(PgPrng::seeded(base.next_u64()));
-        // pgbench also draws the throttle and sampling sequences per thread.
+        let choose = PgPrng::seeded(base.next_u64());
+        let throttle = PgPrng::seeded(base.next_u64());
+        // pgbench also draws the log-sampling sequence per thread.
         base.next_u64();
-        base.next_u64();
+        thread_randoms.push((choose, throttle));
     }
-    (per_thread, choose_randoms)
+    (per_thread, thread_randoms)
 }
 
 /// Merges interval reports from all threads and emits each interval once every thread has

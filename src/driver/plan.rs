@@ -64,6 +64,11 @@ pub struct RunPlan {
     pub connect_per_transaction: bool,
     /// Length of the intervals of the per-interval series.
     pub interval: Duration,
+    /// `-R`: target transactions per second over all clients (a Poisson schedule per thread).
+    pub rate: Option<f64>,
+    /// `-L`: transactions slower than this count as late; with `-R`, ones already this late
+    /// when scheduled are skipped.
+    pub latency_limit: Option<Duration>,
 }
 
 impl RunPlan {
@@ -109,6 +114,8 @@ mod tests {
                 random_seed: 0,
                 connect_per_transaction: false,
                 interval: Duration::from_secs(1),
+                rate: None,
+                latency_limit: None,
             };
             plan.clients_per_thread()
         };

@@ -107,17 +107,56 @@ impl FailureCounts {
     }
 }
 
-/// What one script accumulated: latency of successful transactions and failures.
+/// With `-R`: how late transactions started against their Poisson schedule.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LagStats {
+    pub count: u64,
+    pub sum_us: f64,
+    pub max_us: f64,
+}
+
+impl LagStats {
+    pub fn record(&mut self, lag_us: f64) {
+        self.count += 1;
+        self.sum_us += lag_us;
+        self.max_us = self.max_us.max(lag_us);
+    }
+
+    pub fn merge(&mut self, other: &LagStats) {
+        self.count += other.count;
+        self.sum_us += other.sum_us;
+        self.max_us = self.max_us.max(other.max_us);
+    }
+
+    pub fn mean_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_us / self.count as f64
+        }
+    }
+}
+
+/// What one script accumulated: latency of successful transactions, failures, and with `-R`
+/// / `-L` the schedule lag, skipped and late transactions.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptStats {
     pub latency: LatencyStats,
     pub failures: FailureCounts,
+    pub lag: LagStats,
+    /// `-R` with `-L`: transactions not sent because they were already later than the limit.
+    pub skipped: u64,
+    /// `-L`: successful transactions whose latency exceeded the limit.
+    pub late: u64,
 }
 
 impl ScriptStats {
     pub fn merge(&mut self, other: &ScriptStats) {
         self.latency.merge(&other.latency);
         self.failures.merge(&other.failures);
+        self.lag.merge(&other.lag);
+        self.skipped += other.skipped;
+        self.late += other.late;
     }
 }
 

@@ -44,6 +44,7 @@ pub struct ThreadSetup {
     pub index: usize,
     pub clients: Vec<Client>,
     pub choose_random: PgPrng,
+    pub throttle_random: PgPrng,
     pub barrier: Arc<Barrier>,
     /// Set by any thread whose clients could not connect, so that no thread starts.
     pub start_failed: Arc<AtomicBool>,
@@ -56,6 +57,7 @@ struct ThreadContext {
     index: usize,
     start: Instant,
     choose_random: RefCell<PgPrng>,
+    throttle: Option<Throttle>,
     stats: RefCell<IntervalAccumulator>,
     per_script: RefCell<Vec<ScriptStats>>,
     live_clients: Cell<usize>,
@@ -64,6 +66,26 @@ struct ThreadContext {
     connections: Cell<u64>,
     aborted_clients: Cell<usize>,
     messages: Sender<ThreadMessage>,
+}
+
+/// `-R`: the thread's Poisson schedule, shared by its clients as in pgbench: each transaction
+/// takes the next scheduled start.
+struct Throttle {
+    /// Mean gap between this thread's scheduled starts, in microseconds.
+    mean_gap_us: f64,
+    next_start: Cell<Instant>,
+    random: RefCell<PgPrng>,
+}
+
+impl Throttle {
+    /// pgbench's getPoissonRand: advances the schedule by an exponential gap.
+    fn advance(&self) -> Instant {
+        let uniform = 1.0 - self.random.borrow_mut().next_f64();
+        let gap_us = (-uniform.ln() * self.mean_gap_us + 0.5) as u64;
+        let next = self.next_start.get() + Duration::from_micros(gap_us);
+        self.next_start.set(next);
+        next
+    }
 }
 
 /// The current interval's stats; sent to the collector when the interval is over.
@@ -92,16 +114,29 @@ impl ThreadContext {
         }
     }
 
-    fn record(&self, script_index: usize, outcome: &TxnOutcome, latency: Duration, end: Instant) {
+    fn record(
+        &self,
+        script_index: usize,
+        outcome: &TxnOutcome,
+        latency: Duration,
+        lag: Option<Duration>,
+        end: Instant,
+    ) {
         self.flush_before(self.interval_of(end));
         let latency_us = latency.as_secs_f64() * 1e6;
+        let late = self.plan.latency_limit.is_some_and(|limit| latency > limit);
         let mut acc = self.stats.borrow_mut();
         let mut per_script = self.per_script.borrow_mut();
         let script = &mut per_script[script_index];
         match outcome {
             TxnOutcome::Committed => {
-                acc.stats.latency.record(latency_us);
-                script.latency.record(latency_us);
+                for stats in [&mut acc.stats, script] {
+                    stats.latency.record(latency_us);
+                    if let Some(lag) = lag {
+                        stats.lag.record(lag.as_secs_f64() * 1e6);
+                    }
+                    stats.late += u64::from(late);
+                }
             }
             TxnOutcome::Failed(error) => {
                 acc.stats.failures.count(&error.code);
@@ -109,6 +144,13 @@ impl ThreadContext {
             }
             TxnOutcome::Aborted(_) => {}
         }
+    }
+
+    /// `-R -L`: a transaction skipped because it was already too late when due.
+    fn record_skipped(&self, script_index: usize, at: Instant) {
+        self.flush_before(self.interval_of(at));
+        self.stats.borrow_mut().stats.skipped += 1;
+        self.per_script.borrow_mut()[script_index].skipped += 1;
     }
 
     /// pgbench's chooseScript: a weighted draw from the thread's own random sequence.
@@ -163,6 +205,12 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         index: setup.index,
         start,
         choose_random: RefCell::new(setup.choose_random),
+        throttle: plan.rate.map(|rate| Throttle {
+            // Each thread schedules its share of the rate.
+            mean_gap_us: 1e6 / rate * plan.clients_per_thread().len() as f64,
+            next_start: Cell::new(start),
+            random: RefCell::new(setup.throttle_random),
+        }),
         stats: RefCell::new(IntervalAccumulator {
             index: 0,
             stats: ScriptStats::default(),
@@ -218,6 +266,10 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             break;
         }
         let script_index = context.choose_script();
+        let scheduled = match schedule(&context, script_index, &mut done, deadline).await {
+            Schedule::Start(at) => at,
+            Schedule::Finished => break,
+        };
         let begin = Instant::now();
         if plan.connect_per_transaction {
             if let Err(e) = client.connect(&plan).await {
@@ -237,7 +289,12 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         }
         let outcome = client.run_script(&plan, script_index).await;
         let end = Instant::now();
-        context.record(script_index, &outcome, end - begin, end);
+        // Under -R, latency counts from the scheduled start (no coordinated omission).
+        let (latency, lag) = match scheduled {
+            Some(at) => (end - at, Some(begin.saturating_duration_since(at))),
+            None => (end - begin, None),
+        };
+        context.record(script_index, &outcome, latency, lag, end);
         if let TxnOutcome::Aborted(message) = outcome {
             abort(&context, message);
             break;
@@ -251,6 +308,60 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
     context.live_clients.set(context.live_clients.get() - 1);
     if context.live_clients.get() == 0 {
         context.all_done.notify_one();
+    }
+}
+
+enum Schedule {
+    /// Start now (no `-R`) or at the scheduled instant, after waiting for it.
+    Start(Option<Instant>),
+    Finished,
+}
+
+/// `-R`: takes the next start from the thread's schedule, skips (with `-L`) the ones already
+/// later than the limit, and waits for it. Stops when the schedule passes the run's end or the
+/// skipped transactions used up the client's count.
+async fn schedule(
+    context: &ThreadContext,
+    script_index: usize,
+    done: &mut u64,
+    deadline: Option<Instant>,
+) -> Schedule {
+    let Some(throttle) = &context.throttle else {
+        return Schedule::Start(None);
+    };
+    let mut at = throttle.advance();
+    if let Some(limit) = context.plan.latency_limit {
+        let now = Instant::now();
+        while at + limit < now {
+            context.record_skipped(script_index, now);
+            *done += 1;
+            if let RunLimit::TransactionsPerClient(n) = context.plan.limit {
+                if *done >= n {
+                    return Schedule::Finished;
+                }
+            }
+            at = throttle.advance();
+        }
+    }
+    if deadline.is_some_and(|end| at > end) {
+        return Schedule::Finished;
+    }
+    wait_precisely_until(at).await;
+    Schedule::Start(Some(at))
+}
+
+/// tokio's timer has 1 ms granularity and rounds up, which would add up to a millisecond of
+/// schedule lag (and latency, measured from the scheduled start). Sleep to within a
+/// millisecond, then yield to this thread's other clients until the instant itself.
+async fn wait_precisely_until(at: Instant) {
+    const TIMER_GRANULARITY: Duration = Duration::from_millis(1);
+    if let Some(coarse) = at.checked_sub(TIMER_GRANULARITY) {
+        if coarse > Instant::now() {
+            tokio::time::sleep_until(coarse.into()).await;
+        }
+    }
+    while Instant::now() < at {
+        tokio::task::yield_now().await;
     }
 }
 

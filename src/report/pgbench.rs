@@ -88,6 +88,16 @@ pub struct PgbenchReport {
     pub connect_per_transaction: bool,
     pub transactions: u64,
     pub failures: Failures,
+    /// `-R`: target rate; `-L`: latency limit.
+    pub rate: Option<f64>,
+    pub latency_limit_ms: Option<f64>,
+    /// `-R`: schedule lag of started transactions (average and maximum).
+    pub lag_avg_ms: Option<f64>,
+    pub lag_max_ms: Option<f64>,
+    /// `-R -L`: transactions skipped because they were already late when due.
+    pub skipped: u64,
+    /// `-L`: successful transactions slower than the limit.
+    pub late: u64,
     pub tps: f64,
     pub bench_duration_s: f64,
     pub initial_connection_time_ms: f64,
@@ -135,18 +145,24 @@ pub fn summary_text(report: &PgbenchReport) -> String {
             ));
         }
     }
-    let attempted = report.transactions + report.failures.total;
+    let attempted = report.transactions + report.failures.total + report.skipped;
     if attempted > 0 {
         line(format!(
             "number of failed transactions: {} ({:.3}%)",
             report.failures.total,
             100.0 * report.failures.total as f64 / attempted as f64
         ));
+        throttle_lines(report, attempted, &mut line);
         line(format!("latency average = {:.3} ms", report.latency_ms.avg));
         line(format!(
             "latency stddev = {:.3} ms",
             report.latency_ms.stddev
         ));
+        if let (Some(avg), Some(max)) = (report.lag_avg_ms, report.lag_max_ms) {
+            line(format!(
+                "rate limit schedule lag: avg {avg:.3} (max {max:.3}) ms"
+            ));
+        }
         match report.average_connection_time_ms {
             Some(average) => {
                 line(format!("average connection time = {average:.3} ms"));
@@ -185,6 +201,25 @@ pub fn summary_text(report: &PgbenchReport) -> String {
         ));
     }
     out
+}
+
+/// `-R -L`: skipped transactions; `-L`: late ones (pgbench's wording and percentages).
+fn throttle_lines(report: &PgbenchReport, attempted: u64, line: &mut dyn FnMut(String)) {
+    if report.rate.is_some() && report.latency_limit_ms.is_some() {
+        line(format!(
+            "number of transactions skipped: {} ({:.3}%)",
+            report.skipped,
+            100.0 * report.skipped as f64 / attempted as f64
+        ));
+    }
+    if let Some(limit) = report.latency_limit_ms {
+        line(format!(
+            "number of transactions above the {limit:.1} ms latency limit: {}/{} ({:.3}%)",
+            report.late,
+            report.transactions,
+            100.0 * report.late as f64 / report.transactions.max(1) as f64
+        ));
+    }
 }
 
 fn per_script_text(report: &PgbenchReport, line: &mut dyn FnMut(String)) {
@@ -234,12 +269,31 @@ pub fn percentile_line(latency: &LatencySummary) -> String {
     )
 }
 
+/// What a `-P` line adds under `-R` (lag) and `-R -L` (skipped).
+pub struct ProgressThrottle {
+    pub lag_ms: f64,
+    pub skipped: Option<u64>,
+}
+
 /// pgbench's `-P` line.
-pub fn progress_line(elapsed_s: f64, tps: f64, latency: &LatencySummary, failed: u64) -> String {
-    format!(
+pub fn progress_line(
+    elapsed_s: f64,
+    tps: f64,
+    latency: &LatencySummary,
+    failed: u64,
+    throttle: Option<ProgressThrottle>,
+) -> String {
+    let mut line = format!(
         "progress: {elapsed_s:.1} s, {tps:.1} tps, lat {:.3} ms stddev {:.3}, {failed} failed",
         latency.avg, latency.stddev
-    )
+    );
+    if let Some(throttle) = throttle {
+        line.push_str(&format!(", lag {:.3} ms", throttle.lag_ms));
+        if let Some(skipped) = throttle.skipped {
+            line.push_str(&format!(", {skipped} skipped"));
+        }
+    }
+    line
 }
 
 pub fn to_json(report: &PgbenchReport) -> String {
