@@ -22,6 +22,10 @@ fn run(db: &str, extra: &[&str]) -> std::process::Output {
     stampede(&args)
 }
 
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 fn json_file(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("stampede-{name}-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&path);
@@ -69,8 +73,7 @@ fn tpcb_balances_agree_and_history_matches_reported_transactions() {
         server.psql(&db, "select count(*) from pgbench_history"),
         reported.to_string()
     );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     assert_eq!(doc["transactions"], reported);
     assert_eq!(doc["transaction_type"], "<builtin: TPC-B (sort of)>");
     assert_eq!(doc["query_mode"], "prepared");
@@ -133,8 +136,7 @@ fn transaction_count_matches_server_commit_counter() {
     // connection starts (about 20) and this test's own reads; nothing else may be unreported.
     let extra = after - before - reported - own_reads;
     assert!((0..=30).contains(&extra), "server commits {} vs reported {reported} (before {before}, after {after}, own reads {own_reads})", after - before);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     let delta = doc["server_counters"]["xact_commit_delta"]
         .as_i64()
         .unwrap();
@@ -230,8 +232,7 @@ fn mixed_builtins_json_has_scripts_series_and_consistent_numbers() {
         "{}",
         stderr(&output)
     );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     let scripts = doc["scripts"].as_array().unwrap();
     assert_eq!(scripts.len(), 2);
     assert_eq!(scripts[0]["weight"], 1);
@@ -407,8 +408,7 @@ fn rate_limit_holds_the_rate_and_reports_lag() {
     assert!((85.0..=115.0).contains(&tps), "tps {tps} for -R 100");
     assert!(text.contains("rate limit schedule lag: avg "), "{text}");
     assert!(stderr(&output).contains(", lag "), "{}", stderr(&output));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     let lag = doc["lag_avg_ms"].as_f64().unwrap();
     assert!((0.0..5.0).contains(&lag), "lag {lag} ms on an idle server");
     // The server saw exactly the transactions the rate produced.
@@ -449,8 +449,7 @@ fn latency_limit_counts_late_and_skips_under_a_slow_server() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     let (processed, skipped, late) = (
         doc["transactions"].as_u64().unwrap(),
         doc["skipped"].as_u64().unwrap(),
