@@ -26,7 +26,7 @@ fn assert_rejected(output: &std::process::Output, expected: &str) {
 /// Options are checked before any connection, so these need no server.
 #[test]
 fn option_errors_use_pgbench_wording() {
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 21] = [
         (&["-R", "0"], "invalid rate limit: \"0\""),
         (&["-L", "-1"], "invalid latency limit: \"-1\""),
         (&["-c", "0"], "-c/--clients must be in range 1..2147483647"),
@@ -49,6 +49,43 @@ fn option_errors_use_pgbench_wording() {
             "unexpected argument '--frobnicate' found",
         ),
         (&["-M", "fast"], "invalid query mode (-M): \"fast\""),
+        (
+            &["--sampling-rate", "0.5"],
+            "log sampling (--sampling-rate) is allowed only when logging transactions (-l)",
+        ),
+        (&["-l", "--sampling-rate", "2"], "invalid sampling rate: \"2\""),
+        (
+            &["-l", "--sampling-rate", "0.5", "--aggregate-interval", "1"],
+            "log sampling (--sampling-rate) and aggregation (--aggregate-interval) cannot be used at the same time",
+        ),
+        (
+            &["--aggregate-interval", "1"],
+            "log aggregation is allowed only when actually logging transactions",
+        ),
+        (
+            &["--log-prefix", "x"],
+            "log file prefix (--log-prefix) is allowed only when logging transactions (-l)",
+        ),
+        (
+            &["-l", "-T", "5", "--aggregate-interval", "10"],
+            "number of seconds for aggregation (10) must not be higher than test duration (5)",
+        ),
+        (
+            &["-l", "-T", "5", "--aggregate-interval", "2"],
+            "duration (5) must be a multiple of aggregation interval (2)",
+        ),
+        (
+            &["--progress-timestamp"],
+            "--progress-timestamp is allowed only under --progress",
+        ),
+        (
+            &["--max-tries", "-1"],
+            "invalid number of maximum tries: \"-1\"",
+        ),
+        (
+            &["--max-tries", "0"],
+            "an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)",
+        ),
         (
             &["-i", "-c", "2"],
             "some of the specified options cannot be used in initialization (-i) mode",

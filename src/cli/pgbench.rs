@@ -173,6 +173,55 @@ pub struct PgbenchArgs {
         help_heading = "Benchmarking"
     )]
     pub latency_limit: Option<String>,
+    /// Report latencies, failures and retries per command
+    #[arg(
+        short = 'r',
+        long = "report-per-command",
+        help_heading = "Benchmarking"
+    )]
+    pub report_per_command: bool,
+    /// Write transaction times to a log file per thread (pgbench's format)
+    #[arg(short = 'l', long = "log", help_heading = "Benchmarking")]
+    pub log: bool,
+    /// Prefix for transaction time log files (default "pgbench_log")
+    #[arg(
+        long = "log-prefix",
+        value_name = "PREFIX",
+        help_heading = "Benchmarking"
+    )]
+    pub log_prefix: Option<String>,
+    /// Fraction of transactions to log (e.g. 0.01 for 1%)
+    #[arg(
+        long = "sampling-rate",
+        value_name = "NUM",
+        help_heading = "Benchmarking"
+    )]
+    pub sampling_rate: Option<String>,
+    /// Aggregate the log over NUM seconds
+    #[arg(
+        long = "aggregate-interval",
+        value_name = "NUM",
+        help_heading = "Benchmarking"
+    )]
+    pub aggregate_interval: Option<String>,
+    /// Maximum number of tries per transaction after serialization/deadlock failures (default 1; 0 = unlimited)
+    #[arg(long = "max-tries", value_name = "NUM", help_heading = "Benchmarking")]
+    pub max_tries: Option<String>,
+    /// Report the failures grouped by basic types
+    #[arg(long = "failures-detailed", help_heading = "Benchmarking")]
+    pub failures_detailed: bool,
+    /// Print messages of all errors
+    #[arg(long = "verbose-errors", help_heading = "Benchmarking")]
+    pub verbose_errors: bool,
+    /// Exit at once, with status 2, when any client aborts
+    #[arg(long = "exit-on-abort", help_heading = "Benchmarking")]
+    pub exit_on_abort: bool,
+    /// Count SQL errors other than serialization/deadlock as failures instead of aborting
+    #[arg(long = "continue-on-error", help_heading = "Benchmarking")]
+    pub continue_on_error: bool,
+    /// Use Unix epoch timestamps in progress lines
+    #[arg(long = "progress-timestamp", help_heading = "Benchmarking")]
+    pub progress_timestamp: bool,
     /// Vacuum all four standard tables before the run
     #[arg(short = 'v', long = "vacuum-all", help_heading = "Benchmarking")]
     pub vacuum_all: bool,

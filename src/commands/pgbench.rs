@@ -2,7 +2,7 @@
 
 use super::{pgbench_init, pgbench_run, resolve_target, CommandResult, Failure};
 use crate::cli::pgbench::{PgbenchArgs, ScriptChoice};
-use crate::driver::Protocol;
+use crate::driver::{ErrorPolicy, Protocol};
 use crate::server::target::ConnFlags;
 use crate::workload::pgbench::builtins;
 use crate::workload::pgbench::loader::{parse_steps, InitStep};
@@ -32,6 +32,24 @@ pub struct RunSpec {
     pub rate: Option<f64>,
     /// `-L`: latency limit in milliseconds.
     pub latency_limit_ms: Option<f64>,
+    pub errors: ErrorPolicy,
+    /// `--failures-detailed`: failures by kind in the summary and the log.
+    pub failures_detailed: bool,
+    /// `-r`
+    pub report_per_command: bool,
+    pub log: Option<LogOptions>,
+    /// `--progress-timestamp`: progress lines carry Unix time instead of elapsed seconds.
+    pub progress_timestamp: bool,
+    /// `--exit-on-abort`: stop the whole run, status 2, when a client aborts.
+    pub exit_on_abort: bool,
+}
+
+/// `-l` and its companions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogOptions {
+    pub prefix: String,
+    pub sampling_rate: Option<f64>,
+    pub aggregate_interval: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +129,17 @@ fn uses_benchmarking_options(args: &PgbenchArgs, choices: &[ScriptChoice]) -> bo
         || args.json.is_some()
         || args.rate.is_some()
         || args.latency_limit.is_some()
+        || args.report_per_command
+        || args.log
+        || args.log_prefix.is_some()
+        || args.sampling_rate.is_some()
+        || args.aggregate_interval.is_some()
+        || args.max_tries.is_some()
+        || args.failures_detailed
+        || args.verbose_errors
+        || args.exit_on_abort
+        || args.continue_on_error
+        || args.progress_timestamp
 }
 
 fn uses_init_options(args: &PgbenchArgs) -> bool {
@@ -276,9 +305,37 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         ),
         None => None,
     };
+    let log = log_options(args, duration_secs)?;
+    if args.progress_timestamp && progress_secs.is_none() {
+        return Err(Failure::Input(
+            "--progress-timestamp is allowed only under --progress".into(),
+        ));
+    }
+    let max_tries = match &args.max_tries {
+        Some(m) => m
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| Failure::Input(format!("invalid number of maximum tries: \"{m}\"")))?,
+        None => 1,
+    };
+    if max_tries == 0 && latency_limit_ms.is_none() && duration_secs.is_none() {
+        return Err(Failure::Input(
+            "an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)".into(),
+        ));
+    }
     Ok(RunSpec {
         rate,
         latency_limit_ms,
+        errors: ErrorPolicy {
+            max_tries,
+            continue_on_error: args.continue_on_error,
+            verbose: args.verbose_errors,
+        },
+        failures_detailed: args.failures_detailed,
+        report_per_command: args.report_per_command,
+        log,
+        progress_timestamp: args.progress_timestamp,
+        exit_on_abort: args.exit_on_abort,
         scripts,
         clients,
         threads: jobs.min(clients),
@@ -293,6 +350,58 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         scale_given,
         json_path: args.json.clone(),
     })
+}
+
+/// `-l`, `--log-prefix`, `--sampling-rate`, `--aggregate-interval`, checked in pgbench's order
+/// and words.
+fn log_options(args: &PgbenchArgs, duration: Option<u64>) -> Result<Option<LogOptions>, Failure> {
+    let sampling_rate = match &args.sampling_rate {
+        Some(r) => Some(
+            positive_double(r)
+                .filter(|rate| *rate <= 1.0)
+                .ok_or_else(|| Failure::Input(format!("invalid sampling rate: \"{r}\"")))?,
+        ),
+        None => None,
+    };
+    let aggregate_interval = match &args.aggregate_interval {
+        Some(a) => Some(parse_int(a, "--aggregate-interval", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    let refuse = |message: String| Err(Failure::Input(message));
+    if sampling_rate.is_some() && !args.log {
+        return refuse(
+            "log sampling (--sampling-rate) is allowed only when logging transactions (-l)".into(),
+        );
+    }
+    if sampling_rate.is_some() && aggregate_interval.is_some() {
+        return refuse("log sampling (--sampling-rate) and aggregation (--aggregate-interval) cannot be used at the same time".into());
+    }
+    if aggregate_interval.is_some() && !args.log {
+        return refuse("log aggregation is allowed only when actually logging transactions".into());
+    }
+    if args.log_prefix.is_some() && !args.log {
+        return refuse(
+            "log file prefix (--log-prefix) is allowed only when logging transactions (-l)".into(),
+        );
+    }
+    if let (Some(duration), Some(interval)) = (duration, aggregate_interval) {
+        if interval > duration {
+            return refuse(format!("number of seconds for aggregation ({interval}) must not be higher than test duration ({duration})"));
+        }
+        if duration % interval != 0 {
+            return refuse(format!(
+                "duration ({duration}) must be a multiple of aggregation interval ({interval})"
+            ));
+        }
+    }
+    Ok(args.log.then(|| LogOptions {
+        prefix: args
+            .log_prefix
+            .clone()
+            .unwrap_or_else(|| "pgbench_log".into()),
+        sampling_rate,
+        aggregate_interval,
+    }))
 }
 
 /// pgbench reads -R and -L with atof and requires a positive value.

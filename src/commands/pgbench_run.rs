@@ -9,12 +9,13 @@ use super::pgbench::{RunSpec, VacuumBeforeRun};
 use super::{control_runtime, CommandResult, Failure};
 use crate::cli::pgbench::ScriptChoice;
 use crate::driver::{
-    self, DriverEvent, LatencyStats, RunLimit, RunPlan, RunResult, ScriptStats, WeightedScript,
+    self, CommandStats, DriverEvent, LatencyStats, RunLimit, RunPlan, RunResult, ScriptStats,
+    TxnLogSpec, WeightedScript,
 };
 use crate::probe::pgstat::{XactCounters, XactProbe};
 use crate::report::pgbench::{
-    progress_line, summary_text, to_json, ClientCpu, Failures, LatencySummary, PgbenchReport,
-    ProgressThrottle, ScriptResult, SeriesPoint, ServerCounters,
+    progress_line, summary_text, to_json, ClientCpu, CommandReport, Failures, LatencySummary,
+    PgbenchReport, ProgressExtras, ScriptResult, SeriesPoint, ServerCounters,
 };
 use crate::script::{parse_script, Value, VarTable};
 use crate::server::target::ConnSpec;
@@ -22,10 +23,20 @@ use crate::workload::pgbench::builtins;
 use crate::workload::pgbench::loader::{connection_error, sql_error};
 
 pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
-    let on_event = |event: DriverEvent<'_>| {
-        if let DriverEvent::ClientAborted(message) = event {
+    let exit_on_abort = spec.exit_on_abort;
+    let on_event = |event: DriverEvent<'_>| match event {
+        DriverEvent::ClientAborted(message) => {
             eprintln!("stampede: error: {message}");
+            if exit_on_abort {
+                // pgbench's --exit-on-abort: no summary, the run's status is 2.
+                eprintln!(
+                    "stampede: error: Run was aborted due to an error; --exit-on-abort given"
+                );
+                std::process::exit(2);
+            }
         }
+        DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
+        DriverEvent::Interval(_) => {}
     };
     let mut progress = ProgressPrinter::new(spec);
     let report = benchmark(spec, target, &mut |event| {
@@ -54,11 +65,7 @@ pub fn benchmark(
     let setup = runtime.block_on(prepare_server(spec, target))?;
     let plan = build_plan(spec, target, scripts, variables, &setup);
     let random_seed = plan.random_seed;
-    let script_names: Vec<(String, u32)> = plan
-        .scripts
-        .iter()
-        .map(|s| (s.script.description.clone(), s.weight))
-        .collect();
+    let scripts = plan.scripts.clone();
     let result = driver::run(plan, on_event).map_err(Failure::Run)?;
     let after = runtime
         .block_on(setup.probe.read_settled(
@@ -84,7 +91,7 @@ pub fn benchmark(
         spec,
         target,
         &setup,
-        &script_names,
+        &scripts,
         random_seed,
         &result,
         counters,
@@ -296,6 +303,15 @@ fn build_plan(
         latency_limit: spec
             .latency_limit_ms
             .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
+        errors: spec.errors,
+        report_per_command: spec.report_per_command,
+        log: spec.log.as_ref().map(|log| TxnLogSpec {
+            prefix: log.prefix.clone(),
+            pid: std::process::id(),
+            sampling_rate: log.sampling_rate,
+            aggregate_interval: log.aggregate_interval,
+            failures_detailed: spec.failures_detailed,
+        }),
     }
 }
 
@@ -319,14 +335,43 @@ fn failures(stats: &ScriptStats) -> Failures {
         total: stats.failures.total(),
         serialization: stats.failures.serialization,
         deadlock: stats.failures.deadlock,
+        other: stats.failures.other,
+        retried: stats.retried,
+        retries: stats.retries,
     }
+}
+
+/// `-r`: each command's first line with its average time, failures and retries.
+fn command_reports(
+    plan_scripts: &[WeightedScript],
+    stats: &[Vec<CommandStats>],
+) -> Vec<Vec<CommandReport>> {
+    plan_scripts
+        .iter()
+        .zip(stats)
+        .map(|(script, commands)| {
+            script
+                .script
+                .commands
+                .iter()
+                .zip(commands)
+                .map(|(command, stats)| CommandReport {
+                    text: command.first_line.clone(),
+                    latency_avg_ms: stats.mean_us() / 1000.0,
+                    executions: stats.count,
+                    failures: stats.failures,
+                    retries: stats.retries,
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn build_report(
     spec: &RunSpec,
     target: &ConnSpec,
     setup: &ServerSetup,
-    script_names: &[(String, u32)],
+    scripts: &[WeightedScript],
     random_seed: u64,
     result: &RunResult,
     server_counters: Option<ServerCounters>,
@@ -339,8 +384,8 @@ fn build_report(
         version: env!("CARGO_PKG_VERSION"),
         server_version: setup.server_version.clone(),
         target: target.to_string(),
-        transaction_type: match script_names {
-            [(name, _)] => name.clone(),
+        transaction_type: match scripts {
+            [only] => only.script.description.clone(),
             _ => "multiple scripts".into(),
         },
         scale: setup.scale,
@@ -378,18 +423,25 @@ fn build_report(
         },
         server_counters,
         aborted_clients: result.aborted_clients,
-        scripts: script_names
+        max_tries: spec.errors.max_tries,
+        failures_detailed: spec.failures_detailed,
+        continue_on_error: spec.errors.continue_on_error,
+        scripts: scripts
             .iter()
             .zip(&result.per_script)
-            .map(|((name, weight), stats)| ScriptResult {
-                name: name.clone(),
-                weight: *weight,
+            .map(|(script, stats)| ScriptResult {
+                name: script.script.description.clone(),
+                weight: script.weight,
                 transactions: stats.latency.count,
                 tps: stats.latency.count as f64 / seconds,
                 failures: failures(stats),
+                skipped: stats.skipped,
                 latency_ms: summarize(&stats.latency),
             })
             .collect(),
+        commands: spec
+            .report_per_command
+            .then(|| command_reports(scripts, &result.command_stats)),
         series: series(result, seconds),
     }
 }
@@ -426,6 +478,9 @@ struct ProgressPrinter {
     duration: Option<u64>,
     throttled: bool,
     limited: bool,
+    retrying: bool,
+    /// `--progress-timestamp`: Unix time instead of elapsed seconds.
+    timestamps: bool,
     pending: ScriptStats,
 }
 
@@ -436,6 +491,8 @@ impl ProgressPrinter {
             duration: spec.duration_secs,
             throttled: spec.rate.is_some(),
             limited: spec.latency_limit_ms.is_some(),
+            retrying: spec.errors.max_tries != 1,
+            timestamps: spec.progress_timestamp,
             pending: ScriptStats::default(),
         }
     }
@@ -448,17 +505,23 @@ impl ProgressPrinter {
         let elapsed = report.index + 1;
         if elapsed % every == 0 && self.duration.is_none_or(|d| elapsed <= d) {
             let stats = std::mem::take(&mut self.pending);
+            let at = if self.timestamps {
+                format!("{:.3} s", report.end_unix_s)
+            } else {
+                format!("{:.1} s", elapsed as f64)
+            };
             eprintln!(
                 "{}",
                 progress_line(
-                    elapsed as f64,
+                    &at,
                     stats.latency.count as f64 / every as f64,
                     &summarize(&stats.latency),
                     stats.failures.total(),
-                    self.throttled.then(|| ProgressThrottle {
-                        lag_ms: stats.lag.mean_us() / 1000.0,
-                        skipped: self.limited.then_some(stats.skipped),
-                    }),
+                    ProgressExtras {
+                        lag_ms: self.throttled.then(|| stats.lag.mean_us() / 1000.0),
+                        skipped: (self.throttled && self.limited).then_some(stats.skipped),
+                        retried: self.retrying.then_some((stats.retried, stats.retries)),
+                    },
                 )
             );
         }

@@ -5,7 +5,7 @@ use super::pgbench::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{pgbench_init, pgbench_run, resolve_target, CommandResult, Failure};
 use crate::cli::pgbench::ScriptChoice;
 use crate::cli::QuickstartArgs;
-use crate::driver::Protocol;
+use crate::driver::{ErrorPolicy, Protocol};
 use crate::report::table;
 use crate::server::target::ConnFlags;
 use crate::workload::pgbench::loader::{parse_steps, InitStep};
@@ -57,6 +57,12 @@ pub fn run(args: &QuickstartArgs) -> CommandResult {
                 json_path: None,
                 rate: None,
                 latency_limit_ms: None,
+                errors: ErrorPolicy::default(),
+                failures_detailed: false,
+                report_per_command: false,
+                log: None,
+                progress_timestamp: false,
+                exit_on_abort: false,
             };
             let report = pgbench_run::benchmark(&spec, &target, &mut |_| {})?;
             if report.aborted_clients > 0 {

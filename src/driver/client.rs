@@ -2,11 +2,11 @@
 //! run (a "transaction" in pgbench's sense).
 
 use std::sync::Arc;
-
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::conn::{ConnError, DbError, PgConn, QueryResult};
 use super::plan::{Protocol, RunPlan};
+use super::stats::{CommandStats, FailureKind};
 use crate::script::ast::{
     Command, CommandKind, Expr, ResultStore, ShellWord, SleepArg, SqlCommand, SqlPiece,
 };
@@ -17,10 +17,34 @@ use crate::script::Value;
 /// How one script run ended.
 pub enum TxnOutcome {
     Committed,
-    /// A serialization failure or deadlock: counted, rolled back, and the client goes on.
-    Failed(DbError),
+    /// A serialization failure or deadlock (or, with `--continue-on-error`, any SQL error) that
+    /// was not retried: counted, rolled back, and the client goes on.
+    Failed {
+        kind: FailureKind,
+        command: usize,
+    },
+    /// An error after the run's end: pgbench neither retries nor counts it; the client stops.
+    TimeUp,
     /// Anything else: the client stops, and the run exits with status 2.
     Aborted(String),
+}
+
+/// A transaction's outcome and how many tries it took.
+pub struct TxnResult {
+    pub outcome: TxnOutcome,
+    pub tries: u32,
+}
+
+/// One try of a script: finished, or failed at `command` with an error that may be retried.
+enum TryOutcome {
+    Done(TxnOutcome),
+    Failed { error: DbError, command: usize },
+}
+
+impl TryOutcome {
+    fn aborted(message: String) -> TryOutcome {
+        TryOutcome::Done(TxnOutcome::Aborted(message))
+    }
 }
 
 pub struct Client {
@@ -37,6 +61,13 @@ pub struct Client {
     param_ranges: Vec<Option<(usize, usize)>>,
     /// Inside `\startpipeline`: how many Syncs have been queued whose results are unread.
     pipeline_syncs: Option<usize>,
+    /// `-r`: per script and command; merged into the thread's totals when the client ends.
+    pub command_stats: Vec<Vec<CommandStats>>,
+    /// `--verbose-errors` lines, taken by the thread after each transaction.
+    pub notices: Vec<String>,
+    /// Transactions this client has finished (committed, failed or skipped): pgbench's
+    /// per-client count, which `-t` limits and the log numbers.
+    pub processed: u64,
 }
 
 impl Client {
@@ -64,6 +95,13 @@ impl Client {
             param_text: String::new(),
             param_ranges: Vec::new(),
             pipeline_syncs: None,
+            command_stats: plan
+                .scripts
+                .iter()
+                .map(|s| vec![CommandStats::default(); s.script.commands.len()])
+                .collect(),
+            notices: Vec::new(),
+            processed: 0,
         }
     }
 
@@ -79,10 +117,85 @@ impl Client {
         }
     }
 
-    pub async fn run_script(&mut self, plan: &RunPlan, script_index: usize) -> TxnOutcome {
+    /// Runs one transaction (script), retrying serialization and deadlock failures from the
+    /// start with the random state the first try began with, as pgbench does, while
+    /// `--max-tries`, `-L` (from `scheduled`) and the run's `deadline` allow.
+    pub async fn run_transaction(
+        &mut self,
+        plan: &RunPlan,
+        script_index: usize,
+        scheduled: Instant,
+        deadline: Option<Instant>,
+    ) -> TxnResult {
+        let first_try_random = self.random.clone();
+        let mut tries = 1;
+        loop {
+            let (error, command) = match self.run_try(plan, script_index).await {
+                TryOutcome::Done(outcome) => return TxnResult { outcome, tries },
+                TryOutcome::Failed { error, command } => (error, command),
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|end| now >= end) {
+                return TxnResult {
+                    outcome: TxnOutcome::TimeUp,
+                    tries,
+                };
+            }
+            let retry = error.is_retryable() && may_retry(plan, tries, scheduled, now);
+            if plan.errors.verbose {
+                self.note_retry_decision(plan, retry, tries, scheduled, now);
+            }
+            let stats = &mut self.command_stats[script_index][command];
+            if !retry {
+                stats.failures += 1;
+                let kind = FailureKind::of_sqlstate(&error.code);
+                return TxnResult {
+                    outcome: TxnOutcome::Failed { kind, command },
+                    tries,
+                };
+            }
+            stats.retries += 1;
+            tries += 1;
+            self.random = first_try_random.clone();
+        }
+    }
+
+    /// pgbench's printVerboseErrorMessages.
+    fn note_retry_decision(
+        &mut self,
+        plan: &RunPlan,
+        retry: bool,
+        tries: u32,
+        scheduled: Instant,
+        now: Instant,
+    ) {
+        let mut line = format!(
+            "client {} {} (try {tries}",
+            self.id,
+            if retry {
+                "repeats the transaction after the error"
+            } else {
+                "ends the failed transaction"
+            }
+        );
+        if plan.errors.max_tries > 0 {
+            line.push_str(&format!("/{}", plan.errors.max_tries));
+        }
+        if let Some(limit) = plan.latency_limit {
+            let used = 100.0 * (now - scheduled).as_secs_f64() / limit.as_secs_f64();
+            line.push_str(&format!(
+                ", {used:.3}% of the maximum time of tries was used"
+            ));
+        }
+        line.push(')');
+        self.notices.push(line);
+    }
+
+    async fn run_try(&mut self, plan: &RunPlan, script_index: usize) -> TryOutcome {
         let commands = &plan.scripts[script_index].script.commands;
         let mut pc = 0;
         while pc < commands.len() {
+            let started = plan.report_per_command.then(Instant::now);
             let step = match &commands[pc].kind {
                 CommandKind::Set { var, expr } => self
                     .evaluate(plan, expr, script_index, pc, "set")
@@ -115,16 +228,24 @@ impl Client {
                     self.start_pipeline(plan, script_index, pc).map(|_| pc + 1)
                 }
                 CommandKind::SyncPipeline => self.sync_pipeline().await.map(|_| pc + 1),
-                CommandKind::EndPipeline => {
-                    self.end_pipeline(script_index, pc).await.map(|_| pc + 1)
-                }
+                CommandKind::EndPipeline => self
+                    .end_pipeline(plan, script_index, pc)
+                    .await
+                    .map(|_| pc + 1),
             };
             match step {
-                Ok(next) => pc = next,
+                Ok(next) => {
+                    if let Some(started) = started {
+                        let stats = &mut self.command_stats[script_index][pc];
+                        stats.count += 1;
+                        stats.sum_us += started.elapsed().as_secs_f64() * 1e6;
+                    }
+                    pc = next;
+                }
                 Err(outcome) => return outcome,
             }
         }
-        TxnOutcome::Committed
+        TryOutcome::Done(TxnOutcome::Committed)
     }
 
     /// Where a false `\if`/`\elif` continues: the first following `\elif` whose condition holds,
@@ -136,7 +257,7 @@ impl Client {
         commands: &[Command],
         target: usize,
         script_index: usize,
-    ) -> Result<usize, TxnOutcome> {
+    ) -> Result<usize, TryOutcome> {
         let mut target = target;
         loop {
             match commands.get(target).map(|c| &c.kind) {
@@ -163,7 +284,7 @@ impl Client {
         script_index: usize,
         command_index: usize,
         command: &str,
-    ) -> Result<Value, TxnOutcome> {
+    ) -> Result<Value, TryOutcome> {
         let mut ctx = EvalContext {
             variables: &self.variables,
             variable_names: plan.variables.names(),
@@ -172,7 +293,7 @@ impl Client {
             command_index,
         };
         evaluate(expr, &mut ctx).map_err(|message| {
-            TxnOutcome::Aborted(format!(
+            TryOutcome::aborted(format!(
                 "client {} aborted in command {command_index} ({command}) of script {script_index}; evaluation of meta-command failed: {message}",
                 self.id
             ))
@@ -187,14 +308,14 @@ impl Client {
         target: Option<usize>,
         script_index: usize,
         command_index: usize,
-    ) -> Result<(), TxnOutcome> {
+    ) -> Result<(), TryOutcome> {
         let name = if target.is_some() {
             "setshell"
         } else {
             "shell"
         };
         let fail = |id: usize, message: String| {
-            TxnOutcome::Aborted(format!(
+            TryOutcome::aborted(format!(
                 "client {id} aborted in command {command_index} ({name}) of script {script_index}; execution of meta-command failed: {message}"
             ))
         };
@@ -265,7 +386,7 @@ impl Client {
         unit: crate::script::ast::SleepUnit,
         script_index: usize,
         command_index: usize,
-    ) -> Result<(), TxnOutcome> {
+    ) -> Result<(), TryOutcome> {
         let amount = match duration {
             SleepArg::Constant(n) => Ok(*n),
             SleepArg::Var(slot) => match &self.variables[*slot] {
@@ -281,7 +402,7 @@ impl Client {
             },
         }
         .map_err(|message| {
-            TxnOutcome::Aborted(format!(
+            TryOutcome::aborted(format!(
                 "client {} aborted in command {command_index} (sleep) of script {script_index}; execution of meta-command failed: {message}",
                 self.id
             ))
@@ -297,7 +418,7 @@ impl Client {
         sql: &SqlCommand,
         script_index: usize,
         command_index: usize,
-    ) -> Result<(), TxnOutcome> {
+    ) -> Result<(), TryOutcome> {
         let abort =
             |id: usize, message: String| abort_sql(id, script_index, command_index, message);
         if let Err(e) = self.queue_sql(plan, sql, script_index, command_index) {
@@ -323,30 +444,49 @@ impl Client {
                 None => Ok(()),
             },
             Some(error) => Err(self
-                .fail_or_abort(error, reply.transaction_status, script_index, command_index)
+                .fail_or_abort(
+                    plan,
+                    error,
+                    reply.transaction_status,
+                    script_index,
+                    command_index,
+                )
                 .await),
         }
     }
 
-    /// A serialization failure or deadlock rolls back and counts as failed; any other error
-    /// aborts the client.
+    /// A serialization failure or deadlock (with `--continue-on-error`, any SQL error) rolls
+    /// back and is handed to the retry decision; any other error aborts the client.
     async fn fail_or_abort(
         &mut self,
+        plan: &RunPlan,
         error: DbError,
         transaction_status: u8,
         script_index: usize,
         command_index: usize,
-    ) -> TxnOutcome {
-        if !error.is_retryable() {
+    ) -> TryOutcome {
+        if !error.is_retryable() && !plan.errors.continue_on_error {
             return abort_sql(self.id, script_index, command_index, error.to_string());
+        }
+        if plan.errors.verbose {
+            self.notices.push(format!(
+                "client {} got an error in command {command_index} (SQL) of script {script_index}; {error}",
+                self.id
+            ));
         }
         if transaction_status != b'I' {
             let conn = self.conn.as_mut().expect("connected");
             if let Err(e) = conn.execute_simple("ROLLBACK").await {
-                return abort_sql(self.id, script_index, command_index, e.to_string());
+                return TryOutcome::aborted(format!(
+                    "client {} aborted while rolling back the transaction after an error; {e}",
+                    self.id
+                ));
             }
         }
-        TxnOutcome::Failed(error)
+        TryOutcome::Failed {
+            error,
+            command: command_index,
+        }
     }
 
     fn start_pipeline(
@@ -354,9 +494,9 @@ impl Client {
         plan: &RunPlan,
         script_index: usize,
         command_index: usize,
-    ) -> Result<(), TxnOutcome> {
+    ) -> Result<(), TryOutcome> {
         if plan.protocol == Protocol::Simple {
-            return Err(TxnOutcome::Aborted(format!(
+            return Err(TryOutcome::aborted(format!(
                 "client {} aborted in command {command_index} (startpipeline) of script {script_index}; cannot use pipeline mode with the simple query protocol",
                 self.id
             )));
@@ -365,7 +505,7 @@ impl Client {
         Ok(())
     }
 
-    async fn sync_pipeline(&mut self) -> Result<(), TxnOutcome> {
+    async fn sync_pipeline(&mut self) -> Result<(), TryOutcome> {
         let conn = self.conn.as_mut().expect("connected");
         conn.queue_sync();
         *self
@@ -378,9 +518,10 @@ impl Client {
     /// Sends the final Sync and reads one reply per Sync; the first error decides.
     async fn end_pipeline(
         &mut self,
+        plan: &RunPlan,
         script_index: usize,
         command_index: usize,
-    ) -> Result<(), TxnOutcome> {
+    ) -> Result<(), TryOutcome> {
         let syncs = self.pipeline_syncs.take().expect("parser checks pipelines") + 1;
         let abort =
             |id: usize, message: String| abort_sql(id, script_index, command_index, message);
@@ -404,7 +545,7 @@ impl Client {
         match first_error {
             None => Ok(()),
             Some(error) => Err(self
-                .fail_or_abort(error, status, script_index, command_index)
+                .fail_or_abort(plan, error, status, script_index, command_index)
                 .await),
         }
     }
@@ -535,8 +676,8 @@ impl std::fmt::Display for SendError {
     }
 }
 
-fn abort_sql(id: usize, script_index: usize, command_index: usize, message: String) -> TxnOutcome {
-    TxnOutcome::Aborted(format!(
+fn abort_sql(id: usize, script_index: usize, command_index: usize, message: String) -> TryOutcome {
+    TryOutcome::aborted(format!(
         "client {id} script {script_index} aborted in command {command_index} query 0: {message}"
     ))
 }
@@ -552,4 +693,14 @@ fn undefined(plan: &RunPlan, slot: usize) -> SendError {
         "undefined variable \"{}\"",
         plan.variables.names()[slot]
     ))
+}
+
+/// pgbench's doRetry, for an error that can be retried: tries left, time left under `-L`.
+fn may_retry(plan: &RunPlan, tries: u32, scheduled: Instant, now: Instant) -> bool {
+    let max_tries = plan.errors.max_tries;
+    if max_tries > 0 && tries >= max_tries {
+        return false;
+    }
+    plan.latency_limit
+        .is_none_or(|limit| now.saturating_duration_since(scheduled) <= limit)
 }

@@ -7,6 +7,7 @@ pub mod conn;
 pub mod plan;
 pub mod stats;
 mod thread;
+pub mod txlog;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -16,20 +17,25 @@ use std::time::{Duration, Instant};
 use crate::probe::cpu::{process_cpu, CpuTimes};
 use crate::script::prng::PgPrng;
 use crate::script::Value;
-pub use plan::{Protocol, RunLimit, RunPlan, WeightedScript};
-pub use stats::{FailureCounts, LatencyStats, ScriptStats};
+pub use plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, TxnLogSpec, WeightedScript};
+pub use stats::{CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats};
 use thread::{ThreadMessage, ThreadResult, ThreadSetup};
+use txlog::{EpochClock, TxnLog};
 
 /// The merged stats of one interval of the run, over all threads.
 pub struct IntervalReport {
     /// 0-based index; interval `i` covers `[i, i+1) * plan.interval` after the start.
     pub index: u64,
     pub stats: ScriptStats,
+    /// Unix time (seconds) at the interval's end, for `--progress-timestamp`.
+    pub end_unix_s: f64,
 }
 
 pub enum DriverEvent<'a> {
     Interval(&'a IntervalReport),
     ClientAborted(&'a str),
+    /// `--verbose-errors`: a failed statement, or the decision to retry or give up.
+    ClientNotice(&'a str),
 }
 
 pub struct RunResult {
@@ -46,6 +52,8 @@ pub struct RunResult {
     pub intervals: Vec<IntervalReport>,
     /// CPU the driver process used during the measured window.
     pub client_cpu: CpuTimes,
+    /// `-r`: per script and command.
+    pub command_stats: Vec<Vec<CommandStats>>,
 }
 
 /// Runs the plan to completion. Fails before the start if clients cannot connect.
@@ -53,19 +61,19 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let plan = Arc::new(plan);
     let thread_clients = plan.clients_per_thread();
     let (clients, thread_randoms) = seed_clients(&plan, &thread_clients);
+    let mut logs = open_logs(&plan, &thread_randoms)?;
     let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
     let start_failed = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = mpsc::channel();
     let launch = Instant::now();
     let mut handles = Vec::new();
-    for (index, (clients, (choose_random, throttle_random))) in
-        clients.into_iter().zip(thread_randoms).enumerate()
-    {
+    for (index, (clients, randoms)) in clients.into_iter().zip(thread_randoms).enumerate() {
         let setup = ThreadSetup {
             index,
             clients,
-            choose_random,
-            throttle_random,
+            choose_random: randoms.choose,
+            throttle_random: randoms.throttle,
+            log: logs.get_mut(index).and_then(Option::take),
             barrier: barrier.clone(),
             start_failed: start_failed.clone(),
             messages: sender.clone(),
@@ -80,8 +88,13 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     drop(sender);
     barrier.wait();
     let initial_connection_time = launch.elapsed();
+    let start_unix_s = EpochClock::now().unix_us(Instant::now()) as f64 / 1e6;
     let cpu_start = process_cpu();
-    let intervals = collect_intervals(&receiver, thread_clients.len(), on_event);
+    let timeline = Timeline {
+        start_unix_s,
+        interval_s: plan.interval.as_secs_f64(),
+    };
+    let intervals = collect_intervals(&receiver, thread_clients.len(), timeline, on_event);
     let results: Vec<ThreadResult> = handles
         .into_iter()
         .map(|h| h.join().expect("driver thread panicked"))
@@ -89,6 +102,9 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let end = Instant::now();
     let client_cpu = process_cpu().since(&cpu_start);
     if let Some(error) = results.iter().find_map(|r| r.connect_error.clone()) {
+        return Err(error);
+    }
+    if let Some(error) = results.iter().find_map(|r| r.log_error.clone()) {
         return Err(error);
     }
     Ok(merge_results(
@@ -101,8 +117,34 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     ))
 }
 
-/// Per thread: the script-choice and the throttle (schedule) sequences.
-type ThreadRandoms = (PgPrng, PgPrng);
+/// Per thread: the script-choice, throttle (schedule) and log-sampling sequences.
+struct ThreadRandoms {
+    choose: PgPrng,
+    throttle: PgPrng,
+    sample: PgPrng,
+}
+
+/// `-l`: every thread's log file, created before any thread starts so that a bad path fails
+/// the run before it begins (and leaves no files behind).
+fn open_logs(plan: &RunPlan, randoms: &[ThreadRandoms]) -> Result<Vec<Option<TxnLog>>, String> {
+    let Some(spec) = &plan.log else {
+        return Ok(Vec::new());
+    };
+    let clock = EpochClock::now();
+    let mut logs = Vec::new();
+    for (thread, random) in randoms.iter().enumerate() {
+        match TxnLog::create(plan, spec, thread, random.sample.clone(), clock) {
+            Ok(log) => logs.push(Some(log)),
+            Err(e) => {
+                (0..thread).for_each(|t| {
+                    let _ = std::fs::remove_file(spec.path(t));
+                });
+                return Err(e);
+            }
+        }
+    }
+    Ok(logs)
+}
 
 /// Seeds every client and thread from one base sequence in pgbench's order: clients' function
 /// sequences, then `:default_seed`, then each thread's script-choice and throttle sequences.
@@ -134,13 +176,20 @@ fn seed_clients(
             next_id += 1;
         }
         per_thread.push(clients);
-        let choose = PgPrng::seeded(base.next_u64());
-        let throttle = PgPrng::seeded(base.next_u64());
-        // pgbench also draws the log-sampling sequence per thread.
-        base.next_u64();
-        thread_randoms.push((choose, throttle));
+        thread_randoms.push(ThreadRandoms {
+            choose: PgPrng::seeded(base.next_u64()),
+            throttle: PgPrng::seeded(base.next_u64()),
+            sample: PgPrng::seeded(base.next_u64()),
+        });
     }
     (per_thread, thread_randoms)
+}
+
+/// Where intervals lie in Unix time.
+#[derive(Clone, Copy)]
+struct Timeline {
+    start_unix_s: f64,
+    interval_s: f64,
 }
 
 /// Merges interval reports from all threads and emits each interval once every thread has
@@ -148,6 +197,7 @@ fn seed_clients(
 fn collect_intervals(
     receiver: &mpsc::Receiver<ThreadMessage>,
     threads: usize,
+    timeline: Timeline,
     on_event: &mut dyn FnMut(DriverEvent<'_>),
 ) -> Vec<IntervalReport> {
     let mut next_expected = vec![0u64; threads];
@@ -167,6 +217,9 @@ fn collect_intervals(
             ThreadMessage::ClientAborted { message } => {
                 on_event(DriverEvent::ClientAborted(&message))
             }
+            ThreadMessage::ClientNotice { message } => {
+                on_event(DriverEvent::ClientNotice(&message))
+            }
             ThreadMessage::Finished { thread } => finished[thread] = true,
         }
         while let Some((&index, _)) = pending.first_key_value() {
@@ -175,7 +228,11 @@ fn collect_intervals(
                 break;
             }
             let stats = pending.remove(&index).expect("present");
-            let report = IntervalReport { index, stats };
+            let report = IntervalReport {
+                index,
+                stats,
+                end_unix_s: timeline.start_unix_s + (index + 1) as f64 * timeline.interval_s,
+            };
             on_event(DriverEvent::Interval(&report));
             emitted.push(report);
         }
@@ -199,6 +256,18 @@ fn merge_results(
             total.merge(stats);
         }
     }
+    let mut command_stats: Vec<Vec<CommandStats>> = plan
+        .scripts
+        .iter()
+        .map(|s| vec![CommandStats::default(); s.script.commands.len()])
+        .collect();
+    for result in &results {
+        for (script, thread_script) in command_stats.iter_mut().zip(&result.command_stats) {
+            for (total, stats) in script.iter_mut().zip(thread_script) {
+                total.merge(stats);
+            }
+        }
+    }
     let bench_start = results.iter().map(|r| r.bench_start).min().unwrap_or(end);
     RunResult {
         total,
@@ -210,5 +279,6 @@ fn merge_results(
         aborted_clients: results.iter().map(|r| r.aborted_clients).sum(),
         intervals,
         client_cpu,
+        command_stats,
     }
 }

@@ -44,6 +44,53 @@ pub struct WeightedScript {
     pub weight: u32,
 }
 
+/// What a client does when a statement fails (pgbench's `--max-tries`, `--continue-on-error`,
+/// `--verbose-errors`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorPolicy {
+    /// Tries per transaction after serialization or deadlock failures; 0 means no limit other
+    /// than `-L` and `-T`.
+    pub max_tries: u32,
+    /// Count other SQL errors as failed transactions instead of aborting the client.
+    pub continue_on_error: bool,
+    /// Report every failed statement and every retry decision.
+    pub verbose: bool,
+}
+
+impl Default for ErrorPolicy {
+    fn default() -> Self {
+        ErrorPolicy {
+            max_tries: 1,
+            continue_on_error: false,
+            verbose: false,
+        }
+    }
+}
+
+/// `-l`: pgbench's per-thread transaction log files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxnLogSpec {
+    /// Files are `<prefix>.<pid>` for the first thread and `<prefix>.<pid>.<thread>` after.
+    pub prefix: String,
+    pub pid: u32,
+    /// `--sampling-rate`: the fraction of transactions written.
+    pub sampling_rate: Option<f64>,
+    /// `--aggregate-interval`: one line per this many seconds instead of one per transaction.
+    pub aggregate_interval: Option<u64>,
+    /// `--failures-detailed`: failures named by kind (and split in aggregate lines).
+    pub failures_detailed: bool,
+}
+
+impl TxnLogSpec {
+    pub fn path(&self, thread: usize) -> String {
+        if thread == 0 {
+            format!("{}.{}", self.prefix, self.pid)
+        } else {
+            format!("{}.{}.{thread}", self.prefix, self.pid)
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     pub conn: ConnSpec,
@@ -69,6 +116,10 @@ pub struct RunPlan {
     /// `-L`: transactions slower than this count as late; with `-R`, ones already this late
     /// when scheduled are skipped.
     pub latency_limit: Option<Duration>,
+    pub errors: ErrorPolicy,
+    /// `-r`: time every command of every script.
+    pub report_per_command: bool,
+    pub log: Option<TxnLogSpec>,
 }
 
 impl RunPlan {
@@ -116,6 +167,9 @@ mod tests {
                 interval: Duration::from_secs(1),
                 rate: None,
                 latency_limit: None,
+                errors: ErrorPolicy::default(),
+                report_per_command: false,
+                log: None,
             };
             plan.clients_per_thread()
         };

@@ -81,28 +81,85 @@ impl LatencyStats {
     }
 }
 
-/// Failures pgbench counts instead of aborting the client.
+/// Failures pgbench counts instead of aborting the client: serialization and deadlock failures
+/// that were not (or no longer) retried, and with `--continue-on-error` any other SQL error.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FailureCounts {
     pub serialization: u64,
     pub deadlock: u64,
+    pub other: u64,
+}
+
+/// pgbench's classes of failed transactions, from the SQLSTATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    Serialization,
+    Deadlock,
+    Other,
+}
+
+impl FailureKind {
+    pub fn of_sqlstate(sqlstate: &str) -> FailureKind {
+        match sqlstate {
+            "40001" => FailureKind::Serialization,
+            "40P01" => FailureKind::Deadlock,
+            _ => FailureKind::Other,
+        }
+    }
+
+    /// The word pgbench's `-l --failures-detailed` log writes in the latency column.
+    pub fn log_name(self) -> &'static str {
+        match self {
+            FailureKind::Serialization => "serialization",
+            FailureKind::Deadlock => "deadlock",
+            FailureKind::Other => "other",
+        }
+    }
 }
 
 impl FailureCounts {
     pub fn total(&self) -> u64 {
-        self.serialization + self.deadlock
+        self.serialization + self.deadlock + self.other
     }
 
     pub fn merge(&mut self, other: &FailureCounts) {
         self.serialization += other.serialization;
         self.deadlock += other.deadlock;
+        self.other += other.other;
     }
 
-    pub fn count(&mut self, sqlstate: &str) {
-        if sqlstate == "40P01" {
-            self.deadlock += 1;
+    pub fn count(&mut self, kind: FailureKind) {
+        match kind {
+            FailureKind::Serialization => self.serialization += 1,
+            FailureKind::Deadlock => self.deadlock += 1,
+            FailureKind::Other => self.other += 1,
+        }
+    }
+}
+
+/// `-r`: one script command's time (successful executions only), and the failures and retries
+/// that started at it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CommandStats {
+    pub count: u64,
+    pub sum_us: f64,
+    pub failures: u64,
+    pub retries: u64,
+}
+
+impl CommandStats {
+    pub fn merge(&mut self, other: &CommandStats) {
+        self.count += other.count;
+        self.sum_us += other.sum_us;
+        self.failures += other.failures;
+        self.retries += other.retries;
+    }
+
+    pub fn mean_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
         } else {
-            self.serialization += 1;
+            self.sum_us / self.count as f64
         }
     }
 }
@@ -148,6 +205,10 @@ pub struct ScriptStats {
     pub skipped: u64,
     /// `-L`: successful transactions whose latency exceeded the limit.
     pub late: u64,
+    /// `--max-tries`: transactions that needed more than one try (successful or not), and the
+    /// retries they made in all.
+    pub retried: u64,
+    pub retries: u64,
 }
 
 impl ScriptStats {
@@ -157,6 +218,8 @@ impl ScriptStats {
         self.lag.merge(&other.lag);
         self.skipped += other.skipped;
         self.late += other.late;
+        self.retried += other.retried;
+        self.retries += other.retries;
     }
 }
 

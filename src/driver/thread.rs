@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::client::{Client, TxnOutcome};
+use super::client::{Client, TxnOutcome, TxnResult};
 use super::plan::{RunLimit, RunPlan};
-use super::stats::ScriptStats;
+use super::stats::{CommandStats, ScriptStats};
+use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
 use crate::script::prng::PgPrng;
 
 pub enum ThreadMessage {
@@ -23,6 +24,10 @@ pub enum ThreadMessage {
         stats: ScriptStats,
     },
     ClientAborted {
+        message: String,
+    },
+    /// `--verbose-errors` lines.
+    ClientNotice {
         message: String,
     },
     Finished {
@@ -38,6 +43,9 @@ pub struct ThreadResult {
     pub connections: u64,
     pub aborted_clients: usize,
     pub connect_error: Option<String>,
+    /// `-r`: per script and command, over this thread's clients.
+    pub command_stats: Vec<Vec<CommandStats>>,
+    pub log_error: Option<String>,
 }
 
 pub struct ThreadSetup {
@@ -45,6 +53,8 @@ pub struct ThreadSetup {
     pub clients: Vec<Client>,
     pub choose_random: PgPrng,
     pub throttle_random: PgPrng,
+    /// `-l`: this thread's log file, already created.
+    pub log: Option<TxnLog>,
     pub barrier: Arc<Barrier>,
     /// Set by any thread whose clients could not connect, so that no thread starts.
     pub start_failed: Arc<AtomicBool>,
@@ -65,6 +75,8 @@ struct ThreadContext {
     connection_time: Cell<Duration>,
     connections: Cell<u64>,
     aborted_clients: Cell<usize>,
+    command_stats: RefCell<Vec<Vec<CommandStats>>>,
+    log: RefCell<Option<TxnLog>>,
     messages: Sender<ThreadMessage>,
 }
 
@@ -86,6 +98,16 @@ impl Throttle {
         self.next_start.set(next);
         next
     }
+}
+
+/// When a transaction was due, started and ended, as the stats need it.
+#[derive(Clone, Copy)]
+struct TxnTiming {
+    /// From the scheduled start (`-R`) or the actual start to the end.
+    latency: Duration,
+    /// `-R`: how late the start was against the schedule.
+    lag: Option<Duration>,
+    end: Instant,
 }
 
 /// The current interval's stats; sent to the collector when the interval is over.
@@ -114,43 +136,74 @@ impl ThreadContext {
         }
     }
 
-    fn record(
-        &self,
-        script_index: usize,
-        outcome: &TxnOutcome,
-        latency: Duration,
-        lag: Option<Duration>,
-        end: Instant,
-    ) {
-        self.flush_before(self.interval_of(end));
-        let latency_us = latency.as_secs_f64() * 1e6;
-        let late = self.plan.latency_limit.is_some_and(|limit| latency > limit);
+    /// Accounts one finished transaction: interval and script stats, and the log.
+    fn record(&self, script_index: usize, result: &TxnResult, timing: TxnTiming, client: &Client) {
+        self.flush_before(self.interval_of(timing.end));
+        let latency_us = timing.latency.as_secs_f64() * 1e6;
+        let lag_us = timing.lag.map_or(0.0, |lag| lag.as_secs_f64() * 1e6);
+        let late = self
+            .plan
+            .latency_limit
+            .is_some_and(|limit| timing.latency > limit);
         let mut acc = self.stats.borrow_mut();
         let mut per_script = self.per_script.borrow_mut();
-        let script = &mut per_script[script_index];
-        match outcome {
-            TxnOutcome::Committed => {
-                for stats in [&mut acc.stats, script] {
+        for stats in [&mut acc.stats, &mut per_script[script_index]] {
+            if result.tries > 1 {
+                stats.retried += 1;
+                stats.retries += u64::from(result.tries - 1);
+            }
+            match result.outcome {
+                TxnOutcome::Committed => {
                     stats.latency.record(latency_us);
-                    if let Some(lag) = lag {
-                        stats.lag.record(lag.as_secs_f64() * 1e6);
+                    if timing.lag.is_some() {
+                        stats.lag.record(lag_us);
                     }
                     stats.late += u64::from(late);
                 }
+                TxnOutcome::Failed { kind, .. } => stats.failures.count(kind),
+                TxnOutcome::TimeUp | TxnOutcome::Aborted(_) => {}
             }
-            TxnOutcome::Failed(error) => {
-                acc.stats.failures.count(&error.code);
-                script.failures.count(&error.code);
-            }
-            TxnOutcome::Aborted(_) => {}
+        }
+        let outcome = match result.outcome {
+            TxnOutcome::Committed => LoggedOutcome::Committed { latency_us, lag_us },
+            TxnOutcome::Failed { kind, .. } => LoggedOutcome::Failed(kind),
+            TxnOutcome::TimeUp | TxnOutcome::Aborted(_) => return,
+        };
+        self.log(LogEntry {
+            client_id: client.id,
+            transaction_no: client.processed,
+            script: script_index,
+            outcome,
+            tries: result.tries,
+            at: timing.end,
+        });
+    }
+
+    fn log(&self, entry: LogEntry) {
+        if let Some(log) = self.log.borrow_mut().as_mut() {
+            log.record(&entry);
         }
     }
 
     /// `-R -L`: a transaction skipped because it was already too late when due.
-    fn record_skipped(&self, script_index: usize, at: Instant) {
+    fn record_skipped(&self, script_index: usize, at: Instant, client_id: usize, number: u64) {
         self.flush_before(self.interval_of(at));
         self.stats.borrow_mut().stats.skipped += 1;
         self.per_script.borrow_mut()[script_index].skipped += 1;
+        self.log(LogEntry {
+            client_id,
+            transaction_no: number,
+            script: script_index,
+            outcome: LoggedOutcome::Skipped,
+            tries: 1,
+            at,
+        });
+    }
+
+    fn notify(&self, messages: Vec<String>) {
+        for message in messages {
+            let _ = self.messages.send(ThreadMessage::ClientNotice { message });
+        }
     }
 
     /// pgbench's chooseScript: a weighted draw from the thread's own random sequence.
@@ -221,6 +274,16 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         connection_time: Cell::new(Duration::ZERO),
         connections: Cell::new(0),
         aborted_clients: Cell::new(0),
+        command_stats: RefCell::new(
+            plan.scripts
+                .iter()
+                .map(|s| vec![CommandStats::default(); s.script.commands.len()])
+                .collect(),
+        ),
+        log: RefCell::new(setup.log.take().map(|mut log| {
+            log.start(start);
+            log
+        })),
         messages: setup.messages.clone(),
     });
     if !failed_elsewhere {
@@ -239,6 +302,11 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
     for client in &mut setup.clients {
         client.disconnect().await;
     }
+    let log_error = context
+        .log
+        .take()
+        .and_then(|log| log.finish(Instant::now()).err())
+        .map(|e| format!("could not write the transaction log: {e}"));
     let per_script = context.per_script.take();
     ThreadResult {
         bench_start: start,
@@ -247,6 +315,8 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         connections: context.connections.get(),
         aborted_clients: context.aborted_clients.get(),
         connect_error,
+        command_stats: context.command_stats.take(),
+        log_error,
     }
 }
 
@@ -256,58 +326,90 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         RunLimit::Duration(d) => Some(context.start + d),
         RunLimit::TransactionsPerClient(_) => None,
     };
-    let mut done = 0u64;
     loop {
         let finished = match plan.limit {
             RunLimit::Duration(_) => Instant::now() >= deadline.expect("set for durations"),
-            RunLimit::TransactionsPerClient(n) => done >= n,
+            RunLimit::TransactionsPerClient(n) => client.processed >= n,
         };
         if finished {
             break;
         }
         let script_index = context.choose_script();
-        let scheduled = match schedule(&context, script_index, &mut done, deadline).await {
+        let scheduled = match schedule(&context, script_index, &mut client, deadline).await {
             Schedule::Start(at) => at,
             Schedule::Finished => break,
         };
         let begin = Instant::now();
-        if plan.connect_per_transaction {
-            if let Err(e) = client.connect(&plan).await {
-                abort(
-                    &context,
-                    format!(
-                        "client {} aborted while establishing connection: {e}",
-                        client.id
-                    ),
-                );
-                break;
-            }
-            context
-                .connection_time
-                .set(context.connection_time.get() + begin.elapsed());
-            context.connections.set(context.connections.get() + 1);
+        if plan.connect_per_transaction && !reconnect(&context, &mut client, begin).await {
+            break;
         }
-        let outcome = client.run_script(&plan, script_index).await;
+        let result = client
+            .run_transaction(&plan, script_index, scheduled.unwrap_or(begin), deadline)
+            .await;
         let end = Instant::now();
-        // Under -R, latency counts from the scheduled start (no coordinated omission).
-        let (latency, lag) = match scheduled {
-            Some(at) => (end - at, Some(begin.saturating_duration_since(at))),
-            None => (end - begin, None),
-        };
-        context.record(script_index, &outcome, latency, lag, end);
-        if let TxnOutcome::Aborted(message) = outcome {
+        context.notify(std::mem::take(&mut client.notices));
+        if let TxnOutcome::Aborted(message) = result.outcome {
             abort(&context, message);
             break;
         }
-        done += 1;
+        if let TxnOutcome::TimeUp = result.outcome {
+            break;
+        }
+        client.processed += 1;
+        // Under -R, latency counts from the scheduled start (no coordinated omission).
+        let timing = match scheduled {
+            Some(at) => TxnTiming {
+                latency: end - at,
+                lag: Some(begin.saturating_duration_since(at)),
+                end,
+            },
+            None => TxnTiming {
+                latency: end - begin,
+                lag: None,
+                end,
+            },
+        };
+        context.record(script_index, &result, timing, &client);
         if plan.connect_per_transaction {
             client.disconnect().await;
         }
     }
     client.disconnect().await;
+    merge_command_stats(&context, &client);
     context.live_clients.set(context.live_clients.get() - 1);
     if context.live_clients.get() == 0 {
         context.all_done.notify_one();
+    }
+}
+
+/// `-C`: a new connection for this transaction; false (client aborted) if it fails.
+async fn reconnect(context: &ThreadContext, client: &mut Client, begin: Instant) -> bool {
+    if let Err(e) = client.connect(&context.plan).await {
+        abort(
+            context,
+            format!(
+                "client {} aborted while establishing connection: {e}",
+                client.id
+            ),
+        );
+        return false;
+    }
+    context
+        .connection_time
+        .set(context.connection_time.get() + begin.elapsed());
+    context.connections.set(context.connections.get() + 1);
+    true
+}
+
+fn merge_command_stats(context: &ThreadContext, client: &Client) {
+    if !context.plan.report_per_command {
+        return;
+    }
+    let mut totals = context.command_stats.borrow_mut();
+    for (script, client_script) in totals.iter_mut().zip(&client.command_stats) {
+        for (total, stats) in script.iter_mut().zip(client_script) {
+            total.merge(stats);
+        }
     }
 }
 
@@ -323,7 +425,7 @@ enum Schedule {
 async fn schedule(
     context: &ThreadContext,
     script_index: usize,
-    done: &mut u64,
+    client: &mut Client,
     deadline: Option<Instant>,
 ) -> Schedule {
     let Some(throttle) = &context.throttle else {
@@ -333,10 +435,10 @@ async fn schedule(
     if let Some(limit) = context.plan.latency_limit {
         let now = Instant::now();
         while at + limit < now {
-            context.record_skipped(script_index, now);
-            *done += 1;
+            client.processed += 1;
+            context.record_skipped(script_index, now, client.id, client.processed);
             if let RunLimit::TransactionsPerClient(n) = context.plan.limit {
-                if *done >= n {
+                if client.processed >= n {
                     return Schedule::Finished;
                 }
             }

@@ -17,11 +17,17 @@ pub struct LatencySummary {
     pub max: f64,
 }
 
+/// Failed transactions by kind, and the retries made (of successful and failed ones).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Failures {
     pub total: u64,
     pub serialization: u64,
     pub deadlock: u64,
+    /// `--continue-on-error`: other SQL errors.
+    pub other: u64,
+    /// Transactions that took more than one try, and the retries they made.
+    pub retried: u64,
+    pub retries: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -31,7 +37,19 @@ pub struct ScriptResult {
     pub transactions: u64,
     pub tps: f64,
     pub failures: Failures,
+    pub skipped: u64,
     pub latency_ms: LatencySummary,
+}
+
+/// `-r`: one command of a script.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandReport {
+    /// The command's first line, as pgbench prints it.
+    pub text: String,
+    pub latency_avg_ms: f64,
+    pub executions: u64,
+    pub failures: u64,
+    pub retries: u64,
 }
 
 /// One point of the per-interval series.
@@ -106,7 +124,13 @@ pub struct PgbenchReport {
     pub client_cpu: ClientCpu,
     pub server_counters: Option<ServerCounters>,
     pub aborted_clients: usize,
+    /// `--max-tries` (0: unlimited), `--failures-detailed`, `--continue-on-error`.
+    pub max_tries: u32,
+    pub failures_detailed: bool,
+    pub continue_on_error: bool,
     pub scripts: Vec<ScriptResult>,
+    /// `-r`: per script, per command.
+    pub commands: Option<Vec<Vec<CommandReport>>>,
     pub series: Vec<SeriesPoint>,
 }
 
@@ -126,7 +150,9 @@ pub fn summary_text(report: &PgbenchReport) -> String {
     line(format!("query mode: {}", report.query_mode));
     line(format!("number of clients: {}", report.clients));
     line(format!("number of threads: {}", report.threads));
-    line("maximum number of tries: 1".to_string());
+    if report.max_tries > 0 {
+        line(format!("maximum number of tries: {}", report.max_tries));
+    }
     match (report.duration_s, report.transactions_per_client) {
         (Some(duration), _) => {
             line(format!("duration: {duration} s"));
@@ -152,6 +178,7 @@ pub fn summary_text(report: &PgbenchReport) -> String {
             report.failures.total,
             100.0 * report.failures.total as f64 / attempted as f64
         ));
+        failure_lines(report, &report.failures, attempted, "", &mut line);
         throttle_lines(report, attempted, &mut line);
         line(format!("latency average = {:.3} ms", report.latency_ms.avg));
         line(format!(
@@ -183,9 +210,7 @@ pub fn summary_text(report: &PgbenchReport) -> String {
             }
         }
     }
-    if report.scripts.len() > 1 {
-        per_script_text(report, &mut line);
-    }
+    script_sections(report, &mut line);
     line(percentile_line(&report.latency_ms));
     line(format!(
         "client CPU: user {:.3} s, system {:.3} s, {:.3} us per transaction",
@@ -222,41 +247,139 @@ fn throttle_lines(report: &PgbenchReport, attempted: u64, line: &mut dyn FnMut(S
     }
 }
 
-fn per_script_text(report: &PgbenchReport, line: &mut dyn FnMut(String)) {
-    let total_weight: u64 = report.scripts.iter().map(|s| u64::from(s.weight)).sum();
-    let attempted_all = (report.transactions + report.failures.total).max(1);
-    for (index, script) in report.scripts.iter().enumerate() {
-        let attempted = script.transactions + script.failures.total;
-        line(format!("SQL script {}: {}", index + 1, script.name));
-        line(format!(
-            " - weight: {} (targets {:.1}% of total)",
-            script.weight,
-            100.0 * f64::from(script.weight) / total_weight.max(1) as f64
-        ));
-        line(format!(
-            " - {} transactions ({:.1}% of total)",
-            attempted,
-            100.0 * attempted as f64 / attempted_all as f64
-        ));
-        if attempted > 0 {
+/// `--failures-detailed` and `--max-tries` lines, for the whole run or (with `prefix` " - ")
+/// one script.
+fn failure_lines(
+    report: &PgbenchReport,
+    failures: &Failures,
+    attempted: u64,
+    prefix: &str,
+    line: &mut dyn FnMut(String),
+) {
+    let share = |n: u64| 100.0 * n as f64 / attempted.max(1) as f64;
+    if report.failures_detailed {
+        let mut kinds = vec![
+            ("serialization", failures.serialization),
+            ("deadlock", failures.deadlock),
+        ];
+        if report.continue_on_error {
+            kinds.push(("other", failures.other));
+        }
+        for (kind, count) in kinds {
             line(format!(
-                " - number of transactions actually processed: {} (tps = {:.6})",
-                script.transactions, script.tps
-            ));
-            line(format!(
-                " - number of failed transactions: {} ({:.3}%)",
-                script.failures.total,
-                100.0 * script.failures.total as f64 / attempted as f64
+                "{prefix}number of {kind} failures: {count} ({:.3}%)",
+                share(count)
             ));
         }
-        if script.latency_ms.count > 0 {
+    }
+    if report.max_tries != 1 {
+        line(format!(
+            "{prefix}number of transactions retried: {} ({:.3}%)",
+            failures.retried,
+            share(failures.retried)
+        ));
+        line(format!(
+            "{prefix}total number of retries: {}",
+            failures.retries
+        ));
+    }
+}
+
+/// pgbench's per-script sections (several scripts) and `-r` statement tables.
+fn script_sections(report: &PgbenchReport, line: &mut dyn FnMut(String)) {
+    let several = report.scripts.len() > 1;
+    if !several && report.commands.is_none() {
+        return;
+    }
+    let total_weight: u64 = report.scripts.iter().map(|s| u64::from(s.weight)).sum();
+    let attempted_all = (report.transactions + report.failures.total + report.skipped).max(1);
+    for (index, script) in report.scripts.iter().enumerate() {
+        if several {
+            let attempted = script.transactions + script.failures.total + script.skipped;
+            line(format!("SQL script {}: {}", index + 1, script.name));
             line(format!(
-                " - latency average = {:.3} ms",
-                script.latency_ms.avg
+                " - weight: {} (targets {:.1}% of total)",
+                script.weight,
+                100.0 * f64::from(script.weight) / total_weight.max(1) as f64
             ));
             line(format!(
-                " - latency stddev = {:.3} ms",
-                script.latency_ms.stddev
+                " - {} transactions ({:.1}% of total)",
+                attempted,
+                100.0 * attempted as f64 / attempted_all as f64
+            ));
+            if attempted > 0 {
+                script_counts(report, script, attempted, line);
+            }
+            if script.latency_ms.count > 0 {
+                line(format!(
+                    " - latency average = {:.3} ms",
+                    script.latency_ms.avg
+                ));
+                line(format!(
+                    " - latency stddev = {:.3} ms",
+                    script.latency_ms.stddev
+                ));
+            }
+        }
+        if let Some(commands) = report.commands.as_ref().and_then(|c| c.get(index)) {
+            statement_table(report, commands, several, line);
+        }
+    }
+}
+
+fn script_counts(
+    report: &PgbenchReport,
+    script: &ScriptResult,
+    attempted: u64,
+    line: &mut dyn FnMut(String),
+) {
+    line(format!(
+        " - number of transactions actually processed: {} (tps = {:.6})",
+        script.transactions, script.tps
+    ));
+    line(format!(
+        " - number of failed transactions: {} ({:.3}%)",
+        script.failures.total,
+        100.0 * script.failures.total as f64 / attempted as f64
+    ));
+    failure_lines(report, &script.failures, attempted, " - ", line);
+    if report.rate.is_some() && report.latency_limit_ms.is_some() {
+        line(format!(
+            " - number of transactions skipped: {} ({:.3}%)",
+            script.skipped,
+            100.0 * script.skipped as f64 / attempted as f64
+        ));
+    }
+}
+
+/// `-r`: `statement latencies in milliseconds and failures:` (with retries when
+/// `--max-tries` is not 1), one line per command.
+fn statement_table(
+    report: &PgbenchReport,
+    commands: &[CommandReport],
+    several: bool,
+    line: &mut dyn FnMut(String),
+) {
+    let retries = report.max_tries != 1;
+    line(format!(
+        "{}statement latencies in milliseconds{}:",
+        if several { " - " } else { "" },
+        if retries {
+            ", failures and retries"
+        } else {
+            " and failures"
+        }
+    ));
+    for command in commands {
+        if retries {
+            line(format!(
+                "   {:11.3}  {:10} {:10} {}",
+                command.latency_avg_ms, command.failures, command.retries, command.text
+            ));
+        } else {
+            line(format!(
+                "   {:11.3}  {:10} {}",
+                command.latency_avg_ms, command.failures, command.text
             ));
         }
     }
@@ -269,29 +392,34 @@ pub fn percentile_line(latency: &LatencySummary) -> String {
     )
 }
 
-/// What a `-P` line adds under `-R` (lag) and `-R -L` (skipped).
-pub struct ProgressThrottle {
-    pub lag_ms: f64,
+/// What a `-P` line adds: lag under `-R`, skipped under `-R -L`, retries under `--max-tries`.
+pub struct ProgressExtras {
+    pub lag_ms: Option<f64>,
     pub skipped: Option<u64>,
+    /// (transactions retried, retries) in the interval.
+    pub retried: Option<(u64, u64)>,
 }
 
-/// pgbench's `-P` line.
+/// pgbench's `-P` line; `at` is `12.0 s`, or Unix time under `--progress-timestamp`.
 pub fn progress_line(
-    elapsed_s: f64,
+    at: &str,
     tps: f64,
     latency: &LatencySummary,
     failed: u64,
-    throttle: Option<ProgressThrottle>,
+    extras: ProgressExtras,
 ) -> String {
     let mut line = format!(
-        "progress: {elapsed_s:.1} s, {tps:.1} tps, lat {:.3} ms stddev {:.3}, {failed} failed",
+        "progress: {at}, {tps:.1} tps, lat {:.3} ms stddev {:.3}, {failed} failed",
         latency.avg, latency.stddev
     );
-    if let Some(throttle) = throttle {
-        line.push_str(&format!(", lag {:.3} ms", throttle.lag_ms));
-        if let Some(skipped) = throttle.skipped {
-            line.push_str(&format!(", {skipped} skipped"));
-        }
+    if let Some(lag) = extras.lag_ms {
+        line.push_str(&format!(", lag {lag:.3} ms"));
+    }
+    if let Some(skipped) = extras.skipped {
+        line.push_str(&format!(", {skipped} skipped"));
+    }
+    if let Some((retried, retries)) = extras.retried {
+        line.push_str(&format!(", {retried} retried, {retries} retries"));
     }
     line
 }

@@ -56,6 +56,8 @@ pub fn server() -> &'static TestServer {
             ("max_connections", "200".to_string()),
             ("fsync", "off".to_string()),
             ("autovacuum", "off".to_string()),
+            // The database name in every line, so a test can count its own errors.
+            ("log_line_prefix", "%m [%p] db=%d ".to_string()),
         ];
         cluster.init(&user, PASSWORD, &settings).expect("initdb");
         cluster.start().expect("server start");
@@ -110,6 +112,15 @@ impl TestServer {
             String::from_utf8_lossy(&output.stderr)
         );
         String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// Lines of the server log written for database `db` that contain `text`.
+    pub fn log_lines(&self, db: &str, text: &str) -> usize {
+        let log = std::fs::read_to_string(self.cluster.log_file()).unwrap_or_default();
+        let tag = format!(" db={db} ");
+        log.lines()
+            .filter(|l| l.contains(&tag) && l.contains(text))
+            .count()
     }
 
     pub fn pgbench(&self, db: &str, args: &[&str]) -> Output {

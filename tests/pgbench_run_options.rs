@@ -1,0 +1,463 @@
+//! pgbench's run options beyond the basics: retries, failure accounting, per-command reports,
+//! transaction logs, progress timestamps, checked against the server's own log and counters
+//! and against the real pgbench's files.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{line_value, server, stampede, stderr, stdout};
+
+fn run(db: &str, extra: &[&str]) -> std::process::Output {
+    let flags = server().flags(db);
+    let mut args = vec!["pgbench"];
+    args.extend_from_slice(extra);
+    args.extend(flags.iter().map(String::as_str));
+    stampede(&args)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stampede-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write_script(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// The files `-l --log-prefix <dir>/<prefix>` wrote, sorted, as lines split into fields.
+fn log_files(dir: &Path, prefix: &str) -> Vec<Vec<Vec<String>>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(&format!("{prefix}."))
+        })
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| l.split(' ').map(String::from).collect())
+                .collect()
+        })
+        .collect()
+}
+
+/// The count after `prefix`; for `N/M` (pgbench's "processed" line under `-t`), N.
+fn number(text: &str, prefix: &str) -> u64 {
+    let value = line_value(text, prefix).unwrap_or_else(|| panic!("no {prefix:?} in {text}"));
+    value.split('/').next().unwrap().parse().unwrap()
+}
+
+/// Two branches updated at REPEATABLE READ by eight clients: serialization failures galore.
+const CONTENDED: &str = "\\set bid random(1, 2)\n\
+BEGIN ISOLATION LEVEL REPEATABLE READ;\n\
+SELECT bbalance FROM pgbench_branches WHERE bid = :bid;\n\
+UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = :bid;\n\
+END;\n";
+
+fn contended_database(name: &str) -> String {
+    let server = server();
+    let db = server.create_database(name);
+    server.psql(
+        &db,
+        "create table pgbench_branches(bid int primary key, bbalance int, filler char(88)); \
+         insert into pgbench_branches values (1, 0, null), (2, 0, null)",
+    );
+    db
+}
+
+#[test]
+fn retries_match_the_servers_serialization_errors() {
+    let server = server();
+    let db = contended_database("opt_retries");
+    let dir = temp_dir("retries");
+    let script = write_script(&dir, "rr.sql", CONTENDED);
+    let json = dir.join("result.json");
+    let output = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            &script,
+            "-c",
+            "8",
+            "-j",
+            "2",
+            "-t",
+            "40",
+            "--max-tries",
+            "1000",
+            "--failures-detailed",
+            "-r",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let committed = number(&text, "number of transactions actually processed: ");
+    let retries = number(&text, "total number of retries: ");
+    let failed = number(&text, "number of serialization failures: ");
+    assert!(retries > 0, "no retries provoked: {text}");
+    assert_eq!(committed + failed, 8 * 40, "{text}");
+    // Every committed transaction added one to a balance, and no failed one did.
+    assert_eq!(
+        server.psql(&db, "select sum(bbalance) from pgbench_branches"),
+        committed.to_string()
+    );
+    // Each retry and each final failure is one 40001 error in the server's log.
+    let server_errors = server.log_lines(&db, "could not serialize access");
+    assert_eq!(server_errors as u64, retries + failed, "{text}");
+    assert!(text.contains("maximum number of tries: 1000\n"), "{text}");
+    assert!(
+        text.contains("statement latencies in milliseconds, failures and retries:\n"),
+        "{text}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["failures"]["retries"], retries);
+    assert_eq!(doc["failures"]["serialization"], failed);
+    let commands = doc["commands"][0].as_array().unwrap();
+    let command_retries: u64 = commands
+        .iter()
+        .map(|c| c["retries"].as_u64().unwrap())
+        .sum();
+    assert_eq!(command_retries, retries, "per-command retries add up");
+    assert_eq!(
+        commands[3]["retries"], retries,
+        "the UPDATE is where they happen"
+    );
+    assert_eq!(
+        commands[2]["text"],
+        "SELECT bbalance FROM pgbench_branches WHERE bid = :bid;"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn without_retries_failures_are_counted_and_rolled_back() {
+    let server = server();
+    let db = contended_database("opt_noretry");
+    let dir = temp_dir("noretry");
+    let script = write_script(&dir, "rr.sql", CONTENDED);
+    let output = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            &script,
+            "-c",
+            "8",
+            "-j",
+            "2",
+            "-t",
+            "40",
+            "--verbose-errors",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let committed = number(&text, "number of transactions actually processed: ");
+    let failed = number(&text, "number of failed transactions: ");
+    assert_eq!(committed + failed, 320);
+    assert!(!text.contains("retried"), "{text}");
+    assert_eq!(
+        server.log_lines(&db, "could not serialize access") as u64,
+        failed
+    );
+    let notices = stderr(&output)
+        .lines()
+        .filter(|l| l.contains("ends the failed transaction (try 1/1)"))
+        .count();
+    assert_eq!(notices as u64, failed);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn continue_on_error_counts_other_failures_the_server_saw() {
+    let server = server();
+    let db = server.create_database("opt_continue");
+    let dir = temp_dir("continue");
+    let script = write_script(&dir, "div.sql", "SELECT 1 / (random() * 2)::int;\n");
+    let output = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            &script,
+            "-c",
+            "2",
+            "-t",
+            "100",
+            "--continue-on-error",
+            "--failures-detailed",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let other = number(&text, "number of other failures: ");
+    let committed = number(&text, "number of transactions actually processed: ");
+    assert_eq!(other + committed, 200);
+    assert!(other > 0 && committed > 0, "{text}");
+    assert_eq!(server.log_lines(&db, "division by zero") as u64, other);
+    // Without the option the same error aborts the client: exit 2 after the summary, or at
+    // once with --exit-on-abort.
+    let aborted = run(&db, &["-n", "-f", &script, "-c", "2", "-t", "100"]);
+    assert_eq!(aborted.status.code(), Some(2));
+    assert!(stdout(&aborted).contains("transaction type:"));
+    let exited = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            &script,
+            "-c",
+            "2",
+            "-t",
+            "100",
+            "--exit-on-abort",
+        ],
+    );
+    assert_eq!(exited.status.code(), Some(2));
+    assert!(stdout(&exited).is_empty(), "{}", stdout(&exited));
+    assert!(stderr(&exited).contains("division by zero"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `-l` with retries and `-R`: the same fields per line as the real pgbench writes.
+#[test]
+fn transaction_log_matches_pgbench_layout() {
+    let server = server();
+    let db = contended_database("opt_txlog");
+    let dir = temp_dir("txlog");
+    let script = write_script(&dir, "rr.sql", CONTENDED);
+    let common = [
+        "-n",
+        "-f",
+        &script,
+        "-c",
+        "4",
+        "-j",
+        "2",
+        "-t",
+        "25",
+        "-l",
+        "--max-tries",
+        "5",
+        "-R",
+        "2000",
+    ];
+    let prefix = dir.join("ours");
+    let mut ours = common.to_vec();
+    ours.extend(["--log-prefix", prefix.to_str().unwrap()]);
+    let output = run(&db, &ours);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let theirs_prefix = dir.join("theirs");
+    let mut theirs = common.to_vec();
+    theirs.extend(["--log-prefix", theirs_prefix.to_str().unwrap()]);
+    let pgbench = server.pgbench(&db, &theirs);
+    assert!(pgbench.status.success(), "{}", stderr(&pgbench));
+
+    let our_files = log_files(&dir, "ours");
+    let their_files = log_files(&dir, "theirs");
+    assert_eq!(our_files.len(), 2, "one file per thread");
+    assert_eq!(their_files.len(), 2);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut per_client: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for line in our_files.iter().flatten() {
+        // client_id transaction_no latency script_no epoch_s epoch_us lag retries
+        assert_eq!(line.len(), their_files[0][0].len(), "{line:?}");
+        assert_eq!(line.len(), 8, "{line:?}");
+        per_client
+            .entry(line[0].clone())
+            .or_default()
+            .push(line[1].parse().unwrap());
+        assert!(
+            line[2] == "failed" || line[2].parse::<u64>().is_ok(),
+            "{line:?}"
+        );
+        assert_eq!(line[3], "0");
+        let epoch: u64 = line[4].parse().unwrap();
+        assert!(epoch <= now && epoch + 60 > now, "{line:?}");
+        assert!(line[5].parse::<u32>().unwrap() < 1_000_000);
+        line[6].parse::<u64>().unwrap();
+        line[7].parse::<u32>().unwrap();
+    }
+    assert_eq!(per_client.len(), 4);
+    for numbers in per_client.values() {
+        assert_eq!(numbers, &(1..=25).collect::<Vec<u64>>());
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// With the same `--random-seed`, `--sampling-rate` keeps the same transactions as pgbench
+/// (one client, so both tools draw in the same order).
+#[test]
+fn sampling_keeps_the_transactions_pgbench_keeps() {
+    let server = server();
+    let db = server.create_database("opt_sampling");
+    let dir = temp_dir("sampling");
+    let script = write_script(&dir, "one.sql", "SELECT 1;\n");
+    let sampled = |tool_prefix: &str, pgbench: bool| {
+        let prefix = dir.join(tool_prefix);
+        let args = [
+            "-n",
+            "-f",
+            &script,
+            "-c",
+            "1",
+            "-t",
+            "500",
+            "-l",
+            "--sampling-rate",
+            "0.25",
+            "--random-seed",
+            "9",
+            "--log-prefix",
+            prefix.to_str().unwrap(),
+        ];
+        let output = if pgbench {
+            server.pgbench(&db, &args)
+        } else {
+            run(&db, &args)
+        };
+        assert!(output.status.success(), "{}", stderr(&output));
+        let files = log_files(&dir, tool_prefix);
+        assert_eq!(files.len(), 1);
+        let mut kept: Vec<(String, String)> = files[0]
+            .iter()
+            .map(|l| (l[0].clone(), l[1].clone()))
+            .collect();
+        kept.sort();
+        kept
+    };
+    let ours = sampled("ours", false);
+    let theirs = sampled("theirs", true);
+    assert!(ours.len() > 75 && ours.len() < 175, "{}", ours.len());
+    assert_eq!(ours, theirs);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn aggregate_log_lines_add_up_to_the_summary() {
+    let server = server();
+    let db = server.create_database("opt_aggregate");
+    let dir = temp_dir("aggregate");
+    let script = write_script(&dir, "one.sql", "SELECT 1;\n");
+    let prefix = dir.join("agg");
+    let output = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            &script,
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "-T",
+            "3",
+            "-l",
+            "--aggregate-interval",
+            "1",
+            "--log-prefix",
+            prefix.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let total = number(&text, "number of transactions actually processed: ");
+    let files = log_files(&dir, "agg");
+    assert_eq!(files.len(), 2);
+    let mut logged = 0;
+    for file in &files {
+        assert!(file.len() >= 2 && file.len() <= 4, "{file:?}");
+        let starts: Vec<u64> = file.iter().map(|l| l[0].parse().unwrap()).collect();
+        assert!(starts.windows(2).all(|w| w[1] == w[0] + 1), "{starts:?}");
+        for line in file {
+            assert_eq!(line.len(), 15, "{line:?}");
+            let count: u64 = line[1].parse().unwrap();
+            let sum: f64 = line[2].parse().unwrap();
+            let (min, max): (f64, f64) = (line[4].parse().unwrap(), line[5].parse().unwrap());
+            if count > 0 {
+                let mean = sum / count as f64;
+                assert!(min <= mean + 1.0 && mean <= max + 1.0, "{line:?}");
+            }
+            logged += count;
+        }
+    }
+    // The last, incomplete second of each thread is not written, as in pgbench.
+    assert!(
+        logged <= total && logged * 3 >= total,
+        "{logged} of {total}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn per_command_report_and_progress_timestamps() {
+    let server = server();
+    let db = server.create_database("opt_report");
+    let dir = temp_dir("report");
+    let script = write_script(
+        &dir,
+        "two.sql",
+        "\\set x random(1, 10)\nSELECT :x;\n\\sleep 2 ms\n",
+    );
+    let output = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            &script,
+            "-T",
+            "2",
+            "-r",
+            "-P",
+            "1",
+            "--progress-timestamp",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "statement latencies in milliseconds and failures:")
+        .skip(1)
+        .take(3)
+        .collect();
+    assert_eq!(table.len(), 3, "{text}");
+    assert!(table[0].ends_with(" \\set x random(1, 10)"), "{table:?}");
+    assert!(table[1].ends_with(" SELECT :x;"), "{table:?}");
+    let sleep_ms: f64 = table[2].split_whitespace().next().unwrap().parse().unwrap();
+    assert!((2.0..5.0).contains(&sleep_ms), "{table:?}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let progress: Vec<f64> = stderr(&output)
+        .lines()
+        .filter_map(|l| l.strip_prefix("progress: "))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(progress.len(), 2, "{}", stderr(&output));
+    assert!(progress.iter().all(|t| *t < now && *t > now - 30.0));
+    assert!((progress[1] - progress[0] - 1.0).abs() < 1e-6);
+    let _ = std::fs::remove_dir_all(dir);
+}
