@@ -227,6 +227,11 @@ fn mixed_builtins_json_has_scripts_series_and_consistent_numbers() {
     assert!(text.contains("number of threads: 3"), "{text}");
     assert!(text.contains("transaction type: multiple scripts"));
     assert!(text.contains("SQL script 2: <builtin: TPC-B (sort of)>"));
+    assert_eq!(
+        text.matches("\n - latency percentiles: p50 = ").count(),
+        2,
+        "percentiles per script: {text}"
+    );
     assert!(
         stderr(&output).contains("progress: 1.0 s, "),
         "{}",

@@ -319,6 +319,7 @@ fn script_sections(report: &PgbenchReport, line: &mut dyn FnMut(String)) {
                     " - latency stddev = {:.3} ms",
                     script.latency_ms.stddev
                 ));
+                line(format!(" - {}", percentile_line(&script.latency_ms)));
             }
         }
         if let Some(commands) = report.commands.as_ref().and_then(|c| c.get(index)) {

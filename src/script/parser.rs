@@ -405,6 +405,10 @@ fn parse_meta(scanner: &mut Scanner<'_>, vars: &mut VarTable) -> Result<Meta, Sc
     let joined = raw.replace("\\\r\n", " ").replace("\\\n", " ");
     let line = joined.trim_end();
     let first_line = line.lines().next().unwrap_or("").to_string();
+    if line.len() < 2 {
+        // A lone backslash (possibly continued onto nothing): no command name at all.
+        return Err(scanner.error(start, "invalid command \\".to_string()));
+    }
     let name_len = line[1..]
         .find(char::is_whitespace)
         .map_or(line.len() - 1, |i| i);
@@ -784,6 +788,11 @@ mod tests {
     fn unknown_meta_command_is_rejected() {
         let err = parse("\\frobnicate\n").unwrap_err();
         assert_eq!(err.message, "invalid command \\frobnicate");
+        assert_eq!(parse("\\\\\n").unwrap_err().message, "invalid command \\");
+        assert_eq!(
+            parse("SELECT 1;\n\\").unwrap_err().message,
+            "invalid command \\"
+        );
     }
 
     #[test]
