@@ -12,7 +12,8 @@ then measures, alternating the two tools so drift hits both alike:
   * pipeline: 16 SELECTs in \\startpipeline..\\endpipeline, c=8 -j 2   (goal tps >= 1.00,
     client CPU per transaction <= pgbench's)
 
-Usage: bench/pgbench_vs_stampede.py [--seconds 15] [--rounds 2] [--scale 50]
+Usage: bench/pgbench_vs_stampede.py [--seconds 15] [--rounds 2] [--scale 50] [--skip-init]
+                                    [--only NAME]   (e.g. --only tpcb)
 Build first: cargo build --release.
 """
 import argparse
@@ -90,10 +91,18 @@ def run_tool(tool, args, db):
     return tps, cpu * 1e6 / txns
 
 
+ONLY = ""
+
+
 def compare_runs(name, args, db, rounds):
+    if ONLY not in name:
+        return
     results = {"pgbench": [], "stampede": []}
-    for _ in range(rounds):
-        for tool in ("pgbench", "stampede"):
+    for r in range(rounds):
+        # ABBA order: whatever the previous run leaves behind (dirty pages, dead rows,
+        # autovacuum) falls on both tools alike.
+        order = ("pgbench", "stampede") if r % 2 == 0 else ("stampede", "pgbench")
+        for tool in order:
             results[tool].append(run_tool(tool, args, db))
     mean = lambda xs: sum(xs) / len(xs)
     pg_tps, st_tps = mean([r[0] for r in results["pgbench"]]), mean([r[0] for r in results["stampede"]])
@@ -146,14 +155,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--scale", type=int, default=50)
     parser.add_argument("--skip-init", action="store_true")
+    parser.add_argument("--only", default="", help="run only the comparisons whose name contains this")
     opts = parser.parse_args()
+    global ONLY
+    ONLY = opts.only
     if not os.path.exists(STAMPEDE):
         sys.exit("build first: cargo build --release")
     bindir = pg_bin()
     start_server(bindir)
     try:
         print(f"server: {bindir}, 127.0.0.1:{PORT}; {opts.seconds} s per run, {opts.rounds} rounds, alternating")
-        if not opts.skip_init:
+        if not opts.skip_init and not opts.only:
             compare_init(opts.scale, opts.rounds)
         psql("postgres", "CREATE DATABASE bench")
         subprocess.run(["pgbench", "-i", "-q", "-s", "10"] + conn("bench"), check=True, capture_output=True)
