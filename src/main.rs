@@ -38,6 +38,7 @@ fn run() -> Result<(), Failure> {
         }
         TopCommand::Quickstart(args) => commands::quickstart::run(args),
         TopCommand::Server { action } => commands::server::run(action),
+        TopCommand::Lab { action } => commands::lab::run(action),
     }
 }
 

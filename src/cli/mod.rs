@@ -23,6 +23,11 @@ pub enum TopCommand {
     Pgbench(Box<pgbench::PgbenchArgs>),
     /// Initialize pgbench on the managed default server and print tps and latency at 1, 4, 16 clients
     Quickstart(QuickstartArgs),
+    /// Matrix experiments from a TOML spec: plan, run, resume
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+    },
     /// Manage the managed default server
     Server {
         #[command(subcommand)]
@@ -50,4 +55,14 @@ pub enum ServerAction {
     Stop,
     /// Stop the managed default server and delete its data
     Destroy,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabAction {
+    /// Show the expanded runs, their order and the estimated duration; runs nothing
+    Plan { spec: std::path::PathBuf },
+    /// Run every cell of the spec, recording each run in the results database
+    Run { spec: std::path::PathBuf },
+    /// Continue an interrupted lab with its next unfinished run
+    Resume { spec: std::path::PathBuf },
 }

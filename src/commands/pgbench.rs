@@ -42,6 +42,10 @@ pub struct RunSpec {
     pub progress_timestamp: bool,
     /// `--exit-on-abort`: stop the whole run, status 2, when a client aborts.
     pub exit_on_abort: bool,
+    /// Ends the run early when set (the lab's signal handling).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Pin the driver's threads (the lab's `client_cpus`).
+    pub cpu_affinity: Option<Vec<usize>>,
 }
 
 /// `-l` and its companions.
@@ -336,6 +340,8 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         log,
         progress_timestamp: args.progress_timestamp,
         exit_on_abort: args.exit_on_abort,
+        stop: None,
+        cpu_affinity: None,
         scripts,
         clients,
         threads: jobs.min(clients),

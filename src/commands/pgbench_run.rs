@@ -312,6 +312,8 @@ fn build_plan(
             aggregate_interval: log.aggregate_interval,
             failures_detailed: spec.failures_detailed,
         }),
+        stop: spec.stop.clone(),
+        cpu_affinity: spec.cpu_affinity.clone(),
     }
 }
 

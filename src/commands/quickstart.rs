@@ -63,6 +63,8 @@ pub fn run(args: &QuickstartArgs) -> CommandResult {
                 log: None,
                 progress_timestamp: false,
                 exit_on_abort: false,
+                stop: None,
+                cpu_affinity: None,
             };
             let report = pgbench_run::benchmark(&spec, &target, &mut |_| {})?;
             if report.aborted_clients > 0 {

@@ -120,6 +120,10 @@ pub struct RunPlan {
     /// `-r`: time every command of every script.
     pub report_per_command: bool,
     pub log: Option<TxnLogSpec>,
+    /// Set from outside (a signal) to end the run early: clients start no new transaction.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Pin the driver's threads to these CPUs.
+    pub cpu_affinity: Option<Vec<usize>>,
 }
 
 impl RunPlan {
@@ -170,6 +174,8 @@ mod tests {
                 errors: ErrorPolicy::default(),
                 report_per_command: false,
                 log: None,
+                stop: None,
+                cpu_affinity: None,
             };
             plan.clients_per_thread()
         };

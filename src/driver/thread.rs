@@ -226,6 +226,9 @@ impl ThreadContext {
 }
 
 pub fn run_thread(plan: Arc<RunPlan>, setup: ThreadSetup) -> ThreadResult {
+    if let Some(cpus) = &plan.cpu_affinity {
+        pin_current_thread(cpus);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -330,7 +333,10 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         let finished = match plan.limit {
             RunLimit::Duration(_) => Instant::now() >= deadline.expect("set for durations"),
             RunLimit::TransactionsPerClient(n) => client.processed >= n,
-        };
+        } || plan
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed));
         if finished {
             break;
         }
@@ -488,5 +494,17 @@ async fn interval_ticker(context: Rc<ThreadContext>) {
             }
             _ = context.all_done.notified() => break,
         }
+    }
+}
+
+/// Best effort: a CPU list the machine lacks leaves the thread where it was.
+fn pin_current_thread(cpus: &[usize]) {
+    // SAFETY: a zeroed cpu_set_t filled with CPU_SET, passed with its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in cpus {
+            libc::CPU_SET(*cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }

@@ -53,6 +53,8 @@ pub struct Cluster {
     pub root: PathBuf,
     pub port: u16,
     pub run_as: Option<OsUser>,
+    /// Pin the server (postmaster and every backend) to these CPUs.
+    pub cpus: Option<Vec<usize>>,
 }
 
 impl Cluster {
@@ -121,6 +123,15 @@ impl Cluster {
         self.append_settings(settings)
     }
 
+    /// Appends the port and `settings` again (later lines win), e.g. for a new port.
+    pub fn reconfigure(&self, settings: &[(String, String)]) -> Result<(), String> {
+        let borrowed: Vec<(&str, String)> = settings
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        self.append_settings(&borrowed)
+    }
+
     fn append_settings(&self, settings: &[(&str, String)]) -> Result<(), String> {
         let mut conf = format!(
             "\n# written by stampede\nport = {}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n",
@@ -148,13 +159,30 @@ impl Cluster {
     }
 
     pub fn start(&self) -> Result<(), String> {
-        let output = self
-            .command("pg_ctl")
+        let mut command = self.command("pg_ctl");
+        command
             .args(["start", "-w", "-t", "60", "-D"])
             .arg(self.data_dir())
             .arg("-l")
-            .arg(self.log_file())
-            .output();
+            .arg(self.log_file());
+        if let Some(cpus) = self.cpus.clone() {
+            // pg_ctl's children (the postmaster and its backends) inherit the mask.
+            // SAFETY: sched_setaffinity is async-signal-safe; the set is built before fork.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            for cpu in cpus {
+                unsafe { libc::CPU_SET(cpu, &mut set) };
+            }
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let output = command.output();
         check_output("pg_ctl start", output)
             .map_err(|e| format!("{e}; see the server log {}", self.log_file().display()))
     }

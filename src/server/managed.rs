@@ -65,6 +65,7 @@ impl ManagedServer {
             root,
             port: state.port,
             run_as: OsUser::for_server()?,
+            cpus: None,
         };
         Ok(Some(ManagedServer { cluster, state }))
     }
@@ -103,6 +104,7 @@ impl ManagedServer {
             root: server_root(home),
             port: state.port,
             run_as,
+            cpus: None,
         };
         if cluster.is_initialized() {
             return Err(format!(

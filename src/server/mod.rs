@@ -4,4 +4,5 @@
 pub mod binaries;
 pub mod cluster;
 pub mod managed;
+pub mod profile;
 pub mod target;

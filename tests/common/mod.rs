@@ -50,6 +50,7 @@ pub fn server() -> &'static TestServer {
             root,
             port,
             run_as,
+            cpus: None,
         };
         // No autovacuum: its transactions would blur the commit-counter check.
         let settings = [

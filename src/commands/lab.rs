@@ -1,0 +1,233 @@
+//! `stampede lab plan|run|resume`: spec in, plan or results out.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::lab_pgbench::{PgbenchLab, DEFAULT_RUN_OVERHEAD};
+use super::{CommandResult, Failure};
+use crate::analysis::{median, range};
+use crate::cli::LabAction;
+use crate::lab::executor::{Lab, LabEvent, LabOutcome};
+use crate::lab::plan::Plan;
+use crate::lab::spec::{self, LabSpec};
+use crate::lab::workload::LabWorkload;
+use crate::report::table;
+use crate::store::{unix_now, RunStatus, Store};
+
+pub fn run(action: &LabAction) -> CommandResult {
+    match action {
+        LabAction::Plan { spec } => plan(spec),
+        LabAction::Run { spec } => execute(spec, false),
+        LabAction::Resume { spec } => execute(spec, true),
+    }
+}
+
+fn load_spec(path: &Path) -> Result<LabSpec, Failure> {
+    spec::load(path).map_err(|e| Failure::Input(e.to_string()))
+}
+
+/// One workload implementation per `[[workload]]`, by name.
+fn workloads(spec: &LabSpec) -> Vec<Box<dyn LabWorkload>> {
+    spec.workloads
+        .iter()
+        .map(|w| match w.name.as_str() {
+            "pgbench" => Box::new(PgbenchLab) as Box<dyn LabWorkload>,
+            other => unreachable!("the spec admits only known workloads, not {other}"),
+        })
+        .collect()
+}
+
+fn plan(path: &Path) -> CommandResult {
+    let spec = load_spec(path)?;
+    // The order a resumed lab would use, when the results database already knows the lab.
+    let stored = spec
+        .results
+        .exists()
+        .then(|| Store::open(&spec.results).ok())
+        .flatten();
+    let known = stored
+        .as_ref()
+        .and_then(|s| s.find_lab(&spec.name).ok().flatten());
+    let seed = known
+        .map(|(_, seed)| seed)
+        .or(spec.seed)
+        .unwrap_or_else(|| unix_now().to_bits());
+    let plan = Plan::new(&spec, seed);
+    let rows: Vec<Vec<String>> = plan
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let cell = &plan.cells[run.cell];
+            vec![
+                (i + 1).to_string(),
+                (run.repetition + 1).to_string(),
+                spec.targets[cell.target].name.clone(),
+                spec.workloads[cell.workload].name.clone(),
+                cell.script.clone(),
+                cell.scale.to_string(),
+                cell.clients.to_string(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &["run", "rep", "target", "workload", "script", "scale", "clients"],
+            &rows
+        )
+    );
+    let overhead = known
+        .and_then(|(lab, _)| stored.as_ref()?.mean_overhead_s(lab).ok().flatten())
+        .map(Duration::from_secs_f64);
+    let per_run = overhead.unwrap_or(DEFAULT_RUN_OVERHEAD);
+    let total = plan.measuring_time(&spec) + per_run * plan.runs.len() as u32;
+    println!(
+        "{} cells × {} runs = {} runs; order seed {}; estimated {} ({} measuring, {:.1} s overhead per run {}), plus loading each dataset once",
+        plan.cells.len(),
+        spec.runs,
+        plan.runs.len(),
+        plan.seed,
+        human(total),
+        human(plan.measuring_time(&spec)),
+        per_run.as_secs_f64(),
+        if overhead.is_some() { "measured by earlier runs" } else { "assumed" },
+    );
+    Ok(())
+}
+
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn request_stop(_signal: libc::c_int) {
+    STOP_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// SIGINT and SIGTERM end the current run early (recorded as interrupted) instead of killing
+/// the process, so servers stop cleanly and `resume` has an exact record.
+fn watch_signals() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            request_stop as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            request_stop as *const () as libc::sighandler_t,
+        );
+    }
+    let relay = stop.clone();
+    std::thread::spawn(move || loop {
+        if STOP_REQUESTED.load(Ordering::SeqCst) {
+            relay.store(true, Ordering::SeqCst);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    });
+    stop
+}
+
+fn execute(path: &Path, resume: bool) -> CommandResult {
+    let spec = load_spec(path)?;
+    let stop = watch_signals();
+    let mut lab = Lab::prepare(&spec, workloads(&spec), resume, stop).map_err(Failure::Input)?;
+    eprintln!(
+        "lab \"{}\": {} runs, results in {}",
+        spec.name,
+        lab.plan().runs.len(),
+        spec.results.display()
+    );
+    let outcome = lab.run(&mut print_event).map_err(Failure::Run)?;
+    print!("{}", results_table(&spec, lab.plan(), &outcome));
+    if outcome.interrupted {
+        return Err(Failure::Run(format!(
+            "interrupted; completed runs are saved: continue with `stampede lab resume {}`",
+            path.display()
+        )));
+    }
+    if outcome.failed_runs > 0 {
+        eprintln!(
+            "stampede: {} run(s) failed; their errors are in {}",
+            outcome.failed_runs,
+            spec.results.display()
+        );
+    }
+    Ok(())
+}
+
+fn print_event(event: LabEvent<'_>) {
+    match event {
+        LabEvent::Note(note) => eprintln!("{note}"),
+        LabEvent::RunStarting {
+            position,
+            total,
+            cell,
+            repetition,
+            eta,
+        } => eprint!(
+            "run {position}/{total}: {} rep {}{} ... ",
+            cell.key,
+            repetition + 1,
+            eta.map_or(String::new(), |d| format!(" (ETA {})", human(d)))
+        ),
+        LabEvent::RunEnded { status, tps, error } => match (status, tps, error) {
+            (RunStatus::Completed, Some(tps), _) => eprintln!("{tps:.0} tps"),
+            (RunStatus::Interrupted, _, _) => eprintln!("interrupted"),
+            (_, _, error) => eprintln!("failed: {}", error.unwrap_or("unknown error")),
+        },
+    }
+}
+
+/// Per cell: runs, median tps, min–max, median p99.
+fn results_table(spec: &LabSpec, plan: &Plan, outcome: &LabOutcome) -> String {
+    let mut by_cell: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for run in &outcome.completed {
+        let entry = by_cell.entry(run.cell_key.as_str()).or_default();
+        entry.0.push(run.tps);
+        entry.1.push(run.p99_ms);
+    }
+    let rows: Vec<Vec<String>> = plan
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let (tps, p99) = by_cell.get(cell.key.as_str())?;
+            let (low, high) = range(tps)?;
+            Some(vec![
+                spec.targets[cell.target].name.clone(),
+                cell.script.clone(),
+                cell.scale.to_string(),
+                cell.clients.to_string(),
+                tps.len().to_string(),
+                format!("{:.0}", median(tps)?),
+                format!("{low:.0}–{high:.0}"),
+                format!("{:.3}", median(p99)?),
+            ])
+        })
+        .collect();
+    table::render(
+        &[
+            "target",
+            "script",
+            "scale",
+            "clients",
+            "runs",
+            "median tps",
+            "min–max",
+            "p99 ms",
+        ],
+        &rows,
+    )
+}

@@ -1,0 +1,154 @@
+//! The pgbench family as a lab workload: loads with stampede's pgbench loader, runs through the
+//! same path as `stampede pgbench`, and keeps only what follows the warmup.
+
+use std::time::Duration;
+
+use super::pgbench::{InitSpec, RunSpec, VacuumBeforeRun};
+use super::{pgbench_init, pgbench_run, Failure};
+use crate::cli::pgbench::ScriptChoice;
+use crate::driver::{DriverEvent, ErrorPolicy, Protocol, ScriptStats};
+use crate::lab::workload::{LabWorkload, Measurement, RunRequest};
+use crate::server::target::ConnSpec;
+use crate::store::{RunMetrics, SeriesRow};
+use crate::workload::pgbench::builtins;
+use crate::workload::pgbench::loader::{parse_steps, InitStep};
+use crate::workload::pgbench::schema::{PartitionMethod, SchemaOptions};
+
+pub struct PgbenchLab;
+
+fn message(failure: Failure) -> String {
+    match failure {
+        Failure::Input(m) | Failure::Run(m) => m,
+        Failure::Incomplete => "the run was aborted".into(),
+    }
+}
+
+fn choice(script: &str) -> ScriptChoice {
+    if script.ends_with(".sql") {
+        ScriptChoice::File(script.to_string())
+    } else {
+        ScriptChoice::Builtin(script.to_string())
+    }
+}
+
+impl LabWorkload for PgbenchLab {
+    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+        let spec = InitSpec {
+            steps: parse_steps(InitStep::DEFAULT)?,
+            schema: SchemaOptions {
+                scale,
+                fillfactor: 100,
+                unlogged: false,
+                partitions: 0,
+                partition_method: PartitionMethod::Range,
+            },
+            quiet: true,
+        };
+        pgbench_init::run(&spec, conn).map_err(message)
+    }
+
+    fn writes(&self, script: &str) -> bool {
+        // Custom scripts may write; only the read-only builtin is known not to.
+        script != "select-only"
+    }
+
+    fn check_variant(&self, script: &str) -> Result<(), String> {
+        match choice(script) {
+            ScriptChoice::Builtin(name) => builtins::find_builtin(&name).map(|_| ()),
+            ScriptChoice::File(path) => std::fs::metadata(&path)
+                .map(|_| ())
+                .map_err(|e| format!("could not open file \"{path}\": {e}")),
+        }
+    }
+
+    fn run(&self, request: &RunRequest<'_>) -> Result<Measurement, String> {
+        let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
+        let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
+        let spec = run_spec(request, warmup_s + duration_s)?;
+        let mut measured: Vec<(u64, ScriptStats)> = Vec::new();
+        let report = pgbench_run::benchmark(&spec, request.conn, &mut |event| {
+            if let DriverEvent::Interval(interval) = event {
+                let second = interval.index;
+                if second >= warmup_s && second < warmup_s + duration_s {
+                    measured.push((second - warmup_s, interval.stats.clone()));
+                }
+            }
+        })
+        .map_err(message)?;
+        if report.aborted_clients > 0 {
+            return Err(format!("{} client(s) aborted", report.aborted_clients));
+        }
+        let mut total = ScriptStats::default();
+        measured.iter().for_each(|(_, stats)| total.merge(stats));
+        let latency = pgbench_run::summarize(&total.latency);
+        Ok(Measurement {
+            metrics: RunMetrics {
+                duration_s: duration_s as f64,
+                transactions: total.latency.count,
+                failures: total.failures.total(),
+                tps: total.latency.count as f64 / duration_s as f64,
+                latency_avg_ms: latency.avg,
+                latency_stddev_ms: latency.stddev,
+                p50_ms: latency.p50,
+                p90_ms: latency.p90,
+                p95_ms: latency.p95,
+                p99_ms: latency.p99,
+                p999_ms: latency.p999,
+                max_ms: latency.max,
+                client_cpu_us_per_txn: report.client_cpu.per_transaction_us,
+            },
+            series: measured
+                .iter()
+                .map(|(second, stats)| {
+                    let summary = pgbench_run::summarize(&stats.latency);
+                    SeriesRow {
+                        second: *second,
+                        tps: stats.latency.count as f64,
+                        p50_ms: summary.p50,
+                        p99_ms: summary.p99,
+                        failed: stats.failures.total(),
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+fn run_spec(request: &RunRequest<'_>, seconds: u64) -> Result<RunSpec, String> {
+    let protocol = match request.protocol {
+        Some(name) => {
+            Protocol::from_name(name).ok_or_else(|| format!("unknown protocol {name}"))?
+        }
+        None => Protocol::Prepared,
+    };
+    Ok(RunSpec {
+        scripts: vec![(choice(request.script), 1)],
+        clients: request.clients,
+        threads: request.threads.clamp(1, request.clients),
+        duration_secs: Some(seconds),
+        transactions_per_client: 0,
+        protocol,
+        progress_secs: None,
+        random_seed: None,
+        defines: vec![],
+        connect_per_transaction: false,
+        // The lab hands each run pristine, vacuumed data.
+        vacuum: VacuumBeforeRun::None,
+        // Builtins read the scale from the data; custom scripts get it as :scale.
+        scale_given: request.script.ends_with(".sql").then_some(request.scale),
+        json_path: None,
+        rate: None,
+        latency_limit_ms: None,
+        errors: ErrorPolicy::default(),
+        failures_detailed: false,
+        report_per_command: false,
+        log: None,
+        progress_timestamp: false,
+        exit_on_abort: false,
+        stop: Some(request.stop.clone()),
+        cpu_affinity: request.client_cpus.map(<[usize]>::to_vec),
+    })
+}
+
+/// Seconds a lab run takes beyond its measuring, for estimates before any run was measured.
+pub const DEFAULT_RUN_OVERHEAD: Duration = Duration::from_secs(2);

@@ -1,0 +1,740 @@
+//! Runs a lab: provisions each target's cluster, loads each (target, scale) dataset once,
+//! measures every planned run in order from pristine data, and records each run as it ends.
+//! Finished runs are skipped on resume; a crashed server is restarted and the matrix goes on.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::plan::{Cell, Plan, PlannedRun};
+use super::spec::{LabSpec, PostgresSource, Scale, TargetSpec};
+use super::workload::{LabWorkload, RunRequest};
+use crate::server::binaries::Binaries;
+use crate::server::cluster::{Cluster, OsUser};
+use crate::server::profile::{self, Machine};
+use crate::server::target::ConnSpec;
+use crate::store::{
+    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, Store, TargetRecord,
+};
+
+/// What the lab tells its caller as it goes.
+pub enum LabEvent<'a> {
+    Note(&'a str),
+    RunStarting {
+        /// 1-based place among all planned runs, and their number.
+        position: usize,
+        total: usize,
+        cell: &'a Cell,
+        repetition: u32,
+        /// Time left, from the runs measured so far in this invocation.
+        eta: Option<Duration>,
+    },
+    RunEnded {
+        status: RunStatus,
+        tps: Option<f64>,
+        error: Option<&'a str>,
+    },
+}
+
+/// A target's running cluster and what has been loaded into it.
+struct TargetServer {
+    cluster: Cluster,
+    superuser: String,
+    /// (workload, scale) → the workload's scale factor in the loaded database.
+    datasets: HashMap<(usize, Scale), i64>,
+    /// Bytes one scale unit of a workload takes, measured on this server.
+    unit_bytes: HashMap<usize, u64>,
+}
+
+pub struct Lab<'a> {
+    spec: &'a LabSpec,
+    plan: Plan,
+    store: Store,
+    lab_id: i64,
+    workloads: Vec<Box<dyn LabWorkload>>,
+    binaries: Vec<Binaries>,
+    servers: Vec<Option<TargetServer>>,
+    stop: Arc<AtomicBool>,
+    /// Root of the lab's clusters: `<results>.servers/`.
+    server_root: PathBuf,
+}
+
+/// How the lab ended.
+pub struct LabOutcome {
+    pub interrupted: bool,
+    pub failed_runs: usize,
+    pub completed: Vec<RunSummary>,
+}
+
+impl<'a> Lab<'a> {
+    /// Checks everything that can be checked before starting: binaries, variants, the results
+    /// database. `resume` requires the lab to exist already; a fresh `run` requires it not to
+    /// have finished runs.
+    pub fn prepare(
+        spec: &'a LabSpec,
+        workloads: Vec<Box<dyn LabWorkload>>,
+        resume: bool,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Lab<'a>, String> {
+        for (workload, w) in spec.workloads.iter().zip(&workloads) {
+            for script in &workload.scripts {
+                w.check_variant(script)?;
+            }
+        }
+        let binaries = spec
+            .targets
+            .iter()
+            .map(resolve_binaries)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut store = Store::open(&spec.results)?;
+        let existing = store.find_lab(&spec.name)?;
+        if resume && existing.is_none() {
+            return Err(format!(
+                "nothing to resume: {} holds no lab \"{}\"; start it with `stampede lab run`",
+                spec.results.display(),
+                spec.name
+            ));
+        }
+        let seed = spec.seed.unwrap_or_else(|| unix_now().to_bits());
+        let (lab_id, seed) = store.lab(&spec.name, &spec.text, seed)?;
+        if !resume && !store.finished_runs(lab_id)?.is_empty() {
+            return Err(format!(
+                "lab \"{}\" already has finished runs in {}; continue it with `stampede lab resume`",
+                spec.name,
+                spec.results.display()
+            ));
+        }
+        let plan = Plan::new(spec, seed);
+        store.save_cells(lab_id, &cell_records(spec, &plan))?;
+        let server_root = PathBuf::from(format!("{}.servers", spec.results.display()));
+        Ok(Lab {
+            spec,
+            plan,
+            store,
+            lab_id,
+            workloads,
+            servers: spec.targets.iter().map(|_| None).collect(),
+            binaries,
+            stop,
+            server_root,
+        })
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Runs every unfinished run in order, then stops the servers.
+    pub fn run(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<LabOutcome, String> {
+        let result = self.run_all(on_event);
+        self.shutdown();
+        let (interrupted, failed_runs) = result?;
+        Ok(LabOutcome {
+            interrupted,
+            failed_runs,
+            completed: self.store.completed_runs(self.lab_id)?,
+        })
+    }
+
+    fn run_all(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<(bool, usize), String> {
+        let finished = self.store.finished_runs(self.lab_id)?;
+        let todo: Vec<(usize, PlannedRun)> = self
+            .plan
+            .runs
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, run)| {
+                !finished.contains(&(self.plan.cells[run.cell].key.clone(), run.repetition))
+            })
+            .collect();
+        if todo.len() < self.plan.runs.len() {
+            let note = format!(
+                "resuming: {} of {} runs already finished",
+                self.plan.runs.len() - todo.len(),
+                self.plan.runs.len()
+            );
+            on_event(LabEvent::Note(&note));
+        }
+        let started = Instant::now();
+        let mut failed = 0;
+        for (done, (position, run)) in todo.iter().enumerate() {
+            if self.stop.load(Ordering::SeqCst) {
+                return Ok((true, failed));
+            }
+            let eta =
+                (done > 0).then(|| started.elapsed() / done as u32 * (todo.len() - done) as u32);
+            let cell = self.plan.cells[run.cell].clone();
+            on_event(LabEvent::RunStarting {
+                position: position + 1,
+                total: self.plan.runs.len(),
+                cell: &cell,
+                repetition: run.repetition,
+                eta,
+            });
+            let record = self.measure(*position, run, &cell, on_event);
+            on_event(LabEvent::RunEnded {
+                status: record.status,
+                tps: record.metrics.as_ref().map(|m| m.tps),
+                error: record.error.as_deref(),
+            });
+            self.store.record_run(self.lab_id, &record)?;
+            match record.status {
+                RunStatus::Interrupted => return Ok((true, failed)),
+                RunStatus::Failed => failed += 1,
+                RunStatus::Completed => {}
+            }
+        }
+        Ok((false, failed))
+    }
+
+    /// One run: server up, dataset loaded, pristine copy for writers, checkpoint, measure.
+    fn measure(
+        &mut self,
+        position: usize,
+        run: &PlannedRun,
+        cell: &Cell,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> RunRecord {
+        let started_unix_s = unix_now();
+        let setup_started = Instant::now();
+        let mut record = RunRecord {
+            cell_key: cell.key.clone(),
+            repetition: run.repetition,
+            position,
+            status: RunStatus::Failed,
+            error: None,
+            started_unix_s,
+            ended_unix_s: started_unix_s,
+            resolved_scale: None,
+            overhead_s: 0.0,
+            metrics: None,
+            series: Vec::new(),
+        };
+        let prepared = self.prepare_run(cell, on_event);
+        record.overhead_s = setup_started.elapsed().as_secs_f64();
+        let outcome = prepared.and_then(|(conn, scale)| {
+            record.resolved_scale = Some(scale);
+            let workload = &self.spec.workloads[cell.workload];
+            let request = RunRequest {
+                conn: &conn,
+                script: &cell.script,
+                scale,
+                clients: cell.clients,
+                threads: workload
+                    .threads
+                    .unwrap_or_else(default_threads)
+                    .min(cell.clients),
+                protocol: workload.protocol.as_deref(),
+                warmup: self.spec.warmup,
+                duration: self.spec.duration,
+                client_cpus: workload.client_cpus.as_deref(),
+                stop: self.stop.clone(),
+            };
+            self.workloads[cell.workload].run(&request)
+        });
+        record.ended_unix_s = unix_now();
+        match outcome {
+            _ if self.stop.load(Ordering::SeqCst) => {
+                record.status = RunStatus::Interrupted;
+                record.error = Some("interrupted by a signal".into());
+            }
+            Ok(measurement) => {
+                record.status = RunStatus::Completed;
+                record.metrics = Some(measurement.metrics);
+                record.series = measurement.series;
+            }
+            Err(error) => {
+                record.error = Some(self.explain_failure(cell.target, error));
+            }
+        }
+        record
+    }
+
+    /// Adds the server log's tail when the server is gone, and brings it back up.
+    fn explain_failure(&mut self, target: usize, error: String) -> String {
+        let Some(server) = &self.servers[target] else {
+            return error;
+        };
+        if server.alive() {
+            return error;
+        }
+        let tail = log_tail(&server.cluster, 20);
+        let restart = match restart(&server.cluster) {
+            Ok(()) => "the server was restarted".to_string(),
+            Err(e) => {
+                self.servers[target] = None;
+                format!("restarting the server failed: {e}")
+            }
+        };
+        format!("{error}; the server was not running ({restart}); server log tail:\n{tail}")
+    }
+
+    /// The connection and scale factor for a run, after restoring pristine data if it writes.
+    fn prepare_run(
+        &mut self,
+        cell: &Cell,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<(ConnSpec, i64), String> {
+        self.ensure_server(cell.target, on_event)?;
+        let scale = self.ensure_dataset(cell, on_event)?;
+        let server = self.servers[cell.target].as_ref().expect("provisioned");
+        let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
+        let admin = server.conn("postgres");
+        let database = if self.workloads[cell.workload].writes(&cell.script) {
+            let copy = "stampede_run";
+            sql(&admin, &format!("DROP DATABASE IF EXISTS {copy}"))?;
+            sql(
+                &admin,
+                &format!(
+                    "CREATE DATABASE {copy} TEMPLATE {dataset}{}",
+                    file_copy(&server.cluster)
+                ),
+            )?;
+            copy.to_string()
+        } else {
+            dataset
+        };
+        sql(&admin, "CHECKPOINT")?;
+        Ok((server.conn(&database), scale))
+    }
+
+    fn ensure_server(
+        &mut self,
+        target: usize,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<(), String> {
+        if self.servers[target].is_some() {
+            return Ok(());
+        }
+        let spec = &self.spec.targets[target];
+        let note = format!(
+            "starting target {} ({})",
+            spec.name, self.binaries[target].version
+        );
+        on_event(LabEvent::Note(&note));
+        let server = provision(
+            spec,
+            &self.binaries[target],
+            &self.server_root.join(&spec.name),
+            max_clients(self.spec),
+        )?;
+        self.store
+            .save_target(self.lab_id, &describe_target(spec, &server)?)?;
+        self.servers[target] = Some(server);
+        Ok(())
+    }
+
+    /// Loads the cell's dataset once per (target, workload, scale): load, VACUUM FREEZE,
+    /// ANALYZE, CHECKPOINT; a marker table says the load completed.
+    fn ensure_dataset(
+        &mut self,
+        cell: &Cell,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<i64, String> {
+        let key = (cell.workload, cell.scale);
+        if let Some(scale) = self.servers[cell.target]
+            .as_ref()
+            .and_then(|s| s.datasets.get(&key))
+        {
+            return Ok(*scale);
+        }
+        let scale = self.resolve_scale(cell, on_event)?;
+        let workload_name = &self.spec.workloads[cell.workload].name;
+        let server = self.servers[cell.target].as_mut().expect("provisioned");
+        let name = dataset_name(workload_name, scale);
+        let admin = server.conn("postgres");
+        let loaded = query_string(
+            &server.conn(&name),
+            "SELECT count(*)::text FROM stampede_dataset",
+        )
+        .is_ok_and(|n| n == "1");
+        if !loaded {
+            let note = format!(
+                "loading {workload_name} scale {scale} on {}",
+                self.spec.targets[cell.target].name
+            );
+            on_event(LabEvent::Note(&note));
+            sql(&admin, &format!("DROP DATABASE IF EXISTS {name}"))?;
+            sql(&admin, &format!("CREATE DATABASE {name}"))?;
+            let conn = server.conn(&name);
+            self.workloads[cell.workload].load(&conn, scale)?;
+            sql(&conn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
+            sql(&conn, "VACUUM (FREEZE, ANALYZE)")?;
+            sql(
+                &conn,
+                "CREATE TABLE stampede_dataset AS SELECT now() AS loaded_at",
+            )?;
+            sql(&admin, "CHECKPOINT")?;
+        }
+        server.datasets.insert(key, scale);
+        Ok(scale)
+    }
+
+    /// A fixed scale as given; a class from the measured size of one scale unit.
+    fn resolve_scale(
+        &mut self,
+        cell: &Cell,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<i64, String> {
+        let Scale::Fixed(n) = cell.scale else {
+            let unit = self.unit_bytes(cell, on_event)?;
+            let server = self.servers[cell.target].as_ref().expect("provisioned");
+            let admin = server.conn("postgres");
+            let shared_buffers: u64 = query_string(
+                &admin,
+                "SELECT pg_size_bytes(current_setting('shared_buffers'))::text",
+            )?
+            .parse()
+            .map_err(|e| format!("shared_buffers: {e}"))?;
+            let machine = Machine::probe(&server.cluster.root);
+            return scale_for_class(cell.scale, unit, shared_buffers, &machine);
+        };
+        Ok(n)
+    }
+
+    /// Loads scale 1 into a scratch database and measures it (once per target and workload).
+    fn unit_bytes(
+        &mut self,
+        cell: &Cell,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<u64, String> {
+        let server = self.servers[cell.target].as_mut().expect("provisioned");
+        if let Some(bytes) = server.unit_bytes.get(&cell.workload) {
+            return Ok(*bytes);
+        }
+        on_event(LabEvent::Note("measuring the size of one scale unit"));
+        let admin = server.conn("postgres");
+        sql(&admin, "DROP DATABASE IF EXISTS stampede_probe")?;
+        sql(&admin, "CREATE DATABASE stampede_probe")?;
+        let probe = server.conn("stampede_probe");
+        let empty: u64 = query_string(&probe, "SELECT pg_database_size(current_database())::text")?
+            .parse()
+            .unwrap_or(0);
+        self.workloads[cell.workload].load(&probe, 1)?;
+        let full: u64 = query_string(&probe, "SELECT pg_database_size(current_database())::text")?
+            .parse()
+            .unwrap_or(0);
+        sql(&admin, "DROP DATABASE stampede_probe")?;
+        let bytes = full.saturating_sub(empty).max(1);
+        server.unit_bytes.insert(cell.workload, bytes);
+        Ok(bytes)
+    }
+
+    /// Stops every cluster this lab started.
+    pub fn shutdown(&mut self) {
+        for server in self.servers.iter_mut().filter_map(Option::take) {
+            let _ = server.cluster.stop();
+        }
+    }
+}
+
+impl TargetServer {
+    /// Whether the server answers (a process check alone can be fooled by an unreaped one).
+    fn alive(&self) -> bool {
+        query_string(&self.conn("postgres"), "SELECT 1").is_ok()
+    }
+
+    fn conn(&self, database: &str) -> ConnSpec {
+        ConnSpec {
+            host: self.cluster.socket_dir().display().to_string(),
+            port: self.cluster.port,
+            user: self.superuser.clone(),
+            dbname: database.into(),
+            password: None,
+            application_name: "stampede-lab".into(),
+            connect_timeout: Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn max_clients(spec: &LabSpec) -> usize {
+    spec.workloads
+        .iter()
+        .flat_map(|w| w.clients.iter().copied())
+        .max()
+        .unwrap_or(1)
+}
+
+fn dataset_name(workload: &str, scale: i64) -> String {
+    format!("stampede_{}_s{scale}", workload.replace('-', "_"))
+}
+
+/// PostgreSQL 15 copies template databases through the WAL by default; a file copy (after
+/// the checkpoint it forces) is much faster for benchmark-sized data.
+fn file_copy(cluster: &Cluster) -> &'static str {
+    if cluster.binaries.major().is_some_and(|m| m >= 15) {
+        " STRATEGY FILE_COPY"
+    } else {
+        ""
+    }
+}
+
+/// Scale factor whose data lands in the class: `buffers` ≤ 90% of shared_buffers; `ram` twice
+/// shared_buffers (at least 1 GB more), at most half the RAM; `disk` 1.25 × RAM, refused when
+/// the disk lacks 1.5 × that.
+pub fn scale_for_class(
+    class: Scale,
+    unit_bytes: u64,
+    shared_buffers: u64,
+    machine: &Machine,
+) -> Result<i64, String> {
+    const GB: u64 = 1024 * 1024 * 1024;
+    let bytes = match class {
+        Scale::Fixed(n) => return Ok(n),
+        Scale::Buffers => shared_buffers / 10 * 9,
+        Scale::Ram => {
+            let wanted = (shared_buffers * 2).max(shared_buffers + GB);
+            if wanted > machine.ram_bytes / 2 {
+                return Err(format!(
+                    "scale \"ram\": data larger than shared_buffers ({} MB) needs {} MB, more than half of this machine's RAM ({} MB); lower shared_buffers or use a number",
+                    shared_buffers >> 20,
+                    wanted >> 20,
+                    machine.ram_bytes >> 20
+                ));
+            }
+            wanted
+        }
+        Scale::Disk => {
+            let wanted = machine.ram_bytes / 4 * 5;
+            if machine.free_disk_bytes < wanted / 2 * 3 {
+                return Err(format!(
+                    "scale \"disk\": data exceeding RAM needs {} MB and room to spare, but only {} MB are free",
+                    wanted >> 20,
+                    machine.free_disk_bytes >> 20
+                ));
+            }
+            wanted
+        }
+    };
+    Ok(((bytes / unit_bytes.max(1)) as i64).max(1))
+}
+
+fn resolve_binaries(target: &TargetSpec) -> Result<Binaries, String> {
+    match &target.postgres {
+        PostgresSource::System => Binaries::find_best(),
+        PostgresSource::BinDir(dir) => Binaries::at(dir),
+        PostgresSource::Version(version) => Err(format!(
+            "target \"{}\": PostgreSQL {version} would be downloaded from Maven Central (zonky), which this build does not do yet; use postgres = \"system\" or a bin/ path",
+            target.name
+        )),
+    }
+    .map_err(|e| format!("target \"{}\": {e}", target.name))
+}
+
+/// initdb (once) with the profile's settings, then start on a free port.
+fn provision(
+    target: &TargetSpec,
+    binaries: &Binaries,
+    root: &std::path::Path,
+    max_clients: usize,
+) -> Result<TargetServer, String> {
+    let run_as = OsUser::for_server()?;
+    let superuser = run_as
+        .as_ref()
+        .map(|u| u.name.clone())
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "postgres".into());
+    let cluster = Cluster {
+        binaries: binaries.clone(),
+        root: root.to_path_buf(),
+        port: free_port()?,
+        run_as,
+        cpus: target.cpus.clone(),
+    };
+    if let Some(parent) = root.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
+    }
+    let machine = Machine::probe(root);
+    let settings = profile::settings(&target.profile, &machine, max_clients, &target.settings)?;
+    if !cluster.is_initialized() {
+        let password = random_password();
+        let borrowed: Vec<(&str, String)> = settings
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        cluster
+            .init(&superuser, &password, &borrowed)
+            .map_err(|e| format!("target \"{}\": {e}", target.name))?;
+    } else {
+        // A new port (and the same settings) for a cluster made by an earlier invocation.
+        cluster.reconfigure(&settings)?;
+    }
+    if cluster.is_running() {
+        cluster.stop()?;
+    }
+    cluster
+        .start()
+        .map_err(|e| format!("target \"{}\": {e}", target.name))?;
+    Ok(TargetServer {
+        cluster,
+        superuser,
+        datasets: HashMap::new(),
+        unit_bytes: HashMap::new(),
+    })
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free TCP port: {e}"))
+}
+
+/// Only the local socket (trust) is used by the lab; the TCP password is never stored.
+fn random_password() -> String {
+    let mut bytes = [0u8; 18];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut f, &mut bytes);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Provenance and the full pg_settings of a started target.
+fn describe_target(spec: &TargetSpec, server: &TargetServer) -> Result<TargetRecord, String> {
+    let admin = server.conn("postgres");
+    let server_version = query_string(&admin, "SELECT version()")?;
+    let pg_config = query_string(
+        &admin,
+        "SELECT string_agg(name || ' = ' || setting, E'\\n' ORDER BY name) FROM pg_config",
+    )
+    .unwrap_or_default();
+    let settings = query_rows(
+        &admin,
+        "SELECT name, setting, unit, source FROM pg_settings ORDER BY name",
+    )?
+    .into_iter()
+    .map(|row| SettingRow {
+        name: row[0].clone().unwrap_or_default(),
+        setting: row[1].clone(),
+        unit: row[2].clone(),
+        source: row[3].clone(),
+    })
+    .collect();
+    Ok(TargetRecord {
+        name: spec.name.clone(),
+        postgres: match &spec.postgres {
+            PostgresSource::System => "system".into(),
+            PostgresSource::BinDir(dir) => dir.display().to_string(),
+            PostgresSource::Version(v) => v.clone(),
+        },
+        binary_source: match &spec.postgres {
+            PostgresSource::System => "system packages".into(),
+            PostgresSource::BinDir(_) => "bin/ path".into(),
+            PostgresSource::Version(_) => "zonky (Maven Central)".into(),
+        },
+        bin_dir: server.cluster.binaries.bin_dir.display().to_string(),
+        server_version,
+        pg_config,
+        profile: spec.profile.name(),
+        restore_method: if file_copy(&server.cluster).is_empty() {
+            "template database".into()
+        } else {
+            "template database (STRATEGY FILE_COPY)".into()
+        },
+        settings,
+    })
+}
+
+fn cell_records(spec: &LabSpec, plan: &Plan) -> Vec<CellRecord> {
+    plan.cells
+        .iter()
+        .map(|c| CellRecord {
+            key: c.key.clone(),
+            target: spec.targets[c.target].name.clone(),
+            workload: spec.workloads[c.workload].name.clone(),
+            script: c.script.clone(),
+            scale: c.scale.to_string(),
+            clients: c.clients,
+        })
+        .collect()
+}
+
+/// A killed postmaster's lock file and orphaned backends linger until it is reaped; retry.
+fn restart(cluster: &Cluster) -> Result<(), String> {
+    let mut last = Ok(());
+    for _ in 0..30 {
+        last = cluster.start();
+        if last.is_ok() {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    last
+}
+
+fn log_tail(cluster: &Cluster, lines: usize) -> String {
+    let text = std::fs::read_to_string(cluster.log_file()).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Control-plane SQL on a small runtime of its own.
+fn with_client<T>(
+    conn: &ConnSpec,
+    work: impl for<'c> FnOnce(
+        &'c tokio_postgres::Client,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + 'c>,
+    >,
+) -> Result<T, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    runtime.block_on(async {
+        let (client, connection) = conn
+            .tokio_config()
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| format!("could not connect to {conn}: {e}"))?;
+        let driver = tokio::spawn(connection);
+        let result = work(&client).await.map_err(|e| match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.severity(), db.message()),
+            None => e.to_string(),
+        });
+        drop(client);
+        let _ = driver.await;
+        result
+    })
+}
+
+fn sql(conn: &ConnSpec, statement: &str) -> Result<(), String> {
+    let owned = statement.to_string();
+    with_client(conn, move |c| {
+        Box::pin(async move { c.batch_execute(&owned).await })
+    })
+    .map_err(|e| format!("{statement}: {e}"))
+}
+
+fn query_rows(conn: &ConnSpec, query: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+    let query = query.to_string();
+    with_client(conn, move |c| {
+        Box::pin(async move {
+            let rows = c.query(&query, &[]).await?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    (0..r.len())
+                        .map(|i| r.get::<_, Option<String>>(i))
+                        .collect()
+                })
+                .collect())
+        })
+    })
+}
+
+fn query_string(conn: &ConnSpec, query: &str) -> Result<String, String> {
+    let rows = query_rows(conn, query)?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first().cloned().flatten())
+        .unwrap_or_default())
+}

@@ -1,0 +1,7 @@
+//! The lab: a TOML matrix of targets × workloads × scales × clients × runs, expanded into an
+//! interleaved plan, run on managed servers, resumable, recorded in the results database.
+
+pub mod executor;
+pub mod plan;
+pub mod spec;
+pub mod workload;

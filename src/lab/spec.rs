@@ -1,0 +1,577 @@
+//! The lab spec: a TOML file naming targets (servers and their configuration), workloads, and
+//! how long and how often to measure. Every error names the file, line and key, and is found
+//! before anything starts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub use crate::server::profile::Profile;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    name: Spanned<String>,
+    runs: Option<Spanned<i64>>,
+    duration: Spanned<String>,
+    warmup: Option<Spanned<String>>,
+    results: Option<String>,
+    seed: Option<u64>,
+    #[serde(rename = "target", default)]
+    targets: Vec<TargetFile>,
+    #[serde(rename = "workload", default)]
+    workloads: Vec<WorkloadFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TargetFile {
+    name: Spanned<String>,
+    postgres: Option<Spanned<String>>,
+    profile: Option<Spanned<String>>,
+    #[serde(default)]
+    settings: BTreeMap<String, toml::Value>,
+    cpus: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadFile {
+    name: Spanned<String>,
+    #[serde(default)]
+    scripts: Vec<String>,
+    scale: Option<Spanned<Vec<ScaleFile>>>,
+    clients: Spanned<Vec<i64>>,
+    threads: Option<Spanned<i64>>,
+    protocol: Option<Spanned<String>>,
+    client_cpus: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ScaleFile {
+    Number(i64),
+    Class(String),
+}
+
+/// Where the server binaries come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostgresSource {
+    /// The best binaries on this machine (`pg_config`, `/usr/lib/postgresql/*/bin`).
+    System,
+    /// A bin/ directory (a package's, or a user's own build).
+    BinDir(PathBuf),
+    /// A major ("16") or exact version ("16.4.0") to download.
+    Version(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetSpec {
+    pub name: String,
+    pub postgres: PostgresSource,
+    pub profile: Profile,
+    /// Overrides on top of the profile, as postgresql.conf values.
+    pub settings: Vec<(String, String)>,
+    /// Pin the server to these CPUs.
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// A data size: a fixed pgbench-style scale, or a class relative to the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scale {
+    Fixed(i64),
+    /// Fits in shared_buffers.
+    Buffers,
+    /// Fits in RAM but not in shared_buffers.
+    Ram,
+    /// Exceeds RAM.
+    Disk,
+}
+
+impl std::fmt::Display for Scale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scale::Fixed(n) => write!(f, "{n}"),
+            Scale::Buffers => f.write_str("buffers"),
+            Scale::Ram => f.write_str("ram"),
+            Scale::Disk => f.write_str("disk"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    pub name: String,
+    /// The workload's variants (for pgbench: builtin names or script files).
+    pub scripts: Vec<String>,
+    pub scales: Vec<Scale>,
+    pub clients: Vec<usize>,
+    /// Driver threads; default: as many as cores, at most the clients.
+    pub threads: Option<usize>,
+    pub protocol: Option<String>,
+    pub client_cpus: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSpec {
+    pub name: String,
+    pub runs: u32,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub results: PathBuf,
+    /// Seed of the shuffled cell order; recorded so the order can be reproduced.
+    pub seed: Option<u64>,
+    pub targets: Vec<TargetSpec>,
+    pub workloads: Vec<WorkloadSpec>,
+    /// The file's text, stored with the results.
+    pub text: String,
+}
+
+/// A spec error: `file:line:col: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Locates byte offsets of the spec text for error messages.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn error(&self, offset: usize, message: impl std::fmt::Display) -> SpecError {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        SpecError(format!(
+            "{}:{line}:{column}: {message}",
+            self.path.display()
+        ))
+    }
+
+    fn at<T>(&self, spanned: &Spanned<T>, message: impl std::fmt::Display) -> SpecError {
+        self.error(spanned.span().start, message)
+    }
+}
+
+pub fn load(path: &Path) -> Result<LabSpec, SpecError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SpecError(format!("could not read {}: {e}", path.display())))?;
+    parse(path, &text)
+}
+
+pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
+    let source = Source { path, text };
+    let file: SpecFile = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        source.error(offset, e.message().trim())
+    })?;
+    let runs = match &file.runs {
+        Some(runs) if *runs.get_ref() < 1 => {
+            return Err(source.at(runs, "runs: must be at least 1"))
+        }
+        Some(runs) => *runs.get_ref() as u32,
+        None => 3,
+    };
+    let duration = parse_duration(file.duration.get_ref())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            source.at(
+                &file.duration,
+                format!(
+                    "duration: \"{}\" is not a duration (e.g. \"60s\", \"5m\", \"1h\")",
+                    file.duration.get_ref()
+                ),
+            )
+        })?;
+    let warmup = match &file.warmup {
+        Some(w) => parse_duration(w.get_ref()).ok_or_else(|| {
+            source.at(
+                w,
+                format!(
+                    "warmup: \"{}\" is not a duration (e.g. \"10s\")",
+                    w.get_ref()
+                ),
+            )
+        })?,
+        None => Duration::ZERO,
+    };
+    let name = file.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(source.at(&file.name, "name: must not be empty"));
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let results = base.join(file.results.clone().unwrap_or(format!("{name}.db")));
+    let targets = targets(&source, &file, base)?;
+    let workloads = workloads(&source, &file, base)?;
+    Ok(LabSpec {
+        name,
+        runs,
+        duration,
+        warmup,
+        results,
+        seed: file.seed,
+        targets,
+        workloads,
+        text: text.to_string(),
+    })
+}
+
+fn targets(
+    source: &Source<'_>,
+    file: &SpecFile,
+    base: &Path,
+) -> Result<Vec<TargetSpec>, SpecError> {
+    if file.targets.is_empty() {
+        return Err(source.error(0, "no [[target]]: a lab needs at least one server"));
+    }
+    let mut seen = Vec::new();
+    let mut targets = Vec::new();
+    for target in &file.targets {
+        let name = target.name.get_ref().clone();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(source.at(
+                &target.name,
+                format!("target name \"{name}\": use letters, digits, '-', '_' or '.'"),
+            ));
+        }
+        if seen.contains(&name) {
+            return Err(source.at(&target.name, format!("duplicate target name \"{name}\"")));
+        }
+        seen.push(name.clone());
+        targets.push(TargetSpec {
+            name,
+            postgres: postgres_source(source, target.postgres.as_ref(), base)?,
+            profile: profile(source, target.profile.as_ref(), base)?,
+            settings: settings(source, target)?,
+            cpus: cpu_list(source, target.cpus.as_ref(), "cpus")?,
+        });
+    }
+    Ok(targets)
+}
+
+fn postgres_source(
+    source: &Source<'_>,
+    value: Option<&Spanned<String>>,
+    base: &Path,
+) -> Result<PostgresSource, SpecError> {
+    let Some(value) = value else {
+        return Ok(PostgresSource::System);
+    };
+    let text = value.get_ref().trim();
+    if text == "system" {
+        return Ok(PostgresSource::System);
+    }
+    if text.contains('/') {
+        let dir = base.join(text);
+        if !dir.join("postgres").is_file() {
+            return Err(source.at(
+                value,
+                format!("postgres: no server binaries in \"{}\"", dir.display()),
+            ));
+        }
+        return Ok(PostgresSource::BinDir(dir));
+    }
+    let parts: Vec<&str> = text.split('.').collect();
+    let numeric = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let major: Option<u32> = parts.first().and_then(|p| p.parse().ok());
+    match major {
+        Some(12..=18) if numeric && parts.len() <= 3 => Ok(PostgresSource::Version(text.into())),
+        _ => Err(source.at(
+            value,
+            format!(
+                "postgres: unknown version \"{text}\"; use a major 12-18 (\"16\"), an exact version (\"16.4.0\"), \"system\" or a bin/ path"
+            ),
+        )),
+    }
+}
+
+fn profile(
+    source: &Source<'_>,
+    value: Option<&Spanned<String>>,
+    base: &Path,
+) -> Result<Profile, SpecError> {
+    match value.map(|v| (v, v.get_ref().as_str())) {
+        None | Some((_, "untuned")) => Ok(Profile::Untuned),
+        Some((_, "tuned")) => Ok(Profile::Tuned),
+        Some((spanned, path)) => {
+            let file = base.join(path);
+            if file.is_file() {
+                Ok(Profile::File(file))
+            } else {
+                Err(source.at(
+                    spanned,
+                    format!(
+                        "profile: \"{path}\" is neither \"untuned\", \"tuned\" nor a readable file"
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+fn settings(source: &Source<'_>, target: &TargetFile) -> Result<Vec<(String, String)>, SpecError> {
+    target
+        .settings
+        .iter()
+        .map(|(name, value)| {
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+                _ => {
+                    return Err(source.at(
+                        &target.name,
+                        format!("settings.{name}: use a string, number or boolean"),
+                    ))
+                }
+            };
+            Ok((name.clone(), text))
+        })
+        .collect()
+}
+
+/// "0-3,6" → [0, 1, 2, 3, 6].
+fn cpu_list(
+    source: &Source<'_>,
+    value: Option<&Spanned<String>>,
+    key: &str,
+) -> Result<Option<Vec<usize>>, SpecError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let bad = || {
+        source.at(
+            value,
+            format!(
+                "{key}: \"{}\" is not a CPU list like \"0-3,6\"",
+                value.get_ref()
+            ),
+        )
+    };
+    let mut cpus = Vec::new();
+    for part in value.get_ref().split(',') {
+        let part = part.trim();
+        let (low, high) = part.split_once('-').unwrap_or((part, part));
+        let low: usize = low.trim().parse().map_err(|_| bad())?;
+        let high: usize = high.trim().parse().map_err(|_| bad())?;
+        if low > high {
+            return Err(bad());
+        }
+        cpus.extend(low..=high);
+    }
+    Ok(Some(cpus))
+}
+
+fn workloads(
+    source: &Source<'_>,
+    file: &SpecFile,
+    base: &Path,
+) -> Result<Vec<WorkloadSpec>, SpecError> {
+    if file.workloads.is_empty() {
+        return Err(source.error(0, "no [[workload]]: a lab needs at least one workload"));
+    }
+    file.workloads
+        .iter()
+        .map(|w| workload(source, w, base))
+        .collect()
+}
+
+fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<WorkloadSpec, SpecError> {
+    let name = w.name.get_ref().clone();
+    if name != "pgbench" {
+        return Err(source.at(
+            &w.name,
+            format!("workload \"{name}\": known workloads are \"pgbench\""),
+        ));
+    }
+    let clients = w.clients.get_ref();
+    if clients.is_empty() || clients.iter().any(|c| *c < 1) {
+        return Err(source.at(&w.clients, "clients: every client count must be at least 1"));
+    }
+    let scales = match &w.scale {
+        None => vec![Scale::Fixed(1)],
+        Some(list) => list
+            .get_ref()
+            .iter()
+            .map(|s| match s {
+                ScaleFile::Number(n) if *n >= 1 => Ok(Scale::Fixed(*n)),
+                ScaleFile::Class(c) if c == "buffers" => Ok(Scale::Buffers),
+                ScaleFile::Class(c) if c == "ram" => Ok(Scale::Ram),
+                ScaleFile::Class(c) if c == "disk" => Ok(Scale::Disk),
+                _ => Err(source.at(
+                    list,
+                    "scale: use numbers of at least 1 or \"buffers\", \"ram\", \"disk\"",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let threads = match &w.threads {
+        Some(t) if *t.get_ref() < 1 => return Err(source.at(t, "threads: must be at least 1")),
+        Some(t) => Some(*t.get_ref() as usize),
+        None => None,
+    };
+    if let Some(p) = &w.protocol {
+        if !["simple", "extended", "prepared"].contains(&p.get_ref().as_str()) {
+            return Err(source.at(p, "protocol: use \"simple\", \"extended\" or \"prepared\""));
+        }
+    }
+    let scripts = if w.scripts.is_empty() {
+        vec!["tpcb-like".to_string()]
+    } else {
+        w.scripts
+            .iter()
+            .map(|s| {
+                if s.ends_with(".sql") {
+                    base.join(s).display().to_string()
+                } else {
+                    s.clone()
+                }
+            })
+            .collect()
+    };
+    Ok(WorkloadSpec {
+        name,
+        scripts,
+        scales,
+        clients: clients.iter().map(|c| *c as usize).collect(),
+        threads,
+        protocol: w.protocol.as_ref().map(|p| p.get_ref().clone()),
+        client_cpus: cpu_list(source, w.client_cpus.as_ref(), "client_cpus")?,
+    })
+}
+
+/// "60s", "5m", "1h", "500ms", "1m30s".
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return None;
+        }
+        let number: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        total += match unit {
+            "ms" => Duration::from_millis(number),
+            "s" | "" => Duration::from_secs(number),
+            "m" | "min" => Duration::from_secs(number * 60),
+            "h" => Duration::from_secs(number * 3600),
+            _ => return None,
+        };
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+runs = 2
+duration = "3s"
+warmup = "1s"
+
+[[target]]
+name = "a"
+profile = "tuned"
+settings = { shared_buffers = "128MB", fsync = false }
+cpus = "0-1"
+
+[[target]]
+name = "b"
+postgres = "16"
+
+[[workload]]
+name = "pgbench"
+scripts = ["select-only", "tpcb-like"]
+scale = [1, "buffers"]
+clients = [1, 4]
+"#;
+
+    fn error(text: &str) -> String {
+        parse(Path::new("lab.toml"), text).unwrap_err().0
+    }
+
+    #[test]
+    fn a_good_spec_parses() {
+        let spec = parse(Path::new("dir/lab.toml"), GOOD).unwrap();
+        assert_eq!(spec.runs, 2);
+        assert_eq!(spec.duration, Duration::from_secs(3));
+        assert_eq!(spec.results, Path::new("dir/t.db"));
+        assert_eq!(spec.targets[0].profile, Profile::Tuned);
+        assert_eq!(spec.targets[0].cpus, Some(vec![0, 1]));
+        assert!(spec.targets[0]
+            .settings
+            .contains(&("fsync".into(), "off".into())));
+        assert_eq!(
+            spec.targets[1].postgres,
+            PostgresSource::Version("16".into())
+        );
+        assert_eq!(
+            spec.workloads[0].scales,
+            vec![Scale::Fixed(1), Scale::Buffers]
+        );
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        assert_eq!(
+            error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `duration`, `warmup`, `results`, `seed`, `target`, `workload`"
+        );
+        assert_eq!(
+            error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),
+            "lab.toml:4:12: duration: \"3 parsecs\" is not a duration (e.g. \"60s\", \"5m\", \"1h\")"
+        );
+        assert_eq!(
+            error(&GOOD.replace("name = \"b\"", "name = \"a\"")),
+            "lab.toml:14:8: duplicate target name \"a\""
+        );
+        assert_eq!(
+            error(&GOOD.replace("clients = [1, 4]", "clients = [0, 4]")),
+            "lab.toml:21:11: clients: every client count must be at least 1"
+        );
+        assert_eq!(
+            error(&GOOD.replace("\"16\"", "\"9.6\"")),
+            "lab.toml:15:12: postgres: unknown version \"9.6\"; use a major 12-18 (\"16\"), an exact version (\"16.4.0\"), \"system\" or a bin/ path"
+        );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("5 s"), None);
+        assert_eq!(parse_duration("s"), None);
+    }
+}

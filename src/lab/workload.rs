@@ -1,0 +1,43 @@
+//! The seam between the lab and a workload family: the lab provisions servers, orders runs and
+//! stores results; a workload loads its data and measures one run. Each family (pgbench today;
+//! sysbench, tpcc, dbstress later) implements this once and every lab feature applies to it.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::server::target::ConnSpec;
+use crate::store::{RunMetrics, SeriesRow};
+
+/// One measured run.
+pub struct RunRequest<'a> {
+    pub conn: &'a ConnSpec,
+    /// The workload variant (for pgbench: a builtin name or a script file).
+    pub script: &'a str,
+    pub scale: i64,
+    pub clients: usize,
+    pub threads: usize,
+    pub protocol: Option<&'a str>,
+    /// Run this long first, excluded from every metric.
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub client_cpus: Option<&'a [usize]>,
+    /// Set on SIGINT/SIGTERM: the run stops early and is recorded as interrupted.
+    pub stop: Arc<AtomicBool>,
+}
+
+pub struct Measurement {
+    pub metrics: RunMetrics,
+    /// Per second after the warmup.
+    pub series: Vec<SeriesRow>,
+}
+
+pub trait LabWorkload {
+    /// Loads the dataset at `scale` into the connected, empty database.
+    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String>;
+    /// Whether runs of this variant change the data, so that each needs a pristine copy.
+    fn writes(&self, script: &str) -> bool;
+    /// Checks a variant before anything starts (unknown builtin, unreadable file).
+    fn check_variant(&self, script: &str) -> Result<(), String>;
+    fn run(&self, request: &RunRequest<'_>) -> Result<Measurement, String>;
+}

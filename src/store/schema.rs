@@ -1,0 +1,77 @@
+//! The results database schema, as numbered migrations. A database records the highest
+//! migration applied in `schema_version`; opening it applies the rest in order.
+
+pub const MIGRATIONS: &[&str] = &[
+    // 1: labs, targets with provenance and settings, cells, runs, per-second series.
+    r#"
+CREATE TABLE labs (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    spec        TEXT NOT NULL,          -- the TOML text the lab was started with
+    seed        INTEGER NOT NULL,       -- of the shuffled run order
+    created_unix_s REAL NOT NULL
+);
+CREATE TABLE targets (
+    id              INTEGER PRIMARY KEY,
+    lab_id          INTEGER NOT NULL REFERENCES labs(id),
+    name            TEXT NOT NULL,
+    postgres        TEXT NOT NULL,      -- as the spec gives it: system, a bin/ path, a version
+    binary_source   TEXT,               -- where the binaries came from
+    bin_dir         TEXT,
+    server_version  TEXT,               -- SELECT version()
+    pg_config       TEXT,               -- pg_config output: configure flags, CFLAGS
+    profile         TEXT NOT NULL,
+    restore_method  TEXT,               -- how write runs get pristine data
+    UNIQUE (lab_id, name)
+);
+CREATE TABLE target_settings (
+    target_id   INTEGER NOT NULL REFERENCES targets(id),
+    name        TEXT NOT NULL,
+    setting     TEXT,
+    unit        TEXT,
+    source      TEXT,                   -- pg_settings.source: default, configuration file, ...
+    PRIMARY KEY (target_id, name)
+);
+CREATE TABLE cells (
+    id          INTEGER PRIMARY KEY,
+    lab_id      INTEGER NOT NULL REFERENCES labs(id),
+    key         TEXT NOT NULL,          -- target/workload/script/scale/clients
+    target      TEXT NOT NULL,
+    workload    TEXT NOT NULL,
+    script      TEXT NOT NULL,
+    scale       TEXT NOT NULL,          -- as specified: a number or a class
+    clients     INTEGER NOT NULL,
+    UNIQUE (lab_id, key)
+);
+CREATE TABLE runs (
+    id              INTEGER PRIMARY KEY,
+    cell_id         INTEGER NOT NULL REFERENCES cells(id),
+    repetition      INTEGER NOT NULL,   -- 0-based
+    position        INTEGER NOT NULL,   -- place in the lab's run order
+    status          TEXT NOT NULL CHECK (status IN ('completed', 'failed', 'interrupted')),
+    error           TEXT,               -- with the server log's tail when the server failed
+    started_unix_s  REAL NOT NULL,
+    ended_unix_s    REAL NOT NULL,
+    resolved_scale  INTEGER,            -- the workload's scale factor used
+    duration_s      REAL,               -- measured window, warmup excluded
+    transactions    INTEGER,
+    failures        INTEGER,
+    tps             REAL,
+    latency_avg_ms  REAL,
+    latency_stddev_ms REAL,
+    p50_ms REAL, p90_ms REAL, p95_ms REAL, p99_ms REAL, p999_ms REAL, max_ms REAL,
+    client_cpu_us_per_txn REAL,
+    overhead_s      REAL                -- restore, checkpoint and setup before measuring
+);
+CREATE INDEX runs_by_cell ON runs (cell_id, repetition);
+CREATE TABLE run_series (
+    run_id      INTEGER NOT NULL REFERENCES runs(id),
+    second      INTEGER NOT NULL,       -- since the end of the warmup
+    tps         REAL NOT NULL,
+    p50_ms      REAL,
+    p99_ms      REAL,
+    failed      INTEGER NOT NULL,
+    PRIMARY KEY (run_id, second)
+);
+"#,
+];

@@ -1,0 +1,314 @@
+//! `stampede lab` end to end on managed clusters of the system's PostgreSQL: two targets (two
+//! configurations), two client counts, two runs, seconds long; plan order, stored provenance
+//! and series, SIGTERM mid-matrix then resume, a killed postmaster recorded as a failed run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{stderr, stdout};
+use stampede::server::binaries::Binaries;
+use stampede::server::cluster::{Cluster, OsUser};
+
+fn lab_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stampede-lab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The clusters run as the server user, which must reach the directory.
+    let _ = Command::new("chmod").arg("755").arg(&dir).status();
+    dir
+}
+
+fn write_spec(dir: &Path, runs: u32, duration: &str) -> PathBuf {
+    let spec = format!(
+        r#"name = "two-configs"
+runs = {runs}
+duration = "{duration}"
+warmup = "1s"
+seed = 42
+
+[[target]]
+name = "small-buffers"
+profile = "untuned"
+settings = {{ shared_buffers = "32MB", fsync = false }}
+
+[[target]]
+name = "tuned"
+profile = "tuned"
+settings = {{ shared_buffers = "128MB", fsync = false, max_wal_size = "1GB" }}
+
+[[workload]]
+name = "pgbench"
+scripts = ["tpcb-like"]
+scale = [1]
+clients = [1, 2]
+"#
+    );
+    let path = dir.join("lab.toml");
+    std::fs::write(&path, spec).unwrap();
+    path
+}
+
+fn stampede_cmd(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stampede"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env(
+            "HOME",
+            std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()),
+        );
+    command
+}
+
+fn sqlite(db: &Path, query: &str) -> Vec<Vec<String>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut statement = conn.prepare(query).unwrap();
+    let columns = statement.column_count();
+    statement
+        .query_map([], |row| {
+            (0..columns)
+                .map(|i| {
+                    row.get::<_, rusqlite::types::Value>(i).map(|v| match v {
+                        rusqlite::types::Value::Null => "NULL".to_string(),
+                        rusqlite::types::Value::Integer(i) => i.to_string(),
+                        rusqlite::types::Value::Real(r) => r.to_string(),
+                        rusqlite::types::Value::Text(t) => t,
+                        rusqlite::types::Value::Blob(_) => "blob".into(),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Stops the lab's clusters even when an assertion fails.
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let servers = self.0.join("two-configs.db.servers");
+        for target in ["small-buffers", "tuned"] {
+            let cluster = Cluster {
+                binaries: Binaries::find_best().expect("binaries"),
+                root: servers.join(target),
+                port: 0,
+                run_as: OsUser::for_server().expect("server user"),
+                cpus: None,
+            };
+            if cluster.is_running() {
+                let _ = cluster.stop();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn plan_shows_interleaved_order_without_running_anything() {
+    let dir = lab_dir("plan");
+    let _cleanup = Cleanup(dir.clone());
+    let spec = write_spec(&dir, 2, "2s");
+    let output = stampede_cmd(&["lab", "plan", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("4 cells × 2 runs = 8 runs; order seed 42"),
+        "{text}"
+    );
+    let targets: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("tpcb-like"))
+        .map(|l| {
+            if l.contains("small-buffers") {
+                "s"
+            } else {
+                "t"
+            }
+        })
+        .collect();
+    assert_eq!(targets, ["s", "t", "s", "t", "t", "s", "t", "s"], "{text}");
+    assert!(
+        !dir.join("two-configs.db").exists(),
+        "plan wrote a results database"
+    );
+}
+
+#[test]
+fn spec_errors_name_the_line_and_start_nothing() {
+    let dir = lab_dir("bad");
+    let _cleanup = Cleanup(dir.clone());
+    let spec = write_spec(&dir, 2, "2s");
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("clients = [1, 2]", "clients = [0]");
+    std::fs::write(&spec, text).unwrap();
+    let output = stampede_cmd(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("lab.toml:21:11: clients: every client count must be at least 1"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.join("two-configs.db").exists());
+    assert!(!dir.join("two-configs.db.servers").exists());
+}
+
+#[test]
+fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
+    let dir = lab_dir("run");
+    let _cleanup = Cleanup(dir.clone());
+    let spec = write_spec(&dir, 2, "2s");
+    let db = dir.join("two-configs.db");
+
+    // Start, then SIGTERM once the third run is under way.
+    let child = stampede_cmd(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let started = db.exists()
+            && sqlite(&db, "SELECT count(*) FROM runs")
+                .first()
+                .is_some_and(|r| r[0] == "2");
+        if started {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lab made no progress");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let interrupted = child.wait_with_output().unwrap();
+    assert_eq!(
+        interrupted.status.code(),
+        Some(2),
+        "{}",
+        stderr(&interrupted)
+    );
+    assert!(
+        stderr(&interrupted).contains("stampede lab resume"),
+        "{}",
+        stderr(&interrupted)
+    );
+    let before: Vec<Vec<String>> = sqlite(
+        &db,
+        "SELECT c.key, r.repetition, r.status, r.tps FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY r.id",
+    );
+    let completed_before: Vec<Vec<String>> = before
+        .iter()
+        .filter(|r| r[2] == "completed")
+        .cloned()
+        .collect();
+    assert_eq!(completed_before.len(), 2, "{before:?}");
+    assert_eq!(before.last().unwrap()[2], "interrupted", "{before:?}");
+
+    // Kill one target's postmaster in the middle of the next run.
+    let resumed = stampede_cmd(&["lab", "resume", spec.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = dir.join("two-configs.db.servers/tuned/data/postmaster.pid");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let running = sqlite(&db, "SELECT count(*) FROM runs WHERE status = 'completed'")[0][0]
+            .parse::<usize>()
+            .unwrap();
+        if running >= 3 && pid_file.exists() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "resume made no progress");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let finished = resumed.wait_with_output().unwrap();
+    assert!(finished.status.success(), "{}", stderr(&finished));
+    assert!(stderr(&finished).contains("resuming: 2 of 8 runs already finished"));
+
+    let runs = sqlite(
+        &db,
+        "SELECT c.key, r.repetition, r.status, r.tps, r.error FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY r.id",
+    );
+    // The two runs completed before the signal are kept exactly and not repeated.
+    for done in &completed_before {
+        let same: Vec<_> = runs
+            .iter()
+            .filter(|r| r[0] == done[0] && r[1] == done[1] && r[2] == "completed")
+            .collect();
+        assert_eq!(same.len(), 1, "{runs:?}");
+        assert_eq!(same[0][3], done[3]);
+    }
+    let failed: Vec<_> = runs.iter().filter(|r| r[2] == "failed").collect();
+    let completed = runs.iter().filter(|r| r[2] == "completed").count();
+    assert!(failed.len() <= 1, "{runs:?}");
+    assert_eq!(
+        completed + failed.len(),
+        8,
+        "every planned run finished: {runs:?}"
+    );
+    if let Some(run) = failed.first() {
+        assert!(run[0].starts_with("tuned/"), "{run:?}");
+        assert!(run[4].contains("server log tail"), "{run:?}");
+    }
+
+    // Provenance, settings and series are stored.
+    let targets = sqlite(
+        &db,
+        "SELECT name, server_version, profile, restore_method FROM targets ORDER BY name",
+    );
+    assert_eq!(targets.len(), 2);
+    assert!(targets[0][1].starts_with("PostgreSQL "), "{targets:?}");
+    assert_eq!(targets[0][2], "untuned");
+    assert_eq!(targets[1][2], "tuned");
+    let buffers = sqlite(
+        &db,
+        "SELECT t.name, s.setting, s.unit FROM target_settings s JOIN targets t ON t.id = s.target_id WHERE s.name = 'shared_buffers' ORDER BY t.name",
+    );
+    assert_eq!(buffers[0][1], "4096", "{buffers:?}"); // 32MB in 8kB pages
+    assert_eq!(buffers[1][1], "16384", "{buffers:?}");
+    let checkpoint = sqlite(
+        &db,
+        "SELECT s.setting FROM target_settings s JOIN targets t ON t.id = s.target_id WHERE t.name = 'tuned' AND s.name = 'checkpoint_completion_target'",
+    );
+    assert_eq!(checkpoint[0][0], "0.9");
+    let series = sqlite(
+        &db,
+        "SELECT r.id, count(s.second), sum(s.tps), r.transactions FROM runs r JOIN run_series s ON s.run_id = r.id WHERE r.status = 'completed' GROUP BY r.id",
+    );
+    assert_eq!(series.len(), completed);
+    for row in &series {
+        assert_eq!(
+            row[1], "2",
+            "two seconds measured after the warmup: {row:?}"
+        );
+        let summed: f64 = row[2].parse().unwrap();
+        assert_eq!(summed as i64, row[3].parse::<i64>().unwrap(), "{row:?}");
+    }
+    // The final table has one row per cell.
+    let table = stdout(&finished);
+    assert_eq!(
+        table.lines().filter(|l| l.contains("tpcb-like")).count(),
+        4,
+        "{table}"
+    );
+}
