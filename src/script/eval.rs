@@ -39,6 +39,11 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
             }
             [a, b] => {
                 let values = [evaluate(a, ctx)?, evaluate(b, ctx)?];
+                if let [Value::Int(l), Value::Int(r)] = values {
+                    if let Some(value) = int_fast_path(*function, l, r) {
+                        return Ok(value);
+                    }
+                }
                 call_with_values(*function, &values, ctx)
             }
             [a, b, c] => {
@@ -54,6 +59,59 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
                 .collect::<Result<Vec<_>, _>>()?;
             call_with_values(*function, &values, ctx)
         }
+    }
+}
+
+/// Integer `+ - * < <= = <>` without overflow: the common case, decided without the general
+/// dispatch. Anything else (overflow included, for its error) takes the general path.
+fn int_fast_path(function: Function, l: i64, r: i64) -> Option<Value> {
+    match function {
+        Function::Add => l.checked_add(r).map(Value::Int),
+        Function::Sub => l.checked_sub(r).map(Value::Int),
+        Function::Mul => l.checked_mul(r).map(Value::Int),
+        Function::Lt => Some(Value::Bool(l < r)),
+        Function::Le => Some(Value::Bool(l <= r)),
+        Function::Eq => Some(Value::Bool(l == r)),
+        Function::Ne => Some(Value::Bool(l != r)),
+        _ => None,
+    }
+}
+
+/// Replaces calls whose arguments are all constants by their value, where evaluating once at
+/// parse time gives what every run would: pure functions (not the random ones, not debug())
+/// that succeed. A call that fails is left alone, so the error still comes at run time with
+/// pgbench's message.
+pub fn fold_constants(expr: Expr) -> Expr {
+    let Expr::Call(function, args) = expr else {
+        return expr;
+    };
+    let args: Vec<Expr> = args.into_iter().map(fold_constants).collect();
+    let pure = !matches!(
+        function,
+        Function::Random
+            | Function::RandomGaussian
+            | Function::RandomExponential
+            | Function::RandomZipfian
+            | Function::Debug
+    );
+    let call = Expr::Call(function, args);
+    let Expr::Call(_, args) = &call else {
+        unreachable!("just built")
+    };
+    if !pure || !args.iter().all(|a| matches!(a, Expr::Constant(_))) {
+        return call;
+    }
+    let mut unused_random = PgPrng::seeded(0);
+    let mut ctx = EvalContext {
+        variables: &[],
+        variable_names: &[],
+        random: &mut unused_random,
+        script_index: 0,
+        command_index: 0,
+    };
+    match evaluate(&call, &mut ctx) {
+        Ok(value) => Expr::Constant(value),
+        Err(_) => call,
     }
 }
 
@@ -491,6 +549,33 @@ mod tests {
     use super::*;
     use crate::script::expr::ExprParser;
     use crate::script::parser::VarTable;
+
+    fn folded(text: &str) -> Expr {
+        let mut vars = VarTable::default();
+        fold_constants(ExprParser::parse(text, &mut vars).unwrap())
+    }
+
+    #[test]
+    fn constants_fold_but_random_debug_and_errors_stay() {
+        assert!(matches!(
+            folded("1 + 2 * 3 - abs(-4)"),
+            Expr::Constant(Value::Int(3))
+        ));
+        match folded("random(1, 10 * 2) + 3 * 2") {
+            Expr::Call(Function::Add, args) => {
+                assert!(matches!(&args[0], Expr::Call(Function::Random, inner)
+                    if matches!(inner[1], Expr::Constant(Value::Int(20)))));
+                assert!(matches!(args[1], Expr::Constant(Value::Int(6))));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            folded("debug(2 * 2)"),
+            Expr::Call(Function::Debug, _)
+        ));
+        assert!(matches!(folded("1 / 0"), Expr::Call(Function::Div, _)));
+        assert!(matches!(folded(":x + 1"), Expr::Call(Function::Add, _)));
+    }
 
     fn eval(text: &str) -> EvalResult {
         let mut vars = VarTable::default();

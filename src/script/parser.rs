@@ -476,12 +476,14 @@ fn parse_expression(
     command: &str,
     vars: &mut VarTable,
 ) -> Result<crate::script::ast::Expr, ScriptError> {
-    ExprParser::parse(text, vars).map_err(|e| {
-        scanner.error(
-            offset + e.column,
-            format!("{} in command \"{command}\"", e.message),
-        )
-    })
+    ExprParser::parse(text, vars)
+        .map(crate::script::eval::fold_constants)
+        .map_err(|e| {
+            scanner.error(
+                offset + e.column,
+                format!("{} in command \"{command}\"", e.message),
+            )
+        })
 }
 
 fn parse_shell(
