@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use common::{stderr, stdout};
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::{Cluster, OsUser};
+use stampede::server::download;
 
 fn lab_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("stampede-lab-{name}-{}", std::process::id()));
@@ -311,4 +312,75 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
         4,
         "{table}"
     );
+}
+
+/// A major downloaded from Maven Central (zonky) beside the system's binaries.
+#[test]
+fn a_downloaded_major_runs_beside_the_system_binaries() {
+    let dir = lab_dir("versions");
+    let spec = dir.join("versions.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "versions"
+runs = 1
+duration = "2s"
+seed = 3
+
+[[target]]
+name = "system"
+settings = { fsync = false }
+
+[[target]]
+name = "pg16"
+postgres = "16"
+settings = { fsync = false }
+
+[[workload]]
+name = "pgbench"
+scripts = ["select-only"]
+clients = [2]
+"#,
+    )
+    .unwrap();
+    let output = stampede_cmd(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let db = dir.join("versions.db");
+    let stop_all = || {
+        for (target, bin) in [("system", Binaries::find_best().ok()), ("pg16", None)] {
+            let root = dir.join("versions.db.servers").join(target);
+            let binaries = bin.or_else(|| {
+                let cached = download::cached_versions(&download::cache_root());
+                let (_, bin_dir) = cached.into_iter().find(|(v, _)| v.starts_with("16."))?;
+                Binaries::at(&bin_dir).ok()
+            });
+            if let Some(binaries) = binaries {
+                let cluster = Cluster {
+                    binaries,
+                    root,
+                    port: 0,
+                    run_as: OsUser::for_server().expect("server user"),
+                    cpus: None,
+                };
+                if cluster.is_running() {
+                    let _ = cluster.stop();
+                }
+            }
+        }
+    };
+    stop_all();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let targets = sqlite(
+        &db,
+        "SELECT name, server_version, binary_source FROM targets ORDER BY name",
+    );
+    assert!(targets[0][1].starts_with("PostgreSQL 16."), "{targets:?}");
+    assert_eq!(targets[0][2], "zonky (Maven Central)");
+    assert!(targets[1][1].starts_with("PostgreSQL "), "{targets:?}");
+    let completed = sqlite(
+        &db,
+        "SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0",
+    );
+    assert_eq!(completed[0][0], "2");
+    let _ = std::fs::remove_dir_all(&dir);
 }

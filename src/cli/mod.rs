@@ -55,6 +55,8 @@ pub enum ServerAction {
     Stop,
     /// Stop the managed default server and delete its data
     Destroy,
+    /// PostgreSQL majors available to provision (Maven Central, zonky builds) and what is cached
+    Versions,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,9 +2,15 @@
 
 use super::{CommandResult, Failure};
 use crate::cli::ServerAction;
+use crate::report::table;
+use crate::server::binaries::Binaries;
+use crate::server::download;
 use crate::server::managed::{default_home, ManagedServer};
 
 pub fn run(action: &ServerAction) -> CommandResult {
+    if let ServerAction::Versions = action {
+        return versions();
+    }
     let home = default_home();
     if let ServerAction::Start = action {
         let (server, created) = ManagedServer::ensure_running(&home).map_err(Failure::Input)?;
@@ -37,7 +43,45 @@ pub fn run(action: &ServerAction) -> CommandResult {
                 root.display()
             );
         }
-        ServerAction::Start => unreachable!("handled above"),
+        ServerAction::Start | ServerAction::Versions => unreachable!("handled above"),
     }
+    Ok(())
+}
+
+/// Majors 12–18: the system's binaries, the newest build on Maven Central (zonky), and what is
+/// cached.
+fn versions() -> CommandResult {
+    let root = download::cache_root();
+    let cached = download::cached_versions(&root);
+    let system = Binaries::find_best().ok();
+    let mut rows = Vec::new();
+    for major in 12..=18u32 {
+        let available = download::newest_available(&major.to_string())
+            .unwrap_or_else(|e| format!("unavailable ({})", e.split(": ").last().unwrap_or("")));
+        let here: Vec<String> = cached
+            .iter()
+            .filter(|(v, _)| v.split('.').next() == Some(&major.to_string()))
+            .map(|(v, _)| v.clone())
+            .collect();
+        let system_note = system
+            .as_ref()
+            .filter(|b| b.major() == Some(major))
+            .map(|b| b.bin_dir.display().to_string())
+            .unwrap_or_default();
+        rows.push(vec![
+            major.to_string(),
+            available,
+            here.join(", "),
+            system_note,
+        ]);
+    }
+    print!(
+        "{}",
+        table::render(
+            &["major", "newest on Maven Central", "cached", "system"],
+            &rows
+        )
+    );
+    println!("cache: {}", root.display());
     Ok(())
 }

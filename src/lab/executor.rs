@@ -520,10 +520,7 @@ fn resolve_binaries(target: &TargetSpec) -> Result<Binaries, String> {
     match &target.postgres {
         PostgresSource::System => Binaries::find_best(),
         PostgresSource::BinDir(dir) => Binaries::at(dir),
-        PostgresSource::Version(version) => Err(format!(
-            "target \"{}\": PostgreSQL {version} would be downloaded from Maven Central (zonky), which this build does not do yet; use postgres = \"system\" or a bin/ path",
-            target.name
-        )),
+        PostgresSource::Version(version) => crate::server::download::binaries(version),
     }
     .map_err(|e| format!("target \"{}\": {e}", target.name))
 }

@@ -208,7 +208,13 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     if name.is_empty() {
         return Err(source.at(&file.name, "name: must not be empty"));
     }
-    let base = path.parent().unwrap_or(Path::new("."));
+    // Files the spec names are relative to it; absolute, because servers run elsewhere.
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let base = std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf());
+    let base = base.as_path();
     let results = base.join(file.results.clone().unwrap_or(format!("{name}.db")));
     let targets = targets(&source, &file, base)?;
     let workloads = workloads(&source, &file, base)?;
@@ -525,7 +531,8 @@ clients = [1, 4]
         let spec = parse(Path::new("dir/lab.toml"), GOOD).unwrap();
         assert_eq!(spec.runs, 2);
         assert_eq!(spec.duration, Duration::from_secs(3));
-        assert_eq!(spec.results, Path::new("dir/t.db"));
+        assert!(spec.results.is_absolute());
+        assert!(spec.results.ends_with("dir/t.db"));
         assert_eq!(spec.targets[0].profile, Profile::Tuned);
         assert_eq!(spec.targets[0].cpus, Some(vec![0, 1]));
         assert!(spec.targets[0]
