@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{stderr, stdout};
+use common::{stampede_command, stderr, stdout};
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::{Cluster, OsUser};
 use stampede::server::download;
@@ -50,19 +50,6 @@ clients = [1, 2]
     let path = dir.join("lab.toml");
     std::fs::write(&path, spec).unwrap();
     path
-}
-
-fn stampede_cmd(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stampede"));
-    command
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env(
-            "HOME",
-            std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()),
-        );
-    command
 }
 
 fn sqlite(db: &Path, query: &str) -> Vec<Vec<String>> {
@@ -115,7 +102,7 @@ fn plan_shows_interleaved_order_without_running_anything() {
     let dir = lab_dir("plan");
     let _cleanup = Cleanup(dir.clone());
     let spec = write_spec(&dir, 2, "2s");
-    let output = stampede_cmd(&["lab", "plan", spec.to_str().unwrap()])
+    let output = stampede_command(&["lab", "plan", spec.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
@@ -151,7 +138,7 @@ fn spec_errors_name_the_line_and_start_nothing() {
         .unwrap()
         .replace("clients = [1, 2]", "clients = [0]");
     std::fs::write(&spec, text).unwrap();
-    let output = stampede_cmd(&["lab", "run", spec.to_str().unwrap()])
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -172,7 +159,7 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     let db = dir.join("two-configs.db");
 
     // Start, then SIGTERM once the third run is under way.
-    let child = stampede_cmd(&["lab", "run", spec.to_str().unwrap()])
+    let child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -216,7 +203,7 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     assert_eq!(before.last().unwrap()[2], "interrupted", "{before:?}");
 
     // Kill one target's postmaster in the middle of the next run.
-    let resumed = stampede_cmd(&["lab", "resume", spec.to_str().unwrap()])
+    let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -342,7 +329,7 @@ clients = [2]
 "#,
     )
     .unwrap();
-    let output = stampede_cmd(&["lab", "run", spec.to_str().unwrap()])
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .output()
         .unwrap();
     let db = dir.join("versions.db");

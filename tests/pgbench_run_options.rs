@@ -79,6 +79,13 @@ fn contended_database(name: &str) -> String {
     db
 }
 
+/// Eight clients, 40 transactions each, of the contended script.
+fn contended_run(db: &str, script: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["-n", "-f", script, "-c", "8", "-j", "2", "-t", "40"];
+    args.extend_from_slice(extra);
+    run(db, &args)
+}
+
 #[test]
 fn retries_match_the_servers_serialization_errors() {
     let server = server();
@@ -86,18 +93,10 @@ fn retries_match_the_servers_serialization_errors() {
     let dir = temp_dir("retries");
     let script = write_script(&dir, "rr.sql", CONTENDED);
     let json = dir.join("result.json");
-    let output = run(
+    let output = contended_run(
         &db,
+        &script,
         &[
-            "-n",
-            "-f",
-            &script,
-            "-c",
-            "8",
-            "-j",
-            "2",
-            "-t",
-            "40",
             "--max-tries",
             "1000",
             "--failures-detailed",
@@ -153,21 +152,7 @@ fn without_retries_failures_are_counted_and_rolled_back() {
     let db = contended_database("opt_noretry");
     let dir = temp_dir("noretry");
     let script = write_script(&dir, "rr.sql", CONTENDED);
-    let output = run(
-        &db,
-        &[
-            "-n",
-            "-f",
-            &script,
-            "-c",
-            "8",
-            "-j",
-            "2",
-            "-t",
-            "40",
-            "--verbose-errors",
-        ],
-    );
+    let output = contended_run(&db, &script, &["--verbose-errors"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     let committed = number(&text, "number of transactions actually processed: ");

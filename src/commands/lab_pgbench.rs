@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::pgbench::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{pgbench_init, pgbench_run, Failure};
 use crate::cli::pgbench::ScriptChoice;
-use crate::driver::{DriverEvent, ErrorPolicy, Protocol, ScriptStats};
+use crate::driver::{DriverEvent, Protocol, ScriptStats};
 use crate::lab::workload::{LabWorkload, Measurement, RunRequest};
 use crate::server::target::ConnSpec;
 use crate::store::{RunMetrics, SeriesRow};
@@ -122,31 +122,19 @@ fn run_spec(request: &RunRequest<'_>, seconds: u64) -> Result<RunSpec, String> {
         None => Protocol::Prepared,
     };
     Ok(RunSpec {
-        scripts: vec![(choice(request.script), 1)],
-        clients: request.clients,
-        threads: request.threads.clamp(1, request.clients),
-        duration_secs: Some(seconds),
-        transactions_per_client: 0,
-        protocol,
-        progress_secs: None,
-        random_seed: None,
-        defines: vec![],
-        connect_per_transaction: false,
         // The lab hands each run pristine, vacuumed data.
         vacuum: VacuumBeforeRun::None,
         // Builtins read the scale from the data; custom scripts get it as :scale.
         scale_given: request.script.ends_with(".sql").then_some(request.scale),
-        json_path: None,
-        rate: None,
-        latency_limit_ms: None,
-        errors: ErrorPolicy::default(),
-        failures_detailed: false,
-        report_per_command: false,
-        log: None,
-        progress_timestamp: false,
-        exit_on_abort: false,
         stop: Some(request.stop.clone()),
         cpu_affinity: request.client_cpus.map(<[usize]>::to_vec),
+        ..RunSpec::timed(
+            vec![(choice(request.script), 1)],
+            request.clients,
+            request.threads.clamp(1, request.clients),
+            seconds,
+            protocol,
+        )
     })
 }
 

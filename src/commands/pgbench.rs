@@ -48,6 +48,43 @@ pub struct RunSpec {
     pub cpu_affinity: Option<Vec<usize>>,
 }
 
+impl RunSpec {
+    /// A `-T seconds` run of `scripts` with every other option at pgbench's default.
+    pub fn timed(
+        scripts: Vec<(ScriptChoice, u32)>,
+        clients: usize,
+        threads: usize,
+        seconds: u64,
+        protocol: Protocol,
+    ) -> RunSpec {
+        RunSpec {
+            scripts,
+            clients,
+            threads,
+            duration_secs: Some(seconds),
+            transactions_per_client: 0,
+            protocol,
+            progress_secs: None,
+            random_seed: None,
+            defines: vec![],
+            connect_per_transaction: false,
+            vacuum: VacuumBeforeRun::Standard,
+            scale_given: None,
+            json_path: None,
+            rate: None,
+            latency_limit_ms: None,
+            errors: ErrorPolicy::default(),
+            failures_detailed: false,
+            report_per_command: false,
+            log: None,
+            progress_timestamp: false,
+            exit_on_abort: false,
+            stop: None,
+            cpu_affinity: None,
+        }
+    }
+}
+
 /// `-l` and its companions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogOptions {

@@ -1,11 +1,11 @@
 //! `stampede quickstart`: on the managed default server, initialize pgbench at a small scale and
 //! measure select-only and tpcb-like at 1, 4 and 16 clients; one table at the end.
 
-use super::pgbench::{InitSpec, RunSpec, VacuumBeforeRun};
+use super::pgbench::{InitSpec, RunSpec};
 use super::{pgbench_init, pgbench_run, resolve_target, CommandResult, Failure};
 use crate::cli::pgbench::ScriptChoice;
 use crate::cli::QuickstartArgs;
-use crate::driver::{ErrorPolicy, Protocol};
+use crate::driver::Protocol;
 use crate::report::table;
 use crate::server::target::ConnFlags;
 use crate::workload::pgbench::loader::{parse_steps, InitStep};
@@ -41,31 +41,13 @@ pub fn run(args: &QuickstartArgs) -> CommandResult {
                 "running {workload} with {clients} client(s) for {} s...",
                 args.seconds
             );
-            let spec = RunSpec {
-                scripts: vec![(ScriptChoice::Builtin(workload.into()), 1)],
+            let spec = RunSpec::timed(
+                vec![(ScriptChoice::Builtin(workload.into()), 1)],
                 clients,
-                threads: clients.min(cores),
-                duration_secs: Some(args.seconds),
-                transactions_per_client: 0,
-                protocol: Protocol::Prepared,
-                progress_secs: None,
-                random_seed: None,
-                defines: vec![],
-                connect_per_transaction: false,
-                vacuum: VacuumBeforeRun::Standard,
-                scale_given: None,
-                json_path: None,
-                rate: None,
-                latency_limit_ms: None,
-                errors: ErrorPolicy::default(),
-                failures_detailed: false,
-                report_per_command: false,
-                log: None,
-                progress_timestamp: false,
-                exit_on_abort: false,
-                stop: None,
-                cpu_affinity: None,
-            };
+                clients.min(cores),
+                args.seconds,
+                Protocol::Prepared,
+            );
             let report = pgbench_run::benchmark(&spec, &target, &mut |_| {})?;
             if report.aborted_clients > 0 {
                 return Err(Failure::Run(format!(

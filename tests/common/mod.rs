@@ -146,7 +146,8 @@ pub fn stampede(args: &[&str]) -> Output {
     stampede_with_env(args, &[])
 }
 
-pub fn stampede_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+/// The stampede binary with `args` and a clean environment (PATH and HOME only), not started.
+pub fn stampede_command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stampede"));
     command
         .args(args)
@@ -156,6 +157,11 @@ pub fn stampede_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
             "HOME",
             std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()),
         );
+    command
+}
+
+pub fn stampede_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = stampede_command(args);
     for (key, value) in env {
         command.env(key, value);
     }
