@@ -292,6 +292,31 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
         let summed: f64 = row[2].parse().unwrap();
         assert_eq!(summed as i64, row[3].parse::<i64>().unwrap(), "{row:?}");
     }
+    // Server-side counters of the measured window agree with the driver's count.
+    let probes = sqlite(
+        &db,
+        "SELECT r.transactions, c.value, s.calls FROM runs r
+         JOIN run_counters c ON c.run_id = r.id AND c.source = 'pg_stat_database' AND c.name = 'xact_commit'
+         JOIN run_statements s ON s.run_id = r.id AND s.query LIKE 'UPDATE pgbench_accounts%'
+         WHERE r.status = 'completed'",
+    );
+    assert_eq!(probes.len(), completed, "{probes:?}");
+    // Exact up to what falls outside the driver's count: transactions in flight at the end
+    // (at most one per client), and the commits of the probe's and setup's own short sessions
+    // (a connection start, a query or two each; the probe polls for the run's sessions to end).
+    for row in &probes {
+        let transactions: i64 = row[0].parse().unwrap();
+        let commits = row[1].parse::<f64>().unwrap() as i64;
+        let updates: i64 = row[2].parse().unwrap();
+        assert!(
+            (0..=50).contains(&(commits - transactions)),
+            "{commits} commits vs {transactions} transactions"
+        );
+        assert!(
+            (0..=2).contains(&(updates - transactions)),
+            "{updates} updates vs {transactions} transactions"
+        );
+    }
     // The final table has one row per cell.
     let table = stdout(&finished);
     assert_eq!(

@@ -61,19 +61,37 @@ impl LabWorkload for PgbenchLab {
         }
     }
 
-    fn run(&self, request: &RunRequest<'_>) -> Result<Measurement, String> {
+    fn run(
+        &self,
+        request: &RunRequest<'_>,
+        open_window: &mut dyn FnMut(),
+    ) -> Result<Measurement, String> {
         let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
         let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
-        let spec = run_spec(request, warmup_s + duration_s)?;
-        let mut measured: Vec<(u64, ScriptStats)> = Vec::new();
-        let report = pgbench_run::benchmark(&spec, request.conn, &mut |event| {
-            if let DriverEvent::Interval(interval) = event {
-                let second = interval.index;
-                if second >= warmup_s && second < warmup_s + duration_s {
-                    measured.push((second - warmup_s, interval.stats.clone()));
-                }
+        if warmup_s > 0 {
+            let warmup =
+                pgbench_run::benchmark(&run_spec(request, warmup_s)?, request.conn, &mut |_| {})
+                    .map_err(message)?;
+            if warmup.aborted_clients > 0 {
+                return Err(format!(
+                    "{} client(s) aborted during the warmup",
+                    warmup.aborted_clients
+                ));
             }
-        })
+        }
+        open_window();
+        let mut measured: Vec<(u64, ScriptStats)> = Vec::new();
+        let report = pgbench_run::benchmark(
+            &run_spec(request, duration_s)?,
+            request.conn,
+            &mut |event| {
+                if let DriverEvent::Interval(interval) = event {
+                    if interval.index < duration_s {
+                        measured.push((interval.index, interval.stats.clone()));
+                    }
+                }
+            },
+        )
         .map_err(message)?;
         if report.aborted_clients > 0 {
             return Err(format!("{} client(s) aborted", report.aborted_clients));

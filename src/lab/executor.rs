@@ -11,12 +11,15 @@ use std::time::{Duration, Instant};
 use super::plan::{Cell, Plan, PlannedRun};
 use super::spec::{LabSpec, PostgresSource, Scale, TargetSpec};
 use super::workload::{LabWorkload, RunRequest};
+use crate::probe::run_stats;
 use crate::server::binaries::Binaries;
 use crate::server::cluster::{Cluster, OsUser};
+use crate::server::control::{query_rows, query_string, sql};
 use crate::server::profile::{self, Machine};
 use crate::server::target::ConnSpec;
 use crate::store::{
-    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, Store, TargetRecord,
+    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, StatementRow, Store,
+    TargetRecord,
 };
 
 /// What the lab tells its caller as it goes.
@@ -212,6 +215,8 @@ impl<'a> Lab<'a> {
             overhead_s: 0.0,
             metrics: None,
             series: Vec::new(),
+            counters: Vec::new(),
+            statements: Vec::new(),
         };
         let prepared = self.prepare_run(cell, on_event);
         record.overhead_s = setup_started.elapsed().as_secs_f64();
@@ -233,7 +238,15 @@ impl<'a> Lab<'a> {
                 client_cpus: workload.client_cpus.as_deref(),
                 stop: self.stop.clone(),
             };
-            self.workloads[cell.workload].run(&request)
+            let mut before = None;
+            let measured = self.workloads[cell.workload]
+                .run(&request, &mut || before = open_window(&conn).ok());
+            if let (Ok(_), Some(before)) = (&measured, before) {
+                let (counters, statements) = close_window(&conn, &before);
+                record.counters = counters;
+                record.statements = statements;
+            }
+            measured
         });
         record.ended_unix_s = unix_now();
         match outcome {
@@ -516,6 +529,45 @@ pub fn scale_for_class(
     Ok(((bytes / unit_bytes.max(1)) as i64).max(1))
 }
 
+/// Between the warmup and the measured run: once the warmup's sessions have ended (their
+/// statistics flush at exit), reset pg_stat_statements and snapshot the database counters.
+fn open_window(conn: &ConnSpec) -> Result<Vec<(String, f64)>, String> {
+    run_stats::wait_for_sessions_to_end(conn, Duration::from_secs(5));
+    run_stats::reset_statements(conn)?;
+    run_stats::database_counters(conn)
+}
+
+/// After the run: wait for its sessions to end, then the counters' change since the window
+/// opened and the statements. Probe failures leave the run's own numbers intact and its
+/// probe rows empty.
+fn close_window(
+    conn: &ConnSpec,
+    before: &[(String, f64)],
+) -> (Vec<(String, String, f64)>, Vec<StatementRow>) {
+    run_stats::wait_for_sessions_to_end(conn, Duration::from_secs(5));
+    let counters = match run_stats::database_counters(conn) {
+        Ok(after) => run_stats::delta(before, &after)
+            .into_iter()
+            .map(|(name, value)| ("pg_stat_database".to_string(), name, value))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let statements = run_stats::statements(conn)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| StatementRow {
+            query: s.query,
+            calls: s.calls,
+            mean_ms: s.mean_ms,
+            stddev_ms: s.stddev_ms,
+            rows: s.rows,
+            shared_blks_hit: s.shared_blks_hit,
+            shared_blks_read: s.shared_blks_read,
+        })
+        .collect();
+    (counters, statements)
+}
+
 fn resolve_binaries(target: &TargetSpec) -> Result<Binaries, String> {
     match &target.postgres {
         PostgresSource::System => Binaries::find_best(),
@@ -671,67 +723,4 @@ fn log_tail(cluster: &Cluster, lines: usize) -> String {
     let text = std::fs::read_to_string(cluster.log_file()).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Control-plane SQL on a small runtime of its own.
-fn with_client<T>(
-    conn: &ConnSpec,
-    work: impl for<'c> FnOnce(
-        &'c tokio_postgres::Client,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + 'c>,
-    >,
-) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
-    runtime.block_on(async {
-        let (client, connection) = conn
-            .tokio_config()
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(|e| format!("could not connect to {conn}: {e}"))?;
-        let driver = tokio::spawn(connection);
-        let result = work(&client).await.map_err(|e| match e.as_db_error() {
-            Some(db) => format!("{}: {}", db.severity(), db.message()),
-            None => e.to_string(),
-        });
-        drop(client);
-        let _ = driver.await;
-        result
-    })
-}
-
-fn sql(conn: &ConnSpec, statement: &str) -> Result<(), String> {
-    let owned = statement.to_string();
-    with_client(conn, move |c| {
-        Box::pin(async move { c.batch_execute(&owned).await })
-    })
-    .map_err(|e| format!("{statement}: {e}"))
-}
-
-fn query_rows(conn: &ConnSpec, query: &str) -> Result<Vec<Vec<Option<String>>>, String> {
-    let query = query.to_string();
-    with_client(conn, move |c| {
-        Box::pin(async move {
-            let rows = c.query(&query, &[]).await?;
-            Ok(rows
-                .iter()
-                .map(|r| {
-                    (0..r.len())
-                        .map(|i| r.get::<_, Option<String>>(i))
-                        .collect()
-                })
-                .collect())
-        })
-    })
-}
-
-fn query_string(conn: &ConnSpec, query: &str) -> Result<String, String> {
-    let rows = query_rows(conn, query)?;
-    Ok(rows
-        .first()
-        .and_then(|r| r.first().cloned().flatten())
-        .unwrap_or_default())
 }

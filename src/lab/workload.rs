@@ -18,7 +18,8 @@ pub struct RunRequest<'a> {
     pub clients: usize,
     pub threads: usize,
     pub protocol: Option<&'a str>,
-    /// Run this long first, excluded from every metric.
+    /// Run this long first, as a run of its own whose sessions end before the measured one
+    /// starts, so that server statistics (flushed when sessions end) exclude it exactly.
     pub warmup: Duration,
     pub duration: Duration,
     pub client_cpus: Option<&'a [usize]>,
@@ -39,5 +40,11 @@ pub trait LabWorkload {
     fn writes(&self, script: &str) -> bool;
     /// Checks a variant before anything starts (unknown builtin, unreadable file).
     fn check_variant(&self, script: &str) -> Result<(), String>;
-    fn run(&self, request: &RunRequest<'_>) -> Result<Measurement, String>;
+    /// Runs the warmup, calls `open_window` (the lab resets and snapshots the server's
+    /// counters there), then the measured run.
+    fn run(
+        &self,
+        request: &RunRequest<'_>,
+        open_window: &mut dyn FnMut(),
+    ) -> Result<Measurement, String>;
 }

@@ -2,3 +2,4 @@
 
 pub mod cpu;
 pub mod pgstat;
+pub mod run_stats;

@@ -3,6 +3,7 @@
 
 pub mod binaries;
 pub mod cluster;
+pub mod control;
 pub mod download;
 pub mod managed;
 pub mod profile;

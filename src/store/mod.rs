@@ -89,6 +89,18 @@ pub struct SeriesRow {
     pub failed: u64,
 }
 
+/// One statement of a run, from pg_stat_statements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatementRow {
+    pub query: String,
+    pub calls: i64,
+    pub mean_ms: f64,
+    pub stddev_ms: f64,
+    pub rows: i64,
+    pub shared_blks_hit: i64,
+    pub shared_blks_read: i64,
+}
+
 #[derive(Debug, Clone)]
 pub struct RunRecord {
     pub cell_key: String,
@@ -102,6 +114,9 @@ pub struct RunRecord {
     pub overhead_s: f64,
     pub metrics: Option<RunMetrics>,
     pub series: Vec<SeriesRow>,
+    /// (source, name, change over the measured window), e.g. ("pg_stat_database", "xact_commit", 1234).
+    pub counters: Vec<(String, String, f64)>,
+    pub statements: Vec<StatementRow>,
 }
 
 /// A completed run's headline numbers, for the end-of-lab table.
@@ -334,6 +349,31 @@ impl Store {
                     ])
                     .map_err(db_error("series"))?;
             }
+            let mut counter = tx
+                .prepare("INSERT INTO run_counters VALUES (?1, ?2, ?3, ?4)")
+                .map_err(db_error("counters"))?;
+            for (source, name, value) in &run.counters {
+                counter
+                    .execute(params![run_id, source, name, value])
+                    .map_err(db_error("counters"))?;
+            }
+            let mut statement = tx
+                .prepare("INSERT INTO run_statements VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+                .map_err(db_error("statements"))?;
+            for s in &run.statements {
+                statement
+                    .execute(params![
+                        run_id,
+                        s.query,
+                        s.calls,
+                        s.mean_ms,
+                        s.stddev_ms,
+                        s.rows,
+                        s.shared_blks_hit,
+                        s.shared_blks_read
+                    ])
+                    .map_err(db_error("statements"))?;
+            }
         }
         tx.commit().map_err(db_error("runs"))
     }
@@ -448,6 +488,8 @@ mod tests {
                             p99_ms: 2.0,
                             failed: 0,
                         }],
+                        counters: vec![("pg_stat_database".into(), "xact_commit".into(), 100.0)],
+                        statements: vec![],
                     },
                 )
                 .unwrap();

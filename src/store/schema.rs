@@ -74,4 +74,24 @@ CREATE TABLE run_series (
     PRIMARY KEY (run_id, second)
 );
 "#,
+    // 2: server-side counters and statements per run.
+    r#"
+CREATE TABLE run_counters (
+    run_id      INTEGER NOT NULL REFERENCES runs(id),
+    source      TEXT NOT NULL,          -- e.g. pg_stat_database
+    name        TEXT NOT NULL,          -- e.g. xact_commit
+    value       REAL NOT NULL,          -- change over the measured window
+    PRIMARY KEY (run_id, source, name)
+);
+CREATE TABLE run_statements (
+    run_id          INTEGER NOT NULL REFERENCES runs(id),
+    query           TEXT NOT NULL,      -- normalized by pg_stat_statements
+    calls           INTEGER NOT NULL,
+    mean_ms         REAL,
+    stddev_ms       REAL,
+    rows            INTEGER,
+    shared_blks_hit INTEGER,
+    shared_blks_read INTEGER
+);
+"#,
 ];

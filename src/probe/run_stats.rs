@@ -1,0 +1,146 @@
+//! Server-side counters for one lab run, read over control connections (never from the
+//! driver's): `pg_stat_database` deltas for the run's database and `pg_stat_statements` per
+//! statement, reset at the start of the measured window.
+
+use std::time::{Duration, Instant};
+
+use crate::server::control::{query_rows, query_string, sql};
+use crate::server::target::ConnSpec;
+
+/// pg_stat_database's counters that a run moves.
+const DATABASE_COUNTERS: [&str; 13] = [
+    "xact_commit",
+    "xact_rollback",
+    "blks_read",
+    "blks_hit",
+    "tup_returned",
+    "tup_fetched",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+    "conflicts",
+    "temp_files",
+    "temp_bytes",
+    "deadlocks",
+];
+
+/// One statement's numbers from pg_stat_statements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatementStats {
+    pub query: String,
+    pub calls: i64,
+    pub mean_ms: f64,
+    pub stddev_ms: f64,
+    pub rows: i64,
+    pub shared_blks_hit: i64,
+    pub shared_blks_read: i64,
+}
+
+/// The database counters now, by name.
+pub fn database_counters(conn: &ConnSpec) -> Result<Vec<(String, f64)>, String> {
+    let query = format!(
+        "SELECT {} FROM pg_stat_database WHERE datname = current_database()",
+        DATABASE_COUNTERS
+            .map(|c| format!("{c}::float8::text"))
+            .join(", ")
+    );
+    let rows = query_rows(conn, &query)?;
+    let row = rows
+        .first()
+        .ok_or("pg_stat_database has no row for the database")?;
+    Ok(DATABASE_COUNTERS
+        .iter()
+        .zip(row)
+        .map(|(name, value)| {
+            let number = value.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+            (name.to_string(), number)
+        })
+        .collect())
+}
+
+/// `after - before`, name by name.
+pub fn delta(before: &[(String, f64)], after: &[(String, f64)]) -> Vec<(String, f64)> {
+    after
+        .iter()
+        .map(|(name, value)| {
+            let start = before
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0.0, |(_, v)| *v);
+            (name.clone(), value - start)
+        })
+        .collect()
+}
+
+pub fn reset_statements(conn: &ConnSpec) -> Result<(), String> {
+    sql(conn, "SELECT pg_stat_statements_reset()")
+}
+
+/// The run database's statements, busiest first. PostgreSQL 12 names the time columns
+/// `mean_time`/`stddev_time`; 13 and later `mean_exec_time`/`stddev_exec_time`.
+pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementStats>, String> {
+    let version: i64 = query_string(conn, "SHOW server_version_num")?
+        .parse()
+        .map_err(|e| format!("server_version_num: {e}"))?;
+    let (mean, stddev) = if version >= 130000 {
+        ("mean_exec_time", "stddev_exec_time")
+    } else {
+        ("mean_time", "stddev_time")
+    };
+    let rows = query_rows(
+        conn,
+        &format!(
+            "SELECT query, calls::text, {mean}::text, {stddev}::text, rows::text, shared_blks_hit::text, shared_blks_read::text
+             FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+             ORDER BY calls DESC"
+        ),
+    )?;
+    let number = |v: &Option<String>| {
+        v.as_deref()
+            .and_then(|t| t.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok(rows
+        .iter()
+        .map(|r| StatementStats {
+            query: r[0].clone().unwrap_or_default(),
+            calls: number(&r[1]) as i64,
+            mean_ms: number(&r[2]),
+            stddev_ms: number(&r[3]),
+            rows: number(&r[4]) as i64,
+            shared_blks_hit: number(&r[5]) as i64,
+            shared_blks_read: number(&r[6]) as i64,
+        })
+        .collect())
+}
+
+/// Waits (up to `limit`) until no other session is connected to the database, so that the
+/// run's backends have ended and flushed their statistics.
+pub fn wait_for_sessions_to_end(conn: &ConnSpec, limit: Duration) {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        let others = query_string(
+            conn,
+            "SELECT count(*)::text FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        );
+        if others.is_ok_and(|n| n == "0") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_are_by_name() {
+        let before = vec![("a".to_string(), 1.0), ("b".to_string(), 5.0)];
+        let after = vec![("b".to_string(), 7.0), ("a".to_string(), 4.0)];
+        assert_eq!(
+            delta(&before, &after),
+            vec![("b".to_string(), 2.0), ("a".to_string(), 3.0)]
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! Control-plane SQL against a target (setup, loading checks, probes): one short connection
+//! per call on a small runtime of its own, errors as one line. Never on the measured path.
+
+use crate::server::target::ConnSpec;
+
+/// Control-plane SQL on a small runtime of its own.
+fn with_client<T>(
+    conn: &ConnSpec,
+    work: impl for<'c> FnOnce(
+        &'c tokio_postgres::Client,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + 'c>,
+    >,
+) -> Result<T, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    runtime.block_on(async {
+        let (client, connection) = conn
+            .tokio_config()
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| format!("could not connect to {conn}: {e}"))?;
+        let driver = tokio::spawn(connection);
+        let result = work(&client).await.map_err(|e| match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.severity(), db.message()),
+            None => e.to_string(),
+        });
+        drop(client);
+        let _ = driver.await;
+        result
+    })
+}
+
+pub fn sql(conn: &ConnSpec, statement: &str) -> Result<(), String> {
+    let owned = statement.to_string();
+    with_client(conn, move |c| {
+        Box::pin(async move { c.batch_execute(&owned).await })
+    })
+    .map_err(|e| format!("{statement}: {e}"))
+}
+
+pub fn query_rows(conn: &ConnSpec, query: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+    let query = query.to_string();
+    with_client(conn, move |c| {
+        Box::pin(async move {
+            let rows = c.query(&query, &[]).await?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    (0..r.len())
+                        .map(|i| r.get::<_, Option<String>>(i))
+                        .collect()
+                })
+                .collect())
+        })
+    })
+}
+
+pub fn query_string(conn: &ConnSpec, query: &str) -> Result<String, String> {
+    let rows = query_rows(conn, query)?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first().cloned().flatten())
+        .unwrap_or_default())
+}
