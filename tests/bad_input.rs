@@ -229,3 +229,32 @@ fn sql_error_during_run_aborts_with_exit_code_2() {
     );
     let _ = std::fs::remove_file(script);
 }
+
+#[test]
+fn a_run_that_cannot_connect_leaves_no_log_files() {
+    let dir = std::env::temp_dir().join(format!("stampede-bad-log-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = server();
+    let prefix = dir.join("log");
+    let output = stampede(&[
+        "pgbench",
+        "-S",
+        "-t",
+        "1",
+        "-l",
+        "--log-prefix",
+        prefix.to_str().unwrap(),
+        "-h",
+        &server.socket_dir(),
+        "-p",
+        &server.port(),
+        "-U",
+        "no_such_role",
+        "postgres",
+    ]);
+    assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "log files left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}

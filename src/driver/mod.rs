@@ -102,6 +102,12 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let end = Instant::now();
     let client_cpu = process_cpu().since(&cpu_start);
     if let Some(error) = results.iter().find_map(|r| r.connect_error.clone()) {
+        // Nothing ran: leave no empty log files behind.
+        if let Some(spec) = &plan.log {
+            (0..thread_clients.len()).for_each(|t| {
+                let _ = std::fs::remove_file(spec.path(t));
+            });
+        }
         return Err(error);
     }
     if let Some(error) = results.iter().find_map(|r| r.log_error.clone()) {

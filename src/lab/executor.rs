@@ -552,19 +552,7 @@ fn close_window(
             .collect(),
         Err(_) => Vec::new(),
     };
-    let statements = run_stats::statements(conn)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| StatementRow {
-            query: s.query,
-            calls: s.calls,
-            mean_ms: s.mean_ms,
-            stddev_ms: s.stddev_ms,
-            rows: s.rows,
-            shared_blks_hit: s.shared_blks_hit,
-            shared_blks_read: s.shared_blks_read,
-        })
-        .collect();
+    let statements = run_stats::statements(conn).unwrap_or_default();
     (counters, statements)
 }
 

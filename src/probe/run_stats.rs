@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::server::control::{query_rows, query_string, sql};
 use crate::server::target::ConnSpec;
+use crate::store::StatementRow;
 
 /// pg_stat_database's counters that a run moves.
 const DATABASE_COUNTERS: [&str; 13] = [
@@ -23,18 +24,6 @@ const DATABASE_COUNTERS: [&str; 13] = [
     "temp_bytes",
     "deadlocks",
 ];
-
-/// One statement's numbers from pg_stat_statements.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StatementStats {
-    pub query: String,
-    pub calls: i64,
-    pub mean_ms: f64,
-    pub stddev_ms: f64,
-    pub rows: i64,
-    pub shared_blks_hit: i64,
-    pub shared_blks_read: i64,
-}
 
 /// The database counters now, by name.
 pub fn database_counters(conn: &ConnSpec) -> Result<Vec<(String, f64)>, String> {
@@ -78,7 +67,7 @@ pub fn reset_statements(conn: &ConnSpec) -> Result<(), String> {
 
 /// The run database's statements, busiest first. PostgreSQL 12 names the time columns
 /// `mean_time`/`stddev_time`; 13 and later `mean_exec_time`/`stddev_exec_time`.
-pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementStats>, String> {
+pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementRow>, String> {
     let version: i64 = query_string(conn, "SHOW server_version_num")?
         .parse()
         .map_err(|e| format!("server_version_num: {e}"))?;
@@ -102,7 +91,7 @@ pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementStats>, String> {
     };
     Ok(rows
         .iter()
-        .map(|r| StatementStats {
+        .map(|r| StatementRow {
             query: r[0].clone().unwrap_or_default(),
             calls: number(&r[1]) as i64,
             mean_ms: number(&r[2]),
