@@ -317,12 +317,115 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
             "{updates} updates vs {transactions} transactions"
         );
     }
+    check_probes(&db, completed);
     // The final table has one row per cell.
     let table = stdout(&finished);
     assert_eq!(
         table.lines().filter(|l| l.contains("tpcb-like")).count(),
         4,
         "{table}"
+    );
+}
+
+fn number(text: &str) -> f64 {
+    text.parse()
+        .unwrap_or_else(|_| panic!("not a number: {text}"))
+}
+
+/// Cluster, OS and driver counters, wait-event samples and plans, each checked against a
+/// bound that does not come from the same probe.
+fn check_probes(db: &Path, completed: usize) {
+    let cores = std::thread::available_parallelism().unwrap().get() as f64;
+    let runs = sqlite(
+        db,
+        "SELECT r.id, r.transactions, r.ended_unix_s - r.started_unix_s, c.clients FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.status = 'completed'",
+    );
+    assert_eq!(runs.len(), completed);
+    for run in &runs {
+        let (id, transactions, wall_s, clients) =
+            (&run[0], number(&run[1]), number(&run[2]), number(&run[3]));
+        let counter = |source: &str, name: &str| {
+            let rows = sqlite(
+                db,
+                &format!("SELECT value FROM run_counters WHERE run_id = {id} AND source = '{source}' AND name = '{name}'"),
+            );
+            assert_eq!(rows.len(), 1, "{source}.{name} of run {id}");
+            number(&rows[0][0])
+        };
+        // Each tpcb-like transaction writes at least three updates and an insert to the WAL.
+        let wal_records = counter("pg_stat_wal", "wal_records");
+        assert!(
+            wal_records >= 4.0 * transactions,
+            "{wal_records} WAL records, {transactions} transactions"
+        );
+        counter("pg_stat_bgwriter", "buffers_clean");
+        // The machine's CPU time fits in the cores × the run's wall time, and holds the driver's.
+        let os_cpu = counter("os", "cpu_user_s") + counter("os", "cpu_system_s");
+        let driver_cpu = counter("driver", "cpu_user_s") + counter("driver", "cpu_system_s");
+        assert!(
+            os_cpu > 0.0 && os_cpu <= cores * wall_s * 1.05,
+            "{os_cpu} s CPU in {wall_s} s"
+        );
+        assert!(
+            driver_cpu > 0.0 && driver_cpu <= os_cpu * 1.05,
+            "driver {driver_cpu} s of {os_cpu} s"
+        );
+        assert!(
+            counter("os", "context_switches") > transactions,
+            "a switch per round trip at least"
+        );
+        let per_second = sqlite(
+            db,
+            &format!("SELECT count(*), coalesce(sum(value), 0) FROM run_counter_series WHERE run_id = {id} AND source = 'os' AND name = 'cpu_user_s'"),
+        );
+        assert!(number(&per_second[0][0]) >= 1.0, "{per_second:?}");
+        assert!(
+            number(&per_second[0][1]) <= counter("os", "cpu_user_s") + 0.05,
+            "{per_second:?}"
+        );
+        // At most `clients` of the run's sessions are seen in each sample.
+        let waits = sqlite(
+            db,
+            &format!("SELECT second, sum(samples), max(ticks) FROM run_wait_events WHERE run_id = {id} GROUP BY second"),
+        );
+        assert!(!waits.is_empty(), "no wait-event samples for run {id}");
+        for second in &waits {
+            let (samples, ticks) = (number(&second[1]), number(&second[2]));
+            assert!(
+                ticks <= 10.0 && samples <= clients * ticks,
+                "{second:?} with {clients} clients"
+            );
+        }
+        let per_txn = sqlite(
+            db,
+            &format!("SELECT per_txn FROM run_counters_per_txn WHERE run_id = {id} AND source = 'pg_stat_database' AND name = 'xact_commit'"),
+        );
+        let commits_per_txn = number(&per_txn[0][0]);
+        assert!((1.0..1.1).contains(&commits_per_txn), "{commits_per_txn}");
+    }
+    // One stored plan per target for each of the workload's statements, none for the probes'.
+    let plans = sqlite(
+        db,
+        "SELECT t.name, p.query, p.plan FROM plans p JOIN targets t ON t.id = p.target_id ORDER BY 1, 2",
+    );
+    for target in ["small-buffers", "tuned"] {
+        let of_target: Vec<_> = plans.iter().filter(|p| p[0] == target).collect();
+        assert_eq!(of_target.len(), 5, "{plans:?}");
+        assert!(
+            of_target
+                .iter()
+                .any(|p| p[1].starts_with("UPDATE pgbench_accounts")
+                    && p[2].contains("pgbench_accounts_pkey")),
+            "{plans:?}"
+        );
+    }
+    let statements = sqlite(
+        db,
+        "SELECT DISTINCT query FROM run_statements WHERE query LIKE '%pg_stat%'",
+    );
+    assert!(
+        statements.is_empty(),
+        "probe statements counted as the workload's: {statements:?}"
     );
 }
 

@@ -146,6 +146,7 @@ fn run_spec(request: &RunRequest<'_>, seconds: u64) -> Result<RunSpec, String> {
         scale_given: request.script.ends_with(".sql").then_some(request.scale),
         stop: Some(request.stop.clone()),
         cpu_affinity: request.client_cpus.map(<[usize]>::to_vec),
+        untracked_control: true,
         ..RunSpec::timed(
             vec![(choice(request.script), 1)],
             request.clients,

@@ -16,6 +16,9 @@ pub struct InitSpec {
 
 pub struct RunSpec {
     pub scripts: Vec<(ScriptChoice, u32)>,
+    /// Keep the setup and probe session out of pg_stat_statements (the lab, superuser of its
+    /// own servers, reads the workload's statements from there).
+    pub untracked_control: bool,
     pub clients: usize,
     pub threads: usize,
     pub duration_secs: Option<u64>,
@@ -81,6 +84,7 @@ impl RunSpec {
             exit_on_abort: false,
             stop: None,
             cpu_affinity: None,
+            untracked_control: false,
         }
     }
 }
@@ -365,6 +369,7 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         ));
     }
     Ok(RunSpec {
+        untracked_control: false,
         rate,
         latency_limit_ms,
         errors: ErrorPolicy {

@@ -139,10 +139,13 @@ struct ServerSetup {
 
 async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup, Failure> {
     // Named apart from the clients, so that waiting for the clients' sessions to end works.
-    let control = ConnSpec {
+    let mut control = ConnSpec {
         application_name: format!("{}-control", target.application_name),
         ..target.clone()
     };
+    if spec.untracked_control {
+        control = control.untracked();
+    }
     let (client, connection) = control
         .tokio_config()
         .connect(tokio_postgres::NoTls)

@@ -156,6 +156,7 @@ mod tests {
                     password: None,
                     application_name: "t".into(),
                     connect_timeout: None,
+                    options: None,
                 },
                 clients,
                 threads,

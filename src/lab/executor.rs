@@ -2,7 +2,7 @@
 //! measures every planned run in order from pristine data, and records each run as it ends.
 //! Finished runs are skipped on resume; a crashed server is restarted and the matrix goes on.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -10,16 +10,16 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Cell, Plan, PlannedRun};
 use super::spec::{LabSpec, PostgresSource, Scale, TargetSpec};
+use super::window::WindowProbes;
 use super::workload::{LabWorkload, RunRequest};
-use crate::probe::run_stats;
+use crate::probe::plans;
 use crate::server::binaries::Binaries;
 use crate::server::cluster::{Cluster, OsUser};
-use crate::server::control::{query_rows, query_string, sql};
+use crate::server::control::{query_rows, query_string, server_version_num, sql};
 use crate::server::profile::{self, Machine};
 use crate::server::target::ConnSpec;
 use crate::store::{
-    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, StatementRow, Store,
-    TargetRecord,
+    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, Store, TargetRecord,
 };
 
 /// What the lab tells its caller as it goes.
@@ -49,6 +49,9 @@ struct TargetServer {
     datasets: HashMap<(usize, Scale), i64>,
     /// Bytes one scale unit of a workload takes, measured on this server.
     unit_bytes: HashMap<usize, u64>,
+    version_num: i64,
+    /// (dataset, statement) pairs whose plan is stored.
+    explained: HashSet<(String, String)>,
 }
 
 pub struct Lab<'a> {
@@ -217,6 +220,8 @@ impl<'a> Lab<'a> {
             series: Vec::new(),
             counters: Vec::new(),
             statements: Vec::new(),
+            counter_series: Vec::new(),
+            wait_events: Vec::new(),
         };
         let prepared = self.prepare_run(cell, on_event);
         record.overhead_s = setup_started.elapsed().as_secs_f64();
@@ -238,13 +243,13 @@ impl<'a> Lab<'a> {
                 client_cpus: workload.client_cpus.as_deref(),
                 stop: self.stop.clone(),
             };
-            let mut before = None;
-            let measured = self.workloads[cell.workload]
-                .run(&request, &mut || before = open_window(&conn).ok());
-            if let (Ok(_), Some(before)) = (&measured, before) {
-                let (counters, statements) = close_window(&conn, &before);
-                record.counters = counters;
-                record.statements = statements;
+            let probes = self.window_probes(cell.target, &conn);
+            let mut window = None;
+            let measured = self.workloads[cell.workload].run(&request, &mut || {
+                window = probes.as_ref().and_then(|p| p.open().ok());
+            });
+            if let (Ok(_), Some(window), Some(probes)) = (&measured, window, &probes) {
+                window.close(probes, &mut record);
             }
             measured
         });
@@ -258,12 +263,50 @@ impl<'a> Lab<'a> {
                 record.status = RunStatus::Completed;
                 record.metrics = Some(measurement.metrics);
                 record.series = measurement.series;
+                self.explain_new_statements(cell, &record);
             }
             Err(error) => {
                 record.error = Some(self.explain_failure(cell.target, error));
             }
         }
         record
+    }
+
+    /// The probes for a run on `conn`, unless the spec turned them off.
+    fn window_probes(&self, target: usize, conn: &ConnSpec) -> Option<WindowProbes> {
+        let server = self.servers[target].as_ref()?;
+        self.spec.probes.then(|| WindowProbes {
+            run: server.conn(&conn.dbname),
+            admin: server.conn("postgres"),
+            data_dir: server.cluster.data_dir(),
+            server_version_num: server.version_num,
+        })
+    }
+
+    /// EXPLAIN, once per target and dataset, each statement the run executed.
+    fn explain_new_statements(&mut self, cell: &Cell, record: &RunRecord) {
+        let Some(scale) = record.resolved_scale else {
+            return;
+        };
+        let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
+        let target = &self.spec.targets[cell.target].name;
+        let Some(server) = self.servers[cell.target].as_mut() else {
+            return;
+        };
+        let conn = server.conn(&dataset);
+        for statement in &record.statements {
+            if !server
+                .explained
+                .insert((dataset.clone(), statement.query.clone()))
+            {
+                continue;
+            }
+            if let Some(plan) = plans::explain(&conn, &statement.query) {
+                let _ =
+                    self.store
+                        .save_plan(self.lab_id, target, &dataset, &statement.query, &plan);
+            }
+        }
     }
 
     /// Adds the server log's tail when the server is gone, and brings it back up.
@@ -311,7 +354,7 @@ impl<'a> Lab<'a> {
             dataset
         };
         sql(&admin, "CHECKPOINT")?;
-        Ok((server.conn(&database), scale))
+        Ok((server.workload_conn(&database), scale))
     }
 
     fn ensure_server(
@@ -450,7 +493,13 @@ impl TargetServer {
         query_string(&self.conn("postgres"), "SELECT 1").is_ok()
     }
 
+    /// A control session: setup, probes; kept out of pg_stat_statements.
     fn conn(&self, database: &str) -> ConnSpec {
+        self.workload_conn(database).untracked()
+    }
+
+    /// The measured workload's sessions.
+    fn workload_conn(&self, database: &str) -> ConnSpec {
         ConnSpec {
             host: self.cluster.socket_dir().display().to_string(),
             port: self.cluster.port,
@@ -459,6 +508,7 @@ impl TargetServer {
             password: None,
             application_name: "stampede-lab".into(),
             connect_timeout: Some(Duration::from_secs(10)),
+            options: None,
         }
     }
 }
@@ -529,33 +579,6 @@ pub fn scale_for_class(
     Ok(((bytes / unit_bytes.max(1)) as i64).max(1))
 }
 
-/// Between the warmup and the measured run: once the warmup's sessions have ended (their
-/// statistics flush at exit), reset pg_stat_statements and snapshot the database counters.
-fn open_window(conn: &ConnSpec) -> Result<Vec<(String, f64)>, String> {
-    run_stats::wait_for_sessions_to_end(conn, Duration::from_secs(5));
-    run_stats::reset_statements(conn)?;
-    run_stats::database_counters(conn)
-}
-
-/// After the run: wait for its sessions to end, then the counters' change since the window
-/// opened and the statements. Probe failures leave the run's own numbers intact and its
-/// probe rows empty.
-fn close_window(
-    conn: &ConnSpec,
-    before: &[(String, f64)],
-) -> (Vec<(String, String, f64)>, Vec<StatementRow>) {
-    run_stats::wait_for_sessions_to_end(conn, Duration::from_secs(5));
-    let counters = match run_stats::database_counters(conn) {
-        Ok(after) => run_stats::delta(before, &after)
-            .into_iter()
-            .map(|(name, value)| ("pg_stat_database".to_string(), name, value))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    let statements = run_stats::statements(conn).unwrap_or_default();
-    (counters, statements)
-}
-
 fn resolve_binaries(target: &TargetSpec) -> Result<Binaries, String> {
     match &target.postgres {
         PostgresSource::System => Binaries::find_best(),
@@ -610,12 +633,16 @@ fn provision(
     cluster
         .start()
         .map_err(|e| format!("target \"{}\": {e}", target.name))?;
-    Ok(TargetServer {
+    let mut server = TargetServer {
         cluster,
         superuser,
         datasets: HashMap::new(),
         unit_bytes: HashMap::new(),
-    })
+        version_num: 0,
+        explained: HashSet::new(),
+    };
+    server.version_num = server_version_num(&server.conn("postgres"))?;
+    Ok(server)
 }
 
 fn free_port() -> Result<u16, String> {

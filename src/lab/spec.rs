@@ -20,6 +20,7 @@ struct SpecFile {
     warmup: Option<Spanned<String>>,
     results: Option<String>,
     seed: Option<u64>,
+    probes: Option<bool>,
     #[serde(rename = "target", default)]
     targets: Vec<TargetFile>,
     #[serde(rename = "workload", default)]
@@ -124,6 +125,8 @@ pub struct LabSpec {
     pub results: PathBuf,
     /// Seed of the shuffled cell order; recorded so the order can be reproduced.
     pub seed: Option<u64>,
+    /// Server, OS and wait-event probes around each measured window (default on).
+    pub probes: bool,
     pub targets: Vec<TargetSpec>,
     pub workloads: Vec<WorkloadSpec>,
     /// The file's text, stored with the results.
@@ -225,6 +228,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         warmup,
         results,
         seed: file.seed,
+        probes: file.probes.unwrap_or(true),
         targets,
         workloads,
         text: text.to_string(),
@@ -552,7 +556,7 @@ clients = [1, 4]
     fn errors_name_line_and_key() {
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
-            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `duration`, `warmup`, `results`, `seed`, `target`, `workload`"
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `duration`, `warmup`, `results`, `seed`, `probes`, `target`, `workload`"
         );
         assert_eq!(
             error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),

@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::server::control::{query_rows, query_string, sql};
+use crate::server::control::{query_rows, query_string, server_version_num, sql};
 use crate::server::target::ConnSpec;
-use crate::store::StatementRow;
+use crate::store::{CounterRow, StatementRow};
 
 /// pg_stat_database's counters that a run moves.
 const DATABASE_COUNTERS: [&str; 13] = [
@@ -25,8 +25,8 @@ const DATABASE_COUNTERS: [&str; 13] = [
     "deadlocks",
 ];
 
-/// The database counters now, by name.
-pub fn database_counters(conn: &ConnSpec) -> Result<Vec<(String, f64)>, String> {
+/// The run database's counters now.
+pub fn database_counters(conn: &ConnSpec) -> Result<Vec<CounterRow>, String> {
     let query = format!(
         "SELECT {} FROM pg_stat_database WHERE datname = current_database()",
         DATABASE_COUNTERS
@@ -40,25 +40,12 @@ pub fn database_counters(conn: &ConnSpec) -> Result<Vec<(String, f64)>, String> 
     Ok(DATABASE_COUNTERS
         .iter()
         .zip(row)
-        .map(|(name, value)| {
-            let number = value.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0.0);
-            (name.to_string(), number)
+        .map(|(name, value)| CounterRow {
+            source: "pg_stat_database".into(),
+            name: name.to_string(),
+            value: value.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0.0),
         })
         .collect())
-}
-
-/// `after - before`, name by name.
-pub fn delta(before: &[(String, f64)], after: &[(String, f64)]) -> Vec<(String, f64)> {
-    after
-        .iter()
-        .map(|(name, value)| {
-            let start = before
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(0.0, |(_, v)| *v);
-            (name.clone(), value - start)
-        })
-        .collect()
 }
 
 pub fn reset_statements(conn: &ConnSpec) -> Result<(), String> {
@@ -68,9 +55,7 @@ pub fn reset_statements(conn: &ConnSpec) -> Result<(), String> {
 /// The run database's statements, busiest first. PostgreSQL 12 names the time columns
 /// `mean_time`/`stddev_time`; 13 and later `mean_exec_time`/`stddev_exec_time`.
 pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementRow>, String> {
-    let version: i64 = query_string(conn, "SHOW server_version_num")?
-        .parse()
-        .map_err(|e| format!("server_version_num: {e}"))?;
+    let version = server_version_num(conn)?;
     let (mean, stddev) = if version >= 130000 {
         ("mean_exec_time", "stddev_exec_time")
     } else {
@@ -116,20 +101,5 @@ pub fn wait_for_sessions_to_end(conn: &ConnSpec, limit: Duration) {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deltas_are_by_name() {
-        let before = vec![("a".to_string(), 1.0), ("b".to_string(), 5.0)];
-        let after = vec![("b".to_string(), 7.0), ("a".to_string(), 4.0)];
-        assert_eq!(
-            delta(&before, &after),
-            vec![("b".to_string(), 2.0), ("a".to_string(), 3.0)]
-        );
     }
 }

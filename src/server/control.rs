@@ -65,3 +65,43 @@ pub fn query_string(conn: &ConnSpec, query: &str) -> Result<String, String> {
         .and_then(|r| r.first().cloned().flatten())
         .unwrap_or_default())
 }
+
+/// A row as (column name, value as text).
+pub type NamedRow = Vec<(String, Option<String>)>;
+
+/// Rows of a simple-protocol query (any column types, as text) with their column names, for
+/// views whose columns vary between major versions. Several statements may be given; the rows
+/// of all of them are returned.
+pub fn named_rows(
+    conn: &ConnSpec,
+    query: &str,
+) -> Result<Vec<NamedRow>, String> {
+    let query = query.to_string();
+    with_client(conn, move |c| {
+        Box::pin(async move {
+            let messages = c.simple_query(&query).await?;
+            Ok(messages
+                .iter()
+                .filter_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                        row.columns()
+                            .iter()
+                            .enumerate()
+                            .map(|(i, column)| {
+                                (column.name().to_string(), row.get(i).map(str::to_string))
+                            })
+                            .collect(),
+                    ),
+                    _ => None,
+                })
+                .collect())
+        })
+    })
+}
+
+/// `server_version_num`, e.g. 150018.
+pub fn server_version_num(conn: &ConnSpec) -> Result<i64, String> {
+    query_string(conn, "SHOW server_version_num")?
+        .parse()
+        .map_err(|e| format!("server_version_num: {e}"))
+}

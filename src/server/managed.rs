@@ -151,6 +151,7 @@ impl ManagedServer {
             password: Some(self.state.password.clone()),
             application_name: "stampede".into(),
             connect_timeout: None,
+            options: None,
         }
     }
 

@@ -17,6 +17,8 @@ pub struct ConnSpec {
     pub password: Option<String>,
     pub application_name: String,
     pub connect_timeout: Option<Duration>,
+    /// Server options sent at connection start, as libpq's `options` (e.g. `-c work_mem=64MB`).
+    pub options: Option<String>,
 }
 
 /// What the user gave on the command line.
@@ -107,6 +109,7 @@ impl ConnSpec {
             connect_timeout: env_value("PGCONNECT_TIMEOUT")
                 .and_then(|t| t.parse::<u64>().ok())
                 .map(Duration::from_secs),
+            options: env_value("PGOPTIONS"),
         };
         let dbname_env = env_value("PGDATABASE");
         if let Some(host) = &flags.host {
@@ -188,7 +191,23 @@ impl ConnSpec {
         if let Some(timeout) = self.connect_timeout {
             config.connect_timeout(timeout);
         }
+        if let Some(options) = &self.options {
+            config.options(options);
+        }
         config
+    }
+
+    /// The same connection with its statements left out of pg_stat_statements, for control
+    /// sessions beside a measured workload. Needs a superuser when the module is loaded.
+    pub fn untracked(&self) -> ConnSpec {
+        let untrack = "-c pg_stat_statements.track=none";
+        ConnSpec {
+            options: Some(match &self.options {
+                Some(options) => format!("{options} {untrack}"),
+                None => untrack.to_string(),
+            }),
+            ..self.clone()
+        }
     }
 }
 
@@ -289,6 +308,7 @@ mod tests {
             password: Some("secret".into()),
             application_name: "a".into(),
             connect_timeout: None,
+            options: None,
         };
         assert!(!format!("{spec} {spec:?}").contains("secret"));
     }

@@ -89,6 +89,27 @@ pub struct SeriesRow {
     pub failed: u64,
 }
 
+/// A counter's value (cumulative) or change over a window, e.g. ("pg_stat_database",
+/// "xact_commit", 1234).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterRow {
+    pub source: String,
+    pub name: String,
+    pub value: f64,
+}
+
+/// Sessions of a run seen in one wait state during one second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitSample {
+    pub second: u64,
+    pub wait_event_type: String,
+    pub wait_event: String,
+    /// Sessions in this state, summed over the second's ticks.
+    pub samples: u32,
+    /// Ticks taken in that second.
+    pub ticks: u32,
+}
+
 /// One statement of a run, from pg_stat_statements.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatementRow {
@@ -114,9 +135,12 @@ pub struct RunRecord {
     pub overhead_s: f64,
     pub metrics: Option<RunMetrics>,
     pub series: Vec<SeriesRow>,
-    /// (source, name, change over the measured window), e.g. ("pg_stat_database", "xact_commit", 1234).
-    pub counters: Vec<(String, String, f64)>,
+    /// Each counter's change over the measured window.
+    pub counters: Vec<CounterRow>,
     pub statements: Vec<StatementRow>,
+    /// (second, a counter's change during it).
+    pub counter_series: Vec<(u64, CounterRow)>,
+    pub wait_events: Vec<WaitSample>,
 }
 
 /// A completed run's headline numbers, for the end-of-lab table.
@@ -352,9 +376,9 @@ impl Store {
             let mut counter = tx
                 .prepare("INSERT INTO run_counters VALUES (?1, ?2, ?3, ?4)")
                 .map_err(db_error("counters"))?;
-            for (source, name, value) in &run.counters {
+            for c in &run.counters {
                 counter
-                    .execute(params![run_id, source, name, value])
+                    .execute(params![run_id, c.source, c.name, c.value])
                     .map_err(db_error("counters"))?;
             }
             let mut statement = tx
@@ -374,8 +398,50 @@ impl Store {
                     ])
                     .map_err(db_error("statements"))?;
             }
+            let mut series = tx
+                .prepare("INSERT INTO run_counter_series VALUES (?1, ?2, ?3, ?4, ?5)")
+                .map_err(db_error("counter series"))?;
+            for (second, c) in &run.counter_series {
+                series
+                    .execute(params![run_id, *second as i64, c.source, c.name, c.value])
+                    .map_err(db_error("counter series"))?;
+            }
+            let mut wait = tx
+                .prepare("INSERT INTO run_wait_events VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+                .map_err(db_error("wait events"))?;
+            for w in &run.wait_events {
+                wait.execute(params![
+                    run_id,
+                    w.second as i64,
+                    w.wait_event_type,
+                    w.wait_event,
+                    w.samples,
+                    w.ticks
+                ])
+                .map_err(db_error("wait events"))?;
+            }
         }
         tx.commit().map_err(db_error("runs"))
+    }
+
+    /// Records (or replaces) the plan of a statement on a target.
+    pub fn save_plan(
+        &mut self,
+        lab: i64,
+        target: &str,
+        dataset: &str,
+        query: &str,
+        plan: &str,
+    ) -> Result<(), String> {
+        self.db
+            .execute(
+                "INSERT INTO plans (target_id, dataset, query, plan)
+                 SELECT id, ?3, ?4, ?5 FROM targets WHERE lab_id = ?1 AND name = ?2
+                 ON CONFLICT (target_id, dataset, query) DO UPDATE SET plan = excluded.plan",
+                params![lab, target, dataset, query, plan],
+            )
+            .map(|_| ())
+            .map_err(db_error("plans"))
     }
 
     /// Completed runs of the lab, in run order.
@@ -488,8 +554,14 @@ mod tests {
                             p99_ms: 2.0,
                             failed: 0,
                         }],
-                        counters: vec![("pg_stat_database".into(), "xact_commit".into(), 100.0)],
+                        counters: vec![CounterRow {
+                            source: "pg_stat_database".into(),
+                            name: "xact_commit".into(),
+                            value: 100.0,
+                        }],
                         statements: vec![],
+                        counter_series: vec![],
+                        wait_events: vec![],
                     },
                 )
                 .unwrap();

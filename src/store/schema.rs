@@ -94,4 +94,35 @@ CREATE TABLE run_statements (
     shared_blks_read INTEGER
 );
 "#,
+    // 3: cluster and OS counters per second, wait-event samples, plans, per-transaction view.
+    r#"
+CREATE TABLE run_counter_series (
+    run_id      INTEGER NOT NULL REFERENCES runs(id),
+    second      INTEGER NOT NULL,       -- since the start of the measured window
+    source      TEXT NOT NULL,          -- e.g. os
+    name        TEXT NOT NULL,          -- e.g. cpu_user_s
+    value       REAL NOT NULL,          -- change during that second
+    PRIMARY KEY (run_id, second, source, name)
+);
+CREATE TABLE run_wait_events (
+    run_id          INTEGER NOT NULL REFERENCES runs(id),
+    second          INTEGER NOT NULL,
+    wait_event_type TEXT NOT NULL,      -- CPU when an active session waits on nothing
+    wait_event      TEXT NOT NULL,
+    samples         INTEGER NOT NULL,   -- sessions seen in this state, summed over the ticks
+    ticks           INTEGER NOT NULL,   -- samples taken that second (10 per full second)
+    PRIMARY KEY (run_id, second, wait_event_type, wait_event)
+);
+CREATE TABLE plans (
+    target_id   INTEGER NOT NULL REFERENCES targets(id),
+    dataset     TEXT NOT NULL,          -- the database the statement ran in
+    query       TEXT NOT NULL,          -- normalized by pg_stat_statements
+    plan        TEXT NOT NULL,          -- EXPLAIN of the generic plan
+    PRIMARY KEY (target_id, dataset, query)
+);
+CREATE VIEW run_counters_per_txn AS
+    SELECT c.run_id, c.source, c.name, c.value / r.transactions AS per_txn
+    FROM run_counters c JOIN runs r ON r.id = c.run_id
+    WHERE r.transactions > 0;
+"#,
 ];

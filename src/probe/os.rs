@@ -1,0 +1,174 @@
+//! Machine-wide operating-system counters from /proc: CPU time by state, context switches, and
+//! the I/O of the disk that holds a data directory. Cumulative values; the lab stores their
+//! change over a run and per second.
+
+use std::path::Path;
+
+use crate::store::CounterRow as Counter;
+
+pub const SOURCE: &str = "os";
+
+/// The counters now. Missing /proc files (not Linux) give no counters rather than an error.
+pub fn counters(data_dir: &Path) -> Vec<Counter> {
+    let mut all = cpu_and_switches();
+    all.extend(disk(data_dir));
+    all
+}
+
+fn counter(name: &str, value: f64) -> Counter {
+    Counter {
+        source: SOURCE.to_string(),
+        name: name.to_string(),
+        value,
+    }
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}
+
+fn cpu_and_switches() -> Vec<Counter> {
+    let Ok(text) = std::fs::read_to_string("/proc/stat") else {
+        return Vec::new();
+    };
+    parse_stat(&text, clock_ticks_per_second())
+}
+
+/// The aggregate `cpu` line (user nice system idle iowait irq softirq steal, in clock ticks)
+/// and `ctxt`.
+fn parse_stat(text: &str, ticks_per_second: f64) -> Vec<Counter> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        match fields.next() {
+            Some("cpu") => {
+                let ticks: Vec<f64> = fields.filter_map(|f| f.parse().ok()).collect();
+                let seconds = |fields: &[usize]| {
+                    let sum: f64 = fields.iter().filter_map(|&i| ticks.get(i)).sum();
+                    sum / ticks_per_second
+                };
+                out.push(counter("cpu_user_s", seconds(&[0, 1])));
+                out.push(counter("cpu_system_s", seconds(&[2, 5, 6])));
+                out.push(counter("cpu_idle_s", seconds(&[3])));
+                out.push(counter("cpu_iowait_s", seconds(&[4])));
+                out.push(counter("cpu_steal_s", seconds(&[7])));
+            }
+            Some("ctxt") => {
+                if let Some(n) = fields.next().and_then(|f| f.parse().ok()) {
+                    out.push(counter("context_switches", n));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Reads, writes and kilobytes of the block device holding `data_dir`; when that device is
+/// not a disk (overlay, tmpfs), of all physical disks together.
+fn disk(data_dir: &Path) -> Vec<Counter> {
+    let Ok(text) = std::fs::read_to_string("/proc/diskstats") else {
+        return Vec::new();
+    };
+    let device = device_of(data_dir);
+    let lines: Vec<DiskLine> = text.lines().filter_map(DiskLine::parse).collect();
+    let chosen: Vec<&DiskLine> = match lines.iter().find(|l| Some((l.major, l.minor)) == device) {
+        Some(line) => vec![line],
+        None => lines
+            .iter()
+            .filter(|l| {
+                Path::new("/sys/block")
+                    .join(&l.name)
+                    .join("device")
+                    .exists()
+            })
+            .collect(),
+    };
+    let sum = |f: fn(&DiskLine) -> f64| chosen.iter().map(|l| f(l)).sum::<f64>();
+    vec![
+        counter("disk_reads", sum(|l| l.reads)),
+        counter("disk_read_kb", sum(|l| l.sectors_read / 2.0)),
+        counter("disk_writes", sum(|l| l.writes)),
+        counter("disk_write_kb", sum(|l| l.sectors_written / 2.0)),
+    ]
+}
+
+fn device_of(path: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    // SAFETY: major/minor only decode the number.
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    (major != 0).then_some((major, minor))
+}
+
+/// One /proc/diskstats line; sectors are always 512 bytes there.
+struct DiskLine {
+    major: u32,
+    minor: u32,
+    name: String,
+    reads: f64,
+    sectors_read: f64,
+    writes: f64,
+    sectors_written: f64,
+}
+
+impl DiskLine {
+    fn parse(line: &str) -> Option<DiskLine> {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let number = |i: usize| f.get(i)?.parse::<f64>().ok();
+        Some(DiskLine {
+            major: f.first()?.parse().ok()?,
+            minor: f.get(1)?.parse().ok()?,
+            name: f.get(2)?.to_string(),
+            reads: number(3)?,
+            sectors_read: number(5)?,
+            writes: number(7)?,
+            sectors_written: number(9)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(counters: &[Counter], name: &str) -> f64 {
+        counters.iter().find(|c| c.name == name).unwrap().value
+    }
+
+    #[test]
+    fn stat_lines_become_seconds_and_switches() {
+        let text = "cpu  200 100 50 1000 30 5 15 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nctxt 12345\n";
+        let counters = parse_stat(text, 100.0);
+        assert_eq!(value(&counters, "cpu_user_s"), 3.0);
+        assert_eq!(value(&counters, "cpu_system_s"), 0.7);
+        assert_eq!(value(&counters, "cpu_idle_s"), 10.0);
+        assert_eq!(value(&counters, "cpu_iowait_s"), 0.3);
+        assert_eq!(value(&counters, "cpu_steal_s"), 0.07);
+        assert_eq!(value(&counters, "context_switches"), 12345.0);
+    }
+
+    #[test]
+    fn diskstats_line_fields() {
+        let line = DiskLine::parse(" 254 0 vda 893654 23116 30792538 915105 3590825 178160 117334160 1104249 0 462536 2297005").unwrap();
+        assert_eq!(
+            (line.major, line.minor, line.name.as_str()),
+            (254, 0, "vda")
+        );
+        assert_eq!(line.reads, 893654.0);
+        assert_eq!(line.sectors_written, 117334160.0);
+    }
+
+    #[test]
+    fn this_machine_has_counters() {
+        let counters = counters(Path::new("/tmp"));
+        assert!(value(&counters, "context_switches") > 0.0);
+        assert!(value(&counters, "disk_read_kb") >= 0.0);
+    }
+}
