@@ -499,3 +499,109 @@ clients = [2]
     assert_eq!(completed[0][0], "2");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A target whose server cannot start: without `--keep-going` the lab stops naming it and the
+/// cause; with it, the other target's runs complete and the broken one's are left for resume.
+#[test]
+fn a_target_that_cannot_start_stops_the_lab_or_is_skipped_with_keep_going() {
+    let dir = lab_dir("keep-going");
+    let spec = dir.join("broken.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "broken"
+runs = 1
+duration = "1s"
+seed = 5
+
+[[target]]
+name = "good"
+settings = { fsync = false }
+
+[[target]]
+name = "bad"
+settings = { shared_buffers = "plenty" }
+
+[[workload]]
+name = "pgbench"
+scripts = ["select-only"]
+clients = [1, 2]
+"#,
+    )
+    .unwrap();
+    let db = dir.join("broken.db");
+    let stop_good = || {
+        let cluster = Cluster {
+            binaries: Binaries::find_best().expect("binaries"),
+            root: dir.join("broken.db.servers/good"),
+            port: 0,
+            run_as: OsUser::for_server().expect("server user"),
+            cpus: None,
+        };
+        if cluster.is_running() {
+            let _ = cluster.stop();
+        }
+    };
+
+    let stopped = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    stop_good();
+    assert_eq!(stopped.status.code(), Some(2), "{}", stderr(&stopped));
+    let message = stderr(&stopped);
+    assert!(
+        message.contains("stampede: error: target \"bad\" ("),
+        "{message}"
+    );
+    assert!(
+        message.contains("invalid value for parameter \"shared_buffers\""),
+        "{message}"
+    );
+    assert!(message.contains("shared_buffers"), "{message}");
+    let bad_runs =
+        "SELECT count(*) FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = 'bad'";
+    assert_eq!(sqlite(&db, bad_runs)[0][0], "0");
+
+    let skipped = stampede_command(&["lab", "resume", "--keep-going", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    stop_good();
+    assert_eq!(skipped.status.code(), Some(2), "{}", stderr(&skipped));
+    let message = stderr(&skipped);
+    assert!(
+        message.contains("target \"bad\" was skipped (2 run(s) not run)"),
+        "{message}"
+    );
+    assert!(message.contains("stampede lab resume"), "{message}");
+    assert_eq!(sqlite(&db, bad_runs)[0][0], "0");
+    let good = sqlite(
+        &db,
+        "SELECT count(*) FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = 'good' AND r.status = 'completed'",
+    );
+    assert_eq!(good[0][0], "2");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A version Maven Central does not have: exit 1 naming the version, nothing written.
+#[test]
+fn an_unknown_version_is_refused_before_anything_starts() {
+    let dir = lab_dir("unknown-version");
+    let spec = dir.join("dl.toml");
+    std::fs::write(
+        &spec,
+        "name = \"dl\"\nruns = 1\nduration = \"1s\"\n[[target]]\nname = \"nope\"\npostgres = \"16.99.0\"\n[[workload]]\nname = \"pgbench\"\nclients = [1]\n",
+    )
+    .unwrap();
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains(
+            "target \"nope\": could not find PostgreSQL 16.99.0 on Maven Central (zonky)"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.join("dl.db").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -64,7 +64,18 @@ pub enum LabAction {
     /// Show the expanded runs, their order and the estimated duration; runs nothing
     Plan { spec: std::path::PathBuf },
     /// Run every cell of the spec, recording each run in the results database
-    Run { spec: std::path::PathBuf },
+    Run {
+        spec: std::path::PathBuf,
+        /// When a target cannot be provisioned (download, initdb, start, load), skip its runs
+        /// and go on with the other targets instead of stopping
+        #[arg(long)]
+        keep_going: bool,
+    },
     /// Continue an interrupted lab with its next unfinished run
-    Resume { spec: std::path::PathBuf },
+    Resume {
+        spec: std::path::PathBuf,
+        /// As for `run`
+        #[arg(long)]
+        keep_going: bool,
+    },
 }

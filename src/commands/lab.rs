@@ -20,8 +20,8 @@ use crate::store::{unix_now, RunStatus, Store};
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
         LabAction::Plan { spec } => plan(spec),
-        LabAction::Run { spec } => execute(spec, false),
-        LabAction::Resume { spec } => execute(spec, true),
+        LabAction::Run { spec, keep_going } => execute(spec, false, *keep_going),
+        LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going),
     }
 }
 
@@ -140,21 +140,37 @@ fn watch_signals() -> Arc<AtomicBool> {
     stop
 }
 
-fn execute(path: &Path, resume: bool) -> CommandResult {
+fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     let spec = load_spec(path)?;
     let stop = watch_signals();
-    let mut lab = Lab::prepare(&spec, workloads(&spec), resume, stop).map_err(Failure::Input)?;
+    let mut lab =
+        Lab::prepare(&spec, workloads(&spec), resume, keep_going, stop).map_err(Failure::Input)?;
     eprintln!(
         "lab \"{}\": {} runs, results in {}",
         spec.name,
         lab.plan().runs.len(),
         spec.results.display()
     );
-    let outcome = lab.run(&mut print_event).map_err(Failure::Run)?;
+    let mut progress = Progress::new();
+    let outcome = lab
+        .run(&mut |event| progress.show(event))
+        .map_err(Failure::Run)?;
     print!("{}", results_table(&spec, lab.plan(), &outcome));
     if outcome.interrupted {
         return Err(Failure::Run(format!(
             "interrupted; completed runs are saved: continue with `stampede lab resume {}`",
+            path.display()
+        )));
+    }
+    if !outcome.skipped.is_empty() {
+        for skipped in &outcome.skipped {
+            eprintln!(
+                "stampede: target \"{}\" was skipped ({} run(s) not run): {}",
+                skipped.target, skipped.runs, skipped.reason
+            );
+        }
+        return Err(Failure::Run(format!(
+            "not every target could be provisioned; fix the cause and continue with `stampede lab resume {}`",
             path.display()
         )));
     }
@@ -168,26 +184,72 @@ fn execute(path: &Path, resume: bool) -> CommandResult {
     Ok(())
 }
 
-fn print_event(event: LabEvent<'_>) {
-    match event {
-        LabEvent::Note(note) => eprintln!("{note}"),
-        LabEvent::RunStarting {
-            position,
-            total,
-            cell,
-            repetition,
-            eta,
-        } => eprint!(
-            "run {position}/{total}: {} rep {}{} ... ",
-            cell.key,
-            repetition + 1,
-            eta.map_or(String::new(), |d| format!(" (ETA {})", human(d)))
-        ),
-        LabEvent::RunEnded { status, tps, error } => match (status, tps, error) {
-            (RunStatus::Completed, Some(tps), _) => eprintln!("{tps:.0} tps"),
-            (RunStatus::Interrupted, _, _) => eprintln!("interrupted"),
-            (_, _, error) => eprintln!("failed: {}", error.unwrap_or("unknown error")),
-        },
+/// The progress line on stderr: one line per run, ended by its result. On a terminal the
+/// line also shows each measured second's tps as it comes.
+struct Progress {
+    terminal: bool,
+    /// The current run's line, until its result is printed.
+    open_line: Option<String>,
+    /// Whether that line is the last thing on stderr (no note has been printed since).
+    line_shown: bool,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            // SAFETY: isatty only inspects the descriptor.
+            terminal: unsafe { libc::isatty(2) } == 1,
+            open_line: None,
+            line_shown: false,
+        }
+    }
+
+    fn show(&mut self, event: LabEvent<'_>) {
+        match event {
+            LabEvent::Note(note) => {
+                if self.line_shown {
+                    eprintln!();
+                    self.line_shown = false;
+                }
+                eprintln!("{note}");
+            }
+            LabEvent::RunStarting {
+                position,
+                total,
+                cell,
+                repetition,
+                eta,
+            } => {
+                let line = format!(
+                    "run {position}/{total}: {} rep {}{}",
+                    cell.key,
+                    repetition + 1,
+                    eta.map_or(String::new(), |d| format!(" (ETA {})", human(d)))
+                );
+                eprint!("{line} ... ");
+                self.open_line = Some(line);
+                self.line_shown = true;
+            }
+            LabEvent::Second { index, tps } => {
+                if let (true, Some(line)) = (self.terminal, &self.open_line) {
+                    eprint!("\r\x1b[K{line} ... {}s: {tps:.0} tps", index + 1);
+                    self.line_shown = true;
+                }
+            }
+            LabEvent::RunEnded { status, tps, error } => {
+                let result = match (status, tps, error) {
+                    (RunStatus::Completed, Some(tps), _) => format!("{tps:.0} tps"),
+                    (RunStatus::Interrupted, _, _) => "interrupted".into(),
+                    (_, _, error) => format!("failed: {}", error.unwrap_or("unknown error")),
+                };
+                match self.open_line.take() {
+                    Some(line) if self.terminal => eprintln!("\r\x1b[K{line} ... {result}"),
+                    Some(line) if !self.line_shown => eprintln!("{line} ... {result}"),
+                    _ => eprintln!("{result}"),
+                }
+                self.line_shown = false;
+            }
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use super::pgbench::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{pgbench_init, pgbench_run, Failure};
 use crate::cli::pgbench::ScriptChoice;
 use crate::driver::{DriverEvent, Protocol, ScriptStats};
-use crate::lab::workload::{LabWorkload, Measurement, RunRequest};
+use crate::lab::workload::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::target::ConnSpec;
 use crate::store::{RunMetrics, SeriesRow};
 use crate::workload::pgbench::builtins;
@@ -64,7 +64,7 @@ impl LabWorkload for PgbenchLab {
     fn run(
         &self,
         request: &RunRequest<'_>,
-        open_window: &mut dyn FnMut(),
+        observer: &mut dyn RunObserver,
     ) -> Result<Measurement, String> {
         let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
         let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
@@ -79,7 +79,7 @@ impl LabWorkload for PgbenchLab {
                 ));
             }
         }
-        open_window();
+        observer.open_window();
         let mut measured: Vec<(u64, ScriptStats)> = Vec::new();
         let report = pgbench_run::benchmark(
             &run_spec(request, duration_s)?,
@@ -87,6 +87,7 @@ impl LabWorkload for PgbenchLab {
             &mut |event| {
                 if let DriverEvent::Interval(interval) = event {
                     if interval.index < duration_s {
+                        observer.second(interval.index, interval.stats.latency.count as f64);
                         measured.push((interval.index, interval.stats.clone()));
                     }
                 }

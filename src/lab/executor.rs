@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Cell, Plan, PlannedRun};
 use super::spec::{LabSpec, PostgresSource, Scale, TargetSpec};
-use super::window::WindowProbes;
-use super::workload::{LabWorkload, RunRequest};
+use super::window::{OpenWindow, WindowProbes};
+use super::workload::{LabWorkload, RunObserver, RunRequest};
 use crate::probe::plans;
 use crate::server::binaries::Binaries;
 use crate::server::cluster::{Cluster, OsUser};
@@ -34,11 +34,33 @@ pub enum LabEvent<'a> {
         /// Time left, from the runs measured so far in this invocation.
         eta: Option<Duration>,
     },
+    /// One measured second of the current run.
+    Second {
+        index: u64,
+        tps: f64,
+    },
     RunEnded {
         status: RunStatus,
         tps: Option<f64>,
         error: Option<&'a str>,
     },
+}
+
+/// Opens the probes' window when the workload's warmup ends and relays its seconds.
+struct Observer<'e, 'f> {
+    probes: Option<WindowProbes>,
+    window: Option<OpenWindow>,
+    on_event: &'e mut dyn FnMut(LabEvent<'f>),
+}
+
+impl RunObserver for Observer<'_, '_> {
+    fn open_window(&mut self) {
+        self.window = self.probes.as_ref().and_then(|p| p.open().ok());
+    }
+
+    fn second(&mut self, index: u64, tps: f64) {
+        (self.on_event)(LabEvent::Second { index, tps });
+    }
 }
 
 /// A target's running cluster and what has been loaded into it.
@@ -60,8 +82,13 @@ pub struct Lab<'a> {
     store: Store,
     lab_id: i64,
     workloads: Vec<Box<dyn LabWorkload>>,
-    binaries: Vec<Binaries>,
+    /// Per target: its binaries, or why they could not be had.
+    binaries: Vec<Result<Binaries, String>>,
     servers: Vec<Option<TargetServer>>,
+    /// Skip a target that cannot be provisioned instead of stopping the lab.
+    keep_going: bool,
+    /// Per target: why it cannot be provisioned, once that is known.
+    broken: Vec<Option<String>>,
     stop: Arc<AtomicBool>,
     /// Root of the lab's clusters: `<results>.servers/`.
     server_root: PathBuf,
@@ -72,6 +99,15 @@ pub struct LabOutcome {
     pub interrupted: bool,
     pub failed_runs: usize,
     pub completed: Vec<RunSummary>,
+    /// Targets that could not be provisioned under `--keep-going`.
+    pub skipped: Vec<SkippedTarget>,
+}
+
+pub struct SkippedTarget {
+    pub target: String,
+    pub reason: String,
+    /// Its runs left unrun.
+    pub runs: usize,
 }
 
 impl<'a> Lab<'a> {
@@ -82,6 +118,7 @@ impl<'a> Lab<'a> {
         spec: &'a LabSpec,
         workloads: Vec<Box<dyn LabWorkload>>,
         resume: bool,
+        keep_going: bool,
         stop: Arc<AtomicBool>,
     ) -> Result<Lab<'a>, String> {
         for (workload, w) in spec.workloads.iter().zip(&workloads) {
@@ -89,11 +126,13 @@ impl<'a> Lab<'a> {
                 w.check_variant(script)?;
             }
         }
-        let binaries = spec
-            .targets
-            .iter()
-            .map(resolve_binaries)
-            .collect::<Result<Vec<_>, _>>()?;
+        let binaries: Vec<Result<Binaries, String>> =
+            spec.targets.iter().map(resolve_binaries).collect();
+        if !keep_going {
+            if let Some(Err(error)) = binaries.iter().find(|b| b.is_err()) {
+                return Err(error.clone());
+            }
+        }
         let mut store = Store::open(&spec.results)?;
         let existing = store.find_lab(&spec.name)?;
         if resume && existing.is_none() {
@@ -122,7 +161,9 @@ impl<'a> Lab<'a> {
             lab_id,
             workloads,
             servers: spec.targets.iter().map(|_| None).collect(),
+            broken: binaries.iter().map(|b| b.as_ref().err().cloned()).collect(),
             binaries,
+            keep_going,
             stop,
             server_root,
         })
@@ -136,15 +177,34 @@ impl<'a> Lab<'a> {
     pub fn run(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<LabOutcome, String> {
         let result = self.run_all(on_event);
         self.shutdown();
-        let (interrupted, failed_runs) = result?;
+        let (interrupted, failed_runs, skipped_runs) = result?;
+        let skipped = self
+            .broken
+            .iter()
+            .zip(&self.spec.targets)
+            .zip(skipped_runs)
+            .filter_map(|((reason, target), runs)| {
+                Some(SkippedTarget {
+                    target: target.name.clone(),
+                    reason: reason.clone()?,
+                    runs,
+                })
+            })
+            .collect();
         Ok(LabOutcome {
             interrupted,
             failed_runs,
             completed: self.store.completed_runs(self.lab_id)?,
+            skipped,
         })
     }
 
-    fn run_all(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<(bool, usize), String> {
+    /// Whether a signal interrupted the lab, the failed runs, and per target the runs skipped
+    /// because it could not be provisioned.
+    fn run_all(
+        &mut self,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<(bool, usize, Vec<usize>), String> {
         let finished = self.store.finished_runs(self.lab_id)?;
         let todo: Vec<(usize, PlannedRun)> = self
             .plan
@@ -166,9 +226,15 @@ impl<'a> Lab<'a> {
         }
         let started = Instant::now();
         let mut failed = 0;
+        let mut skipped = vec![0; self.spec.targets.len()];
         for (done, (position, run)) in todo.iter().enumerate() {
             if self.stop.load(Ordering::SeqCst) {
-                return Ok((true, failed));
+                return Ok((true, failed, skipped));
+            }
+            let target = self.plan.cells[run.cell].target;
+            if self.broken[target].is_some() {
+                skipped[target] += 1;
+                continue;
             }
             let eta =
                 (done > 0).then(|| started.elapsed() / done as u32 * (todo.len() - done) as u32);
@@ -180,7 +246,20 @@ impl<'a> Lab<'a> {
                 repetition: run.repetition,
                 eta,
             });
-            let record = self.measure(*position, run, &cell, on_event);
+            let record = match self.measure(*position, run, &cell, on_event) {
+                Ok(record) => record,
+                Err(error) if self.keep_going => {
+                    let note = format!(
+                        "target \"{}\" cannot be provisioned, its runs are skipped (--keep-going): {error}",
+                        self.spec.targets[target].name
+                    );
+                    on_event(LabEvent::Note(&note));
+                    self.broken[target] = Some(error);
+                    skipped[target] += 1;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             on_event(LabEvent::RunEnded {
                 status: record.status,
                 tps: record.metrics.as_ref().map(|m| m.tps),
@@ -188,24 +267,26 @@ impl<'a> Lab<'a> {
             });
             self.store.record_run(self.lab_id, &record)?;
             match record.status {
-                RunStatus::Interrupted => return Ok((true, failed)),
+                RunStatus::Interrupted => return Ok((true, failed, skipped)),
                 RunStatus::Failed => failed += 1,
                 RunStatus::Completed => {}
             }
         }
-        Ok((false, failed))
+        Ok((false, failed, skipped))
     }
 
     /// One run: server up, dataset loaded, pristine copy for writers, checkpoint, measure.
+    /// A server that cannot be provisioned or loaded is an error rather than a failed run: it
+    /// measured nothing, and a resume after the cause is fixed should run it.
     fn measure(
         &mut self,
         position: usize,
         run: &PlannedRun,
         cell: &Cell,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> RunRecord {
+    ) -> Result<RunRecord, String> {
         let started_unix_s = unix_now();
-        let setup_started = Instant::now();
+        let run_started = Instant::now();
         let mut record = RunRecord {
             cell_key: cell.key.clone(),
             repetition: run.repetition,
@@ -223,8 +304,11 @@ impl<'a> Lab<'a> {
             counter_series: Vec::new(),
             wait_events: Vec::new(),
         };
-        let prepared = self.prepare_run(cell, on_event);
-        record.overhead_s = setup_started.elapsed().as_secs_f64();
+        let provisioning_started = Instant::now();
+        self.ensure_server(cell.target, on_event)?;
+        let scale = self.ensure_dataset(cell, on_event)?;
+        let provisioning = provisioning_started.elapsed();
+        let prepared = self.prepare_run(cell, scale);
         let outcome = prepared.and_then(|(conn, scale)| {
             record.resolved_scale = Some(scale);
             let workload = &self.spec.workloads[cell.workload];
@@ -243,17 +327,29 @@ impl<'a> Lab<'a> {
                 client_cpus: workload.client_cpus.as_deref(),
                 stop: self.stop.clone(),
             };
-            let probes = self.window_probes(cell.target, &conn);
-            let mut window = None;
-            let measured = self.workloads[cell.workload].run(&request, &mut || {
-                window = probes.as_ref().and_then(|p| p.open().ok());
-            });
-            if let (Ok(_), Some(window), Some(probes)) = (&measured, window, &probes) {
+            let mut observer = Observer {
+                probes: self.window_probes(cell.target, &conn),
+                window: None,
+                on_event: &mut *on_event,
+            };
+            let measured = self.workloads[cell.workload].run(&request, &mut observer);
+            if let (Ok(_), Some(window), Some(probes)) =
+                (&measured, observer.window, &observer.probes)
+            {
                 window.close(probes, &mut record);
             }
             measured
         });
         record.ended_unix_s = unix_now();
+        let measuring = if outcome.is_ok() {
+            self.spec.warmup + self.spec.duration
+        } else {
+            Duration::ZERO
+        };
+        record.overhead_s = run_started
+            .elapsed()
+            .saturating_sub(provisioning + measuring)
+            .as_secs_f64();
         match outcome {
             _ if self.stop.load(Ordering::SeqCst) => {
                 record.status = RunStatus::Interrupted;
@@ -269,7 +365,7 @@ impl<'a> Lab<'a> {
                 record.error = Some(self.explain_failure(cell.target, error));
             }
         }
-        record
+        Ok(record)
     }
 
     /// The probes for a run on `conn`, unless the spec turned them off.
@@ -317,7 +413,7 @@ impl<'a> Lab<'a> {
         if server.alive() {
             return error;
         }
-        let tail = log_tail(&server.cluster, 20);
+        let tail = server.cluster.log_tail(20);
         let restart = match restart(&server.cluster) {
             Ok(()) => "the server was restarted".to_string(),
             Err(e) => {
@@ -329,13 +425,7 @@ impl<'a> Lab<'a> {
     }
 
     /// The connection and scale factor for a run, after restoring pristine data if it writes.
-    fn prepare_run(
-        &mut self,
-        cell: &Cell,
-        on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<(ConnSpec, i64), String> {
-        self.ensure_server(cell.target, on_event)?;
-        let scale = self.ensure_dataset(cell, on_event)?;
+    fn prepare_run(&mut self, cell: &Cell, scale: i64) -> Result<(ConnSpec, i64), String> {
         let server = self.servers[cell.target].as_ref().expect("provisioned");
         let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
         let admin = server.conn("postgres");
@@ -366,17 +456,16 @@ impl<'a> Lab<'a> {
             return Ok(());
         }
         let spec = &self.spec.targets[target];
-        let note = format!(
-            "starting target {} ({})",
-            spec.name, self.binaries[target].version
-        );
+        let binaries = self.binaries[target].as_ref().map_err(Clone::clone)?;
+        let note = format!("starting target {} ({})", spec.name, binaries.version);
         on_event(LabEvent::Note(&note));
         let server = provision(
             spec,
-            &self.binaries[target],
+            binaries,
             &self.server_root.join(&spec.name),
             max_clients(self.spec),
-        )?;
+        )
+        .map_err(|e| format!("target \"{}\" ({}): {e}", spec.name, binaries.version))?;
         self.store
             .save_target(self.lab_id, &describe_target(spec, &server)?)?;
         self.servers[target] = Some(server);
@@ -620,9 +709,7 @@ fn provision(
             .iter()
             .map(|(n, v)| (n.as_str(), v.clone()))
             .collect();
-        cluster
-            .init(&superuser, &password, &borrowed)
-            .map_err(|e| format!("target \"{}\": {e}", target.name))?;
+        cluster.init(&superuser, &password, &borrowed)?;
     } else {
         // A new port (and the same settings) for a cluster made by an earlier invocation.
         cluster.reconfigure(&settings)?;
@@ -630,9 +717,7 @@ fn provision(
     if cluster.is_running() {
         cluster.stop()?;
     }
-    cluster
-        .start()
-        .map_err(|e| format!("target \"{}\": {e}", target.name))?;
+    cluster.start()?;
     let mut server = TargetServer {
         cluster,
         superuser,
@@ -732,10 +817,4 @@ fn restart(cluster: &Cluster) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(500));
     }
     last
-}
-
-fn log_tail(cluster: &Cluster, lines: usize) -> String {
-    let text = std::fs::read_to_string(cluster.log_file()).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -33,6 +33,15 @@ pub struct Measurement {
     pub series: Vec<SeriesRow>,
 }
 
+/// What a workload tells the lab while it measures.
+pub trait RunObserver {
+    /// Between the warmup and the measured run: the lab resets and snapshots the server's
+    /// counters and starts its sampler here.
+    fn open_window(&mut self);
+    /// After each measured second, its throughput.
+    fn second(&mut self, index: u64, tps: f64);
+}
+
 pub trait LabWorkload {
     /// Loads the dataset at `scale` into the connected, empty database.
     fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String>;
@@ -40,11 +49,11 @@ pub trait LabWorkload {
     fn writes(&self, script: &str) -> bool;
     /// Checks a variant before anything starts (unknown builtin, unreadable file).
     fn check_variant(&self, script: &str) -> Result<(), String>;
-    /// Runs the warmup, calls `open_window` (the lab resets and snapshots the server's
-    /// counters there), then the measured run.
+    /// Runs the warmup, calls `observer.open_window`, then the measured run, reporting each
+    /// second to the observer.
     fn run(
         &self,
         request: &RunRequest<'_>,
-        open_window: &mut dyn FnMut(),
+        observer: &mut dyn RunObserver,
     ) -> Result<Measurement, String>;
 }

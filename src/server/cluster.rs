@@ -183,8 +183,20 @@ impl Cluster {
             }
         }
         let output = command.output();
-        check_output("pg_ctl start", output)
-            .map_err(|e| format!("{e}; see the server log {}", self.log_file().display()))
+        check_output("pg_ctl start", output).map_err(|e| {
+            format!(
+                "{e}; the server log {} ends with:\n{}",
+                self.log_file().display(),
+                self.log_tail(3)
+            )
+        })
+    }
+
+    /// The last `lines` lines of the server log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(self.log_file()).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
     }
 
     pub fn stop(&self) -> Result<(), String> {

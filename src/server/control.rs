@@ -72,10 +72,7 @@ pub type NamedRow = Vec<(String, Option<String>)>;
 /// Rows of a simple-protocol query (any column types, as text) with their column names, for
 /// views whose columns vary between major versions. Several statements may be given; the rows
 /// of all of them are returned.
-pub fn named_rows(
-    conn: &ConnSpec,
-    query: &str,
-) -> Result<Vec<NamedRow>, String> {
+pub fn named_rows(conn: &ConnSpec, query: &str) -> Result<Vec<NamedRow>, String> {
     let query = query.to_string();
     with_client(conn, move |c| {
         Box::pin(async move {

@@ -61,7 +61,8 @@ CREATE TABLE runs (
     latency_stddev_ms REAL,
     p50_ms REAL, p90_ms REAL, p95_ms REAL, p99_ms REAL, p999_ms REAL, max_ms REAL,
     client_cpu_us_per_txn REAL,
-    overhead_s      REAL                -- restore, checkpoint and setup before measuring
+    overhead_s      REAL                -- lab time beyond warmup and measuring: restore, checkpoint,
+                                        -- probes (starting servers and loading data excluded)
 );
 CREATE INDEX runs_by_cell ON runs (cell_id, repetition);
 CREATE TABLE run_series (
