@@ -19,55 +19,24 @@ Build first: cargo build --release.
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
+from pgserver import Server
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
-PORT = "15700"
-DATA = "/tmp/stampede-bench-15700"
-
-
-def pg_bin():
-    out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
-    if out.returncode == 0 and os.path.exists(os.path.join(out.stdout.strip(), "initdb")):
-        return out.stdout.strip()
-    versions = sorted(int(v) for v in os.listdir("/usr/lib/postgresql") if v.isdigit())
-    return f"/usr/lib/postgresql/{versions[-1]}/bin"
-
-
-def as_server_user(cmd):
-    return ["runuser", "-u", "postgres", "--"] + cmd if os.geteuid() == 0 else cmd
-
-
-def start_server(bindir):
-    shutil.rmtree(DATA, ignore_errors=True)
-    os.makedirs(DATA)
-    if os.geteuid() == 0:
-        shutil.chown(DATA, "postgres", "postgres")
-    subprocess.run(as_server_user([f"{bindir}/initdb", "-D", f"{DATA}/data", "-A", "trust",
-                                   "-U", "postgres", "--no-locale", "-E", "UTF8"]),
-                   check=True, capture_output=True)
-    subprocess.run(as_server_user([f"{bindir}/pg_ctl", "-D", f"{DATA}/data", "-l", f"{DATA}/log", "-w",
-                                   "-o", f"-p {PORT} -k {DATA} -c listen_addresses=127.0.0.1 -c max_connections=100",
-                                   "start"]), check=True, capture_output=True)
-
-
-def stop_server(bindir):
-    subprocess.run(as_server_user([f"{bindir}/pg_ctl", "-D", f"{DATA}/data", "-m", "fast", "stop"]),
-                   capture_output=True)
-    shutil.rmtree(DATA, ignore_errors=True)
+SERVER = Server(15700, "/tmp/stampede-bench-15700")
+DATA = SERVER.root
 
 
 def conn(db):
-    return ["-h", "127.0.0.1", "-p", PORT, "-U", "postgres", db]
+    return SERVER.conn(db)
 
 
 def psql(db, sql):
-    subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", PORT, "-U", "postgres", "-d", db, "-c", sql],
-                   check=True, capture_output=True)
+    SERVER.psql(db, sql)
 
 
 def measured(cmd):
@@ -161,10 +130,10 @@ def main():
     ONLY = opts.only
     if not os.path.exists(STAMPEDE):
         sys.exit("build first: cargo build --release")
-    bindir = pg_bin()
-    start_server(bindir)
+    SERVER.init()
+    SERVER.start()
     try:
-        print(f"server: {bindir}, 127.0.0.1:{PORT}; {opts.seconds} s per run, {opts.rounds} rounds, alternating")
+        print(f"server: {SERVER.bindir}, 127.0.0.1:{SERVER.port}; {opts.seconds} s per run, {opts.rounds} rounds, alternating")
         if not opts.skip_init and not opts.only:
             compare_init(opts.scale, opts.rounds)
         psql("postgres", "CREATE DATABASE bench")
@@ -185,7 +154,7 @@ def main():
                      ["-f", pipeline, "-M", "prepared", "-c", "8", "-j", "2", "-T", secs, "-n"], "bench",
                      opts.rounds)
     finally:
-        stop_server(bindir)
+        SERVER.remove()
 
 
 if __name__ == "__main__":

@@ -605,3 +605,69 @@ fn an_unknown_version_is_refused_before_anything_starts() {
     assert!(!dir.join("dl.db").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Results in a shared PostgreSQL database (the test server), given by a URL with a password
+/// that appears in nothing stampede writes or prints.
+#[test]
+fn results_go_to_a_postgresql_database_without_its_password() {
+    let server = common::server();
+    let results_db = server.create_database("lab_results");
+    let dir = lab_dir("pg-results");
+    let spec = dir.join("pgres.toml");
+    let url = format!(
+        "postgresql://{}:{}@127.0.0.1:{}/{results_db}",
+        server.user,
+        common::PASSWORD,
+        server.port()
+    );
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"pgres\"\nruns = 2\nduration = \"1s\"\nseed = 8\nresults = \"{url}\"\n[[target]]\nname = \"t\"\nsettings = {{ fsync = false }}\n[[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n"
+        ),
+    )
+    .unwrap();
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let cluster = Cluster {
+        binaries: Binaries::find_best().expect("binaries"),
+        root: dir.join("pgres.servers/t"),
+        port: 0,
+        run_as: OsUser::for_server().expect("server user"),
+        cpus: None,
+    };
+    if cluster.is_running() {
+        let _ = cluster.stop();
+    }
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(!printed.contains(common::PASSWORD), "{printed}");
+    assert!(
+        printed.contains(&format!("postgresql://{}@127.0.0.1", server.user)),
+        "{printed}"
+    );
+    let query = |sql: &str| server.psql(&results_db, sql);
+    assert_eq!(query("SELECT max(version) FROM schema_version"), "3");
+    assert_eq!(
+        query("SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0"),
+        "2"
+    );
+    // Every second's transactions add up to the run's, as in SQLite.
+    assert_eq!(
+        query("SELECT count(*) FROM runs r WHERE r.transactions = (SELECT sum(tps) FROM run_series s WHERE s.run_id = r.id)"),
+        "2"
+    );
+    assert_eq!(
+        query("SELECT count(DISTINCT run_id) FROM run_counters WHERE source = 'pg_stat_database'"),
+        "2"
+    );
+    let stored_spec = query("SELECT spec FROM labs");
+    assert!(!stored_spec.contains(common::PASSWORD), "{stored_spec}");
+    assert!(stored_spec.contains("********"), "{stored_spec}");
+    assert_eq!(
+        query("SELECT data_type FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'tps'"),
+        "double precision"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,7 +15,7 @@ use crate::lab::plan::Plan;
 use crate::lab::spec::{self, LabSpec};
 use crate::lab::workload::LabWorkload;
 use crate::report::table;
-use crate::store::{unix_now, RunStatus, Store};
+use crate::store::{unix_now, Location, RunStatus, Store};
 
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
@@ -43,13 +43,14 @@ fn workloads(spec: &LabSpec) -> Vec<Box<dyn LabWorkload>> {
 fn plan(path: &Path) -> CommandResult {
     let spec = load_spec(path)?;
     // The order a resumed lab would use, when the results database already knows the lab.
-    let stored = spec
-        .results
-        .exists()
-        .then(|| Store::open(&spec.results).ok())
-        .flatten();
+    // A SQLite file that does not exist yet is not created by planning.
+    let exists = match &spec.results {
+        Location::Sqlite(path) => path.exists(),
+        Location::Postgres(_) => true,
+    };
+    let mut stored = exists.then(|| Store::open(&spec.results).ok()).flatten();
     let known = stored
-        .as_ref()
+        .as_mut()
         .and_then(|s| s.find_lab(&spec.name).ok().flatten());
     let seed = known
         .map(|(_, seed)| seed)
@@ -81,7 +82,7 @@ fn plan(path: &Path) -> CommandResult {
         )
     );
     let overhead = known
-        .and_then(|(lab, _)| stored.as_ref()?.mean_overhead_s(lab).ok().flatten())
+        .and_then(|(lab, _)| stored.as_mut()?.mean_overhead_s(lab).ok().flatten())
         .map(Duration::from_secs_f64);
     let per_run = overhead.unwrap_or(DEFAULT_RUN_OVERHEAD);
     let total = plan.measuring_time(&spec) + per_run * plan.runs.len() as u32;
@@ -149,7 +150,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
         "lab \"{}\": {} runs, results in {}",
         spec.name,
         lab.plan().runs.len(),
-        spec.results.display()
+        spec.results
     );
     let mut progress = Progress::new();
     let outcome = lab
@@ -177,8 +178,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     if outcome.failed_runs > 0 {
         eprintln!(
             "stampede: {} run(s) failed; their errors are in {}",
-            outcome.failed_runs,
-            spec.results.display()
+            outcome.failed_runs, spec.results
         );
     }
     Ok(())

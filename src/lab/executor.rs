@@ -138,8 +138,7 @@ impl<'a> Lab<'a> {
         if resume && existing.is_none() {
             return Err(format!(
                 "nothing to resume: {} holds no lab \"{}\"; start it with `stampede lab run`",
-                spec.results.display(),
-                spec.name
+                spec.results, spec.name
             ));
         }
         let seed = spec.seed.unwrap_or_else(|| unix_now().to_bits());
@@ -148,12 +147,12 @@ impl<'a> Lab<'a> {
             return Err(format!(
                 "lab \"{}\" already has finished runs in {}; continue it with `stampede lab resume`",
                 spec.name,
-                spec.results.display()
+                spec.results
             ));
         }
         let plan = Plan::new(spec, seed);
         store.save_cells(lab_id, &cell_records(spec, &plan))?;
-        let server_root = PathBuf::from(format!("{}.servers", spec.results.display()));
+        let server_root = spec.server_root.clone();
         Ok(Lab {
             spec,
             plan,

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use crate::server::profile::Profile;
+pub use crate::store::Location;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,14 +123,17 @@ pub struct LabSpec {
     pub runs: u32,
     pub duration: Duration,
     pub warmup: Duration,
-    pub results: PathBuf,
+    pub results: Location,
+    /// Where the lab's clusters live: `<results>.servers/` beside a SQLite file, else
+    /// `<name>.servers/` beside the spec.
+    pub server_root: PathBuf,
     /// Seed of the shuffled cell order; recorded so the order can be reproduced.
     pub seed: Option<u64>,
     /// Server, OS and wait-event probes around each measured window (default on).
     pub probes: bool,
     pub targets: Vec<TargetSpec>,
     pub workloads: Vec<WorkloadSpec>,
-    /// The file's text, stored with the results.
+    /// The file's text, stored with the results (a results URL's password masked).
     pub text: String,
 }
 
@@ -218,7 +222,18 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     };
     let base = std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf());
     let base = base.as_path();
-    let results = base.join(file.results.clone().unwrap_or(format!("{name}.db")));
+    let results = Location::parse(
+        file.results.as_deref().unwrap_or(&format!("{name}.db")),
+        base,
+    );
+    let server_root = match &results {
+        Location::Sqlite(path) => PathBuf::from(format!("{}.servers", path.display())),
+        Location::Postgres(_) => base.join(format!("{name}.servers")),
+    };
+    let text = match results.password() {
+        Some(password) => text.replace(password, "********"),
+        None => text.to_string(),
+    };
     let targets = targets(&source, &file, base)?;
     let workloads = workloads(&source, &file, base)?;
     Ok(LabSpec {
@@ -227,11 +242,12 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         duration,
         warmup,
         results,
+        server_root,
         seed: file.seed,
         probes: file.probes.unwrap_or(true),
         targets,
         workloads,
-        text: text.to_string(),
+        text,
     })
 }
 
@@ -535,8 +551,11 @@ clients = [1, 4]
         let spec = parse(Path::new("dir/lab.toml"), GOOD).unwrap();
         assert_eq!(spec.runs, 2);
         assert_eq!(spec.duration, Duration::from_secs(3));
-        assert!(spec.results.is_absolute());
-        assert!(spec.results.ends_with("dir/t.db"));
+        let Location::Sqlite(results) = &spec.results else {
+            panic!("{:?}", spec.results)
+        };
+        assert!(results.is_absolute());
+        assert!(results.ends_with("dir/t.db"));
         assert_eq!(spec.targets[0].profile, Profile::Tuned);
         assert_eq!(spec.targets[0].cpus, Some(vec![0, 1]));
         assert!(spec.targets[0]

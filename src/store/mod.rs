@@ -1,16 +1,20 @@
 //! The results database: every lab, target (with settings and binary provenance), cell, run and
-//! per-second series. SQLite by default. Each run is written in one transaction, so a crash
-//! loses at most the run in progress. Stores numbers; computes no statistics.
+//! per-second series. SQLite by default, or a shared PostgreSQL database with the same schema.
+//! Each run is written in one transaction, so a crash loses at most the run in progress.
+//! Stores numbers; computes no statistics.
 
+mod database;
+mod postgres;
 mod schema;
+mod sqlite;
 
 use std::collections::HashSet;
-use std::path::Path;
 
-use rusqlite::{params, Connection, OptionalExtension};
+pub use database::Location;
+use database::{Database, Row, Value};
 
 pub struct Store {
-    db: Connection,
+    db: Box<dyn Database>,
 }
 
 /// One row of pg_settings.
@@ -152,36 +156,63 @@ pub struct RunSummary {
     pub p99_ms: f64,
 }
 
-fn db_error(context: &str) -> impl Fn(rusqlite::Error) -> String + '_ {
+fn db_error(context: &str) -> impl Fn(String) -> String + '_ {
     move |e| format!("results database: {context}: {e}")
 }
 
+fn int(row: &Row, i: usize) -> i64 {
+    row.get(i).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn real(row: &Row, i: usize) -> f64 {
+    row.get(i).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn text(row: &Row, i: usize) -> String {
+    row.get(i).and_then(Value::as_string).unwrap_or_default()
+}
+
 impl Store {
-    /// Opens (creating if needed) the SQLite file and brings its schema up to date.
-    pub fn open(path: &Path) -> Result<Store, String> {
-        let db = Connection::open(path)
-            .map_err(|e| format!("could not open results database {}: {e}", path.display()))?;
-        db.pragma_update(None, "journal_mode", "WAL")
-            .map_err(db_error("journal mode"))?;
-        db.pragma_update(None, "foreign_keys", "ON")
-            .map_err(db_error("foreign keys"))?;
+    /// Opens (creating if needed) the results database and brings its schema up to date.
+    pub fn open(location: &Location) -> Result<Store, String> {
+        let db: Box<dyn Database> = match location {
+            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path)?),
+            Location::Postgres(url) => Box::new(postgres::Postgres::open(location, url)?),
+        };
         let mut store = Store { db };
         store.migrate()?;
         Ok(store)
     }
 
+    /// Runs `work` in one transaction: all of it lands, or none.
+    fn transaction<T>(
+        &mut self,
+        context: &str,
+        work: impl FnOnce(&mut dyn Database) -> Result<T, String>,
+    ) -> Result<T, String> {
+        self.db.batch("BEGIN").map_err(db_error(context))?;
+        match work(self.db.as_mut()) {
+            Ok(value) => {
+                self.db.batch("COMMIT").map_err(db_error(context))?;
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = self.db.batch("ROLLBACK");
+                Err(db_error(context)(e))
+            }
+        }
+    }
+
     fn migrate(&mut self) -> Result<(), String> {
-        self.db
-            .execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            .map_err(db_error("schema version"))?;
-        let current: i64 = self
+        let create = self
             .db
-            .query_row(
-                "SELECT coalesce(max(version), 0) FROM schema_version",
-                [],
-                |r| r.get(0),
-            )
+            .dialect("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+        self.db.batch(&create).map_err(db_error("schema version"))?;
+        let rows = self
+            .db
+            .query("SELECT coalesce(max(version), 0) FROM schema_version", &[])
             .map_err(db_error("schema version"))?;
+        let current = rows.first().map_or(0, |r| int(r, 0));
         if current as usize > schema::MIGRATIONS.len() {
             return Err(format!(
                 "results database has schema version {current}, newer than this stampede knows ({}); upgrade stampede",
@@ -189,11 +220,14 @@ impl Store {
             ));
         }
         for (index, sql) in schema::MIGRATIONS.iter().enumerate().skip(current as usize) {
-            let tx = self.db.transaction().map_err(db_error("migration"))?;
-            tx.execute_batch(sql).map_err(db_error("migration"))?;
-            tx.execute("INSERT INTO schema_version VALUES (?1)", [index as i64 + 1])
-                .map_err(db_error("migration"))?;
-            tx.commit().map_err(db_error("migration"))?;
+            let sql = self.db.dialect(sql);
+            self.transaction("migration", |db| {
+                db.batch(&sql)?;
+                db.execute(
+                    "INSERT INTO schema_version VALUES (?1)",
+                    &[Value::Int(index as i64 + 1)],
+                )
+            })?;
         }
         Ok(())
     }
@@ -201,227 +235,124 @@ impl Store {
     /// The lab's id and run-order seed: created on first use; on a resume the spec must be the
     /// one the lab started with.
     pub fn lab(&mut self, name: &str, spec: &str, seed: u64) -> Result<(i64, u64), String> {
-        let existing: Option<(i64, String, i64)> = self
+        let existing = self
             .db
-            .query_row(
+            .query(
                 "SELECT id, spec, seed FROM labs WHERE name = ?1",
-                [name],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                &[name.into()],
             )
-            .optional()
             .map_err(db_error("labs"))?;
-        match existing {
-            Some((_, stored, _)) if stored != spec => Err(format!(
+        match existing.first() {
+            Some(row) if text(row, 1) != spec => Err(format!(
                 "the results database already holds lab \"{name}\" started from a different spec; use another `results` file or restore the original spec"
             )),
-            Some((id, _, seed)) => Ok((id, seed as u64)),
+            Some(row) => Ok((int(row, 0), int(row, 2) as u64)),
             None => {
-                self.db
-                    .execute(
-                        "INSERT INTO labs (name, spec, seed, created_unix_s) VALUES (?1, ?2, ?3, ?4)",
-                        params![name, spec, seed as i64, unix_now()],
+                let rows = self
+                    .db
+                    .query(
+                        "INSERT INTO labs (name, spec, seed, created_unix_s) VALUES (?1, ?2, ?3, ?4) RETURNING id",
+                        &[name.into(), spec.into(), Value::Int(seed as i64), unix_now().into()],
                     )
                     .map_err(db_error("labs"))?;
-                Ok((self.db.last_insert_rowid(), seed))
+                Ok((rows.first().map_or(0, |r| int(r, 0)), seed))
             }
         }
     }
 
     /// Records a target's provenance and full settings (replacing what was stored before).
     pub fn save_target(&mut self, lab: i64, target: &TargetRecord) -> Result<(), String> {
-        let tx = self.db.transaction().map_err(db_error("targets"))?;
-        tx.execute(
-            "INSERT INTO targets (lab_id, name, postgres, binary_source, bin_dir, server_version, pg_config, profile, restore_method)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-             ON CONFLICT (lab_id, name) DO UPDATE SET postgres = excluded.postgres,
-               binary_source = excluded.binary_source, bin_dir = excluded.bin_dir,
-               server_version = excluded.server_version, pg_config = excluded.pg_config,
-               profile = excluded.profile, restore_method = excluded.restore_method",
-            params![
-                lab,
-                target.name,
-                target.postgres,
-                target.binary_source,
-                target.bin_dir,
-                target.server_version,
-                target.pg_config,
-                target.profile,
-                target.restore_method
-            ],
-        )
-        .map_err(db_error("targets"))?;
-        let id: i64 = tx
-            .query_row(
-                "SELECT id FROM targets WHERE lab_id = ?1 AND name = ?2",
-                params![lab, target.name],
-                |r| r.get(0),
-            )
-            .map_err(db_error("targets"))?;
-        tx.execute("DELETE FROM target_settings WHERE target_id = ?1", [id])
-            .map_err(db_error("target settings"))?;
-        {
-            let mut insert = tx
-                .prepare("INSERT INTO target_settings VALUES (?1, ?2, ?3, ?4, ?5)")
-                .map_err(db_error("target settings"))?;
+        self.transaction("targets", |db| {
+            let rows = db.query(
+                "INSERT INTO targets (lab_id, name, postgres, binary_source, bin_dir, server_version, pg_config, profile, restore_method)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (lab_id, name) DO UPDATE SET postgres = excluded.postgres,
+                   binary_source = excluded.binary_source, bin_dir = excluded.bin_dir,
+                   server_version = excluded.server_version, pg_config = excluded.pg_config,
+                   profile = excluded.profile, restore_method = excluded.restore_method
+                 RETURNING id",
+                &[
+                    lab.into(),
+                    (&target.name).into(),
+                    (&target.postgres).into(),
+                    (&target.binary_source).into(),
+                    (&target.bin_dir).into(),
+                    (&target.server_version).into(),
+                    (&target.pg_config).into(),
+                    (&target.profile).into(),
+                    (&target.restore_method).into(),
+                ],
+            )?;
+            let id = rows.first().map_or(0, |r| int(r, 0));
+            db.execute("DELETE FROM target_settings WHERE target_id = ?1", &[id.into()])?;
             for s in &target.settings {
-                insert
-                    .execute(params![id, s.name, s.setting, s.unit, s.source])
-                    .map_err(db_error("target settings"))?;
+                db.execute(
+                    "INSERT INTO target_settings VALUES (?1, ?2, ?3, ?4, ?5)",
+                    &[
+                        id.into(),
+                        (&s.name).into(),
+                        s.setting.as_ref().into(),
+                        s.unit.as_ref().into(),
+                        s.source.as_ref().into(),
+                    ],
+                )?;
             }
-        }
-        tx.commit().map_err(db_error("targets"))
+            Ok(())
+        })
     }
 
     pub fn save_cells(&mut self, lab: i64, cells: &[CellRecord]) -> Result<(), String> {
-        let tx = self.db.transaction().map_err(db_error("cells"))?;
-        {
-            let mut insert = tx
-                .prepare(
-                    "INSERT OR IGNORE INTO cells (lab_id, key, target, workload, script, scale, clients)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(db_error("cells"))?;
+        self.transaction("cells", |db| {
             for c in cells {
-                insert
-                    .execute(params![
-                        lab,
-                        c.key,
-                        c.target,
-                        c.workload,
-                        c.script,
-                        c.scale,
-                        c.clients as i64
-                    ])
-                    .map_err(db_error("cells"))?;
+                db.execute(
+                    "INSERT INTO cells (lab_id, key, target, workload, script, scale, clients)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (lab_id, key) DO NOTHING",
+                    &[
+                        lab.into(),
+                        (&c.key).into(),
+                        (&c.target).into(),
+                        (&c.workload).into(),
+                        (&c.script).into(),
+                        (&c.scale).into(),
+                        Value::Int(c.clients as i64),
+                    ],
+                )?;
             }
-        }
-        tx.commit().map_err(db_error("cells"))
+            Ok(())
+        })
     }
 
     /// (cell key, repetition) of runs that need no repeating: completed or failed. Interrupted
     /// runs are run again.
-    pub fn finished_runs(&self, lab: i64) -> Result<HashSet<(String, u32)>, String> {
-        let mut query = self
+    pub fn finished_runs(&mut self, lab: i64) -> Result<HashSet<(String, u32)>, String> {
+        let rows = self
             .db
-            .prepare(
+            .query(
                 "SELECT c.key, r.repetition FROM runs r JOIN cells c ON c.id = r.cell_id
                  WHERE c.lab_id = ?1 AND r.status IN ('completed', 'failed')",
+                &[lab.into()],
             )
             .map_err(db_error("runs"))?;
-        let rows = query
-            .query_map([lab], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))
-            .map_err(db_error("runs"))?;
-        rows.collect::<Result<_, _>>().map_err(db_error("runs"))
+        Ok(rows
+            .iter()
+            .map(|r| (text(r, 0), int(r, 1) as u32))
+            .collect())
     }
 
-    /// Writes one run and its series in one transaction.
+    /// Writes one run with its series, counters, statements and samples in one transaction.
     pub fn record_run(&mut self, lab: i64, run: &RunRecord) -> Result<(), String> {
-        let tx = self.db.transaction().map_err(db_error("runs"))?;
-        let cell: i64 = tx
-            .query_row(
+        self.transaction("runs", |db| {
+            let cell = db.query(
                 "SELECT id FROM cells WHERE lab_id = ?1 AND key = ?2",
-                params![lab, run.cell_key],
-                |r| r.get(0),
-            )
-            .map_err(db_error("cells"))?;
-        let m = run.metrics.clone();
-        tx.execute(
-            "INSERT INTO runs (cell_id, repetition, position, status, error, started_unix_s, ended_unix_s,
-               resolved_scale, duration_s, transactions, failures, tps, latency_avg_ms, latency_stddev_ms,
-               p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, client_cpu_us_per_txn, overhead_s)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-            params![
-                cell,
-                run.repetition,
-                run.position as i64,
-                run.status.as_str(),
-                run.error,
-                run.started_unix_s,
-                run.ended_unix_s,
-                run.resolved_scale,
-                m.as_ref().map(|m| m.duration_s),
-                m.as_ref().map(|m| m.transactions as i64),
-                m.as_ref().map(|m| m.failures as i64),
-                m.as_ref().map(|m| m.tps),
-                m.as_ref().map(|m| m.latency_avg_ms),
-                m.as_ref().map(|m| m.latency_stddev_ms),
-                m.as_ref().map(|m| m.p50_ms),
-                m.as_ref().map(|m| m.p90_ms),
-                m.as_ref().map(|m| m.p95_ms),
-                m.as_ref().map(|m| m.p99_ms),
-                m.as_ref().map(|m| m.p999_ms),
-                m.as_ref().map(|m| m.max_ms),
-                m.as_ref().map(|m| m.client_cpu_us_per_txn),
-                run.overhead_s,
-            ],
-        )
-        .map_err(db_error("runs"))?;
-        let run_id = tx.last_insert_rowid();
-        {
-            let mut insert = tx
-                .prepare("INSERT INTO run_series VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-                .map_err(db_error("series"))?;
-            for point in &run.series {
-                insert
-                    .execute(params![
-                        run_id,
-                        point.second as i64,
-                        point.tps,
-                        point.p50_ms,
-                        point.p99_ms,
-                        point.failed as i64
-                    ])
-                    .map_err(db_error("series"))?;
-            }
-            let mut counter = tx
-                .prepare("INSERT INTO run_counters VALUES (?1, ?2, ?3, ?4)")
-                .map_err(db_error("counters"))?;
-            for c in &run.counters {
-                counter
-                    .execute(params![run_id, c.source, c.name, c.value])
-                    .map_err(db_error("counters"))?;
-            }
-            let mut statement = tx
-                .prepare("INSERT INTO run_statements VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
-                .map_err(db_error("statements"))?;
-            for s in &run.statements {
-                statement
-                    .execute(params![
-                        run_id,
-                        s.query,
-                        s.calls,
-                        s.mean_ms,
-                        s.stddev_ms,
-                        s.rows,
-                        s.shared_blks_hit,
-                        s.shared_blks_read
-                    ])
-                    .map_err(db_error("statements"))?;
-            }
-            let mut series = tx
-                .prepare("INSERT INTO run_counter_series VALUES (?1, ?2, ?3, ?4, ?5)")
-                .map_err(db_error("counter series"))?;
-            for (second, c) in &run.counter_series {
-                series
-                    .execute(params![run_id, *second as i64, c.source, c.name, c.value])
-                    .map_err(db_error("counter series"))?;
-            }
-            let mut wait = tx
-                .prepare("INSERT INTO run_wait_events VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-                .map_err(db_error("wait events"))?;
-            for w in &run.wait_events {
-                wait.execute(params![
-                    run_id,
-                    w.second as i64,
-                    w.wait_event_type,
-                    w.wait_event,
-                    w.samples,
-                    w.ticks
-                ])
-                .map_err(db_error("wait events"))?;
-            }
-        }
-        tx.commit().map_err(db_error("runs"))
+                &[lab.into(), (&run.cell_key).into()],
+            )?;
+            let cell = cell
+                .first()
+                .map(|r| int(r, 0))
+                .ok_or_else(|| format!("no cell {}", run.cell_key))?;
+            let run_id = insert_run(db, cell, run)?;
+            insert_details(db, run_id, run)
+        })
     }
 
     /// Records (or replaces) the plan of a statement on a target.
@@ -438,55 +369,167 @@ impl Store {
                 "INSERT INTO plans (target_id, dataset, query, plan)
                  SELECT id, ?3, ?4, ?5 FROM targets WHERE lab_id = ?1 AND name = ?2
                  ON CONFLICT (target_id, dataset, query) DO UPDATE SET plan = excluded.plan",
-                params![lab, target, dataset, query, plan],
+                &[
+                    lab.into(),
+                    target.into(),
+                    dataset.into(),
+                    query.into(),
+                    plan.into(),
+                ],
             )
-            .map(|_| ())
             .map_err(db_error("plans"))
     }
 
     /// Completed runs of the lab, in run order.
-    pub fn completed_runs(&self, lab: i64) -> Result<Vec<RunSummary>, String> {
-        let mut query = self
+    pub fn completed_runs(&mut self, lab: i64) -> Result<Vec<RunSummary>, String> {
+        let rows = self
             .db
-            .prepare(
+            .query(
                 "SELECT c.key, r.repetition, r.tps, r.p99_ms FROM runs r JOIN cells c ON c.id = r.cell_id
                  WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position",
+                &[lab.into()],
             )
             .map_err(db_error("runs"))?;
-        let rows = query
-            .query_map([lab], |r| {
-                Ok(RunSummary {
-                    cell_key: r.get(0)?,
-                    repetition: r.get(1)?,
-                    tps: r.get(2)?,
-                    p99_ms: r.get(3)?,
-                })
+        Ok(rows
+            .iter()
+            .map(|r| RunSummary {
+                cell_key: text(r, 0),
+                repetition: int(r, 1) as u32,
+                tps: real(r, 2),
+                p99_ms: real(r, 3),
             })
-            .map_err(db_error("runs"))?;
-        rows.collect::<Result<_, _>>().map_err(db_error("runs"))
+            .collect())
     }
 
-    /// Mean seconds spent before measuring (restore, checkpoint, setup) over completed runs.
-    pub fn mean_overhead_s(&self, lab: i64) -> Result<Option<f64>, String> {
-        self.db
-            .query_row(
+    /// Mean seconds a completed run spent beyond warmup and measuring.
+    pub fn mean_overhead_s(&mut self, lab: i64) -> Result<Option<f64>, String> {
+        let rows = self
+            .db
+            .query(
                 "SELECT avg(r.overhead_s) FROM runs r JOIN cells c ON c.id = r.cell_id
                  WHERE c.lab_id = ?1 AND r.status = 'completed'",
-                [lab],
-                |r| r.get(0),
+                &[lab.into()],
             )
-            .map_err(db_error("runs"))
+            .map_err(db_error("runs"))?;
+        Ok(rows.first().and_then(|r| r.first()?.as_f64()))
     }
 
     /// The existing lab's id by name, without creating it.
-    pub fn find_lab(&self, name: &str) -> Result<Option<(i64, u64)>, String> {
-        self.db
-            .query_row("SELECT id, seed FROM labs WHERE name = ?1", [name], |r| {
-                Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))
-            })
-            .optional()
-            .map_err(db_error("labs"))
+    pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, String> {
+        let rows = self
+            .db
+            .query("SELECT id, seed FROM labs WHERE name = ?1", &[name.into()])
+            .map_err(db_error("labs"))?;
+        Ok(rows.first().map(|r| (int(r, 0), int(r, 1) as u64)))
     }
+}
+
+fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, String> {
+    let m = run.metrics.as_ref();
+    let metric = |f: fn(&RunMetrics) -> f64| Value::from(m.map(f));
+    let rows = db.query(
+        "INSERT INTO runs (cell_id, repetition, position, status, error, started_unix_s, ended_unix_s,
+           resolved_scale, duration_s, transactions, failures, tps, latency_avg_ms, latency_stddev_ms,
+           p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, client_cpu_us_per_txn, overhead_s)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
+         RETURNING id",
+        &[
+            cell.into(),
+            run.repetition.into(),
+            Value::Int(run.position as i64),
+            run.status.as_str().into(),
+            run.error.as_ref().into(),
+            run.started_unix_s.into(),
+            run.ended_unix_s.into(),
+            run.resolved_scale.into(),
+            metric(|m| m.duration_s),
+            m.map(|m| m.transactions as i64).into(),
+            m.map(|m| m.failures as i64).into(),
+            metric(|m| m.tps),
+            metric(|m| m.latency_avg_ms),
+            metric(|m| m.latency_stddev_ms),
+            metric(|m| m.p50_ms),
+            metric(|m| m.p90_ms),
+            metric(|m| m.p95_ms),
+            metric(|m| m.p99_ms),
+            metric(|m| m.p999_ms),
+            metric(|m| m.max_ms),
+            metric(|m| m.client_cpu_us_per_txn),
+            run.overhead_s.into(),
+        ],
+    )?;
+    rows.first()
+        .map(|r| int(r, 0))
+        .ok_or_else(|| "no run id returned".to_string())
+}
+
+fn insert_details(db: &mut dyn Database, run_id: i64, run: &RunRecord) -> Result<(), String> {
+    let id = Value::Int(run_id);
+    for p in &run.series {
+        db.execute(
+            "INSERT INTO run_series VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                id.clone(),
+                Value::Int(p.second as i64),
+                p.tps.into(),
+                p.p50_ms.into(),
+                p.p99_ms.into(),
+                Value::Int(p.failed as i64),
+            ],
+        )?;
+    }
+    for c in &run.counters {
+        db.execute(
+            "INSERT INTO run_counters VALUES (?1, ?2, ?3, ?4)",
+            &[
+                id.clone(),
+                (&c.source).into(),
+                (&c.name).into(),
+                c.value.into(),
+            ],
+        )?;
+    }
+    for s in &run.statements {
+        db.execute(
+            "INSERT INTO run_statements VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            &[
+                id.clone(),
+                (&s.query).into(),
+                s.calls.into(),
+                s.mean_ms.into(),
+                s.stddev_ms.into(),
+                s.rows.into(),
+                s.shared_blks_hit.into(),
+                s.shared_blks_read.into(),
+            ],
+        )?;
+    }
+    for (second, c) in &run.counter_series {
+        db.execute(
+            "INSERT INTO run_counter_series VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[
+                id.clone(),
+                Value::Int(*second as i64),
+                (&c.source).into(),
+                (&c.name).into(),
+                c.value.into(),
+            ],
+        )?;
+    }
+    for w in &run.wait_events {
+        db.execute(
+            "INSERT INTO run_wait_events VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                id.clone(),
+                Value::Int(w.second as i64),
+                (&w.wait_event_type).into(),
+                (&w.wait_event).into(),
+                w.samples.into(),
+                w.ticks.into(),
+            ],
+        )?;
+    }
+    Ok(())
 }
 
 pub fn unix_now() -> f64 {
@@ -506,7 +549,7 @@ mod tests {
             std::thread::current().id()
         ));
         let _ = std::fs::remove_file(&path);
-        (Store::open(&path).unwrap(), path)
+        (Store::open(&Location::Sqlite(path.clone())).unwrap(), path)
     }
 
     #[test]
@@ -573,7 +616,7 @@ mod tests {
         assert_eq!(store.mean_overhead_s(lab).unwrap(), Some(0.5));
         drop(store);
         // Reopening applies no migration twice.
-        Store::open(&path).unwrap();
+        Store::open(&Location::Sqlite(path.clone())).unwrap();
         let _ = std::fs::remove_file(path);
     }
 }

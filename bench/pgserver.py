@@ -1,0 +1,57 @@
+"""A throwaway PostgreSQL server for the bench scripts: initdb (as the `postgres` user when run
+as root), start on 127.0.0.1:<port> with its socket in the data folder, psql, stop and remove."""
+import os
+import shutil
+import subprocess
+
+
+def pg_bin():
+    out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+    if out.returncode == 0 and os.path.exists(os.path.join(out.stdout.strip(), "initdb")):
+        return out.stdout.strip()
+    versions = sorted(int(v) for v in os.listdir("/usr/lib/postgresql") if v.isdigit())
+    return f"/usr/lib/postgresql/{versions[-1]}/bin"
+
+
+def as_server_user(cmd):
+    return ["runuser", "-u", "postgres", "--"] + cmd if os.geteuid() == 0 else cmd
+
+
+class Server:
+    def __init__(self, port, root, settings=""):
+        self.port = str(port)
+        self.root = root
+        self.data = os.path.join(root, "data")
+        self.bindir = pg_bin()
+        self.settings = settings
+
+    def init(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+        os.makedirs(self.root)
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres", "postgres")
+        subprocess.run(as_server_user([f"{self.bindir}/initdb", "-D", self.data, "-A", "trust",
+                                       "-U", "postgres", "--no-locale", "-E", "UTF8"]),
+                       check=True, capture_output=True)
+
+    def start(self):
+        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+                   f"-c max_connections=100 {self.settings}")
+        subprocess.run(as_server_user([f"{self.bindir}/pg_ctl", "-D", self.data, "-l",
+                                       os.path.join(self.root, "log"), "-w", "-o", options, "start"]),
+                       check=True, capture_output=True)
+
+    def stop(self):
+        subprocess.run(as_server_user([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "fast", "stop"]),
+                       capture_output=True)
+
+    def remove(self):
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def conn(self, db):
+        return ["-h", "127.0.0.1", "-p", self.port, "-U", "postgres", db]
+
+    def psql(self, db, sql):
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"] + self.conn(db)[:-1] + ["-d", db, "-c", sql],
+                       check=True, capture_output=True)

@@ -1,0 +1,218 @@
+//! The two results databases behind one small interface: statements with `?N` parameters,
+//! rows of loosely typed values. SQLite binds the parameters; PostgreSQL gets them as quoted
+//! literals (its server infers each one's type from where it stands, as SQLite's affinity does).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where results go: a SQLite file, or a PostgreSQL database given by URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://` and `postgresql://` URLs name a PostgreSQL database; anything else is a
+    /// SQLite file (relative paths against `base`).
+    pub fn parse(text: &str, base: &std::path::Path) -> Location {
+        if text.starts_with("postgresql://") || text.starts_with("postgres://") {
+            Location::Postgres(text.to_string())
+        } else {
+            Location::Sqlite(base.join(text))
+        }
+    }
+
+    /// The URL's password, if it has one (to keep it out of everything stampede writes).
+    pub fn password(&self) -> Option<&str> {
+        let Location::Postgres(url) = self else {
+            return None;
+        };
+        let authority = url.split_once("://")?.1.split(['/', '?']).next()?;
+        let credentials = authority.rsplit_once('@')?.0;
+        let password = credentials.split_once(':')?.1;
+        (!password.is_empty()).then_some(password)
+    }
+}
+
+/// Shows a URL without its password.
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => match self.password() {
+                Some(password) => write!(f, "{}", url.replacen(&format!(":{password}@"), "@", 1)),
+                None => write!(f, "{url}"),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl Value {
+    /// PostgreSQL returns every value as text; SQLite returns it typed. Both read alike here.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::Real(r) => Some(*r as i64),
+            Value::Text(t) => t.parse().ok(),
+            Value::Null => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Real(r) => Some(*r),
+            Value::Text(t) => t.parse().ok(),
+            Value::Null => None,
+        }
+    }
+
+    pub fn as_string(&self) -> Option<String> {
+        match self {
+            Value::Int(i) => Some(i.to_string()),
+            Value::Real(r) => Some(r.to_string()),
+            Value::Text(t) => Some(t.clone()),
+            Value::Null => None,
+        }
+    }
+
+    /// A PostgreSQL literal (standard_conforming_strings is on: only quotes need doubling).
+    pub fn literal(&self) -> String {
+        match self {
+            Value::Null => "NULL".into(),
+            Value::Int(i) => i.to_string(),
+            Value::Real(r) if r.is_nan() => "'NaN'::float8".into(),
+            Value::Real(r) if r.is_infinite() => {
+                format!("'{}Infinity'::float8", if *r < 0.0 { "-" } else { "" })
+            }
+            Value::Real(r) => format!("{r:?}"),
+            Value::Text(t) => format!("'{}'", t.replace('\0', "").replace('\'', "''")),
+        }
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(v.into())
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Real(v)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Text(v.to_string())
+    }
+}
+
+impl From<&String> for Value {
+    fn from(v: &String) -> Value {
+        Value::Text(v.clone())
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+pub type Row = Vec<Value>;
+
+pub trait Database {
+    /// Statements without parameters, run in order.
+    fn batch(&mut self, sql: &str) -> Result<(), String>;
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<(), String>;
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, String>;
+    /// The schema's SQL in this database's dialect.
+    fn dialect(&self, schema_sql: &str) -> String;
+}
+
+/// `?N` placeholders replaced by the parameters' literals.
+pub fn interpolate(sql: &str, params: &[Value]) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != '?' {
+            out.push(c);
+            continue;
+        }
+        let mut digits = String::new();
+        while let Some((_, d)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
+            digits.push(*d);
+            chars.next();
+        }
+        match digits
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| params.get(n.wrapping_sub(1)))
+        {
+            Some(value) => out.push_str(&value.literal()),
+            None => {
+                out.push('?');
+                out.push_str(&digits);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_are_quoted_and_placeholders_numbered() {
+        let sql = interpolate(
+            "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?10)",
+            &[
+                Value::Int(7),
+                Value::Text("it's".into()),
+                Value::Null,
+                Value::Real(0.25),
+            ],
+        );
+        assert_eq!(sql, "INSERT INTO t VALUES (7, 'it''s', NULL, 0.25, ?10)");
+        assert_eq!(Value::Real(f64::NAN).literal(), "'NaN'::float8");
+        assert_eq!(Value::Real(1e-9).literal(), "1e-9");
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        let base = std::path::Path::new("/x");
+        let url = Location::parse(
+            "postgresql://bob:s3cret@db.example:5432/results?sslmode=require",
+            base,
+        );
+        assert_eq!(url.password(), Some("s3cret"));
+        assert_eq!(
+            url.to_string(),
+            "postgresql://bob@db.example:5432/results?sslmode=require"
+        );
+        let plain = Location::parse("postgres://bob@db/results", base);
+        assert_eq!(plain.password(), None);
+        assert_eq!(
+            Location::parse("r.db", base),
+            Location::Sqlite("/x/r.db".into())
+        );
+    }
+}
