@@ -8,7 +8,11 @@ highest transaction rate, where a probe's share is largest) and tpcb-like, c=8, 
 
 Prints per script: mean tps with and without probes and their ratio (goal >= 0.98), and the
 lab's mean overhead per run (time beyond warmup and measuring: restore, checkpoint, probes)
-with and without probes.
+with and without probes. On a noisy host the tps ratio swings by more than the probes could
+cost, so it also prints what the probes consumed inside the measured window, which does not
+swing: the sampler thread's and its server backend's CPU seconds (stored per run as source
+`probe`) as a share of the window's CPU capacity (duration x cores) - on a CPU-bound run, the
+throughput the probes can take away at most.
 
 Usage: bench/lab_probe_overhead.py [--seconds 10] [--rounds 4] [--scale 10] [--clients 8]
 Build first: cargo build --release.
@@ -57,8 +61,13 @@ def run_lab(name, probes, args):
         """SELECT c.script, r.tps, r.overhead_s FROM runs r JOIN cells c ON c.id = r.cell_id
            JOIN labs l ON l.id = c.lab_id WHERE l.name = ? AND r.status = 'completed'""",
         (name,)).fetchall()
+    cost = db.execute(
+        """SELECT c.script, sum(k.value) / max(r.duration_s) FROM runs r JOIN cells c ON c.id = r.cell_id
+           JOIN labs l ON l.id = c.lab_id JOIN run_counters k ON k.run_id = r.id AND k.source = 'probe'
+           WHERE l.name = ? GROUP BY r.id, c.script""", (name,)).fetchall()
     db.close()
-    return {script: (tps, overhead) for script, tps, overhead in rows}
+    share = {script: cpu_per_second / os.cpu_count() for script, cpu_per_second in cost}
+    return {script: (tps, overhead, share.get(script)) for script, tps, overhead in rows}
 
 
 def stop_cluster():
@@ -91,6 +100,9 @@ def main():
             for probes in order:
                 name = f"r{round_index}-{'on' if probes else 'off'}"
                 samples[probes].append(run_lab(name, probes, args))
+                print(f"round {round_index} probes {'on ' if probes else 'off'}: " + ", ".join(
+                    f"{script} {tps:.0f} tps" for script, (tps, _, _) in sorted(samples[probes][-1].items())),
+                    flush=True)
     finally:
         stop_cluster()
     for script in ["select-only", "tpcb-like"]:
@@ -105,6 +117,10 @@ def main():
               f"tps ratio {on_tps / off_tps:.3f} (median of rounds {median:.3f}, "
               f"range {pair_ratios[0]:.3f}-{pair_ratios[-1]:.3f}) | overhead per run "
               f"on {mean(True, 1):.2f} s, off {mean(False, 1):.2f} s")
+        shares = [s[script][2] for s in samples[True] if s[script][2] is not None]
+        if shares:
+            print(f"{'':12}      probes' own CPU in the window: {100 * sum(shares) / len(shares):.3f}% of "
+                  f"{os.cpu_count()} cores (max {100 * max(shares):.3f}%)")
     shutil.rmtree(WORK, ignore_errors=True)
 
 

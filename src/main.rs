@@ -39,6 +39,7 @@ fn run() -> Result<(), Failure> {
         TopCommand::Quickstart(args) => commands::quickstart::run(args),
         TopCommand::Server { action } => commands::server::run(action),
         TopCommand::Lab { action } => commands::lab::run(action),
+        TopCommand::Compare(args) => commands::compare::run(args),
     }
 }
 

@@ -318,13 +318,37 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
         );
     }
     check_probes(&db, completed);
-    // The final table has one row per cell.
+    // The final table has one row per cell: its median, min and max tps are the stored runs'.
     let table = stdout(&finished);
-    assert_eq!(
-        table.lines().filter(|l| l.contains("tpcb-like")).count(),
-        4,
-        "{table}"
-    );
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| l.contains("tpcb-like"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{table}");
+    for row in &rows {
+        let (target, clients) = (row[0], row[3]);
+        let mut tps: Vec<f64> = sqlite(
+            &db,
+            &format!("SELECT r.tps FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}' AND c.clients = {clients} AND r.status = 'completed'"),
+        )
+        .iter()
+        .map(|r| number(&r[0]))
+        .collect();
+        tps.sort_by(f64::total_cmp);
+        assert_eq!(row[4], tps.len().to_string(), "{row:?}");
+        let median = if tps.len() % 2 == 1 {
+            tps[tps.len() / 2]
+        } else {
+            (tps[tps.len() / 2 - 1] + tps[tps.len() / 2]) / 2.0
+        };
+        assert_eq!(row[5], format!("{median:.0}"), "{row:?} vs {tps:?}");
+        assert_eq!(
+            row[6],
+            format!("{:.0}–{:.0}", tps[0], tps[tps.len() - 1]),
+            "{row:?}"
+        );
+    }
 }
 
 fn number(text: &str) -> f64 {
@@ -359,6 +383,9 @@ fn check_probes(db: &Path, completed: usize) {
             "{wal_records} WAL records, {transactions} transactions"
         );
         counter("pg_stat_bgwriter", "buffers_clean");
+        // What the sampler itself used: present, and within the window's CPU capacity.
+        let sampler = counter("probe", "sampler_cpu_s") + counter("probe", "sampler_backend_cpu_s");
+        assert!((0.0..cores * wall_s).contains(&sampler), "{sampler}");
         // The machine's CPU time fits in the cores × the run's wall time, and holds the driver's.
         let os_cpu = counter("os", "cpu_user_s") + counter("os", "cpu_system_s");
         let driver_cpu = counter("driver", "cpu_user_s") + counter("driver", "cpu_system_s");

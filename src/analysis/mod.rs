@@ -1,5 +1,7 @@
-//! Statistics over stored results: medians and spreads today; confidence intervals and
-//! verdicts build on these. Computes; never renders or queries a server.
+//! Statistics over stored results: medians, spreads, and (in `verdict`) confidence intervals
+//! and verdicts. Computes; never renders or queries a server.
+
+pub mod verdict;
 
 /// The median (mean of the middle two for an even count); None when empty.
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -23,6 +25,17 @@ pub fn range(values: &[f64]) -> Option<(f64, f64)> {
     Some((min, max))
 }
 
+/// Sample standard deviation over the mean; None with fewer than two values or a zero mean.
+pub fn coefficient_of_variation(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean != 0.0).then(|| variance.sqrt() / mean.abs())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,5 +46,9 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
         assert_eq!(range(&[2.0, 5.0, 1.0]), Some((1.0, 5.0)));
+        assert_eq!(coefficient_of_variation(&[1.0]), None);
+        // mean 5, sample sd sqrt(32/7)
+        let cv = coefficient_of_variation(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert!((cv - (32.0f64 / 7.0).sqrt() / 5.0).abs() < 1e-12);
     }
 }

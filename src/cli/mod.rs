@@ -28,11 +28,29 @@ pub enum TopCommand {
         #[command(subcommand)]
         action: LabAction,
     },
+    /// Compare two targets of a lab cell by cell: medians, ratio with a 95% interval, verdict
+    Compare(CompareArgs),
     /// Manage the managed default server
     Server {
         #[command(subcommand)]
         action: ServerAction,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// The target compared against
+    pub base: String,
+    /// The target compared
+    pub other: String,
+    /// The lab, when the database holds several
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// tps (higher is better) or p99 (latency, lower is better)
+    #[arg(long, default_value = "tps")]
+    pub metric: String,
 }
 
 #[derive(Debug, clap::Args)]

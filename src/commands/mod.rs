@@ -1,6 +1,7 @@
 //! What each subcommand does: turns parsed flags into specs, resolves the target server, runs
 //! workload and driver, and hands the numbers to `report`.
 
+pub mod compare;
 pub mod lab;
 pub mod lab_pgbench;
 pub mod pgbench;

@@ -78,6 +78,7 @@ impl OpenWindow {
                 .filter(|c| c.value != 0.0 || c.source != "pg_stat_io")
                 .collect();
         }
+        record.counters.extend(samples.own_cost);
         record.statements = run_stats::statements(&probes.run).unwrap_or_default();
     }
 }

@@ -25,6 +25,8 @@ pub struct Samples {
     pub wait_events: Vec<WaitSample>,
     /// (second, the counter's change during that second).
     pub os_series: Vec<(u64, CounterRow)>,
+    /// What sampling cost: CPU seconds of the sampler's thread and of its server backend.
+    pub own_cost: Vec<CounterRow>,
 }
 
 pub struct Sampler {
@@ -93,6 +95,12 @@ fn sample(
             // Without a connection the OS series is still worth having.
             Err(_) => None,
         };
+        let thread_cpu_before = thread_cpu_s();
+        let backend = match &client {
+            Some(client) => backend_pid(client).await,
+            None => None,
+        };
+        let backend_cpu_before = backend.and_then(process_cpu_s);
         let query = wait_query(database);
         let mut counts: BTreeMap<(u64, String, String), u32> = BTreeMap::new();
         let mut previous_os = os::counters(data_dir);
@@ -130,6 +138,14 @@ fn sample(
             tokio::time::sleep_until(next.into()).await;
         }
         let ticks_taken = |second: u64| (tick - second * TICKS_PER_SECOND).min(TICKS_PER_SECOND);
+        samples
+            .own_cost
+            .push(cost("sampler_cpu_s", thread_cpu_s() - thread_cpu_before));
+        if let (Some(before), Some(after)) = (backend_cpu_before, backend.and_then(process_cpu_s)) {
+            samples
+                .own_cost
+                .push(cost("sampler_backend_cpu_s", after - before));
+        }
         samples.wait_events = counts
             .into_iter()
             .map(
@@ -144,4 +160,39 @@ fn sample(
             .collect();
         samples
     })
+}
+
+fn cost(name: &str, value: f64) -> CounterRow {
+    CounterRow {
+        source: "probe".into(),
+        name: name.into(),
+        value,
+    }
+}
+
+async fn backend_pid(client: &tokio_postgres::Client) -> Option<i32> {
+    let messages = client.simple_query("SELECT pg_backend_pid()").await.ok()?;
+    messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(row) => row.get(0)?.parse().ok(),
+        _ => None,
+    })
+}
+
+/// CPU seconds of the calling thread.
+fn thread_cpu_s() -> f64 {
+    // SAFETY: clock_gettime fills the zeroed timespec.
+    let mut time: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
+    time.tv_sec as f64 + time.tv_nsec as f64 / 1e9
+}
+
+/// User + system CPU seconds of a process (a server backend on this machine), from
+/// /proc/<pid>/stat; None when it cannot be read (a remote or foreign server).
+fn process_cpu_s(pid: i32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesized command name; utime and stime are the 14th and 15th.
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / os::clock_ticks_per_second())
 }

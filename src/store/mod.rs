@@ -147,6 +147,20 @@ pub struct RunRecord {
     pub wait_events: Vec<WaitSample>,
 }
 
+/// A stored run with its cell, for reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRun {
+    pub target: String,
+    pub workload: String,
+    pub script: String,
+    pub scale: String,
+    pub clients: i64,
+    pub repetition: u32,
+    pub status: String,
+    pub tps: Option<f64>,
+    pub p99_ms: Option<f64>,
+}
+
 /// A completed run's headline numbers, for the end-of-lab table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
@@ -180,6 +194,28 @@ impl Store {
             Location::Postgres(url) => Box::new(postgres::Postgres::open(location, url)?),
         };
         let mut store = Store { db };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens a results database that must exist already (for reading reports): a missing file,
+    /// or one that is not a stampede results database, is an error rather than a new database.
+    pub fn open_existing(location: &Location) -> Result<Store, String> {
+        if let Location::Sqlite(path) = location {
+            if !path.is_file() {
+                return Err(format!("results database {location} does not exist"));
+            }
+        }
+        let not_ours = |_| format!("{location} is not a stampede results database");
+        let db: Box<dyn Database> = match location {
+            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path).map_err(not_ours)?),
+            Location::Postgres(url) => Box::new(postgres::Postgres::open(location, url)?),
+        };
+        let mut store = Store { db };
+        store
+            .db
+            .query("SELECT max(version) FROM schema_version", &[])
+            .map_err(not_ours)?;
         store.migrate()?;
         Ok(store)
     }
@@ -412,6 +448,41 @@ impl Store {
             )
             .map_err(db_error("runs"))?;
         Ok(rows.first().and_then(|r| r.first()?.as_f64()))
+    }
+
+    /// Every lab: (id, name), oldest first.
+    pub fn labs(&mut self) -> Result<Vec<(i64, String)>, String> {
+        let rows = self
+            .db
+            .query("SELECT id, name FROM labs ORDER BY id", &[])
+            .map_err(db_error("labs"))?;
+        Ok(rows.iter().map(|r| (int(r, 0), text(r, 1))).collect())
+    }
+
+    /// Every run of the lab with its cell, in run order.
+    pub fn lab_runs(&mut self, lab: i64) -> Result<Vec<StoredRun>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT c.target, c.workload, c.script, c.scale, c.clients, r.repetition, r.status, r.tps, r.p99_ms
+                 FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.lab_id = ?1 ORDER BY r.position, r.id",
+                &[lab.into()],
+            )
+            .map_err(db_error("runs"))?;
+        Ok(rows
+            .iter()
+            .map(|r| StoredRun {
+                target: text(r, 0),
+                workload: text(r, 1),
+                script: text(r, 2),
+                scale: text(r, 3),
+                clients: int(r, 4),
+                repetition: int(r, 5) as u32,
+                status: text(r, 6),
+                tps: r.get(7).and_then(Value::as_f64),
+                p99_ms: r.get(8).and_then(Value::as_f64),
+            })
+            .collect())
     }
 
     /// The existing lab's id by name, without creating it.

@@ -1,0 +1,171 @@
+//! `stampede compare` on results databases with known answers, and its bad input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{stampede, stderr, stdout};
+use stampede::store::{CellRecord, Location, RunMetrics, RunRecord, RunStatus, Store};
+
+fn temp_path(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("stampede-compare-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn cell(target: &str, clients: usize) -> CellRecord {
+    CellRecord {
+        key: format!("{target}/pgbench/select-only/1/{clients}"),
+        target: target.into(),
+        workload: "pgbench".into(),
+        script: "select-only".into(),
+        scale: "1".into(),
+        clients,
+    }
+}
+
+fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRecord {
+    RunRecord {
+        cell_key: cell.key.clone(),
+        repetition,
+        position: repetition as usize,
+        status,
+        error: None,
+        started_unix_s: 0.0,
+        ended_unix_s: 1.0,
+        resolved_scale: Some(1),
+        overhead_s: 0.0,
+        metrics: (status == RunStatus::Completed).then(|| RunMetrics {
+            tps,
+            p99_ms: 1000.0 / tps,
+            ..RunMetrics::default()
+        }),
+        series: vec![],
+        counters: vec![],
+        statements: vec![],
+        counter_series: vec![],
+        wait_events: vec![],
+    }
+}
+
+/// Target "a" and "b": at 1 client b is 20% faster (5 runs each), at 2 clients they are the
+/// same, at 4 clients each has 3 runs, and one run of b failed.
+fn synthetic(path: &Path) {
+    let mut store = Store::open(&Location::Sqlite(path.to_path_buf())).unwrap();
+    let (lab, _) = store.lab("synthetic", "spec", 1).unwrap();
+    let cells: Vec<CellRecord> = ["a", "b"]
+        .iter()
+        .flat_map(|t| [1, 2, 4].map(|c| cell(t, c)))
+        .collect();
+    store.save_cells(lab, &cells).unwrap();
+    let data: [(&str, usize, &[f64]); 6] = [
+        ("a", 1, &[100.0, 101.0, 99.0, 100.5, 102.0]),
+        ("b", 1, &[120.0, 121.0, 119.0, 122.0, 120.5]),
+        ("a", 2, &[200.0, 202.0, 198.0, 200.0, 201.0]),
+        ("b", 2, &[200.4, 201.6, 198.2, 199.8, 200.8]),
+        ("a", 4, &[300.0, 301.0, 299.0]),
+        ("b", 4, &[400.0, 401.0, 399.0]),
+    ];
+    for (target, clients, values) in data {
+        let c = cell(target, clients);
+        for (i, tps) in values.iter().enumerate() {
+            store
+                .record_run(lab, &run(&c, i as u32, RunStatus::Completed, *tps))
+                .unwrap();
+        }
+    }
+    store
+        .record_run(lab, &run(&cell("b", 1), 9, RunStatus::Failed, 0.0))
+        .unwrap();
+}
+
+#[test]
+fn verdicts_on_known_answers() {
+    let db = temp_path("known.db");
+    synthetic(&db);
+    let output = stampede(&["compare", db.to_str().unwrap(), "a", "b"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let line = |clients: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().nth(3) == Some(clients))
+            .unwrap_or_else(|| panic!("no row for {clients} clients: {text}"))
+            .to_string()
+    };
+    let one = line("1");
+    assert!(one.contains("5/5"), "{one}");
+    assert!(one.contains("100.5") && one.contains("120.5"), "{one}");
+    assert!(one.contains(&format!("{:.3}", 120.5 / 100.5)), "{one}");
+    assert!(one.ends_with("faster"), "{one}");
+    assert!(
+        line("2").ends_with("no detectable difference"),
+        "{}",
+        line("2")
+    );
+    assert!(line("4").ends_with("need ≥ 4 runs"), "{}", line("4"));
+    assert!(text.contains("warning: 1 run(s) of \"b\" failed"), "{text}");
+    assert!(
+        text.contains("1 faster, 1 need ≥ 4 runs, 1 no detectable difference"),
+        "{text}"
+    );
+
+    // Latency: b's p99 is lower at 1 client, which is better.
+    let output = stampede(&["compare", db.to_str().unwrap(), "a", "b", "--metric", "p99"]);
+    let text = stdout(&output);
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().nth(3) == Some("1") && l.ends_with("faster")),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(db);
+}
+
+#[test]
+fn bad_results_and_targets_are_refused() {
+    let missing = temp_path("missing.db");
+    let output = stampede(&["compare", missing.to_str().unwrap(), "a", "b"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        format!(
+            "stampede: error: results database {} does not exist",
+            missing.display()
+        )
+    );
+    assert!(!missing.exists(), "compare created the file");
+
+    let garbage = temp_path("garbage.db");
+    std::fs::write(&garbage, "not a database at all, just text\n".repeat(200)).unwrap();
+    let output = stampede(&["compare", garbage.to_str().unwrap(), "a", "b"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("is not a stampede results database"),
+        "{}",
+        stderr(&output)
+    );
+
+    let known = temp_path("targets.db");
+    synthetic(&known);
+    let output = stampede(&["compare", known.to_str().unwrap(), "a", "c"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: unknown target \"c\"; lab \"synthetic\" has: a, b"
+    );
+
+    // A database written by a newer stampede.
+    let conn = rusqlite::Connection::open(&known).unwrap();
+    conn.execute("INSERT INTO schema_version VALUES (99)", [])
+        .unwrap();
+    drop(conn);
+    let output = stampede(&["compare", known.to_str().unwrap(), "a", "b"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("has schema version 99, newer than this stampede knows"),
+        "{}",
+        stderr(&output)
+    );
+    for path in [garbage, known] {
+        let _ = std::fs::remove_file(path);
+    }
+}
