@@ -75,6 +75,23 @@ fn sqlite(db: &Path, query: &str) -> Vec<Vec<String>> {
         .unwrap()
 }
 
+/// Stops a lab cluster at `root` (made with `binaries`, the system's by default) if it runs.
+fn stop_cluster(root: PathBuf, binaries: Option<Binaries>) {
+    let Some(binaries) = binaries.or_else(|| Binaries::find_best().ok()) else {
+        return;
+    };
+    let cluster = Cluster {
+        binaries,
+        root,
+        port: 0,
+        run_as: OsUser::for_server().expect("server user"),
+        cpus: None,
+    };
+    if cluster.is_running() {
+        let _ = cluster.stop();
+    }
+}
+
 /// Stops the lab's clusters even when an assertion fails.
 struct Cleanup(PathBuf);
 
@@ -82,16 +99,7 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         let servers = self.0.join("two-configs.db.servers");
         for target in ["small-buffers", "tuned"] {
-            let cluster = Cluster {
-                binaries: Binaries::find_best().expect("binaries"),
-                root: servers.join(target),
-                port: 0,
-                run_as: OsUser::for_server().expect("server user"),
-                cpus: None,
-            };
-            if cluster.is_running() {
-                let _ = cluster.stop();
-            }
+            stop_cluster(servers.join(target), None);
         }
         let _ = std::fs::remove_dir_all(&self.0);
     }
@@ -496,17 +504,8 @@ clients = [2]
                 let (_, bin_dir) = cached.into_iter().find(|(v, _)| v.starts_with("16."))?;
                 Binaries::at(&bin_dir).ok()
             });
-            if let Some(binaries) = binaries {
-                let cluster = Cluster {
-                    binaries,
-                    root,
-                    port: 0,
-                    run_as: OsUser::for_server().expect("server user"),
-                    cpus: None,
-                };
-                if cluster.is_running() {
-                    let _ = cluster.stop();
-                }
+            if binaries.is_some() {
+                stop_cluster(root, binaries);
             }
         }
     };
@@ -556,18 +555,7 @@ clients = [1, 2]
     )
     .unwrap();
     let db = dir.join("broken.db");
-    let stop_good = || {
-        let cluster = Cluster {
-            binaries: Binaries::find_best().expect("binaries"),
-            root: dir.join("broken.db.servers/good"),
-            port: 0,
-            run_as: OsUser::for_server().expect("server user"),
-            cpus: None,
-        };
-        if cluster.is_running() {
-            let _ = cluster.stop();
-        }
-    };
+    let stop_good = || stop_cluster(dir.join("broken.db.servers/good"), None);
 
     let stopped = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .output()
@@ -657,16 +645,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .output()
         .unwrap();
-    let cluster = Cluster {
-        binaries: Binaries::find_best().expect("binaries"),
-        root: dir.join("pgres.servers/t"),
-        port: 0,
-        run_as: OsUser::for_server().expect("server user"),
-        cpus: None,
-    };
-    if cluster.is_running() {
-        let _ = cluster.stop();
-    }
+    stop_cluster(dir.join("pgres.servers/t"), None);
     assert!(output.status.success(), "{}", stderr(&output));
     let printed = format!("{}{}", stdout(&output), stderr(&output));
     assert!(!printed.contains(common::PASSWORD), "{printed}");
