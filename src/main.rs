@@ -40,6 +40,7 @@ fn run() -> Result<(), Failure> {
         TopCommand::Server { action } => commands::server::run(action),
         TopCommand::Lab { action } => commands::lab::run(action),
         TopCommand::Compare(args) => commands::compare::run(args),
+        TopCommand::Report(args) => commands::report::run(args),
     }
 }
 

@@ -169,3 +169,103 @@ fn bad_results_and_targets_are_refused() {
         let _ = std::fs::remove_file(path);
     }
 }
+
+/// `report` in its three formats: the same verdicts and numbers in each.
+#[test]
+fn report_formats_carry_the_same_numbers() {
+    let db = temp_path("report.db");
+    synthetic(&db);
+    let report = |format: &str| {
+        let output = stampede(&[
+            "report",
+            db.to_str().unwrap(),
+            "--base",
+            "a",
+            "--format",
+            format,
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let json: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    let cells = json["comparisons"][0]["cells"].as_array().unwrap();
+    assert_eq!(json["comparisons"][0]["target"], "b");
+    assert_eq!(cells.len(), 3);
+    let one = &cells[0];
+    assert_eq!(one["cell"]["clients"], 1);
+    assert_eq!(one["verdict"], "faster");
+    let ratio = one["ratio"].as_f64().unwrap();
+    assert!((ratio - 120.5 / 100.5).abs() < 1e-12);
+    assert!(json["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("1 run(s) of \"b\" failed"));
+
+    let markdown = report("md");
+    assert!(
+        markdown.starts_with("# Lab \"synthetic\": against a (tps)"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("> **Warning:** 1 run(s) of \"b\" failed"),
+        "{markdown}"
+    );
+    let row = markdown
+        .lines()
+        .find(|l| l.starts_with("| pgbench select-only scale 1 × 1 clients"))
+        .unwrap();
+    assert!(
+        row.contains(&format!("| {ratio:.3} |")) && row.ends_with("| faster |"),
+        "{row}"
+    );
+
+    let csv = report("csv");
+    let value = |measure: &str| {
+        csv.lines()
+            .find(|l| {
+                l.starts_with("comparison,b,pgbench,select-only,1,1,tps,")
+                    && l.contains(&format!(",{measure},"))
+            })
+            .unwrap_or_else(|| panic!("{measure}: {csv}"))
+            .rsplit(',')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(value("ratio").parse::<f64>().unwrap(), ratio);
+    assert_eq!(value("verdict"), "faster");
+    assert_eq!(value("base_runs"), "5");
+    assert_eq!(
+        value("ci_low").parse::<f64>().unwrap(),
+        one["ci_low"].as_f64().unwrap()
+    );
+
+    // Bad input: an unknown format, and writing to a file.
+    let output = stampede(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "a",
+        "--format",
+        "pdf",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: unknown format \"pdf\"; use md, csv or json"
+    );
+    let file = temp_path("report.md");
+    let output = stampede(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "a",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(output.status.success());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), markdown);
+    for path in [db, file] {
+        let _ = std::fs::remove_file(path);
+    }
+}

@@ -326,6 +326,7 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
         );
     }
     check_probes(&db, completed);
+    check_report(&db);
     // The final table has one row per cell: its median, min and max tps are the stored runs'.
     let table = stdout(&finished);
     let rows: Vec<Vec<&str>> = table
@@ -345,17 +346,23 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
         .collect();
         tps.sort_by(f64::total_cmp);
         assert_eq!(row[4], tps.len().to_string(), "{row:?}");
-        let median = if tps.len() % 2 == 1 {
-            tps[tps.len() / 2]
-        } else {
-            (tps[tps.len() / 2 - 1] + tps[tps.len() / 2]) / 2.0
-        };
+        let median = sorted_median(&tps);
         assert_eq!(row[5], format!("{median:.0}"), "{row:?} vs {tps:?}");
         assert_eq!(
             row[6],
             format!("{:.0}–{:.0}", tps[0], tps[tps.len() - 1]),
             "{row:?}"
         );
+    }
+}
+
+/// The median of sorted values, computed here rather than by stampede's own code.
+fn sorted_median(sorted: &[f64]) -> f64 {
+    let middle = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[middle]
+    } else {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
     }
 }
 
@@ -461,6 +468,69 @@ fn check_probes(db: &Path, completed: usize) {
     assert!(
         statements.is_empty(),
         "probe statements counted as the workload's: {statements:?}"
+    );
+}
+
+/// The report's statement and per-transaction tables against the stored runs.
+fn check_report(db: &Path) {
+    let output = stampede_command(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "small-buffers",
+        "--format",
+        "json",
+    ])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let statements = report["statements"].as_array().unwrap();
+    let update = statements
+        .iter()
+        .find(|s| {
+            s["target"] == "tuned"
+                && s["cell"]["clients"] == 2
+                && s["query"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("UPDATE pgbench_accounts")
+        })
+        .expect("the tuned target's UPDATE statement");
+    let base_mean = statements
+        .iter()
+        .find(|s| {
+            s["target"] == "small-buffers"
+                && s["cell"]["clients"] == 2
+                && s["query"] == update["query"]
+        })
+        .unwrap()["mean_ms"]
+        .as_f64()
+        .unwrap();
+    let change = update["mean_change_pct"].as_f64().unwrap();
+    let expected = (update["mean_ms"].as_f64().unwrap() / base_mean - 1.0) * 100.0;
+    assert!((change - expected).abs() < 1e-9, "{change} vs {expected}");
+    // CPU µs per transaction: the median over the cell's runs of the stored OS counters.
+    let efficiency = report["efficiency"].as_array().unwrap();
+    let tuned_one = efficiency
+        .iter()
+        .find(|e| e["target"] == "tuned" && e["cell"]["clients"] == 1)
+        .unwrap();
+    let mut per_run: Vec<f64> = sqlite(
+        db,
+        "SELECT sum(k.value) / r.transactions * 1e6 FROM runs r JOIN cells c ON c.id = r.cell_id
+         JOIN run_counters k ON k.run_id = r.id AND k.source = 'os' AND k.name IN ('cpu_user_s', 'cpu_system_s')
+         WHERE c.target = 'tuned' AND c.clients = 1 AND r.status = 'completed' GROUP BY r.id",
+    )
+    .iter()
+    .map(|r| number(&r[0]))
+    .collect();
+    per_run.sort_by(f64::total_cmp);
+    let median = sorted_median(&per_run);
+    let reported = tuned_one["cpu_us_per_txn"].as_f64().unwrap();
+    assert!(
+        (reported - median).abs() < 1e-6 * median,
+        "{reported} vs {median}"
     );
 }
 

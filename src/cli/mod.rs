@@ -30,6 +30,8 @@ pub enum TopCommand {
     },
     /// Compare two targets of a lab cell by cell: medians, ratio with a 95% interval, verdict
     Compare(CompareArgs),
+    /// Every target of a lab against a base: verdicts, statements, work per transaction
+    Report(ReportArgs),
     /// Manage the managed default server
     Server {
         #[command(subcommand)]
@@ -45,6 +47,27 @@ pub struct CompareArgs {
     pub base: String,
     /// The target compared
     pub other: String,
+    /// The lab, when the database holds several
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// tps (higher is better) or p99 (latency, lower is better)
+    #[arg(long, default_value = "tps")]
+    pub metric: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// The target every other is compared against
+    #[arg(long)]
+    pub base: String,
+    /// md (Markdown), csv (one number per row) or json
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Write to this file instead of standard output
+    #[arg(short = 'o', long)]
+    pub output: Option<std::path::PathBuf>,
     /// The lab, when the database holds several
     #[arg(long)]
     pub lab: Option<String>,

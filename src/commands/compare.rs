@@ -5,67 +5,23 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{CommandResult, Failure};
-use crate::analysis::coefficient_of_variation;
-use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
 use crate::cli::CompareArgs;
+use crate::report::comparison::{self, CellComparison, Metric};
 use crate::report::table;
 use crate::store::{Location, Store, StoredRun};
 
-/// Runs whose spread across repetitions exceeds this are flagged.
-const NOISY_COV: f64 = 0.05;
-
-/// What a cell is, apart from its target.
-type CellKey = (String, String, String, i64);
-
 pub fn run(args: &CompareArgs) -> CommandResult {
-    let location = Location::parse(&args.results, Path::new("."));
-    let mut store = Store::open_existing(&location).map_err(Failure::Input)?;
-    let (lab_id, lab_name) = choose_lab(&mut store, args.lab.as_deref(), &location)?;
-    let runs = store.lab_runs(lab_id).map_err(Failure::Run)?;
-    let targets: Vec<&str> = distinct(runs.iter().map(|r| r.target.as_str()));
-    for name in [&args.base, &args.other] {
-        if !targets.contains(&name.as_str()) {
-            return Err(Failure::Input(format!(
-                "unknown target \"{name}\"; lab \"{lab_name}\" has: {}",
-                targets.join(", ")
-            )));
-        }
-    }
-    let direction = match args.metric.as_str() {
-        "tps" => Direction::HigherIsBetter,
-        "p99" => Direction::LowerIsBetter,
-        other => {
-            return Err(Failure::Input(format!(
-                "unknown metric \"{other}\"; use tps or p99"
-            )))
-        }
-    };
-    let metric = |run: &StoredRun| match direction {
-        Direction::HigherIsBetter => run.tps,
-        Direction::LowerIsBetter => run.p99_ms,
-    };
-    let base = by_cell(&runs, &args.base, metric);
-    let other = by_cell(&runs, &args.other, metric);
-    for warning in warnings(&runs, &args.base, &args.other, &base, &other) {
+    let metric = Metric::parse(&args.metric).map_err(Failure::Input)?;
+    let LoadedLab {
+        name: lab_name,
+        runs,
+        ..
+    } = load_lab(&args.results, args.lab.as_deref())?;
+    check_targets(&runs, &lab_name, &[&args.base, &args.other])?;
+    for warning in comparison::warnings(&runs, &[&args.base, &args.other], metric) {
         println!("warning: {warning}");
     }
-    let mut rows = Vec::new();
-    let mut tally: BTreeMap<String, usize> = BTreeMap::new();
-    for (cell, base_values) in &base {
-        let Some(other_values) = other.get(cell) else {
-            continue;
-        };
-        let Some(comparison) = verdict::compare(base_values, other_values, direction) else {
-            continue;
-        };
-        *tally.entry(verdict_text(&comparison.verdict)).or_default() += 1;
-        rows.push(row(
-            cell,
-            base_values.len(),
-            other_values.len(),
-            &comparison,
-        ));
-    }
+    let rows = comparison::compare_targets(&runs, &args.base, &args.other, metric);
     if rows.is_empty() {
         return Err(Failure::Input(format!(
             "targets \"{}\" and \"{}\" have no completed runs of the same cell in lab \"{lab_name}\"",
@@ -74,20 +30,89 @@ pub fn run(args: &CompareArgs) -> CommandResult {
     }
     println!(
         "lab \"{lab_name}\": {} vs base {} ({}; 95% bootstrap interval of the median ratio, Mann-Whitney U at α = 0.05)",
-        args.other, args.base, args.metric
+        args.other,
+        args.base,
+        metric.name()
     );
-    print!(
-        "{}",
-        table::render(
-            &[
-                "workload", "script", "scale", "clients", "runs", "base", "other", "ratio",
-                "95% CI", "p", "verdict",
-            ],
-            &rows
-        )
-    );
-    let summary: Vec<String> = tally.iter().map(|(v, n)| format!("{n} {v}")).collect();
-    println!("{}", summary.join(", "));
+    print!("{}", table::render(&HEADER, &terminal_rows(&rows)));
+    println!("{}", tally(&rows));
+    Ok(())
+}
+
+pub const HEADER: [&str; 11] = [
+    "workload", "script", "scale", "clients", "runs", "base", "other", "ratio", "95% CI", "p",
+    "verdict",
+];
+
+pub fn terminal_rows(rows: &[CellComparison]) -> Vec<Vec<String>> {
+    rows.iter()
+        .map(|c| {
+            vec![
+                c.cell.workload.clone(),
+                c.cell.script.clone(),
+                c.cell.scale.clone(),
+                c.cell.clients.to_string(),
+                format!("{}/{}", c.base_runs, c.other_runs),
+                format!("{:.1}", c.base_median),
+                format!("{:.1}", c.other_median),
+                format!("{:.3}", c.ratio),
+                match (c.ci_low, c.ci_high) {
+                    (Some(low), Some(high)) => format!("{low:.3}–{high:.3}"),
+                    _ => "-".into(),
+                },
+                format!("{:.3}", c.p_value),
+                c.verdict.clone(),
+            ]
+        })
+        .collect()
+}
+
+/// "1 faster, 2 no detectable difference".
+pub fn tally(rows: &[CellComparison]) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in rows {
+        *counts.entry(row.verdict.as_str()).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|(verdict, n)| format!("{n} {verdict}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A lab chosen in an existing results database, with its runs.
+pub struct LoadedLab {
+    pub store: Store,
+    pub id: i64,
+    pub name: String,
+    pub runs: Vec<StoredRun>,
+}
+
+pub fn load_lab(results: &str, lab: Option<&str>) -> Result<LoadedLab, Failure> {
+    let location = Location::parse(results, Path::new("."));
+    let mut store = Store::open_existing(&location).map_err(Failure::Input)?;
+    let (id, name) = choose_lab(&mut store, lab, &location)?;
+    let runs = store.lab_runs(id).map_err(Failure::Run)?;
+    Ok(LoadedLab {
+        store,
+        id,
+        name,
+        runs,
+    })
+}
+
+/// Unknown target names are refused with the lab's targets listed.
+pub fn check_targets(runs: &[StoredRun], lab_name: &str, wanted: &[&str]) -> CommandResult {
+    let mut known = comparison::targets(runs);
+    known.sort();
+    for name in wanted {
+        if !known.iter().any(|k| k == name) {
+            return Err(Failure::Input(format!(
+                "unknown target \"{name}\"; lab \"{lab_name}\" has: {}",
+                known.join(", ")
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -121,97 +146,4 @@ fn choose_lab(
             names()
         ))),
     }
-}
-
-fn distinct<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut all: Vec<&str> = names.collect();
-    all.sort_unstable();
-    all.dedup();
-    all
-}
-
-/// The target's completed runs' values per cell.
-fn by_cell(
-    runs: &[StoredRun],
-    target: &str,
-    metric: impl Fn(&StoredRun) -> Option<f64>,
-) -> BTreeMap<CellKey, Vec<f64>> {
-    let mut cells: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
-    for run in runs
-        .iter()
-        .filter(|r| r.target == target && r.status == "completed")
-    {
-        if let Some(value) = metric(run) {
-            let key = (
-                run.workload.clone(),
-                run.script.clone(),
-                run.scale.clone(),
-                run.clients,
-            );
-            cells.entry(key).or_default().push(value);
-        }
-    }
-    cells
-}
-
-fn warnings(
-    runs: &[StoredRun],
-    base: &str,
-    other: &str,
-    base_cells: &BTreeMap<CellKey, Vec<f64>>,
-    other_cells: &BTreeMap<CellKey, Vec<f64>>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    for target in [base, other] {
-        let failed = runs
-            .iter()
-            .filter(|r| r.target == target && r.status == "failed")
-            .count();
-        if failed > 0 {
-            out.push(format!(
-                "{failed} run(s) of \"{target}\" failed and are left out"
-            ));
-        }
-    }
-    for (target, cells) in [(base, base_cells), (other, other_cells)] {
-        let noisy = cells
-            .values()
-            .filter(|values| coefficient_of_variation(values).is_some_and(|c| c > NOISY_COV))
-            .count();
-        if noisy > 0 {
-            out.push(format!(
-                "{noisy} cell(s) of \"{target}\" vary by more than {:.0}% across runs (coefficient of variation)",
-                NOISY_COV * 100.0
-            ));
-        }
-    }
-    out
-}
-
-fn verdict_text(verdict: &Verdict) -> String {
-    match verdict {
-        Verdict::Better => "faster".into(),
-        Verdict::Worse => "slower".into(),
-        Verdict::NoDifference => "no detectable difference".into(),
-        Verdict::Inconclusive => "inconclusive".into(),
-        Verdict::NeedRuns(n) => format!("need ≥ {n} runs"),
-    }
-}
-
-fn row(cell: &CellKey, base_runs: usize, other_runs: usize, c: &Comparison) -> Vec<String> {
-    let (workload, script, scale, clients) = cell;
-    vec![
-        workload.clone(),
-        script.clone(),
-        scale.clone(),
-        clients.to_string(),
-        format!("{base_runs}/{other_runs}"),
-        format!("{:.1}", c.base_median),
-        format!("{:.1}", c.other_median),
-        format!("{:.3}", c.ratio),
-        c.interval
-            .map_or("-".into(), |(low, high)| format!("{low:.3}–{high:.3}")),
-        format!("{:.3}", c.p_value),
-        verdict_text(&c.verdict),
-    ]
 }

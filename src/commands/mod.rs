@@ -8,6 +8,7 @@ pub mod pgbench;
 pub mod pgbench_init;
 pub mod pgbench_run;
 pub mod quickstart;
+pub mod report;
 pub mod server;
 
 use crate::server::managed::{default_home, ManagedServer};

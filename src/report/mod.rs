@@ -1,5 +1,7 @@
 //! Output: pgbench-compatible text, stampede's extra lines, JSON, terminal tables. Renders
 //! numbers it is given; never queries a server or drives load.
 
+pub mod comparison;
+pub mod lab_report;
 pub mod pgbench;
 pub mod table;

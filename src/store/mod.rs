@@ -464,23 +464,71 @@ impl Store {
         let rows = self
             .db
             .query(
-                "SELECT c.target, c.workload, c.script, c.scale, c.clients, r.repetition, r.status, r.tps, r.p99_ms
-                 FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.lab_id = ?1 ORDER BY r.position, r.id",
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs r JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 ORDER BY r.position, r.id"
+                ),
                 &[lab.into()],
             )
             .map_err(db_error("runs"))?;
+        Ok(rows.iter().map(stored_run).collect())
+    }
+
+    /// The statements of the lab's completed runs, each with its run's target and cell.
+    pub fn lab_statements(&mut self, lab: i64) -> Result<Vec<(StoredRun, StatementRow)>, String> {
+        let rows = self
+            .db
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS}, s.query, s.calls, s.mean_ms, s.stddev_ms, s.rows, s.shared_blks_hit, s.shared_blks_read
+                     FROM run_statements s JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position, s.query"
+                ),
+                &[lab.into()],
+            )
+            .map_err(db_error("statements"))?;
         Ok(rows
             .iter()
-            .map(|r| StoredRun {
-                target: text(r, 0),
-                workload: text(r, 1),
-                script: text(r, 2),
-                scale: text(r, 3),
-                clients: int(r, 4),
-                repetition: int(r, 5) as u32,
-                status: text(r, 6),
-                tps: r.get(7).and_then(Value::as_f64),
-                p99_ms: r.get(8).and_then(Value::as_f64),
+            .map(|r| {
+                let statement = StatementRow {
+                    query: text(r, 9),
+                    calls: int(r, 10),
+                    mean_ms: real(r, 11),
+                    stddev_ms: real(r, 12),
+                    rows: int(r, 13),
+                    shared_blks_hit: int(r, 14),
+                    shared_blks_read: int(r, 15),
+                };
+                (stored_run(r), statement)
+            })
+            .collect())
+    }
+
+    /// Each completed run's counters divided by its transactions (`run_counters_per_txn`).
+    pub fn lab_counters_per_txn(
+        &mut self,
+        lab: i64,
+    ) -> Result<Vec<(StoredRun, CounterRow)>, String> {
+        let rows = self
+            .db
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS}, v.source, v.name, v.per_txn
+                     FROM run_counters_per_txn v JOIN runs r ON r.id = v.run_id JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position"
+                ),
+                &[lab.into()],
+            )
+            .map_err(db_error("counters"))?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let counter = CounterRow {
+                    source: text(r, 9),
+                    name: text(r, 10),
+                    value: real(r, 11),
+                };
+                (stored_run(r), counter)
             })
             .collect())
     }
@@ -492,6 +540,24 @@ impl Store {
             .query("SELECT id, seed FROM labs WHERE name = ?1", &[name.into()])
             .map_err(db_error("labs"))?;
         Ok(rows.first().map(|r| (int(r, 0), int(r, 1) as u64)))
+    }
+}
+
+/// The columns `stored_run` reads, first in a query over `runs r JOIN cells c`.
+const RUN_COLUMNS: &str =
+    "c.target, c.workload, c.script, c.scale, c.clients, r.repetition, r.status, r.tps, r.p99_ms";
+
+fn stored_run(r: &Row) -> StoredRun {
+    StoredRun {
+        target: text(r, 0),
+        workload: text(r, 1),
+        script: text(r, 2),
+        scale: text(r, 3),
+        clients: int(r, 4),
+        repetition: int(r, 5) as u32,
+        status: text(r, 6),
+        tps: r.get(7).and_then(Value::as_f64),
+        p99_ms: r.get(8).and_then(Value::as_f64),
     }
 }
 

@@ -1,0 +1,180 @@
+//! Target against base, cell by cell, from a lab's stored runs: the model that `compare` prints
+//! and `report` renders. Computes from stored numbers only.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::analysis::coefficient_of_variation;
+use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
+use crate::store::StoredRun;
+
+/// Runs whose spread across repetitions exceeds this are flagged.
+pub const NOISY_COV: f64 = 0.05;
+
+/// What a cell is, apart from its target.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct CellKey {
+    pub workload: String,
+    pub script: String,
+    pub scale: String,
+    pub clients: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Tps,
+    P99,
+}
+
+impl Metric {
+    pub fn parse(name: &str) -> Result<Metric, String> {
+        match name {
+            "tps" => Ok(Metric::Tps),
+            "p99" => Ok(Metric::P99),
+            other => Err(format!("unknown metric \"{other}\"; use tps or p99")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Tps => "tps",
+            Metric::P99 => "p99",
+        }
+    }
+
+    fn direction(self) -> Direction {
+        match self {
+            Metric::Tps => Direction::HigherIsBetter,
+            Metric::P99 => Direction::LowerIsBetter,
+        }
+    }
+
+    fn of(self, run: &StoredRun) -> Option<f64> {
+        match self {
+            Metric::Tps => run.tps,
+            Metric::P99 => run.p99_ms,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CellComparison {
+    pub cell: CellKey,
+    pub base_runs: usize,
+    pub other_runs: usize,
+    pub base_median: f64,
+    pub other_median: f64,
+    pub ratio: f64,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub p_value: f64,
+    pub verdict: String,
+}
+
+/// Every cell both targets completed, in cell order.
+pub fn compare_targets(
+    runs: &[StoredRun],
+    base: &str,
+    other: &str,
+    metric: Metric,
+) -> Vec<CellComparison> {
+    let base_cells = by_cell(runs, base, metric);
+    let other_cells = by_cell(runs, other, metric);
+    base_cells
+        .iter()
+        .filter_map(|(cell, base_values)| {
+            let other_values = other_cells.get(cell)?;
+            let c = verdict::compare(base_values, other_values, metric.direction())?;
+            Some(row(cell, base_values.len(), other_values.len(), &c))
+        })
+        .collect()
+}
+
+fn row(cell: &CellKey, base_runs: usize, other_runs: usize, c: &Comparison) -> CellComparison {
+    CellComparison {
+        cell: cell.clone(),
+        base_runs,
+        other_runs,
+        base_median: c.base_median,
+        other_median: c.other_median,
+        ratio: c.ratio,
+        ci_low: c.interval.map(|i| i.0),
+        ci_high: c.interval.map(|i| i.1),
+        p_value: c.p_value,
+        verdict: verdict_text(&c.verdict),
+    }
+}
+
+pub fn verdict_text(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Better => "faster".into(),
+        Verdict::Worse => "slower".into(),
+        Verdict::NoDifference => "no detectable difference".into(),
+        Verdict::Inconclusive => "inconclusive".into(),
+        Verdict::NeedRuns(n) => format!("need ≥ {n} runs"),
+    }
+}
+
+/// The target's completed runs' values per cell.
+fn by_cell(runs: &[StoredRun], target: &str, metric: Metric) -> BTreeMap<CellKey, Vec<f64>> {
+    let mut cells: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
+    for run in runs
+        .iter()
+        .filter(|r| r.target == target && r.status == "completed")
+    {
+        if let Some(value) = metric.of(run) {
+            cells.entry(cell_of(run)).or_default().push(value);
+        }
+    }
+    cells
+}
+
+pub fn cell_of(run: &StoredRun) -> CellKey {
+    CellKey {
+        workload: run.workload.clone(),
+        script: run.script.clone(),
+        scale: run.scale.clone(),
+        clients: run.clients,
+    }
+}
+
+/// Targets in the order they first ran.
+pub fn targets(runs: &[StoredRun]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for run in runs {
+        if !seen.contains(&run.target) {
+            seen.push(run.target.clone());
+        }
+    }
+    seen
+}
+
+/// What the reader must know before trusting the numbers: failed runs, noisy cells.
+pub fn warnings(runs: &[StoredRun], targets: &[&str], metric: Metric) -> Vec<String> {
+    let mut out = Vec::new();
+    for target in targets {
+        let failed = runs
+            .iter()
+            .filter(|r| r.target == *target && r.status == "failed")
+            .count();
+        if failed > 0 {
+            out.push(format!(
+                "{failed} run(s) of \"{target}\" failed and are left out"
+            ));
+        }
+    }
+    for target in targets {
+        let noisy = by_cell(runs, target, metric)
+            .values()
+            .filter(|values| coefficient_of_variation(values).is_some_and(|c| c > NOISY_COV))
+            .count();
+        if noisy > 0 {
+            out.push(format!(
+                "{noisy} cell(s) of \"{target}\" vary by more than {:.0}% across runs (coefficient of variation)",
+                NOISY_COV * 100.0
+            ));
+        }
+    }
+    out
+}
