@@ -240,6 +240,32 @@ fn report_formats_carry_the_same_numbers() {
         one["ci_low"].as_f64().unwrap()
     );
 
+    // HTML: one file, contents linked to sections, a chart line per target, the same numbers.
+    let html = report("html");
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    assert!(html.contains(r##"<a href="#vs-b">b vs a</a>"##) && html.contains(r#"<h2 id="vs-b">"#));
+    assert!(html.contains(r#"<div class="warning">Warning: 1 run(s) of &quot;b&quot; failed"#));
+    assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
+    assert_eq!(
+        html.matches(r#"<polyline class="series""#).count(),
+        2,
+        "one line per target"
+    );
+    assert!(
+        !html.contains("<script") && !html.contains("http://")
+            || html.matches("http://").count()
+                == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+    for c in cells {
+        let ratio = format!("<td>{:.3}</td>", c["ratio"].as_f64().unwrap());
+        assert!(html.contains(&ratio), "{ratio} missing");
+        assert!(html.contains(&format!(
+            "<title>pgbench select-only scale 1 × {} clients {:.3}</title>",
+            c["cell"]["clients"],
+            c["ratio"].as_f64().unwrap()
+        )));
+    }
+
     // Bad input: an unknown format, and writing to a file.
     let output = stampede(&[
         "report",
@@ -252,7 +278,7 @@ fn report_formats_carry_the_same_numbers() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         stderr(&output).trim(),
-        "stampede: error: unknown format \"pdf\"; use md, csv or json"
+        "stampede: error: unknown format \"pdf\"; use html, md, csv or json"
     );
     let file = temp_path("report.md");
     let output = stampede(&[

@@ -507,6 +507,20 @@ fn check_report(db: &Path) {
         .unwrap()["mean_ms"]
         .as_f64()
         .unwrap();
+    let html = stampede_command(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "small-buffers",
+        "--format",
+        "html",
+    ])
+    .output()
+    .unwrap();
+    let html = stdout(&html);
+    assert!(html.contains(r#"<h2 id="statements">"#) && html.contains(r#"<h2 id="efficiency">"#));
+    let mean = format!("<td>{:.4}</td>", update["mean_ms"].as_f64().unwrap());
+    assert!(html.contains(&mean), "{mean} not in the HTML");
     let change = update["mean_change_pct"].as_f64().unwrap();
     let expected = (update["mean_ms"].as_f64().unwrap() / base_mean - 1.0) * 100.0;
     assert!((change - expected).abs() < 1e-9, "{change} vs {expected}");

@@ -62,7 +62,7 @@ pub struct ReportArgs {
     /// The target every other is compared against
     #[arg(long)]
     pub base: String,
-    /// md (Markdown), csv (one number per row) or json
+    /// html (one self-contained file with charts), md (Markdown), csv (one number per row) or json
     #[arg(long, default_value = "md")]
     pub format: String,
     /// Write to this file instead of standard output

@@ -5,6 +5,7 @@ use super::compare::{check_targets, load_lab};
 use super::{CommandResult, Failure};
 use crate::cli::ReportArgs;
 use crate::report::comparison::Metric;
+use crate::report::html;
 use crate::report::lab_report::{self, Inputs};
 
 pub fn run(args: &ReportArgs) -> CommandResult {
@@ -13,9 +14,10 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         "md" | "markdown" => lab_report::to_markdown,
         "csv" => lab_report::to_csv,
         "json" => lab_report::to_json,
+        "html" => html::to_html,
         other => {
             return Err(Failure::Input(format!(
-                "unknown format \"{other}\"; use md, csv or json"
+                "unknown format \"{other}\"; use html, md, csv or json"
             )))
         }
     };

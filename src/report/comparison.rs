@@ -50,7 +50,7 @@ impl Metric {
         }
     }
 
-    fn of(self, run: &StoredRun) -> Option<f64> {
+    pub fn of(self, run: &StoredRun) -> Option<f64> {
         match self {
             Metric::Tps => run.tps,
             Metric::P99 => run.p99_ms,

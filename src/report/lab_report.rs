@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::comparison::{self, cell_of, CellComparison, CellKey, Metric};
-use crate::analysis::median;
+use crate::analysis::{median, range};
 use crate::store::{CounterRow, StatementRow, StoredRun};
 
 #[derive(Debug, Serialize)]
@@ -18,9 +18,21 @@ pub struct LabReport {
     pub metric: String,
     pub method: &'static str,
     pub warnings: Vec<String>,
+    /// Every target's cells: the metric's median and spread over completed runs.
+    pub summaries: Vec<CellSummary>,
     pub comparisons: Vec<TargetComparison>,
     pub statements: Vec<StatementChange>,
     pub efficiency: Vec<Efficiency>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CellSummary {
+    pub target: String,
+    pub cell: CellKey,
+    pub runs: usize,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -73,6 +85,7 @@ pub fn build(inputs: &Inputs<'_>) -> LabReport {
         metric: inputs.metric.name().to_string(),
         method: METHOD,
         warnings: comparison::warnings(inputs.runs, &names, inputs.metric),
+        summaries: summaries(inputs.runs, inputs.metric),
         comparisons: targets
             .iter()
             .filter(|t| *t != inputs.base)
@@ -84,6 +97,32 @@ pub fn build(inputs: &Inputs<'_>) -> LabReport {
         statements: statement_changes(inputs.statements, inputs.base),
         efficiency: efficiency(inputs.counters),
     }
+}
+
+fn summaries(runs: &[StoredRun], metric: Metric) -> Vec<CellSummary> {
+    let mut values: BTreeMap<(String, CellKey), Vec<f64>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.status == "completed") {
+        if let Some(value) = metric.of(run) {
+            values
+                .entry((run.target.clone(), cell_of(run)))
+                .or_default()
+                .push(value);
+        }
+    }
+    values
+        .into_iter()
+        .filter_map(|((target, cell), v)| {
+            let (min, max) = range(&v)?;
+            Some(CellSummary {
+                target,
+                cell,
+                runs: v.len(),
+                median: median(&v)?,
+                min,
+                max,
+            })
+        })
+        .collect()
 }
 
 fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<StatementChange> {

@@ -2,6 +2,8 @@
 //! numbers it is given; never queries a server or drives load.
 
 pub mod comparison;
+pub mod html;
 pub mod lab_report;
 pub mod pgbench;
+pub mod svg;
 pub mod table;
