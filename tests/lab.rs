@@ -485,6 +485,21 @@ fn check_report(db: &Path) {
     .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    // Why: the configured difference (shared_buffers) is listed as such; one version, so no
+    // unconfigured differences; both targets' sessions were sampled.
+    let why = &report["why"][0];
+    assert_eq!(why["target"], "tuned");
+    let buffers = why["configured_settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "shared_buffers")
+        .expect("shared_buffers differs");
+    assert_eq!(buffers["base"], "4096 8kB");
+    assert_eq!(buffers["other"], "16384 8kB");
+    assert_eq!(why["other_settings"].as_array().unwrap().len(), 0, "{why}");
+    assert!(!why["base_waits"].as_array().unwrap().is_empty());
+    assert!(!why["waits"].as_array().unwrap().is_empty());
     let statements = report["statements"].as_array().unwrap();
     let update = statements
         .iter()

@@ -7,6 +7,7 @@ use crate::cli::ReportArgs;
 use crate::report::comparison::Metric;
 use crate::report::html;
 use crate::report::lab_report::{self, Inputs};
+use crate::report::why::WhyInputs;
 
 pub fn run(args: &ReportArgs) -> CommandResult {
     let metric = Metric::parse(&args.metric).map_err(Failure::Input)?;
@@ -28,6 +29,12 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         .store
         .lab_counters_per_txn(lab.id)
         .map_err(Failure::Run)?;
+    let settings = lab
+        .store
+        .lab_target_settings(lab.id)
+        .map_err(Failure::Run)?;
+    let plans = lab.store.lab_plans(lab.id).map_err(Failure::Run)?;
+    let waits = lab.store.lab_wait_events(lab.id).map_err(Failure::Run)?;
     let report = lab_report::build(&Inputs {
         lab: &lab.name,
         base: &args.base,
@@ -35,6 +42,11 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         runs: &lab.runs,
         statements: &statements,
         counters: &counters,
+        why: WhyInputs {
+            settings: &settings,
+            plans: &plans,
+            waits: &waits,
+        },
     });
     let text = render(&report);
     match &args.output {

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use super::comparison::CellKey;
 use super::lab_report::{CellSummary, LabReport};
 use super::svg::{self, escape, RatioBar, Spread};
+use super::why::WhyPanel;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}\
@@ -65,6 +66,13 @@ pub fn to_html(report: &LabReport) -> String {
             "efficiency".into(),
             "Work per transaction".into(),
             efficiency(report),
+        ));
+    }
+    for panel in &report.why {
+        sections.push((
+            format!("why-{}", panel.target),
+            format!("Why: {} vs {}", panel.target, report.base),
+            why_section(panel, &report.base),
         ));
     }
     let mut body = format!("<h1>{}</h1>", escape(&title));
@@ -259,4 +267,68 @@ fn efficiency(report: &LabReport) -> String {
         ],
         &rows,
     )
+}
+
+fn why_section(panel: &WhyPanel, base: &str) -> String {
+    let mut out = format!(
+        "<p>Versions: {} / {}</p>",
+        escape(&panel.base_version),
+        escape(&panel.version)
+    );
+    for (title, diffs) in [
+        (
+            "Configured settings that differ",
+            &panel.configured_settings,
+        ),
+        (
+            "Settings nobody configured that differ",
+            &panel.other_settings,
+        ),
+    ] {
+        if diffs.is_empty() {
+            continue;
+        }
+        let rows: Vec<Vec<(String, bool)>> = diffs
+            .iter()
+            .map(|d| {
+                vec![
+                    (d.name.clone(), true),
+                    (d.base.clone().unwrap_or("-".into()), true),
+                    (d.other.clone().unwrap_or("-".into()), true),
+                ]
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<h3>{title}</h3>{}",
+            table(&["setting", base, &panel.target], &rows)
+        );
+    }
+    for plan in &panel.plan_differences {
+        let _ = write!(
+            out,
+            "<h3>Plan differs: <code>{}</code></h3><p>{}</p><pre>{}</pre><p>{}</p><pre>{}</pre>",
+            escape(&plan.query),
+            escape(base),
+            escape(&plan.base_plan),
+            escape(&panel.target),
+            escape(&plan.plan)
+        );
+    }
+    for (target, waits) in [
+        (base, &panel.base_waits),
+        (panel.target.as_str(), &panel.waits),
+    ] {
+        let list: Vec<String> = waits
+            .iter()
+            .map(|(state, sessions)| format!("{} {sessions:.2}", escape(state)))
+            .collect();
+        let _ = write!(
+            out,
+            "<p>Top waits of {} (average sessions): {}</p>",
+            escape(target),
+            list.join(", ")
+        );
+    }
+    out
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::comparison::{self, cell_of, CellComparison, CellKey, Metric};
+use super::why::{self, WhyInputs, WhyPanel};
 use crate::analysis::{median, range};
 use crate::store::{CounterRow, StatementRow, StoredRun};
 
@@ -23,6 +24,8 @@ pub struct LabReport {
     pub comparisons: Vec<TargetComparison>,
     pub statements: Vec<StatementChange>,
     pub efficiency: Vec<Efficiency>,
+    /// Per target against the base: settings, plans and waits that differ.
+    pub why: Vec<WhyPanel>,
 }
 
 #[derive(Debug, Serialize)]
@@ -74,17 +77,35 @@ pub struct Inputs<'a> {
     pub runs: &'a [StoredRun],
     pub statements: &'a [(StoredRun, StatementRow)],
     pub counters: &'a [(StoredRun, CounterRow)],
+    pub why: WhyInputs<'a>,
 }
 
 pub fn build(inputs: &Inputs<'_>) -> LabReport {
     let targets = comparison::targets(inputs.runs);
     let names: Vec<&str> = targets.iter().map(String::as_str).collect();
+    let why: Vec<WhyPanel> = targets
+        .iter()
+        .filter(|t| *t != inputs.base)
+        .map(|t| why::panel(&inputs.why, inputs.base, t))
+        .collect();
+    let mut warnings = comparison::warnings(inputs.runs, &names, inputs.metric);
+    for panel in why.iter().filter(|p| !p.other_settings.is_empty()) {
+        warnings.insert(
+            0,
+            format!(
+                "\"{}\" and \"{}\" differ in {} setting(s) nobody configured (defaults of another version or build): see \"Why\"",
+                panel.target,
+                inputs.base,
+                panel.other_settings.len()
+            ),
+        );
+    }
     LabReport {
         lab: inputs.lab.to_string(),
         base: inputs.base.to_string(),
         metric: inputs.metric.name().to_string(),
         method: METHOD,
-        warnings: comparison::warnings(inputs.runs, &names, inputs.metric),
+        warnings,
         summaries: summaries(inputs.runs, inputs.metric),
         comparisons: targets
             .iter()
@@ -96,6 +117,7 @@ pub fn build(inputs: &Inputs<'_>) -> LabReport {
             .collect(),
         statements: statement_changes(inputs.statements, inputs.base),
         efficiency: efficiency(inputs.counters),
+        why,
     }
 }
 
@@ -268,6 +290,66 @@ pub fn to_markdown(report: &LabReport) -> String {
                 optional(e.write_kb_per_txn, 3)
             );
         }
+    }
+    for panel in &report.why {
+        out += &why_markdown(panel, &report.base);
+    }
+    out
+}
+
+fn why_markdown(panel: &WhyPanel, base: &str) -> String {
+    let mut out = format!(
+        "\n## Why: {} vs {base}\n\nVersions: {} / {}\n\n",
+        panel.target, panel.base_version, panel.version
+    );
+    for (title, diffs) in [
+        (
+            "Configured settings that differ",
+            &panel.configured_settings,
+        ),
+        (
+            "Settings nobody configured that differ",
+            &panel.other_settings,
+        ),
+    ] {
+        if diffs.is_empty() {
+            continue;
+        }
+        out += &format!(
+            "{title}:\n\n| setting | {base} | {} |\n|---|---|---|\n",
+            panel.target
+        );
+        for d in diffs {
+            out += &format!(
+                "| {} | {} | {} |\n",
+                d.name,
+                d.base.as_deref().unwrap_or("-"),
+                d.other.as_deref().unwrap_or("-")
+            );
+        }
+        out += "\n";
+    }
+    for plan in &panel.plan_differences {
+        out += &format!(
+            "Plan differs for `{}`:\n\n```\n-- {base}\n{}\n-- {}\n{}\n```\n\n",
+            plan.query.replace('\n', " "),
+            plan.base_plan,
+            panel.target,
+            plan.plan
+        );
+    }
+    for (target, waits) in [
+        (base, &panel.base_waits),
+        (panel.target.as_str(), &panel.waits),
+    ] {
+        let list: Vec<String> = waits
+            .iter()
+            .map(|(state, sessions)| format!("{state} {sessions:.2}"))
+            .collect();
+        out += &format!(
+            "Top waits of {target} (average sessions): {}\n\n",
+            list.join(", ")
+        );
     }
     out
 }

@@ -7,3 +7,4 @@ pub mod lab_report;
 pub mod pgbench;
 pub mod svg;
 pub mod table;
+pub mod why;

@@ -533,6 +533,79 @@ impl Store {
             .collect())
     }
 
+    /// Each target's full pg_settings and server version: (target, version, settings).
+    pub fn lab_target_settings(
+        &mut self,
+        lab: i64,
+    ) -> Result<Vec<(String, String, Vec<SettingRow>)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT t.name, t.server_version, s.name, s.setting, s.unit, s.source
+                 FROM targets t JOIN target_settings s ON s.target_id = t.id
+                 WHERE t.lab_id = ?1 ORDER BY t.name, s.name",
+                &[lab.into()],
+            )
+            .map_err(db_error("settings"))?;
+        let mut out: Vec<(String, String, Vec<SettingRow>)> = Vec::new();
+        for r in &rows {
+            let setting = SettingRow {
+                name: text(r, 2),
+                setting: r.get(3).and_then(Value::as_string),
+                unit: r.get(4).and_then(Value::as_string),
+                source: r.get(5).and_then(Value::as_string),
+            };
+            match out.last_mut() {
+                Some((target, _, settings)) if *target == text(r, 0) => settings.push(setting),
+                _ => out.push((text(r, 0), text(r, 1), vec![setting])),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stored plans: (target, dataset, query, plan).
+    pub fn lab_plans(&mut self, lab: i64) -> Result<Vec<[String; 4]>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT t.name, p.dataset, p.query, p.plan FROM plans p JOIN targets t ON t.id = p.target_id
+                 WHERE t.lab_id = ?1 ORDER BY t.name, p.dataset, p.query",
+                &[lab.into()],
+            )
+            .map_err(db_error("plans"))?;
+        Ok(rows
+            .iter()
+            .map(|r| [text(r, 0), text(r, 1), text(r, 2), text(r, 3)])
+            .collect())
+    }
+
+    /// Per target and wait state: the average number of the runs' sessions in it over every
+    /// sampled tick of completed runs.
+    pub fn lab_wait_events(&mut self, lab: i64) -> Result<Vec<(String, String, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "WITH sampled AS (
+                   SELECT c.target, w.run_id, w.second, w.wait_event_type || ':' || w.wait_event AS state,
+                          w.samples, w.ticks
+                   FROM run_wait_events w JOIN runs r ON r.id = w.run_id JOIN cells c ON c.id = r.cell_id
+                   WHERE c.lab_id = ?1 AND r.status = 'completed'),
+                 ticks AS (
+                   SELECT target, sum(ticks) AS total FROM
+                     (SELECT target, run_id, second, max(ticks) AS ticks FROM sampled GROUP BY target, run_id, second) s
+                   GROUP BY target)
+                 SELECT s.target, s.state, sum(s.samples) * 1.0 / max(t.total)
+                 FROM sampled s JOIN ticks t ON t.target = s.target
+                 GROUP BY s.target, s.state ORDER BY s.target, 3 DESC",
+                &[lab.into()],
+            )
+            .map_err(db_error("wait events"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (text(r, 0), text(r, 1), real(r, 2)))
+            .collect())
+    }
+
     /// The existing lab's id by name, without creating it.
     pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, String> {
         let rows = self

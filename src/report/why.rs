@@ -1,0 +1,230 @@
+//! Why two targets differ: settings that differ (the configured ones apart from the rest),
+//! statements whose plans differ, and where each target's sessions waited.
+
+use serde::Serialize;
+
+use crate::store::SettingRow;
+
+/// Settings that differ by construction between any two clusters of a lab, or that the server
+/// derives from configured ones (shared memory follows shared_buffers).
+const INFRASTRUCTURE: [&str; 12] = [
+    "shared_memory_size",
+    "shared_memory_size_in_huge_pages",
+    "port",
+    "unix_socket_directories",
+    "data_directory",
+    "config_file",
+    "hba_file",
+    "ident_file",
+    "external_pid_file",
+    "log_directory",
+    "server_version",
+    "server_version_num",
+];
+
+/// Top wait states listed per target.
+const TOP_WAITS: usize = 5;
+
+#[derive(Debug, Serialize)]
+pub struct SettingDiff {
+    pub name: String,
+    pub base: Option<String>,
+    pub other: Option<String>,
+    pub base_source: Option<String>,
+    pub other_source: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PlanDiff {
+    pub dataset: String,
+    pub query: String,
+    pub base_plan: String,
+    pub plan: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WhyPanel {
+    pub target: String,
+    pub base_version: String,
+    pub version: String,
+    /// Set in a configuration file (the lab's profile or the spec's settings) on either side.
+    pub configured_settings: Vec<SettingDiff>,
+    /// Differences nobody configured: defaults of another version or build.
+    pub other_settings: Vec<SettingDiff>,
+    pub plan_differences: Vec<PlanDiff>,
+    /// (wait_event_type:wait_event, average sessions in it), busiest first.
+    pub base_waits: Vec<(String, f64)>,
+    pub waits: Vec<(String, f64)>,
+}
+
+pub struct WhyInputs<'a> {
+    /// (target, server version, settings)
+    pub settings: &'a [(String, String, Vec<SettingRow>)],
+    /// (target, dataset, query, plan)
+    pub plans: &'a [[String; 4]],
+    /// (target, state, average sessions)
+    pub waits: &'a [(String, String, f64)],
+}
+
+pub fn panel(inputs: &WhyInputs<'_>, base: &str, target: &str) -> WhyPanel {
+    let find = |name: &str| inputs.settings.iter().find(|(t, _, _)| t == name);
+    let (base_version, base_settings) =
+        find(base).map_or((String::new(), &[][..]), |(_, v, s)| (v.clone(), &s[..]));
+    let (version, settings) =
+        find(target).map_or((String::new(), &[][..]), |(_, v, s)| (v.clone(), &s[..]));
+    let (configured_settings, other_settings) = setting_diffs(base_settings, settings)
+        .into_iter()
+        .partition(|d| {
+            [&d.base_source, &d.other_source]
+                .iter()
+                .any(|s| s.as_deref() == Some("configuration file"))
+        });
+    WhyPanel {
+        target: target.to_string(),
+        base_version,
+        version,
+        configured_settings,
+        other_settings,
+        plan_differences: plan_diffs(inputs.plans, base, target),
+        base_waits: top_waits(inputs.waits, base),
+        waits: top_waits(inputs.waits, target),
+    }
+}
+
+fn with_unit(row: &SettingRow) -> Option<String> {
+    let value = row.setting.clone()?;
+    Some(match row.unit.as_deref() {
+        Some(unit) => format!("{value} {unit}"),
+        None => value,
+    })
+}
+
+fn setting_diffs(base: &[SettingRow], other: &[SettingRow]) -> Vec<SettingDiff> {
+    let mut names: Vec<&str> = base.iter().chain(other).map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| !INFRASTRUCTURE.contains(name))
+        .filter_map(|name| {
+            let b = base.iter().find(|s| s.name == name);
+            let o = other.iter().find(|s| s.name == name);
+            let (bv, ov) = (b.and_then(with_unit), o.and_then(with_unit));
+            (bv != ov).then(|| SettingDiff {
+                name: name.to_string(),
+                base: bv,
+                other: ov,
+                base_source: b.and_then(|s| s.source.clone()),
+                other_source: o.and_then(|s| s.source.clone()),
+            })
+        })
+        .collect()
+}
+
+fn plan_diffs(plans: &[[String; 4]], base: &str, target: &str) -> Vec<PlanDiff> {
+    plans
+        .iter()
+        .filter(|p| p[0] == target)
+        .filter_map(|p| {
+            let base_plan = plans
+                .iter()
+                .find(|b| b[0] == base && b[1] == p[1] && b[2] == p[2])?;
+            (without_costs(&base_plan[3]) != without_costs(&p[3])).then(|| PlanDiff {
+                dataset: p[1].clone(),
+                query: p[2].clone(),
+                base_plan: base_plan[3].clone(),
+                plan: p[3].clone(),
+            })
+        })
+        .collect()
+}
+
+/// A plan's shape: the same nodes with other cost estimates are the same plan.
+fn without_costs(plan: &str) -> String {
+    plan.lines()
+        .map(|line| match line.find("  (cost=") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn top_waits(waits: &[(String, String, f64)], target: &str) -> Vec<(String, f64)> {
+    waits
+        .iter()
+        .filter(|(t, _, _)| t == target)
+        .take(TOP_WAITS)
+        .map(|(_, state, sessions)| (state.clone(), *sessions))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(name: &str, value: &str, source: &str) -> SettingRow {
+        SettingRow {
+            name: name.into(),
+            setting: Some(value.into()),
+            unit: None,
+            source: Some(source.into()),
+        }
+    }
+
+    #[test]
+    fn configured_and_unconfigured_differences_are_apart() {
+        let base = [
+            setting("shared_buffers", "4096", "configuration file"),
+            setting("jit", "on", "default"),
+            setting("port", "1", "configuration file"),
+            setting("work_mem", "4096", "default"),
+        ];
+        let other = [
+            setting("shared_buffers", "16384", "configuration file"),
+            setting("jit", "off", "default"),
+            setting("port", "2", "configuration file"),
+            setting("work_mem", "4096", "default"),
+        ];
+        let inputs = WhyInputs {
+            settings: &[
+                ("a".into(), "15".into(), base.to_vec()),
+                ("b".into(), "16".into(), other.to_vec()),
+            ],
+            plans: &[
+                [
+                    "a".into(),
+                    "d".into(),
+                    "q".into(),
+                    "Seq Scan  (cost=0.00..1.00 rows=1)".into(),
+                ],
+                [
+                    "b".into(),
+                    "d".into(),
+                    "q".into(),
+                    "Seq Scan  (cost=0.00..2.00 rows=1)".into(),
+                ],
+                ["a".into(), "d".into(), "r".into(), "Seq Scan on t".into()],
+                [
+                    "b".into(),
+                    "d".into(),
+                    "r".into(),
+                    "Index Scan using t_pkey on t".into(),
+                ],
+            ],
+            waits: &[("b".into(), "CPU:CPU".into(), 1.5)],
+        };
+        let panel = panel(&inputs, "a", "b");
+        let names = |d: &[SettingDiff]| d.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&panel.configured_settings), ["shared_buffers"]);
+        assert_eq!(names(&panel.other_settings), ["jit"]);
+        assert_eq!(
+            panel.plan_differences.len(),
+            1,
+            "costs alone do not make a new plan"
+        );
+        assert_eq!(panel.plan_differences[0].query, "r");
+        assert_eq!(panel.waits, [("CPU:CPU".to_string(), 1.5)]);
+        assert!(panel.base_waits.is_empty());
+    }
+}
