@@ -500,6 +500,16 @@ fn check_report(db: &Path) {
     assert_eq!(why["other_settings"].as_array().unwrap().len(), 0, "{why}");
     assert!(!why["base_waits"].as_array().unwrap().is_empty());
     assert!(!why["waits"].as_array().unwrap().is_empty());
+    // Average sessions in all wait states together cannot exceed the most clients a cell ran.
+    for side in ["base_waits", "waits"] {
+        let sessions: f64 = why[side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w[1].as_f64().unwrap())
+            .sum();
+        assert!(sessions > 0.0 && sessions <= 2.0, "{side}: {sessions}");
+    }
     let statements = report["statements"].as_array().unwrap();
     let update = statements
         .iter()

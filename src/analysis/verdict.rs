@@ -56,7 +56,9 @@ pub fn compare(base: &[f64], other: &[f64], direction: Direction) -> Option<Comp
     let other_median = median(other)?;
     let ratio = other_median / base_median;
     let p_value = mann_whitney_p(base, other);
-    let interval = (base.len() >= 2 && other.len() >= 2).then(|| bootstrap_ratio(base, other));
+    let interval = (base.len() >= 2 && other.len() >= 2)
+        .then(|| bootstrap_ratio(base, other))
+        .flatten();
     let verdict = match (runs_needed(base.len(), other.len()), interval) {
         (Some(n), _) => Verdict::NeedRuns(n),
         (None, None) => Verdict::Inconclusive,
@@ -232,7 +234,8 @@ impl Resampler {
     }
 }
 
-fn bootstrap_ratio(base: &[f64], other: &[f64]) -> (f64, f64) {
+/// None when no resample gives a finite ratio (a base whose values are all zero).
+fn bootstrap_ratio(base: &[f64], other: &[f64]) -> Option<(f64, f64)> {
     let mut rng = Resampler(SEED);
     let (mut base_sample, mut other_sample) = (Vec::new(), Vec::new());
     let mut ratios: Vec<f64> = (0..RESAMPLES)
@@ -244,8 +247,11 @@ fn bootstrap_ratio(base: &[f64], other: &[f64]) -> (f64, f64) {
         .filter(|r| r.is_finite())
         .collect();
     ratios.sort_by(f64::total_cmp);
+    if ratios.is_empty() {
+        return None;
+    }
     let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
-    (at(0.025), at(0.975))
+    Some((at(0.025), at(0.975)))
 }
 
 #[cfg(test)]
@@ -294,6 +300,13 @@ mod tests {
         assert_eq!(runs_needed(4, 4), None);
         // 3 vs 5 can reach 2 / C(8, 3) = 0.036.
         assert_eq!(runs_needed(3, 5), None);
+    }
+
+    #[test]
+    fn a_base_of_zeros_is_inconclusive_not_a_panic() {
+        let c = compare(&[0.0; 5], &[1.0, 2.0, 3.0, 4.0, 5.0], HIGHER).unwrap();
+        assert_eq!(c.interval, None);
+        assert_eq!(c.verdict, Verdict::Inconclusive);
     }
 
     #[test]

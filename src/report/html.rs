@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::comparison::CellKey;
-use super::lab_report::{CellSummary, LabReport};
+use super::lab_report::{cell_text, optional, CellSummary, LabReport};
 use super::svg::{self, escape, RatioBar, Spread};
 use super::why::WhyPanel;
 
@@ -14,17 +13,6 @@ table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px soli
 th{background:#f3f3f3}td.text{text-align:left}.warning{background:#fff4d6;border-left:4px solid #e0a000;padding:6px 10px;margin:4px 0}\
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\
 code{font-size:12px}";
-
-fn cell_text(cell: &CellKey) -> String {
-    format!(
-        "{} {} scale {} × {} clients",
-        cell.workload, cell.script, cell.scale, cell.clients
-    )
-}
-
-fn optional(value: Option<f64>, decimals: usize) -> String {
-    value.map_or("-".into(), |v| format!("{v:.decimals$}"))
-}
 
 fn table(header: &[&str], rows: &[Vec<(String, bool)>]) -> String {
     let mut out = String::from("<table><tr>");
@@ -275,16 +263,7 @@ fn why_section(panel: &WhyPanel, base: &str) -> String {
         escape(&panel.base_version),
         escape(&panel.version)
     );
-    for (title, diffs) in [
-        (
-            "Configured settings that differ",
-            &panel.configured_settings,
-        ),
-        (
-            "Settings nobody configured that differ",
-            &panel.other_settings,
-        ),
-    ] {
+    for (title, diffs) in panel.setting_groups() {
         if diffs.is_empty() {
             continue;
         }

@@ -212,11 +212,11 @@ fn efficiency(rows: &[(StoredRun, CounterRow)]) -> Vec<Efficiency> {
         .collect()
 }
 
-fn optional(value: Option<f64>, decimals: usize) -> String {
+pub(super) fn optional(value: Option<f64>, decimals: usize) -> String {
     value.map_or("-".into(), |v| format!("{v:.decimals$}"))
 }
 
-fn cell_text(cell: &CellKey) -> String {
+pub(super) fn cell_text(cell: &CellKey) -> String {
     format!(
         "{} {} scale {} × {} clients",
         cell.workload, cell.script, cell.scale, cell.clients
@@ -302,16 +302,7 @@ fn why_markdown(panel: &WhyPanel, base: &str) -> String {
         "\n## Why: {} vs {base}\n\nVersions: {} / {}\n\n",
         panel.target, panel.base_version, panel.version
     );
-    for (title, diffs) in [
-        (
-            "Configured settings that differ",
-            &panel.configured_settings,
-        ),
-        (
-            "Settings nobody configured that differ",
-            &panel.other_settings,
-        ),
-    ] {
+    for (title, diffs) in panel.setting_groups() {
         if diffs.is_empty() {
             continue;
         }

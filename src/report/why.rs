@@ -57,6 +57,19 @@ pub struct WhyPanel {
     pub waits: Vec<(String, f64)>,
 }
 
+impl WhyPanel {
+    /// The two kinds of setting difference, titled, for rendering.
+    pub fn setting_groups(&self) -> [(&'static str, &[SettingDiff]); 2] {
+        [
+            ("Configured settings that differ", &self.configured_settings),
+            (
+                "Settings nobody configured that differ",
+                &self.other_settings,
+            ),
+        ]
+    }
+}
+
 pub struct WhyInputs<'a> {
     /// (target, server version, settings)
     pub settings: &'a [(String, String, Vec<SettingRow>)],
