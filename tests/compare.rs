@@ -5,10 +5,14 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{stampede, stderr, stdout};
-use stampede::store::{CellRecord, Location, RunMetrics, RunRecord, RunStatus, Store};
+use stampede::store::{
+    CellRecord, CounterRow, Location, RunMetrics, RunRecord, RunStatus, SeriesRow, Store,
+    TargetRecord,
+};
 
 fn temp_path(name: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("stampede-compare-{name}-{}", std::process::id()));
+    // The name ends the path: browsers read the type of a file from its extension.
+    let path = std::env::temp_dir().join(format!("stampede-compare-{}-{name}", std::process::id()));
     let _ = std::fs::remove_file(&path);
     path
 }
@@ -21,6 +25,7 @@ fn cell(target: &str, clients: usize) -> CellRecord {
         script: "select-only".into(),
         scale: "1".into(),
         clients,
+        family: "read".into(),
     }
 }
 
@@ -37,13 +42,37 @@ fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRe
         overhead_s: 0.0,
         metrics: (status == RunStatus::Completed).then(|| RunMetrics {
             tps,
+            p50_ms: 250.0 / tps,
+            p95_ms: 500.0 / tps,
             p99_ms: 1000.0 / tps,
+            // With 2 client cores: 72% of them at 400 tps, 54% at 300.
+            client_cpu_us_per_txn: 3600.0,
             ..RunMetrics::default()
         }),
-        series: vec![],
+        // Five seconds around the median, a checkpoint completing in second 2.
+        series: (0..5)
+            .map(|second| SeriesRow {
+                second,
+                tps: tps + second as f64 - 2.0,
+                p50_ms: 0.0,
+                p99_ms: 0.0,
+                failed: 0,
+            })
+            .collect(),
         counters: vec![],
         statements: vec![],
-        counter_series: vec![],
+        counter_series: [("checkpoints", 1.0), ("buffers_written", 640.0)]
+            .map(|(name, value)| {
+                (
+                    2,
+                    CounterRow {
+                        source: "checkpointer".into(),
+                        name: name.into(),
+                        value,
+                    },
+                )
+            })
+            .to_vec(),
         wait_events: vec![],
     }
 }
@@ -58,6 +87,15 @@ fn synthetic(path: &Path) {
         .flat_map(|t| [1, 2, 4].map(|c| cell(t, c)))
         .collect();
     store.save_cells(lab, &cells).unwrap();
+    store.record_client_cores(lab, 2).unwrap();
+    for (name, binary_source) in [("a", "system packages"), ("b", "zonky (Maven Central)")] {
+        let target = TargetRecord {
+            name: name.into(),
+            binary_source: binary_source.into(),
+            ..TargetRecord::default()
+        };
+        store.save_target(lab, &target).unwrap();
+    }
     let data: [(&str, usize, &[f64]); 6] = [
         ("a", 1, &[100.0, 101.0, 99.0, 100.5, 102.0]),
         ("b", 1, &[120.0, 121.0, 119.0, 122.0, 120.5]),
@@ -196,10 +234,54 @@ fn report_formats_carry_the_same_numbers() {
     assert_eq!(one["verdict"], "faster");
     let ratio = one["ratio"].as_f64().unwrap();
     assert!((ratio - 120.5 / 100.5).abs() < 1e-12);
-    assert!(json["warnings"][0]
-        .as_str()
+    let warnings: Vec<&str> = json["warnings"]
+        .as_array()
         .unwrap()
-        .contains("1 run(s) of \"b\" failed"));
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "\"b\" runs zonky's binaries from Maven Central and \"a\" runs system packages: the builds differ in compiler flags and configure options, so part of a difference may be the build's, not the version's",
+            "1 run(s) of \"b\" failed and are left out",
+            "the driver used more than 70% of the client's 2 cores in 1 cell(s), up to 72% (\"b\" pgbench select-only scale 1 × 4 clients): the client may be the bottleneck",
+            "1 cell(s) of \"b\" vs \"a\" have too few runs for a verdict: need ≥ 4 per side",
+        ]
+    );
+    // Relative throughput by family: the three ratios of b's cells.
+    let family = &json["families"][0];
+    assert_eq!(family["family"], "read");
+    assert_eq!(family["cells"], 3);
+    let ratios: Vec<f64> = cells.iter().map(|c| c["ratio"].as_f64().unwrap()).collect();
+    let mean = ratios.iter().sum::<f64>() / 3.0;
+    assert!((family["mean"].as_f64().unwrap() - mean).abs() < 1e-12);
+    assert_eq!(
+        family["max"].as_f64().unwrap(),
+        ratios.iter().cloned().fold(0.0, f64::max)
+    );
+    // Latency: medians of the runs' percentiles (a at 1 client: median tps 100.5).
+    let latency = &json["latency"][0];
+    assert_eq!(latency["target"], "a");
+    assert_eq!(latency["p99_ms"].as_f64().unwrap(), 1000.0 / 100.5);
+    assert_eq!(latency["p50_ms"].as_f64().unwrap(), 250.0 / 100.5);
+    // Series: each target's median run in the base's 4-client cell, with its checkpoint.
+    let series = json["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2);
+    assert_eq!(series[0]["cell"]["clients"], 4);
+    assert_eq!(series[0]["tps"][2][1].as_f64().unwrap(), 300.0);
+    assert_eq!(series[1]["tps"][2][1].as_f64().unwrap(), 400.0);
+    assert_eq!(series[0]["checkpoints"][0]["second"], 2);
+    assert_eq!(series[0]["checkpoints"][0]["buffers_written"], 640.0);
+    let share = json["efficiency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["target"] == "b" && e["cell"]["clients"] == 4)
+        .unwrap()["client_cpu_share"]
+        .as_f64()
+        .unwrap();
+    assert!((share - 3600.0 * 400.0 / 1e6 / 2.0).abs() < 1e-12);
 
     let markdown = report("md");
     assert!(
@@ -246,11 +328,32 @@ fn report_formats_carry_the_same_numbers() {
     assert!(html.contains(r##"<a href="#vs-b">b vs a</a>"##) && html.contains(r#"<h2 id="vs-b">"#));
     assert!(html.contains(r#"<div class="warning">Warning: 1 run(s) of &quot;b&quot; failed"#));
     assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
+    let section = |id: &str| {
+        let start = html.find(&format!(r#"<h2 id="{id}">"#)).unwrap();
+        let end = html[start + 4..]
+            .find("<h2 ")
+            .map_or(html.len(), |e| start + 4 + e);
+        html[start..end].to_string()
+    };
     assert_eq!(
-        html.matches(r#"<polyline class="series""#).count(),
+        section("scaling")
+            .matches(r#"<polyline class="series""#)
+            .count(),
         2,
         "one line per target"
     );
+    assert_eq!(
+        section("latency")
+            .matches(r#"<polyline class="series""#)
+            .count(),
+        6,
+        "p50, p95, p99 per target"
+    );
+    let series_html = section("series");
+    assert_eq!(series_html.matches(r#"<line class="mark""#).count(), 2);
+    assert!(series_html.contains("second 2: 1 checkpoint(s) completed, 640 buffers written"));
+    assert!(section("families").contains(&format!("<td>{:.3}</td>", mean)));
+    assert!(section("latency").contains(&format!("<td>{:.3}</td>", 1000.0 / 100.5)));
     assert!(
         !html.contains("<script") && !html.contains("http://")
             || html.matches("http://").count()
@@ -294,4 +397,116 @@ fn report_formats_carry_the_same_numbers() {
     for path in [db, file] {
         let _ = std::fs::remove_file(path);
     }
+}
+
+/// A headless Chromium on this machine (`.ci/run` installs Debian's chromium-headless-shell).
+fn chromium() -> PathBuf {
+    ["chromium-headless-shell", "chromium", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join(name))
+                    .find(|path| path.is_file())
+            })
+        })
+        .expect("a headless Chromium for the HTML check: apt-get install chromium-headless-shell")
+}
+
+fn run_chromium(profile: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            &format!("--user-data-dir={}", profile.display()),
+        ])
+        .args(args)
+        .output()
+        .expect("chromium runs")
+}
+
+/// Layout of every chart once rendered, written into the DOM so that `--dump-dom` shows it:
+/// the test's own probe, appended to a copy of the report (the report itself has no script).
+const LAYOUT_PROBE: &str = r#"<script>
+document.body.setAttribute("data-layout", JSON.stringify({
+  svgs: [...document.querySelectorAll("svg")].filter(s => {
+    const box = s.getBoundingClientRect(); return box.width > 100 && box.height > 50; }).length,
+  lines: [...document.querySelectorAll("polyline.series")].filter(p => p.getTotalLength() > 0).length,
+  sections: [...document.querySelectorAll("h2[id]")].filter(h => h.offsetHeight > 0).length,
+  links: [...document.querySelectorAll("a[href^='#']")].filter(a => document.getElementById(a.getAttribute("href").slice(1))).length,
+}));
+</script>"#;
+
+/// The HTML report in a real browser: it renders with no console errors, every chart has a
+/// size, every line has a length, and every contents link lands on a section.
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    let db = temp_path("chromium.db");
+    synthetic(&db);
+    let html_path = temp_path("report.html");
+    let output = stampede(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "a",
+        "--format",
+        "html",
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let profile = temp_path("chromium-profile");
+    let screenshot = temp_path("report.png");
+
+    let output = run_chromium(
+        &profile,
+        &[
+            &format!("--screenshot={}", screenshot.display()),
+            "--window-size=1000,3000",
+            &format!("file://{}", html_path.display()),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let console: Vec<&str> = std::str::from_utf8(&output.stderr)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let png = std::fs::read(&screenshot).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+
+    let probed = temp_path("probed.html");
+    std::fs::write(
+        &probed,
+        html.replace("</body>", &format!("{LAYOUT_PROBE}</body>")),
+    )
+    .unwrap();
+    let output = run_chromium(
+        &profile,
+        &["--dump-dom", &format!("file://{}", probed.display())],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let dom = stdout(&output);
+    let start = dom.find("data-layout=\"").expect("the probe ran") + "data-layout=\"".len();
+    let layout: serde_json::Value = serde_json::from_str(
+        &dom[start..start + dom[start..].find('"').unwrap()].replace("&quot;", "\""),
+    )
+    .unwrap();
+    assert_eq!(layout["svgs"], html.matches("<svg").count(), "{layout}");
+    assert_eq!(
+        layout["lines"],
+        html.matches(r#"<polyline class="series""#).count(),
+        "{layout}"
+    );
+    assert_eq!(layout["sections"], html.matches("<h2 id=").count());
+    assert_eq!(layout["links"], html.matches(r##"<a href="#"##).count());
+    for path in [db, html_path, screenshot, probed] {
+        let _ = std::fs::remove_file(path);
+    }
+    let _ = std::fs::remove_dir_all(profile);
 }

@@ -22,6 +22,8 @@ fn lab_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// small-buffers has a small WAL budget, so checkpoints happen during the runs and the
+/// checkpointer's per-second series has something to show.
 fn write_spec(dir: &Path, runs: u32, duration: &str) -> PathBuf {
     let spec = format!(
         r#"name = "two-configs"
@@ -33,7 +35,7 @@ seed = 42
 [[target]]
 name = "small-buffers"
 profile = "untuned"
-settings = {{ shared_buffers = "32MB", fsync = false }}
+settings = {{ shared_buffers = "32MB", fsync = false, max_wal_size = "32MB", min_wal_size = "32MB" }}
 
 [[target]]
 name = "tuned"
@@ -425,6 +427,42 @@ fn check_probes(db: &Path, completed: usize) {
             number(&per_second[0][1]) <= counter("os", "cpu_user_s") + 0.05,
             "{per_second:?}"
         );
+        // The checkpointer's per-second series sums to at most the window's change of the same
+        // counters (pg_stat_bgwriter on the test server's 15), and sees checkpoints when the
+        // window had several.
+        let series_sum = |name: &str| {
+            let rows = sqlite(
+                db,
+                &format!("SELECT count(*), coalesce(sum(value), 0) FROM run_counter_series WHERE run_id = {id} AND source = 'checkpointer' AND name = '{name}'"),
+            );
+            assert!(number(&rows[0][0]) >= 1.0, "no {name} series for run {id}");
+            number(&rows[0][1])
+        };
+        let has_checkpointer_view = !sqlite(
+            db,
+            &format!("SELECT 1 FROM run_counters WHERE run_id = {id} AND source = 'pg_stat_checkpointer'"),
+        )
+        .is_empty();
+        let (checkpoints, buffers_written) = if has_checkpointer_view {
+            (
+                counter("pg_stat_checkpointer", "num_done"),
+                counter("pg_stat_checkpointer", "buffers_written"),
+            )
+        } else {
+            (
+                counter("pg_stat_bgwriter", "checkpoints_timed")
+                    + counter("pg_stat_bgwriter", "checkpoints_req"),
+                counter("pg_stat_bgwriter", "buffers_checkpoint"),
+            )
+        };
+        let seen = series_sum("checkpoints");
+        assert!(seen <= checkpoints, "{seen} of {checkpoints} checkpoints");
+        assert!(
+            checkpoints < 2.0 || seen >= 1.0,
+            "{seen} of {checkpoints} checkpoints"
+        );
+        let buffers = series_sum("buffers_written");
+        assert!(buffers <= buffers_written, "{buffers} of {buffers_written}");
         // At most `clients` of the run's sessions are seen in each sample.
         let waits = sqlite(
             db,
@@ -571,6 +609,84 @@ fn check_report(db: &Path) {
         (reported - median).abs() < 1e-6 * median,
         "{reported} vs {median}"
     );
+    check_report_figures(db, &report);
+}
+
+/// The report's families, latency, per-second series and driver share against the stored runs.
+fn check_report_figures(db: &Path, report: &serde_json::Value) {
+    let family = &report["families"][0];
+    assert_eq!(
+        (&family["target"], &family["family"], &family["cells"]),
+        (&"tuned".into(), &"write".into(), &2.into()),
+        "{family}"
+    );
+    // Latency: the median over the cell's runs of the stored p99.
+    let latency = report["latency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["target"] == "tuned" && l["cell"]["clients"] == 2)
+        .unwrap();
+    let mut p99: Vec<f64> = sqlite(
+        db,
+        "SELECT r.p99_ms FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = 'tuned' AND c.clients = 2 AND r.status = 'completed'",
+    )
+    .iter()
+    .map(|r| number(&r[0]))
+    .collect();
+    p99.sort_by(f64::total_cmp);
+    assert_eq!(latency["p99_ms"].as_f64().unwrap(), sorted_median(&p99));
+    // Series: each target's run of the base's 2-client cell, second by second as stored, its
+    // checkpoint marks summing to the stored checkpointer series.
+    let series = report["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2, "one run per target");
+    for chart in series {
+        assert_eq!(chart["cell"]["clients"], 2);
+        let id = chart["run_id"].as_i64().unwrap();
+        let stored: Vec<f64> = sqlite(
+            db,
+            &format!("SELECT tps FROM run_series WHERE run_id = {id} ORDER BY second"),
+        )
+        .iter()
+        .map(|r| number(&r[0]))
+        .collect();
+        let charted: Vec<f64> = chart["tps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_f64().unwrap())
+            .collect();
+        assert_eq!(charted, stored);
+        let marked: f64 = chart["checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["completed"].as_f64().unwrap())
+            .sum();
+        let stored = sqlite(
+            db,
+            &format!("SELECT coalesce(sum(value), 0) FROM run_counter_series WHERE run_id = {id} AND source = 'checkpointer' AND name = 'checkpoints'"),
+        );
+        assert_eq!(marked, number(&stored[0][0]));
+    }
+    // The driver's share of the client's cores is within what the process used in the window
+    // (its counters also hold the sampler thread).
+    let cores = number(&sqlite(db, "SELECT client_cores FROM labs")[0][0]);
+    for e in report["efficiency"].as_array().unwrap() {
+        let share = e["client_cpu_share"].as_f64().unwrap();
+        let used = sqlite(
+            db,
+            &format!(
+                "SELECT max(k.total / r.duration_s) FROM runs r JOIN cells c ON c.id = r.cell_id
+                 JOIN (SELECT run_id, sum(value) AS total FROM run_counters WHERE source = 'driver' GROUP BY run_id) k ON k.run_id = r.id
+                 WHERE c.target = '{}' AND c.clients = {} AND r.status = 'completed'",
+                e["target"].as_str().unwrap(),
+                e["cell"]["clients"]
+            ),
+        );
+        let most = number(&used[0][0]) / cores;
+        assert!(share > 0.0 && share <= most * 1.05, "{share} vs {most}");
+    }
 }
 
 /// A major downloaded from Maven Central (zonky) beside the system's binaries.
@@ -763,7 +879,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
         "{printed}"
     );
     let query = |sql: &str| server.psql(&results_db, sql);
-    assert_eq!(query("SELECT max(version) FROM schema_version"), "3");
+    assert_eq!(query("SELECT max(version) FROM schema_version"), "4");
     assert_eq!(
         query("SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0"),
         "2"

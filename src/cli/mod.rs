@@ -74,6 +74,10 @@ pub struct ReportArgs {
     /// tps (higher is better) or p99 (latency, lower is better)
     #[arg(long, default_value = "tps")]
     pub metric: String,
+    /// A run to chart second by second with its checkpoints (repeatable; default: each target's
+    /// median run in the base's cell with the most clients)
+    #[arg(long = "series-run", value_name = "RUN_ID")]
+    pub series_runs: Vec<i64>,
 }
 
 #[derive(Debug, clap::Args)]

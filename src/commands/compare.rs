@@ -8,20 +8,30 @@ use super::{CommandResult, Failure};
 use crate::cli::CompareArgs;
 use crate::report::comparison::{self, CellComparison, Metric};
 use crate::report::table;
+use crate::report::warnings::{self, WarningInputs};
 use crate::store::{Location, Store, StoredRun};
 
 pub fn run(args: &CompareArgs) -> CommandResult {
     let metric = Metric::parse(&args.metric).map_err(Failure::Input)?;
     let LoadedLab {
+        mut store,
+        id,
         name: lab_name,
         runs,
-        ..
     } = load_lab(&args.results, args.lab.as_deref())?;
     check_targets(&runs, &lab_name, &[&args.base, &args.other])?;
-    for warning in comparison::warnings(&runs, &[&args.base, &args.other], metric) {
+    let rows = comparison::compare_targets(&runs, &args.base, &args.other, metric);
+    let mut warnings = warnings::warnings(&WarningInputs {
+        runs: &runs,
+        targets: &[&args.base, &args.other],
+        metric,
+        client_cores: store.client_cores(id).map_err(Failure::Run)?,
+        binary_sources: &store.lab_binary_sources(id).map_err(Failure::Run)?,
+    });
+    warnings.extend(warnings::too_few_runs(&args.other, &args.base, &rows));
+    for warning in warnings {
         println!("warning: {warning}");
     }
-    let rows = comparison::compare_targets(&runs, &args.base, &args.other, metric);
     if rows.is_empty() {
         return Err(Failure::Input(format!(
             "targets \"{}\" and \"{}\" have no completed runs of the same cell in lab \"{lab_name}\"",

@@ -52,6 +52,10 @@ impl LabWorkload for PgbenchLab {
         script != "select-only"
     }
 
+    fn family(&self, script: &str) -> String {
+        if self.writes(script) { "write" } else { "read" }.to_string()
+    }
+
     fn check_variant(&self, script: &str) -> Result<(), String> {
         match choice(script) {
             ScriptChoice::Builtin(name) => builtins::find_builtin(&name).map(|_| ()),

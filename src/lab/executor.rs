@@ -151,7 +151,8 @@ impl<'a> Lab<'a> {
             ));
         }
         let plan = Plan::new(spec, seed);
-        store.save_cells(lab_id, &cell_records(spec, &plan))?;
+        store.save_cells(lab_id, &cell_records(spec, &plan, &workloads))?;
+        store.record_client_cores(lab_id, crate::probe::cpu::cores())?;
         let server_root = spec.server_root.clone();
         Ok(Lab {
             spec,
@@ -776,7 +777,7 @@ fn describe_target(spec: &TargetSpec, server: &TargetServer) -> Result<TargetRec
         binary_source: match &spec.postgres {
             PostgresSource::System => "system packages".into(),
             PostgresSource::BinDir(_) => "bin/ path".into(),
-            PostgresSource::Version(_) => "zonky (Maven Central)".into(),
+            PostgresSource::Version(_) => crate::store::ZONKY_BINARIES.into(),
         },
         bin_dir: server.cluster.binaries.bin_dir.display().to_string(),
         server_version,
@@ -791,7 +792,11 @@ fn describe_target(spec: &TargetSpec, server: &TargetServer) -> Result<TargetRec
     })
 }
 
-fn cell_records(spec: &LabSpec, plan: &Plan) -> Vec<CellRecord> {
+fn cell_records(
+    spec: &LabSpec,
+    plan: &Plan,
+    workloads: &[Box<dyn LabWorkload>],
+) -> Vec<CellRecord> {
     plan.cells
         .iter()
         .map(|c| CellRecord {
@@ -801,6 +806,7 @@ fn cell_records(spec: &LabSpec, plan: &Plan) -> Vec<CellRecord> {
             script: c.script.clone(),
             scale: c.scale.to_string(),
             clients: c.clients,
+            family: workloads[c.workload].family(&c.script),
         })
         .collect()
 }

@@ -39,6 +39,7 @@ impl WindowProbes {
             self.admin.clone(),
             self.run.dbname.clone(),
             self.data_dir.clone(),
+            cluster_stats::checkpoint_query(self.server_version_num),
         );
         Ok(OpenWindow { before, sampler })
     }
@@ -69,7 +70,7 @@ impl OpenWindow {
     pub fn close(self, probes: &WindowProbes, record: &mut RunRecord) {
         let samples = self.sampler.finish();
         record.wait_events = samples.wait_events;
-        record.counter_series = samples.os_series;
+        record.counter_series = samples.counter_series;
         run_stats::wait_for_sessions_to_end(&probes.run, SETTLE_LIMIT);
         if let Ok(after) = probes.counters() {
             record.counters = delta(&self.before, &after)

@@ -47,6 +47,9 @@ pub trait LabWorkload {
     fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String>;
     /// Whether runs of this variant change the data, so that each needs a pristine copy.
     fn writes(&self, script: &str) -> bool;
+    /// The group a variant belongs to in relative-throughput tables (for sysbench's suite:
+    /// point, range, write; for pgbench: read or write).
+    fn family(&self, script: &str) -> String;
     /// Checks a variant before anything starts (unknown builtin, unreadable file).
     fn check_variant(&self, script: &str) -> Result<(), String>;
     /// Runs the warmup, calls `observer.open_window`, then the measured run, reporting each

@@ -48,3 +48,17 @@ pub fn counters(conn: &ConnSpec, version_num: i64) -> Result<Vec<CounterRow>, St
     }
     Ok(all)
 }
+
+/// Checkpoints completed and buffers they wrote, cumulative: sampled each second so that a
+/// report can mark when checkpoints happened in a run's throughput series.
+pub fn checkpoint_query(version_num: i64) -> &'static str {
+    if version_num >= 170000 {
+        "SELECT num_done, buffers_written FROM pg_stat_checkpointer"
+    } else {
+        "SELECT checkpoints_timed + checkpoints_req, buffers_checkpoint FROM pg_stat_bgwriter"
+    }
+}
+
+/// The names under which the sampler stores `checkpoint_query`'s columns per second.
+pub const CHECKPOINT_SERIES: (&str, [&str; 2]) =
+    ("checkpointer", ["checkpoints", "buffers_written"]);

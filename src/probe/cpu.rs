@@ -38,6 +38,11 @@ pub fn process_cpu() -> CpuTimes {
     }
 }
 
+/// The CPUs this process may run on (what "the client's cores" means for a driver warning).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
 //! A background sampler for the measured window: what the run's sessions wait on, from
-//! pg_stat_activity ten times a second, and the operating system's counters per second. It
+//! pg_stat_activity ten times a second; the operating system's counters and the checkpointer's
+//! (checkpoints done, buffers written) per second. It
 //! connects to another database than the run's, so its own queries do not count as the run's
 //! transactions.
 
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::SimpleQueryMessage;
 
+use super::cluster_stats::CHECKPOINT_SERIES;
 use super::{delta, os};
 use crate::server::target::ConnSpec;
 use crate::store::{CounterRow, WaitSample};
@@ -24,7 +26,7 @@ const TICKS_PER_SECOND: u64 = 10;
 pub struct Samples {
     pub wait_events: Vec<WaitSample>,
     /// (second, the counter's change during that second).
-    pub os_series: Vec<(u64, CounterRow)>,
+    pub counter_series: Vec<(u64, CounterRow)>,
     /// What sampling cost: CPU seconds of the sampler's thread and of its server backend.
     pub own_cost: Vec<CounterRow>,
 }
@@ -36,11 +38,24 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling the sessions of `database` through `admin` (a connection to another
-    /// database of the same server) and the OS counters of the disk holding `data_dir`.
-    pub fn start(admin: ConnSpec, database: String, data_dir: PathBuf) -> Sampler {
+    /// database of the same server), the checkpointer's counters with `checkpoint_query`, and
+    /// the OS counters of the disk holding `data_dir`.
+    pub fn start(
+        admin: ConnSpec,
+        database: String,
+        data_dir: PathBuf,
+        checkpoint_query: &'static str,
+    ) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let handle = std::thread::spawn(move || sample(&admin, &database, &data_dir, &flag));
+        let handle = std::thread::spawn(move || {
+            let sources = Sources {
+                database: &database,
+                data_dir: &data_dir,
+                checkpoint_query,
+            };
+            sample(&admin, &sources, &flag)
+        });
         Sampler {
             stop,
             handle: Some(handle),
@@ -73,12 +88,44 @@ fn wait_query(database: &str) -> String {
     )
 }
 
-fn sample(
-    admin: &ConnSpec,
-    database: &str,
-    data_dir: &std::path::Path,
-    stop: &AtomicBool,
-) -> Samples {
+/// What the sampler reads besides pg_stat_activity.
+struct Sources<'a> {
+    database: &'a str,
+    data_dir: &'a std::path::Path,
+    checkpoint_query: &'static str,
+}
+
+/// The cumulative counters read once a second: the machine's and the checkpointer's.
+async fn per_second_counters(
+    client: Option<&tokio_postgres::Client>,
+    sources: &Sources<'_>,
+) -> Vec<CounterRow> {
+    let mut counters = os::counters(sources.data_dir);
+    let Some(client) = client else {
+        return counters;
+    };
+    let Ok(messages) = client.simple_query(sources.checkpoint_query).await else {
+        return counters;
+    };
+    let (source, names) = CHECKPOINT_SERIES;
+    for row in messages.iter().filter_map(|m| match m {
+        SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    }) {
+        for (index, name) in names.iter().enumerate() {
+            if let Some(value) = row.get(index).and_then(|v| v.parse::<f64>().ok()) {
+                counters.push(CounterRow {
+                    source: source.into(),
+                    name: (*name).into(),
+                    value,
+                });
+            }
+        }
+    }
+    counters
+}
+
+fn sample(admin: &ConnSpec, sources: &Sources<'_>, stop: &AtomicBool) -> Samples {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -101,9 +148,9 @@ fn sample(
             None => None,
         };
         let backend_cpu_before = backend.and_then(process_cpu_s);
-        let query = wait_query(database);
+        let query = wait_query(sources.database);
         let mut counts: BTreeMap<(u64, String, String), u32> = BTreeMap::new();
-        let mut previous_os = os::counters(data_dir);
+        let mut previous = per_second_counters(client.as_ref(), sources).await;
         let start = Instant::now();
         let mut tick: u64 = 0;
         while !stop.load(Ordering::SeqCst) {
@@ -126,13 +173,13 @@ fn sample(
             }
             tick += 1;
             if tick.is_multiple_of(TICKS_PER_SECOND) {
-                let now = os::counters(data_dir);
-                samples.os_series.extend(
-                    delta(&previous_os, &now)
+                let now = per_second_counters(client.as_ref(), sources).await;
+                samples.counter_series.extend(
+                    delta(&previous, &now)
                         .into_iter()
                         .map(|counter| (second, counter)),
                 );
-                previous_os = now;
+                previous = now;
             }
             let next = start + TICK * tick as u32;
             tokio::time::sleep_until(next.into()).await;

@@ -5,17 +5,15 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::coefficient_of_variation;
 use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
 use crate::store::StoredRun;
-
-/// Runs whose spread across repetitions exceeds this are flagged.
-pub const NOISY_COV: f64 = 0.05;
 
 /// What a cell is, apart from its target.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct CellKey {
     pub workload: String,
+    /// The workload's group for relative-throughput tables.
+    pub family: String,
     pub script: String,
     pub scale: String,
     pub clients: i64,
@@ -70,6 +68,8 @@ pub struct CellComparison {
     pub ci_high: Option<f64>,
     pub p_value: f64,
     pub verdict: String,
+    /// Set when the runs are too few for any verdict: runs needed per side.
+    pub runs_needed: Option<usize>,
 }
 
 /// Every cell both targets completed, in cell order.
@@ -103,6 +103,10 @@ fn row(cell: &CellKey, base_runs: usize, other_runs: usize, c: &Comparison) -> C
         ci_high: c.interval.map(|i| i.1),
         p_value: c.p_value,
         verdict: verdict_text(&c.verdict),
+        runs_needed: match c.verdict {
+            Verdict::NeedRuns(n) => Some(n),
+            _ => None,
+        },
     }
 }
 
@@ -117,7 +121,7 @@ pub fn verdict_text(verdict: &Verdict) -> String {
 }
 
 /// The target's completed runs' values per cell.
-fn by_cell(runs: &[StoredRun], target: &str, metric: Metric) -> BTreeMap<CellKey, Vec<f64>> {
+pub fn by_cell(runs: &[StoredRun], target: &str, metric: Metric) -> BTreeMap<CellKey, Vec<f64>> {
     let mut cells: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
     for run in runs
         .iter()
@@ -133,6 +137,7 @@ fn by_cell(runs: &[StoredRun], target: &str, metric: Metric) -> BTreeMap<CellKey
 pub fn cell_of(run: &StoredRun) -> CellKey {
     CellKey {
         workload: run.workload.clone(),
+        family: run.family.clone(),
         script: run.script.clone(),
         scale: run.scale.clone(),
         clients: run.clients,
@@ -148,33 +153,4 @@ pub fn targets(runs: &[StoredRun]) -> Vec<String> {
         }
     }
     seen
-}
-
-/// What the reader must know before trusting the numbers: failed runs, noisy cells.
-pub fn warnings(runs: &[StoredRun], targets: &[&str], metric: Metric) -> Vec<String> {
-    let mut out = Vec::new();
-    for target in targets {
-        let failed = runs
-            .iter()
-            .filter(|r| r.target == *target && r.status == "failed")
-            .count();
-        if failed > 0 {
-            out.push(format!(
-                "{failed} run(s) of \"{target}\" failed and are left out"
-            ));
-        }
-    }
-    for target in targets {
-        let noisy = by_cell(runs, target, metric)
-            .values()
-            .filter(|values| coefficient_of_variation(values).is_some_and(|c| c > NOISY_COV))
-            .count();
-        if noisy > 0 {
-            out.push(format!(
-                "{noisy} cell(s) of \"{target}\" vary by more than {:.0}% across runs (coefficient of variation)",
-                NOISY_COV * 100.0
-            ));
-        }
-    }
-    out
 }

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::lab_report::{cell_text, optional, CellSummary, LabReport};
-use super::svg::{self, escape, RatioBar, Spread};
+use super::comparison::CellKey;
+use super::lab_report::{cell_text, optional, LabReport};
+use super::series::RunSeries;
+use super::svg::{self, escape, Line, Mark, RatioBar, Spread, ValueBar};
 use super::why::WhyPanel;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}\
@@ -44,6 +46,27 @@ pub fn to_html(report: &LabReport) -> String {
             format!("vs-{}", target.target),
             format!("{} vs {}", target.target, report.base),
             comparison_section(report, &target.target),
+        ));
+    }
+    if !report.families.is_empty() {
+        sections.push((
+            "families".into(),
+            format!("Relative {} by workload family", report.metric),
+            families(report),
+        ));
+    }
+    if !report.latency.is_empty() {
+        sections.push((
+            "latency".into(),
+            "Latency percentiles vs clients".into(),
+            latency(report),
+        ));
+    }
+    if !report.series.is_empty() {
+        sections.push((
+            "series".into(),
+            "Throughput per second, with checkpoints".into(),
+            report.series.iter().map(series_chart).collect(),
         ));
     }
     if !report.statements.is_empty() {
@@ -93,24 +116,15 @@ pub fn to_html(report: &LabReport) -> String {
     )
 }
 
-/// One chart per (workload, script, scale): the metric against clients, a line per target.
-fn scaling_charts(report: &LabReport) -> String {
-    let mut groups: BTreeMap<(String, String, String), Vec<&CellSummary>> = BTreeMap::new();
-    for s in &report.summaries {
-        let key = (
-            s.cell.workload.clone(),
-            s.cell.script.clone(),
-            s.cell.scale.clone(),
-        );
-        groups.entry(key).or_default().push(s);
-    }
-    let targets: Vec<&str> = {
-        let mut all: Vec<&str> = report.summaries.iter().map(|s| s.target.as_str()).collect();
-        all.dedup();
-        all.sort_unstable();
-        all.dedup();
-        all
-    };
+/// The lab's targets, in name order, for legends and colors.
+fn target_names(report: &LabReport) -> Vec<&str> {
+    let mut all: Vec<&str> = report.summaries.iter().map(|s| s.target.as_str()).collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+fn legend(targets: &[&str], extra: &str) -> String {
     let mut out = String::from(r#"<p class="legend">"#);
     for (i, target) in targets.iter().enumerate() {
         let _ = write!(
@@ -120,15 +134,52 @@ fn scaling_charts(report: &LabReport) -> String {
             escape(target)
         );
     }
-    out += "</p>";
-    for ((workload, script, scale), summaries) in groups {
-        let mut clients: Vec<i64> = summaries.iter().map(|s| s.cell.clients).collect();
+    out + extra + "</p>"
+}
+
+/// (workload, script, scale): what one chart of a metric against clients is about.
+type Dataset = (String, String, String);
+
+/// Items of each dataset, with the dataset's client counts in order.
+type ByDataset<'a, T> = BTreeMap<Dataset, (Vec<i64>, Vec<&'a T>)>;
+
+/// Cells grouped per (workload, script, scale), the client counts of each group in order.
+fn by_dataset<T>(items: &[T], cell: impl Fn(&T) -> &CellKey) -> ByDataset<'_, T> {
+    let mut groups: ByDataset<'_, T> = BTreeMap::new();
+    for item in items {
+        let c = cell(item);
+        let group = groups
+            .entry((c.workload.clone(), c.script.clone(), c.scale.clone()))
+            .or_default();
+        group.0.push(c.clients);
+        group.1.push(item);
+    }
+    for (clients, _) in groups.values_mut() {
         clients.sort_unstable();
         clients.dedup();
-        let series: Vec<(String, Vec<Option<Spread>>)> = targets
+    }
+    groups
+}
+
+fn client_labels(clients: &[i64]) -> Vec<String> {
+    clients.iter().map(|c| format!("{c} clients")).collect()
+}
+
+/// One chart per (workload, script, scale): the metric against clients, a line per target.
+fn scaling_charts(report: &LabReport) -> String {
+    let targets = target_names(report);
+    let mut out = legend(&targets, "");
+    for ((workload, script, scale), (clients, summaries)) in
+        by_dataset(&report.summaries, |s| &s.cell)
+    {
+        let lines: Vec<Line> = targets
             .iter()
-            .map(|target| {
-                let points = clients
+            .enumerate()
+            .map(|(color, target)| Line {
+                name: target.to_string(),
+                color,
+                dash: None,
+                points: clients
                     .iter()
                     .map(|c| {
                         summaries
@@ -140,21 +191,147 @@ fn scaling_charts(report: &LabReport) -> String {
                                 max: s.max,
                             })
                     })
-                    .collect();
-                (target.to_string(), points)
+                    .collect(),
             })
             .collect();
-        let labels: Vec<String> = clients.iter().map(|c| format!("{c} clients")).collect();
         let _ = write!(
             out,
             "<h3>{} {} scale {}</h3>{}",
             escape(&workload),
             escape(&script),
             escape(&scale),
-            svg::line_chart(&report.metric, &labels, &series)
+            svg::line_chart(&report.metric, &client_labels(&clients), &lines)
         );
     }
     out
+}
+
+const PERCENTILE_DASHES: [(&str, Option<&str>); 3] =
+    [("p50", None), ("p95", Some("6 3")), ("p99", Some("2 2"))];
+
+/// Per (workload, script, scale): p50 / p95 / p99 against clients, a color per target and a
+/// dash per percentile; then the table.
+fn latency(report: &LabReport) -> String {
+    let targets = target_names(report);
+    let mut out = legend(&targets, "<span>solid p50, dashed p95, dotted p99</span>");
+    for ((workload, script, scale), (clients, summaries)) in
+        by_dataset(&report.latency, |s| &s.cell)
+    {
+        let mut lines = Vec::new();
+        for (color, target) in targets.iter().enumerate() {
+            for (index, (percentile, dash)) in PERCENTILE_DASHES.iter().enumerate() {
+                let points = clients
+                    .iter()
+                    .map(|c| {
+                        summaries
+                            .iter()
+                            .find(|s| s.target == *target && s.cell.clients == *c)
+                            .map(|s| {
+                                let value = [s.p50_ms, s.p95_ms, s.p99_ms][index];
+                                Spread {
+                                    median: value,
+                                    min: value,
+                                    max: value,
+                                }
+                            })
+                    })
+                    .collect();
+                lines.push(Line {
+                    name: format!("{target} {percentile}"),
+                    color,
+                    dash: *dash,
+                    points,
+                });
+            }
+        }
+        let _ = write!(
+            out,
+            "<h3>{} {} scale {}</h3>{}",
+            escape(&workload),
+            escape(&script),
+            escape(&scale),
+            svg::line_chart("latency ms", &client_labels(&clients), &lines)
+        );
+    }
+    let rows: Vec<Vec<(String, bool)>> = report
+        .latency
+        .iter()
+        .map(|l| {
+            vec![
+                (l.target.clone(), true),
+                (cell_text(&l.cell), true),
+                (l.runs.to_string(), false),
+                (format!("{:.3}", l.p50_ms), false),
+                (format!("{:.3}", l.p95_ms), false),
+                (format!("{:.3}", l.p99_ms), false),
+            ]
+        })
+        .collect();
+    out + &table(
+        &["target", "cell", "runs", "p50 ms", "p95 ms", "p99 ms"],
+        &rows,
+    )
+}
+
+fn families(report: &LabReport) -> String {
+    let rows: Vec<Vec<(String, bool)>> = report
+        .families
+        .iter()
+        .map(|f| {
+            vec![
+                (f.target.clone(), true),
+                (f.workload.clone(), true),
+                (f.family.clone(), true),
+                (f.cells.to_string(), false),
+                (format!("{:.3}", f.min), false),
+                (format!("{:.3}", f.median), false),
+                (format!("{:.3}", f.max), false),
+                (format!("{:.3}", f.mean), false),
+            ]
+        })
+        .collect();
+    format!(
+        "<p>Ratios to {} over each family's cells.</p>",
+        escape(&report.base)
+    ) + &table(
+        &[
+            "target", "workload", "family", "cells", "min", "median", "max", "mean",
+        ],
+        &rows,
+    )
+}
+
+fn series_chart(series: &RunSeries) -> String {
+    let finished: Vec<Mark> = series
+        .checkpoints
+        .iter()
+        .filter(|m| m.completed > 0.0)
+        .map(|m| Mark {
+            second: m.second,
+            label: format!(
+                "second {}: {} checkpoint(s) completed, {} buffers written",
+                m.second, m.completed, m.buffers_written
+            ),
+        })
+        .collect();
+    let writes: Vec<(u64, f64)> = series
+        .checkpoints
+        .iter()
+        .map(|m| (m.second, m.buffers_written))
+        .collect();
+    let completed = series
+        .checkpoints
+        .iter()
+        .fold(0.0, |sum, mark| sum + mark.completed);
+    let buffers = writes.iter().fold(0.0, |sum, (_, b)| sum + b);
+    format!(
+        "<h3>{} — {}, run {} (repetition {})</h3><p>{completed} checkpoint(s) completed (dashed lines, at the end of their second), {buffers} buffers written by the checkpointer (pale bars, per second).</p>{}",
+        escape(&series.target),
+        escape(&cell_text(&series.cell)),
+        series.run_id,
+        series.repetition,
+        svg::time_series("tps", &series.tps, &finished, &writes)
+    )
 }
 
 fn comparison_section(report: &LabReport, target: &str) -> String {
@@ -241,20 +418,40 @@ fn efficiency(report: &LabReport) -> String {
                 (optional(e.context_switches_per_txn, 2), false),
                 (optional(e.read_kb_per_txn, 3), false),
                 (optional(e.write_kb_per_txn, 3), false),
+                (optional(e.client_cpu_share.map(|s| s * 100.0), 1), false),
             ]
         })
         .collect();
-    table(
-        &[
-            "target",
-            "cell",
-            "CPU µs",
-            "context switches",
-            "KB read",
-            "KB written",
-        ],
-        &rows,
-    )
+    let targets = target_names(report);
+    let bars: Vec<ValueBar> = report
+        .efficiency
+        .iter()
+        .filter_map(|e| {
+            Some(ValueBar {
+                label: format!("{} {}", e.target, cell_text(&e.cell)),
+                value: e.cpu_us_per_txn?,
+                color: targets.iter().position(|t| *t == e.target).unwrap_or(0),
+            })
+        })
+        .collect();
+    let chart = if bars.is_empty() {
+        String::new()
+    } else {
+        svg::value_bars("CPU µs per transaction (whole machine)", &bars)
+    };
+    chart
+        + &table(
+            &[
+                "target",
+                "cell",
+                "CPU µs",
+                "context switches",
+                "KB read",
+                "KB written",
+                "driver CPU % of client cores",
+            ],
+            &rows,
+        )
 }
 
 fn why_section(panel: &WhyPanel, base: &str) -> String {

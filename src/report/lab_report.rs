@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::comparison::{self, cell_of, CellComparison, CellKey, Metric};
+use super::series::RunSeries;
+use super::warnings::{self, WarningInputs};
 use super::why::{self, WhyInputs, WhyPanel};
 use crate::analysis::{median, range};
 use crate::store::{CounterRow, StatementRow, StoredRun};
@@ -22,6 +24,11 @@ pub struct LabReport {
     /// Every target's cells: the metric's median and spread over completed runs.
     pub summaries: Vec<CellSummary>,
     pub comparisons: Vec<TargetComparison>,
+    /// Per target against the base: the cells' ratios summarized per workload family.
+    pub families: Vec<FamilySummary>,
+    pub latency: Vec<LatencySummary>,
+    /// Chosen runs second by second, with checkpoints.
+    pub series: Vec<RunSeries>,
     pub statements: Vec<StatementChange>,
     pub efficiency: Vec<Efficiency>,
     /// Per target against the base: settings, plans and waits that differ.
@@ -36,6 +43,30 @@ pub struct CellSummary {
     pub median: f64,
     pub min: f64,
     pub max: f64,
+}
+
+/// A target's ratios to the base over the cells of one workload family (e.g. point queries).
+#[derive(Debug, Serialize)]
+pub struct FamilySummary {
+    pub target: String,
+    pub workload: String,
+    pub family: String,
+    pub cells: usize,
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+/// Latency percentiles of a cell: medians over its completed runs.
+#[derive(Debug, Serialize)]
+pub struct LatencySummary {
+    pub target: String,
+    pub cell: CellKey,
+    pub runs: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -66,6 +97,8 @@ pub struct Efficiency {
     pub context_switches_per_txn: Option<f64>,
     pub read_kb_per_txn: Option<f64>,
     pub write_kb_per_txn: Option<f64>,
+    /// The driver's CPU as a share of the client machine's CPUs.
+    pub client_cpu_share: Option<f64>,
 }
 
 pub const METHOD: &str = "medians over runs; ratio = other / base with a 95% percentile-bootstrap interval (10,000 resamples); verdict needs the Mann-Whitney U test (two-sided, α = 0.05) and the interval to agree";
@@ -78,47 +111,131 @@ pub struct Inputs<'a> {
     pub statements: &'a [(StoredRun, StatementRow)],
     pub counters: &'a [(StoredRun, CounterRow)],
     pub why: WhyInputs<'a>,
+    pub client_cores: Option<i64>,
+    pub binary_sources: &'a [(String, String)],
+    pub series: Vec<RunSeries>,
 }
 
-pub fn build(inputs: &Inputs<'_>) -> LabReport {
+pub fn build(inputs: Inputs<'_>) -> LabReport {
     let targets = comparison::targets(inputs.runs);
-    let names: Vec<&str> = targets.iter().map(String::as_str).collect();
-    let why: Vec<WhyPanel> = targets
+    let others: Vec<&String> = targets.iter().filter(|t| *t != inputs.base).collect();
+    let comparisons: Vec<TargetComparison> = others
         .iter()
-        .filter(|t| *t != inputs.base)
+        .map(|t| TargetComparison {
+            target: t.to_string(),
+            cells: comparison::compare_targets(inputs.runs, inputs.base, t, inputs.metric),
+        })
+        .collect();
+    let why: Vec<WhyPanel> = others
+        .iter()
         .map(|t| why::panel(&inputs.why, inputs.base, t))
         .collect();
-    let mut warnings = comparison::warnings(inputs.runs, &names, inputs.metric);
-    for panel in why.iter().filter(|p| !p.other_settings.is_empty()) {
-        warnings.insert(
-            0,
-            format!(
-                "\"{}\" and \"{}\" differ in {} setting(s) nobody configured (defaults of another version or build): see \"Why\"",
-                panel.target,
-                inputs.base,
-                panel.other_settings.len()
-            ),
-        );
-    }
     LabReport {
         lab: inputs.lab.to_string(),
         base: inputs.base.to_string(),
         metric: inputs.metric.name().to_string(),
         method: METHOD,
-        warnings,
+        warnings: report_warnings(&inputs, &targets, &comparisons, &why),
         summaries: summaries(inputs.runs, inputs.metric),
-        comparisons: targets
-            .iter()
-            .filter(|t| *t != inputs.base)
-            .map(|t| TargetComparison {
-                target: t.clone(),
-                cells: comparison::compare_targets(inputs.runs, inputs.base, t, inputs.metric),
-            })
-            .collect(),
+        families: family_summaries(&comparisons),
+        latency: latency_summaries(inputs.runs),
+        series: inputs.series,
+        comparisons,
         statements: statement_changes(inputs.statements, inputs.base),
-        efficiency: efficiency(inputs.counters),
+        efficiency: efficiency(inputs.runs, inputs.counters, inputs.client_cores),
         why,
     }
+}
+
+/// Warnings in the order a reader needs them: builds and settings that differ first, then the
+/// runs' quality.
+fn report_warnings(
+    inputs: &Inputs<'_>,
+    targets: &[String],
+    comparisons: &[TargetComparison],
+    why: &[WhyPanel],
+) -> Vec<String> {
+    let names: Vec<&str> = targets.iter().map(String::as_str).collect();
+    let mut out: Vec<String> = why
+        .iter()
+        .filter(|p| !p.other_settings.is_empty())
+        .map(|panel| {
+            format!(
+                "\"{}\" and \"{}\" differ in {} setting(s) nobody configured (defaults of another version or build): see \"Why\"",
+                panel.target,
+                inputs.base,
+                panel.other_settings.len()
+            )
+        })
+        .collect();
+    out.extend(warnings::warnings(&WarningInputs {
+        runs: inputs.runs,
+        targets: &names,
+        metric: inputs.metric,
+        client_cores: inputs.client_cores,
+        binary_sources: inputs.binary_sources,
+    }));
+    out.extend(
+        comparisons
+            .iter()
+            .filter_map(|c| warnings::too_few_runs(&c.target, inputs.base, &c.cells)),
+    );
+    out
+}
+
+fn family_summaries(comparisons: &[TargetComparison]) -> Vec<FamilySummary> {
+    let mut out = Vec::new();
+    for target in comparisons {
+        let mut ratios: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+        for cell in &target.cells {
+            ratios
+                .entry((&cell.cell.workload, &cell.cell.family))
+                .or_default()
+                .push(cell.ratio);
+        }
+        for ((workload, family), values) in ratios {
+            let (Some((min, max)), Some(median)) = (range(&values), median(&values)) else {
+                continue;
+            };
+            out.push(FamilySummary {
+                target: target.target.clone(),
+                workload: workload.to_string(),
+                family: family.to_string(),
+                cells: values.len(),
+                min,
+                median,
+                max,
+                mean: values.iter().sum::<f64>() / values.len() as f64,
+            });
+        }
+    }
+    out
+}
+
+fn latency_summaries(runs: &[StoredRun]) -> Vec<LatencySummary> {
+    let mut per_cell: BTreeMap<(String, CellKey), Vec<[f64; 3]>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.status == "completed") {
+        if let (Some(p50), Some(p95), Some(p99)) = (run.p50_ms, run.p95_ms, run.p99_ms) {
+            per_cell
+                .entry((run.target.clone(), cell_of(run)))
+                .or_default()
+                .push([p50, p95, p99]);
+        }
+    }
+    per_cell
+        .into_iter()
+        .filter_map(|((target, cell), values)| {
+            let at = |i: usize| median(&values.iter().map(|v| v[i]).collect::<Vec<_>>());
+            Some(LatencySummary {
+                target,
+                cell,
+                runs: values.len(),
+                p50_ms: at(0)?,
+                p95_ms: at(1)?,
+                p99_ms: at(2)?,
+            })
+        })
+        .collect()
 }
 
 fn summaries(runs: &[StoredRun], metric: Metric) -> Vec<CellSummary> {
@@ -179,25 +296,40 @@ fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<Stat
         .collect()
 }
 
-fn efficiency(rows: &[(StoredRun, CounterRow)]) -> Vec<Efficiency> {
-    // (target, cell) → repetition → counter name → per-transaction value.
-    type Runs<'r> = BTreeMap<u32, BTreeMap<&'r str, f64>>;
+fn efficiency(
+    runs: &[StoredRun],
+    rows: &[(StoredRun, CounterRow)],
+    client_cores: Option<i64>,
+) -> Vec<Efficiency> {
+    // (target, cell) → run → counter name → per-transaction value.
+    type Runs<'r> = BTreeMap<i64, BTreeMap<&'r str, f64>>;
     let mut per_cell: BTreeMap<(String, CellKey), Runs<'_>> = BTreeMap::new();
+    let mut shares: BTreeMap<(String, CellKey), Vec<f64>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.status == "completed") {
+        let key = (run.target.clone(), cell_of(run));
+        per_cell.entry(key.clone()).or_default();
+        shares
+            .entry(key)
+            .or_default()
+            .extend(warnings::client_cpu_share(run, client_cores));
+    }
     for (run, counter) in rows.iter().filter(|(_, c)| c.source == "os") {
         per_cell
             .entry((run.target.clone(), cell_of(run)))
             .or_default()
-            .entry(run.repetition)
+            .entry(run.id)
             .or_default()
             .insert(counter.name.as_str(), counter.value);
     }
     per_cell
         .into_iter()
-        .map(|((target, cell), runs)| {
+        .map(|(key, runs)| {
             // The median over runs of a per-run quantity.
             let over_runs = |of: &dyn Fn(&BTreeMap<&str, f64>) -> Option<f64>| {
                 median(&runs.values().filter_map(of).collect::<Vec<_>>())
             };
+            let client_cpu_share = shares.get(&key).and_then(|v| median(v));
+            let (target, cell) = key;
             Efficiency {
                 target,
                 cell,
@@ -207,6 +339,7 @@ fn efficiency(rows: &[(StoredRun, CounterRow)]) -> Vec<Efficiency> {
                 context_switches_per_txn: over_runs(&|c| c.get("context_switches").copied()),
                 read_kb_per_txn: over_runs(&|c| c.get("disk_read_kb").copied()),
                 write_kb_per_txn: over_runs(&|c| c.get("disk_write_kb").copied()),
+                client_cpu_share,
             }
         })
         .collect()
@@ -221,209 +354,4 @@ pub(super) fn cell_text(cell: &CellKey) -> String {
         "{} {} scale {} × {} clients",
         cell.workload, cell.script, cell.scale, cell.clients
     )
-}
-
-/// A Markdown document that fits a pull-request comment.
-pub fn to_markdown(report: &LabReport) -> String {
-    let mut out = format!(
-        "# Lab \"{}\": against {} ({})\n\n",
-        report.lab, report.base, report.metric
-    );
-    for warning in &report.warnings {
-        out += &format!("> **Warning:** {warning}\n");
-    }
-    if !report.warnings.is_empty() {
-        out += "\n";
-    }
-    out += &format!("Method: {}.\n\n", report.method);
-    for target in &report.comparisons {
-        out += &format!("## {} vs {}\n\n", target.target, report.base);
-        out += "| cell | runs | base | other | ratio | 95% CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n";
-        for c in &target.cells {
-            out += &format!(
-                "| {} | {}/{} | {:.1} | {:.1} | {:.3} | {}–{} | {:.3} | {} |\n",
-                cell_text(&c.cell),
-                c.base_runs,
-                c.other_runs,
-                c.base_median,
-                c.other_median,
-                c.ratio,
-                optional(c.ci_low, 3),
-                optional(c.ci_high, 3),
-                c.p_value,
-                c.verdict
-            );
-        }
-        out += "\n";
-    }
-    if !report.statements.is_empty() {
-        out += "## Statements (pg_stat_statements)\n\n| target | cell | statement | mean ms | Δ mean vs base | stddev ms | Δ stddev vs base |\n|---|---|---|---|---|---|---|\n";
-        for s in &report.statements {
-            out += &format!(
-                "| {} | {} | `{}` | {:.4} | {} | {:.4} | {} |\n",
-                s.target,
-                cell_text(&s.cell),
-                s.query.replace('|', "\\|").replace('\n', " "),
-                s.mean_ms,
-                optional(s.mean_change_pct, 1) + if s.mean_change_pct.is_some() { "%" } else { "" },
-                s.stddev_ms,
-                optional(s.stddev_change_pct, 1)
-                    + if s.stddev_change_pct.is_some() {
-                        "%"
-                    } else {
-                        ""
-                    },
-            );
-        }
-        out += "\n";
-    }
-    if !report.efficiency.is_empty() {
-        out += "## Work per transaction (whole machine)\n\n| target | cell | CPU µs | context switches | KB read | KB written |\n|---|---|---|---|---|---|\n";
-        for e in &report.efficiency {
-            out += &format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
-                e.target,
-                cell_text(&e.cell),
-                optional(e.cpu_us_per_txn, 1),
-                optional(e.context_switches_per_txn, 2),
-                optional(e.read_kb_per_txn, 3),
-                optional(e.write_kb_per_txn, 3)
-            );
-        }
-    }
-    for panel in &report.why {
-        out += &why_markdown(panel, &report.base);
-    }
-    out
-}
-
-fn why_markdown(panel: &WhyPanel, base: &str) -> String {
-    let mut out = format!(
-        "\n## Why: {} vs {base}\n\nVersions: {} / {}\n\n",
-        panel.target, panel.base_version, panel.version
-    );
-    for (title, diffs) in panel.setting_groups() {
-        if diffs.is_empty() {
-            continue;
-        }
-        out += &format!(
-            "{title}:\n\n| setting | {base} | {} |\n|---|---|---|\n",
-            panel.target
-        );
-        for d in diffs {
-            out += &format!(
-                "| {} | {} | {} |\n",
-                d.name,
-                d.base.as_deref().unwrap_or("-"),
-                d.other.as_deref().unwrap_or("-")
-            );
-        }
-        out += "\n";
-    }
-    for plan in &panel.plan_differences {
-        out += &format!(
-            "Plan differs for `{}`:\n\n```\n-- {base}\n{}\n-- {}\n{}\n```\n\n",
-            plan.query.replace('\n', " "),
-            plan.base_plan,
-            panel.target,
-            plan.plan
-        );
-    }
-    for (target, waits) in [
-        (base, &panel.base_waits),
-        (panel.target.as_str(), &panel.waits),
-    ] {
-        let list: Vec<String> = waits
-            .iter()
-            .map(|(state, sessions)| format!("{state} {sessions:.2}"))
-            .collect();
-        out += &format!(
-            "Top waits of {target} (average sessions): {}\n\n",
-            list.join(", ")
-        );
-    }
-    out
-}
-
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
-/// Long format, one number per row (`section,target,workload,script,scale,clients,item,measure,value`),
-/// so that one file holds every table and pivots in any spreadsheet.
-pub fn to_csv(report: &LabReport) -> String {
-    let mut out = String::from("section,target,workload,script,scale,clients,item,measure,value\n");
-    let mut push =
-        |section: &str, target: &str, cell: &CellKey, item: &str, measure: &str, value: String| {
-            out += &[
-                section,
-                &csv_field(target),
-                &csv_field(&cell.workload),
-                &csv_field(&cell.script),
-                &csv_field(&cell.scale),
-                &cell.clients.to_string(),
-                &csv_field(item),
-                measure,
-                &csv_field(&value),
-            ]
-            .join(",");
-            out.push('\n');
-        };
-    let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
-    for target in &report.comparisons {
-        for c in &target.cells {
-            let measures = [
-                ("base_runs", c.base_runs.to_string()),
-                ("other_runs", c.other_runs.to_string()),
-                ("base_median", c.base_median.to_string()),
-                ("other_median", c.other_median.to_string()),
-                ("ratio", c.ratio.to_string()),
-                ("ci_low", number(c.ci_low)),
-                ("ci_high", number(c.ci_high)),
-                ("p_value", c.p_value.to_string()),
-                ("verdict", c.verdict.clone()),
-            ];
-            for (measure, value) in measures {
-                push(
-                    "comparison",
-                    &target.target,
-                    &c.cell,
-                    &report.metric,
-                    measure,
-                    value,
-                );
-            }
-        }
-    }
-    for st in &report.statements {
-        let measures = [
-            ("mean_ms", st.mean_ms.to_string()),
-            ("stddev_ms", st.stddev_ms.to_string()),
-            ("mean_change_pct", number(st.mean_change_pct)),
-            ("stddev_change_pct", number(st.stddev_change_pct)),
-        ];
-        for (measure, value) in measures {
-            push("statement", &st.target, &st.cell, &st.query, measure, value);
-        }
-    }
-    for e in &report.efficiency {
-        let measures = [
-            ("cpu_us_per_txn", e.cpu_us_per_txn),
-            ("context_switches_per_txn", e.context_switches_per_txn),
-            ("read_kb_per_txn", e.read_kb_per_txn),
-            ("write_kb_per_txn", e.write_kb_per_txn),
-        ];
-        for (measure, value) in measures {
-            push("efficiency", &e.target, &e.cell, "", measure, number(value));
-        }
-    }
-    out
-}
-
-pub fn to_json(report: &LabReport) -> String {
-    serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
 }

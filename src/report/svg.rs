@@ -29,23 +29,28 @@ pub struct Spread {
     pub max: f64,
 }
 
-/// Lines over evenly spaced categories (e.g. client counts), one per series, each point with
-/// a vertical min–max bar.
-pub fn line_chart(
-    y_label: &str,
-    x_labels: &[String],
-    series: &[(String, Vec<Option<Spread>>)],
-) -> String {
+/// One line of a chart: its points (None where it has no value) and how it is drawn.
+pub struct Line {
+    pub name: String,
+    pub color: usize,
+    /// An SVG stroke-dasharray, to tell lines of one color apart (e.g. percentiles).
+    pub dash: Option<&'static str>,
+    pub points: Vec<Option<Spread>>,
+}
+
+/// Lines over evenly spaced categories (e.g. client counts), each point with a vertical
+/// min–max bar.
+pub fn line_chart(y_label: &str, x_labels: &[String], lines: &[Line]) -> String {
     let height = 260.0;
     let bottom = 40.0;
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = height - TOP - bottom;
-    let y_max = series
-        .iter()
-        .flat_map(|(_, points)| points.iter().flatten().map(|p| p.max))
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE)
-        * 1.1;
+    let y_max = nice_max(
+        lines
+            .iter()
+            .flat_map(|line| line.points.iter().flatten().map(|p| p.max))
+            .fold(0.0, f64::max),
+    );
     let x = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / x_labels.len().max(1) as f64;
     let y = |v: f64| TOP + plot_h * (1.0 - v / y_max);
     let mut svg = open(height);
@@ -59,36 +64,200 @@ pub fn line_chart(
             escape(label)
         );
     }
-    for (index, (name, points)) in series.iter().enumerate() {
-        let stroke = color(index);
-        let path: Vec<String> = points
+    for line in lines {
+        let stroke = color(line.color);
+        let path: Vec<String> = line
+            .points
             .iter()
             .enumerate()
             .filter_map(|(i, p)| p.map(|p| format!("{:.1},{:.1}", x(i), y(p.median))))
             .collect();
+        let dash = line
+            .dash
+            .map_or(String::new(), |d| format!(r#" stroke-dasharray="{d}""#));
         let _ = write!(
             svg,
-            r#"<polyline class="series" data-series="{}" fill="none" stroke="{stroke}" stroke-width="2" points="{}"/>"#,
-            escape(name),
+            r#"<polyline class="series" data-series="{}" fill="none" stroke="{stroke}" stroke-width="2"{dash} points="{}"/>"#,
+            escape(&line.name),
             path.join(" ")
         );
-        for (i, point) in points.iter().enumerate() {
+        for (i, point) in line.points.iter().enumerate() {
             let Some(p) = point else { continue };
             let _ = write!(
                 svg,
-                r#"<line x1="{0:.1}" x2="{0:.1}" y1="{1:.1}" y2="{2:.1}" stroke="{stroke}"/><circle cx="{0:.1}" cy="{3:.1}" r="3" fill="{stroke}"><title>{4}: {5:.1} (min {6:.1}, max {7:.1})</title></circle>"#,
+                r#"<line x1="{0:.1}" x2="{0:.1}" y1="{1:.1}" y2="{2:.1}" stroke="{stroke}"/><circle cx="{0:.1}" cy="{3:.1}" r="3" fill="{stroke}"><title>{4}: {5} (min {6}, max {7})</title></circle>"#,
                 x(i),
                 y(p.min),
                 y(p.max),
                 y(p.median),
-                escape(name),
-                p.median,
-                p.min,
-                p.max
+                escape(&line.name),
+                significant(p.median),
+                significant(p.min),
+                significant(p.max)
             );
         }
     }
     svg + "</svg>"
+}
+
+/// A mark on a time series: the second and what happened then.
+pub struct Mark {
+    pub second: u64,
+    pub label: String,
+}
+
+/// A value per second as a line, with vertical dashed marks (e.g. checkpoints finishing) and
+/// background activity per second as pale bars along the bottom quarter (e.g. buffers the
+/// checkpointer wrote), scaled to their own maximum.
+pub fn time_series(
+    y_label: &str,
+    points: &[(u64, f64)],
+    marks: &[Mark],
+    activity: &[(u64, f64)],
+) -> String {
+    let height = 240.0;
+    let bottom = 40.0;
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = height - TOP - bottom;
+    let last = points
+        .iter()
+        .map(|(s, _)| *s + 1)
+        .chain(marks.iter().map(|m| m.second + 1))
+        .max()
+        .unwrap_or(1) as f64;
+    let y_max = nice_max(points.iter().map(|(_, v)| *v).fold(0.0, f64::max));
+    let x = |second: f64| LEFT + plot_w * second / last;
+    let y = |v: f64| TOP + plot_h * (1.0 - v / y_max);
+    let mut svg = open(height);
+    axes(&mut svg, height, bottom, y_max, y_label);
+    let step = tick_step(last);
+    let mut tick = 0.0;
+    while tick <= last {
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{tick:.0} s</text>"#,
+            x(tick),
+            height - bottom + 15.0
+        );
+        tick += step;
+    }
+    let activity_max = activity.iter().map(|(_, v)| *v).fold(0.0, f64::max);
+    for (second, value) in activity.iter().filter(|(_, v)| *v > 0.0) {
+        let bar_h = plot_h * 0.25 * value / activity_max;
+        let _ = write!(
+            svg,
+            r##"<rect class="activity" x="{:.1}" y="{:.1}" width="{:.1}" height="{bar_h:.1}" fill="#ff7f0e" opacity="0.25"><title>second {second}: {value}</title></rect>"##,
+            x(*second as f64),
+            TOP + plot_h - bar_h,
+            (x(1.0) - x(0.0)).max(1.0)
+        );
+    }
+    for mark in marks {
+        // Like the throughput, at the end of its second.
+        let _ = write!(
+            svg,
+            r##"<line class="mark" x1="{0:.1}" x2="{0:.1}" y1="{TOP}" y2="{1:.1}" stroke="#ff7f0e" stroke-dasharray="4 3"><title>{2}</title></line>"##,
+            x(mark.second as f64 + 1.0),
+            height - bottom,
+            escape(&mark.label)
+        );
+    }
+    // A second's throughput is drawn at its end.
+    let path: Vec<String> = points
+        .iter()
+        .map(|(s, v)| format!("{:.1},{:.1}", x(*s as f64 + 1.0), y(*v)))
+        .collect();
+    let _ = write!(
+        svg,
+        r##"<polyline class="series" fill="none" stroke="#1f77b4" stroke-width="1.5" points="{}"/>"##,
+        path.join(" ")
+    );
+    svg + "</svg>"
+}
+
+/// One horizontal bar from zero.
+pub struct ValueBar {
+    pub label: String,
+    pub value: f64,
+    pub color: usize,
+}
+
+/// Horizontal bars of values from zero (e.g. CPU µs per transaction), labelled.
+pub fn value_bars(unit: &str, rows: &[ValueBar]) -> String {
+    let row_h = 20.0;
+    let bottom = 30.0;
+    let height = TOP + bottom + row_h * rows.len() as f64;
+    let label_w = 300.0;
+    let plot_w = WIDTH - label_w - RIGHT - 60.0;
+    let max = nice_max(rows.iter().map(|r| r.value).fold(0.0, f64::max));
+    let mut svg = open(height);
+    let _ = write!(
+        svg,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
+        label_w + plot_w / 2.0,
+        height - bottom + 18.0,
+        escape(unit)
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let top = TOP + row_h * i as f64;
+        let width = plot_w * row.value / max;
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{}</text><rect class="bar" x="{label_w}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} {}</title></rect><text x="{:.1}" y="{:.1}" font-size="10">{}</text>"#,
+            label_w - 6.0,
+            top + row_h * 0.65,
+            escape(&row.label),
+            top + 3.0,
+            width.max(1.0),
+            row_h - 6.0,
+            color(row.color),
+            escape(&row.label),
+            significant(row.value),
+            label_w + width + 4.0,
+            top + row_h * 0.65,
+            significant(row.value)
+        );
+    }
+    svg + "</svg>"
+}
+
+/// A value with about four significant digits, for labels.
+fn significant(value: f64) -> String {
+    let magnitude = value.abs().max(f64::MIN_POSITIVE).log10().floor() as i32;
+    let decimals = (3 - magnitude).clamp(0, 6) as usize;
+    format!("{value:.decimals$}")
+}
+
+/// The top of a value axis: four round steps (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10ⁿ each) that hold the maximum
+/// with a small margin; never zero.
+fn nice_max(max: f64) -> f64 {
+    if max <= 0.0 || !max.is_finite() {
+        return 1.0;
+    }
+    let raw_step = max * 1.05 / 4.0;
+    let power = 10f64.powf(raw_step.log10().floor());
+    let step = [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|step| *step >= raw_step)
+        .unwrap_or(10.0 * power);
+    step * 4.0
+}
+
+/// An axis label: the shortest text of the value rounded to six decimals (round steps stay
+/// round: "0.075", "12500").
+fn tick_label(value: f64) -> String {
+    format!("{}", (value * 1e6).round() / 1e6)
+}
+
+/// Seconds between time-axis labels: about eight labels over the axis.
+fn tick_step(last: f64) -> f64 {
+    [
+        1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
+    ]
+    .into_iter()
+    .find(|step| last / step <= 8.0)
+    .unwrap_or(7200.0)
 }
 
 /// One bar: its label, the ratio, and the ratio's interval.
@@ -185,10 +354,27 @@ fn axes(svg: &mut String, height: f64, bottom: f64, y_max: f64, y_label: &str) {
         let y = TOP + plot_h * (1.0 - step as f64 / 4.0);
         let _ = write!(
             svg,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{value:.0}</text><line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{}</text><line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
             LEFT - 4.0,
             y + 3.0,
+            tick_label(value),
             WIDTH - RIGHT
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_tops_are_four_round_steps() {
+        assert_eq!(nice_max(49_000.0), 60_000.0);
+        assert_eq!(nice_max(9.4), 10.0);
+        assert_eq!(nice_max(0.29), 0.32);
+        assert_eq!(nice_max(38.0), 40.0);
+        assert_eq!(nice_max(0.0), 1.0);
+        assert_eq!(tick_label(0.30000000000000004), "0.3");
+        assert_eq!(tick_label(12_500.0), "12500");
     }
 }

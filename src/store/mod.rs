@@ -26,6 +26,9 @@ pub struct SettingRow {
     pub source: Option<String>,
 }
 
+/// `targets.binary_source` of binaries downloaded from Maven Central (zonky's builds).
+pub const ZONKY_BINARIES: &str = "zonky (Maven Central)";
+
 #[derive(Debug, Clone, Default)]
 pub struct TargetRecord {
     pub name: String,
@@ -47,6 +50,8 @@ pub struct CellRecord {
     pub script: String,
     pub scale: String,
     pub clients: usize,
+    /// The workload's group for relative-throughput tables (e.g. read / write, point / range).
+    pub family: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,15 +155,22 @@ pub struct RunRecord {
 /// A stored run with its cell, for reports.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRun {
+    pub id: i64,
     pub target: String,
     pub workload: String,
+    /// The workload's group (the workload's name in results stored before families existed).
+    pub family: String,
     pub script: String,
     pub scale: String,
     pub clients: i64,
     pub repetition: u32,
     pub status: String,
+    pub duration_s: Option<f64>,
     pub tps: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    pub client_cpu_us_per_txn: Option<f64>,
 }
 
 /// A completed run's headline numbers, for the end-of-lab table.
@@ -341,8 +353,8 @@ impl Store {
         self.transaction("cells", |db| {
             for c in cells {
                 db.execute(
-                    "INSERT INTO cells (lab_id, key, target, workload, script, scale, clients)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (lab_id, key) DO NOTHING",
+                    "INSERT INTO cells (lab_id, key, target, workload, script, scale, clients, family)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (lab_id, key) DO NOTHING",
                     &[
                         lab.into(),
                         (&c.key).into(),
@@ -351,6 +363,7 @@ impl Store {
                         (&c.script).into(),
                         (&c.scale).into(),
                         Value::Int(c.clients as i64),
+                        (&c.family).into(),
                     ],
                 )?;
             }
@@ -491,13 +504,13 @@ impl Store {
             .iter()
             .map(|r| {
                 let statement = StatementRow {
-                    query: text(r, 9),
-                    calls: int(r, 10),
-                    mean_ms: real(r, 11),
-                    stddev_ms: real(r, 12),
-                    rows: int(r, 13),
-                    shared_blks_hit: int(r, 14),
-                    shared_blks_read: int(r, 15),
+                    query: text(r, RUN_COLUMN_COUNT),
+                    calls: int(r, RUN_COLUMN_COUNT + 1),
+                    mean_ms: real(r, RUN_COLUMN_COUNT + 2),
+                    stddev_ms: real(r, RUN_COLUMN_COUNT + 3),
+                    rows: int(r, RUN_COLUMN_COUNT + 4),
+                    shared_blks_hit: int(r, RUN_COLUMN_COUNT + 5),
+                    shared_blks_read: int(r, RUN_COLUMN_COUNT + 6),
                 };
                 (stored_run(r), statement)
             })
@@ -524,9 +537,9 @@ impl Store {
             .iter()
             .map(|r| {
                 let counter = CounterRow {
-                    source: text(r, 9),
-                    name: text(r, 10),
-                    value: real(r, 11),
+                    source: text(r, RUN_COLUMN_COUNT),
+                    name: text(r, RUN_COLUMN_COUNT + 1),
+                    value: real(r, RUN_COLUMN_COUNT + 2),
                 };
                 (stored_run(r), counter)
             })
@@ -606,7 +619,96 @@ impl Store {
             .collect())
     }
 
-    /// The existing lab's id by name, without creating it.
+    /// Records the CPUs of the machine the lab's driver runs on, once: the first machine's.
+    pub fn record_client_cores(&mut self, lab: i64, cores: usize) -> Result<(), String> {
+        self.db
+            .execute(
+                "UPDATE labs SET client_cores = ?2 WHERE id = ?1 AND client_cores IS NULL",
+                &[lab.into(), Value::Int(cores as i64)],
+            )
+            .map_err(db_error("labs"))
+    }
+
+    pub fn client_cores(&mut self, lab: i64) -> Result<Option<i64>, String> {
+        let rows = self
+            .db
+            .query("SELECT client_cores FROM labs WHERE id = ?1", &[lab.into()])
+            .map_err(db_error("labs"))?;
+        Ok(rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_f64)
+            .map(|v| v as i64))
+    }
+
+    /// Each target's binary provenance: (target, binary source).
+    pub fn lab_binary_sources(&mut self, lab: i64) -> Result<Vec<(String, String)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT name, coalesce(binary_source, '') FROM targets WHERE lab_id = ?1 ORDER BY name",
+                &[lab.into()],
+            )
+            .map_err(db_error("targets"))?;
+        Ok(rows.iter().map(|r| (text(r, 0), text(r, 1))).collect())
+    }
+
+    /// A run's throughput per second: (second, tps).
+    pub fn run_series(&mut self, run: i64) -> Result<Vec<(u64, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT second, tps FROM run_series WHERE run_id = ?1 ORDER BY second",
+                &[run.into()],
+            )
+            .map_err(db_error("series"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (int(r, 0) as u64, real(r, 1)))
+            .collect())
+    }
+
+    /// Per completed run of the lab, the sum of one per-second counter: (run id, sum).
+    pub fn lab_counter_series_sums(
+        &mut self,
+        lab: i64,
+        source: &str,
+        name: &str,
+    ) -> Result<Vec<(i64, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT s.run_id, sum(s.value) FROM run_counter_series s
+                 JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'completed' AND s.source = ?2 AND s.name = ?3
+                 GROUP BY s.run_id",
+                &[lab.into(), source.into(), name.into()],
+            )
+            .map_err(db_error("counter series"))?;
+        Ok(rows.iter().map(|r| (int(r, 0), real(r, 1))).collect())
+    }
+
+    /// One counter of a run per second: (second, change during it).
+    pub fn run_counter_series(
+        &mut self,
+        run: i64,
+        source: &str,
+        name: &str,
+    ) -> Result<Vec<(u64, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT second, value FROM run_counter_series
+                 WHERE run_id = ?1 AND source = ?2 AND name = ?3 ORDER BY second",
+                &[run.into(), source.into(), name.into()],
+            )
+            .map_err(db_error("counter series"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (int(r, 0) as u64, real(r, 1)))
+            .collect())
+    }
+
     pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, String> {
         let rows = self
             .db
@@ -616,21 +718,30 @@ impl Store {
     }
 }
 
-/// The columns `stored_run` reads, first in a query over `runs r JOIN cells c`.
-const RUN_COLUMNS: &str =
-    "c.target, c.workload, c.script, c.scale, c.clients, r.repetition, r.status, r.tps, r.p99_ms";
+/// The columns `stored_run` reads, first in a query over `runs r JOIN cells c`; a query's own
+/// columns follow from index `RUN_COLUMN_COUNT`.
+const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.workload), c.script, c.scale, c.clients,
+     r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn";
+const RUN_COLUMN_COUNT: usize = 15;
 
 fn stored_run(r: &Row) -> StoredRun {
+    let number = |i: usize| r.get(i).and_then(Value::as_f64);
     StoredRun {
-        target: text(r, 0),
-        workload: text(r, 1),
-        script: text(r, 2),
-        scale: text(r, 3),
-        clients: int(r, 4),
-        repetition: int(r, 5) as u32,
-        status: text(r, 6),
-        tps: r.get(7).and_then(Value::as_f64),
-        p99_ms: r.get(8).and_then(Value::as_f64),
+        id: int(r, 0),
+        target: text(r, 1),
+        workload: text(r, 2),
+        family: text(r, 3),
+        script: text(r, 4),
+        scale: text(r, 5),
+        clients: int(r, 6),
+        repetition: int(r, 7) as u32,
+        status: text(r, 8),
+        duration_s: number(9),
+        tps: number(10),
+        p50_ms: number(11),
+        p95_ms: number(12),
+        p99_ms: number(13),
+        client_cpu_us_per_txn: number(14),
     }
 }
 
@@ -780,6 +891,7 @@ mod tests {
             script: "select-only".into(),
             scale: "1".into(),
             clients: 1,
+            family: "read".into(),
         };
         store.save_cells(lab, &[cell.clone(), cell]).unwrap();
         for (repetition, status) in [(0, RunStatus::Completed), (1, RunStatus::Interrupted)] {

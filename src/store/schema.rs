@@ -126,4 +126,10 @@ CREATE VIEW run_counters_per_txn AS
     FROM run_counters c JOIN runs r ON r.id = c.run_id
     WHERE r.transactions > 0;
 "#,
+    // 4: the driver machine's CPUs (to tell when the client was the bottleneck) and each cell's
+    // workload family (the group of relative-throughput tables, e.g. point / range / write).
+    r#"
+ALTER TABLE labs ADD COLUMN client_cores INTEGER;
+ALTER TABLE cells ADD COLUMN family TEXT;
+"#,
 ];
