@@ -41,6 +41,7 @@ fn run() -> Result<(), Failure> {
         TopCommand::Lab { action } => commands::lab::run(action),
         TopCommand::Compare(args) => commands::compare::run(args),
         TopCommand::Report(args) => commands::report::run(args),
+        TopCommand::Sysbench { action } => commands::sysbench::run(action),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Command-line definitions. Parsing only: turning flags into specs happens in `commands/`.
 
 pub mod pgbench;
+pub mod sysbench;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,11 @@ pub enum TopCommand {
     Compare(CompareArgs),
     /// Every target of a lab against a base: verdicts, statements, work per transaction
     Report(ReportArgs),
+    /// sysbench's oltp_* tests: prepare, run, cleanup, with sysbench's options and report
+    Sysbench {
+        #[command(subcommand)]
+        action: sysbench::SysbenchAction,
+    },
     /// Manage the managed default server
     Server {
         #[command(subcommand)]

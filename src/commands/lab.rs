@@ -117,7 +117,7 @@ extern "C" fn request_stop(_signal: libc::c_int) {
 
 /// SIGINT and SIGTERM end the current run early (recorded as interrupted) instead of killing
 /// the process, so servers stop cleanly and `resume` has an exact record.
-fn watch_signals() -> Arc<AtomicBool> {
+pub(super) fn watch_signals() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     // SAFETY: the handler only stores to an atomic.
     unsafe {

@@ -10,6 +10,7 @@ pub mod pgbench_run;
 pub mod quickstart;
 pub mod report;
 pub mod server;
+pub mod sysbench;
 
 use crate::server::managed::{default_home, ManagedServer};
 use crate::server::target::{ConnFlags, ConnSpec};

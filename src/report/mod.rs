@@ -7,6 +7,7 @@ pub mod lab_report;
 pub mod pgbench;
 pub mod series;
 pub mod svg;
+pub mod sysbench;
 pub mod table;
 pub mod text;
 pub mod warnings;

@@ -173,6 +173,14 @@ pub enum Function {
     HashMurmur2,
     HashFnv1a,
     Permute,
+    /// sysbench's distributions and random strings (stampede's extension of the language, for
+    /// the sysbench workloads; pgbench has no such functions).
+    SbUniform,
+    SbGaussian,
+    SbSpecial,
+    SbPareto,
+    SbZipfian,
+    SbDigits,
 }
 
 /// How many arguments a named function takes.
@@ -187,7 +195,7 @@ pub enum Arity {
 }
 
 /// Functions callable by name, with their arity (pgbench's PGBENCH_FUNCTIONS table).
-pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 21] = [
+pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 27] = [
     ("abs", Function::Abs, Arity::Exactly(1)),
     ("least", Function::Least, Arity::AtLeastOne),
     ("greatest", Function::Greatest, Arity::AtLeastOne),
@@ -217,9 +225,34 @@ pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 21] = [
     ("hash_murmur2", Function::HashMurmur2, Arity::Hash),
     ("hash_fnv1a", Function::HashFnv1a, Arity::Hash),
     ("permute", Function::Permute, Arity::Permute),
+    ("sb_rand_uniform", Function::SbUniform, Arity::Exactly(2)),
+    ("sb_rand_gaussian", Function::SbGaussian, Arity::Exactly(3)),
+    ("sb_rand_special", Function::SbSpecial, Arity::Exactly(5)),
+    ("sb_rand_pareto", Function::SbPareto, Arity::Exactly(3)),
+    ("sb_rand_zipfian", Function::SbZipfian, Arity::Exactly(3)),
+    ("sb_rand_digits", Function::SbDigits, Arity::Exactly(1)),
 ];
 
 impl Function {
+    /// Whether each call draws from the client's random state (so it is never folded into a
+    /// constant).
+    pub fn draws_random(self) -> bool {
+        use Function::*;
+        matches!(
+            self,
+            Random
+                | RandomGaussian
+                | RandomExponential
+                | RandomZipfian
+                | SbUniform
+                | SbGaussian
+                | SbSpecial
+                | SbPareto
+                | SbZipfian
+                | SbDigits
+        )
+    }
+
     pub fn by_name(name: &str) -> Option<(Function, Arity)> {
         NAMED_FUNCTIONS
             .iter()

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use super::ast::{Expr, Function, VarSlot};
 use super::prng::PgPrng;
+use super::sysbench_random;
 use super::value::{format_g15, Value};
 
 /// What an expression can read while it is evaluated: the client's variables and random state,
@@ -86,14 +87,7 @@ pub fn fold_constants(expr: Expr) -> Expr {
         return expr;
     };
     let args: Vec<Expr> = args.into_iter().map(fold_constants).collect();
-    let pure = !matches!(
-        function,
-        Function::Random
-            | Function::RandomGaussian
-            | Function::RandomExponential
-            | Function::RandomZipfian
-            | Function::Debug
-    );
+    let pure = !function.draws_random() && function != Function::Debug;
     let call = Expr::Call(function, args);
     let Expr::Call(_, args) = &call else {
         unreachable!("just built")
@@ -293,6 +287,9 @@ fn call(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Eval
         Random | RandomGaussian | RandomExponential | RandomZipfian => {
             random(function, values, ctx)
         }
+        SbUniform | SbGaussian | SbSpecial | SbPareto | SbZipfian | SbDigits => {
+            sysbench_random(function, values, ctx)
+        }
         Pow => Ok(Value::Double(
             to_double(&values[0])?.powf(to_double(&values[1])?),
         )),
@@ -318,6 +315,67 @@ fn call(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Eval
         }
         And | Or | Case => unreachable!("evaluated lazily"),
     }
+}
+
+/// sysbench's distributions over [a, b] (first two arguments) with their parameters after.
+fn sysbench_random(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> EvalResult {
+    let rng = &mut *ctx.random;
+    if function == Function::SbDigits {
+        let groups = to_int(&values[0])?;
+        if !(0..=1000).contains(&groups) {
+            return Err(format!(
+                "sb_rand_digits: {groups} groups is out of range 0..1000"
+            ));
+        }
+        return Ok(Value::Text(std::sync::Arc::new(
+            sysbench_random::digit_groups(rng, groups as usize),
+        )));
+    }
+    let (low, high) = (to_int(&values[0])?, to_int(&values[1])?);
+    if low > high {
+        return Err("empty range given to a sysbench distribution".into());
+    }
+    let positive = |value: &Value, name: &str| -> Result<u32, String> {
+        let n = to_int(value)?;
+        u32::try_from(n)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{name} must be a positive integer (not {n})"))
+    };
+    let drawn = match function {
+        Function::SbUniform => sysbench_random::uniform(rng, low, high),
+        Function::SbGaussian => {
+            sysbench_random::gaussian(rng, low, high, positive(&values[2], "iterations")?)
+        }
+        Function::SbSpecial => {
+            let res = to_int(&values[4])?;
+            if !(0..100).contains(&res) {
+                return Err(format!(
+                    "special distribution: res must be in 0..99 (not {res})"
+                ));
+            }
+            let pct = positive(&values[3], "pct")?;
+            let iterations = positive(&values[2], "iterations")?;
+            sysbench_random::special(rng, low, high, iterations, pct, res as u32)
+        }
+        Function::SbPareto => {
+            let h = to_double(&values[2])?;
+            if !(h > 0.0 && h < 1.0) {
+                return Err(format!("pareto h must be between 0 and 1 (not {h})"));
+            }
+            sysbench_random::pareto(rng, low, high, h)
+        }
+        _ => {
+            let exponent = to_double(&values[2])?;
+            if exponent.is_nan() || exponent < 0.0 {
+                return Err(format!(
+                    "zipfian exponent must be at least 0 (not {exponent})"
+                ));
+            }
+            sysbench_random::zipfian(rng, low, high, exponent)
+        }
+    };
+    Ok(Value::Int(drawn))
 }
 
 /// pgbench's IS compares the types and the boolean payload (NULL IS NULL, x IS TRUE/FALSE).

@@ -2,3 +2,4 @@
 //! time (that is the driver's job).
 
 pub mod pgbench;
+pub mod sysbench;

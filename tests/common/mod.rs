@@ -57,6 +57,8 @@ pub fn server() -> &'static TestServer {
             ("max_connections", "200".to_string()),
             ("fsync", "off".to_string()),
             ("autovacuum", "off".to_string()),
+            // Per-statement checks (the sysbench family); tests filter by their database.
+            ("shared_preload_libraries", "pg_stat_statements".to_string()),
             // The database name in every line, so a test can count its own errors.
             ("log_line_prefix", "%m [%p] db=%d ".to_string()),
         ];

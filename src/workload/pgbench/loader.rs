@@ -109,18 +109,7 @@ impl Loader {
     }
 
     pub async fn connect(&self) -> Result<Client, String> {
-        let (client, connection) = self
-            .spec
-            .tokio_config()
-            .connect(NoTls)
-            .await
-            .map_err(|e| connection_error(&self.spec, &e))?;
-        tokio::spawn(connection);
-        client
-            .batch_execute("SET client_min_messages = warning")
-            .await
-            .map_err(|e| sql_error("setup", &e))?;
-        Ok(client)
+        connect_quietly(&self.spec).await
     }
 
     pub async fn run_step(&self, step: InitStep) -> LoadResult {
@@ -383,6 +372,21 @@ async fn execute(client: &Client, sql: &str) -> LoadResult {
         .batch_execute(sql)
         .await
         .map_err(|e| sql_error(sql, &e))
+}
+
+/// A loader's connection: NOTICEs (e.g. of DROP ... IF EXISTS) are not printed.
+pub async fn connect_quietly(spec: &ConnSpec) -> Result<Client, String> {
+    let (client, connection) = spec
+        .tokio_config()
+        .connect(NoTls)
+        .await
+        .map_err(|e| connection_error(spec, &e))?;
+    tokio::spawn(connection);
+    client
+        .batch_execute("SET client_min_messages = warning")
+        .await
+        .map_err(|e| sql_error("setup", &e))?;
+    Ok(client)
 }
 
 pub fn sql_error(context: &str, error: &tokio_postgres::Error) -> String {

@@ -1,0 +1,204 @@
+//! `stampede sysbench prepare|run|cleanup`: sysbench's option names (with `-` or `_`, as
+//! sysbench accepts both), its defaults, and its on/off switches.
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Subcommand)]
+pub enum SysbenchAction {
+    /// Create and load the sbtest tables (tables in parallel over --threads connections)
+    Prepare(Box<SysbenchArgs>),
+    /// Run one test (oltp_read_only, oltp_read_write, ...) and print sysbench's report
+    Run(Box<SysbenchArgs>),
+    /// Drop the sbtest tables
+    Cleanup(Box<SysbenchArgs>),
+}
+
+/// An on/off switch: `--skip-trx`, `--skip-trx=on`, `--skip_trx=off`.
+pub fn switch(value: &str) -> Result<bool, String> {
+    match value {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        other => Err(format!("\"{other}\" is not on or off")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SysbenchArgs {
+    /// The test: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select,
+    /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points,
+    /// select_random_ranges, oltp_scan
+    pub test: Option<String>,
+
+    // ---- tables (oltp_common.lua)
+    /// Number of tables
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub tables: i64,
+    /// Number of rows per table
+    #[arg(
+        long = "table-size",
+        alias = "table_size",
+        default_value_t = 10_000,
+        allow_negative_numbers = true
+    )]
+    pub table_size: i64,
+    /// Range size for range SELECT queries
+    #[arg(
+        long = "range-size",
+        alias = "range_size",
+        default_value_t = 100,
+        allow_negative_numbers = true
+    )]
+    pub range_size: i64,
+    /// Number of point SELECT queries per transaction
+    #[arg(long = "point-selects", alias = "point_selects", default_value_t = 10)]
+    pub point_selects: u32,
+    /// Number of simple range SELECT queries per transaction
+    #[arg(long = "simple-ranges", alias = "simple_ranges", default_value_t = 1)]
+    pub simple_ranges: u32,
+    /// Number of SELECT SUM() queries per transaction
+    #[arg(long = "sum-ranges", alias = "sum_ranges", default_value_t = 1)]
+    pub sum_ranges: u32,
+    /// Number of SELECT ORDER BY queries per transaction
+    #[arg(long = "order-ranges", alias = "order_ranges", default_value_t = 1)]
+    pub order_ranges: u32,
+    /// Number of SELECT DISTINCT queries per transaction
+    #[arg(
+        long = "distinct-ranges",
+        alias = "distinct_ranges",
+        default_value_t = 1
+    )]
+    pub distinct_ranges: u32,
+    /// Number of UPDATE index queries per transaction
+    #[arg(long = "index-updates", alias = "index_updates", default_value_t = 1)]
+    pub index_updates: u32,
+    /// Number of UPDATE non-index queries per transaction
+    #[arg(
+        long = "non-index-updates",
+        alias = "non_index_updates",
+        default_value_t = 1
+    )]
+    pub non_index_updates: u32,
+    /// Number of DELETE/INSERT combinations per transaction
+    #[arg(long = "delete-inserts", alias = "delete_inserts", default_value_t = 1)]
+    pub delete_inserts: u32,
+    /// Enable/disable all range SELECT queries [on]
+    #[arg(long = "range-selects", alias = "range_selects", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    pub range_selects: bool,
+    /// Let the server number the rows (SERIAL); off: client-generated ids [on]
+    #[arg(long = "auto-inc", alias = "auto_inc", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    pub auto_inc: bool,
+    /// Don't start explicit transactions: every query in autocommit mode [off]
+    #[arg(long = "skip-trx", alias = "skip_trx", value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    pub skip_trx: bool,
+    /// Use a secondary index in place of the PRIMARY KEY [off]
+    #[arg(long, value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    pub secondary: bool,
+    /// Create a secondary index on k in addition to the PRIMARY KEY [on]
+    #[arg(long = "create-secondary", alias = "create_secondary", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    pub create_secondary: bool,
+    /// select_random_points: values in the IN() list
+    #[arg(long = "random-points", alias = "random_points", default_value_t = 10)]
+    pub random_points: u32,
+    /// select_random_ranges: BETWEEN ranges per SELECT
+    #[arg(
+        long = "number-of-ranges",
+        alias = "number_of_ranges",
+        default_value_t = 10
+    )]
+    pub number_of_ranges: u32,
+    /// select_random_ranges: width of each BETWEEN range
+    #[arg(long, default_value_t = 5)]
+    pub delta: u32,
+
+    // ---- general
+    /// Number of threads (each its own connection)
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub threads: i64,
+    /// Limit for total execution time in seconds [10]
+    #[arg(long)]
+    pub time: Option<u64>,
+    /// Limit for the total number of events (0: no limit)
+    #[arg(long, default_value_t = 0)]
+    pub events: u64,
+    /// Average transaction rate (0: unlimited); latency then includes the wait for the schedule
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// Print intermediate statistics every N seconds (0: off)
+    #[arg(
+        long = "report-interval",
+        alias = "report_interval",
+        default_value_t = 0
+    )]
+    pub report_interval: u64,
+    /// Run this many seconds before measuring; its statistics are discarded
+    #[arg(long = "warmup-time", alias = "warmup_time", default_value_t = 0)]
+    pub warmup_time: u64,
+    /// The percentile sysbench's report line shows (1-100; 0 leaves it out); p50, p95, p99 and
+    /// max are always shown
+    #[arg(long, default_value_t = 95.0)]
+    pub percentile: f64,
+    /// Print a latency histogram
+    #[arg(long, value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    pub histogram: bool,
+    /// Write the result as JSON to this file
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Tries per event after a deadlock or serialization failure (0: until it succeeds, as
+    /// sysbench restarts events on ignored errors; 1: no retry, the event is counted as an error)
+    #[arg(long = "max-tries", default_value_t = 0)]
+    pub max_tries: u32,
+
+    // ---- random numbers
+    /// Distribution of row ids: uniform, gaussian, special, pareto, zipfian
+    #[arg(long = "rand-type", alias = "rand_type", default_value = "special")]
+    pub rand_type: String,
+    /// Seed of the random numbers (0: from the clock)
+    #[arg(long = "rand-seed", alias = "rand_seed", default_value_t = 0)]
+    pub rand_seed: u64,
+    /// Iterations of the special and gaussian distributions
+    #[arg(
+        long = "rand-spec-iter",
+        alias = "rand_spec_iter",
+        default_value_t = 12
+    )]
+    pub rand_spec_iter: u32,
+    /// Percentage of the range where 'special' values fall
+    #[arg(long = "rand-spec-pct", alias = "rand_spec_pct", default_value_t = 1)]
+    pub rand_spec_pct: u32,
+    /// Percentage of 'special' values
+    #[arg(long = "rand-spec-res", alias = "rand_spec_res", default_value_t = 75)]
+    pub rand_spec_res: u32,
+    /// Shape of the Pareto distribution
+    #[arg(long = "rand-pareto-h", alias = "rand_pareto_h", default_value_t = 0.2)]
+    pub rand_pareto_h: f64,
+    /// Exponent of the Zipfian distribution
+    #[arg(
+        long = "rand-zipfian-exp",
+        alias = "rand_zipfian_exp",
+        default_value_t = 0.8
+    )]
+    pub rand_zipfian_exp: f64,
+
+    // ---- database
+    /// Only pgsql
+    #[arg(long = "db-driver", alias = "db_driver", default_value = "pgsql")]
+    pub db_driver: String,
+    /// auto: server-side prepared statements; disable: plain queries
+    #[arg(long = "db-ps-mode", alias = "db_ps_mode", default_value = "auto")]
+    pub db_ps_mode: String,
+    /// Server host or socket directory (default: PGHOST or the managed default server)
+    #[arg(long = "pgsql-host", alias = "pgsql_host")]
+    pub pgsql_host: Option<String>,
+    /// Server port
+    #[arg(long = "pgsql-port", alias = "pgsql_port")]
+    pub pgsql_port: Option<String>,
+    /// User name
+    #[arg(long = "pgsql-user", alias = "pgsql_user")]
+    pub pgsql_user: Option<String>,
+    /// Password (prefer PGPASSWORD or ~/.pgpass: a flag is visible to other users)
+    #[arg(long = "pgsql-password", alias = "pgsql_password")]
+    pub pgsql_password: Option<String>,
+    /// Database name, or a postgresql:// URI
+    #[arg(long = "pgsql-db", alias = "pgsql_db")]
+    pub pgsql_db: Option<String>,
+}

@@ -1,0 +1,413 @@
+//! sysbench's tests as stampede scripts: each oltp_* event becomes one script execution (one
+//! "transaction" of the driver) issuing exactly the statements sysbench's Lua issues, in the same
+//! order, with the same SQL text, the same tables chosen per statement group and the same
+//! distributions — so pg_stat_statements shows the same statements and QPS is comparable.
+
+use super::options::OltpOptions;
+
+/// The tests `stampede sysbench run` knows, as sysbench names them.
+pub const TESTS: [&str; 11] = [
+    "oltp_read_only",
+    "oltp_read_write",
+    "oltp_write_only",
+    "oltp_point_select",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_insert",
+    "oltp_delete",
+    "select_random_points",
+    "select_random_ranges",
+    "oltp_scan",
+];
+
+/// Statements per event by sysbench's classes (its `queries performed: read / write / other`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryMix {
+    pub reads: u64,
+    pub writes: u64,
+    pub other: u64,
+}
+
+impl QueryMix {
+    pub fn total(&self) -> u64 {
+        self.reads + self.writes + self.other
+    }
+}
+
+/// A test ready for the driver.
+#[derive(Debug, Clone)]
+pub struct GeneratedTest {
+    pub name: String,
+    pub script: String,
+    pub queries: QueryMix,
+    /// Whether the test changes the tables.
+    pub writes: bool,
+    /// Variables the script expects before its first event, as (name, value).
+    pub initial: Vec<(&'static str, i64)>,
+}
+
+/// Builds the script of `name` for `threads` client threads.
+pub fn generate(name: &str, options: &OltpOptions, threads: u32) -> Result<GeneratedTest, String> {
+    let mut b = Builder::new(options);
+    let mut initial = Vec::new();
+    match name {
+        "oltp_point_select" => b.point_selects(1),
+        "oltp_read_only" => b.in_transaction(|b| {
+            b.point_selects(options.point_selects);
+            b.range_selects();
+        }),
+        "oltp_read_write" => b.in_transaction(|b| {
+            b.point_selects(options.point_selects);
+            b.range_selects();
+            b.writes();
+        }),
+        "oltp_write_only" => b.in_transaction(Builder::writes),
+        "oltp_update_index" => b.index_updates(),
+        "oltp_update_non_index" => b.non_index_updates(),
+        "oltp_delete" => b.per_table(|b, t| {
+            b.set("id", &b.id());
+            b.write(&format!("DELETE FROM sbtest{t} WHERE id=:id"));
+        }),
+        "oltp_insert" => {
+            if !options.auto_inc {
+                initial = vec![("sb_seq", 0), ("sb_clients", threads as i64)];
+            }
+            b.insert();
+        }
+        "select_random_points" | "select_random_ranges" => {
+            if options.tables != 1 {
+                return Err(format!("{name} does not support --tables > 1"));
+            }
+            b.thread_slice(threads);
+            if name == "select_random_points" {
+                b.random_points();
+            } else {
+                b.random_ranges();
+            }
+        }
+        "oltp_scan" => b.per_table(|b, t| {
+            b.read(&format!("SELECT * FROM sbtest{t} WHERE LENGTH(c) < 0"));
+        }),
+        other => {
+            return Err(format!(
+                "unknown test \"{other}\"; the tests are: {}",
+                TESTS.join(", ")
+            ))
+        }
+    }
+    Ok(GeneratedTest {
+        name: name.to_string(),
+        writes: b.mix.writes > 0,
+        queries: b.mix,
+        script: b.text,
+        initial,
+    })
+}
+
+/// Writes a script and counts its statements per event.
+struct Builder<'o> {
+    options: &'o OltpOptions,
+    text: String,
+    mix: QueryMix,
+    /// Off while writing the second and later table branches of a group: an event runs one.
+    counting: bool,
+}
+
+impl<'o> Builder<'o> {
+    fn new(options: &'o OltpOptions) -> Self {
+        Builder {
+            options,
+            text: String::new(),
+            mix: QueryMix::default(),
+            counting: true,
+        }
+    }
+
+    fn line(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.text.push('\n');
+    }
+
+    fn set(&mut self, variable: &str, expression: &str) {
+        self.line(&format!("\\set {variable} {expression}"));
+    }
+
+    fn sql(&mut self, sql: &str) {
+        self.line(&format!("{sql};"));
+    }
+
+    fn read(&mut self, sql: &str) {
+        self.sql(sql);
+        if self.counting {
+            self.mix.reads += 1;
+        }
+    }
+
+    fn write(&mut self, sql: &str) {
+        self.sql(sql);
+        if self.counting {
+            self.mix.writes += 1;
+        }
+    }
+
+    fn other(&mut self, sql: &str) {
+        self.sql(sql);
+        if self.counting {
+            self.mix.other += 1;
+        }
+    }
+
+    /// `sysbench.rand.default(1, table_size)`.
+    fn id(&self) -> String {
+        self.options
+            .rand
+            .expression("1", &self.options.table_size.to_string())
+    }
+
+    fn in_transaction(&mut self, body: impl FnOnce(&mut Self)) {
+        let explicit = !self.options.skip_trx;
+        if explicit {
+            self.other("BEGIN");
+        }
+        body(self);
+        if explicit {
+            self.other("COMMIT");
+        }
+    }
+
+    /// A statement group on one table chosen uniformly per event, as sysbench's
+    /// `get_table_num()`: a branch per table, each its own prepared statements.
+    fn per_table(&mut self, mut group: impl FnMut(&mut Self, u32)) {
+        let tables = self.options.tables;
+        if tables == 1 {
+            group(self, 1);
+            return;
+        }
+        self.set("tnum", &format!("sb_rand_uniform(1, {tables})"));
+        for table in 1..=tables {
+            let keyword = if table == 1 { "\\if" } else { "\\elif" };
+            self.line(&format!("{keyword} :tnum = {table}"));
+            self.counting = table == 1;
+            group(self, table);
+        }
+        self.counting = true;
+        self.line("\\endif");
+    }
+
+    fn point_selects(&mut self, count: u32) {
+        self.per_table(|b, t| {
+            for _ in 0..count {
+                b.set("id", &b.id());
+                b.read(&format!("SELECT c FROM sbtest{t} WHERE id=:id"));
+            }
+        });
+    }
+
+    fn range_selects(&mut self) {
+        if !self.options.range_selects {
+            return;
+        }
+        let o = self.options;
+        for (count, shape) in [
+            (
+                o.simple_ranges,
+                "SELECT c FROM sbtest{t} WHERE id BETWEEN :id AND :id_end",
+            ),
+            (
+                o.sum_ranges,
+                "SELECT SUM(k) FROM sbtest{t} WHERE id BETWEEN :id AND :id_end",
+            ),
+            (
+                o.order_ranges,
+                "SELECT c FROM sbtest{t} WHERE id BETWEEN :id AND :id_end ORDER BY c",
+            ),
+            (
+                o.distinct_ranges,
+                "SELECT DISTINCT c FROM sbtest{t} WHERE id BETWEEN :id AND :id_end ORDER BY c",
+            ),
+        ] {
+            self.per_table(|b, t| {
+                for _ in 0..count {
+                    b.set("id", &b.id());
+                    b.set("id_end", &format!(":id + {}", o.range_size as i64 - 1));
+                    b.read(&shape.replace("{t}", &t.to_string()));
+                }
+            });
+        }
+    }
+
+    fn writes(&mut self) {
+        self.index_updates();
+        self.non_index_updates();
+        let count = self.options.delete_inserts;
+        self.per_table(|b, t| {
+            for _ in 0..count {
+                b.set("id", &b.id());
+                b.set("k", &b.id());
+                b.set("c", "sb_rand_digits(10)");
+                b.set("pad", "sb_rand_digits(5)");
+                b.write(&format!("DELETE FROM sbtest{t} WHERE id=:id"));
+                b.write(&format!(
+                    "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (:id, :k, :c, :pad)"
+                ));
+            }
+        });
+    }
+
+    fn index_updates(&mut self) {
+        let count = self.options.index_updates;
+        self.per_table(|b, t| {
+            for _ in 0..count {
+                b.set("id", &b.id());
+                b.write(&format!("UPDATE sbtest{t} SET k=k+1 WHERE id=:id"));
+            }
+        });
+    }
+
+    fn non_index_updates(&mut self) {
+        let count = self.options.non_index_updates;
+        self.per_table(|b, t| {
+            for _ in 0..count {
+                b.set("c", "sb_rand_digits(10)");
+                b.set("id", &b.id());
+                b.write(&format!("UPDATE sbtest{t} SET c=:c WHERE id=:id"));
+            }
+        });
+    }
+
+    /// oltp_insert: with auto_inc the server numbers the row; without, a unique id per event
+    /// over the whole INT range (sysbench's `rand.unique() - 2^31`): a permutation of a counter
+    /// no two clients share.
+    fn insert(&mut self) {
+        let auto_inc = self.options.auto_inc;
+        self.per_table(|b, t| {
+            b.set("k", &b.id());
+            b.set("c", "sb_rand_digits(10)");
+            b.set("pad", "sb_rand_digits(5)");
+            if auto_inc {
+                b.write(&format!(
+                    "INSERT INTO sbtest{t} (k, c, pad) VALUES (:k, :c, :pad)"
+                ));
+            } else {
+                b.set("sb_seq", ":sb_seq + 1");
+                b.set(
+                    "id",
+                    "permute(:sb_seq * :sb_clients + :client_id, 4294967295) - 2147483648",
+                );
+                b.write(&format!(
+                    "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (:id, :k, :c, :pad)"
+                ));
+            }
+        });
+    }
+
+    /// select_random_*: each client draws from its own 1/threads of the table, so that no two
+    /// clients' ranges overlap.
+    fn thread_slice(&mut self, threads: u32) {
+        let size = self.options.table_size;
+        self.set("rmin", &format!("(:client_id * {size}) / {threads}"));
+        self.set("rmax", &format!("((:client_id + 1) * {size}) / {threads}"));
+    }
+
+    fn random_points(&mut self) {
+        let points: Vec<String> = (1..=self.options.random_points)
+            .map(|i| {
+                self.set(
+                    &format!("p{i}"),
+                    &self.options.rand.expression(":rmin", ":rmax"),
+                );
+                format!(":p{i}")
+            })
+            .collect();
+        self.read(&format!(
+            "SELECT id, k, c, pad FROM sbtest1 WHERE k IN ({})",
+            points.join(", ")
+        ));
+    }
+
+    fn random_ranges(&mut self) {
+        let delta = self.options.delta;
+        let ranges: Vec<String> = (1..=self.options.number_of_ranges)
+            .map(|i| {
+                self.set(
+                    &format!("r{i}"),
+                    &self.options.rand.expression(":rmin", ":rmax"),
+                );
+                self.set(&format!("r{i}_end"), &format!(":r{i} + {delta}"));
+                format!("k BETWEEN :r{i} AND :r{i}_end")
+            })
+            .collect();
+        self.read(&format!(
+            "SELECT count(k) FROM sbtest1 WHERE {}",
+            ranges.join(" OR ")
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::{parse_script, VarTable};
+
+    #[test]
+    fn read_only_counts_sysbench_queries() {
+        let test = generate("oltp_read_only", &OltpOptions::default(), 1).unwrap();
+        assert_eq!(
+            test.queries,
+            QueryMix {
+                reads: 14,
+                writes: 0,
+                other: 2
+            }
+        );
+        assert!(!test.writes);
+        assert!(test.script.starts_with("BEGIN;\n\\set id sb_rand_special(1, 10000, 12, 1, 75)\nSELECT c FROM sbtest1 WHERE id=:id;\n"));
+    }
+
+    #[test]
+    fn several_tables_branch_once_per_group() {
+        let options = OltpOptions {
+            tables: 3,
+            ..OltpOptions::default()
+        };
+        let test = generate("oltp_read_write", &options, 4).unwrap();
+        // 10 point selects, 4 ranges, 2 updates, delete + insert, BEGIN/COMMIT.
+        assert_eq!(test.queries.total(), 20);
+        assert_eq!(test.queries.writes, 4);
+        assert_eq!(
+            test.script
+                .matches("\\set tnum sb_rand_uniform(1, 3)")
+                .count(),
+            8
+        );
+        assert_eq!(
+            test.script
+                .matches("UPDATE sbtest3 SET k=k+1 WHERE id=:id;")
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn every_test_parses() {
+        for name in TESTS {
+            let test = generate(name, &OltpOptions::default(), 2).unwrap();
+            parse_script(name, name, &test.script, &mut VarTable::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}\n{}", test.script));
+        }
+    }
+
+    #[test]
+    fn unknown_tests_and_table_limits_are_refused() {
+        let error = generate("oltp_nope", &OltpOptions::default(), 1).unwrap_err();
+        assert!(error.starts_with("unknown test \"oltp_nope\"; the tests are: oltp_read_only, "));
+        let options = OltpOptions {
+            tables: 2,
+            ..OltpOptions::default()
+        };
+        assert_eq!(
+            generate("select_random_points", &options, 1).unwrap_err(),
+            "select_random_points does not support --tables > 1"
+        );
+    }
+}

@@ -1,0 +1,398 @@
+//! `stampede sysbench` against the test server: the tables prepare creates, the statements each
+//! test issues (pg_stat_statements), the real sysbench on the same tables, and bad input.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{server, stampede, stderr, stdout};
+
+fn connection(db: &str) -> Vec<String> {
+    let s = server();
+    vec![
+        "--pgsql-host".into(),
+        s.socket_dir(),
+        "--pgsql-port".into(),
+        s.port(),
+        "--pgsql-user".into(),
+        s.user.clone(),
+        "--pgsql-db".into(),
+        db.into(),
+    ]
+}
+
+fn sysbench(db: &str, args: &[&str]) -> std::process::Output {
+    let mut all: Vec<String> = vec!["sysbench".into()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    all.extend(connection(db));
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    stampede(&refs)
+}
+
+/// A database with pg_stat_statements, its counters cleared for this database only.
+fn database_with_statements(name: &str) -> String {
+    let s = server();
+    let db = s.create_database(name);
+    s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    db
+}
+
+fn reset_statements(db: &str) {
+    server().psql(
+        db,
+        "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)",
+    );
+}
+
+/// The run's statements on the sbtest tables, and BEGIN/COMMIT, with their calls.
+fn statements(db: &str) -> BTreeMap<String, i64> {
+    server()
+        .psql(
+            db,
+            "SELECT calls, query FROM pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND (query LIKE '%sbtest%' OR query IN ('BEGIN', 'COMMIT'))",
+        )
+        .lines()
+        .map(|line| {
+            let (calls, query) = line.split_once('|').unwrap();
+            (query.to_string(), calls.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn prepare_creates_sysbench_tables_and_cleanup_drops_them() {
+    let s = server();
+    let db = s.create_database("sb_prepare");
+    let output = sysbench(
+        &db,
+        &[
+            "prepare",
+            "--tables",
+            "2",
+            "--table-size",
+            "1000",
+            "--threads",
+            "2",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("Inserting 1000 records into 'sbtest2'"));
+    for table in ["sbtest1", "sbtest2"] {
+        assert_eq!(
+            s.psql(&db, &format!("SELECT count(*), min(id), max(id), min(k) >= 1 AND max(k) <= 1000, min(length(c)), max(length(c)), min(length(pad)) FROM {table}")),
+            "1000|1|1000|t|119|119|59"
+        );
+        // c: ten groups of eleven digits; the sequence continues after the loaded ids.
+        assert_eq!(
+            s.psql(
+                &db,
+                &format!(
+                    "SELECT count(*) FROM {table} WHERE rtrim(c) !~ '^([0-9]{{11}}-){{9}}[0-9]{{11}}$'"
+                )
+            ),
+            "0"
+        );
+        assert_eq!(
+            s.psql(
+                &db,
+                &format!("SELECT nextval(pg_get_serial_sequence('{table}', 'id'))")
+            ),
+            "1001"
+        );
+    }
+    assert_eq!(
+        s.psql(&db, "SELECT string_agg(column_name || ' ' || data_type || coalesce('(' || character_maximum_length || ')', ''), ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'sbtest1'"),
+        "id integer, k integer, c character(120), pad character(60)"
+    );
+    assert_eq!(
+        s.psql(&db, "SELECT string_agg(indexdef, '; ' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'sbtest1'"),
+        "CREATE INDEX k_1 ON public.sbtest1 USING btree (k); CREATE UNIQUE INDEX sbtest1_pkey ON public.sbtest1 USING btree (id)"
+    );
+    // Preparing again is refused, and changes nothing.
+    let again = sysbench(&db, &["prepare", "--tables", "2", "--table-size", "10"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(
+        stderr(&again).trim(),
+        "stampede: error: table sbtest1 already exists; run `stampede sysbench cleanup` first"
+    );
+    assert_eq!(s.psql(&db, "SELECT count(*) FROM sbtest1"), "1000");
+    let cleanup = sysbench(&db, &["cleanup", "--tables", "2"]);
+    assert!(cleanup.status.success(), "{}", stderr(&cleanup));
+    assert_eq!(
+        s.psql(
+            &db,
+            "SELECT count(*) FROM pg_class WHERE relname LIKE 'sbtest%'"
+        ),
+        "0"
+    );
+}
+
+/// Every test issues exactly its statements, as many times per event as sysbench's Lua does.
+#[test]
+fn each_test_issues_its_sql_shape() {
+    let db = database_with_statements("sb_shapes");
+    let prepare = sysbench(&db, &["prepare", "--table-size", "1000"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    let point = "SELECT c FROM sbtest1 WHERE id=$1";
+    let ranges = [
+        "SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $2",
+        "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN $1 AND $2",
+        "SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $2 ORDER BY c",
+        "SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN $1 AND $2 ORDER BY c",
+    ];
+    let writes = [
+        // The constant 1 is normalized after the statement's own parameter.
+        "UPDATE sbtest1 SET k=k+$2 WHERE id=$1",
+        "UPDATE sbtest1 SET c=$1 WHERE id=$2",
+        "DELETE FROM sbtest1 WHERE id=$1",
+        "INSERT INTO sbtest1 (id, k, c, pad) VALUES ($1, $2, $3, $4)",
+    ];
+    // pg_stat_statements counts a prepared utility statement (BEGIN, COMMIT) once per
+    // connection, not per execution — for the real sysbench alike.
+    let per_event = |list: &[(&str, i64)]| -> BTreeMap<String, i64> {
+        list.iter()
+            .map(|(q, n)| {
+                let calls = if ["BEGIN", "COMMIT"].contains(q) {
+                    1
+                } else {
+                    n * 20
+                };
+                (q.to_string(), calls)
+            })
+            .collect()
+    };
+    let trx = [("BEGIN", 1), ("COMMIT", 1)];
+    let read_only: Vec<(&str, i64)> = trx
+        .iter()
+        .copied()
+        .chain([(point, 10)])
+        .chain(ranges.iter().map(|r| (*r, 1)))
+        .collect();
+    let write_only: Vec<(&str, i64)> = trx
+        .iter()
+        .copied()
+        .chain(writes.iter().map(|w| (*w, 1)))
+        .collect();
+    let read_write: Vec<(&str, i64)> = read_only
+        .iter()
+        .copied()
+        .chain(writes.iter().map(|w| (*w, 1)))
+        .collect();
+    let points: Vec<String> = (1..=10).map(|i| format!("${i}")).collect();
+    let in_list = format!(
+        "SELECT id, k, c, pad FROM sbtest1 WHERE k IN ({})",
+        points.join(", ")
+    );
+    let between: Vec<String> = (0..10)
+        .map(|i| format!("k BETWEEN ${} AND ${}", 2 * i + 1, 2 * i + 2))
+        .collect();
+    let ranges_query = format!(
+        "SELECT count(k) FROM sbtest1 WHERE {}",
+        between.join(" OR ")
+    );
+    let expected: Vec<(&str, BTreeMap<String, i64>)> = vec![
+        ("oltp_point_select", per_event(&[(point, 1)])),
+        ("oltp_read_only", per_event(&read_only)),
+        ("oltp_read_write", per_event(&read_write)),
+        ("oltp_write_only", per_event(&write_only)),
+        ("oltp_update_index", per_event(&[(writes[0], 1)])),
+        ("oltp_update_non_index", per_event(&[(writes[1], 1)])),
+        (
+            "oltp_insert",
+            per_event(&[("INSERT INTO sbtest1 (k, c, pad) VALUES ($1, $2, $3)", 1)]),
+        ),
+        ("oltp_delete", per_event(&[(writes[2], 1)])),
+        ("select_random_points", per_event(&[(&in_list, 1)])),
+        ("select_random_ranges", per_event(&[(&ranges_query, 1)])),
+        (
+            "oltp_scan",
+            per_event(&[("SELECT * FROM sbtest1 WHERE LENGTH(c) < $1", 1)]),
+        ),
+    ];
+    for (test, statements_expected) in expected {
+        reset_statements(&db);
+        let output = sysbench(
+            &db,
+            &[
+                "run",
+                test,
+                "--table-size",
+                "1000",
+                "--events",
+                "20",
+                "--rand-seed",
+                "5",
+            ],
+        );
+        assert!(output.status.success(), "{test}: {}", stderr(&output));
+        assert!(
+            stdout(&output).contains("    transactions:                        20 "),
+            "{test}: {}",
+            stdout(&output)
+        );
+        assert_eq!(statements(&db), statements_expected, "{test}");
+    }
+}
+
+/// The real sysbench (Debian's 1.0.20, pgsql driver) and stampede on the same tables: the same
+/// statements in pg_stat_statements, and QPS of the same order.
+#[test]
+fn statements_and_qps_match_the_real_sysbench() {
+    let db = database_with_statements("sb_differential");
+    let prepare = sysbench(&db, &["prepare", "--tables", "2", "--table-size", "10000"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    let s = server();
+    for test in ["oltp_point_select", "oltp_read_only"] {
+        let common = [
+            "--tables=2",
+            "--table-size=10000",
+            "--threads=2",
+            "--time=2",
+        ];
+        reset_statements(&db);
+        let real = std::process::Command::new("sysbench")
+            .arg(test)
+            .args(common)
+            .args([
+                "--db-driver=pgsql".to_string(),
+                format!("--pgsql-host={}", s.socket_dir()),
+                format!("--pgsql-port={}", s.port()),
+                format!("--pgsql-user={}", s.user),
+                format!("--pgsql-db={db}"),
+                "run".into(),
+            ])
+            .output()
+            .expect("sysbench runs (apt-get install sysbench)");
+        assert!(real.status.success(), "{}", stderr(&real));
+        let real_statements: Vec<String> = statements(&db).into_keys().collect();
+        let real_qps = qps(&stdout(&real));
+        reset_statements(&db);
+        let mut args = vec!["run", test];
+        args.extend(common);
+        let ours = sysbench(&db, &args);
+        assert!(ours.status.success(), "{}", stderr(&ours));
+        let our_statements: Vec<String> = statements(&db).into_keys().collect();
+        assert_eq!(our_statements, real_statements, "{test}");
+        let ratio = qps(&stdout(&ours)) / real_qps;
+        assert!((0.33..3.0).contains(&ratio), "{test}: QPS ratio {ratio}");
+    }
+}
+
+/// `queries: N (Q per sec.)` of a sysbench report.
+fn qps(report: &str) -> f64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("queries:"))
+        .unwrap_or_else(|| panic!("no queries line: {report}"));
+    line.split('(')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The JSON's numbers against the server's count of the statement each event runs.
+#[test]
+fn json_and_intervals_agree_with_the_server() {
+    let db = database_with_statements("sb_json");
+    let prepare = sysbench(&db, &["prepare", "--table-size", "1000"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    reset_statements(&db);
+    let json = std::env::temp_dir().join(format!("stampede-sb-{}.json", std::process::id()));
+    let output = sysbench(
+        &db,
+        &[
+            "run",
+            "oltp_point_select",
+            "--table-size",
+            "1000",
+            "--threads",
+            "2",
+            "--time",
+            "3",
+            "--report-interval",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let intervals: Vec<&str> = text.lines().filter(|l| l.starts_with("[ ")).collect();
+    assert_eq!(intervals.len(), 3, "{text}");
+    assert!(
+        intervals[0].starts_with("[ 1s ] thds: 2 tps: "),
+        "{}",
+        intervals[0]
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let events = report["events"].as_u64().unwrap();
+    let calls = statements(&db)["SELECT c FROM sbtest1 WHERE id=$1"];
+    assert_eq!(events as i64, calls, "one SELECT per event");
+    let tps = report["tps"].as_f64().unwrap();
+    let time = report["time_s"].as_f64().unwrap();
+    assert!((tps * time - events as f64).abs() < 1e-6);
+    assert_eq!(report["qps"].as_f64().unwrap(), tps);
+    let latency = &report["latency_ms"];
+    let p = |name: &str| latency[name].as_f64().unwrap();
+    assert!(
+        p("min") <= p("p50")
+            && p("p50") <= p("p95")
+            && p("p95") <= p("p99")
+            && p("p99") <= p("max")
+    );
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let s = server();
+    let db = s.create_database("sb_bad");
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "oltp_nope"],
+            "unknown test \"oltp_nope\"; the tests are: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select, oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points, select_random_ranges, oltp_scan",
+        ),
+        (&["prepare", "--tables", "0"], "--tables must be at least 1 (not 0)"),
+        (&["run", "oltp_read_only", "--tables", "-1"], "--tables must be at least 1 (not -1)"),
+        (
+            &["run", "oltp_read_only", "--table-size", "50"],
+            "--range-size 100 is larger than the table (--table-size 50)",
+        ),
+        (
+            &["run", "oltp_read_only", "--rand-type", "normal"],
+            "invalid random numbers distribution \"normal\"; use one of: uniform, gaussian, special, pareto, zipfian",
+        ),
+        (
+            &["run", "oltp_read_only", "--tables", "2"],
+            "tables sbtest1, sbtest2 do not exist; run `stampede sysbench prepare --tables 2` first",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = sysbench(&db, args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output).trim(),
+            format!("stampede: error: {message}")
+        );
+    }
+    assert_eq!(
+        s.psql(
+            &db,
+            "SELECT count(*) FROM pg_class WHERE relname LIKE 'sbtest%'"
+        ),
+        "0",
+        "nothing created"
+    );
+}
