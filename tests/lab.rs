@@ -902,3 +902,63 @@ fn results_go_to_a_postgresql_database_without_its_password() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A sysbench workload in a lab: sysbench's options from the spec, tables loaded once, the
+/// family of each test stored with its cell, and the statements the server saw per run.
+#[test]
+fn a_sysbench_workload_runs_in_the_lab() {
+    let dir = lab_dir("sysbench");
+    let spec = dir.join("sb.toml");
+    let write = |options: &str| {
+        std::fs::write(
+            &spec,
+            format!(
+                "name = \"sb\"\nruns = 1\nduration = \"2s\"\nwarmup = \"1s\"\nseed = 4\n[[target]]\nname = \"t\"\nsettings = {{ fsync = false }}\n[[workload]]\nname = \"sysbench\"\nscripts = [\"oltp_point_select\", \"oltp_write_only\"]\nscale = [1]\nclients = [2]\noptions = {{ {options} }}\n"
+            ),
+        )
+        .unwrap()
+    };
+    // Bad options are refused before anything starts.
+    write("tables = 0");
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: workload \"sysbench\": options: --tables must be at least 1 (not 0)"
+    );
+    assert!(!dir.join("sb.db").exists());
+
+    write("tables = 2, rand_type = \"uniform\"");
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("sb.db");
+    let runs = sqlite(
+        &db,
+        "SELECT c.script, c.family, r.id, r.transactions FROM runs r JOIN cells c ON c.id = r.cell_id
+         WHERE r.status = 'completed' ORDER BY c.script",
+    );
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(
+        (runs[0][0].as_str(), runs[0][1].as_str()),
+        ("oltp_point_select", "point")
+    );
+    assert_eq!(
+        (runs[1][0].as_str(), runs[1][1].as_str()),
+        ("oltp_write_only", "writes")
+    );
+    // The server's count of point selects, over both tables, is the driver's transactions
+    // (give or take the ones in flight when the window closed).
+    let (id, transactions) = (&runs[0][2], number(&runs[0][3]));
+    let calls = sqlite(
+        &db,
+        &format!("SELECT sum(calls), count(*) FROM run_statements WHERE run_id = {id} AND query LIKE 'SELECT c FROM sbtest_ WHERE id=$1'"),
+    );
+    assert_eq!(calls[0][1], "2", "one statement per table: {calls:?}");
+    let extra = number(&calls[0][0]) - transactions;
+    assert!((0.0..=2.0).contains(&extra), "{extra}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -357,7 +357,7 @@ fn bad_input_is_refused_before_anything_runs() {
     let cases: [(&[&str], &str); 6] = [
         (
             &["run", "oltp_nope"],
-            "unknown test \"oltp_nope\"; the tests are: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select, oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points, select_random_ranges, oltp_scan",
+            "unknown test \"oltp_nope\"; the tests are: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select, oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points, select_random_ranges, oltp_scan, oltp_inlist_select, oltp_inlist_update, oltp_points_covered, oltp_range_covered, oltp_read_only_count",
         ),
         (&["prepare", "--tables", "0"], "--tables must be at least 1 (not 0)"),
         (&["run", "oltp_read_only", "--tables", "-1"], "--tables must be at least 1 (not -1)"),
@@ -395,4 +395,108 @@ fn bad_input_is_refused_before_anything_runs() {
         "0",
         "nothing created"
     );
+}
+
+/// The microbenchmark suite in Callaghan's order, with postwrite (VACUUM ANALYZE, CHECKPOINT)
+/// between the writes and the reads after them, and its relative table.
+#[test]
+fn microbench_suite_runs_in_order_with_postwrite() {
+    let s = server();
+    let db = s.create_database("sb_suite");
+    let prepare = sysbench(&db, &["prepare", "--table-size", "2000"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    let checkpoints = || -> i64 {
+        s.psql(&db, "SELECT checkpoints_req FROM pg_stat_bgwriter")
+            .parse()
+            .unwrap()
+    };
+    let checkpoints_before = checkpoints();
+    let json = std::env::temp_dir().join(format!("stampede-suite-{}.json", std::process::id()));
+    let output = sysbench(
+        &db,
+        &[
+            "run",
+            "--suite",
+            "microbench",
+            "--table-size",
+            "2000",
+            "--threads",
+            "2",
+            "--read-secs",
+            "1",
+            "--write-secs",
+            "1",
+            "--postwrite-settle",
+            "0",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let names: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names.len(), 48, "47 tests and postwrite: {text}");
+    assert_eq!(names[0], "point-query.pre_range=100");
+    let postwrite = names.iter().position(|n| *n == "postwrite:").unwrap();
+    assert_eq!(names[postwrite - 1], "read-write_range=100");
+    assert_eq!(names[postwrite + 1], "scan_range=100");
+    assert_eq!(names[47], "insert_range=100");
+    // Postwrite vacuumed and analyzed the table once (autovacuum is off) and checkpointed.
+    assert_eq!(
+        s.psql(
+            &db,
+            "SELECT vacuum_count, analyze_count FROM pg_stat_user_tables WHERE relname = 'sbtest1'"
+        ),
+        "1|1"
+    );
+    assert!(checkpoints() > checkpoints_before);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let tests = report["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 47);
+    let in_group = |g: &str| tests.iter().filter(|t| t["group"] == g).count();
+    assert_eq!(
+        [
+            in_group("point"),
+            in_group("range, no aggregation"),
+            in_group("range, aggregation"),
+            in_group("writes")
+        ],
+        [17, 9, 11, 10]
+    );
+    let scan = tests
+        .iter()
+        .find(|t| t["test"] == "scan_range=100")
+        .unwrap();
+    let rows = scan["rows_per_s"].as_f64().unwrap();
+    assert!((rows - scan["tps"].as_f64().unwrap() * 2000.0).abs() < 1e-6);
+    assert!(
+        tests.iter().all(|t| t["events"].as_u64().unwrap() > 0),
+        "every test ran"
+    );
+
+    // Relative to itself: every ratio and every group statistic is 1.00.
+    let relative = stampede(&[
+        "sysbench",
+        "relative",
+        json.to_str().unwrap(),
+        json.to_str().unwrap(),
+    ]);
+    assert!(relative.status.success(), "{}", stderr(&relative));
+    let table = stdout(&relative);
+    let group_lines: Vec<&str> = table.lines().filter(|l| l.contains(" mean ")).collect();
+    assert_eq!(group_lines.len(), 4, "{table}");
+    assert!(group_lines.iter().all(|l| l.ends_with("1.00")), "{table}");
+
+    let unknown = sysbench(&db, &["run", "--suite", "nope"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        stderr(&unknown).trim(),
+        "stampede: error: unknown suite \"nope\"; the suites are: microbench"
+    );
+    let _ = std::fs::remove_file(json);
 }

@@ -11,6 +11,15 @@ pub enum SysbenchAction {
     Run(Box<SysbenchArgs>),
     /// Drop the sbtest tables
     Cleanup(Box<SysbenchArgs>),
+    /// QPS of suite results relative to the first file's, grouped as Callaghan's tables
+    Relative(RelativeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RelativeArgs {
+    /// `--json` files of `run --suite microbench`: the base first, then the others
+    #[arg(required = true, num_args = 2..)]
+    pub files: Vec<std::path::PathBuf>,
 }
 
 /// An on/off switch: `--skip-trx`, `--skip-trx=on`, `--skip_trx=off`.
@@ -26,8 +35,23 @@ pub fn switch(value: &str) -> Result<bool, String> {
 pub struct SysbenchArgs {
     /// The test: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points,
-    /// select_random_ranges, oltp_scan
+    /// select_random_ranges, oltp_scan, oltp_inlist_select, oltp_inlist_update,
+    /// oltp_points_covered, oltp_range_covered, oltp_read_only_count
     pub test: Option<String>,
+    /// Run a whole suite instead of one test: microbench (Callaghan's 42 microbenchmarks and
+    /// the read-only-* variants, in his order, with the postwrite step)
+    #[arg(long, value_name = "NAME")]
+    pub suite: Option<String>,
+    /// Suite: seconds per read test
+    #[arg(long = "read-secs", default_value_t = 300)]
+    pub read_secs: u64,
+    /// Suite: seconds per write test
+    #[arg(long = "write-secs", default_value_t = 600)]
+    pub write_secs: u64,
+    /// Suite: seconds to wait after postwrite's VACUUM and CHECKPOINT (default: 60 + 1 per
+    /// million rows, at most 1200)
+    #[arg(long = "postwrite-settle", value_name = "SECONDS")]
+    pub postwrite_settle: Option<u64>,
 
     // ---- tables (oltp_common.lua)
     /// Number of tables
@@ -109,6 +133,15 @@ pub struct SysbenchArgs {
     /// select_random_ranges: width of each BETWEEN range
     #[arg(long, default_value_t = 5)]
     pub delta: u32,
+    /// oltp_inlist_*: the same --random-points keys in the middle of the table every event [off]
+    #[arg(long = "hot-points", alias = "hot_points", value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    pub hot_points: bool,
+    /// oltp_points_covered / oltp_range_covered: select only the key [on]
+    #[arg(long, value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    pub covered: bool,
+    /// oltp_points_covered / oltp_range_covered: search by id, else by k [on]
+    #[arg(long = "on-id", alias = "on_id", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    pub on_id: bool,
 
     // ---- general
     /// Number of threads (each its own connection)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::lab_pgbench::{PgbenchLab, DEFAULT_RUN_OVERHEAD};
+use super::lab_sysbench::SysbenchLab;
 use super::{CommandResult, Failure};
 use crate::analysis::{median, range};
 use crate::cli::LabAction;
@@ -30,11 +31,14 @@ fn load_spec(path: &Path) -> Result<LabSpec, Failure> {
 }
 
 /// One workload implementation per `[[workload]]`, by name.
-fn workloads(spec: &LabSpec) -> Vec<Box<dyn LabWorkload>> {
+fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
     spec.workloads
         .iter()
         .map(|w| match w.name.as_str() {
-            "pgbench" => Box::new(PgbenchLab) as Box<dyn LabWorkload>,
+            "pgbench" => Ok(Box::new(PgbenchLab) as Box<dyn LabWorkload>),
+            "sysbench" => SysbenchLab::new(&w.options)
+                .map(|lab| Box::new(lab) as Box<dyn LabWorkload>)
+                .map_err(Failure::Input),
             other => unreachable!("the spec admits only known workloads, not {other}"),
         })
         .collect()
@@ -42,6 +46,8 @@ fn workloads(spec: &LabSpec) -> Vec<Box<dyn LabWorkload>> {
 
 fn plan(path: &Path) -> CommandResult {
     let spec = load_spec(path)?;
+    // Workload options are checked before anything is planned.
+    workloads(&spec)?;
     // The order a resumed lab would use, when the results database already knows the lab.
     // A SQLite file that does not exist yet is not created by planning.
     let exists = match &spec.results {
@@ -145,7 +151,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     let spec = load_spec(path)?;
     let stop = watch_signals();
     let mut lab =
-        Lab::prepare(&spec, workloads(&spec), resume, keep_going, stop).map_err(Failure::Input)?;
+        Lab::prepare(&spec, workloads(&spec)?, resume, keep_going, stop).map_err(Failure::Input)?;
     eprintln!(
         "lab \"{}\": {} runs, results in {}",
         spec.name,

@@ -3,25 +3,18 @@
 
 use std::time::Duration;
 
+use super::lab_run::{check_aborted, message, Window};
 use super::pgbench::{InitSpec, RunSpec, VacuumBeforeRun};
-use super::{pgbench_init, pgbench_run, Failure};
+use super::{pgbench_init, pgbench_run};
 use crate::cli::pgbench::ScriptChoice;
-use crate::driver::{DriverEvent, Protocol, ScriptStats};
+use crate::driver::{DriverEvent, Protocol};
 use crate::lab::workload::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::target::ConnSpec;
-use crate::store::{RunMetrics, SeriesRow};
 use crate::workload::pgbench::builtins;
 use crate::workload::pgbench::loader::{parse_steps, InitStep};
 use crate::workload::pgbench::schema::{PartitionMethod, SchemaOptions};
 
 pub struct PgbenchLab;
-
-fn message(failure: Failure) -> String {
-    match failure {
-        Failure::Input(m) | Failure::Run(m) => m,
-        Failure::Incomplete => "the run was aborted".into(),
-    }
-}
 
 fn choice(script: &str) -> ScriptChoice {
     if script.ends_with(".sql") {
@@ -76,64 +69,23 @@ impl LabWorkload for PgbenchLab {
             let warmup =
                 pgbench_run::benchmark(&run_spec(request, warmup_s)?, request.conn, &mut |_| {})
                     .map_err(message)?;
-            if warmup.aborted_clients > 0 {
-                return Err(format!(
-                    "{} client(s) aborted during the warmup",
-                    warmup.aborted_clients
-                ));
-            }
+            check_aborted(warmup.aborted_clients, "during the warmup")?;
         }
         observer.open_window();
-        let mut measured: Vec<(u64, ScriptStats)> = Vec::new();
+        let mut window = Window::new(duration_s);
         let report = pgbench_run::benchmark(
             &run_spec(request, duration_s)?,
             request.conn,
             &mut |event| {
                 if let DriverEvent::Interval(interval) = event {
-                    if interval.index < duration_s {
-                        observer.second(interval.index, interval.stats.latency.count as f64);
-                        measured.push((interval.index, interval.stats.clone()));
-                    }
+                    window.add(interval, observer);
                 }
             },
         )
         .map_err(message)?;
-        if report.aborted_clients > 0 {
-            return Err(format!("{} client(s) aborted", report.aborted_clients));
-        }
-        let mut total = ScriptStats::default();
-        measured.iter().for_each(|(_, stats)| total.merge(stats));
-        let latency = pgbench_run::summarize(&total.latency);
-        Ok(Measurement {
-            metrics: RunMetrics {
-                duration_s: duration_s as f64,
-                transactions: total.latency.count,
-                failures: total.failures.total(),
-                tps: total.latency.count as f64 / duration_s as f64,
-                latency_avg_ms: latency.avg,
-                latency_stddev_ms: latency.stddev,
-                p50_ms: latency.p50,
-                p90_ms: latency.p90,
-                p95_ms: latency.p95,
-                p99_ms: latency.p99,
-                p999_ms: latency.p999,
-                max_ms: latency.max,
-                client_cpu_us_per_txn: report.client_cpu.per_transaction_us,
-            },
-            series: measured
-                .iter()
-                .map(|(second, stats)| {
-                    let summary = pgbench_run::summarize(&stats.latency);
-                    SeriesRow {
-                        second: *second,
-                        tps: stats.latency.count as f64,
-                        p50_ms: summary.p50,
-                        p99_ms: summary.p99,
-                        failed: stats.failures.total(),
-                    }
-                })
-                .collect(),
-        })
+        check_aborted(report.aborted_clients, "")?;
+        let cpu = &report.client_cpu;
+        Ok(window.measurement(Duration::from_secs_f64(cpu.user_s + cpu.system_s)))
     }
 }
 

@@ -4,6 +4,8 @@
 pub mod compare;
 pub mod lab;
 pub mod lab_pgbench;
+pub mod lab_run;
+pub mod lab_sysbench;
 pub mod pgbench;
 pub mod pgbench_init;
 pub mod pgbench_run;

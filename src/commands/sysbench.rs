@@ -1,7 +1,7 @@
 //! `stampede sysbench prepare|run|cleanup`: sysbench's tests on the driver, reported as
 //! sysbench reports them, plus p50/p95/p99/max and JSON.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,10 +10,11 @@ use crate::cli::sysbench::{SysbenchAction, SysbenchArgs};
 use crate::driver::{
     self, DriverEvent, ErrorPolicy, Protocol, RunLimit, RunPlan, RunResult, WeightedScript,
 };
-use crate::report::sysbench::{self as sysbench_report, IntervalLine, SysbenchReport};
+use crate::report::sysbench::{self as sysbench_report, IntervalLine, SuiteLine, SysbenchReport};
 use crate::script::{parse_script, Value, VarTable};
 use crate::server::target::{ConnFlags, ConnSpec};
 use crate::workload::sysbench::catalog::{self, GeneratedTest};
+use crate::workload::sysbench::microbench::{self, Step};
 use crate::workload::sysbench::options::{OltpOptions, RandKind, RandOptions};
 use crate::workload::sysbench::schema::{self, Preparer};
 
@@ -24,6 +25,7 @@ pub fn run(action: &SysbenchAction) -> CommandResult {
         SysbenchAction::Prepare(args) => prepare(args),
         SysbenchAction::Run(args) => run_test(args),
         SysbenchAction::Cleanup(args) => cleanup(args),
+        SysbenchAction::Relative(args) => relative(&args.files),
     }
 }
 
@@ -60,6 +62,9 @@ pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
         random_points: args.random_points.max(1),
         number_of_ranges: args.number_of_ranges.max(1),
         delta: args.delta,
+        hot_points: args.hot_points,
+        covered: args.covered,
+        on_id: args.on_id,
         rand: RandOptions {
             kind,
             spec_iter: args.rand_spec_iter.max(1),
@@ -94,9 +99,7 @@ fn seed(args: &SysbenchArgs) -> u64 {
     if args.rand_seed != 0 {
         return args.rand_seed;
     }
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_micros() as u64)
+    super::lab_run::seed()
 }
 
 fn prepare(args: &SysbenchArgs) -> CommandResult {
@@ -229,6 +232,9 @@ pub fn test_plan(
 }
 
 fn run_test(args: &SysbenchArgs) -> CommandResult {
+    if let Some(suite) = &args.suite {
+        return run_suite(args, suite);
+    }
     let name = args.test.as_deref().ok_or_else(|| {
         Failure::Input(format!(
             "no test given; the tests are: {}",
@@ -320,5 +326,96 @@ fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
     if result.aborted_clients > 0 || interrupted {
         return Err(Failure::Incomplete);
     }
+    Ok(())
+}
+
+/// `--suite microbench`: every microbenchmark in Callaghan's order on the prepared tables, a
+/// line each, postwrite between the writes and the reads that follow.
+fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
+    if suite != "microbench" {
+        return Err(Failure::Input(format!(
+            "unknown suite \"{suite}\"; the suites are: microbench"
+        )));
+    }
+    if args.test.is_some() {
+        return Err(Failure::Input("give a test or --suite, not both".into()));
+    }
+    let base = oltp_options(args)?;
+    let threads = positive(args.threads, "threads")?;
+    let protocol = protocol(&args.db_ps_mode)?;
+    let settle = args
+        .postwrite_settle
+        .unwrap_or_else(|| microbench::default_settle_s(base.tables, base.table_size));
+    let conn = connection(args)?;
+    let runtime = control_runtime();
+    let client = runtime.block_on(async {
+        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        schema::check_prepared(&client, base.tables)
+            .await
+            .map_err(Failure::Input)?;
+        Ok::<_, Failure>(client)
+    })?;
+    let stop = super::lab::watch_signals();
+    let seed = seed(args);
+    let mut results = Vec::new();
+    println!("{}", sysbench_report::SUITE_HEADER);
+    for step in microbench::suite() {
+        if stop.load(Ordering::SeqCst) {
+            return Err(Failure::Run("interrupted".into()));
+        }
+        let test = match step {
+            Step::Postwrite => {
+                println!(
+                    "postwrite: VACUUM (ANALYZE, INDEX_CLEANUP ON), CHECKPOINT, settle {settle} s"
+                );
+                runtime
+                    .block_on(schema::postwrite(&client, base.tables))
+                    .map_err(Failure::Run)?;
+                sleep_unless_stopped(Duration::from_secs(settle), &stop);
+                continue;
+            }
+            Step::Test(test) => test,
+        };
+        let options = test.options(&base);
+        let writes = catalog::generate(test.lua, &options, threads)
+            .map_err(Failure::Input)?
+            .writes;
+        let seconds = if writes {
+            args.write_secs
+        } else {
+            args.read_secs
+        };
+        let limit = RunLimit::Duration(Duration::from_secs(seconds.max(1)));
+        let TestPlan {
+            test: generated,
+            mut plan,
+        } = test_plan(test.lua, &options, &conn, threads, protocol, limit, seed)?;
+        plan.stop = Some(stop.clone());
+        let result = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
+        let line = SuiteLine::new(&test, &generated, threads, &options, &result);
+        println!("{}", line.text());
+        results.push(line);
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, sysbench_report::suite_json(&results, &base, threads))
+            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+fn sleep_unless_stopped(duration: Duration, stop: &AtomicBool) {
+    let end = std::time::Instant::now() + duration;
+    while std::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `relative BASE OTHER...`: each other file's scores over the base's, per test and group.
+fn relative(files: &[std::path::PathBuf]) -> CommandResult {
+    let suites = files
+        .iter()
+        .map(|path| sysbench_report::read_suite(path).map_err(Failure::Input))
+        .collect::<Result<Vec<_>, _>>()?;
+    print!("{}", sysbench_report::relative_table(&suites));
     Ok(())
 }

@@ -76,7 +76,8 @@ impl LatencyStats {
         if self.count == 0 {
             0.0
         } else {
-            self.histogram.value_at_quantile(percentile / 100.0) as f64
+            // A bucket's upper bound can pass the exact maximum.
+            (self.histogram.value_at_quantile(percentile / 100.0) as f64).min(self.max_us)
         }
     }
 }

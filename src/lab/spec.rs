@@ -50,6 +50,8 @@ struct WorkloadFile {
     threads: Option<Spanned<i64>>,
     protocol: Option<Spanned<String>>,
     client_cpus: Option<Spanned<String>>,
+    /// The workload's own options (sysbench: tables, rand_type, ...).
+    options: Option<Spanned<BTreeMap<String, toml::Value>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,6 +117,8 @@ pub struct WorkloadSpec {
     pub threads: Option<usize>,
     pub protocol: Option<String>,
     pub client_cpus: Option<Vec<usize>>,
+    /// The workload's own options, as text (checked by the workload).
+    pub options: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -418,12 +422,47 @@ fn workloads(
         .collect()
 }
 
+/// The `[[workload]]` names a lab knows.
+pub const WORKLOADS: [&str; 2] = ["pgbench", "sysbench"];
+
+/// A workload's `options = { ... }` as text, each a string, number or boolean.
+fn workload_options(
+    source: &Source<'_>,
+    w: &WorkloadFile,
+) -> Result<Vec<(String, String)>, SpecError> {
+    let Some(options) = &w.options else {
+        return Ok(Vec::new());
+    };
+    options
+        .get_ref()
+        .iter()
+        .map(|(name, value)| {
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+                _ => {
+                    return Err(source.at(
+                        options,
+                        format!("options.{name}: use a string, number or boolean"),
+                    ))
+                }
+            };
+            Ok((name.clone(), text))
+        })
+        .collect()
+}
+
 fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<WorkloadSpec, SpecError> {
     let name = w.name.get_ref().clone();
-    if name != "pgbench" {
+    if !WORKLOADS.contains(&name.as_str()) {
         return Err(source.at(
             &w.name,
-            format!("workload \"{name}\": known workloads are \"pgbench\""),
+            format!(
+                "workload \"{name}\": known workloads are {}",
+                WORKLOADS.map(|w| format!("\"{w}\"")).join(", ")
+            ),
         ));
     }
     let clients = w.clients.get_ref();
@@ -458,7 +497,12 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         }
     }
     let scripts = if w.scripts.is_empty() {
-        vec!["tpcb-like".to_string()]
+        let default = if name == "sysbench" {
+            "oltp_read_write"
+        } else {
+            "tpcb-like"
+        };
+        vec![default.to_string()]
     } else {
         w.scripts
             .iter()
@@ -479,6 +523,7 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         threads,
         protocol: w.protocol.as_ref().map(|p| p.get_ref().clone()),
         client_cpus: cpu_list(source, w.client_cpus.as_ref(), "client_cpus")?,
+        options: workload_options(source, w)?,
     })
 }
 

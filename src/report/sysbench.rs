@@ -5,8 +5,11 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::analysis::{median, range};
 use crate::driver::{IntervalReport, LatencyStats, RunResult, ScriptStats};
 use crate::workload::sysbench::catalog::{GeneratedTest, QueryMix};
+use crate::workload::sysbench::microbench::{Group, MicroTest};
+use crate::workload::sysbench::options::OltpOptions;
 
 /// The numbers of a finished run.
 #[derive(Debug, Serialize)]
@@ -248,3 +251,198 @@ fn latency_histogram(stats: &LatencyStats) -> String {
 pub fn json(report: &SysbenchReport) -> String {
     serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
 }
+
+pub const SUITE_HEADER: &str =
+    "test                                  qps or rows/s        tps    p50 ms    p95 ms    p99 ms    max ms  errors";
+
+/// One microbenchmark's result: what Callaghan's tables compare is `score` — QPS, or for scan
+/// the rows scanned per second.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct SuiteLine {
+    pub test: String,
+    pub group: String,
+    pub qps: f64,
+    pub tps: f64,
+    pub events: u64,
+    pub errors: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub rows_per_s: Option<f64>,
+    pub score: f64,
+}
+
+impl SuiteLine {
+    pub fn new(
+        test: &MicroTest,
+        generated: &GeneratedTest,
+        threads: u32,
+        options: &OltpOptions,
+        result: &RunResult,
+    ) -> SuiteLine {
+        let report = SysbenchReport::new(generated, threads, result);
+        let rows_per_s =
+            (generated.name == "oltp_scan").then_some(report.tps * options.table_size as f64);
+        SuiteLine {
+            test: test.label(),
+            group: test.group().name().to_string(),
+            qps: report.qps,
+            tps: report.tps,
+            events: report.events,
+            errors: report.errors + report.retries,
+            p50_ms: report.latency_ms.p50,
+            p95_ms: report.latency_ms.p95,
+            p99_ms: report.latency_ms.p99,
+            max_ms: report.latency_ms.max,
+            score: rows_per_s.unwrap_or(report.qps),
+            rows_per_s,
+        }
+    }
+
+    pub fn text(&self) -> String {
+        let unit = if self.rows_per_s.is_some() {
+            " rows/s"
+        } else {
+            ""
+        };
+        format!(
+            "{:<36}{:>15.0}{unit:<7}{:>10.1}{:>10.3}{:>10.3}{:>10.3}{:>10.3}{:>8}",
+            self.test,
+            self.score,
+            self.tps,
+            self.p50_ms,
+            self.p95_ms,
+            self.p99_ms,
+            self.max_ms,
+            self.errors
+        )
+    }
+}
+
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct SuiteFile {
+    pub suite: String,
+    pub tables: u32,
+    pub table_size: u32,
+    pub threads: u32,
+    pub tests: Vec<SuiteLine>,
+}
+
+pub fn suite_json(results: &[SuiteLine], base: &OltpOptions, threads: u32) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        suite: &'a str,
+        tables: u32,
+        table_size: u32,
+        threads: u32,
+        tests: &'a [SuiteLine],
+    }
+    let out = Out {
+        suite: "microbench",
+        tables: base.tables,
+        table_size: base.table_size,
+        threads,
+        tests: results,
+    };
+    serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
+}
+
+/// A suite's JSON with the name it is shown under (its file name).
+pub struct NamedSuite {
+    pub name: String,
+    pub suite: SuiteFile,
+}
+
+pub fn read_suite(path: &std::path::Path) -> Result<NamedSuite, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let suite: SuiteFile = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not the --json of `stampede sysbench run --suite`: {e}",
+            path.display()
+        )
+    })?;
+    let name = path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    Ok(NamedSuite { name, suite })
+}
+
+/// Per test, each other suite's score over the first's; then per group min / median / max /
+/// mean of those ratios — the layout of Callaghan's `qps.rel` tables.
+pub fn relative_table(suites: &[NamedSuite]) -> String {
+    let Some((base, others)) = suites.split_first() else {
+        return String::new();
+    };
+    let mut out = format!("Relative to: {}\n{:<36}", base.name, "test");
+    for other in others {
+        let _ = write!(out, "{:>14}", other.name);
+    }
+    out.push('\n');
+    let mut ratios: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    for test in &base.suite.tests {
+        let row: Vec<Option<f64>> = others
+            .iter()
+            .map(|o| {
+                let other = o.suite.tests.iter().find(|t| t.test == test.test)?;
+                (test.score > 0.0).then(|| other.score / test.score)
+            })
+            .collect();
+        let _ = write!(out, "{:<36}", test.test);
+        for ratio in &row {
+            let _ = write!(
+                out,
+                "{:>14}",
+                ratio.map_or("-".into(), |r| format!("{r:.2}"))
+            );
+        }
+        out.push('\n');
+        ratios.push((test.group.clone(), row));
+    }
+    out += "\ngroup                          statistic";
+    for other in others {
+        let _ = write!(out, "{:>14}", other.name);
+    }
+    out.push('\n');
+    for group in [
+        Group::Point,
+        Group::RangeNoAggregation,
+        Group::RangeAggregation,
+        Group::Write,
+    ] {
+        let columns: Vec<Vec<f64>> = (0..others.len())
+            .map(|i| {
+                ratios
+                    .iter()
+                    .filter(|(g, _)| g == group.name())
+                    .filter_map(|(_, row)| row[i])
+                    .collect()
+            })
+            .collect();
+        for (statistic, of) in STATISTICS {
+            let _ = write!(out, "{:<31}{statistic:<9}", group.name());
+            for values in &columns {
+                let _ = write!(
+                    out,
+                    "{:>14}",
+                    of(values).map_or("-".into(), |v| format!("{v:.2}"))
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+type Statistic = fn(&[f64]) -> Option<f64>;
+
+const STATISTICS: [(&str, Statistic); 4] = [
+    ("min", |v| range(v).map(|r| r.0)),
+    ("median", median),
+    ("max", |v| range(v).map(|r| r.1)),
+    ("mean", |v| {
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }),
+];

@@ -6,7 +6,7 @@
 use super::options::OltpOptions;
 
 /// The tests `stampede sysbench run` knows, as sysbench names them.
-pub const TESTS: [&str; 11] = [
+pub const TESTS: [&str; 16] = [
     "oltp_read_only",
     "oltp_read_write",
     "oltp_write_only",
@@ -18,6 +18,12 @@ pub const TESTS: [&str; 11] = [
     "select_random_points",
     "select_random_ranges",
     "oltp_scan",
+    // Mark Callaghan's additions (mdcallag/mytools), used by the microbenchmark suite.
+    "oltp_inlist_select",
+    "oltp_inlist_update",
+    "oltp_points_covered",
+    "oltp_range_covered",
+    "oltp_read_only_count",
 ];
 
 /// Statements per event by sysbench's classes (its `queries performed: read / write / other`).
@@ -88,6 +94,17 @@ pub fn generate(name: &str, options: &OltpOptions, threads: u32) -> Result<Gener
         "oltp_scan" => b.per_table(|b, t| {
             b.read(&format!("SELECT * FROM sbtest{t} WHERE LENGTH(c) < 0"));
         }),
+        "oltp_inlist_select" => b.in_list("c", "id"),
+        "oltp_points_covered" => {
+            let (columns, key) = covered_columns(options);
+            b.in_list(columns, key);
+        }
+        "oltp_range_covered" => {
+            let (columns, key) = covered_columns(options);
+            b.key_range(columns, key);
+        }
+        "oltp_read_only_count" => b.key_range("count(c)", "id"),
+        "oltp_inlist_update" => b.update_in_list(),
         other => {
             return Err(format!(
                 "unknown test \"{other}\"; the tests are: {}",
@@ -102,6 +119,17 @@ pub fn generate(name: &str, options: &OltpOptions, threads: u32) -> Result<Gener
         script: b.text,
         initial,
     })
+}
+
+/// oltp_points_covered / oltp_range_covered: `--on-id` picks the key (id or k), `--covered`
+/// whether the index alone answers (the key only) or the row is read too (key and c).
+fn covered_columns(options: &OltpOptions) -> (&'static str, &'static str) {
+    match (options.on_id, options.covered) {
+        (true, true) => ("id", "id"),
+        (true, false) => ("id, c", "id"),
+        (false, true) => ("k", "k"),
+        (false, false) => ("k, c", "k"),
+    }
 }
 
 /// Writes a script and counts its statements per event.
@@ -298,6 +326,53 @@ impl<'o> Builder<'o> {
                     "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (:id, :k, :c, :pad)"
                 ));
             }
+        });
+    }
+
+    /// `random_points` keys in one IN list: random ones, or with `--hot-points` the same
+    /// adjacent ones in the middle of the table for every event of every client.
+    fn in_list_values(&mut self) -> String {
+        let half = self.options.table_size as i64 / 2;
+        let values: Vec<String> = (1..=self.options.random_points)
+            .map(|i| {
+                let value = if self.options.hot_points {
+                    (half + i as i64).to_string()
+                } else {
+                    self.id()
+                };
+                self.set(&format!("p{i}"), &value);
+                format!(":p{i}")
+            })
+            .collect();
+        values.join(", ")
+    }
+
+    fn in_list(&mut self, columns: &str, key: &str) {
+        self.per_table(|b, t| {
+            let values = b.in_list_values();
+            b.read(&format!(
+                "SELECT {columns} FROM sbtest{t} WHERE {key} IN ({values})"
+            ));
+        });
+    }
+
+    fn update_in_list(&mut self) {
+        self.per_table(|b, t| {
+            b.set("c", "sb_rand_digits(10)");
+            let values = b.in_list_values();
+            b.write(&format!("UPDATE sbtest{t} SET c=:c WHERE id IN ({values})"));
+        });
+    }
+
+    /// One range of `range_size` keys from a random start.
+    fn key_range(&mut self, columns: &str, key: &str) {
+        let width = self.options.range_size as i64 - 1;
+        self.per_table(|b, t| {
+            b.set("id", &b.id());
+            b.set("id_end", &format!(":id + {width}"));
+            b.read(&format!(
+                "SELECT {columns} FROM sbtest{t} WHERE {key} BETWEEN :id AND :id_end"
+            ));
         });
     }
 

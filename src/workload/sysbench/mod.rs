@@ -2,5 +2,6 @@
 //! tables, as scripts for the driver, with sysbench's options and defaults.
 
 pub mod catalog;
+pub mod microbench;
 pub mod options;
 pub mod schema;

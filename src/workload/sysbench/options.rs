@@ -96,6 +96,12 @@ pub struct OltpOptions {
     /// select_random_ranges: BETWEEN ranges per SELECT, and their width.
     pub number_of_ranges: u32,
     pub delta: u32,
+    /// oltp_inlist_*: the same keys in the middle of the table for every event.
+    pub hot_points: bool,
+    /// oltp_points_covered / oltp_range_covered: select only the key (an index-only read).
+    pub covered: bool,
+    /// oltp_points_covered / oltp_range_covered: search by id (else by k).
+    pub on_id: bool,
     pub rand: RandOptions,
 }
 
@@ -121,6 +127,9 @@ impl Default for OltpOptions {
             random_points: 10,
             number_of_ranges: 10,
             delta: 5,
+            hot_points: false,
+            covered: true,
+            on_id: true,
             rand: RandOptions::default(),
         }
     }

@@ -66,6 +66,23 @@ pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), String> 
     ))
 }
 
+/// Callaghan's "postwrite" step, so that reads after the writes see a vacuumed database (the
+/// visibility map matters for index-only scans): VACUUM (ANALYZE, INDEX_CLEANUP ON) every
+/// table, then CHECKPOINT.
+pub async fn postwrite(client: &Client, tables: u32) -> Result<(), String> {
+    for t in 1..=tables {
+        let vacuum = format!("VACUUM (ANALYZE, INDEX_CLEANUP ON) sbtest{t}");
+        client
+            .batch_execute(&vacuum)
+            .await
+            .map_err(|e| sql_error(&vacuum, &e))?;
+    }
+    client
+        .batch_execute("CHECKPOINT")
+        .await
+        .map_err(|e| sql_error("CHECKPOINT", &e))
+}
+
 /// Drops `sbtest1..tables` (sysbench's cleanup), and any further sbtest tables left behind.
 pub async fn cleanup(client: &Client, tables: u32) -> Result<Vec<String>, String> {
     let mut numbers: Vec<u32> = (1..=tables).collect();
