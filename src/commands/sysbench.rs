@@ -197,11 +197,16 @@ pub fn test_plan(
         .map_err(|e| Failure::Input(format!("internal script of {name}: {e}")))?;
     let client_id = variables.slot("client_id");
     let default_seed = variables.slot("default_seed");
+    // Every slot first, so that the values cover them all.
+    let initial: Vec<(usize, i64)> = test
+        .initial
+        .iter()
+        .map(|(variable, value)| (variables.slot(variable), *value))
+        .collect();
     let mut initial_values = vec![Value::Unset; variables.names().len()];
-    for (variable, value) in &test.initial {
-        initial_values[variables.slot(variable)] = Value::Int(*value);
+    for (slot, value) in initial {
+        initial_values[slot] = Value::Int(value);
     }
-    initial_values.resize(variables.names().len(), Value::Unset);
     let plan = RunPlan {
         conn: conn.clone(),
         clients: threads as usize,
