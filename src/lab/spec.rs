@@ -354,23 +354,29 @@ fn profile(
     }
 }
 
+/// A setting's or option's value as PostgreSQL and sysbench read it (booleans as on/off); None
+/// for arrays and tables.
+fn value_text(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
+        toml::Value::Boolean(b) => Some(if *b { "on" } else { "off" }.to_string()),
+        _ => None,
+    }
+}
+
 fn settings(source: &Source<'_>, target: &TargetFile) -> Result<Vec<(String, String)>, SpecError> {
     target
         .settings
         .iter()
         .map(|(name, value)| {
-            let text = match value {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
-                _ => {
-                    return Err(source.at(
-                        &target.name,
-                        format!("settings.{name}: use a string, number or boolean"),
-                    ))
-                }
-            };
+            let text = value_text(value).ok_or_else(|| {
+                source.at(
+                    &target.name,
+                    format!("settings.{name}: use a string, number or boolean"),
+                )
+            })?;
             Ok((name.clone(), text))
         })
         .collect()
@@ -437,18 +443,12 @@ fn workload_options(
         .get_ref()
         .iter()
         .map(|(name, value)| {
-            let text = match value {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
-                _ => {
-                    return Err(source.at(
-                        options,
-                        format!("options.{name}: use a string, number or boolean"),
-                    ))
-                }
-            };
+            let text = value_text(value).ok_or_else(|| {
+                source.at(
+                    options,
+                    format!("options.{name}: use a string, number or boolean"),
+                )
+            })?;
             Ok((name.clone(), text))
         })
         .collect()
