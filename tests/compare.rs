@@ -383,6 +383,19 @@ fn report_formats_carry_the_same_numbers() {
         stderr(&output).trim(),
         "stampede: error: unknown format \"pdf\"; use html, md, csv or json"
     );
+    let output = stampede(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "a",
+        "--series-run",
+        "999999",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: lab \"synthetic\" has no completed run 999999"
+    );
     let file = temp_path("report.md");
     let output = stampede(&[
         "report",

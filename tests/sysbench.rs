@@ -232,7 +232,29 @@ fn each_test_issues_its_sql_shape() {
             "{test}: {}",
             stdout(&output)
         );
-        assert_eq!(statements(&db), statements_expected, "{test}");
+        let seen = statements(&db);
+        assert_eq!(seen, statements_expected, "{test}");
+        // The report's read and write counts are the server's calls of those statements.
+        let calls = |prefixes: &[&str]| -> i64 {
+            seen.iter()
+                .filter(|(q, _)| prefixes.iter().any(|p| q.starts_with(p)))
+                .map(|(_, calls)| calls)
+                .sum()
+        };
+        let text = stdout(&output);
+        let count = |label: &str| -> i64 {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{label} in {text}"))
+        };
+        assert_eq!(count("read:"), calls(&["SELECT"]), "{test}");
+        assert_eq!(
+            count("write:"),
+            calls(&["UPDATE", "DELETE", "INSERT"]),
+            "{test}"
+        );
     }
 }
 
@@ -354,7 +376,7 @@ fn json_and_intervals_agree_with_the_server() {
 fn bad_input_is_refused_before_anything_runs() {
     let s = server();
     let db = s.create_database("sb_bad");
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["run", "oltp_nope"],
             "unknown test \"oltp_nope\"; the tests are: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select, oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points, select_random_ranges, oltp_scan, oltp_inlist_select, oltp_inlist_update, oltp_points_covered, oltp_range_covered, oltp_read_only_count",
@@ -364,6 +386,10 @@ fn bad_input_is_refused_before_anything_runs() {
         (
             &["run", "oltp_read_only", "--table-size", "50"],
             "--range-size 100 is larger than the table (--table-size 50)",
+        ),
+        (
+            &["run", "oltp_read_only", "--rand-pareto-h", "1.5"],
+            "--rand-pareto-h must be between 0 and 1 (not 1.5)",
         ),
         (
             &["run", "oltp_read_only", "--rand-type", "normal"],

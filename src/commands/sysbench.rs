@@ -42,6 +42,18 @@ pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
     let table_size = positive(args.table_size, "table-size")?;
     let range_size = positive(args.range_size, "range-size")?;
     let kind = RandKind::parse(&args.rand_type).map_err(Failure::Input)?;
+    if !(args.rand_pareto_h > 0.0 && args.rand_pareto_h < 1.0) {
+        return Err(Failure::Input(format!(
+            "--rand-pareto-h must be between 0 and 1 (not {})",
+            args.rand_pareto_h
+        )));
+    }
+    if args.rand_zipfian_exp.is_nan() || args.rand_zipfian_exp < 0.0 {
+        return Err(Failure::Input(format!(
+            "--rand-zipfian-exp must be at least 0 (not {})",
+            args.rand_zipfian_exp
+        )));
+    }
     Ok(OltpOptions {
         tables,
         table_size,

@@ -335,6 +335,11 @@ fn sysbench_random(function: Function, values: &[Value], ctx: &mut EvalContext<'
     if low > high {
         return Err("empty range given to a sysbench distribution".into());
     }
+    // The distributions compute high - low + 1, which must not overflow.
+    let span = high.checked_sub(low).filter(|span| *span < i64::MAX / 2);
+    if span.is_none_or(|span| low.checked_add(span + 1).is_none()) {
+        return Err("sysbench distribution range is too large".into());
+    }
     let positive = |value: &Value, name: &str| -> Result<u32, String> {
         let n = to_int(value)?;
         u32::try_from(n)
