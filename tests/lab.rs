@@ -962,3 +962,115 @@ fn a_sysbench_workload_runs_in_the_lab() {
     assert!((0.0..=2.0).contains(&extra), "{extra}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The microbench suite in the lab: its steps run in order on one data copy per target, the
+/// targets interleaved step by step, postwrite where writes meet reads, and a resume runs an
+/// unfinished sequence again from its first step.
+#[test]
+fn the_microbench_suite_runs_as_one_sequence_per_target() {
+    let dir = lab_dir("microbench");
+    let spec = dir.join("mb.toml");
+    std::fs::write(
+        &spec,
+        "name = \"mb\"\nruns = 1\nduration = \"1s\"\nwarmup = \"0s\"\nseed = 5\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[target]]\nname = \"b\"\nsettings = { fsync = false, work_mem = \"8MB\" }\n\
+         [[workload]]\nname = \"sysbench-microbench\"\n\
+         scripts = [\"update-index_range=100\", \"scan_range=100\", \"delete_range=100\"]\n\
+         scale = [1]\nclients = [2]\noptions = { tables = 1, postwrite_settle = 0 }\n",
+    )
+    .unwrap();
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    let db = dir.join("mb.db");
+    let order = |db: &Path| {
+        sqlite(
+            db,
+            "SELECT c.target, c.script, c.family, r.id FROM runs r JOIN cells c ON c.id = r.cell_id
+             WHERE r.status = 'completed' ORDER BY r.position",
+        )
+    };
+    let runs = order(&db);
+    let steps: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| (r[0].as_str(), r[1].as_str()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("a", "update-index_range=100"),
+            ("b", "update-index_range=100"),
+            ("a", "scan_range=100"),
+            ("b", "scan_range=100"),
+            ("a", "delete_range=100"),
+            ("b", "delete_range=100"),
+        ],
+        "{log}"
+    );
+    assert_eq!(runs[0][2], "writes");
+    assert_eq!(runs[2][2], "range, no aggregation");
+    // Postwrite once per target, right before its scan (a read after writes), not before delete.
+    let lines: Vec<&str> = log.lines().collect();
+    let postwrites: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            lines[i].starts_with(
+                "postwrite: VACUUM (ANALYZE, INDEX_CLEANUP ON), CHECKPOINT, settle 0 s",
+            )
+        })
+        .collect();
+    assert_eq!(postwrites.len(), 2, "{log}");
+    for (i, target) in postwrites.iter().zip(["a", "b"]) {
+        assert!(
+            lines[i - 1].contains(&format!(
+                "{target}/sysbench-microbench/scan_range=100/1/2 rep 1"
+            )),
+            "{log}"
+        );
+    }
+
+    // Lose target a's middle step: a resume runs a's whole sequence again, b's not at all.
+    let scan_a = &runs[2][3];
+    for table in [
+        "run_series",
+        "run_counters",
+        "run_statements",
+        "run_counter_series",
+        "run_wait_events",
+    ] {
+        sqlite(&db, &format!("DELETE FROM {table} WHERE run_id = {scan_a}"));
+    }
+    sqlite(&db, &format!("DELETE FROM runs WHERE id = {scan_a}"));
+    let output = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(
+        log.contains("resuming: 3 of 6 runs already finished"),
+        "{log}"
+    );
+    let again = order(&db);
+    assert_eq!(again.len(), 6, "{again:?}");
+    let ids = |rows: &[Vec<String>], target: &str| -> Vec<i64> {
+        rows.iter()
+            .filter(|r| r[0] == target)
+            .map(|r| r[3].parse().unwrap())
+            .collect()
+    };
+    assert_eq!(ids(&again, "b"), ids(&runs, "b"));
+    let old_max = ids(&runs, "b")
+        .into_iter()
+        .chain(ids(&runs, "a"))
+        .max()
+        .unwrap();
+    assert!(ids(&again, "a").iter().all(|id| *id > old_max), "{again:?}");
+    assert_eq!(
+        sqlite(&db, "SELECT count(*) FROM runs")[0][0],
+        "6",
+        "the replaced steps' old results are gone"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -379,7 +379,7 @@ fn bad_input_is_refused_before_anything_runs() {
     let cases: [(&[&str], &str); 7] = [
         (
             &["run", "oltp_nope"],
-            "unknown test \"oltp_nope\"; the tests are: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select, oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points, select_random_ranges, oltp_scan, oltp_inlist_select, oltp_inlist_update, oltp_points_covered, oltp_range_covered, oltp_read_only_count",
+            "unknown test \"oltp_nope\"; the tests are: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select, oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points, select_random_ranges, bulk_insert, oltp_scan, oltp_inlist_select, oltp_inlist_update, oltp_points_covered, oltp_range_covered, oltp_read_only_count",
         ),
         (&["prepare", "--tables", "0"], "--tables must be at least 1 (not 0)"),
         (&["run", "oltp_read_only", "--tables", "-1"], "--tables must be at least 1 (not -1)"),
@@ -525,4 +525,175 @@ fn microbench_suite_runs_in_order_with_postwrite() {
         "stampede: error: unknown suite \"nope\"; the suites are: microbench"
     );
     let _ = std::fs::remove_file(json);
+}
+
+/// The server ends both sessions mid-run (pg_terminate_backend): each client counts one
+/// failed event, connects again and goes on; the report's reconnects and errors say so.
+#[test]
+fn a_lost_connection_reconnects_and_is_counted() {
+    let s = server();
+    let db = s.create_database("sb_reconnect");
+    let prepare = sysbench(&db, &["prepare", "--table-size", "1000"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    let json =
+        std::env::temp_dir().join(format!("stampede-sb-reconnect-{}.json", std::process::id()));
+    let mut args: Vec<String> = [
+        "sysbench",
+        "run",
+        "oltp_point_select",
+        "--table-size",
+        "1000",
+        "--threads",
+        "2",
+        "--time",
+        "4",
+        "--report-interval",
+        "1",
+        "--json",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    args.push(json.to_str().unwrap().into());
+    args.extend(connection(&db));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let child = common::stampede_command(&refs)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sessions = || {
+        s.psql(
+            &db,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+               AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+        )
+    };
+    let wait_for_two = || {
+        for _ in 0..100 {
+            if sessions() == "2" {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("the run's two sessions did not appear");
+    };
+    wait_for_two();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let terminated = s.psql(
+        &db,
+        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()
+           AND backend_type = 'client backend'",
+    );
+    assert_eq!(terminated, "2");
+    wait_for_two();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("    ignored errors:                      2 "),
+        "{text}"
+    );
+    assert!(
+        text.contains("    reconnects:                          2 "),
+        "{text}"
+    );
+    let reconnect_rates: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("[ "))
+        .map(|l| {
+            l.rsplit("reconn/s: ")
+                .next()
+                .unwrap()
+                .parse::<f64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(reconnect_rates, 2.0, "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["reconnects"], 2);
+    assert_eq!(report["errors"], 2);
+    let _ = std::fs::remove_file(json);
+}
+
+/// bulk_insert: a table per thread, rows (n, n) buffered and sent as multi-row INSERTs of
+/// sysbench's 512 KiB, the rest flushed when the thread ends; the same statement and batch size
+/// as the real sysbench's.
+#[test]
+fn bulk_insert_buffers_rows_like_sysbench() {
+    let s = server();
+    let db = database_with_statements("sb_bulk");
+    let prepare = sysbench(&db, &["prepare", "bulk_insert", "--threads", "2"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    assert_eq!(
+        s.psql(
+            &db,
+            "SELECT string_agg(attname || ':' || format_type(atttypid, atttypmod), ',' ORDER BY attnum)
+             FROM pg_attribute WHERE attrelid = 'sbtest2'::regclass AND attnum > 0"
+        ),
+        "id:integer,k:integer"
+    );
+    reset_statements(&db);
+    let ours = sysbench(
+        &db,
+        &["run", "bulk_insert", "--threads", "2", "--events", "100000"],
+    );
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    let text = stdout(&ours);
+    // Each thread: one full buffer (39033 rows of up to five digits), then its last 10967 when
+    // it ends.
+    assert!(
+        text.contains("        write:                           4\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    transactions:                        100000 "),
+        "{text}"
+    );
+    for table in ["sbtest1", "sbtest2"] {
+        assert_eq!(
+            s.psql(
+                &db,
+                &format!("SELECT count(*), min(id), max(id), bool_and(k = id) FROM {table}")
+            ),
+            "50000|1|50000|t"
+        );
+    }
+    let batches = |db: &str| {
+        s.psql(
+            db,
+            "SELECT rows FROM pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND query LIKE 'INSERT INTO sbtest1 VALUES($1,$2),($3,$4)%' ORDER BY rows DESC",
+        )
+    };
+    assert_eq!(batches(&db), "39033\n10967");
+
+    let cleanup = sysbench(&db, &["cleanup"]);
+    assert!(cleanup.status.success(), "{}", stderr(&cleanup));
+    let real = |action: &str| {
+        std::process::Command::new("sysbench")
+            .args([
+                "bulk_insert",
+                "--threads=1",
+                "--events=40000",
+                "--db-driver=pgsql",
+            ])
+            .args([
+                format!("--pgsql-host={}", s.socket_dir()),
+                format!("--pgsql-port={}", s.port()),
+                format!("--pgsql-user={}", s.user),
+                format!("--pgsql-db={db}"),
+                action.to_string(),
+            ])
+            .output()
+            .expect("sysbench runs (apt-get install sysbench)")
+    };
+    assert!(real("prepare").status.success());
+    reset_statements(&db);
+    let run = real("run");
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(batches(&db), "39033\n967", "the real sysbench's batches");
 }

@@ -35,7 +35,7 @@ pub fn switch(value: &str) -> Result<bool, String> {
 pub struct SysbenchArgs {
     /// The test: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points,
-    /// select_random_ranges, oltp_scan, oltp_inlist_select, oltp_inlist_update,
+    /// select_random_ranges, bulk_insert, oltp_scan, oltp_inlist_select, oltp_inlist_update,
     /// oltp_points_covered, oltp_range_covered, oltp_read_only_count
     pub test: Option<String>,
     /// Run a whole suite instead of one test: microbench (Callaghan's 42 microbenchmarks and

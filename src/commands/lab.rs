@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::lab_pgbench::{PgbenchLab, DEFAULT_RUN_OVERHEAD};
-use super::lab_sysbench::SysbenchLab;
+use super::lab_sysbench::{MicrobenchLab, SysbenchLab};
 use super::{CommandResult, Failure};
 use crate::analysis::{median, range};
 use crate::cli::LabAction;
@@ -26,28 +26,37 @@ pub fn run(action: &LabAction) -> CommandResult {
     }
 }
 
-fn load_spec(path: &Path) -> Result<LabSpec, Failure> {
-    spec::load(path).map_err(|e| Failure::Input(e.to_string()))
+/// The spec and one workload implementation per `[[workload]]`; a workload without `scripts`
+/// gets its default variants.
+fn load_spec(path: &Path) -> Result<(LabSpec, Vec<Box<dyn LabWorkload>>), Failure> {
+    let mut spec = spec::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    let workloads = workloads(&spec)?;
+    for (workload, implementation) in spec.workloads.iter_mut().zip(&workloads) {
+        if workload.scripts.is_empty() {
+            workload.scripts = implementation.default_variants();
+        }
+    }
+    Ok((spec, workloads))
 }
 
-/// One workload implementation per `[[workload]]`, by name.
 fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
     spec.workloads
         .iter()
-        .map(|w| match w.name.as_str() {
-            "pgbench" => Ok(Box::new(PgbenchLab) as Box<dyn LabWorkload>),
-            "sysbench" => SysbenchLab::new(&w.options)
-                .map(|lab| Box::new(lab) as Box<dyn LabWorkload>)
-                .map_err(Failure::Input),
-            other => unreachable!("the spec admits only known workloads, not {other}"),
+        .map(|w| {
+            let workload: Result<Box<dyn LabWorkload>, String> = match w.name.as_str() {
+                "pgbench" => Ok(Box::new(PgbenchLab)),
+                "sysbench" => SysbenchLab::new(&w.options).map(|l| Box::new(l) as _),
+                "sysbench-microbench" => MicrobenchLab::new(&w.options).map(|l| Box::new(l) as _),
+                other => unreachable!("the spec admits only known workloads, not {other}"),
+            };
+            workload.map_err(Failure::Input)
         })
         .collect()
 }
 
 fn plan(path: &Path) -> CommandResult {
-    let spec = load_spec(path)?;
     // Workload options are checked before anything is planned.
-    workloads(&spec)?;
+    let (spec, workloads) = load_spec(path)?;
     // The order a resumed lab would use, when the results database already knows the lab.
     // A SQLite file that does not exist yet is not created by planning.
     let exists = match &spec.results {
@@ -62,7 +71,8 @@ fn plan(path: &Path) -> CommandResult {
         .map(|(_, seed)| seed)
         .or(spec.seed)
         .unwrap_or_else(|| unix_now().to_bits());
-    let plan = Plan::new(&spec, seed);
+    let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
+    let plan = Plan::new(&spec, seed, &sequential);
     let rows: Vec<Vec<String>> = plan
         .runs
         .iter()
@@ -148,10 +158,10 @@ pub(super) fn watch_signals() -> Arc<AtomicBool> {
 }
 
 fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
-    let spec = load_spec(path)?;
+    let (spec, workloads) = load_spec(path)?;
     let stop = watch_signals();
     let mut lab =
-        Lab::prepare(&spec, workloads(&spec)?, resume, keep_going, stop).map_err(Failure::Input)?;
+        Lab::prepare(&spec, workloads, resume, keep_going, stop).map_err(Failure::Input)?;
     eprintln!(
         "lab \"{}\": {} runs, results in {}",
         spec.name,

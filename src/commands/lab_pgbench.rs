@@ -58,6 +58,10 @@ impl LabWorkload for PgbenchLab {
         }
     }
 
+    fn default_variants(&self) -> Vec<String> {
+        vec!["tpcb-like".into()]
+    }
+
     fn run(
         &self,
         request: &RunRequest<'_>,

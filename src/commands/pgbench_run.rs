@@ -316,6 +316,7 @@ fn build_plan(
             failures_detailed: spec.failures_detailed,
         }),
         stop: spec.stop.clone(),
+        closing_script: None,
         cpu_affinity: spec.cpu_affinity.clone(),
     }
 }

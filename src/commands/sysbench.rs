@@ -121,6 +121,15 @@ fn prepare(args: &SysbenchArgs) -> CommandResult {
     let runtime = control_runtime();
     runtime.block_on(async {
         let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        if args.test.as_deref() == Some("bulk_insert") {
+            for table in schema::create_bulk_insert_tables(&client, threads)
+                .await
+                .map_err(Failure::Run)?
+            {
+                println!("Creating table '{table}'...");
+            }
+            return Ok(());
+        }
         let existing = schema::existing_tables(&client)
             .await
             .map_err(Failure::Run)?;
@@ -205,8 +214,17 @@ pub fn test_plan(
 ) -> Result<TestPlan, Failure> {
     let test = catalog::generate(name, options, threads).map_err(Failure::Input)?;
     let mut variables = VarTable::default();
-    let script = parse_script(name, name, &test.script, &mut variables)
-        .map_err(|e| Failure::Input(format!("internal script of {name}: {e}")))?;
+    let internal = |e| Failure::Input(format!("internal script of {name}: {e}"));
+    let mut scripts = vec![WeightedScript {
+        script: parse_script(name, name, &test.script, &mut variables).map_err(internal)?,
+        weight: 1,
+    }];
+    if let Some(closing) = &test.closing {
+        scripts.push(WeightedScript {
+            script: parse_script(name, name, closing, &mut variables).map_err(internal)?,
+            weight: 0,
+        });
+    }
     let client_id = variables.slot("client_id");
     let default_seed = variables.slot("default_seed");
     // Every slot first, so that the values cover them all.
@@ -224,8 +242,13 @@ pub fn test_plan(
         clients: threads as usize,
         threads: (threads as usize).min(crate::probe::cpu::cores()),
         limit,
-        protocol,
-        scripts: vec![WeightedScript { script, weight: 1 }],
+        protocol: if test.plain_queries {
+            Protocol::Simple
+        } else {
+            protocol
+        },
+        closing_script: test.closing.as_ref().map(|_| 1),
+        scripts,
         variables,
         initial_values,
         client_id_slot: Some(client_id),
@@ -239,6 +262,8 @@ pub fn test_plan(
             max_tries: 1,
             continue_on_error: true,
             verbose: false,
+            // sysbench has no reconnect on PostgreSQL; a serious run survives a restart.
+            reconnect: true,
         },
         report_per_command: false,
         log: None,
@@ -282,7 +307,13 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     plan.errors.max_tries = args.max_tries;
     control_runtime().block_on(async {
         let client = schema::connect(&conn).await.map_err(Failure::Input)?;
-        schema::check_prepared(&client, options.tables)
+        // bulk_insert writes to a table per thread.
+        let tables = if name == "bulk_insert" {
+            threads
+        } else {
+            options.tables
+        };
+        schema::check_prepared(&client, tables)
             .await
             .map_err(Failure::Input)
     })?;

@@ -68,6 +68,8 @@ pub struct Client {
     /// Transactions this client has finished (committed, failed or skipped): pgbench's
     /// per-client count, which `-t` limits and the log numbers.
     pub processed: u64,
+    /// SQL statements completed since the counter was last taken.
+    pub statements: u64,
 }
 
 impl Client {
@@ -102,6 +104,7 @@ impl Client {
                 .collect(),
             notices: Vec::new(),
             processed: 0,
+            statements: 0,
         }
     }
 
@@ -109,6 +112,11 @@ impl Client {
         self.conn = Some(PgConn::connect(&plan.conn).await?);
         self.prepared.iter_mut().for_each(|p| p.fill(false));
         Ok(())
+    }
+
+    /// Whether the server dropped this client's connection.
+    pub fn connection_lost(&self) -> bool {
+        self.conn.as_ref().is_some_and(PgConn::is_lost)
     }
 
     pub async fn disconnect(&mut self) {
@@ -432,10 +440,20 @@ impl Client {
         if plan.protocol != Protocol::Simple {
             conn.queue_sync();
         }
-        let reply = conn
-            .round_trip(sql.store.is_some())
-            .await
-            .map_err(|e| abort(self.id, e.to_string()))?;
+        let reply = match conn.round_trip(sql.store.is_some()).await {
+            Ok(reply) => reply,
+            Err(_) if conn.is_lost() && plan.errors.reconnect => {
+                self.command_stats[script_index][command_index].failures += 1;
+                return Err(TryOutcome::Done(TxnOutcome::Failed {
+                    kind: FailureKind::Other,
+                    command: command_index,
+                }));
+            }
+            Err(e) => return Err(abort(self.id, e.to_string())),
+        };
+        if reply.error.is_none() {
+            self.statements += 1;
+        }
         match reply.error {
             None => match &sql.store {
                 Some(store) => self

@@ -143,6 +143,8 @@ pub struct PgConn {
     read_buf: BytesMut,
     write_buf: BytesMut,
     server_version: String,
+    /// The socket failed or the server closed it: nothing more can be sent or read.
+    lost: bool,
 }
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -158,6 +160,7 @@ impl PgConn {
             read_buf: BytesMut::with_capacity(READ_CHUNK),
             write_buf: BytesMut::with_capacity(4096),
             server_version: String::new(),
+            lost: false,
         };
         conn.startup(spec).await?;
         Ok(conn)
@@ -250,8 +253,16 @@ impl PgConn {
             if let Some(message) = Message::parse(&mut self.read_buf)? {
                 return Ok(message);
             }
-            self.fill().await?;
+            if let Err(e) = self.fill().await {
+                self.lost = true;
+                return Err(e);
+            }
         }
+    }
+
+    /// Whether the connection is gone (the server ended the session, or the socket failed).
+    pub fn is_lost(&self) -> bool {
+        self.lost
     }
 
     async fn fill(&mut self) -> Result<(), ConnError> {
@@ -278,7 +289,10 @@ impl PgConn {
     }
 
     pub async fn flush(&mut self) -> Result<(), ConnError> {
-        self.stream.write_all(&self.write_buf).await?;
+        if let Err(e) = self.stream.write_all(&self.write_buf).await {
+            self.lost = true;
+            return Err(e.into());
+        }
         self.write_buf.clear();
         Ok(())
     }

@@ -55,6 +55,9 @@ pub struct ErrorPolicy {
     pub continue_on_error: bool,
     /// Report every failed statement and every retry decision.
     pub verbose: bool,
+    /// When the server drops a client's connection (a terminated backend, a restart), count the
+    /// transaction as failed and connect again instead of aborting the client.
+    pub reconnect: bool,
 }
 
 impl Default for ErrorPolicy {
@@ -63,6 +66,7 @@ impl Default for ErrorPolicy {
             max_tries: 1,
             continue_on_error: false,
             verbose: false,
+            reconnect: false,
         }
     }
 }
@@ -122,6 +126,10 @@ pub struct RunPlan {
     pub log: Option<TxnLogSpec>,
     /// Set from outside (a signal) to end the run early: clients start no new transaction.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// A script (of `scripts`, weight 0) each client runs once after its last transaction, as
+    /// sysbench's `thread_done` (bulk_insert flushes its buffer there): not a transaction, not
+    /// timed; its statements count.
+    pub closing_script: Option<usize>,
     /// Pin the driver's threads to these CPUs.
     pub cpu_affinity: Option<Vec<usize>>,
 }
@@ -176,6 +184,7 @@ mod tests {
                 report_per_command: false,
                 log: None,
                 stop: None,
+                closing_script: None,
                 cpu_affinity: None,
             };
             plan.clients_per_thread()

@@ -210,6 +210,10 @@ pub struct ScriptStats {
     /// retries they made in all.
     pub retried: u64,
     pub retries: u64,
+    /// Connections re-established after the server dropped one (`ErrorPolicy::reconnect`).
+    pub reconnects: u64,
+    /// SQL statements that completed, in transactions and in the closing script.
+    pub statements: u64,
 }
 
 impl ScriptStats {
@@ -221,6 +225,8 @@ impl ScriptStats {
         self.late += other.late;
         self.retried += other.retried;
         self.retries += other.retries;
+        self.reconnects += other.reconnects;
+        self.statements += other.statements;
     }
 }
 

@@ -21,7 +21,7 @@ pub enum ThreadMessage {
     Interval {
         thread: usize,
         index: u64,
-        stats: ScriptStats,
+        stats: Box<ScriptStats>,
     },
     ClientAborted {
         message: String,
@@ -126,7 +126,7 @@ impl ThreadContext {
     fn flush_before(&self, index: u64) {
         let mut acc = self.stats.borrow_mut();
         while acc.index < index {
-            let stats = std::mem::take(&mut acc.stats);
+            let stats = Box::new(std::mem::take(&mut acc.stats));
             let _ = self.messages.send(ThreadMessage::Interval {
                 thread: self.index,
                 index: acc.index,
@@ -148,6 +148,7 @@ impl ThreadContext {
         let mut acc = self.stats.borrow_mut();
         let mut per_script = self.per_script.borrow_mut();
         for stats in [&mut acc.stats, &mut per_script[script_index]] {
+            stats.statements += client.statements;
             if result.tries > 1 {
                 stats.retried += 1;
                 stats.retries += u64::from(result.tries - 1);
@@ -329,6 +330,7 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         RunLimit::Duration(d) => Some(context.start + d),
         RunLimit::TransactionsPerClient(_) => None,
     };
+    let mut ended_normally = true;
     loop {
         let finished = match plan.limit {
             RunLimit::Duration(_) => Instant::now() >= deadline.expect("set for durations"),
@@ -349,6 +351,7 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         if plan.connect_per_transaction && !reconnect(&context, &mut client, begin).await {
             break;
         }
+        client.statements = 0;
         let result = client
             .run_transaction(&plan, script_index, scheduled.unwrap_or(begin), deadline)
             .await;
@@ -356,6 +359,7 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         context.notify(std::mem::take(&mut client.notices));
         if let TxnOutcome::Aborted(message) = result.outcome {
             abort(&context, message);
+            ended_normally = false;
             break;
         }
         if let TxnOutcome::TimeUp = result.outcome {
@@ -378,13 +382,80 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         context.record(script_index, &result, timing, &client);
         if plan.connect_per_transaction {
             client.disconnect().await;
+        } else if client.connection_lost()
+            && !connect_again(&context, &mut client, script_index, deadline).await
+        {
+            ended_normally = false;
+            break;
         }
+    }
+    if ended_normally {
+        run_closing_script(&context, &mut client).await;
     }
     client.disconnect().await;
     merge_command_stats(&context, &client);
     context.live_clients.set(context.live_clients.get() - 1);
     if context.live_clients.get() == 0 {
         context.all_done.notify_one();
+    }
+}
+
+/// `RunPlan::closing_script`, on the client's connection (a new one under `-C`).
+async fn run_closing_script(context: &ThreadContext, client: &mut Client) {
+    let plan = context.plan.clone();
+    let Some(script_index) = plan.closing_script else {
+        return;
+    };
+    if client.conn.is_none() && !reconnect(context, client, Instant::now()).await {
+        return;
+    }
+    client.statements = 0;
+    let result = client
+        .run_transaction(&plan, script_index, Instant::now(), None)
+        .await;
+    context.per_script.borrow_mut()[script_index].statements += client.statements;
+    if let TxnOutcome::Aborted(message) = result.outcome {
+        abort(context, message);
+    }
+}
+
+/// After the server dropped the client's connection: connect again, retrying every 100 ms
+/// while the server is away (a restart) until the run's end, or for 30 s under a
+/// transaction count; false if it did not come back (the client is aborted) or the run ended.
+async fn connect_again(
+    context: &ThreadContext,
+    client: &mut Client,
+    script_index: usize,
+    deadline: Option<Instant>,
+) -> bool {
+    client.disconnect().await;
+    let plan = &context.plan;
+    let give_up = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(30));
+    loop {
+        let error = match client.connect(plan).await {
+            Ok(()) => {
+                context.stats.borrow_mut().stats.reconnects += 1;
+                context.per_script.borrow_mut()[script_index].reconnects += 1;
+                return true;
+            }
+            Err(e) => e,
+        };
+        if plan
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            return false;
+        }
+        let retry_at = Instant::now() + Duration::from_millis(100);
+        if retry_at >= give_up {
+            if deadline.is_none_or(|end| Instant::now() < end) {
+                let message = format!("client {} aborted while reconnecting: {error}", client.id);
+                abort(context, message);
+            }
+            return false;
+        }
+        tokio::time::sleep_until(retry_at.into()).await;
     }
 }
 

@@ -150,7 +150,8 @@ impl<'a> Lab<'a> {
                 spec.results
             ));
         }
-        let plan = Plan::new(spec, seed);
+        let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
+        let plan = Plan::new(spec, seed, &sequential);
         store.save_cells(lab_id, &cell_records(spec, &plan, &workloads))?;
         store.record_client_cores(lab_id, crate::probe::cpu::cores())?;
         let server_root = spec.server_root.clone();
@@ -205,17 +206,7 @@ impl<'a> Lab<'a> {
         &mut self,
         on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<(bool, usize, Vec<usize>), String> {
-        let finished = self.store.finished_runs(self.lab_id)?;
-        let todo: Vec<(usize, PlannedRun)> = self
-            .plan
-            .runs
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, run)| {
-                !finished.contains(&(self.plan.cells[run.cell].key.clone(), run.repetition))
-            })
-            .collect();
+        let todo = self.unfinished_runs()?;
         if todo.len() < self.plan.runs.len() {
             let note = format!(
                 "resuming: {} of {} runs already finished",
@@ -275,6 +266,37 @@ impl<'a> Lab<'a> {
         Ok((false, failed, skipped))
     }
 
+    /// The runs still to do, in order. A sequence with any step unfinished runs again from its
+    /// first step, since each step measures the data its predecessors left; the results of
+    /// its finished steps are removed first.
+    fn unfinished_runs(&mut self) -> Result<Vec<(usize, PlannedRun)>, String> {
+        let finished = self.store.finished_runs(self.lab_id)?;
+        let is_finished = |run: &PlannedRun| {
+            finished.contains(&(self.plan.cells[run.cell].key.clone(), run.repetition))
+        };
+        let incomplete_sequences: HashSet<usize> = self
+            .plan
+            .runs
+            .iter()
+            .filter(|run| !is_finished(run))
+            .filter_map(|run| run.step.map(|step| step.first))
+            .collect();
+        let mut todo = Vec::new();
+        for (position, run) in self.plan.runs.iter().enumerate() {
+            let rerun = run
+                .step
+                .is_some_and(|step| incomplete_sequences.contains(&step.first));
+            if rerun && is_finished(run) {
+                let key = &self.plan.cells[run.cell].key;
+                self.store.delete_runs(self.lab_id, key, run.repetition)?;
+            }
+            if rerun || !is_finished(run) {
+                todo.push((position, *run));
+            }
+        }
+        Ok(todo)
+    }
+
     /// One run: server up, dataset loaded, pristine copy for writers, checkpoint, measure.
     /// A server that cannot be provisioned or loaded is an error rather than a failed run: it
     /// measured nothing, and a resume after the cause is fixed should run it.
@@ -307,8 +329,9 @@ impl<'a> Lab<'a> {
         let provisioning_started = Instant::now();
         self.ensure_server(cell.target, on_event)?;
         let scale = self.ensure_dataset(cell, on_event)?;
+        let between = self.between_steps(run, cell, scale, on_event);
         let provisioning = provisioning_started.elapsed();
-        let prepared = self.prepare_run(cell, scale);
+        let prepared = between.and_then(|()| self.prepare_run(run, cell, scale));
         let outcome = prepared.and_then(|(conn, scale)| {
             record.resolved_scale = Some(scale);
             let workload = &self.spec.workloads[cell.workload];
@@ -425,26 +448,61 @@ impl<'a> Lab<'a> {
     }
 
     /// The connection and scale factor for a run, after restoring pristine data if it writes.
-    fn prepare_run(&mut self, cell: &Cell, scale: i64) -> Result<(ConnSpec, i64), String> {
+    /// The steps of a sequence share one copy, made fresh for the first.
+    fn prepare_run(
+        &mut self,
+        run: &PlannedRun,
+        cell: &Cell,
+        scale: i64,
+    ) -> Result<(ConnSpec, i64), String> {
         let server = self.servers[cell.target].as_ref().expect("provisioned");
         let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
         let admin = server.conn("postgres");
-        let database = if self.workloads[cell.workload].writes(&cell.script) {
-            let copy = "stampede_run";
-            sql(&admin, &format!("DROP DATABASE IF EXISTS {copy}"))?;
+        let fresh_copy = match run.step {
+            Some(step) => step.after.is_none(),
+            None => self.workloads[cell.workload].writes(&cell.script),
+        };
+        if fresh_copy {
+            sql(&admin, &format!("DROP DATABASE IF EXISTS {RUN_COPY}"))?;
             sql(
                 &admin,
                 &format!(
-                    "CREATE DATABASE {copy} TEMPLATE {dataset}{}",
+                    "CREATE DATABASE {RUN_COPY} TEMPLATE {dataset}{}",
                     file_copy(&server.cluster)
                 ),
             )?;
-            copy.to_string()
+        }
+        let database = if fresh_copy || run.step.is_some() {
+            RUN_COPY.to_string()
         } else {
             dataset
         };
         sql(&admin, "CHECKPOINT")?;
         Ok((server.workload_conn(&database), scale))
+    }
+
+    /// The workload's work between the previous step of a sequence and this one.
+    fn between_steps(
+        &mut self,
+        run: &PlannedRun,
+        cell: &Cell,
+        scale: i64,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<(), String> {
+        let Some(previous) = run.step.and_then(|step| step.after) else {
+            return Ok(());
+        };
+        let server = self.servers[cell.target].as_ref().expect("provisioned");
+        // Untracked: the step's own statements stay out of the next run's statistics.
+        let conn = server.conn(RUN_COPY);
+        let previous = &self.plan.cells[previous].script;
+        self.workloads[cell.workload].between_steps(
+            &conn,
+            previous,
+            &cell.script,
+            scale,
+            &mut |note| on_event(LabEvent::Note(note)),
+        )
     }
 
     fn ensure_server(
@@ -601,6 +659,9 @@ impl TargetServer {
         }
     }
 }
+
+/// The database a run that writes (or a sequence) works on: a copy of the loaded dataset.
+const RUN_COPY: &str = "stampede_run";
 
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -429,7 +429,7 @@ fn workloads(
 }
 
 /// The `[[workload]]` names a lab knows.
-pub const WORKLOADS: [&str; 2] = ["pgbench", "sysbench"];
+pub const WORKLOADS: [&str; 3] = ["pgbench", "sysbench", "sysbench-microbench"];
 
 /// A workload's `options = { ... }` as text, each a string, number or boolean.
 fn workload_options(
@@ -496,25 +496,18 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
             return Err(source.at(p, "protocol: use \"simple\", \"extended\" or \"prepared\""));
         }
     }
-    let scripts = if w.scripts.is_empty() {
-        let default = if name == "sysbench" {
-            "oltp_read_write"
-        } else {
-            "tpcb-like"
-        };
-        vec![default.to_string()]
-    } else {
-        w.scripts
-            .iter()
-            .map(|s| {
-                if s.ends_with(".sql") {
-                    base.join(s).display().to_string()
-                } else {
-                    s.clone()
-                }
-            })
-            .collect()
-    };
+    // Without `scripts`, the workload's default variants are filled in by whoever builds it.
+    let scripts = w
+        .scripts
+        .iter()
+        .map(|s| {
+            if s.ends_with(".sql") {
+                base.join(s).display().to_string()
+            } else {
+                s.clone()
+            }
+        })
+        .collect();
     Ok(WorkloadSpec {
         name,
         scripts,

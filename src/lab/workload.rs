@@ -52,6 +52,26 @@ pub trait LabWorkload {
     fn family(&self, script: &str) -> String;
     /// Checks a variant before anything starts (unknown builtin, unreadable file).
     fn check_variant(&self, script: &str) -> Result<(), String>;
+    /// The variants a `[[workload]]` without `scripts` runs.
+    fn default_variants(&self) -> Vec<String>;
+    /// Whether the variants are steps of one sequence that share a data copy and run in the
+    /// spec's order (sysbench's microbench suite: reads, writes, then reads of the written
+    /// data), rather than independent runs on pristine data.
+    fn sequential(&self) -> bool {
+        false
+    }
+    /// Work between two steps of a sequence, on its data copy (the suite's postwrite step);
+    /// `note` tells the user about anything that takes a while.
+    fn between_steps(
+        &self,
+        _conn: &ConnSpec,
+        _previous: &str,
+        _next: &str,
+        _scale: i64,
+        _note: &mut dyn FnMut(&str),
+    ) -> Result<(), String> {
+        Ok(())
+    }
     /// Runs the warmup, calls `observer.open_window`, then the measured run, reporting each
     /// second to the observer.
     fn run(

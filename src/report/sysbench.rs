@@ -71,12 +71,12 @@ impl SysbenchReport {
         let total = &result.total;
         let events = total.latency.count;
         let time_s = result.bench_duration.as_secs_f64().max(f64::MIN_POSITIVE);
-        let mix = test.queries;
+        let mix = test.queries.of_events(events, total.statements);
         let queries = QueryCounts {
-            read: events * mix.reads,
-            write: events * mix.writes,
-            other: events * mix.other,
-            total: events * mix.total(),
+            read: mix.reads,
+            write: mix.writes,
+            other: mix.other,
+            total: mix.total(),
         };
         SysbenchReport {
             test: test.name.clone(),
@@ -88,7 +88,7 @@ impl SysbenchReport {
             queries,
             errors: total.failures.total(),
             retries: total.retries,
-            reconnects: result.reconnections,
+            reconnects: total.reconnects,
             latency_ms: latency_ms(&total.latency),
         }
     }
@@ -138,24 +138,26 @@ impl IntervalLine {
         let stats = std::mem::take(&mut self.pending);
         let span = self.every as f64;
         let events = stats.latency.count as f64;
-        let per_second = |n: u64| events * n as f64 / span;
+        let queries = self.mix.of_events(stats.latency.count, stats.statements);
+        let per_second = |n: u64| n as f64 / span;
         let percentile = if self.percentile > 0.0 {
             stats.latency.percentile_us(self.percentile) / 1000.0
         } else {
             0.0
         };
         Some(format!(
-            "[ {}s ] thds: {} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,{}%): {:.2} err/s: {:.2} reconn/s: 0.00",
+            "[ {}s ] thds: {} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,{}%): {:.2} err/s: {:.2} reconn/s: {:.2}",
             self.seconds,
             self.threads,
             events / span,
-            per_second(self.mix.total()),
-            per_second(self.mix.reads),
-            per_second(self.mix.writes),
-            per_second(self.mix.other),
+            per_second(queries.total()),
+            per_second(queries.reads),
+            per_second(queries.writes),
+            per_second(queries.other),
             self.percentile,
             percentile,
-            (stats.failures.total() + stats.retries) as f64 / span
+            (stats.failures.total() + stats.retries) as f64 / span,
+            stats.reconnects as f64 / span
         ))
     }
 }

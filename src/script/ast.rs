@@ -181,6 +181,9 @@ pub enum Function {
     SbPareto,
     SbZipfian,
     SbDigits,
+    /// sysbench's bulk_insert: rows a 512 KiB buffer holds, and their VALUES text.
+    SbBulkRows,
+    SbBulkValues,
 }
 
 /// How many arguments a named function takes.
@@ -195,7 +198,7 @@ pub enum Arity {
 }
 
 /// Functions callable by name, with their arity (pgbench's PGBENCH_FUNCTIONS table).
-pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 27] = [
+pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 29] = [
     ("abs", Function::Abs, Arity::Exactly(1)),
     ("least", Function::Least, Arity::AtLeastOne),
     ("greatest", Function::Greatest, Arity::AtLeastOne),
@@ -231,6 +234,8 @@ pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 27] = [
     ("sb_rand_pareto", Function::SbPareto, Arity::Exactly(3)),
     ("sb_rand_zipfian", Function::SbZipfian, Arity::Exactly(3)),
     ("sb_rand_digits", Function::SbDigits, Arity::Exactly(1)),
+    ("sb_bulk_rows", Function::SbBulkRows, Arity::Exactly(2)),
+    ("sb_bulk_values", Function::SbBulkValues, Arity::Exactly(2)),
 ];
 
 impl Function {

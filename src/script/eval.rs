@@ -6,8 +6,8 @@ use std::io::Write;
 
 use super::ast::{Expr, Function, VarSlot};
 use super::prng::PgPrng;
-use super::sysbench_random;
 use super::value::{format_g15, Value};
+use super::{sysbench_bulk, sysbench_random};
 
 /// What an expression can read while it is evaluated: the client's variables and random state,
 /// and where it is (for `debug()`'s output).
@@ -290,6 +290,12 @@ fn call(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Eval
         SbUniform | SbGaussian | SbSpecial | SbPareto | SbZipfian | SbDigits => {
             sysbench_random(function, values, ctx)
         }
+        SbBulkRows => Ok(Value::Int(sysbench_bulk::rows_fitting(
+            to_int(&values[0])?,
+            to_int(&values[1])?,
+        ))),
+        SbBulkValues => sysbench_bulk::values(to_int(&values[0])?, to_int(&values[1])?)
+            .map(|text| Value::Text(std::sync::Arc::new(text))),
         Pow => Ok(Value::Double(
             to_double(&values[0])?.powf(to_double(&values[1])?),
         )),

@@ -6,6 +6,7 @@ pub mod eval;
 pub mod expr;
 pub mod parser;
 pub mod prng;
+pub mod sysbench_bulk;
 pub mod sysbench_random;
 pub mod value;
 

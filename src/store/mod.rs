@@ -404,6 +404,30 @@ impl Store {
         })
     }
 
+    /// Removes the runs of a cell's repetition with everything recorded about them: a step of
+    /// a sequence whose later steps were interrupted is run again with them.
+    pub fn delete_runs(&mut self, lab: i64, cell_key: &str, repetition: u32) -> Result<(), String> {
+        self.transaction("runs", |db| {
+            let runs = "SELECT r.id FROM runs r JOIN cells c ON c.id = r.cell_id
+                        WHERE c.lab_id = ?1 AND c.key = ?2 AND r.repetition = ?3";
+            let params = [lab.into(), cell_key.into(), Value::Int(repetition.into())];
+            for table in [
+                "run_series",
+                "run_counters",
+                "run_statements",
+                "run_counter_series",
+                "run_wait_events",
+            ] {
+                db.execute(
+                    &format!("DELETE FROM {table} WHERE run_id IN ({runs})"),
+                    &params,
+                )?;
+            }
+            db.execute(&format!("DELETE FROM runs WHERE id IN ({runs})"), &params)?;
+            Ok(())
+        })
+    }
+
     /// Records (or replaces) the plan of a statement on a target.
     pub fn save_plan(
         &mut self,

@@ -6,7 +6,7 @@
 use super::options::OltpOptions;
 
 /// The tests `stampede sysbench run` knows, as sysbench names them.
-pub const TESTS: [&str; 16] = [
+pub const TESTS: [&str; 17] = [
     "oltp_read_only",
     "oltp_read_write",
     "oltp_write_only",
@@ -17,6 +17,7 @@ pub const TESTS: [&str; 16] = [
     "oltp_delete",
     "select_random_points",
     "select_random_ranges",
+    "bulk_insert",
     "oltp_scan",
     // Mark Callaghan's additions (mdcallag/mytools), used by the microbenchmark suite.
     "oltp_inlist_select",
@@ -32,11 +33,30 @@ pub struct QueryMix {
     pub reads: u64,
     pub writes: u64,
     pub other: u64,
+    /// The statements per event vary (bulk_insert: one INSERT per full buffer); they are all
+    /// writes and counted as the driver completes them.
+    pub varies: bool,
 }
 
 impl QueryMix {
     pub fn total(&self) -> u64 {
         self.reads + self.writes + self.other
+    }
+
+    /// The queries of `events` events that completed `statements` SQL statements.
+    pub fn of_events(&self, events: u64, statements: u64) -> QueryMix {
+        if self.varies {
+            return QueryMix {
+                writes: statements,
+                ..QueryMix::default()
+            };
+        }
+        QueryMix {
+            reads: events * self.reads,
+            writes: events * self.writes,
+            other: events * self.other,
+            varies: false,
+        }
     }
 }
 
@@ -50,12 +70,17 @@ pub struct GeneratedTest {
     pub writes: bool,
     /// Variables the script expects before its first event, as (name, value).
     pub initial: Vec<(&'static str, i64)>,
+    /// Run once per client after its last event (sysbench's `thread_done`).
+    pub closing: Option<String>,
+    /// Sent as plain queries whatever `--db-ps-mode` says: the query text is built per event.
+    pub plain_queries: bool,
 }
 
 /// Builds the script of `name` for `threads` client threads.
 pub fn generate(name: &str, options: &OltpOptions, threads: u32) -> Result<GeneratedTest, String> {
     let mut b = Builder::new(options);
     let mut initial = Vec::new();
+    let mut closing = None;
     match name {
         "oltp_point_select" => b.point_selects(1),
         "oltp_read_only" => b.in_transaction(|b| {
@@ -91,6 +116,11 @@ pub fn generate(name: &str, options: &OltpOptions, threads: u32) -> Result<Gener
                 b.random_ranges();
             }
         }
+        "bulk_insert" => {
+            initial = vec![("sb_row", 0), ("sb_first", 1), ("sb_batch_end", 0)];
+            b.bulk_insert();
+            closing = Some(BULK_INSERT_FLUSH.to_string());
+        }
         "oltp_scan" => b.per_table(|b, t| {
             b.read(&format!("SELECT * FROM sbtest{t} WHERE LENGTH(c) < 0"));
         }),
@@ -114,12 +144,21 @@ pub fn generate(name: &str, options: &OltpOptions, threads: u32) -> Result<Gener
     }
     Ok(GeneratedTest {
         name: name.to_string(),
-        writes: b.mix.writes > 0,
+        writes: b.mix.writes > 0 || b.mix.varies,
+        plain_queries: closing.is_some(),
+        closing,
         queries: b.mix,
         script: b.text,
         initial,
     })
 }
+
+/// bulk_insert's last flush, at the client's end: the rows buffered since the last INSERT.
+const BULK_INSERT_FLUSH: &str = "\\if :sb_batch_end > 0
+\\set sb_values sb_bulk_values(:sb_first, :sb_row)
+INSERT INTO sbtest:sb_table VALUES:sb_values;
+\\endif
+";
 
 /// oltp_points_covered / oltp_range_covered: `--on-id` picks the key (id or k), `--covered`
 /// whether the index alone answers (the key only) or the row is read too (key and c).
@@ -364,6 +403,27 @@ impl<'o> Builder<'o> {
         });
     }
 
+    /// bulk_insert: each event adds row (n, n) to the client's buffer for its own table
+    /// sbtest<client + 1>; the event whose row would overflow the buffer sends the rows before
+    /// it as one multi-row INSERT (with the variables substituted as text) and starts a new
+    /// buffer. The first event only sizes the buffer.
+    fn bulk_insert(&mut self) {
+        self.mix.varies = true;
+        self.set("sb_table", ":client_id + 1");
+        self.set("sb_row", ":sb_row + 1");
+        self.line("\\if :sb_row > :sb_batch_end");
+        self.line("\\if :sb_batch_end > 0");
+        self.set("sb_values", "sb_bulk_values(:sb_first, :sb_row - 1)");
+        self.sql("INSERT INTO sbtest:sb_table VALUES:sb_values");
+        self.line("\\endif");
+        self.set("sb_first", ":sb_row");
+        self.set(
+            "sb_batch_end",
+            ":sb_row + sb_bulk_rows(:sb_row, :sb_table) - 1",
+        );
+        self.line("\\endif");
+    }
+
     /// One range of `range_size` keys from a random start.
     fn key_range(&mut self, columns: &str, key: &str) {
         let width = self.options.range_size as i64 - 1;
@@ -432,7 +492,8 @@ mod tests {
             QueryMix {
                 reads: 14,
                 writes: 0,
-                other: 2
+                other: 2,
+                varies: false
             }
         );
         assert!(!test.writes);
@@ -467,8 +528,13 @@ mod tests {
     fn every_test_parses() {
         for name in TESTS {
             let test = generate(name, &OltpOptions::default(), 2).unwrap();
-            parse_script(name, name, &test.script, &mut VarTable::default())
+            let mut variables = VarTable::default();
+            parse_script(name, name, &test.script, &mut variables)
                 .unwrap_or_else(|e| panic!("{name}: {e}\n{}", test.script));
+            if let Some(closing) = &test.closing {
+                parse_script(name, name, closing, &mut variables)
+                    .unwrap_or_else(|e| panic!("{name} closing: {e}\n{closing}"));
+            }
         }
     }
 

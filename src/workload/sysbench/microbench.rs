@@ -223,6 +223,37 @@ pub fn suite() -> Vec<Step> {
     steps
 }
 
+/// The suite's tests in run order (the postwrite step left out).
+pub fn tests() -> Vec<MicroTest> {
+    suite()
+        .into_iter()
+        .filter_map(|step| match step {
+            Step::Test(test) => Some(test),
+            Step::Postwrite => None,
+        })
+        .collect()
+}
+
+/// The test a label names (`point-query.pre_range=100`).
+pub fn find(label: &str) -> Result<MicroTest, String> {
+    tests()
+        .into_iter()
+        .find(|t| t.label() == label)
+        .ok_or_else(|| {
+            let labels: Vec<String> = tests().iter().map(MicroTest::label).collect();
+            format!(
+                "unknown microbench test \"{label}\"; the tests are: {}",
+                labels.join(", ")
+            )
+        })
+}
+
+/// Whether postwrite runs between two tests run one after the other: when writes are followed
+/// by a read, as the suite places it between its write phase and the reads after it.
+pub fn postwrite_between(previous: &MicroTest, next: &MicroTest) -> bool {
+    previous.group() == Group::Write && next.group() != Group::Write
+}
+
 /// Seconds to let the server settle after postwrite, as Callaghan's harness: 60 s plus 1 s per
 /// million rows, at most 1200 s.
 pub fn default_settle_s(tables: u32, table_size: u32) -> u64 {
@@ -233,16 +264,6 @@ pub fn default_settle_s(tables: u32, table_size: u32) -> u64 {
 mod tests {
     use super::*;
     use crate::workload::sysbench::catalog;
-
-    fn tests() -> Vec<MicroTest> {
-        suite()
-            .into_iter()
-            .filter_map(|s| match s {
-                Step::Test(t) => Some(t),
-                Step::Postwrite => None,
-            })
-            .collect()
-    }
 
     #[test]
     fn the_suite_has_callaghans_42_and_the_read_only_variants() {
@@ -287,6 +308,35 @@ mod tests {
         assert_eq!(postwrite, position("read-write_range=100") + 1);
         assert!(postwrite < position("point-query_range=100"));
         assert_eq!(position("insert_range=100"), steps.len() - 1);
+        let after_writes = |label| {
+            let index = steps
+                .iter()
+                .position(|s| matches!(s, Step::Test(t) if t.label() == label))
+                .unwrap();
+            let Step::Test(previous) = steps[index - 1] else {
+                return true;
+            };
+            let Step::Test(test) = steps[index] else {
+                unreachable!()
+            };
+            postwrite_between(&previous, &test)
+        };
+        assert!(after_writes("scan_range=100"));
+        assert!(!after_writes("delete_range=100"));
+        assert!(!after_writes("update-index_range=100"));
+        assert!(!after_writes("read-only-sum_range=1000"));
+    }
+
+    #[test]
+    fn labels_find_their_tests() {
+        assert_eq!(
+            find("update-zipf_range=100").unwrap().lua,
+            "oltp_update_non_index"
+        );
+        let error = find("nope").err().unwrap();
+        assert!(error.starts_with(
+            "unknown microbench test \"nope\"; the tests are: point-query.pre_range=100, "
+        ));
     }
 
     #[test]

@@ -66,6 +66,25 @@ pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), String> 
     ))
 }
 
+/// bulk_insert's tables, one per thread, as its Lua `prepare` creates them.
+pub async fn create_bulk_insert_tables(
+    client: &Client,
+    threads: u32,
+) -> Result<Vec<String>, String> {
+    let mut created = Vec::new();
+    for t in 1..=threads {
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS sbtest{t} (id INTEGER NOT NULL, k INTEGER DEFAULT '0' NOT NULL, PRIMARY KEY (id))"
+        );
+        client
+            .batch_execute(&create)
+            .await
+            .map_err(|e| sql_error(&create, &e))?;
+        created.push(format!("sbtest{t}"));
+    }
+    Ok(created)
+}
+
 /// Callaghan's "postwrite" step, so that reads after the writes see a vacuumed database (the
 /// visibility map matters for index-only scans): VACUUM (ANALYZE, INDEX_CLEANUP ON) every
 /// table, then CHECKPOINT.
