@@ -42,6 +42,7 @@ fn run() -> Result<(), Failure> {
         TopCommand::Compare(args) => commands::compare::run(args),
         TopCommand::Report(args) => commands::report::run(args),
         TopCommand::Sysbench { action } => commands::sysbench::run(action),
+        TopCommand::Tpcc { action } => commands::tpcc::run(action),
     }
 }
 

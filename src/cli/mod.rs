@@ -2,6 +2,7 @@
 
 pub mod pgbench;
 pub mod sysbench;
+pub mod tpcc;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +38,11 @@ pub enum TopCommand {
     Sysbench {
         #[command(subcommand)]
         action: sysbench::SysbenchAction,
+    },
+    /// HammerDB's TPROC-C: build the schema and data, check TPC-C's consistency conditions
+    Tpcc {
+        #[command(subcommand)]
+        action: tpcc::TpccAction,
     },
     /// Manage the managed default server
     Server {

@@ -13,6 +13,7 @@ pub mod quickstart;
 pub mod report;
 pub mod server;
 pub mod sysbench;
+pub mod tpcc;
 
 use crate::server::managed::{default_home, ManagedServer};
 use crate::server::target::{ConnFlags, ConnSpec};

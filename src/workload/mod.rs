@@ -3,3 +3,4 @@
 
 pub mod pgbench;
 pub mod sysbench;
+pub mod tpcc;

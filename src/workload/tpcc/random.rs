@@ -1,0 +1,136 @@
+//! TPC-C's value rules (clause 4.3.2): uniform integers, NURand, random a-strings and
+//! n-strings, customer last names from syllables, zip codes, and "ORIGINAL" in 10% of the item
+//! and stock data.
+
+use crate::script::prng::PgPrng;
+
+/// The syllables of clause 4.3.2.3, indexed by each digit of a three-digit number.
+const SYLLABLES: [&str; 10] = [
+    "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
+];
+
+const ALPHANUMERIC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+/// NURand's run-time constant C for one field (clause 2.1.6): chosen once per run or load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NurandConstants {
+    /// For C_LAST (A = 255).
+    pub c_last: i64,
+    /// For C_ID (A = 1023).
+    pub c_id: i64,
+    /// For OL_I_ID (A = 8191).
+    pub ol_i_id: i64,
+}
+
+impl NurandConstants {
+    pub fn draw(random: &mut PgPrng) -> NurandConstants {
+        NurandConstants {
+            c_last: random.int_in_range(0, 255),
+            c_id: random.int_in_range(0, 1023),
+            ol_i_id: random.int_in_range(0, 8191),
+        }
+    }
+}
+
+/// The random source of a loader or a virtual user, with TPC-C's helpers.
+pub struct TpccRandom {
+    pub prng: PgPrng,
+}
+
+impl TpccRandom {
+    pub fn seeded(seed: u64) -> TpccRandom {
+        TpccRandom {
+            prng: PgPrng::seeded(seed),
+        }
+    }
+
+    /// random(x, y): uniform over [x, y].
+    pub fn uniform(&mut self, low: i64, high: i64) -> i64 {
+        self.prng.int_in_range(low, high)
+    }
+
+    /// NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x.
+    pub fn nurand(&mut self, a: i64, low: i64, high: i64, c: i64) -> i64 {
+        (((self.uniform(0, a) | self.uniform(low, high)) + c) % (high - low + 1)) + low
+    }
+
+    /// An a-string of length random(min, max).
+    pub fn alphanumeric(&mut self, min: usize, max: usize) -> String {
+        let length = self.uniform(min as i64, max as i64) as usize;
+        (0..length)
+            .map(|_| ALPHANUMERIC[self.uniform(0, ALPHANUMERIC.len() as i64 - 1) as usize] as char)
+            .collect()
+    }
+
+    /// An n-string of exactly `length` digits.
+    pub fn digits(&mut self, length: usize) -> String {
+        (0..length)
+            .map(|_| char::from(b'0' + self.uniform(0, 9) as u8))
+            .collect()
+    }
+
+    /// Zip code: four random digits and "11111".
+    pub fn zip(&mut self) -> String {
+        let mut zip = self.digits(4);
+        zip.push_str("11111");
+        zip
+    }
+
+    /// Two random upper-case letters.
+    pub fn state(&mut self) -> String {
+        (0..2)
+            .map(|_| char::from(b'A' + self.uniform(0, 25) as u8))
+            .collect()
+    }
+
+    /// I_DATA / S_DATA: an a-string of 26 to 50, with "ORIGINAL" at a random place in 10% of
+    /// the rows.
+    pub fn data_with_original(&mut self) -> String {
+        let mut data = self.alphanumeric(26, 50);
+        if self.uniform(1, 10) == 1 {
+            let at = self.uniform(0, data.len() as i64 - 8) as usize;
+            data.replace_range(at..at + 8, "ORIGINAL");
+        }
+        data
+    }
+
+    /// A fixed-point amount in [low, high] hundredths (or ten-thousandths): the unscaled integer.
+    pub fn amount(&mut self, low: i64, high: i64) -> i64 {
+        self.uniform(low, high)
+    }
+}
+
+/// C_LAST for a number 0..=999: the syllables of its three digits.
+pub fn last_name(number: i64) -> String {
+    let digits = [number / 100, (number / 10) % 10, number % 10];
+    digits.iter().map(|d| SYLLABLES[*d as usize]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_names_follow_the_syllables() {
+        assert_eq!(last_name(371), "PRICALLYOUGHT");
+        assert_eq!(last_name(0), "BARBARBAR");
+        assert_eq!(last_name(999), "EINGEINGEING");
+    }
+
+    #[test]
+    fn nurand_and_strings_stay_in_range() {
+        let mut random = TpccRandom::seeded(7);
+        for _ in 0..10_000 {
+            let n = random.nurand(255, 0, 999, 123);
+            assert!((0..=999).contains(&n));
+            let s = random.alphanumeric(8, 16);
+            assert!((8..=16).contains(&s.len()));
+        }
+        let originals = (0..10_000)
+            .filter(|_| random.data_with_original().contains("ORIGINAL"))
+            .count();
+        assert!((800..1200).contains(&originals), "{originals}");
+        assert_eq!(random.zip().len(), 9);
+        assert!(random.zip().ends_with("11111"));
+    }
+}
