@@ -317,6 +317,7 @@ fn build_plan(
         }),
         stop: spec.stop.clone(),
         closing_script: None,
+        binary_results: false,
         cpu_affinity: spec.cpu_affinity.clone(),
     }
 }

@@ -248,6 +248,7 @@ pub fn test_plan(
             protocol
         },
         closing_script: test.closing.as_ref().map(|_| 1),
+        binary_results: true,
         scripts,
         variables,
         initial_values,

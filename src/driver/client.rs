@@ -601,7 +601,12 @@ impl Client {
             .param_ranges
             .iter()
             .map(|range| range.map(|(start, end)| &text[start..end]));
-        conn.queue_bind(statement, params)?;
+        // Stored results are read as text.
+        conn.queue_bind(
+            statement,
+            params,
+            plan.binary_results && sql.store.is_none(),
+        )?;
         // libpq describes the portal on every execution; so do we, to load the server alike.
         conn.queue_describe_portal()?;
         conn.queue_execute()?;

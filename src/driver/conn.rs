@@ -312,8 +312,14 @@ impl PgConn {
         Ok(())
     }
 
-    /// Bind parameters (as text; `None` is SQL NULL) to the unnamed portal.
-    pub fn queue_bind<'p, I>(&mut self, statement: &str, params: I) -> Result<(), ConnError>
+    /// Bind parameters (as text; `None` is SQL NULL) to the unnamed portal, asking for the
+    /// results in text or in binary.
+    pub fn queue_bind<'p, I>(
+        &mut self,
+        statement: &str,
+        params: I,
+        binary_results: bool,
+    ) -> Result<(), ConnError>
     where
         I: IntoIterator<Item = Option<&'p [u8]>>,
     {
@@ -329,7 +335,8 @@ impl PgConn {
                 }
                 None => Ok(IsNull::Yes),
             },
-            std::iter::empty(),
+            // One format code applies to every column.
+            binary_results.then_some(1),
             &mut self.write_buf,
         )
         .map_err(|_| ConnError::Protocol("could not encode parameters".into()))?;

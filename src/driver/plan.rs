@@ -126,6 +126,9 @@ pub struct RunPlan {
     pub log: Option<TxnLogSpec>,
     /// Set from outside (a signal) to end the run early: clients start no new transaction.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Ask for query results in binary, as sysbench's driver does (libpq's resultFormat 1), so
+    /// that the server's work per query is the same as under sysbench.
+    pub binary_results: bool,
     /// A script (of `scripts`, weight 0) each client runs once after its last transaction, as
     /// sysbench's `thread_done` (bulk_insert flushes its buffer there): not a transaction, not
     /// timed; its statements count.
@@ -185,6 +188,7 @@ mod tests {
                 log: None,
                 stop: None,
                 closing_script: None,
+                binary_results: false,
                 cpu_affinity: None,
             };
             plan.clients_per_thread()
