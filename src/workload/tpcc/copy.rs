@@ -45,6 +45,14 @@ impl BinaryRows {
         self.buffer.put_slice(value.as_bytes());
     }
 
+    /// A text value of `length` bytes that `fill` writes in place (ASCII).
+    pub fn text_with(&mut self, length: usize, fill: impl FnOnce(&mut [u8])) {
+        self.buffer.put_i32(length as i32);
+        let start = self.buffer.len();
+        self.buffer.resize(start + length, 0);
+        fill(&mut self.buffer[start..]);
+    }
+
     pub fn null(&mut self) {
         self.buffer.put_i32(-1);
     }

@@ -112,9 +112,9 @@ impl Loader {
             let rows = copy.row(5);
             rows.int4(id);
             rows.int4(random.uniform(1, 10_000));
-            rows.text(&random.alphanumeric(14, 24));
+            alphanumeric(rows, &mut random, 14, 24);
             rows.numeric(random.amount(100, 10_000), 2);
-            rows.text(&random.data_with_original());
+            data_with_original(rows, &mut random);
             copy.sent_row().await?;
         }
         copy.finish().await
@@ -130,7 +130,7 @@ impl Loader {
         let mut copy = Copy::start(client, "warehouse", &self.rows_loaded).await?;
         let rows = copy.row(9);
         rows.int4(warehouse);
-        rows.text(&random.alphanumeric(6, 10));
+        alphanumeric(rows, &mut random, 6, 10);
         address(rows, &mut random);
         rows.numeric(random.amount(0, 2_000), 4);
         rows.numeric(30_000_000, 2);
@@ -158,7 +158,7 @@ impl Loader {
             rows.int2(district);
             rows.numeric(3_000_000, 2);
             rows.numeric(random.amount(0, 2_000), 4);
-            rows.text(&random.alphanumeric(6, 10));
+            alphanumeric(rows, random, 6, 10);
             address(rows, random);
             copy.sent_row().await?;
         }
@@ -181,9 +181,9 @@ impl Loader {
             rows.int2(0);
             rows.int2(0);
             for _ in 0..10 {
-                rows.text(&random.alphanumeric(24, 24));
+                alphanumeric(rows, random, 24, 24);
             }
-            rows.text(&random.data_with_original());
+            data_with_original(rows, random);
             copy.sent_row().await?;
         }
         copy.finish().await
@@ -206,7 +206,7 @@ impl Loader {
                 rows.int2(district);
                 rows.int2(1);
                 rows.int2(0);
-                rows.text(&random.alphanumeric(8, 16));
+                alphanumeric(rows, random, 8, 16);
                 rows.text("OE");
                 let last = if customer <= 1_000 {
                     customer - 1
@@ -214,12 +214,12 @@ impl Loader {
                     random.nurand(255, 0, 999, constants.c_last)
                 };
                 rows.text(&last_name(last));
-                rows.text(&random.alphanumeric(10, 20));
-                rows.text(&random.alphanumeric(10, 20));
-                rows.text(&random.alphanumeric(10, 20));
+                alphanumeric(rows, random, 10, 20);
+                alphanumeric(rows, random, 10, 20);
+                alphanumeric(rows, random, 10, 20);
                 rows.text(&random.state());
                 rows.text(&random.zip());
-                rows.text(&random.digits(16));
+                rows.text_with(16, |out| random.fill_digits(out));
                 rows.text(if random.uniform(1, 10) == 1 {
                     "BC"
                 } else {
@@ -229,7 +229,7 @@ impl Loader {
                 rows.numeric(random.amount(0, 5_000), 4);
                 rows.numeric(-1_000, 2);
                 rows.numeric(1_000, 2);
-                rows.text(&random.alphanumeric(300, 500));
+                alphanumeric(rows, random, 300, 500);
                 copy.sent_row().await?;
             }
         }
@@ -253,7 +253,7 @@ impl Loader {
                 rows.int2(district);
                 rows.int2(district);
                 rows.numeric(1_000, 2);
-                rows.text(&random.alphanumeric(12, 24));
+                alphanumeric(rows, random, 12, 24);
                 copy.sent_row().await?;
             }
         }
@@ -329,7 +329,7 @@ impl Loader {
                         },
                         2,
                     );
-                    rows.text(&random.alphanumeric(24, 24));
+                    alphanumeric(rows, random, 24, 24);
                     copy.sent_row().await?;
                 }
             }
@@ -338,10 +338,22 @@ impl Loader {
     }
 }
 
+/// An a-string of random(min, max) letters and digits, written in place.
+fn alphanumeric(rows: &mut BinaryRows, random: &mut TpccRandom, min: usize, max: usize) {
+    let length = random.length(min, max);
+    rows.text_with(length, |out| random.fill_alphanumeric(out));
+}
+
+/// I_DATA / S_DATA, written in place.
+fn data_with_original(rows: &mut BinaryRows, random: &mut TpccRandom) {
+    let length = random.length(26, 50);
+    rows.text_with(length, |out| random.fill_data_with_original(out));
+}
+
 /// street 1, street 2, city, state, zip.
 fn address(rows: &mut BinaryRows, random: &mut TpccRandom) {
     for _ in 0..3 {
-        rows.text(&random.alphanumeric(10, 20));
+        alphanumeric(rows, random, 10, 20);
     }
     rows.text(&random.state());
     rows.text(&random.zip());

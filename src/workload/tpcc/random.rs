@@ -56,17 +56,32 @@ impl TpccRandom {
 
     /// An a-string of length random(min, max).
     pub fn alphanumeric(&mut self, min: usize, max: usize) -> String {
-        let length = self.uniform(min as i64, max as i64) as usize;
-        (0..length)
-            .map(|_| ALPHANUMERIC[self.uniform(0, ALPHANUMERIC.len() as i64 - 1) as usize] as char)
-            .collect()
+        let mut text = vec![0; self.length(min, max)];
+        self.fill_alphanumeric(&mut text);
+        String::from_utf8(text).expect("ASCII")
+    }
+
+    /// random(min, max) as a length.
+    pub fn length(&mut self, min: usize, max: usize) -> usize {
+        self.uniform(min as i64, max as i64) as usize
+    }
+
+    /// Random letters and digits over `out`: eight per 64-bit draw (62^8 is 2^47.6, so the
+    /// draw's remainder bias is below 10^-5), the loader's main cost otherwise.
+    pub fn fill_alphanumeric(&mut self, out: &mut [u8]) {
+        fill_from_draws(&mut self.prng, out, ALPHANUMERIC, 8);
+    }
+
+    /// Random digits over `out`, twelve per draw.
+    pub fn fill_digits(&mut self, out: &mut [u8]) {
+        fill_from_draws(&mut self.prng, out, b"0123456789", 12);
     }
 
     /// An n-string of exactly `length` digits.
     pub fn digits(&mut self, length: usize) -> String {
-        (0..length)
-            .map(|_| char::from(b'0' + self.uniform(0, 9) as u8))
-            .collect()
+        let mut text = vec![0; length];
+        self.fill_digits(&mut text);
+        String::from_utf8(text).expect("ASCII")
     }
 
     /// Zip code: four random digits and "11111".
@@ -86,17 +101,35 @@ impl TpccRandom {
     /// I_DATA / S_DATA: an a-string of 26 to 50, with "ORIGINAL" at a random place in 10% of
     /// the rows.
     pub fn data_with_original(&mut self) -> String {
-        let mut data = self.alphanumeric(26, 50);
+        let mut data = vec![0; self.length(26, 50)];
+        self.fill_data_with_original(&mut data);
+        String::from_utf8(data).expect("ASCII")
+    }
+
+    /// `data_with_original` over `out` (26 to 50 bytes).
+    pub fn fill_data_with_original(&mut self, out: &mut [u8]) {
+        self.fill_alphanumeric(out);
         if self.uniform(1, 10) == 1 {
-            let at = self.uniform(0, data.len() as i64 - 8) as usize;
-            data.replace_range(at..at + 8, "ORIGINAL");
+            let at = self.uniform(0, out.len() as i64 - 8) as usize;
+            out[at..at + 8].copy_from_slice(b"ORIGINAL");
         }
-        data
     }
 
     /// A fixed-point amount in [low, high] hundredths (or ten-thousandths): the unscaled integer.
     pub fn amount(&mut self, low: i64, high: i64) -> i64 {
         self.uniform(low, high)
+    }
+}
+
+/// Fills `out` with symbols of `alphabet`, `per_draw` from each 64-bit draw.
+fn fill_from_draws(prng: &mut PgPrng, out: &mut [u8], alphabet: &[u8], per_draw: usize) {
+    let base = alphabet.len() as u64;
+    for chunk in out.chunks_mut(per_draw) {
+        let mut draw = prng.next_u64();
+        for byte in chunk {
+            *byte = alphabet[(draw % base) as usize];
+            draw /= base;
+        }
     }
 }
 
@@ -130,6 +163,12 @@ mod tests {
             .filter(|_| random.data_with_original().contains("ORIGINAL"))
             .count();
         assert!((800..1200).contains(&originals), "{originals}");
+        let mut counts = [0u32; 62];
+        for byte in random.alphanumeric(62_000, 62_000).bytes() {
+            counts[ALPHANUMERIC.iter().position(|c| *c == byte).unwrap()] += 1;
+        }
+        // Each symbol about 1,000 times (binomial sd about 31).
+        assert!(counts.iter().all(|c| (850..1150).contains(c)), "{counts:?}");
         assert_eq!(random.zip().len(), 9);
         assert!(random.zip().ends_with("11111"));
     }
