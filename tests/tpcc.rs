@@ -124,6 +124,11 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
         "frozen by VACUUM FREEZE"
     );
 
+    assert_eq!(
+        rule("SELECT count(*) FROM pg_proc WHERE proname IN ('neword', 'payment', 'ostat', 'delivery', 'slev', 'tpcc_last_name', 'tpcc_customer')"),
+        "7"
+    );
+    assert_eq!(rule("SELECT tpcc_last_name(371)"), "PRICALLYOUGHT");
     let output = tpcc(&db, &["check", "--all", "--warehouses", "2"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
@@ -185,6 +190,10 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
         s.psql(&db, "SELECT count(*) FROM pg_class WHERE relname IN ('item', 'order_line', 'stampede_tpcc')"),
         "0"
     );
+    assert_eq!(
+        s.psql(&db, "SELECT count(*) FROM pg_proc WHERE proname IN ('neword', 'payment', 'ostat', 'delivery', 'slev', 'tpcc_last_name', 'tpcc_customer')"),
+        "0"
+    );
     let output = tpcc(&db, &["check"]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
@@ -223,4 +232,112 @@ fn order_line_is_hash_partitioned_from_200_warehouses_only() {
     );
     let output = tpcc(&db, &["check"]);
     assert!(output.status.success(), "{}", stdout(&output));
+}
+
+/// A run in server mode: NOPM's source (district.d_next_o_id) agrees with the New-Orders the
+/// driver counted and with the orders table; the 1% rollback happens and leaves no order; the
+/// database stays consistent; bad input is refused.
+#[test]
+fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
+    let s = server();
+    let db = s.create_database("tpcc_run");
+    let output = tpcc(
+        &db,
+        &["run", "--vu", "2", "--rampup", "0s", "--iterations", "10"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first"
+    );
+    let build = tpcc(&db, &["build", "--warehouses", "1", "--seed", "5"]);
+    assert!(build.status.success(), "{}", stderr(&build));
+    let json = std::env::temp_dir().join(format!("stampede-tpcc-{}.json", std::process::id()));
+    let output = tpcc(
+        &db,
+        &[
+            "run",
+            "--vu",
+            "2",
+            "--rampup",
+            "0s",
+            "--iterations",
+            "500",
+            "--seed",
+            "7",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("TEST RESULT : System achieved "), "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let count = |name: &str| report["transactions"][name]["count"].as_i64().unwrap();
+    let all: i64 = [
+        "new-order",
+        "new-order-rollback",
+        "payment",
+        "order-status",
+        "delivery",
+        "stock-level",
+    ]
+    .iter()
+    .map(|n| count(n))
+    .sum();
+    assert_eq!(all, 1000, "500 iterations of 2 virtual users");
+    let committed = count("new-order");
+    assert_eq!(
+        report["new_orders_committed_server"].as_i64().unwrap(),
+        committed
+    );
+    assert_eq!(
+        report["new_orders_committed_driver"].as_i64().unwrap(),
+        committed
+    );
+    let orders: i64 = s.psql(&db, "SELECT count(*) FROM orders").parse().unwrap();
+    assert_eq!(
+        orders,
+        30_000 + committed,
+        "rolled-back New-Orders leave no order"
+    );
+    assert!(count("new-order-rollback") >= 1, "{report}");
+    let minutes = report["minutes"].as_f64().unwrap();
+    let nopm = report["nopm"].as_f64().unwrap();
+    assert!((nopm * minutes - committed as f64).abs() < 1e-6);
+    // TPM counts every database's transactions (others run beside this test): at least ours.
+    assert!(
+        report["tpm"].as_f64().unwrap() * minutes >= all as f64,
+        "{report}"
+    );
+    for name in ["payment", "delivery", "stock-level"] {
+        assert_eq!(report["transactions"][name]["errors"], 0, "{report}");
+    }
+    let check = tpcc(&db, &["check", "--all"]);
+    assert!(check.status.success(), "{}", stdout(&check));
+    let _ = std::fs::remove_file(json);
+
+    let cases: [(&[&str], &str); 4] = [
+        (&["run", "--vu", "0"], "--vu must be at least 1 (not 0)"),
+        (
+            &["run", "--mix", "50,50"],
+            "--mix \"50,50\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb",
+        ),
+        (&["run", "--duration", "soon"], "--duration \"soon\": give a duration such as 90s, 5m or 1h"),
+        (&["run", "--warehouses", "3"], "the database was built with 1 warehouse(s), not 3"),
+    ];
+    for (args, message) in cases {
+        let output = tpcc(&db, args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output).trim(),
+            format!("stampede: error: {message}")
+        );
+    }
 }

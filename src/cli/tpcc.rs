@@ -7,9 +7,11 @@ pub enum TpccAction {
     /// Create the TPROC-C tables, load them by warehouse over --threads connections, build keys
     /// and indexes, then ANALYZE and VACUUM FREEZE
     Build(BuildArgs),
+    /// Run the TPROC-C mix with virtual users: NOPM and TPM as HammerDB computes them
+    Run(Box<RunArgs>),
     /// Check TPC-C's consistency conditions (3.3.2.1-4; --all adds 5-9)
     Check(CheckArgs),
-    /// Drop the TPROC-C tables
+    /// Drop the TPROC-C tables and procedures
     Drop(ConnectionArgs),
 }
 
@@ -62,4 +64,35 @@ pub struct CheckArgs {
     /// Refuse a database built with another warehouse count
     #[arg(long, short = 'w', allow_negative_numbers = true)]
     pub warehouses: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Virtual users: one connection each, home warehouses spread evenly
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub vu: i64,
+    /// Run this long before measuring (its sessions end before the measured run starts)
+    #[arg(long, default_value = "2m")]
+    pub rampup: String,
+    /// The measured time
+    #[arg(long, default_value = "5m")]
+    pub duration: String,
+    /// Transactions per virtual user instead of --duration (HammerDB's total iterations)
+    #[arg(long, allow_negative_numbers = true)]
+    pub iterations: Option<i64>,
+    /// Weights of New-Order, Payment, Order-Status, Delivery, Stock-Level (summing to 100), or
+    /// hammerdb for HammerDB's 10/10/1/1/1 of 23
+    #[arg(long, default_value = "45,43,4,4,4")]
+    pub mix: String,
+    /// Refuse a database built with another warehouse count
+    #[arg(long, short = 'w', allow_negative_numbers = true)]
+    pub warehouses: Option<i64>,
+    /// Seed of the virtual users' random numbers (default: from the clock)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the result as JSON to this file
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::lab_pgbench::{PgbenchLab, DEFAULT_RUN_OVERHEAD};
 use super::lab_sysbench::{MicrobenchLab, SysbenchLab};
+use super::lab_tpcc::TpccLab;
 use super::{CommandResult, Failure};
 use crate::analysis::{median, range};
 use crate::cli::LabAction;
@@ -47,6 +48,7 @@ fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
                 "pgbench" => Ok(Box::new(PgbenchLab)),
                 "sysbench" => SysbenchLab::new(&w.options).map(|l| Box::new(l) as _),
                 "sysbench-microbench" => MicrobenchLab::new(&w.options).map(|l| Box::new(l) as _),
+                "tpcc" => TpccLab::new(&w.options).map(|l| Box::new(l) as _),
                 other => unreachable!("the spec admits only known workloads, not {other}"),
             };
             workload.map_err(Failure::Input)

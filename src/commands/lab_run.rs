@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use super::pgbench_run::summarize;
 use super::Failure;
-use crate::driver::{IntervalReport, ScriptStats};
-use crate::lab::workload::{Measurement, RunObserver};
+use crate::driver::plan::RunPlan;
+use crate::driver::{self, DriverEvent, IntervalReport, ScriptStats};
+use crate::lab::workload::{Measurement, RunObserver, RunRequest};
 use crate::store::{RunMetrics, SeriesRow};
 
 pub fn message(failure: Failure) -> String {
@@ -98,4 +99,36 @@ impl Window {
                 .collect(),
         }
     }
+}
+
+/// The warmup, as a run of its own whose sessions end before the measured one starts, then
+/// the measured run; `plan_for(seconds)` gives the driver's plan for a run that long, to which
+/// the request's threads, CPUs and stop flag are applied.
+pub fn warmup_and_measure(
+    request: &RunRequest<'_>,
+    observer: &mut dyn RunObserver,
+    plan_for: &dyn Fn(u64) -> Result<RunPlan, String>,
+) -> Result<Measurement, String> {
+    let planned = |seconds: u64| -> Result<RunPlan, String> {
+        let mut plan = plan_for(seconds)?;
+        plan.threads = request.threads.clamp(1, request.clients);
+        plan.stop = Some(request.stop.clone());
+        plan.cpu_affinity = request.client_cpus.map(<[usize]>::to_vec);
+        Ok(plan)
+    };
+    let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
+    if warmup_s > 0 {
+        let warmup = driver::run(planned(warmup_s)?, &mut |_| {})?;
+        check_aborted(warmup.aborted_clients, "during the warmup")?;
+    }
+    observer.open_window();
+    let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
+    let mut window = Window::new(duration_s);
+    let result = driver::run(planned(duration_s)?, &mut |event| {
+        if let DriverEvent::Interval(interval) = event {
+            window.add(interval, observer);
+        }
+    })?;
+    check_aborted(result.aborted_clients, "")?;
+    Ok(window.measurement(result.client_cpu.total()))
 }

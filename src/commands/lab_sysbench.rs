@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use super::lab_run::{self, Window};
-use super::sysbench::{oltp_options, test_plan, TestPlan};
+use super::lab_run;
+use super::sysbench::{oltp_options, test_plan};
 use super::Failure;
 use crate::cli::sysbench::SysbenchArgs;
-use crate::driver::{self, DriverEvent, Protocol, RunLimit};
+use crate::driver::{Protocol, RunLimit};
 use crate::lab::workload::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::target::ConnSpec;
 use crate::workload::sysbench::catalog;
@@ -234,9 +234,9 @@ fn measure(
         }
         None => Protocol::Prepared,
     };
-    let plan_for = |seconds: u64| -> Result<TestPlan, String> {
+    lab_run::warmup_and_measure(request, observer, &|seconds| {
         let limit = RunLimit::Duration(Duration::from_secs(seconds));
-        let mut planned = test_plan(
+        let planned = test_plan(
             test,
             options,
             request.conn,
@@ -246,24 +246,6 @@ fn measure(
             lab_run::seed(),
         )
         .map_err(lab_run::message)?;
-        planned.plan.threads = request.threads.clamp(1, request.clients);
-        planned.plan.stop = Some(request.stop.clone());
-        planned.plan.cpu_affinity = request.client_cpus.map(<[usize]>::to_vec);
-        Ok(planned)
-    };
-    let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
-    if warmup_s > 0 {
-        let warmup = driver::run(plan_for(warmup_s)?.plan, &mut |_| {})?;
-        lab_run::check_aborted(warmup.aborted_clients, "during the warmup")?;
-    }
-    observer.open_window();
-    let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
-    let mut window = Window::new(duration_s);
-    let result = driver::run(plan_for(duration_s)?.plan, &mut |event| {
-        if let DriverEvent::Interval(interval) = event {
-            window.add(interval, observer);
-        }
-    })?;
-    lab_run::check_aborted(result.aborted_clients, "")?;
-    Ok(window.measurement(result.client_cpu.total()))
+        Ok(planned.plan)
+    })
 }

@@ -6,6 +6,7 @@ pub mod lab;
 pub mod lab_pgbench;
 pub mod lab_run;
 pub mod lab_sysbench;
+pub mod lab_tpcc;
 pub mod pgbench;
 pub mod pgbench_init;
 pub mod pgbench_run;
@@ -14,6 +15,7 @@ pub mod report;
 pub mod server;
 pub mod sysbench;
 pub mod tpcc;
+pub mod tpcc_run;
 
 use crate::server::managed::{default_home, ManagedServer};
 use crate::server::target::{ConnFlags, ConnSpec};

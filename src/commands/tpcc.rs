@@ -10,17 +10,18 @@ use crate::server::target::{ConnFlags, ConnSpec};
 use crate::workload::pgbench::loader::{connect_quietly, sql_error};
 use crate::workload::tpcc::check::{self, SHOWN};
 use crate::workload::tpcc::load::Loader;
-use crate::workload::tpcc::schema;
+use crate::workload::tpcc::{procedures, schema};
 
 pub fn run(action: &TpccAction) -> CommandResult {
     match action {
         TpccAction::Build(args) => build(args),
+        TpccAction::Run(args) => super::tpcc_run::run(args),
         TpccAction::Check(args) => check(args),
         TpccAction::Drop(args) => drop_tables(args),
     }
 }
 
-fn connection(args: &ConnectionArgs) -> Result<ConnSpec, Failure> {
+pub fn connection(args: &ConnectionArgs) -> Result<ConnSpec, Failure> {
     resolve_target(&ConnFlags {
         host: args.host.clone(),
         port: args.port.clone(),
@@ -29,7 +30,7 @@ fn connection(args: &ConnectionArgs) -> Result<ConnSpec, Failure> {
     })
 }
 
-fn positive(value: i64, name: &str) -> Result<i64, Failure> {
+pub fn positive(value: i64, name: &str) -> Result<i64, Failure> {
     if value < 1 {
         return Err(Failure::Input(format!(
             "--{name} must be at least 1 (not {value})"
@@ -163,19 +164,28 @@ async fn built_warehouses(client: &tokio_postgres::Client) -> Result<i64, Failur
     Ok(i64::from(row.get::<_, i32>(0)))
 }
 
+/// The built warehouse count, refusing a database built with another count than `asked`.
+pub async fn checked_warehouses(
+    client: &tokio_postgres::Client,
+    asked: Option<i64>,
+) -> Result<i64, Failure> {
+    let built = built_warehouses(client).await?;
+    if let Some(asked) = asked {
+        positive(asked, "warehouses")?;
+        if asked != built {
+            return Err(Failure::Input(format!(
+                "the database was built with {built} warehouse(s), not {asked}"
+            )));
+        }
+    }
+    Ok(built)
+}
+
 fn check(args: &CheckArgs) -> CommandResult {
     let conn = connection(&args.connection)?;
     control_runtime().block_on(async {
         let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
-        let built = built_warehouses(&client).await?;
-        if let Some(asked) = args.warehouses {
-            positive(asked, "warehouses")?;
-            if asked != built {
-                return Err(Failure::Input(format!(
-                    "the database was built with {built} warehouse(s), not {asked}"
-                )));
-            }
-        }
+        let built = checked_warehouses(&client, args.warehouses).await?;
         let outcomes = check::check(&client, args.all)
             .await
             .map_err(Failure::Run)?;
@@ -228,6 +238,9 @@ fn drop_tables(args: &ConnectionArgs) -> CommandResult {
                 .map_err(|e| Failure::Run(sql_error(&statement, &e)))?;
             println!("dropped {table}");
         }
-        Ok(())
+        client
+            .batch_execute(procedures::DROP)
+            .await
+            .map_err(|e| Failure::Run(sql_error("dropping the procedures", &e)))
     })
 }

@@ -429,7 +429,7 @@ fn workloads(
 }
 
 /// The `[[workload]]` names a lab knows.
-pub const WORKLOADS: [&str; 3] = ["pgbench", "sysbench", "sysbench-microbench"];
+pub const WORKLOADS: [&str; 4] = ["pgbench", "sysbench", "sysbench-microbench", "tpcc"];
 
 /// A workload's `options = { ... }` as text, each a string, number or boolean.
 fn workload_options(

@@ -1,7 +1,7 @@
 //! `tpcc build`'s loader: the tables of schema.rs filled by TPC-C's rules (clause 4.3.3.1) —
 //! item once, then per warehouse its district, stock, customer, history, orders, new_order and
 //! order_line rows — by binary COPY, warehouses spread over several connections, keys and
-//! indexes built after the data, also in parallel.
+//! indexes built after the data, also in parallel, then the transactions' procedures.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +13,7 @@ use tokio_postgres::{Client, CopyInSink};
 
 use super::copy::BinaryRows;
 use super::random::{last_name, NurandConstants, TpccRandom};
-use super::schema;
+use super::{procedures, schema};
 use crate::server::target::ConnSpec;
 use crate::workload::pgbench::loader::{connect_quietly, sql_error};
 
@@ -75,6 +75,10 @@ impl Loader {
         }
         announce("building keys and indexes".into());
         self.build_indexes(connections).await?;
+        announce("creating the transactions' procedures".into());
+        for statement in procedures::ALL {
+            execute(&client, statement).await?;
+        }
         execute(
             &client,
             &schema::create_marker(self.warehouses, self.partitions),

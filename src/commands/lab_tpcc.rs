@@ -1,0 +1,94 @@
+//! TPROC-C as a lab workload, the way seed 001 ran HammerDB: `scale` is the warehouse count,
+//! `clients` the virtual users, `scripts` the mode (`server`), the lab's warmup the rampup;
+//! every run gets a fresh copy of the built database, as seed 001 restored a base backup for
+//! every virtual-user count. `options = { mix = "hammerdb" }` picks the mix.
+
+use super::lab_run::{self, warmup_and_measure};
+use super::tpcc_run::{plan, Settings};
+use crate::driver::RunLimit;
+use crate::lab::workload::{LabWorkload, Measurement, RunObserver, RunRequest};
+use crate::server::target::ConnSpec;
+use crate::workload::tpcc::load::Loader;
+use crate::workload::tpcc::random::{NurandConstants, TpccRandom};
+use crate::workload::tpcc::scripts::Mix;
+
+/// The modes a `scripts` entry may name.
+const MODES: [&str; 1] = ["server"];
+
+pub struct TpccLab {
+    mix: Mix,
+}
+
+impl TpccLab {
+    pub fn new(options: &[(String, String)]) -> Result<TpccLab, String> {
+        let mut mix = Mix::parse("45,43,4,4,4").expect("the default mix");
+        for (name, value) in options {
+            match name.as_str() {
+                "mix" => {
+                    mix =
+                        Mix::parse(value).map_err(|e| format!("workload \"tpcc\": options: {e}"))?
+                }
+                other => return Err(format!(
+                    "workload \"tpcc\": options: unknown option \"{other}\"; the options are: mix"
+                )),
+            }
+        }
+        Ok(TpccLab { mix })
+    }
+}
+
+impl LabWorkload for TpccLab {
+    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+        let loader = Loader {
+            conn: conn.clone(),
+            warehouses: scale,
+            connections: crate::probe::cpu::cores(),
+            seed: 1,
+            partitions: 1,
+            now_unix_us: (crate::store::unix_now() * 1e6) as i64,
+            rows_loaded: Default::default(),
+        };
+        super::control_runtime().block_on(loader.build(&|_| {}))
+    }
+
+    fn writes(&self, _script: &str) -> bool {
+        true
+    }
+
+    fn family(&self, _script: &str) -> String {
+        "write".into()
+    }
+
+    fn check_variant(&self, script: &str) -> Result<(), String> {
+        if MODES.contains(&script) {
+            return Ok(());
+        }
+        Err(format!(
+            "workload \"tpcc\": unknown mode \"{script}\"; the modes are: {}",
+            MODES.join(", ")
+        ))
+    }
+
+    fn default_variants(&self) -> Vec<String> {
+        vec![MODES[0].into()]
+    }
+
+    fn run(
+        &self,
+        request: &RunRequest<'_>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<Measurement, String> {
+        let seed = lab_run::seed();
+        let constants = NurandConstants::draw(&mut TpccRandom::seeded(seed).prng);
+        warmup_and_measure(request, observer, &|seconds| {
+            let settings = Settings {
+                vu: request.clients,
+                rampup: std::time::Duration::ZERO,
+                limit: RunLimit::Duration(std::time::Duration::from_secs(seconds)),
+                mix: self.mix,
+                seed,
+            };
+            plan(request.conn, request.scale, constants, &settings).map_err(lab_run::message)
+        })
+    }
+}

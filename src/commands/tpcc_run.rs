@@ -1,0 +1,332 @@
+//! `stampede tpcc run`: virtual users run the TPROC-C mix through the driver (server mode: one
+//! CALL per transaction); NOPM and TPM computed as HammerDB does, from the server's counters
+//! around the measured run, beside the driver's own counts and latencies per transaction.
+
+use std::time::{Duration, Instant};
+
+use tokio_postgres::Client;
+
+use super::tpcc::{checked_warehouses, connection, positive};
+use super::{control_runtime, CommandResult, Failure};
+use crate::cli::tpcc::RunArgs;
+use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScript};
+use crate::driver::stats::ScriptStats;
+use crate::driver::{self, DriverEvent, RunResult};
+use crate::script::{parse_script, Value, VarTable};
+use crate::server::target::ConnSpec;
+use crate::workload::pgbench::loader::{connect_quietly, sql_error};
+use crate::workload::tpcc::random::{NurandConstants, TpccRandom};
+use crate::workload::tpcc::scripts::{self, Mix, NAMES};
+
+/// The virtual users' application_name, to wait for their sessions to end.
+const APPLICATION: &str = "stampede-tpcc";
+
+/// The server's counters NOPM and TPM come from.
+#[derive(Debug, Clone, Copy)]
+struct Counters {
+    /// sum(district.d_next_o_id).
+    next_order_ids: i64,
+    /// sum(xact_commit + xact_rollback) over pg_stat_database: every database, as HammerDB.
+    transactions: i64,
+}
+
+/// What a run is asked for.
+pub struct Settings {
+    pub vu: usize,
+    pub rampup: Duration,
+    pub limit: RunLimit,
+    pub mix: Mix,
+    pub seed: u64,
+}
+
+pub fn run(args: &RunArgs) -> CommandResult {
+    let settings = settings(args)?;
+    let mut conn = connection(&args.connection)?;
+    conn.application_name = APPLICATION.into();
+    let runtime = control_runtime();
+    let (client, warehouses) = runtime.block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        let warehouses = checked_warehouses(&client, args.warehouses).await?;
+        Ok::<_, Failure>((client, warehouses))
+    })?;
+    let stop = super::lab::watch_signals();
+    let constants = NurandConstants::draw(&mut TpccRandom::seeded(settings.seed).prng);
+    println!(
+        "TPROC-C, server mode: {} virtual user(s) on {warehouses} warehouse(s), mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, seed {}",
+        settings.vu,
+        settings.mix.text(),
+        settings.rampup.as_secs(),
+        settings.seed
+    );
+    if !settings.rampup.is_zero() {
+        let mut plan = plan(&conn, warehouses, constants, &settings)?;
+        plan.limit = RunLimit::Duration(settings.rampup);
+        plan.stop = Some(stop.clone());
+        let rampup = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
+        check_aborted(&rampup)?;
+    }
+    let before = runtime
+        .block_on(settled_counters(&client))
+        .map_err(Failure::Run)?;
+    let mut plan = plan(&conn, warehouses, constants, &settings)?;
+    plan.stop = Some(stop);
+    let result = driver::run(plan, &mut |event| {
+        if let DriverEvent::Interval(interval) = event {
+            if (interval.index + 1) % 10 == 0 {
+                println!(
+                    "[ {}s ] {:.1} transactions/s",
+                    interval.index + 1,
+                    interval.stats.latency.count as f64
+                );
+            }
+        }
+    })
+    .map_err(Failure::Run)?;
+    let after = runtime
+        .block_on(settled_counters(&client))
+        .map_err(Failure::Run)?;
+    check_aborted(&result)?;
+    let report = TpccReport::new(&result, before, after);
+    print!("{}", report.text());
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.json())
+            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+fn settings(args: &RunArgs) -> Result<Settings, Failure> {
+    let vu = positive(args.vu, "vu")? as usize;
+    let duration = |text: &str, name: &str| {
+        crate::lab::spec::parse_duration(text).ok_or_else(|| {
+            Failure::Input(format!(
+                "--{name} \"{text}\": give a duration such as 90s, 5m or 1h"
+            ))
+        })
+    };
+    let rampup = duration(&args.rampup, "rampup")?;
+    let limit = match args.iterations {
+        Some(n) => RunLimit::TransactionsPerClient(positive(n, "iterations")? as u64),
+        None => {
+            RunLimit::Duration(duration(&args.duration, "duration")?.max(Duration::from_secs(1)))
+        }
+    };
+    Ok(Settings {
+        vu,
+        rampup,
+        limit,
+        mix: Mix::parse(&args.mix).map_err(Failure::Input)?,
+        seed: args.seed.unwrap_or_else(super::lab_run::seed),
+    })
+}
+
+/// The driver's plan: the six scripts with the mix's weights, one client per virtual user.
+pub fn plan(
+    conn: &ConnSpec,
+    warehouses: i64,
+    constants: NurandConstants,
+    settings: &Settings,
+) -> Result<RunPlan, Failure> {
+    let mut variables = VarTable::default();
+    let mut weighted = Vec::new();
+    for (name, text, weight) in scripts::scripts(warehouses, constants, settings.mix) {
+        let script = parse_script(name, name, &text, &mut variables)
+            .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
+        weighted.push(WeightedScript { script, weight });
+    }
+    let client_id = variables.slot("client_id");
+    let default_seed = variables.slot("default_seed");
+    Ok(RunPlan {
+        conn: conn.clone(),
+        clients: settings.vu,
+        threads: settings.vu.min(crate::probe::cpu::cores()),
+        limit: settings.limit,
+        protocol: Protocol::Prepared,
+        scripts: weighted,
+        initial_values: vec![Value::Unset; variables.names().len()],
+        variables,
+        client_id_slot: Some(client_id),
+        default_seed_slot: Some(default_seed),
+        random_seed: settings.seed,
+        connect_per_transaction: false,
+        interval: Duration::from_secs(1),
+        rate: None,
+        latency_limit: None,
+        errors: ErrorPolicy {
+            // Deadlocks and serialization failures are tried again; other errors are counted.
+            max_tries: 10,
+            continue_on_error: true,
+            verbose: false,
+            reconnect: true,
+        },
+        report_per_command: false,
+        log: None,
+        stop: None,
+        closing_script: None,
+        binary_results: false,
+        cpu_affinity: None,
+    })
+}
+
+fn check_aborted(result: &RunResult) -> CommandResult {
+    if result.aborted_clients > 0 {
+        return Err(Failure::Run(format!(
+            "{} virtual user(s) aborted",
+            result.aborted_clients
+        )));
+    }
+    Ok(())
+}
+
+/// The counters once the virtual users' sessions are gone (a backend reports its statistics
+/// as it exits, after it leaves pg_stat_activity, so the transaction count is read until it
+/// stays still).
+async fn settled_counters(client: &Client) -> Result<Counters, String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let sessions: i64 = query_value(
+            client,
+            &format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{APPLICATION}' AND pid <> pg_backend_pid()"),
+        )
+        .await?;
+        if sessions == 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut last = counters(client).await?;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = counters(client).await?;
+        // Each reading commits one transaction of its own.
+        if now.transactions <= last.transactions + 1 {
+            return Ok(now);
+        }
+        last = now;
+    }
+    Ok(last)
+}
+
+async fn counters(client: &Client) -> Result<Counters, String> {
+    Ok(Counters {
+        next_order_ids: query_value(client, "SELECT sum(d_next_o_id)::bigint FROM district")
+            .await?,
+        transactions: query_value(
+            client,
+            "SELECT sum(xact_commit + xact_rollback)::bigint FROM pg_stat_database",
+        )
+        .await?,
+    })
+}
+
+async fn query_value(client: &Client, sql: &str) -> Result<i64, String> {
+    let row = client
+        .query_one(sql, &[])
+        .await
+        .map_err(|e| sql_error(sql, &e))?;
+    Ok(row.get::<_, Option<i64>>(0).unwrap_or(0))
+}
+
+/// One transaction type's line.
+struct TypeLine {
+    name: &'static str,
+    stats: ScriptStats,
+}
+
+struct TpccReport {
+    minutes: f64,
+    nopm: f64,
+    tpm: f64,
+    /// New-Orders the server committed in the window (Δ sum(d_next_o_id)).
+    new_orders_server: i64,
+    lines: Vec<TypeLine>,
+}
+
+impl TpccReport {
+    fn new(result: &RunResult, before: Counters, after: Counters) -> TpccReport {
+        // HammerDB divides by the configured minutes; the measured run's own length is exact.
+        let minutes = result.bench_duration.as_secs_f64().max(1e-9) / 60.0;
+        let new_orders_server = after.next_order_ids - before.next_order_ids;
+        TpccReport {
+            minutes,
+            nopm: new_orders_server as f64 / minutes,
+            tpm: (after.transactions - before.transactions) as f64 / minutes,
+            new_orders_server,
+            lines: NAMES
+                .iter()
+                .zip(&result.per_script)
+                .map(|(name, stats)| TypeLine {
+                    name,
+                    stats: stats.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    fn committed_new_orders(&self) -> u64 {
+        self.lines[0].stats.latency.count
+    }
+
+    fn text(&self) -> String {
+        let mut out = format!(
+            "TEST RESULT : System achieved {:.0} NOPM from {:.0} PostgreSQL TPM\n\
+             NOPM: new orders in district.d_next_o_id per minute; TPM: commits and rollbacks in pg_stat_database per minute, all databases (as HammerDB); over {:.2} min\n",
+            self.nopm, self.tpm, self.minutes
+        );
+        out.push_str(&format!(
+            "{:<20} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}\n",
+            "transaction", "count", "per min", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"
+        ));
+        for line in &self.lines {
+            let latency = &line.stats.latency;
+            let ms = |us: f64| us / 1000.0;
+            out.push_str(&format!(
+                "{:<20} {:>9} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7}\n",
+                line.name,
+                latency.count,
+                latency.count as f64 / self.minutes,
+                ms(latency.percentile_us(50.0)),
+                ms(latency.percentile_us(95.0)),
+                ms(latency.percentile_us(99.0)),
+                ms(latency.max_us),
+                line.stats.failures.total()
+            ));
+        }
+        out.push_str(&format!(
+            "new orders committed: driver {}, server (Δ d_next_o_id) {}; rolled back (unused item): {}\n",
+            self.committed_new_orders(),
+            self.new_orders_server,
+            self.lines[1].stats.latency.count
+        ));
+        out
+    }
+
+    fn json(&self) -> String {
+        let types: serde_json::Map<String, serde_json::Value> = self
+            .lines
+            .iter()
+            .map(|line| {
+                let latency = &line.stats.latency;
+                let ms = |p: f64| latency.percentile_us(p) / 1000.0;
+                (
+                    line.name.to_string(),
+                    serde_json::json!({
+                        "count": latency.count,
+                        "errors": line.stats.failures.total(),
+                        "retries": line.stats.retries,
+                        "latency_ms": {"p50": ms(50.0), "p95": ms(95.0), "p99": ms(99.0), "max": latency.max_us / 1000.0},
+                    }),
+                )
+            })
+            .collect();
+        serde_json::to_string_pretty(&serde_json::json!({
+            "nopm": self.nopm,
+            "tpm": self.tpm,
+            "minutes": self.minutes,
+            "new_orders_committed_driver": self.committed_new_orders(),
+            "new_orders_committed_server": self.new_orders_server,
+            "transactions": types,
+        }))
+        .expect("serializable")
+    }
+}

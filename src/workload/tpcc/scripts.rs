@@ -1,0 +1,155 @@
+//! The TPROC-C transactions as driver scripts, server mode: each picks HammerDB's inputs (home
+//! warehouse per virtual user, uniform district, customer by NURand id or by NURand last name,
+//! remote payments 15%) and CALLs the procedure. New-Order's 1% rollback is its own script, so
+//! that the driver counts rolled-back New-Orders apart.
+
+use super::random::NurandConstants;
+
+/// Relative weights of the five transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mix {
+    pub new_order: u32,
+    pub payment: u32,
+    pub order_status: u32,
+    pub delivery: u32,
+    pub stock_level: u32,
+}
+
+impl Mix {
+    /// `45,43,4,4,4` (New-Order, Payment, Order-Status, Delivery, Stock-Level; summing to 100)
+    /// or `hammerdb`: HammerDB's draw of 1..23 (10 New-Order, 10 Payment, 1 of each other).
+    pub fn parse(text: &str) -> Result<Mix, String> {
+        if text == "hammerdb" {
+            return Ok(Mix {
+                new_order: 10,
+                payment: 10,
+                order_status: 1,
+                delivery: 1,
+                stock_level: 1,
+            });
+        }
+        let parts: Vec<u32> = text
+            .split(',')
+            .map(|p| p.trim().parse::<u32>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| mix_error(text))?;
+        let [new_order, payment, order_status, delivery, stock_level] = parts[..] else {
+            return Err(mix_error(text));
+        };
+        if parts.iter().sum::<u32>() != 100 {
+            return Err(mix_error(text));
+        }
+        Ok(Mix {
+            new_order,
+            payment,
+            order_status,
+            delivery,
+            stock_level,
+        })
+    }
+
+    pub fn text(&self) -> String {
+        format!(
+            "{}/{}/{}/{}/{}",
+            self.new_order, self.payment, self.order_status, self.delivery, self.stock_level
+        )
+    }
+}
+
+fn mix_error(text: &str) -> String {
+    format!(
+        "--mix \"{text}\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb"
+    )
+}
+
+/// The scripts' names, in the order `scripts` returns them.
+pub const NAMES: [&str; 6] = [
+    "new-order",
+    "new-order-rollback",
+    "payment",
+    "order-status",
+    "delivery",
+    "stock-level",
+];
+
+/// (name, script, weight) for `warehouses` and the run's NURand constants. Weights are the
+/// mix's times 100, New-Order's split 99 : 1 between committing and rolling back.
+pub fn scripts(
+    warehouses: i64,
+    constants: NurandConstants,
+    mix: Mix,
+) -> Vec<(&'static str, String, u32)> {
+    let home = format!("\\set w_id :client_id % {warehouses} + 1\n");
+    let customer = format!(
+        "\\set by_name case when random(1, 100) <= 60 then 1 else 0 end\n\
+         \\set c_id ((random(0, 1023) | random(1, 3000)) + {}) % 3000 + 1\n\
+         \\set name ((random(0, 255) | random(0, 999)) + {}) % 1000\n",
+        constants.c_id, constants.c_last
+    );
+    let new_order = |rollback: u8| {
+        format!(
+            "{home}\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n\
+             CALL neword(:w_id, {warehouses}, :d_id, :c_id, :ol_cnt, {rollback}, NULL);\n"
+        )
+    };
+    let remote_warehouse = if warehouses > 1 {
+        format!("1 + (:w_id + random(0, {})) % {warehouses}", warehouses - 2)
+    } else {
+        ":w_id".to_string()
+    };
+    let payment = format!(
+        "{home}\\set d_id random(1, 10)\n\
+         \\if random(1, 100) <= 85\n\\set c_w_id :w_id\n\\set c_d_id :d_id\n\
+         \\else\n\\set c_w_id {remote_warehouse}\n\\set c_d_id random(1, 10)\n\\endif\n\
+         {customer}\\set cents random(100, 500000)\n\
+         CALL payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, tpcc_last_name(:name), :cents::numeric / 100, NULL);\n"
+    );
+    let order_status = format!(
+        "{home}\\set d_id random(1, 10)\n{customer}\
+         CALL ostat(:w_id, :d_id, :c_id, :by_name, tpcc_last_name(:name), NULL);\n"
+    );
+    let delivery =
+        format!("{home}\\set carrier random(1, 10)\nCALL delivery(:w_id, :carrier, NULL);\n");
+    let stock_level = format!(
+        "{home}\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n\
+         CALL slev(:w_id, :d_id, :threshold, NULL);\n"
+    );
+    vec![
+        (NAMES[0], new_order(0), mix.new_order * 99),
+        (NAMES[1], new_order(1), mix.new_order),
+        (NAMES[2], payment, mix.payment * 100),
+        (NAMES[3], order_status, mix.order_status * 100),
+        (NAMES[4], delivery, mix.delivery * 100),
+        (NAMES[5], stock_level, mix.stock_level * 100),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::{parse_script, VarTable};
+
+    #[test]
+    fn mixes_parse_and_scripts_parse() {
+        assert_eq!(Mix::parse("hammerdb").unwrap().text(), "10/10/1/1/1");
+        assert_eq!(Mix::parse("45,43,4,4,4").unwrap().payment, 43);
+        assert!(Mix::parse("45,43,4,4").is_err());
+        assert!(Mix::parse("50,43,4,4,4").is_err());
+        let constants = NurandConstants {
+            c_last: 1,
+            c_id: 2,
+            ol_i_id: 3,
+        };
+        let scripts = scripts(3, constants, Mix::parse("45,43,4,4,4").unwrap());
+        let weights: Vec<u32> = scripts.iter().map(|s| s.2).collect();
+        assert_eq!(weights, [4455, 45, 4300, 400, 400, 400]);
+        let mut variables = VarTable::default();
+        for (name, text, _) in &scripts {
+            parse_script(name, name, text, &mut variables)
+                .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        }
+        assert!(scripts[2]
+            .1
+            .contains("\\set c_w_id 1 + (:w_id + random(0, 1)) % 3\n"));
+    }
+}
