@@ -401,17 +401,7 @@ fn bad_input_is_refused_before_anything_runs() {
         ),
     ];
     for (args, message) in cases {
-        let output = sysbench(&db, args);
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "{args:?}: {}",
-            stderr(&output)
-        );
-        assert_eq!(
-            stderr(&output).trim(),
-            format!("stampede: error: {message}")
-        );
+        common::assert_refused(&sysbench(&db, args), message, &format!("{args:?}"));
     }
     assert_eq!(
         s.psql(

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{server, stampede, stderr, stdout};
+use common::{assert_refused, server, stampede, stderr, stdout};
+
+const NOT_BUILT: &str =
+    "no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first";
 
 fn tpcc(db: &str, args: &[&str]) -> std::process::Output {
     let s = server();
@@ -172,17 +175,7 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
         ),
     ];
     for (args, message) in cases {
-        let output = tpcc(&db, args);
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "{args:?}: {}",
-            stderr(&output)
-        );
-        assert_eq!(
-            stderr(&output).trim(),
-            format!("stampede: error: {message}")
-        );
+        assert_refused(&tpcc(&db, args), message, &format!("{args:?}"));
     }
     let output = tpcc(&db, &["drop"]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -195,16 +188,11 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
         "0"
     );
     let output = tpcc(&db, &["check"]);
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        stderr(&output).trim(),
-        "stampede: error: no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first"
-    );
-    let output = tpcc(&db, &["build", "--threads", "0"]);
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        stderr(&output).trim(),
-        "stampede: error: --threads must be at least 1 (not 0)"
+    assert_refused(&output, NOT_BUILT, "before build");
+    assert_refused(
+        &tpcc(&db, &["build", "--threads", "0"]),
+        "--threads must be at least 1 (not 0)",
+        "threads",
     );
     assert_eq!(
         s.psql(&db, "SELECT count(*) FROM pg_class WHERE relname = 'item'"),
@@ -245,11 +233,7 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         &db,
         &["run", "--vu", "2", "--rampup", "0s", "--iterations", "10"],
     );
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        stderr(&output).trim(),
-        "stampede: error: no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first"
-    );
+    assert_refused(&output, NOT_BUILT, "before build");
     let build = tpcc(&db, &["build", "--warehouses", "1", "--seed", "5"]);
     assert!(build.status.success(), "{}", stderr(&build));
     let json = std::env::temp_dir().join(format!("stampede-tpcc-{}.json", std::process::id()));
@@ -328,16 +312,6 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         (&["run", "--warehouses", "3"], "the database was built with 1 warehouse(s), not 3"),
     ];
     for (args, message) in cases {
-        let output = tpcc(&db, args);
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "{args:?}: {}",
-            stderr(&output)
-        );
-        assert_eq!(
-            stderr(&output).trim(),
-            format!("stampede: error: {message}")
-        );
+        assert_refused(&tpcc(&db, args), message, &format!("{args:?}"));
     }
 }

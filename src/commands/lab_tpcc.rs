@@ -23,15 +23,12 @@ impl TpccLab {
     pub fn new(options: &[(String, String)]) -> Result<TpccLab, String> {
         let mut mix = Mix::parse("45,43,4,4,4").expect("the default mix");
         for (name, value) in options {
-            match name.as_str() {
-                "mix" => {
-                    mix =
-                        Mix::parse(value).map_err(|e| format!("workload \"tpcc\": options: {e}"))?
-                }
-                other => return Err(format!(
-                    "workload \"tpcc\": options: unknown option \"{other}\"; the options are: mix"
-                )),
+            if name != "mix" {
+                return Err(format!(
+                    "workload \"tpcc\": options: unknown option \"{name}\"; the options are: mix"
+                ));
             }
+            mix = Mix::parse(value).map_err(|e| format!("workload \"tpcc\": options: {e}"))?;
         }
         Ok(TpccLab { mix })
     }

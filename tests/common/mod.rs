@@ -178,6 +178,21 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// A refusal of bad input: exit 1 and exactly `message` as stampede's one error line.
+pub fn assert_refused(output: &Output, message: &str, context: &str) {
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{context}: {}",
+        stderr(output)
+    );
+    assert_eq!(
+        stderr(output).trim(),
+        format!("stampede: error: {message}"),
+        "{context}"
+    );
+}
+
 /// The value after `prefix` on the line that starts with it, e.g. `tps = ` → "123.4".
 pub fn line_value(text: &str, prefix: &str) -> Option<String> {
     text.lines()
