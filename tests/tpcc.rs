@@ -158,6 +158,32 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
         stderr(&output).trim(),
         "stampede: error: consistency check failed: 3.3.2.1"
     );
+    s.psql(&db, "UPDATE warehouse SET w_ytd = w_ytd - 1 WHERE w_id = 2");
+
+    // One virtual user over all warehouses works on both.
+    let output = tpcc(
+        &db,
+        &[
+            "run",
+            "--vu",
+            "1",
+            "--all-warehouses",
+            "--rampup",
+            "0s",
+            "--iterations",
+            "200",
+            "--seed",
+            "3",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("1 virtual user(s) on 2 warehouse(s) (all warehouses)"));
+    assert_eq!(
+        rule("SELECT count(DISTINCT d_w_id) FROM district WHERE d_next_o_id > 3001"),
+        "2"
+    );
+    let output = tpcc(&db, &["check", "--all"]);
+    assert!(output.status.success(), "{}", stdout(&output));
 
     // Bad input: exit 1, nothing written.
     let cases: [(&[&str], &str); 3] = [

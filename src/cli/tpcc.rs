@@ -79,6 +79,10 @@ pub struct RunArgs {
     /// The measured time
     #[arg(long, default_value = "5m")]
     pub duration: String,
+    /// Each transaction picks a warehouse from the virtual user's share of all warehouses
+    /// instead of its home warehouse (HammerDB's all warehouses: more I/O)
+    #[arg(long)]
+    pub all_warehouses: bool,
     /// Transactions per virtual user instead of --duration (HammerDB's total iterations)
     #[arg(long, allow_negative_numbers = true)]
     pub iterations: Option<i64>,

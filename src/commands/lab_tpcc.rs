@@ -10,7 +10,7 @@ use crate::lab::workload::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::target::ConnSpec;
 use crate::workload::tpcc::load::Loader;
 use crate::workload::tpcc::random::{NurandConstants, TpccRandom};
-use crate::workload::tpcc::scripts::Mix;
+use crate::workload::tpcc::scripts::{Mix, WarehouseChoice};
 
 /// The modes a `scripts` entry may name.
 const MODES: [&str; 1] = ["server"];
@@ -80,6 +80,7 @@ impl LabWorkload for TpccLab {
         warmup_and_measure(request, observer, &|seconds| {
             let settings = Settings {
                 vu: request.clients,
+                warehouse_choice: WarehouseChoice::Home,
                 rampup: std::time::Duration::ZERO,
                 limit: RunLimit::Duration(std::time::Duration::from_secs(seconds)),
                 mix: self.mix,

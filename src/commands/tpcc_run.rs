@@ -16,7 +16,7 @@ use crate::script::{parse_script, Value, VarTable};
 use crate::server::target::ConnSpec;
 use crate::workload::pgbench::loader::{connect_quietly, sql_error};
 use crate::workload::tpcc::random::{NurandConstants, TpccRandom};
-use crate::workload::tpcc::scripts::{self, Mix, NAMES};
+use crate::workload::tpcc::scripts::{self, Mix, WarehouseChoice, NAMES};
 
 /// The virtual users' application_name, to wait for their sessions to end.
 const APPLICATION: &str = "stampede-tpcc";
@@ -33,6 +33,7 @@ struct Counters {
 /// What a run is asked for.
 pub struct Settings {
     pub vu: usize,
+    pub warehouse_choice: WarehouseChoice,
     pub rampup: Duration,
     pub limit: RunLimit,
     pub mix: Mix,
@@ -52,8 +53,12 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let stop = super::lab::watch_signals();
     let constants = NurandConstants::draw(&mut TpccRandom::seeded(settings.seed).prng);
     println!(
-        "TPROC-C, server mode: {} virtual user(s) on {warehouses} warehouse(s), mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, seed {}",
+        "TPROC-C, server mode: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, seed {}",
         settings.vu,
+        match settings.warehouse_choice {
+            WarehouseChoice::Home => " (home warehouses)",
+            WarehouseChoice::All { .. } => " (all warehouses)",
+        },
         settings.mix.text(),
         settings.rampup.as_secs(),
         settings.seed
@@ -113,6 +118,13 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     Ok(Settings {
         vu,
+        warehouse_choice: if args.all_warehouses {
+            WarehouseChoice::All {
+                virtual_users: vu as i64,
+            }
+        } else {
+            WarehouseChoice::Home
+        },
         rampup,
         limit,
         mix: Mix::parse(&args.mix).map_err(Failure::Input)?,
@@ -129,7 +141,12 @@ pub fn plan(
 ) -> Result<RunPlan, Failure> {
     let mut variables = VarTable::default();
     let mut weighted = Vec::new();
-    for (name, text, weight) in scripts::scripts(warehouses, constants, settings.mix) {
+    for (name, text, weight) in scripts::scripts(
+        warehouses,
+        settings.warehouse_choice,
+        constants,
+        settings.mix,
+    ) {
         let script = parse_script(name, name, &text, &mut variables)
             .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
         weighted.push(WeightedScript { script, weight });

@@ -72,14 +72,41 @@ pub const NAMES: [&str; 6] = [
     "stock-level",
 ];
 
+/// Which warehouse a virtual user's transaction works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarehouseChoice {
+    /// Its home warehouse, `client % W + 1`: the virtual users spread evenly.
+    Home,
+    /// HammerDB's all-warehouses: the warehouses are dealt out among the first min(V, W)
+    /// virtual users' lists (virtual user c gets c+1, c+1+m, …), and each transaction picks one
+    /// of its list at random, so that every warehouse is used.
+    All { virtual_users: i64 },
+}
+
+impl WarehouseChoice {
+    fn script_line(self, warehouses: i64) -> String {
+        match self {
+            WarehouseChoice::Home => format!("\\set w_id :client_id % {warehouses} + 1\n"),
+            WarehouseChoice::All { virtual_users } => {
+                let lists = virtual_users.min(warehouses);
+                format!(
+                    "\\set w_list :client_id % {lists}\n\
+                     \\set w_id :w_list + 1 + {lists} * random(0, ({warehouses} - 1 - :w_list) / {lists})\n"
+                )
+            }
+        }
+    }
+}
+
 /// (name, script, weight) for `warehouses` and the run's NURand constants. Weights are the
 /// mix's times 100, New-Order's split 99 : 1 between committing and rolling back.
 pub fn scripts(
     warehouses: i64,
+    choice: WarehouseChoice,
     constants: NurandConstants,
     mix: Mix,
 ) -> Vec<(&'static str, String, u32)> {
-    let home = format!("\\set w_id :client_id % {warehouses} + 1\n");
+    let home = choice.script_line(warehouses);
     let customer = format!(
         "\\set by_name case when random(1, 100) <= 60 then 1 else 0 end\n\
          \\set c_id ((random(0, 1023) | random(1, 3000)) + {}) % 3000 + 1\n\
@@ -140,7 +167,12 @@ mod tests {
             c_id: 2,
             ol_i_id: 3,
         };
-        let scripts = scripts(3, constants, Mix::parse("45,43,4,4,4").unwrap());
+        let scripts = scripts(
+            3,
+            WarehouseChoice::Home,
+            constants,
+            Mix::parse("45,43,4,4,4").unwrap(),
+        );
         let weights: Vec<u32> = scripts.iter().map(|s| s.2).collect();
         assert_eq!(weights, [4455, 45, 4300, 400, 400, 400]);
         let mut variables = VarTable::default();
@@ -151,5 +183,18 @@ mod tests {
         assert!(scripts[2]
             .1
             .contains("\\set c_w_id 1 + (:w_id + random(0, 1)) % 3\n"));
+    }
+
+    #[test]
+    fn all_warehouses_deals_every_warehouse_to_one_list() {
+        // 7 warehouses over 3 virtual users: lists {1, 4, 7}, {2, 5}, {3, 6}.
+        let line = WarehouseChoice::All { virtual_users: 3 }.script_line(7);
+        assert_eq!(
+            line,
+            "\\set w_list :client_id % 3\n\\set w_id :w_list + 1 + 3 * random(0, (7 - 1 - :w_list) / 3)\n"
+        );
+        for (list, highest) in [(0, 7), (1, 5), (2, 6)] {
+            assert_eq!(list + 1 + 3 * ((7 - 1 - list) / 3), highest);
+        }
     }
 }
