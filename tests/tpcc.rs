@@ -297,6 +297,16 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
     .map(|n| count(n))
     .sum();
     assert_eq!(all, 1000, "500 iterations of 2 virtual users");
+    let per_second: i64 = report["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["transactions"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        per_second, all,
+        "the per-second series covers every transaction"
+    );
     let committed = count("new-order");
     assert_eq!(
         report["new_orders_committed_server"].as_i64().unwrap(),

@@ -257,6 +257,8 @@ struct TpccReport {
     /// New-Orders the server committed in the window (Δ sum(d_next_o_id)).
     new_orders_server: i64,
     lines: Vec<TypeLine>,
+    /// Per second of the measured run: transactions completed (all types) and errors.
+    series: Vec<(u64, u64, u64)>,
 }
 
 impl TpccReport {
@@ -276,6 +278,11 @@ impl TpccReport {
                     name,
                     stats: stats.clone(),
                 })
+                .collect(),
+            series: result
+                .intervals
+                .iter()
+                .map(|i| (i.index + 1, i.stats.latency.count, i.stats.failures.total()))
                 .collect(),
         }
     }
@@ -343,6 +350,9 @@ impl TpccReport {
             "new_orders_committed_driver": self.committed_new_orders(),
             "new_orders_committed_server": self.new_orders_server,
             "transactions": types,
+            "series": self.series.iter().map(|(second, transactions, errors)| {
+                serde_json::json!({"second": second, "transactions": transactions, "errors": errors})
+            }).collect::<Vec<_>>(),
         }))
         .expect("serializable")
     }
