@@ -225,51 +225,31 @@ pub fn test_plan(
             weight: 0,
         });
     }
-    let client_id = variables.slot("client_id");
-    let default_seed = variables.slot("default_seed");
     // Every slot first, so that the values cover them all.
     let initial: Vec<(usize, i64)> = test
         .initial
         .iter()
         .map(|(variable, value)| (variables.slot(variable), *value))
         .collect();
-    let mut initial_values = vec![Value::Unset; variables.names().len()];
+    let protocol = if test.plain_queries {
+        Protocol::Simple
+    } else {
+        protocol
+    };
+    let clients = threads as usize;
+    let mut plan = RunPlan::for_workload(conn, clients, limit, protocol, scripts, variables, seed);
     for (slot, value) in initial {
-        initial_values[slot] = Value::Int(value);
+        plan.initial_values[slot] = Value::Int(value);
     }
-    let plan = RunPlan {
-        conn: conn.clone(),
-        clients: threads as usize,
-        threads: (threads as usize).min(crate::probe::cpu::cores()),
-        limit,
-        protocol: if test.plain_queries {
-            Protocol::Simple
-        } else {
-            protocol
-        },
-        closing_script: test.closing.as_ref().map(|_| 1),
-        binary_results: true,
-        scripts,
-        variables,
-        initial_values,
-        client_id_slot: Some(client_id),
-        default_seed_slot: Some(default_seed),
-        random_seed: seed,
-        connect_per_transaction: false,
-        interval: Duration::from_secs(1),
-        rate: None,
-        latency_limit: None,
-        errors: ErrorPolicy {
-            max_tries: 1,
-            continue_on_error: true,
-            verbose: false,
-            // sysbench has no reconnect on PostgreSQL; a serious run survives a restart.
-            reconnect: true,
-        },
-        report_per_command: false,
-        log: None,
-        stop: None,
-        cpu_affinity: None,
+    plan.threads = clients.min(crate::probe::cpu::cores());
+    plan.closing_script = test.closing.as_ref().map(|_| 1);
+    plan.binary_results = true;
+    plan.errors = ErrorPolicy {
+        max_tries: 1,
+        continue_on_error: true,
+        verbose: false,
+        // sysbench has no reconnect on PostgreSQL; a serious run survives a restart.
+        reconnect: true,
     };
     Ok(TestPlan { test, plan })
 }

@@ -12,7 +12,7 @@ use crate::cli::tpcc::RunArgs;
 use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::ScriptStats;
 use crate::driver::{self, DriverEvent, RunResult};
-use crate::script::{parse_script, Value, VarTable};
+use crate::script::{parse_script, VarTable};
 use crate::server::target::ConnSpec;
 use crate::workload::pgbench::loader::{connect_quietly, sql_error};
 use crate::workload::tpcc::random::{NurandConstants, TpccRandom};
@@ -151,38 +151,24 @@ pub fn plan(
             .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
         weighted.push(WeightedScript { script, weight });
     }
-    let client_id = variables.slot("client_id");
-    let default_seed = variables.slot("default_seed");
-    Ok(RunPlan {
-        conn: conn.clone(),
-        clients: settings.vu,
-        threads: settings.vu.min(crate::probe::cpu::cores()),
-        limit: settings.limit,
-        protocol: Protocol::Prepared,
-        scripts: weighted,
-        initial_values: vec![Value::Unset; variables.names().len()],
+    let mut plan = RunPlan::for_workload(
+        conn,
+        settings.vu,
+        settings.limit,
+        Protocol::Prepared,
+        weighted,
         variables,
-        client_id_slot: Some(client_id),
-        default_seed_slot: Some(default_seed),
-        random_seed: settings.seed,
-        connect_per_transaction: false,
-        interval: Duration::from_secs(1),
-        rate: None,
-        latency_limit: None,
-        errors: ErrorPolicy {
-            // Deadlocks and serialization failures are tried again; other errors are counted.
-            max_tries: 10,
-            continue_on_error: true,
-            verbose: false,
-            reconnect: true,
-        },
-        report_per_command: false,
-        log: None,
-        stop: None,
-        closing_script: None,
-        binary_results: false,
-        cpu_affinity: None,
-    })
+        settings.seed,
+    );
+    plan.threads = settings.vu.min(crate::probe::cpu::cores());
+    plan.errors = ErrorPolicy {
+        // Deadlocks and serialization failures are tried again; other errors are counted.
+        max_tries: 10,
+        continue_on_error: true,
+        verbose: false,
+        reconnect: true,
+    };
+    Ok(plan)
 }
 
 fn check_aborted(result: &RunResult) -> CommandResult {

@@ -138,6 +138,47 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
+    /// A plan for a workload's own scripts (sysbench's, TPROC-C's): one thread per client,
+    /// every variable unset at the start, `:client_id` and `:default_seed` filled in by the
+    /// driver, and pgbench's defaults for the rest (no rate or latency limit, no log,
+    /// one-second intervals, text results, errors abort the client).
+    pub fn for_workload(
+        conn: &ConnSpec,
+        clients: usize,
+        limit: RunLimit,
+        protocol: Protocol,
+        scripts: Vec<WeightedScript>,
+        mut variables: VarTable,
+        random_seed: u64,
+    ) -> RunPlan {
+        let client_id = variables.slot("client_id");
+        let default_seed = variables.slot("default_seed");
+        RunPlan {
+            conn: conn.clone(),
+            clients,
+            threads: clients,
+            limit,
+            protocol,
+            scripts,
+            initial_values: vec![Value::Unset; variables.names().len()],
+            variables,
+            client_id_slot: Some(client_id),
+            default_seed_slot: Some(default_seed),
+            random_seed,
+            connect_per_transaction: false,
+            interval: Duration::from_secs(1),
+            rate: None,
+            latency_limit: None,
+            errors: ErrorPolicy::default(),
+            report_per_command: false,
+            log: None,
+            stop: None,
+            binary_results: false,
+            closing_script: None,
+            cpu_affinity: None,
+        }
+    }
+
     pub fn total_weight(&self) -> u64 {
         self.scripts.iter().map(|s| u64::from(s.weight)).sum()
     }
@@ -158,39 +199,26 @@ mod tests {
     #[test]
     fn clients_spread_evenly_and_threads_are_capped() {
         let spread = |clients, threads| {
-            let plan = RunPlan {
-                conn: crate::server::target::ConnSpec {
-                    host: "/tmp".into(),
-                    port: 1,
-                    user: "u".into(),
-                    dbname: "d".into(),
-                    password: None,
-                    application_name: "t".into(),
-                    connect_timeout: None,
-                    options: None,
-                },
-                clients,
-                threads,
-                limit: RunLimit::TransactionsPerClient(1),
-                protocol: Protocol::Simple,
-                scripts: vec![],
-                variables: VarTable::default(),
-                initial_values: vec![],
-                client_id_slot: None,
-                default_seed_slot: None,
-                random_seed: 0,
-                connect_per_transaction: false,
-                interval: Duration::from_secs(1),
-                rate: None,
-                latency_limit: None,
-                errors: ErrorPolicy::default(),
-                report_per_command: false,
-                log: None,
-                stop: None,
-                closing_script: None,
-                binary_results: false,
-                cpu_affinity: None,
+            let conn = crate::server::target::ConnSpec {
+                host: "/tmp".into(),
+                port: 1,
+                user: "u".into(),
+                dbname: "d".into(),
+                password: None,
+                application_name: "t".into(),
+                connect_timeout: None,
+                options: None,
             };
+            let mut plan = RunPlan::for_workload(
+                &conn,
+                clients,
+                RunLimit::TransactionsPerClient(1),
+                Protocol::Simple,
+                vec![],
+                VarTable::default(),
+                0,
+            );
+            plan.threads = threads;
             plan.clients_per_thread()
         };
         assert_eq!(spread(4, 3), vec![2, 1, 1]);
