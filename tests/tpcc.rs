@@ -248,55 +248,34 @@ fn order_line_is_hash_partitioned_from_200_warehouses_only() {
     assert!(output.status.success(), "{}", stdout(&output));
 }
 
-/// A run in server mode: NOPM's source (district.d_next_o_id) agrees with the New-Orders the
-/// driver counted and with the orders table; the 1% rollback happens and leaves no order; the
-/// database stays consistent; bad input is refused.
-#[test]
-fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
+const TRANSACTIONS: [&str; 6] = [
+    "new-order",
+    "new-order-rollback",
+    "payment",
+    "order-status",
+    "delivery",
+    "stock-level",
+];
+
+/// Runs `args` on `db` with `--json`, checks that the driver's counts agree with the server's
+/// (NOPM from district.d_next_o_id, the orders table, TPM), and returns the JSON report.
+fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value {
     let s = server();
-    let db = s.create_database("tpcc_run");
-    let output = tpcc(
-        &db,
-        &["run", "--vu", "2", "--rampup", "0s", "--iterations", "10"],
-    );
-    assert_refused(&output, NOT_BUILT, "before build");
-    let build = tpcc(&db, &["build", "--warehouses", "1", "--seed", "5"]);
-    assert!(build.status.success(), "{}", stderr(&build));
-    let json = std::env::temp_dir().join(format!("stampede-tpcc-{}.json", std::process::id()));
-    let output = tpcc(
-        &db,
-        &[
-            "run",
-            "--vu",
-            "2",
-            "--rampup",
-            "0s",
-            "--iterations",
-            "500",
-            "--seed",
-            "7",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
+    let json = std::env::temp_dir().join(format!("stampede-tpcc-{db}.json"));
+    let mut all: Vec<&str> = vec!["run", "--rampup", "0s"];
+    all.extend(args);
+    all.extend(["--json", json.to_str().unwrap()]);
+    let orders_before: i64 = s.psql(db, "SELECT count(*) FROM orders").parse().unwrap();
+    let output = tpcc(db, &all);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("TEST RESULT : System achieved "), "{text}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(json);
     let count = |name: &str| report["transactions"][name]["count"].as_i64().unwrap();
-    let all: i64 = [
-        "new-order",
-        "new-order-rollback",
-        "payment",
-        "order-status",
-        "delivery",
-        "stock-level",
-    ]
-    .iter()
-    .map(|n| count(n))
-    .sum();
-    assert_eq!(all, 1000, "500 iterations of 2 virtual users");
+    let all: i64 = TRANSACTIONS.iter().map(|n| count(n)).sum();
+    assert_eq!(all, transactions, "{report}");
     let per_second: i64 = report["series"]
         .as_array()
         .unwrap()
@@ -316,13 +295,12 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         report["new_orders_committed_driver"].as_i64().unwrap(),
         committed
     );
-    let orders: i64 = s.psql(&db, "SELECT count(*) FROM orders").parse().unwrap();
+    let orders: i64 = s.psql(db, "SELECT count(*) FROM orders").parse().unwrap();
     assert_eq!(
         orders,
-        30_000 + committed,
+        orders_before + committed,
         "rolled-back New-Orders leave no order"
     );
-    assert!(count("new-order-rollback") >= 1, "{report}");
     let minutes = report["minutes"].as_f64().unwrap();
     let nopm = report["nopm"].as_f64().unwrap();
     assert!((nopm * minutes - committed as f64).abs() < 1e-6);
@@ -334,9 +312,97 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
     for name in ["payment", "delivery", "stock-level"] {
         assert_eq!(report["transactions"][name]["errors"], 0, "{report}");
     }
-    let check = tpcc(&db, &["check", "--all"]);
+    let check = tpcc(db, &["check", "--all"]);
     assert!(check.status.success(), "{}", stdout(&check));
-    let _ = std::fs::remove_file(json);
+    report
+}
+
+/// A run in each mode: NOPM's source (district.d_next_o_id) agrees with the New-Orders the
+/// driver counted and with the orders table; the 1% rollback happens and leaves no order; the
+/// database stays consistent; client mode sends the statements itself; bad input is refused.
+#[test]
+fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
+    let s = server();
+    let db = s.create_database("tpcc_run");
+    let output = tpcc(
+        &db,
+        &["run", "--vu", "2", "--rampup", "0s", "--iterations", "10"],
+    );
+    assert_refused(&output, NOT_BUILT, "before build");
+    let build = tpcc(&db, &["build", "--warehouses", "1", "--seed", "5"]);
+    assert!(build.status.success(), "{}", stderr(&build));
+    let server_mode = run_checked(
+        &db,
+        &["--vu", "2", "--iterations", "500", "--seed", "7"],
+        1000,
+    );
+    assert_eq!(server_mode["mode"], "server");
+    assert!(
+        server_mode["transactions"]["new-order-rollback"]["count"]
+            .as_i64()
+            .unwrap()
+            >= 1,
+        "{server_mode}"
+    );
+
+    s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    // Only this database's statements: other tests run beside this one.
+    s.psql(
+        &db,
+        "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)",
+    );
+    let lines_before: i64 = s
+        .psql(&db, "SELECT count(*) FROM order_line")
+        .parse()
+        .unwrap();
+    let args = [
+        "--mode",
+        "client",
+        "--vu",
+        "2",
+        "--iterations",
+        "300",
+        "--seed",
+        "8",
+    ];
+    let client_mode = run_checked(&db, &args, 600);
+    assert_eq!(client_mode["mode"], "client");
+    let new_order = &client_mode["transactions"]["new-order"];
+    let rollback = &client_mode["transactions"]["new-order-rollback"];
+    let rolled_back = rollback["count"].as_i64().unwrap();
+    assert!(rolled_back >= 1, "{client_mode}");
+    // The client's own statements reached the server, and no procedure was called.
+    let calls = |pattern: &str| -> i64 {
+        s.psql(
+            &db,
+            &format!(
+                "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s \
+                 JOIN pg_database d ON d.oid = s.dbid \
+                 WHERE d.datname = current_database() AND query LIKE '{pattern}'"
+            ),
+        )
+        .parse()
+        .unwrap()
+    };
+    assert_eq!(calls("CALL %"), 0);
+    assert_eq!(calls("%unused_found%"), rolled_back);
+    // Every New-Order inserted its new_order row once, the rolled-back ones too (a deadlock's
+    // retry inserts again).
+    let tries = new_order["count"].as_i64().unwrap()
+        + new_order["retries"].as_i64().unwrap()
+        + rolled_back
+        + rollback["retries"].as_i64().unwrap();
+    let inserted = calls("INSERT INTO new_order%");
+    assert!(
+        inserted >= new_order["count"].as_i64().unwrap() + rolled_back && inserted <= tries,
+        "{inserted} new_order inserts: {client_mode}"
+    );
+    let lines: i64 = s
+        .psql(&db, "SELECT count(*) FROM order_line")
+        .parse()
+        .unwrap();
+    assert!(calls("INSERT INTO order_line%") >= lines - lines_before);
+    assert!(calls("UPDATE stock%") >= lines - lines_before);
 
     let cases: [(&[&str], &str); 4] = [
         (&["run", "--vu", "0"], "--vu must be at least 1 (not 0)"),
@@ -350,4 +416,101 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
     for (args, message) in cases {
         assert_refused(&tpcc(&db, args), message, &format!("{args:?}"));
     }
+}
+
+/// With keying and thinking, 50 virtual users hold the New-Order rate the pauses imply: the
+/// server's count (Δ d_next_o_id) against virtual users × New-Order share / mean cycle, where
+/// the cycle is the mix-weighted keying, mean think time and measured response time. The
+/// times are scaled by 0.02 (HammerDB's New-Order 18 s keying becomes 0.36 s) to fit a test.
+#[test]
+fn keying_and_thinking_hold_the_rate_the_pauses_imply() {
+    let s = server();
+    let db = s.create_database("tpcc_keying");
+    let build = tpcc(&db, &["build", "--warehouses", "1", "--seed", "6"]);
+    assert!(build.status.success(), "{}", stderr(&build));
+    const SCALE: f64 = 0.02;
+    let json =
+        std::env::temp_dir().join(format!("stampede-tpcc-keying-{}.json", std::process::id()));
+    let output = tpcc(
+        &db,
+        &[
+            "run",
+            "--vu",
+            "50",
+            "--rampup",
+            "0s",
+            "--duration",
+            "12s",
+            "--keying-thinking",
+            "--keying-thinking-scale",
+            "0.02",
+            "--seed",
+            "9",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("keying and thinking × 0.02"),
+        "{}",
+        stdout(&output)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(json);
+    // (weight, keying s, think s) per transaction, HammerDB's seconds, mix 45/43/4/4/4.
+    let pauses = [
+        (44.55, 18.0, 12.0),
+        (0.45, 18.0, 12.0),
+        (43.0, 3.0, 12.0),
+        (4.0, 2.0, 5.0),
+        (4.0, 2.0, 10.0),
+        (4.0, 2.0, 5.0),
+    ];
+    let mean_cycle_s: f64 = TRANSACTIONS
+        .iter()
+        .zip(pauses)
+        .map(|(name, (weight, keying, think))| {
+            let response_s = report["transactions"][name]["latency_ms"]["mean"]
+                .as_f64()
+                .unwrap_or(0.0)
+                / 1000.0;
+            weight / 100.0 * ((keying + think) * SCALE + response_s)
+        })
+        .sum();
+    let implied_per_s = 50.0 * 0.4455 / mean_cycle_s;
+    let achieved_per_s = report["nopm"].as_f64().unwrap() / 60.0;
+    let ratio = achieved_per_s / implied_per_s;
+    assert!(
+        (0.85..=1.10).contains(&ratio),
+        "New-Orders {achieved_per_s:.1}/s against {implied_per_s:.1}/s implied: {report}"
+    );
+    // The pauses are not part of the latencies: a New-Order's keying alone is 360 ms.
+    let p50 = report["transactions"]["new-order"]["latency_ms"]["p50"]
+        .as_f64()
+        .unwrap();
+    assert!(p50 < 100.0, "{report}");
+
+    let refused = tpcc(&db, &["run", "--keying-thinking-scale", "0.5"]);
+    assert_refused(
+        &refused,
+        "--keying-thinking-scale needs --keying-thinking",
+        "scale alone",
+    );
+    let refused = tpcc(
+        &db,
+        &["run", "--keying-thinking", "--keying-thinking-scale", "0"],
+    );
+    assert_refused(
+        &refused,
+        "--keying-thinking-scale 0: give a factor above 0",
+        "scale 0",
+    );
+    let refused = tpcc(&db, &["run", "--mode", "both"]);
+    assert_refused(
+        &refused,
+        "--mode \"both\": the modes are server (PL/pgSQL procedures) and client (prepared statements)",
+        "bad mode",
+    );
 }

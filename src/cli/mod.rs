@@ -62,7 +62,8 @@ pub struct CompareArgs {
     /// The lab, when the database holds several
     #[arg(long)]
     pub lab: Option<String>,
-    /// tps (higher is better) or p99 (latency, lower is better)
+    /// tps (higher is better), p99 (latency, lower is better) or nopm (TPROC-C New-Orders per
+    /// minute, higher is better)
     #[arg(long, default_value = "tps")]
     pub metric: String,
 }
@@ -83,7 +84,8 @@ pub struct ReportArgs {
     /// The lab, when the database holds several
     #[arg(long)]
     pub lab: Option<String>,
-    /// tps (higher is better) or p99 (latency, lower is better)
+    /// tps (higher is better), p99 (latency, lower is better) or nopm (TPROC-C New-Orders per
+    /// minute, higher is better)
     #[arg(long, default_value = "tps")]
     pub metric: String,
     /// A run to chart second by second with its checkpoints (repeatable; default: each target's

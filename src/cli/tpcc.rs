@@ -90,6 +90,23 @@ pub struct RunArgs {
     /// hammerdb for HammerDB's 10/10/1/1/1 of 23
     #[arg(long, default_value = "45,43,4,4,4")]
     pub mix: String,
+    /// server: one CALL of a PL/pgSQL procedure per transaction (HammerDB's); client: the
+    /// same statements, prepared and sent one by one by stampede
+    #[arg(long, default_value = "server")]
+    pub mode: String,
+    /// Each virtual user waits a keying time before and a think time after every transaction,
+    /// as TPC-C's terminals (HammerDB's seconds: New-Order 18/12, Payment 3/12, Order-Status 2/5,
+    /// Delivery 2/10, Stock-Level 2/5); latencies leave the pauses out
+    #[arg(long)]
+    pub keying_thinking: bool,
+    /// Multiply the keying and think times by this factor (with --keying-thinking)
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub keying_thinking_scale: f64,
     /// Refuse a database built with another warehouse count
     #[arg(long, short = 'w', allow_negative_numbers = true)]
     pub warehouses: Option<i64>,

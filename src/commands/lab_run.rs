@@ -82,6 +82,7 @@ impl Window {
                 p999_ms: latency.p999,
                 max_ms: latency.max,
                 client_cpu_us_per_txn: client_cpu.as_secs_f64() * 1e6 / transactions.max(1) as f64,
+                workload: Vec::new(),
             },
             series: self
                 .measured

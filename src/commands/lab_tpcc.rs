@@ -1,19 +1,16 @@
 //! TPROC-C as a lab workload, the way seed 001 ran HammerDB: `scale` is the warehouse count,
-//! `clients` the virtual users, `scripts` the mode (`server`), the lab's warmup the rampup;
+//! `clients` the virtual users, `scripts` the modes (`server`, `client`), the lab's warmup the rampup;
 //! every run gets a fresh copy of the built database, as seed 001 restored a base backup for
-//! every virtual-user count. `options = { mix = "hammerdb" }` picks the mix.
+//! every virtual-user count. `options = { mix = "hammerdb" }` picks the mix. Each run stores
+//! HammerDB's NOPM and TPM (`run_metrics`), from the server's counters around the measured run.
 
 use super::lab_run::{self, warmup_and_measure};
-use super::tpcc_run::{plan, Settings};
+use super::tpcc_run::{plan, read_counters, run_constants, Counters, Settings};
 use crate::driver::RunLimit;
 use crate::lab::workload::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::target::ConnSpec;
 use crate::workload::tpcc::load::Loader;
-use crate::workload::tpcc::random::{NurandConstants, TpccRandom};
-use crate::workload::tpcc::scripts::{Mix, WarehouseChoice};
-
-/// The modes a `scripts` entry may name.
-const MODES: [&str; 1] = ["server"];
+use crate::workload::tpcc::scripts::{Mix, Mode, WarehouseChoice};
 
 pub struct TpccLab {
     mix: Mix,
@@ -57,17 +54,17 @@ impl LabWorkload for TpccLab {
     }
 
     fn check_variant(&self, script: &str) -> Result<(), String> {
-        if MODES.contains(&script) {
+        if Mode::NAMES.contains(&script) {
             return Ok(());
         }
         Err(format!(
             "workload \"tpcc\": unknown mode \"{script}\"; the modes are: {}",
-            MODES.join(", ")
+            Mode::NAMES.join(", ")
         ))
     }
 
     fn default_variants(&self) -> Vec<String> {
-        vec![MODES[0].into()]
+        vec![Mode::NAMES[0].into()]
     }
 
     fn run(
@@ -76,17 +73,48 @@ impl LabWorkload for TpccLab {
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, String> {
         let seed = lab_run::seed();
-        let constants = NurandConstants::draw(&mut TpccRandom::seeded(seed).prng);
-        warmup_and_measure(request, observer, &|seconds| {
+        let constants = run_constants(request.conn, seed)?;
+        let mut counted = CountedWindow {
+            inner: observer,
+            conn: request.conn,
+            before: None,
+        };
+        let mut measurement = warmup_and_measure(request, &mut counted, &|seconds| {
             let settings = Settings {
                 vu: request.clients,
                 warehouse_choice: WarehouseChoice::Home,
                 rampup: std::time::Duration::ZERO,
                 limit: RunLimit::Duration(std::time::Duration::from_secs(seconds)),
                 mix: self.mix,
+                mode: Mode::parse(request.script)?,
+                keying_thinking: None,
                 seed,
             };
             plan(request.conn, request.scale, constants, &settings).map_err(lab_run::message)
-        })
+        })?;
+        let before = counted.before.ok_or("the measured window never opened")??;
+        let after = read_counters(request.conn)?;
+        let (nopm, tpm) = before.per_minute(&after, measurement.metrics.duration_s / 60.0);
+        measurement.metrics.workload = vec![("nopm".into(), nopm), ("tpm".into(), tpm)];
+        Ok(measurement)
+    }
+}
+
+/// Reads the server's NOPM and TPM counters as the measured window opens (the warmup's
+/// sessions have ended), then lets the lab open it.
+struct CountedWindow<'a> {
+    inner: &'a mut dyn RunObserver,
+    conn: &'a ConnSpec,
+    before: Option<Result<Counters, String>>,
+}
+
+impl RunObserver for CountedWindow<'_> {
+    fn open_window(&mut self) {
+        self.before = Some(read_counters(self.conn));
+        self.inner.open_window();
+    }
+
+    fn second(&mut self, index: u64, tps: f64) {
+        self.inner.second(index, tps);
     }
 }

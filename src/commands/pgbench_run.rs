@@ -319,6 +319,7 @@ fn build_plan(
         closing_script: None,
         binary_results: false,
         cpu_affinity: spec.cpu_affinity.clone(),
+        pauses: None,
     }
 }
 

@@ -164,6 +164,13 @@ async fn built_warehouses(client: &tokio_postgres::Client) -> Result<i64, Failur
     Ok(i64::from(row.get::<_, i32>(0)))
 }
 
+/// The load's C_LAST constant, which `build` records (none in databases built before it did).
+pub async fn load_c_last(client: &tokio_postgres::Client) -> Option<i64> {
+    let sql = format!("SELECT c_last_load FROM {}", schema::MARKER);
+    let row = client.query_one(&sql, &[]).await.ok()?;
+    row.get::<_, Option<i32>>(0).map(i64::from)
+}
+
 /// The built warehouse count, refusing a database built with another count than `asked`.
 pub async fn checked_warehouses(
     client: &tokio_postgres::Client,

@@ -6,24 +6,24 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::Client;
 
-use super::tpcc::{checked_warehouses, connection, positive};
+use super::tpcc::{checked_warehouses, connection, load_c_last, positive};
 use super::{control_runtime, CommandResult, Failure};
 use crate::cli::tpcc::RunArgs;
-use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScript};
+use crate::driver::plan::{ErrorPolicy, Pauses, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::ScriptStats;
 use crate::driver::{self, DriverEvent, RunResult};
 use crate::script::{parse_script, VarTable};
 use crate::server::target::ConnSpec;
 use crate::workload::pgbench::loader::{connect_quietly, sql_error};
 use crate::workload::tpcc::random::{NurandConstants, TpccRandom};
-use crate::workload::tpcc::scripts::{self, Mix, WarehouseChoice, NAMES};
+use crate::workload::tpcc::scripts::{self, Mix, Mode, WarehouseChoice, KEYING_THINKING_S, NAMES};
 
 /// The virtual users' application_name, to wait for their sessions to end.
 const APPLICATION: &str = "stampede-tpcc";
 
 /// The server's counters NOPM and TPM come from.
 #[derive(Debug, Clone, Copy)]
-struct Counters {
+pub struct Counters {
     /// sum(district.d_next_o_id).
     next_order_ids: i64,
     /// sum(xact_commit + xact_rollback) over pg_stat_database: every database, as HammerDB.
@@ -37,23 +37,28 @@ pub struct Settings {
     pub rampup: Duration,
     pub limit: RunLimit,
     pub mix: Mix,
+    pub mode: Mode,
+    /// Keying and think times, scaled by this factor (1 = HammerDB's seconds).
+    pub keying_thinking: Option<f64>,
     pub seed: u64,
 }
 
 pub fn run(args: &RunArgs) -> CommandResult {
     let settings = settings(args)?;
-    let mut conn = connection(&args.connection)?;
-    conn.application_name = APPLICATION.into();
+    let conn = connection(&args.connection)?;
     let runtime = control_runtime();
-    let (client, warehouses) = runtime.block_on(async {
+    let (client, warehouses, load_c_last) = runtime.block_on(async {
         let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
         let warehouses = checked_warehouses(&client, args.warehouses).await?;
-        Ok::<_, Failure>((client, warehouses))
+        let load_c_last = load_c_last(&client).await;
+        Ok::<_, Failure>((client, warehouses, load_c_last))
     })?;
     let stop = super::lab::watch_signals();
-    let constants = NurandConstants::draw(&mut TpccRandom::seeded(settings.seed).prng);
+    let constants =
+        NurandConstants::for_run(&mut TpccRandom::seeded(settings.seed).prng, load_c_last);
     println!(
-        "TPROC-C, server mode: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, seed {}",
+        "TPROC-C, {} mode: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}seed {}",
+        settings.mode.name(),
         settings.vu,
         match settings.warehouse_choice {
             WarehouseChoice::Home => " (home warehouses)",
@@ -61,6 +66,11 @@ pub fn run(args: &RunArgs) -> CommandResult {
         },
         settings.mix.text(),
         settings.rampup.as_secs(),
+        match settings.keying_thinking {
+            Some(1.0) => "keying and thinking, ".to_string(),
+            Some(scale) => format!("keying and thinking × {scale}, "),
+            None => String::new(),
+        },
         settings.seed
     );
     if !settings.rampup.is_zero() {
@@ -91,7 +101,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
         .block_on(settled_counters(&client))
         .map_err(Failure::Run)?;
     check_aborted(&result)?;
-    let report = TpccReport::new(&result, before, after);
+    let report = TpccReport::new(&settings, &result, before, after);
     print!("{}", report.text());
     if let Some(path) = &args.json {
         std::fs::write(path, report.json())
@@ -128,8 +138,25 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
         rampup,
         limit,
         mix: Mix::parse(&args.mix).map_err(Failure::Input)?,
+        mode: Mode::parse(&args.mode).map_err(Failure::Input)?,
+        keying_thinking: keying_thinking(args)?,
         seed: args.seed.unwrap_or_else(super::lab_run::seed),
     })
+}
+
+fn keying_thinking(args: &RunArgs) -> Result<Option<f64>, Failure> {
+    let scale = args.keying_thinking_scale;
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(Failure::Input(format!(
+            "--keying-thinking-scale {scale}: give a factor above 0"
+        )));
+    }
+    if !args.keying_thinking && scale != 1.0 {
+        return Err(Failure::Input(
+            "--keying-thinking-scale needs --keying-thinking".into(),
+        ));
+    }
+    Ok(args.keying_thinking.then_some(scale))
 }
 
 /// The driver's plan: the six scripts with the mix's weights, one client per virtual user.
@@ -146,13 +173,17 @@ pub fn plan(
         settings.warehouse_choice,
         constants,
         settings.mix,
+        settings.mode,
     ) {
         let script = parse_script(name, name, &text, &mut variables)
             .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
         weighted.push(WeightedScript { script, weight });
     }
+    // The virtual users' sessions are told apart by name, to wait for them to end.
+    let mut conn = conn.clone();
+    conn.application_name = APPLICATION.into();
     let mut plan = RunPlan::for_workload(
-        conn,
+        &conn,
         settings.vu,
         settings.limit,
         Protocol::Prepared,
@@ -161,6 +192,15 @@ pub fn plan(
         settings.seed,
     );
     plan.threads = settings.vu.min(crate::probe::cpu::cores());
+    plan.pauses = settings.keying_thinking.map(|scale| {
+        KEYING_THINKING_S
+            .iter()
+            .map(|(keying, think)| Pauses {
+                keying: Duration::from_secs_f64(keying * scale),
+                mean_think: Duration::from_secs_f64(think * scale),
+            })
+            .collect()
+    });
     plan.errors = ErrorPolicy {
         // Deadlocks and serialization failures are tried again; other errors are counted.
         max_tries: 10,
@@ -184,6 +224,37 @@ fn check_aborted(result: &RunResult) -> CommandResult {
 /// The counters once the virtual users' sessions are gone (a backend reports its statistics
 /// as it exits, after it leaves pg_stat_activity, so the transaction count is read until it
 /// stays still).
+/// The run's NURand constants for the database at `conn` (see `NurandConstants::for_run`).
+pub fn run_constants(conn: &ConnSpec, seed: u64) -> Result<NurandConstants, String> {
+    let load_c_last = control_runtime().block_on(async {
+        let client = connect_quietly(conn).await?;
+        Ok::<_, String>(load_c_last(&client).await)
+    })?;
+    Ok(NurandConstants::for_run(
+        &mut TpccRandom::seeded(seed).prng,
+        load_c_last,
+    ))
+}
+
+/// `settled_counters` over a connection of its own, for callers outside a runtime (the lab).
+pub fn read_counters(conn: &ConnSpec) -> Result<Counters, String> {
+    control_runtime().block_on(async {
+        let client = connect_quietly(conn).await?;
+        settled_counters(&client).await
+    })
+}
+
+impl Counters {
+    /// (NOPM, TPM) from `self` to `after` over `minutes`, as HammerDB computes them.
+    pub fn per_minute(&self, after: &Counters, minutes: f64) -> (f64, f64) {
+        let minutes = minutes.max(1e-9);
+        (
+            (after.next_order_ids - self.next_order_ids) as f64 / minutes,
+            (after.transactions - self.transactions) as f64 / minutes,
+        )
+    }
+}
+
 async fn settled_counters(client: &Client) -> Result<Counters, String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -237,6 +308,8 @@ struct TypeLine {
 }
 
 struct TpccReport {
+    mode: Mode,
+    keying_thinking: Option<f64>,
     minutes: f64,
     nopm: f64,
     tpm: f64,
@@ -248,14 +321,22 @@ struct TpccReport {
 }
 
 impl TpccReport {
-    fn new(result: &RunResult, before: Counters, after: Counters) -> TpccReport {
+    fn new(
+        settings: &Settings,
+        result: &RunResult,
+        before: Counters,
+        after: Counters,
+    ) -> TpccReport {
         // HammerDB divides by the configured minutes; the measured run's own length is exact.
         let minutes = result.bench_duration.as_secs_f64().max(1e-9) / 60.0;
         let new_orders_server = after.next_order_ids - before.next_order_ids;
+        let (nopm, tpm) = before.per_minute(&after, minutes);
         TpccReport {
+            mode: settings.mode,
+            keying_thinking: settings.keying_thinking,
             minutes,
-            nopm: new_orders_server as f64 / minutes,
-            tpm: (after.transactions - before.transactions) as f64 / minutes,
+            nopm,
+            tpm,
             new_orders_server,
             lines: NAMES
                 .iter()
@@ -324,12 +405,14 @@ impl TpccReport {
                         "count": latency.count,
                         "errors": line.stats.failures.total(),
                         "retries": line.stats.retries,
-                        "latency_ms": {"p50": ms(50.0), "p95": ms(95.0), "p99": ms(99.0), "max": latency.max_us / 1000.0},
+                        "latency_ms": {"mean": latency.mean_us() / 1000.0, "p50": ms(50.0), "p95": ms(95.0), "p99": ms(99.0), "max": latency.max_us / 1000.0},
                     }),
                 )
             })
             .collect();
         serde_json::to_string_pretty(&serde_json::json!({
+            "mode": self.mode.name(),
+            "keying_thinking_scale": self.keying_thinking,
             "nopm": self.nopm,
             "tpm": self.tpm,
             "minutes": self.minutes,

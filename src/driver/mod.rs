@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod conn;
+mod pauses;
 pub mod plan;
 pub mod stats;
 mod thread;
@@ -59,6 +60,7 @@ pub struct RunResult {
 /// Runs the plan to completion. Fails before the start if clients cannot connect.
 pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunResult, String> {
     let plan = Arc::new(plan);
+    raise_open_files_limit(plan.clients)?;
     let thread_clients = plan.clients_per_thread();
     let (clients, thread_randoms) = seed_clients(&plan, &thread_clients);
     let mut logs = open_logs(&plan, &thread_randoms)?;
@@ -287,4 +289,30 @@ fn merge_results(
         client_cpu,
         command_stats,
     }
+}
+
+/// One socket per client: lift the soft limit on open files to the hard one when the clients
+/// need more than it allows (1,024 by default on many systems, against thousands of users).
+fn raise_open_files_limit(clients: usize) -> Result<(), String> {
+    // Logs, the probe's connections, stdio: room beyond the clients' sockets.
+    let needed = clients as u64 + 64;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local rlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= needed {
+            return Ok(());
+        }
+        if limit.rlim_max < needed {
+            return Err(format!(
+                "{clients} clients need {needed} open files, but this process may open at most {} (ulimit -Hn)",
+                limit.rlim_max
+            ));
+        }
+        limit.rlim_cur = needed;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+    Ok(())
 }

@@ -38,6 +38,15 @@ pub enum RunLimit {
     TransactionsPerClient(u64),
 }
 
+/// A terminal's pauses around one script's transactions, as TPC-C's (clause 5.2.5): a fixed
+/// keying time before the transaction and a think time after it, drawn from an exponential
+/// distribution with this mean. Neither is part of the transaction's latency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pauses {
+    pub keying: Duration,
+    pub mean_think: Duration,
+}
+
 #[derive(Debug, Clone)]
 pub struct WeightedScript {
     pub script: Script,
@@ -135,6 +144,8 @@ pub struct RunPlan {
     pub closing_script: Option<usize>,
     /// Pin the driver's threads to these CPUs.
     pub cpu_affinity: Option<Vec<usize>>,
+    /// Keying and think times, one entry per script (closed-loop terminals, TPC-C's).
+    pub pauses: Option<Vec<Pauses>>,
 }
 
 impl RunPlan {
@@ -176,6 +187,7 @@ impl RunPlan {
             binary_results: false,
             closing_script: None,
             cpu_affinity: None,
+            pauses: None,
         }
     }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::{Client, TxnOutcome, TxnResult};
+use super::pauses;
 use super::plan::{RunLimit, RunPlan};
 use super::stats::{CommandStats, ScriptStats};
 use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
@@ -331,7 +332,15 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         RunLimit::TransactionsPerClient(_) => None,
     };
     let mut ended_normally = true;
-    loop {
+    let stop = plan.stop.as_deref();
+    let mut running = match &plan.pauses {
+        Some(pauses) => {
+            let first = pauses::stagger(pauses, &plan.scripts, &mut client.random);
+            pauses::pause(first, deadline, stop).await
+        }
+        None => true,
+    };
+    while running {
         let finished = match plan.limit {
             RunLimit::Duration(_) => Instant::now() >= deadline.expect("set for durations"),
             RunLimit::TransactionsPerClient(n) => client.processed >= n,
@@ -343,6 +352,12 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             break;
         }
         let script_index = context.choose_script();
+        let script_pauses = plan.pauses.as_ref().map(|p| p[script_index]);
+        if let Some(keying) = script_pauses.map(|p| p.keying) {
+            if !pauses::pause(keying, deadline, stop).await {
+                break;
+            }
+        }
         let scheduled = match schedule(&context, script_index, &mut client, deadline).await {
             Schedule::Start(at) => at,
             Schedule::Finished => break,
@@ -387,6 +402,10 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         {
             ended_normally = false;
             break;
+        }
+        if let Some(mean) = script_pauses.map(|p| p.mean_think) {
+            let think = pauses::think_time(mean, &mut client.random);
+            running = pauses::pause(think, deadline, stop).await;
         }
     }
     if ended_normally {

@@ -23,6 +23,8 @@ pub struct CellKey {
 pub enum Metric {
     Tps,
     P99,
+    /// TPROC-C's New-Orders per minute (runs of other workloads have none).
+    Nopm,
 }
 
 impl Metric {
@@ -30,7 +32,8 @@ impl Metric {
         match name {
             "tps" => Ok(Metric::Tps),
             "p99" => Ok(Metric::P99),
-            other => Err(format!("unknown metric \"{other}\"; use tps or p99")),
+            "nopm" => Ok(Metric::Nopm),
+            other => Err(format!("unknown metric \"{other}\"; use tps, p99 or nopm")),
         }
     }
 
@@ -38,12 +41,13 @@ impl Metric {
         match self {
             Metric::Tps => "tps",
             Metric::P99 => "p99",
+            Metric::Nopm => "nopm",
         }
     }
 
     fn direction(self) -> Direction {
         match self {
-            Metric::Tps => Direction::HigherIsBetter,
+            Metric::Tps | Metric::Nopm => Direction::HigherIsBetter,
             Metric::P99 => Direction::LowerIsBetter,
         }
     }
@@ -52,6 +56,7 @@ impl Metric {
         match self {
             Metric::Tps => run.tps,
             Metric::P99 => run.p99_ms,
+            Metric::Nopm => run.workload_metric("nopm"),
         }
     }
 }

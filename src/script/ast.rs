@@ -184,6 +184,8 @@ pub enum Function {
     /// sysbench's bulk_insert: rows a 512 KiB buffer holds, and their VALUES text.
     SbBulkRows,
     SbBulkValues,
+    /// TPC-C's C_LAST of a number 0..999 (stampede's extension, for the client-mode TPROC-C).
+    TpccLastName,
 }
 
 /// How many arguments a named function takes.
@@ -198,7 +200,7 @@ pub enum Arity {
 }
 
 /// Functions callable by name, with their arity (pgbench's PGBENCH_FUNCTIONS table).
-pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 29] = [
+pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 30] = [
     ("abs", Function::Abs, Arity::Exactly(1)),
     ("least", Function::Least, Arity::AtLeastOne),
     ("greatest", Function::Greatest, Arity::AtLeastOne),
@@ -236,6 +238,7 @@ pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 29] = [
     ("sb_rand_digits", Function::SbDigits, Arity::Exactly(1)),
     ("sb_bulk_rows", Function::SbBulkRows, Arity::Exactly(2)),
     ("sb_bulk_values", Function::SbBulkValues, Arity::Exactly(2)),
+    ("tpcc_last_name", Function::TpccLastName, Arity::Exactly(1)),
 ];
 
 impl Function {

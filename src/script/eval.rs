@@ -7,7 +7,7 @@ use std::io::Write;
 use super::ast::{Expr, Function, VarSlot};
 use super::prng::PgPrng;
 use super::value::{format_g15, Value};
-use super::{sysbench_bulk, sysbench_random};
+use super::{sysbench_bulk, sysbench_random, tpcc_names};
 
 /// What an expression can read while it is evaluated: the client's variables and random state,
 /// and where it is (for `debug()`'s output).
@@ -295,6 +295,8 @@ fn call(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Eval
             to_int(&values[1])?,
         ))),
         SbBulkValues => sysbench_bulk::values(to_int(&values[0])?, to_int(&values[1])?)
+            .map(|text| Value::Text(std::sync::Arc::new(text))),
+        TpccLastName => tpcc_names::last_name(to_int(&values[0])?)
             .map(|text| Value::Text(std::sync::Arc::new(text))),
         Pow => Ok(Value::Double(
             to_double(&values[0])?.powf(to_double(&values[1])?),

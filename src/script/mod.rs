@@ -8,6 +8,7 @@ pub mod parser;
 pub mod prng;
 pub mod sysbench_bulk;
 pub mod sysbench_random;
+pub mod tpcc_names;
 pub mod value;
 
 pub use ast::{Command, CommandKind, Script};

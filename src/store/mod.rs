@@ -87,6 +87,8 @@ pub struct RunMetrics {
     pub p999_ms: f64,
     pub max_ms: f64,
     pub client_cpu_us_per_txn: f64,
+    /// The workload's own metrics, (name, value): TPROC-C's `nopm` and `tpm`.
+    pub workload: Vec<(String, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -171,6 +173,17 @@ pub struct StoredRun {
     pub p95_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub client_cpu_us_per_txn: Option<f64>,
+    /// The workload's own metrics (`RunMetrics::workload`); filled by `lab_runs` only.
+    pub workload_metrics: Vec<(String, f64)>,
+}
+
+impl StoredRun {
+    pub fn workload_metric(&self, name: &str) -> Option<f64> {
+        self.workload_metrics
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
 }
 
 /// A completed run's headline numbers, for the end-of-lab table.
@@ -412,6 +425,7 @@ impl Store {
                         WHERE c.lab_id = ?1 AND c.key = ?2 AND r.repetition = ?3";
             let params = [lab.into(), cell_key.into(), Value::Int(repetition.into())];
             for table in [
+                "run_metrics",
                 "run_series",
                 "run_counters",
                 "run_statements",
@@ -508,7 +522,21 @@ impl Store {
                 &[lab.into()],
             )
             .map_err(db_error("runs"))?;
-        Ok(rows.iter().map(stored_run).collect())
+        let mut runs: Vec<StoredRun> = rows.iter().map(stored_run).collect();
+        let metrics = self
+            .db
+            .query(
+                "SELECT m.run_id, m.name, m.value FROM run_metrics m JOIN runs r ON r.id = m.run_id
+                 JOIN cells c ON c.id = r.cell_id WHERE c.lab_id = ?1 ORDER BY m.run_id, m.name",
+                &[lab.into()],
+            )
+            .map_err(db_error("run metrics"))?;
+        for row in &metrics {
+            if let Some(run) = runs.iter_mut().find(|run| run.id == int(row, 0)) {
+                run.workload_metrics.push((text(row, 1), real(row, 2)));
+            }
+        }
+        Ok(runs)
     }
 
     /// The statements of the lab's completed runs, each with its run's target and cell.
@@ -766,6 +794,7 @@ fn stored_run(r: &Row) -> StoredRun {
         p95_ms: number(12),
         p99_ms: number(13),
         client_cpu_us_per_txn: number(14),
+        workload_metrics: Vec::new(),
     }
 }
 
@@ -821,6 +850,12 @@ fn insert_details(db: &mut dyn Database, run_id: i64, run: &RunRecord) -> Result
                 p.p99_ms.into(),
                 Value::Int(p.failed as i64),
             ],
+        )?;
+    }
+    for (name, value) in run.metrics.iter().flat_map(|m| &m.workload) {
+        db.execute(
+            "INSERT INTO run_metrics VALUES (?1, ?2, ?3)",
+            &[id.clone(), name.into(), (*value).into()],
         )?;
     }
     for c in &run.counters {

@@ -132,4 +132,14 @@ CREATE VIEW run_counters_per_txn AS
 ALTER TABLE labs ADD COLUMN client_cores INTEGER;
 ALTER TABLE cells ADD COLUMN family TEXT;
 "#,
+    // 5: a workload's own metrics per run, computed as its anchor tool does (TPROC-C's NOPM and
+    // TPM from the server's counters), which reports can compare like tps.
+    r#"
+CREATE TABLE run_metrics (
+    run_id      INTEGER NOT NULL REFERENCES runs(id),
+    name        TEXT NOT NULL,          -- e.g. nopm
+    value       REAL NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
+"#,
 ];

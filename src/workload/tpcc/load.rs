@@ -12,8 +12,9 @@ use futures_util::SinkExt;
 use tokio_postgres::{Client, CopyInSink};
 
 use super::copy::BinaryRows;
-use super::random::{last_name, NurandConstants, TpccRandom};
+use super::random::{NurandConstants, TpccRandom};
 use super::{procedures, schema};
+use crate::script::tpcc_names::last_name;
 use crate::server::target::ConnSpec;
 use crate::workload::pgbench::loader::{connect_quietly, sql_error};
 
@@ -81,7 +82,7 @@ impl Loader {
         }
         execute(
             &client,
-            &schema::create_marker(self.warehouses, self.partitions),
+            &schema::create_marker(self.warehouses, self.partitions, constants.c_last),
         )
         .await
     }
@@ -217,7 +218,7 @@ impl Loader {
                 } else {
                     random.nurand(255, 0, 999, constants.c_last)
                 };
-                rows.text(&last_name(last));
+                rows.text(&last_name(last).expect("0..999"));
                 alphanumeric(rows, random, 10, 20);
                 alphanumeric(rows, random, 10, 20);
                 alphanumeric(rows, random, 10, 20);

@@ -1,8 +1,10 @@
 //! TPROC-C, HammerDB's TPC-C-derived workload: the schema of seed 001, TPC-C's data rules, a
 //! parallel binary-COPY loader, the consistency conditions, and the five transactions as
-//! PL/pgSQL procedures with the driver scripts that call them.
+//! PL/pgSQL procedures with the driver scripts that call them (server mode) or the same
+//! statements sent by the driver (client mode).
 
 pub mod check;
+pub mod client_scripts;
 pub mod copy;
 pub mod load;
 pub mod procedures;

@@ -4,11 +4,6 @@
 
 use crate::script::prng::PgPrng;
 
-/// The syllables of clause 4.3.2.3, indexed by each digit of a three-digit number.
-const SYLLABLES: [&str; 10] = [
-    "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
-];
-
 const ALPHANUMERIC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 /// NURand's run-time constant C for one field (clause 2.1.6): chosen once per run or load.
@@ -30,6 +25,22 @@ impl NurandConstants {
             ol_i_id: random.int_in_range(0, 8191),
         }
     }
+
+    /// A run's constants: C_LAST is drawn until it differs from the load's by 65..=119 but
+    /// neither 96 nor 112 (clause 2.1.6.1), when the load's is known.
+    pub fn for_run(random: &mut PgPrng, load_c_last: Option<i64>) -> NurandConstants {
+        let mut constants = NurandConstants::draw(random);
+        if let Some(load) = load_c_last {
+            while !valid_c_last_delta((constants.c_last - load).abs()) {
+                constants.c_last = random.int_in_range(0, 255);
+            }
+        }
+        constants
+    }
+}
+
+fn valid_c_last_delta(delta: i64) -> bool {
+    (65..=119).contains(&delta) && delta != 96 && delta != 112
 }
 
 /// The random source of a loader or a virtual user, with TPC-C's helpers.
@@ -133,21 +144,20 @@ fn fill_from_draws(prng: &mut PgPrng, out: &mut [u8], alphabet: &[u8], per_draw:
     }
 }
 
-/// C_LAST for a number 0..=999: the syllables of its three digits.
-pub fn last_name(number: i64) -> String {
-    let digits = [number / 100, (number / 10) % 10, number % 10];
-    digits.iter().map(|d| SYLLABLES[*d as usize]).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn last_names_follow_the_syllables() {
-        assert_eq!(last_name(371), "PRICALLYOUGHT");
-        assert_eq!(last_name(0), "BARBARBAR");
-        assert_eq!(last_name(999), "EINGEINGEING");
+    fn run_c_last_keeps_its_distance_from_the_load() {
+        let mut random = PgPrng::seeded(11);
+        for load in [0, 100, 255] {
+            for _ in 0..200 {
+                let run = NurandConstants::for_run(&mut random, Some(load)).c_last;
+                assert!((0..=255).contains(&run));
+                assert!(valid_c_last_delta((run - load).abs()), "{load} {run}");
+            }
+        }
     }
 
     #[test]

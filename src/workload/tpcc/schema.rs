@@ -214,9 +214,10 @@ pub fn partitions_for(warehouses: i64) -> i64 {
 /// What `build` records, so that later commands know the warehouse count.
 pub const MARKER: &str = "stampede_tpcc";
 
-pub fn create_marker(warehouses: i64, partitions: i64) -> String {
+/// The load's C_LAST constant is kept too: the run's must differ from it by a set amount.
+pub fn create_marker(warehouses: i64, partitions: i64, c_last: i64) -> String {
     format!(
-        "CREATE TABLE {MARKER} AS SELECT {warehouses}::integer AS warehouses, {partitions}::integer AS order_line_partitions, now() AS built_at"
+        "CREATE TABLE {MARKER} AS SELECT {warehouses}::integer AS warehouses, {partitions}::integer AS order_line_partitions, {c_last}::integer AS c_last_load, now() AS built_at"
     )
 }
 

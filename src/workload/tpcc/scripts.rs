@@ -3,6 +3,7 @@
 //! remote payments 15%) and CALLs the procedure. New-Order's 1% rollback is its own script, so
 //! that the driver counts rolled-back New-Orders apart.
 
+use super::client_scripts;
 use super::random::NurandConstants;
 
 /// Relative weights of the five transactions.
@@ -72,6 +73,18 @@ pub const NAMES: [&str; 6] = [
     "stock-level",
 ];
 
+/// HammerDB's keying and mean think times in seconds (its `pg_keyandthink`), per script in
+/// `NAMES` order: New-Order 18/12, Payment 3/12, Order-Status 2/5, Delivery 2/10,
+/// Stock-Level 2/5.
+pub const KEYING_THINKING_S: [(f64, f64); 6] = [
+    (18.0, 12.0),
+    (18.0, 12.0),
+    (3.0, 12.0),
+    (2.0, 5.0),
+    (2.0, 10.0),
+    (2.0, 5.0),
+];
+
 /// Which warehouse a virtual user's transaction works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WarehouseChoice {
@@ -98,56 +111,134 @@ impl WarehouseChoice {
     }
 }
 
-/// (name, script, weight) for `warehouses` and the run's NURand constants. Weights are the
-/// mix's times 100, New-Order's split 99 : 1 between committing and rolling back.
+/// New-Order's most lines (clause 2.4.1.3: 5 to 15).
+pub const MAX_ORDER_LINES: u32 = 15;
+
+/// How the transactions reach the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One `CALL` of a PL/pgSQL procedure per transaction, as HammerDB (seed 001).
+    Server,
+    /// The procedures' statements, prepared and sent one by one by stampede.
+    Client,
+}
+
+impl Mode {
+    pub const NAMES: [&'static str; 2] = ["server", "client"];
+
+    pub fn parse(text: &str) -> Result<Mode, String> {
+        match text {
+            "server" => Ok(Mode::Server),
+            "client" => Ok(Mode::Client),
+            _ => Err(format!(
+                "--mode \"{text}\": the modes are server (PL/pgSQL procedures) and client (prepared statements)"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Mode::NAMES[self as usize]
+    }
+}
+
+/// The script lines that draw a transaction's inputs, shared by both modes.
+pub struct Inputs {
+    pub warehouses: i64,
+    /// Sets `:w_id`.
+    pub warehouse: String,
+    /// Sets `:by_name` (60%), `:c_id` (NURand) and `:name` (NURand, for the last name).
+    pub customer: String,
+    /// Payment's customer warehouse and district: `:c_w_id`, `:c_d_id` (15% remote).
+    pub payment_customer_warehouse: String,
+}
+
+impl Inputs {
+    fn new(warehouses: i64, choice: WarehouseChoice, constants: NurandConstants) -> Inputs {
+        let remote_warehouse = if warehouses > 1 {
+            format!("1 + (:w_id + random(0, {})) % {warehouses}", warehouses - 2)
+        } else {
+            ":w_id".to_string()
+        };
+        Inputs {
+            warehouses,
+            warehouse: choice.script_line(warehouses),
+            customer: format!(
+                "\\set by_name case when random(1, 100) <= 60 then 1 else 0 end\n\
+                 \\set c_id ((random(0, 1023) | random(1, 3000)) + {}) % 3000 + 1\n\
+                 \\set name ((random(0, 255) | random(0, 999)) + {}) % 1000\n",
+                constants.c_id, constants.c_last
+            ),
+            payment_customer_warehouse: format!(
+                "\\if random(1, 100) <= 85\n\\set c_w_id :w_id\n\\set c_d_id :d_id\n\
+                 \\else\n\\set c_w_id {remote_warehouse}\n\\set c_d_id random(1, 10)\n\\endif\n"
+            ),
+        }
+    }
+}
+
+/// (name, script, weight) for `warehouses`, the run's NURand constants and the mode. Weights
+/// are the mix's times 100, New-Order's split 99 : 1 between committing and rolling back.
 pub fn scripts(
     warehouses: i64,
     choice: WarehouseChoice,
     constants: NurandConstants,
     mix: Mix,
+    mode: Mode,
 ) -> Vec<(&'static str, String, u32)> {
-    let home = choice.script_line(warehouses);
-    let customer = format!(
-        "\\set by_name case when random(1, 100) <= 60 then 1 else 0 end\n\
-         \\set c_id ((random(0, 1023) | random(1, 3000)) + {}) % 3000 + 1\n\
-         \\set name ((random(0, 255) | random(0, 999)) + {}) % 1000\n",
-        constants.c_id, constants.c_last
-    );
+    let inputs = Inputs::new(warehouses, choice, constants);
+    let texts = match mode {
+        Mode::Server => server_scripts(&inputs),
+        Mode::Client => [
+            client_scripts::new_order(&inputs, false),
+            client_scripts::new_order(&inputs, true),
+            client_scripts::payment(&inputs),
+            client_scripts::order_status(&inputs),
+            client_scripts::delivery(&inputs),
+            client_scripts::stock_level(&inputs),
+        ],
+    };
+    let weights = [
+        mix.new_order * 99,
+        mix.new_order,
+        mix.payment * 100,
+        mix.order_status * 100,
+        mix.delivery * 100,
+        mix.stock_level * 100,
+    ];
+    NAMES
+        .into_iter()
+        .zip(texts)
+        .zip(weights)
+        .map(|((name, text), weight)| (name, text, weight))
+        .collect()
+}
+
+/// Server mode: the inputs, then one CALL (New-Order's items are drawn by the procedure).
+fn server_scripts(inputs: &Inputs) -> [String; 6] {
+    let (home, warehouses, customer) = (&inputs.warehouse, inputs.warehouses, &inputs.customer);
     let new_order = |rollback: u8| {
         format!(
             "{home}\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n\
              CALL neword(:w_id, {warehouses}, :d_id, :c_id, :ol_cnt, {rollback}, NULL);\n"
         )
     };
-    let remote_warehouse = if warehouses > 1 {
-        format!("1 + (:w_id + random(0, {})) % {warehouses}", warehouses - 2)
-    } else {
-        ":w_id".to_string()
-    };
-    let payment = format!(
-        "{home}\\set d_id random(1, 10)\n\
-         \\if random(1, 100) <= 85\n\\set c_w_id :w_id\n\\set c_d_id :d_id\n\
-         \\else\n\\set c_w_id {remote_warehouse}\n\\set c_d_id random(1, 10)\n\\endif\n\
-         {customer}\\set cents random(100, 500000)\n\
-         CALL payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, tpcc_last_name(:name), :cents::numeric / 100, NULL);\n"
-    );
-    let order_status = format!(
-        "{home}\\set d_id random(1, 10)\n{customer}\
-         CALL ostat(:w_id, :d_id, :c_id, :by_name, tpcc_last_name(:name), NULL);\n"
-    );
-    let delivery =
-        format!("{home}\\set carrier random(1, 10)\nCALL delivery(:w_id, :carrier, NULL);\n");
-    let stock_level = format!(
-        "{home}\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n\
-         CALL slev(:w_id, :d_id, :threshold, NULL);\n"
-    );
-    vec![
-        (NAMES[0], new_order(0), mix.new_order * 99),
-        (NAMES[1], new_order(1), mix.new_order),
-        (NAMES[2], payment, mix.payment * 100),
-        (NAMES[3], order_status, mix.order_status * 100),
-        (NAMES[4], delivery, mix.delivery * 100),
-        (NAMES[5], stock_level, mix.stock_level * 100),
+    [
+        new_order(0),
+        new_order(1),
+        format!(
+            "{home}\\set d_id random(1, 10)\n{}{customer}\\set cents random(100, 500000)\n\
+             CALL payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, tpcc_last_name(:name), :cents::numeric / 100, NULL);\n",
+            inputs.payment_customer_warehouse
+        ),
+        format!(
+            "{home}\\set d_id random(1, 10)\n{customer}\
+             CALL ostat(:w_id, :d_id, :c_id, :by_name, tpcc_last_name(:name), NULL);\n"
+        ),
+        format!("{home}\\set carrier random(1, 10)\nCALL delivery(:w_id, :carrier, NULL);\n"),
+        format!(
+            "{home}\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n\
+             CALL slev(:w_id, :d_id, :threshold, NULL);\n"
+        ),
     ]
 }
 
@@ -172,11 +263,19 @@ mod tests {
             WarehouseChoice::Home,
             constants,
             Mix::parse("45,43,4,4,4").unwrap(),
+            Mode::Server,
         );
         let weights: Vec<u32> = scripts.iter().map(|s| s.2).collect();
         assert_eq!(weights, [4455, 45, 4300, 400, 400, 400]);
+        let client = super::scripts(
+            3,
+            WarehouseChoice::Home,
+            constants,
+            Mix::parse("hammerdb").unwrap(),
+            Mode::Client,
+        );
         let mut variables = VarTable::default();
-        for (name, text, _) in &scripts {
+        for (name, text, _) in scripts.iter().chain(&client) {
             parse_script(name, name, text, &mut variables)
                 .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
         }
