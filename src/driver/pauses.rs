@@ -37,25 +37,102 @@ pub fn think_time(mean: Duration, random: &mut PgPrng) -> Duration {
     mean.mul_f64((-uniform.ln()).min(10.0))
 }
 
-/// A first wait, uniform over one mean cycle (keying plus thinking, weighted by the mix), so
-/// that clients started together do not key in lockstep and the rate is steady from the start.
-pub fn stagger(pauses: &[Pauses], scripts: &[WeightedScript], random: &mut PgPrng) -> Duration {
-    let total_weight: f64 = scripts.iter().map(|s| f64::from(s.weight)).sum();
-    if total_weight == 0.0 {
-        return Duration::ZERO;
+/// Where a client enters its cycle, so that clients started together are already spread as
+/// in the steady state and the rate holds from the first second (a closed system started in
+/// lockstep takes about a cycle to settle, which would bias a short measured run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FirstStep {
+    /// In the middle of keying for this script: this much of it is left.
+    Keying { script: usize, remaining: Duration },
+    /// Thinking after a transaction: this long, then the next transaction as usual.
+    Thinking(Duration),
+}
+
+/// A uniform instant of the steady cycle: script i with probability proportional to its weight
+/// times its keying plus mean think time; keying with probability keying / (keying + think),
+/// its remainder uniform, else thinking, whose remainder is exponential with the same mean
+/// (memoryless). Response times are left out: they are short against the pauses.
+pub fn steady_state_start(
+    pauses: &[Pauses],
+    scripts: &[WeightedScript],
+    random: &mut PgPrng,
+) -> FirstStep {
+    let cycle = |(p, s): (&Pauses, &WeightedScript)| {
+        f64::from(s.weight) * (p.keying + p.mean_think).as_secs_f64()
+    };
+    let total: f64 = pauses.iter().zip(scripts).map(cycle).sum();
+    if total <= 0.0 {
+        return FirstStep::Thinking(Duration::ZERO);
     }
-    let mean_cycle_s: f64 = pauses
-        .iter()
-        .zip(scripts)
-        .map(|(p, s)| f64::from(s.weight) * (p.keying + p.mean_think).as_secs_f64())
-        .sum::<f64>()
-        / total_weight;
-    Duration::from_secs_f64(mean_cycle_s * random.next_f64())
+    let mut point = random.next_f64() * total;
+    for (script, entry) in pauses.iter().zip(scripts).enumerate() {
+        let share = cycle(entry);
+        if point < share || script == pauses.len() - 1 {
+            let pause = entry.0;
+            let keying_share =
+                pause.keying.as_secs_f64() / (pause.keying + pause.mean_think).as_secs_f64();
+            return if random.next_f64() < keying_share {
+                FirstStep::Keying {
+                    script,
+                    remaining: pause.keying.mul_f64(random.next_f64()),
+                }
+            } else {
+                FirstStep::Thinking(think_time(pause.mean_think, random))
+            };
+        }
+        point -= share;
+    }
+    unreachable!("the loop returns at the last script")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::script::Script;
+
+    #[test]
+    fn clients_start_where_a_steady_cycle_would_find_them() {
+        // Script 0: weight 1, keying 10 s, think 10 s; script 1: weight 3, keying 2 s, think 8 s.
+        // A steady cycle spends 10 + 10 s in script 0 for every 3 x (2 + 8) s in script 1.
+        let pause = |keying, think| Pauses {
+            keying: Duration::from_secs(keying),
+            mean_think: Duration::from_secs(think),
+        };
+        let pauses = [pause(10, 10), pause(2, 8)];
+        let scripts: Vec<WeightedScript> = [1, 3]
+            .into_iter()
+            .map(|weight| WeightedScript {
+                script: Script {
+                    description: String::new(),
+                    commands: Vec::new(),
+                },
+                weight,
+            })
+            .collect();
+        let mut random = PgPrng::seeded(5);
+        let draws = 100_000;
+        let (mut keying_0, mut keying_1, mut thinking) = (0.0, 0.0, 0.0);
+        for _ in 0..draws {
+            match steady_state_start(&pauses, &scripts, &mut random) {
+                FirstStep::Keying {
+                    script: 0,
+                    remaining,
+                } => {
+                    assert!(remaining <= Duration::from_secs(10));
+                    keying_0 += 1.0;
+                }
+                FirstStep::Keying { remaining, .. } => {
+                    assert!(remaining <= Duration::from_secs(2));
+                    keying_1 += 1.0;
+                }
+                FirstStep::Thinking(_) => thinking += 1.0,
+            }
+        }
+        let share = |count: f64| count / f64::from(draws);
+        assert!((share(keying_0) - 10.0 / 50.0).abs() < 0.01);
+        assert!((share(keying_1) - 6.0 / 50.0).abs() < 0.01);
+        assert!((share(thinking) - 34.0 / 50.0).abs() < 0.01);
+    }
 
     #[test]
     fn think_times_are_exponential_and_truncated() {

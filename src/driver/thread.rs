@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::{Client, TxnOutcome, TxnResult};
-use super::pauses;
+use super::pauses::{self, FirstStep};
 use super::plan::{RunLimit, RunPlan};
 use super::stats::{CommandStats, ScriptStats};
 use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
@@ -333,13 +333,15 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
     };
     let mut ended_normally = true;
     let stop = plan.stop.as_deref();
-    let mut running = match &plan.pauses {
-        Some(pauses) => {
-            let first = pauses::stagger(pauses, &plan.scripts, &mut client.random);
-            pauses::pause(first, deadline, stop).await
+    let mut running = true;
+    // With pauses, the first transaction may be one whose keying is under way.
+    let mut keying_under_way = None;
+    if let Some(pauses) = &plan.pauses {
+        match pauses::steady_state_start(pauses, &plan.scripts, &mut client.random) {
+            FirstStep::Keying { script, remaining } => keying_under_way = Some((script, remaining)),
+            FirstStep::Thinking(think) => running = pauses::pause(think, deadline, stop).await,
         }
-        None => true,
-    };
+    }
     while running {
         let finished = match plan.limit {
             RunLimit::Duration(_) => Instant::now() >= deadline.expect("set for durations"),
@@ -351,9 +353,15 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         if finished {
             break;
         }
-        let script_index = context.choose_script();
+        let (script_index, keying) = match keying_under_way.take() {
+            Some((script, remaining)) => (script, Some(remaining)),
+            None => {
+                let script = context.choose_script();
+                (script, plan.pauses.as_ref().map(|p| p[script].keying))
+            }
+        };
         let script_pauses = plan.pauses.as_ref().map(|p| p[script_index]);
-        if let Some(keying) = script_pauses.map(|p| p.keying) {
+        if let Some(keying) = keying {
             if !pauses::pause(keying, deadline, stop).await {
                 break;
             }
