@@ -62,6 +62,10 @@ pub struct PgbenchArgs {
     /// Create tables as unlogged tables
     #[arg(long = "unlogged-tables", help_heading = "Initialization")]
     pub unlogged_tables: bool,
+    /// Also create seed 002's four extra indexes: pgbench_accounts (bid), pgbench_history (tid),
+    /// (bid, aid) and (mtime)
+    #[arg(long = "extra-indexes", help_heading = "Initialization")]
+    pub extra_indexes: bool,
 
     // ---- scripts
     /// Add builtin script NAME weighted at W (default 1); "list" shows the builtins

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::lab_pgbench::{PgbenchLab, DEFAULT_RUN_OVERHEAD};
+use super::lab_pgbench::{Flavor, PgbenchLab, DEFAULT_RUN_OVERHEAD};
 use super::lab_sysbench::{MicrobenchLab, SysbenchLab};
 use super::lab_tpcc::TpccLab;
 use super::{CommandResult, Failure};
@@ -45,7 +45,15 @@ fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
         .iter()
         .map(|w| {
             let workload: Result<Box<dyn LabWorkload>, String> = match w.name.as_str() {
-                "pgbench" => Ok(Box::new(PgbenchLab)),
+                "pgbench" => {
+                    PgbenchLab::new(&w.name, Flavor::Plain, &w.options).map(|l| Box::new(l) as _)
+                }
+                "pgbench-extra-indexes" => {
+                    PgbenchLab::new(&w.name, Flavor::ExtraIndexes, &w.options)
+                        .map(|l| Box::new(l) as _)
+                }
+                "analytics" => PgbenchLab::new(&w.name, Flavor::Analytics, &w.options)
+                    .map(|l| Box::new(l) as _),
                 "sysbench" => SysbenchLab::new(&w.options).map(|l| Box::new(l) as _),
                 "sysbench-microbench" => MicrobenchLab::new(&w.options).map(|l| Box::new(l) as _),
                 "tpcc" => TpccLab::new(&w.options).map(|l| Box::new(l) as _),

@@ -1,5 +1,7 @@
 //! The pgbench family as a lab workload: loads with stampede's pgbench loader, runs through the
-//! same path as `stampede pgbench`, and keeps only what follows the warmup.
+//! same path as `stampede pgbench`, and keeps only what follows the warmup. Seed 002's two
+//! variants share it: `pgbench-extra-indexes` (pgbench's scripts over four more indexes) and
+//! `analytics` (its four queries, a variant each, over a dataset with the accounts copy).
 
 use std::time::Duration;
 
@@ -10,11 +12,39 @@ use crate::cli::pgbench::ScriptChoice;
 use crate::driver::{DriverEvent, Protocol};
 use crate::lab::workload::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::target::ConnSpec;
+use crate::workload::analytics;
 use crate::workload::pgbench::builtins;
 use crate::workload::pgbench::loader::{parse_steps, InitStep};
 use crate::workload::pgbench::schema::{PartitionMethod, SchemaOptions};
 
-pub struct PgbenchLab;
+/// Which of the pgbench-schema workloads: pgbench's own, seed 002's variant with four extra
+/// indexes, or seed 002's analytical queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Plain,
+    ExtraIndexes,
+    Analytics,
+}
+
+pub struct PgbenchLab {
+    flavor: Flavor,
+}
+
+impl PgbenchLab {
+    /// Refuses options: the pgbench workloads take their settings from the lab's own keys.
+    pub fn new(
+        name: &str,
+        flavor: Flavor,
+        options: &[(String, String)],
+    ) -> Result<PgbenchLab, String> {
+        match options.first() {
+            Some((option, _)) => Err(format!(
+                "workload \"{name}\": options: unknown option \"{option}\"; this workload takes none"
+            )),
+            None => Ok(PgbenchLab { flavor }),
+        }
+    }
+}
 
 fn choice(script: &str) -> ScriptChoice {
     if script.ends_with(".sql") {
@@ -26,8 +56,12 @@ fn choice(script: &str) -> ScriptChoice {
 
 impl LabWorkload for PgbenchLab {
     fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+        let mut steps = parse_steps(InitStep::DEFAULT)?;
+        if self.flavor == Flavor::ExtraIndexes {
+            steps.push(InitStep::ExtraIndexes);
+        }
         let spec = InitSpec {
-            steps: parse_steps(InitStep::DEFAULT)?,
+            steps,
             schema: SchemaOptions {
                 scale,
                 fillfactor: 100,
@@ -37,19 +71,33 @@ impl LabWorkload for PgbenchLab {
             },
             quiet: true,
         };
-        pgbench_init::run(&spec, conn).map_err(message)
+        pgbench_init::run(&spec, conn).map_err(message)?;
+        if self.flavor == Flavor::Analytics {
+            // Part of the dataset, so that no run pays for it.
+            pgbench_run::create_accounts_copy_blocking(conn).map_err(message)?;
+        }
+        Ok(())
     }
 
     fn writes(&self, script: &str) -> bool {
-        // Custom scripts may write; only the read-only builtin is known not to.
-        script != "select-only"
+        // Custom scripts may write; only the read-only builtins are known not to.
+        script != "select-only" && !script.starts_with("analytics-")
     }
 
     fn family(&self, script: &str) -> String {
+        if self.flavor == Flavor::Analytics {
+            return "analytics".into();
+        }
         if self.writes(script) { "write" } else { "read" }.to_string()
     }
 
     fn check_variant(&self, script: &str) -> Result<(), String> {
+        if self.flavor == Flavor::Analytics && !analytics_variants().iter().any(|v| v == script) {
+            return Err(format!(
+                "workload \"analytics\": unknown query \"{script}\"; the queries are: {}",
+                analytics_variants().join(", ")
+            ));
+        }
         match choice(script) {
             ScriptChoice::Builtin(name) => builtins::find_builtin(&name).map(|_| ()),
             ScriptChoice::File(path) => std::fs::metadata(&path)
@@ -59,7 +107,10 @@ impl LabWorkload for PgbenchLab {
     }
 
     fn default_variants(&self) -> Vec<String> {
-        vec!["tpcb-like".into()]
+        match self.flavor {
+            Flavor::Analytics => analytics_variants(),
+            Flavor::Plain | Flavor::ExtraIndexes => vec!["tpcb-like".into()],
+        }
     }
 
     fn run(
@@ -91,6 +142,14 @@ impl LabWorkload for PgbenchLab {
         let cpu = &report.client_cpu;
         Ok(window.measurement(Duration::from_secs_f64(cpu.user_s + cpu.system_s)))
     }
+}
+
+/// Seed 002's queries, each a variant of its own (a cell per query).
+fn analytics_variants() -> Vec<String> {
+    analytics::QUERIES
+        .iter()
+        .map(|(name, _, _)| name.to_string())
+        .collect()
 }
 
 fn run_spec(request: &RunRequest<'_>, seconds: u64) -> Result<RunSpec, String> {

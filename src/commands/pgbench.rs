@@ -195,6 +195,7 @@ fn uses_init_options(args: &PgbenchArgs) -> bool {
         || args.partitions.is_some()
         || args.partition_method.is_some()
         || args.unlogged_tables
+        || args.extra_indexes
 }
 
 fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, Failure> {
@@ -240,7 +241,10 @@ fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, F
     if args.foreign_keys && !steps_text.contains('f') {
         steps_text.push('f');
     }
-    let steps = parse_steps(&steps_text).map_err(Failure::Input)?;
+    let mut steps = parse_steps(&steps_text).map_err(Failure::Input)?;
+    if args.extra_indexes {
+        steps.push(InitStep::ExtraIndexes);
+    }
     Ok(InitSpec {
         steps,
         schema: SchemaOptions {
@@ -467,8 +471,9 @@ fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)
         match choice {
             ScriptChoice::Builtin(option) => {
                 let (name, weight) = script_weight(&option)?;
-                let builtin = builtins::find_builtin(&name).map_err(Failure::Input)?;
-                scripts.push((ScriptChoice::Builtin(builtin.name.to_string()), weight));
+                for builtin in builtins::expand_builtin(&name).map_err(Failure::Input)? {
+                    scripts.push((ScriptChoice::Builtin(builtin.name.to_string()), weight));
+                }
             }
             ScriptChoice::File(option) => {
                 let (name, weight) = script_weight(&option)?;

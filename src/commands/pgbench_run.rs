@@ -13,14 +13,16 @@ use crate::driver::{
     TxnLogSpec, WeightedScript,
 };
 use crate::probe::pgstat::{XactCounters, XactProbe};
+use crate::probe::statement_window::{self, StatementTotals};
 use crate::report::pgbench::{
     progress_line, summary_text, to_json, ClientCpu, CommandReport, Failures, LatencySummary,
     PgbenchReport, ProgressExtras, ScriptResult, SeriesPoint, ServerCounters,
 };
 use crate::script::{parse_script, Value, VarTable};
 use crate::server::target::ConnSpec;
+use crate::workload::analytics;
 use crate::workload::pgbench::builtins;
-use crate::workload::pgbench::loader::{connection_error, sql_error};
+use crate::workload::pgbench::loader::{connect_quietly, connection_error, sql_error};
 
 pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
     let exit_on_abort = spec.exit_on_abort;
@@ -87,7 +89,7 @@ pub fn benchmark(
                 spec.clients as u64
             },
         });
-    Ok(build_report(
+    let mut report = build_report(
         spec,
         target,
         &setup,
@@ -95,7 +97,22 @@ pub fn benchmark(
         random_seed,
         &result,
         counters,
-    ))
+    );
+    if let Some(before) = &setup.statements_before {
+        let after = runtime.block_on(statement_window::read_totals(&setup.client));
+        // Only the analytics queries: not the probes' own statements, nor anyone else's.
+        let sent: Vec<String> = analytics::QUERIES
+            .iter()
+            .map(|(_, _, sql)| statement_window::comparable(sql))
+            .collect();
+        report.statements = after.map(|after| {
+            statement_window::window(before, &after)
+                .into_iter()
+                .filter(|s| sent.contains(&statement_window::comparable(&s.query)))
+                .collect()
+        });
+    }
+    Ok(report)
 }
 
 fn build_scripts(spec: &RunSpec) -> Result<(Vec<WeightedScript>, VarTable), Failure> {
@@ -135,6 +152,8 @@ struct ServerSetup {
     partitions: Option<(String, i64)>,
     probe: XactProbe,
     counters_before: Option<XactCounters>,
+    /// pg_stat_statements before the run, for runs of seed 002's analytics queries.
+    statements_before: Option<Vec<StatementTotals>>,
 }
 
 async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup, Failure> {
@@ -170,12 +189,26 @@ async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup
     } else {
         (spec.scale_given.unwrap_or(1), None)
     };
+    let analytics = builtin_names(spec).any(|name| name.starts_with("analytics-"));
+    if builtin_names(spec).any(analytics::needs_accounts_copy) {
+        create_accounts_copy(&client).await?;
+    }
     vacuum(&client, spec.vacuum).await?;
     let probe = XactProbe::new(&client)
         .await
         .map_err(|e| Failure::Run(sql_error("server_version_num", &e)))?;
     let counters_before = probe.read(&client).await.ok();
+    let statements_before = if analytics {
+        let totals = statement_window::read_totals(&client).await;
+        if totals.is_none() {
+            eprintln!("stampede: warning: pg_stat_statements is not available in database \"{}\" (it needs shared_preload_libraries and CREATE EXTENSION): no per-statement execution times", target.dbname);
+        }
+        totals
+    } else {
+        None
+    };
     Ok(ServerSetup {
+        statements_before,
         probe,
         client,
         server_version,
@@ -183,6 +216,40 @@ async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup
         partitions,
         counters_before,
     })
+}
+
+fn builtin_names(spec: &RunSpec) -> impl Iterator<Item = &str> {
+    spec.scripts.iter().filter_map(|(choice, _)| match choice {
+        ScriptChoice::Builtin(name) => Some(name.as_str()),
+        ScriptChoice::File(_) => None,
+    })
+}
+
+/// `create_accounts_copy` over a connection of its own, for callers outside a runtime.
+pub fn create_accounts_copy_blocking(conn: &ConnSpec) -> Result<(), Failure> {
+    control_runtime().block_on(async {
+        let client = connect_quietly(conn).await.map_err(Failure::Run)?;
+        create_accounts_copy(&client).await
+    })
+}
+
+/// Seed 002's copy of pgbench_accounts, which analytics queries 3 and 4 join with.
+async fn create_accounts_copy(client: &Client) -> Result<(), Failure> {
+    let missing = client
+        .query_one("SELECT to_regclass('pgbench_accounts_copy') IS NULL", &[])
+        .await
+        .map(|row| row.get::<_, bool>(0))
+        .map_err(|e| Failure::Run(sql_error("to_regclass", &e)))?;
+    if missing {
+        eprintln!("stampede: creating pgbench_accounts_copy (a copy of pgbench_accounts with a unique index on aid) for the analytics queries");
+    }
+    for statement in analytics::ACCOUNTS_COPY {
+        client
+            .batch_execute(statement)
+            .await
+            .map_err(|e| Failure::Run(sql_error(statement, &e)))?;
+    }
+    Ok(())
 }
 
 /// pgbench's GetTableInfo: the scale is the number of branches.
@@ -451,6 +518,7 @@ fn build_report(
             .report_per_command
             .then(|| command_reports(scripts, &result.command_stats)),
         series: series(result, seconds),
+        statements: None,
     }
 }
 

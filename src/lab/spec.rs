@@ -429,7 +429,14 @@ fn workloads(
 }
 
 /// The `[[workload]]` names a lab knows.
-pub const WORKLOADS: [&str; 4] = ["pgbench", "sysbench", "sysbench-microbench", "tpcc"];
+pub const WORKLOADS: [&str; 6] = [
+    "pgbench",
+    "pgbench-extra-indexes",
+    "analytics",
+    "sysbench",
+    "sysbench-microbench",
+    "tpcc",
+];
 
 /// A workload's `options = { ... }` as text, each a string, number or boolean.
 fn workload_options(

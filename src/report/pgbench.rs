@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::probe::statement_window::StatementWindow;
+
 /// Latency of successful transactions, in milliseconds.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LatencySummary {
@@ -132,6 +134,9 @@ pub struct PgbenchReport {
     /// `-r`: per script, per command.
     pub commands: Option<Vec<Vec<CommandReport>>>,
     pub series: Vec<SeriesPoint>,
+    /// Seed 002's analytics: pg_stat_statements over the run (calls, mean and stddev).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statements: Option<Vec<StatementWindow>>,
 }
 
 /// The summary block, line for line as pgbench 15–18 prints it, then stampede's own lines.
@@ -225,7 +230,32 @@ pub fn summary_text(report: &PgbenchReport) -> String {
             if counters.exact { "" } else { "; approximate before PostgreSQL 15" }
         ));
     }
+    if let Some(statements) = &report.statements {
+        statement_lines(statements, &mut line);
+    }
     out
+}
+
+/// Seed 002's result table: pg_stat_statements' execution times over the run, per statement.
+fn statement_lines(statements: &[StatementWindow], line: &mut dyn FnMut(String)) {
+    line("pg_stat_statements during the run (execution time, ms):".into());
+    line(format!(
+        "{:>8} {:>12} {:>12}  statement",
+        "calls", "mean", "stddev"
+    ));
+    for statement in statements {
+        line(format!(
+            "{:>8} {:>12.3} {:>12.3}  {}",
+            statement.calls,
+            statement.mean_ms,
+            statement.stddev_ms,
+            statement
+                .query
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
 }
 
 /// `-R -L`: skipped transactions; `-L`: late ones (pgbench's wording and percentages).

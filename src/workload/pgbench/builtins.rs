@@ -1,4 +1,7 @@
-//! pgbench's builtin scripts, as script text run by the same engine as user scripts.
+//! pgbench's builtin scripts, as script text run by the same engine as user scripts, and
+//! seed 002's analytical queries (`analytics-q1..q4`).
+
+use crate::workload::analytics;
 
 #[derive(Debug)]
 pub struct Builtin {
@@ -7,7 +10,7 @@ pub struct Builtin {
     pub script: &'static str,
 }
 
-pub const BUILTINS: [Builtin; 3] = [
+pub const BUILTINS: [Builtin; 7] = [
     Builtin {
         name: "tpcb-like",
         description: "<builtin: TPC-B (sort of)>",
@@ -45,7 +48,33 @@ END;
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 ",
     },
+    analytics_query(0),
+    analytics_query(1),
+    analytics_query(2),
+    analytics_query(3),
 ];
+
+/// Seed 002's analytical query `index` as a builtin of one statement.
+const fn analytics_query(index: usize) -> Builtin {
+    let (name, description, script) = analytics::QUERIES[index];
+    Builtin {
+        name,
+        description,
+        script,
+    }
+}
+
+/// The builtins a `-b` name stands for: `analytics` is all four analytical queries, any other
+/// name (or unambiguous prefix) one builtin.
+pub fn expand_builtin(name: &str) -> Result<Vec<&'static Builtin>, String> {
+    if name == analytics::ALL {
+        return Ok(BUILTINS
+            .iter()
+            .filter(|b| analytics::QUERIES.iter().any(|(n, _, _)| *n == b.name))
+            .collect());
+    }
+    find_builtin(name).map(|builtin| vec![builtin])
+}
 
 /// Finds a builtin by name or unambiguous prefix, with pgbench's error wording.
 pub fn find_builtin(name: &str) -> Result<&'static Builtin, String> {
@@ -83,6 +112,10 @@ pub fn listing() -> String {
             builtin.name, builtin.description
         ));
     }
+    out.push_str(&format!(
+        "  {:>13}: <all four analytics queries, a script each>\n",
+        analytics::ALL
+    ));
     out
 }
 

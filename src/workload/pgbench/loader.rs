@@ -13,6 +13,7 @@ use super::schema::{
     self, PartitionMethod, SchemaOptions, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH,
 };
 use crate::server::target::ConnSpec;
+use crate::workload::analytics;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitStep {
@@ -23,6 +24,8 @@ pub enum InitStep {
     Vacuum,
     PrimaryKeys,
     ForeignKeys,
+    /// Seed 002's four extra indexes (`--extra-indexes`; no step letter, pgbench has none).
+    ExtraIndexes,
 }
 
 impl InitStep {
@@ -52,6 +55,7 @@ impl InitStep {
             InitStep::Vacuum => "vacuum",
             InitStep::PrimaryKeys => "primary keys",
             InitStep::ForeignKeys => "foreign keys",
+            InitStep::ExtraIndexes => "extra indexes",
         }
     }
 
@@ -65,6 +69,7 @@ impl InitStep {
             InitStep::Vacuum => "vacuuming...",
             InitStep::PrimaryKeys => "creating primary keys...",
             InitStep::ForeignKeys => "creating foreign keys...",
+            InitStep::ExtraIndexes => "creating extra indexes (seed 002's four)...",
         }
     }
 }
@@ -138,6 +143,11 @@ impl Loader {
                     execute(&client, statement).await?;
                 }
                 Ok(())
+            }
+            InitStep::ExtraIndexes => {
+                let statements = analytics::EXTRA_INDEXES.map(str::to_string);
+                self.in_parallel(statements.to_vec(), Some(INDEX_BUILD_MEMORY))
+                    .await
             }
         }
     }
