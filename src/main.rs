@@ -43,6 +43,7 @@ fn run() -> Result<(), Failure> {
         TopCommand::Report(args) => commands::report::run(args),
         TopCommand::Sysbench { action } => commands::sysbench::run(action),
         TopCommand::Tpcc { action } => commands::tpcc::run(action),
+        TopCommand::Dbstress { action } => commands::dbstress::run(action),
     }
 }
 

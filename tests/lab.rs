@@ -1270,3 +1270,65 @@ fn seed_002s_workloads_run_in_the_lab() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// dbSTRESS in the lab: prepared once per target and object count; a read+write cell whose
+/// stored statements hold the writes in the ratio asked for; a bad option is refused.
+#[test]
+fn a_dbstress_workload_runs_in_the_lab() {
+    let dir = lab_dir("dbstress");
+    let spec = dir.join("dbstress.toml");
+    let write = |options: &str| {
+        std::fs::write(
+            &spec,
+            format!(
+                "name = \"dbstress\"\nruns = 1\nduration = \"2s\"\n[[target]]\nname = \"t\"\nsettings = {{ fsync = false }}\n\
+                 [[workload]]\nname = \"dbstress\"\nscripts = [\"rw\"]\nscale = [1000]\nclients = [2]\noptions = {{ {options} }}\n"
+            ),
+        )
+        .unwrap()
+    };
+    write("rw_ratio = 0");
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: workload \"dbstress\": options: rw_ratio = \"0\": give a whole number from 1"
+    );
+    write("rw_ratio = 3, anti_dead = true");
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("dbstress.db");
+    let runs = sqlite(
+        &db,
+        "SELECT c.family, r.id, r.transactions FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.status = 'completed'",
+    );
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0][0], "read+write");
+    let calls = |pattern: &str| {
+        number(
+            &sqlite(
+                &db,
+                &format!(
+                    "SELECT coalesce(sum(calls), 0) FROM run_statements WHERE run_id = {} AND query LIKE '{pattern}'",
+                    runs[0][1]
+                ),
+            )[0][0],
+        )
+    };
+    let transactions = number(&runs[0][2]);
+    let reads = calls("SELECT S.REF, S.NAME, Z.REF%");
+    assert!(
+        (transactions..=transactions + 2.0).contains(&reads),
+        "{reads} of {transactions}"
+    );
+    let writes = calls("UPDATE history1%");
+    assert!(
+        (transactions / 3.0 - 2.0..=transactions / 3.0 + 1.0).contains(&writes),
+        "{writes} writes of {transactions}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

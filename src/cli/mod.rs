@@ -1,5 +1,6 @@
 //! Command-line definitions. Parsing only: turning flags into specs happens in `commands/`.
 
+pub mod dbstress;
 pub mod pgbench;
 pub mod sysbench;
 pub mod tpcc;
@@ -43,6 +44,11 @@ pub enum TopCommand {
     Tpcc {
         #[command(subcommand)]
         action: tpcc::TpccAction,
+    },
+    /// dbSTRESS (seed 003): prepare its tables, run read-only or read+write sessions
+    Dbstress {
+        #[command(subcommand)]
+        action: dbstress::DbstressAction,
     },
     /// Manage the managed default server
     Server {

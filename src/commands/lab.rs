@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::lab_dbstress::DbstressLab;
 use super::lab_pgbench::{Flavor, PgbenchLab, DEFAULT_RUN_OVERHEAD};
 use super::lab_sysbench::{MicrobenchLab, SysbenchLab};
 use super::lab_tpcc::TpccLab;
@@ -57,6 +58,7 @@ fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
                 "sysbench" => SysbenchLab::new(&w.options).map(|l| Box::new(l) as _),
                 "sysbench-microbench" => MicrobenchLab::new(&w.options).map(|l| Box::new(l) as _),
                 "tpcc" => TpccLab::new(&w.options).map(|l| Box::new(l) as _),
+                "dbstress" => DbstressLab::new(&w.options).map(|l| Box::new(l) as _),
                 other => unreachable!("the spec admits only known workloads, not {other}"),
             };
             workload.map_err(Failure::Input)

@@ -2,7 +2,9 @@
 //! workload and driver, and hands the numbers to `report`.
 
 pub mod compare;
+pub mod dbstress;
 pub mod lab;
+pub mod lab_dbstress;
 pub mod lab_pgbench;
 pub mod lab_run;
 pub mod lab_sysbench;

@@ -429,13 +429,14 @@ fn workloads(
 }
 
 /// The `[[workload]]` names a lab knows.
-pub const WORKLOADS: [&str; 6] = [
+pub const WORKLOADS: [&str; 7] = [
     "pgbench",
     "pgbench-extra-indexes",
     "analytics",
     "sysbench",
     "sysbench-microbench",
     "tpcc",
+    "dbstress",
 ];
 
 /// A workload's `options = { ... }` as text, each a string, number or boolean.

@@ -2,6 +2,7 @@
 //! time (that is the driver's job).
 
 pub mod analytics;
+pub mod dbstress;
 pub mod pgbench;
 pub mod sysbench;
 pub mod tpcc;
