@@ -54,6 +54,20 @@ clients = [1, 2]
     path
 }
 
+/// `lab run SPEC` is refused before anything starts: exit 1, exactly `message`, and no results
+/// database (the spec's name with `.db`).
+fn assert_lab_refused(spec: &Path, message: &str) {
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output).trim(),
+        format!("stampede: error: {message}")
+    );
+    assert!(!spec.with_extension("db").exists());
+}
+
 fn sqlite(db: &Path, query: &str) -> Vec<Vec<String>> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut statement = conn.prepare(query).unwrap();
@@ -936,15 +950,10 @@ fn a_sysbench_workload_runs_in_the_lab() {
     };
     // Bad options are refused before anything starts.
     write("tables = 0");
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        stderr(&output).trim(),
-        "stampede: error: workload \"sysbench\": options: --tables must be at least 1 (not 0)"
+    assert_lab_refused(
+        &spec,
+        "workload \"sysbench\": options: --tables must be at least 1 (not 0)",
     );
-    assert!(!dir.join("sb.db").exists());
 
     write("tables = 2, rand_type = \"uniform\"");
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
@@ -1108,15 +1117,7 @@ fn a_tpcc_workload_runs_in_the_lab() {
         .unwrap()
     };
     write("mix = \"40,40,10,5\"");
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        stderr(&output).trim(),
-        "stampede: error: workload \"tpcc\": options: --mix \"40,40,10,5\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb"
-    );
-    assert!(!dir.join("tpcc.db").exists());
+    assert_lab_refused(&spec, "workload \"tpcc\": options: --mix \"40,40,10,5\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb");
 
     write("mix = \"hammerdb\"");
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
@@ -1216,15 +1217,7 @@ fn seed_002s_workloads_run_in_the_lab() {
         .unwrap()
     };
     write("scripts = [\"analytics-q5\"]\n");
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        stderr(&output).trim(),
-        "stampede: error: workload \"analytics\": unknown query \"analytics-q5\"; the queries are: analytics-q1, analytics-q2, analytics-q3, analytics-q4"
-    );
-    assert!(!dir.join("seed002.db").exists());
+    assert_lab_refused(&spec, "workload \"analytics\": unknown query \"analytics-q5\"; the queries are: analytics-q1, analytics-q2, analytics-q3, analytics-q4");
 
     write("");
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
@@ -1288,13 +1281,9 @@ fn a_dbstress_workload_runs_in_the_lab() {
         .unwrap()
     };
     write("rw_ratio = 0");
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        stderr(&output).trim(),
-        "stampede: error: workload \"dbstress\": options: rw_ratio = \"0\": give a whole number from 1"
+    assert_lab_refused(
+        &spec,
+        "workload \"dbstress\": options: rw_ratio = \"0\": give a whole number from 1",
     );
     write("rw_ratio = 3, anti_dead = true");
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])

@@ -297,13 +297,8 @@ pub fn plan(conn: &ConnSpec, settings: &Settings) -> Result<RunPlan, Failure> {
     plan.initial_values[counter] = Value::Int(0);
     plan.threads = (settings.shape.sessions as usize).min(crate::probe::cpu::cores());
     plan.report_per_command = true;
-    plan.errors = ErrorPolicy {
-        // Deadlocks (possible in rw without --anti-dead) are tried again; others counted.
-        max_tries: 10,
-        continue_on_error: true,
-        verbose: false,
-        reconnect: true,
-    };
+    // Deadlocks are possible in rw without --anti-dead.
+    plan.errors = ErrorPolicy::surviving(10);
     Ok(plan)
 }
 

@@ -244,13 +244,9 @@ pub fn test_plan(
     plan.threads = clients.min(crate::probe::cpu::cores());
     plan.closing_script = test.closing.as_ref().map(|_| 1);
     plan.binary_results = true;
-    plan.errors = ErrorPolicy {
-        max_tries: 1,
-        continue_on_error: true,
-        verbose: false,
-        // sysbench has no reconnect on PostgreSQL; a serious run survives a restart.
-        reconnect: true,
-    };
+    // sysbench retries nothing and has no reconnect on PostgreSQL; a serious run survives a
+    // restart.
+    plan.errors = ErrorPolicy::surviving(1);
     Ok(TestPlan { test, plan })
 }
 

@@ -201,13 +201,7 @@ pub fn plan(
             })
             .collect()
     });
-    plan.errors = ErrorPolicy {
-        // Deadlocks and serialization failures are tried again; other errors are counted.
-        max_tries: 10,
-        continue_on_error: true,
-        verbose: false,
-        reconnect: true,
-    };
+    plan.errors = ErrorPolicy::surviving(10);
     Ok(plan)
 }
 

@@ -69,6 +69,20 @@ pub struct ErrorPolicy {
     pub reconnect: bool,
 }
 
+impl ErrorPolicy {
+    /// A workload's own run that should survive what a long benchmark meets (TPROC-C's,
+    /// dbSTRESS's): deadlocks and serialization failures tried again up to `max_tries` times,
+    /// other errors counted, lost connections made again.
+    pub fn surviving(max_tries: u32) -> ErrorPolicy {
+        ErrorPolicy {
+            max_tries,
+            continue_on_error: true,
+            verbose: false,
+            reconnect: true,
+        }
+    }
+}
+
 impl Default for ErrorPolicy {
     fn default() -> Self {
         ErrorPolicy {
