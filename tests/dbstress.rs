@@ -4,25 +4,10 @@
 
 mod common;
 
-use common::{assert_refused, server, stampede, stderr, stdout};
+use common::{assert_refused, server, stampede_on, stderr, stdout};
 
 fn dbstress(db: &str, args: &[&str]) -> std::process::Output {
-    let s = server();
-    let mut all: Vec<String> = vec!["dbstress".into()];
-    all.extend(args.iter().map(|a| a.to_string()));
-    let (socket, port) = (s.socket_dir(), s.port());
-    all.extend([
-        "-h".into(),
-        socket,
-        "-p".into(),
-        port,
-        "-U".into(),
-        s.user.clone(),
-        "-d".into(),
-        db.into(),
-    ]);
-    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-    stampede(&refs)
+    stampede_on("dbstress", db, args)
 }
 
 /// Asserts that `calls` counts the driver's `transactions`, plus at most one statement per
@@ -78,6 +63,19 @@ fn prepare_run_and_cleanup() {
     let db = s.create_database("dbstress");
     s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     let not_prepared = "no dbSTRESS tables here (or their prepare did not finish); run `stampede dbstress prepare` first";
+    // Tables of a prepare that did not finish (no marker) are refused too.
+    s.psql(&db, "CREATE TABLE zone1 (ref char(2))");
+    assert_refused(
+        &dbstress(&db, &["prepare", "--objects", "10"]),
+        "dbSTRESS tables exist here; run `stampede dbstress cleanup` first",
+        "half-written prepare",
+    );
+    assert_refused(
+        &dbstress(&db, &["prepare", "--sets", "1001"]),
+        "--sets 1001: at most 1000",
+        "too many sets",
+    );
+    assert!(dbstress(&db, &["cleanup"]).status.success());
     assert_refused(
         &dbstress(&db, &["run", "--time", "1"]),
         not_prepared,

@@ -3,27 +3,14 @@
 
 mod common;
 
-use common::{assert_refused, server, stampede, stderr, stdout};
+use common::{assert_refused, server, stampede_on, stderr, stdout};
+use stampede::workload::tpcc::scripts::NAMES as TRANSACTIONS;
 
 const NOT_BUILT: &str =
     "no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first";
 
 fn tpcc(db: &str, args: &[&str]) -> std::process::Output {
-    let s = server();
-    let mut all: Vec<String> = vec!["tpcc".into()];
-    all.extend(args.iter().map(|a| a.to_string()));
-    all.extend([
-        "-h".into(),
-        s.socket_dir(),
-        "-p".into(),
-        s.port(),
-        "-U".into(),
-        s.user.clone(),
-        "-d".into(),
-        db.into(),
-    ]);
-    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-    stampede(&refs)
+    stampede_on("tpcc", db, args)
 }
 
 #[test]
@@ -247,15 +234,6 @@ fn order_line_is_hash_partitioned_from_200_warehouses_only() {
     let output = tpcc(&db, &["check"]);
     assert!(output.status.success(), "{}", stdout(&output));
 }
-
-const TRANSACTIONS: [&str; 6] = [
-    "new-order",
-    "new-order-rollback",
-    "payment",
-    "order-status",
-    "delivery",
-    "stock-level",
-];
 
 /// Runs `args` on `db` with `--json`, checks that the driver's counts agree with the server's
 /// (NOPM from district.d_next_o_id, the orders table, TPM), and returns the JSON report.
@@ -504,7 +482,7 @@ fn keying_and_thinking_hold_the_rate_the_pauses_imply() {
     );
     assert_refused(
         &refused,
-        "--keying-thinking-scale 0: give a factor above 0",
+        "--keying-thinking-scale 0: give a factor above 0, at most 100",
         "scale 0",
     );
     let refused = tpcc(&db, &["run", "--mode", "both"]);

@@ -18,6 +18,9 @@ use crate::server::target::ConnSpec;
 use crate::workload::dbstress::{self, Mode, TransactionShape, MARKER, STATEMENTS};
 use crate::workload::pgbench::loader::{connect_quietly, sql_error};
 
+/// Five tables per set: a thousand sets are 5,000 tables, more than any study asks for.
+const MAX_SETS: i64 = 1000;
+
 const NOT_PREPARED: &str =
     "no dbSTRESS tables here (or their prepare did not finish); run `stampede dbstress prepare` first";
 
@@ -31,7 +34,11 @@ pub fn run(action: &DbstressAction) -> CommandResult {
 
 fn prepare(args: &PrepareArgs) -> CommandResult {
     let objects = positive(args.objects, "objects")?;
-    let sets = positive(args.sets, "sets")? as u32;
+    let sets = positive(args.sets, "sets")?;
+    if sets > MAX_SETS {
+        return Err(Failure::Input(format!("--sets {sets}: at most {MAX_SETS}")));
+    }
+    let sets = sets as u32;
     let threads = match args.threads {
         Some(t) => positive(t, "threads")? as usize,
         None => crate::probe::cpu::cores(),
@@ -59,7 +66,8 @@ pub fn prepare_tables(
     let conn = conn.clone();
     control_runtime().block_on(async {
         let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
-        if prepared_size(&client).await.is_some() {
+        // Also the tables of a prepare that did not finish (no marker yet).
+        if !existing_tables(&client).await?.is_empty() {
             return Err(Failure::Input(
                 "dbSTRESS tables exist here; run `stampede dbstress cleanup` first".into(),
             ));
@@ -166,21 +174,27 @@ async fn prepared_size(client: &Client) -> Option<(i64, u32)> {
     Some((row.get(0), row.get::<_, i32>(1) as u32))
 }
 
+/// dbSTRESS's tables of any set, and the marker, in the current schema.
+async fn existing_tables(client: &Client) -> Result<Vec<String>, Failure> {
+    let rows = client
+        .query(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()
+             AND (tablename ~ '^(zone|section|stat|object|history)[0-9]+$' OR tablename = $1)",
+            &[&MARKER],
+        )
+        .await
+        .map_err(|e| Failure::Run(sql_error("pg_tables", &e)))?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
 fn cleanup(conn: &ConnSpec) -> CommandResult {
     control_runtime().block_on(async {
         let client = connect_quietly(conn).await.map_err(Failure::Input)?;
-        let rows = client
-            .query(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()
-                 AND (tablename ~ '^(zone|section|stat|object|history)[0-9]+$' OR tablename = $1)",
-                &[&MARKER],
-            )
-            .await
-            .map_err(|e| Failure::Run(sql_error("pg_tables", &e)))?;
-        for row in &rows {
-            execute(&client, &format!("DROP TABLE {}", row.get::<_, String>(0))).await?;
+        let tables = existing_tables(&client).await?;
+        for table in &tables {
+            execute(&client, &format!("DROP TABLE {table}")).await?;
         }
-        eprintln!("dropped {} table(s)", rows.len());
+        eprintln!("dropped {} table(s)", tables.len());
         Ok(())
     })
 }

@@ -146,9 +146,10 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
 
 fn keying_thinking(args: &RunArgs) -> Result<Option<f64>, Failure> {
     let scale = args.keying_thinking_scale;
-    if !(scale.is_finite() && scale > 0.0) {
+    // Up to 100: New-Order's 18 s keying becomes 30 min, and no pause overflows a Duration.
+    if !(scale.is_finite() && scale > 0.0 && scale <= 100.0) {
         return Err(Failure::Input(format!(
-            "--keying-thinking-scale {scale}: give a factor above 0"
+            "--keying-thinking-scale {scale}: give a factor above 0, at most 100"
         )));
     }
     if !args.keying_thinking && scale != 1.0 {

@@ -144,6 +144,17 @@ impl TestServer {
 }
 
 /// Runs the stampede binary with a clean environment (no PG* variables).
+/// `stampede COMMAND ARGS -h -p -U -d DB` against the test server (the tpcc and dbstress
+/// subcommands take the connection as flags).
+pub fn stampede_on(command: &str, db: &str, args: &[&str]) -> Output {
+    let s = server();
+    let (socket, port) = (s.socket_dir(), s.port());
+    let mut all = vec![command];
+    all.extend_from_slice(args);
+    all.extend(["-h", &socket, "-p", &port, "-U", &s.user, "-d", db]);
+    stampede(&all)
+}
+
 pub fn stampede(args: &[&str]) -> Output {
     stampede_with_env(args, &[])
 }
