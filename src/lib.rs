@@ -1,16 +1,18 @@
 //! stampede: a PostgreSQL benchmark lab in one binary.
 //!
-//! Data flows left to right: `cli` → `lab` → `server` → `workload` → `driver` → `probe` →
-//! `store` → `analysis` → `report`; `commands` wires them together for each subcommand.
+//! Data flows left to right: spec (`app::cli`, `lab::spec`) → plan (`lab`) → `server` →
+//! workload (`family`) → `driver` → `probe` → `store` → `analysis` → `report`. `app` holds the
+//! generic commands; each workload family keeps everything of its own under `family/<name>/`.
 
 pub mod analysis;
-pub mod cli;
-pub mod commands;
+pub mod app;
 pub mod driver;
+pub mod error;
+pub mod family;
 pub mod lab;
+pub mod pg;
 pub mod probe;
 pub mod report;
 pub mod script;
 pub mod server;
 pub mod store;
-pub mod workload;

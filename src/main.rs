@@ -2,8 +2,9 @@
 
 use clap::{CommandFactory, FromArgMatches};
 
-use stampede::cli::{self, Cli, TopCommand};
-use stampede::commands::{self, Failure};
+use stampede::app::cli::{Cli, TopCommand};
+use stampede::app::{self, Failure};
+use stampede::family::{dbstress, pgbench, sysbench, tpcc};
 
 fn main() {
     let code = match run() {
@@ -34,16 +35,16 @@ fn run() -> Result<(), Failure> {
             let sub = matches
                 .subcommand_matches("pgbench")
                 .expect("pgbench matched");
-            commands::pgbench::run(args, cli::pgbench::script_choices(sub))
+            pgbench::command::run(args, pgbench::args::script_choices(sub))
         }
-        TopCommand::Quickstart(args) => commands::quickstart::run(args),
-        TopCommand::Server { action } => commands::server::run(action),
-        TopCommand::Lab { action } => commands::lab::run(action),
-        TopCommand::Compare(args) => commands::compare::run(args),
-        TopCommand::Report(args) => commands::report::run(args),
-        TopCommand::Sysbench { action } => commands::sysbench::run(action),
-        TopCommand::Tpcc { action } => commands::tpcc::run(action),
-        TopCommand::Dbstress { action } => commands::dbstress::run(action),
+        TopCommand::Quickstart(args) => app::quickstart::run(args),
+        TopCommand::Server { action } => app::server::run(action),
+        TopCommand::Lab { action } => app::lab::run(action),
+        TopCommand::Compare(args) => app::compare::run(args),
+        TopCommand::Report(args) => app::report::run(args),
+        TopCommand::Sysbench { action } => sysbench::command::run(action),
+        TopCommand::Tpcc { action } => tpcc::command::run(action),
+        TopCommand::Dbstress { action } => dbstress::command::run(action),
     }
 }
 

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_refused, server, stampede_on, stderr, stdout};
-use stampede::workload::tpcc::scripts::NAMES as TRANSACTIONS;
+use stampede::family::tpcc::scripts::NAMES as TRANSACTIONS;
 
 const NOT_BUILT: &str =
     "no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first";

@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 use super::plan::{Cell, Plan, PlannedRun};
 use super::spec::{LabSpec, PostgresSource, Scale, TargetSpec};
 use super::window::{OpenWindow, WindowProbes};
-use super::workload::{LabWorkload, RunObserver, RunRequest};
+use crate::driver::Protocol;
+use crate::family::api::{LabWorkload, RunObserver, RunRequest};
+use crate::pg::control::{query_rows, query_string, server_version_num, sql};
 use crate::probe::plans;
 use crate::server::binaries::Binaries;
 use crate::server::cluster::{Cluster, OsUser};
-use crate::server::control::{query_rows, query_string, server_version_num, sql};
 use crate::server::profile::{self, Machine};
 use crate::server::target::ConnSpec;
 use crate::store::{
@@ -344,7 +345,7 @@ impl<'a> Lab<'a> {
                     .threads
                     .unwrap_or_else(default_threads)
                     .min(cell.clients),
-                protocol: workload.protocol.as_deref(),
+                protocol: workload.protocol.unwrap_or(Protocol::Prepared),
                 warmup: self.spec.warmup,
                 duration: self.spec.duration,
                 client_cpus: workload.client_cpus.as_deref(),

@@ -5,4 +5,3 @@ pub mod executor;
 pub mod plan;
 pub mod spec;
 pub mod window;
-pub mod workload;

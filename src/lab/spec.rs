@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::driver::Protocol;
+use crate::family::{self, api::LabWorkloadKind};
 pub use crate::server::profile::Profile;
 pub use crate::store::Location;
 
@@ -115,7 +117,8 @@ pub struct WorkloadSpec {
     pub clients: Vec<usize>,
     /// Driver threads; default: as many as cores, at most the clients.
     pub threads: Option<usize>,
-    pub protocol: Option<String>,
+    /// The spec's protocol, one the workload accepts; None: the workload's default.
+    pub protocol: Option<Protocol>,
     pub client_cpus: Option<Vec<usize>>,
     /// The workload's own options, as text (checked by the workload).
     pub options: Vec<(String, String)>,
@@ -428,17 +431,6 @@ fn workloads(
         .collect()
 }
 
-/// The `[[workload]]` names a lab knows.
-pub const WORKLOADS: [&str; 7] = [
-    "pgbench",
-    "pgbench-extra-indexes",
-    "analytics",
-    "sysbench",
-    "sysbench-microbench",
-    "tpcc",
-    "dbstress",
-];
-
 /// A workload's `options = { ... }` as text, each a string, number or boolean.
 fn workload_options(
     source: &Source<'_>,
@@ -464,15 +456,18 @@ fn workload_options(
 
 fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<WorkloadSpec, SpecError> {
     let name = w.name.get_ref().clone();
-    if !WORKLOADS.contains(&name.as_str()) {
+    let Some(kind) = family::lab_workload(&name) else {
+        let known: Vec<String> = family::lab_workloads()
+            .map(|kind| format!("\"{}\"", kind.name))
+            .collect();
         return Err(source.at(
             &w.name,
             format!(
                 "workload \"{name}\": known workloads are {}",
-                WORKLOADS.map(|w| format!("\"{w}\"")).join(", ")
+                known.join(", ")
             ),
         ));
-    }
+    };
     let clients = w.clients.get_ref();
     if clients.is_empty() || clients.iter().any(|c| *c < 1) {
         return Err(source.at(&w.clients, "clients: every client count must be at least 1"));
@@ -499,11 +494,7 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         Some(t) => Some(*t.get_ref() as usize),
         None => None,
     };
-    if let Some(p) = &w.protocol {
-        if !["simple", "extended", "prepared"].contains(&p.get_ref().as_str()) {
-            return Err(source.at(p, "protocol: use \"simple\", \"extended\" or \"prepared\""));
-        }
-    }
+    let protocol = protocol(source, w.protocol.as_ref(), kind)?;
     // Without `scripts`, the workload's default variants are filled in by whoever builds it.
     let scripts = w
         .scripts
@@ -522,10 +513,44 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         scales,
         clients: clients.iter().map(|c| *c as usize).collect(),
         threads,
-        protocol: w.protocol.as_ref().map(|p| p.get_ref().clone()),
+        protocol,
         client_cpus: cpu_list(source, w.client_cpus.as_ref(), "client_cpus")?,
         options: workload_options(source, w)?,
     })
+}
+
+/// The spec's protocol, if the workload honours it.
+fn protocol(
+    source: &Source<'_>,
+    value: Option<&Spanned<String>>,
+    kind: &LabWorkloadKind,
+) -> Result<Option<Protocol>, SpecError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let Some(protocol) = Protocol::from_name(value.get_ref()) else {
+        return Err(source.at(
+            value,
+            "protocol: use \"simple\", \"extended\" or \"prepared\"",
+        ));
+    };
+    if !kind.protocols.contains(&protocol) {
+        let accepted: Vec<String> = kind
+            .protocols
+            .iter()
+            .map(|p| format!("\"{}\"", p.name()))
+            .collect();
+        return Err(source.at(
+            value,
+            format!(
+                "protocol: workload \"{}\" runs only with {}, not \"{}\"; set that or leave protocol out",
+                kind.name,
+                accepted.join(" or "),
+                protocol.name()
+            ),
+        ));
+    }
+    Ok(Some(protocol))
 }
 
 /// "60s", "5m", "1h", "500ms", "1m30s".

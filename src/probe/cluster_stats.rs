@@ -2,7 +2,7 @@
 //! background writer (all), the checkpointer (17+), WAL (14+) and I/O by backend type, object
 //! and context (16+). Every numeric column is a counter; read before and after a run.
 
-use crate::server::control::named_rows;
+use crate::pg::control::named_rows;
 use crate::server::target::ConnSpec;
 use crate::store::CounterRow;
 

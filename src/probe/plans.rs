@@ -2,7 +2,7 @@
 //! (constants as $n). A generic plan works on every major: PREPARE the normalized text, force
 //! the generic plan, and EXPLAIN EXECUTE it with NULL parameters; nothing is executed.
 
-use crate::server::control::named_rows;
+use crate::pg::control::named_rows;
 use crate::server::target::ConnSpec;
 
 /// Statements that have a plan; transaction control and utility statements do not.

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::server::control::{query_rows, query_string, server_version_num, sql};
+use crate::pg::control::{query_rows, query_string, server_version_num, sql};
 use crate::server::target::ConnSpec;
 use crate::store::{CounterRow, StatementRow};
 

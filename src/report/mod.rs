@@ -4,10 +4,8 @@
 pub mod comparison;
 pub mod html;
 pub mod lab_report;
-pub mod pgbench;
 pub mod series;
 pub mod svg;
-pub mod sysbench;
 pub mod table;
 pub mod text;
 pub mod warnings;

@@ -3,8 +3,26 @@
 
 pub mod binaries;
 pub mod cluster;
-pub mod control;
 pub mod download;
 pub mod managed;
 pub mod profile;
 pub mod target;
+
+use crate::error::Failure;
+use managed::{default_home, ManagedServer};
+use target::{ConnFlags, ConnSpec};
+
+/// The connection to use: the one the user gave, or else the managed default server (started or
+/// created as needed, announced in one line on stderr).
+pub fn resolve_target(flags: &ConnFlags) -> Result<ConnSpec, Failure> {
+    if !flags.is_unspecified() {
+        return ConnSpec::resolve(flags).map_err(Failure::Input);
+    }
+    let (server, created) =
+        ManagedServer::ensure_running(&default_home()).map_err(Failure::Input)?;
+    if created {
+        eprintln!("created the managed default server");
+    }
+    eprintln!("{}", server.describe());
+    Ok(server.conn_spec())
+}

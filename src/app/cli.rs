@@ -1,0 +1,143 @@
+//! Command-line definitions. Parsing only: turning flags into specs happens in `commands/`.
+
+use clap::{Parser, Subcommand};
+
+use crate::family::{dbstress, pgbench, sysbench, tpcc};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "stampede",
+    version,
+    about = "A PostgreSQL benchmark lab in one binary",
+    long_about = "A PostgreSQL benchmark lab in one binary.\n\nWith no connection options and no PG* environment variables, commands use the managed default server (created on first use)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: TopCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopCommand {
+    /// pgbench's options and output, with percentiles, client CPU and JSON
+    #[command(disable_help_flag = true, allow_negative_numbers = true)]
+    Pgbench(Box<pgbench::args::PgbenchArgs>),
+    /// Initialize pgbench on the managed default server and print tps and latency at 1, 4, 16 clients
+    Quickstart(QuickstartArgs),
+    /// Matrix experiments from a TOML spec: plan, run, resume
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+    },
+    /// Compare two targets of a lab cell by cell: medians, ratio with a 95% interval, verdict
+    Compare(CompareArgs),
+    /// Every target of a lab against a base: verdicts, statements, work per transaction
+    Report(ReportArgs),
+    /// sysbench's oltp_* tests: prepare, run, cleanup, with sysbench's options and report
+    Sysbench {
+        #[command(subcommand)]
+        action: sysbench::args::SysbenchAction,
+    },
+    /// HammerDB's TPROC-C: build the schema and data, check TPC-C's consistency conditions
+    Tpcc {
+        #[command(subcommand)]
+        action: tpcc::args::TpccAction,
+    },
+    /// dbSTRESS (seed 003): prepare its tables, run read-only or read+write sessions
+    Dbstress {
+        #[command(subcommand)]
+        action: dbstress::args::DbstressAction,
+    },
+    /// Manage the managed default server
+    Server {
+        #[command(subcommand)]
+        action: ServerAction,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// The target compared against
+    pub base: String,
+    /// The target compared
+    pub other: String,
+    /// The lab, when the database holds several
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// tps (higher is better), p99 (latency, lower is better) or nopm (TPROC-C New-Orders per
+    /// minute, higher is better)
+    #[arg(long, default_value = "tps")]
+    pub metric: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// The target every other is compared against
+    #[arg(long)]
+    pub base: String,
+    /// html (one self-contained file with charts), md (Markdown), csv (one number per row) or json
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Write to this file instead of standard output
+    #[arg(short = 'o', long)]
+    pub output: Option<std::path::PathBuf>,
+    /// The lab, when the database holds several
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// tps (higher is better), p99 (latency, lower is better) or nopm (TPROC-C New-Orders per
+    /// minute, higher is better)
+    #[arg(long, default_value = "tps")]
+    pub metric: String,
+    /// A run to chart second by second with its checkpoints (repeatable; default: each target's
+    /// median run in the base's cell with the most clients)
+    #[arg(long = "series-run", value_name = "RUN_ID")]
+    pub series_runs: Vec<i64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QuickstartArgs {
+    /// Seconds per measurement
+    #[arg(long, default_value_t = 5)]
+    pub seconds: u64,
+    /// pgbench scale factor to initialize
+    #[arg(long, default_value_t = 10)]
+    pub scale: i64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServerAction {
+    /// Where the managed default server lives and whether it runs
+    Status,
+    /// Start the managed default server (creating it if needed)
+    Start,
+    /// Stop the managed default server
+    Stop,
+    /// Stop the managed default server and delete its data
+    Destroy,
+    /// PostgreSQL majors available to provision (Maven Central, zonky builds) and what is cached
+    Versions,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabAction {
+    /// Show the expanded runs, their order and the estimated duration; runs nothing
+    Plan { spec: std::path::PathBuf },
+    /// Run every cell of the spec, recording each run in the results database
+    Run {
+        spec: std::path::PathBuf,
+        /// When a target cannot be provisioned (download, initdb, start, load), skip its runs
+        /// and go on with the other targets instead of stopping
+        #[arg(long)]
+        keep_going: bool,
+    },
+    /// Continue an interrupted lab with its next unfinished run
+    Resume {
+        spec: std::path::PathBuf,
+        /// As for `run`
+        #[arg(long)]
+        keep_going: bool,
+    },
+}

@@ -1,0 +1,207 @@
+//! `stampede lab plan|run|resume`: spec in, plan or results out.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use std::time::Duration;
+
+use super::progress::Progress;
+use super::signals::watch_signals;
+use super::{CommandResult, Failure};
+use crate::analysis::{median, range};
+use crate::app::cli::LabAction;
+use crate::family::{self, api::LabWorkload};
+use crate::lab::executor::{Lab, LabOutcome};
+use crate::lab::plan::Plan;
+use crate::lab::spec::{self, LabSpec};
+use crate::report::table;
+use crate::store::{unix_now, Location, Store};
+
+pub fn run(action: &LabAction) -> CommandResult {
+    match action {
+        LabAction::Plan { spec } => plan(spec),
+        LabAction::Run { spec, keep_going } => execute(spec, false, *keep_going),
+        LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going),
+    }
+}
+
+/// The spec and one workload implementation per `[[workload]]`; a workload without `scripts`
+/// gets its default variants.
+fn load_spec(path: &Path) -> Result<(LabSpec, Vec<Box<dyn LabWorkload>>), Failure> {
+    let mut spec = spec::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    let workloads = workloads(&spec)?;
+    for (workload, implementation) in spec.workloads.iter_mut().zip(&workloads) {
+        if workload.scripts.is_empty() {
+            workload.scripts = implementation.default_variants();
+        }
+    }
+    Ok((spec, workloads))
+}
+
+fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
+    spec.workloads
+        .iter()
+        .map(|w| {
+            let kind = family::lab_workload(&w.name).expect("the spec admits only known workloads");
+            (kind.create)(&w.options).map_err(Failure::Input)
+        })
+        .collect()
+}
+
+/// Seconds a lab run takes beyond its measuring, for estimates before any run was measured.
+const DEFAULT_RUN_OVERHEAD: Duration = Duration::from_secs(2);
+
+fn plan(path: &Path) -> CommandResult {
+    // Workload options are checked before anything is planned.
+    let (spec, workloads) = load_spec(path)?;
+    // The order a resumed lab would use, when the results database already knows the lab.
+    // A SQLite file that does not exist yet is not created by planning.
+    let exists = match &spec.results {
+        Location::Sqlite(path) => path.exists(),
+        Location::Postgres(_) => true,
+    };
+    let mut stored = exists.then(|| Store::open(&spec.results).ok()).flatten();
+    let known = stored
+        .as_mut()
+        .and_then(|s| s.find_lab(&spec.name).ok().flatten());
+    let seed = known
+        .map(|(_, seed)| seed)
+        .or(spec.seed)
+        .unwrap_or_else(|| unix_now().to_bits());
+    let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
+    let plan = Plan::new(&spec, seed, &sequential);
+    let rows: Vec<Vec<String>> = plan
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let cell = &plan.cells[run.cell];
+            vec![
+                (i + 1).to_string(),
+                (run.repetition + 1).to_string(),
+                spec.targets[cell.target].name.clone(),
+                spec.workloads[cell.workload].name.clone(),
+                cell.script.clone(),
+                cell.scale.to_string(),
+                cell.clients.to_string(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &["run", "rep", "target", "workload", "script", "scale", "clients"],
+            &rows
+        )
+    );
+    let overhead = known
+        .and_then(|(lab, _)| stored.as_mut()?.mean_overhead_s(lab).ok().flatten())
+        .map(Duration::from_secs_f64);
+    let per_run = overhead.unwrap_or(DEFAULT_RUN_OVERHEAD);
+    let total = plan.measuring_time(&spec) + per_run * plan.runs.len() as u32;
+    println!(
+        "{} cells × {} runs = {} runs; order seed {}; estimated {} ({} measuring, {:.1} s overhead per run {}), plus loading each dataset once",
+        plan.cells.len(),
+        spec.runs,
+        plan.runs.len(),
+        plan.seed,
+        human(total),
+        human(plan.measuring_time(&spec)),
+        per_run.as_secs_f64(),
+        if overhead.is_some() { "measured by earlier runs" } else { "assumed" },
+    );
+    Ok(())
+}
+
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
+    let (spec, workloads) = load_spec(path)?;
+    let stop = watch_signals();
+    let mut lab =
+        Lab::prepare(&spec, workloads, resume, keep_going, stop).map_err(Failure::Input)?;
+    eprintln!(
+        "lab \"{}\": {} runs, results in {}",
+        spec.name,
+        lab.plan().runs.len(),
+        spec.results
+    );
+    let mut progress = Progress::on_stderr();
+    let outcome = lab
+        .run(&mut |event| progress.show(event))
+        .map_err(Failure::Run)?;
+    print!("{}", results_table(&spec, lab.plan(), &outcome));
+    if outcome.interrupted {
+        return Err(Failure::Run(format!(
+            "interrupted; completed runs are saved: continue with `stampede lab resume {}`",
+            path.display()
+        )));
+    }
+    if !outcome.skipped.is_empty() {
+        for skipped in &outcome.skipped {
+            eprintln!(
+                "stampede: target \"{}\" was skipped ({} run(s) not run): {}",
+                skipped.target, skipped.runs, skipped.reason
+            );
+        }
+        return Err(Failure::Run(format!(
+            "not every target could be provisioned; fix the cause and continue with `stampede lab resume {}`",
+            path.display()
+        )));
+    }
+    if outcome.failed_runs > 0 {
+        eprintln!(
+            "stampede: {} run(s) failed; their errors are in {}",
+            outcome.failed_runs, spec.results
+        );
+    }
+    Ok(())
+}
+
+/// Per cell: runs, median tps, min–max, median p99.
+fn results_table(spec: &LabSpec, plan: &Plan, outcome: &LabOutcome) -> String {
+    let mut by_cell: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for run in &outcome.completed {
+        let entry = by_cell.entry(run.cell_key.as_str()).or_default();
+        entry.0.push(run.tps);
+        entry.1.push(run.p99_ms);
+    }
+    let rows: Vec<Vec<String>> = plan
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let (tps, p99) = by_cell.get(cell.key.as_str())?;
+            let (low, high) = range(tps)?;
+            Some(vec![
+                spec.targets[cell.target].name.clone(),
+                cell.script.clone(),
+                cell.scale.to_string(),
+                cell.clients.to_string(),
+                tps.len().to_string(),
+                format!("{:.0}", median(tps)?),
+                format!("{low:.0}–{high:.0}"),
+                format!("{:.3}", median(p99)?),
+            ])
+        })
+        .collect();
+    table::render(
+        &[
+            "target",
+            "script",
+            "scale",
+            "clients",
+            "runs",
+            "median tps",
+            "min–max",
+            "p99 ms",
+        ],
+        &rows,
+    )
+}

@@ -1,0 +1,13 @@
+//! The generic commands — lab, compare, report, server, quickstart — and the top-level
+//! command line; each family's own command lives in its folder under `family/`.
+
+pub mod cli;
+pub mod compare;
+pub mod lab;
+pub mod progress;
+pub mod quickstart;
+pub mod report;
+pub mod server;
+pub mod signals;
+
+pub use crate::error::{CommandResult, Failure};

@@ -1,0 +1,125 @@
+//! `stampede report <results> --base T [--format md|csv|json] [-o FILE]`: every target of a lab
+//! against the base, statements, work per transaction.
+
+use std::collections::HashMap;
+
+use super::compare::{check_targets, load_lab, LoadedLab};
+use super::{CommandResult, Failure};
+use crate::app::cli::ReportArgs;
+use crate::probe::cluster_stats::CHECKPOINT_SERIES;
+use crate::report::comparison::{cell_of, Metric};
+use crate::report::lab_report::{self, Inputs};
+use crate::report::series::{self, RunSeries};
+use crate::report::why::WhyInputs;
+use crate::report::{html, text};
+use crate::store::StoredRun;
+
+pub fn run(args: &ReportArgs) -> CommandResult {
+    let metric = Metric::parse(&args.metric).map_err(Failure::Input)?;
+    let render = match args.format.as_str() {
+        "md" | "markdown" => text::to_markdown,
+        "csv" => text::to_csv,
+        "json" => text::to_json,
+        "html" => html::to_html,
+        other => {
+            return Err(Failure::Input(format!(
+                "unknown format \"{other}\"; use html, md, csv or json"
+            )))
+        }
+    };
+    let mut lab = load_lab(&args.results, args.lab.as_deref())?;
+    check_targets(&lab.runs, &lab.name, &[&args.base])?;
+    let statements = lab.store.lab_statements(lab.id).map_err(Failure::Run)?;
+    let counters = lab
+        .store
+        .lab_counters_per_txn(lab.id)
+        .map_err(Failure::Run)?;
+    let settings = lab
+        .store
+        .lab_target_settings(lab.id)
+        .map_err(Failure::Run)?;
+    let plans = lab.store.lab_plans(lab.id).map_err(Failure::Run)?;
+    let waits = lab.store.lab_wait_events(lab.id).map_err(Failure::Run)?;
+    let client_cores = lab.store.client_cores(lab.id).map_err(Failure::Run)?;
+    let binary_sources = lab.store.lab_binary_sources(lab.id).map_err(Failure::Run)?;
+    let series = load_series(&mut lab, &args.base, &args.series_runs)?;
+    let report = lab_report::build(Inputs {
+        lab: &lab.name,
+        base: &args.base,
+        metric,
+        runs: &lab.runs,
+        statements: &statements,
+        counters: &counters,
+        why: WhyInputs {
+            settings: &settings,
+            plans: &plans,
+            waits: &waits,
+        },
+        client_cores,
+        binary_sources: &binary_sources,
+        series,
+    });
+    let text = render(&report);
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display()))),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// The runs to chart second by second: the ones asked for, or by default each target's median
+/// run of the base's busiest cell.
+fn load_series(lab: &mut LoadedLab, base: &str, wanted: &[i64]) -> Result<Vec<RunSeries>, Failure> {
+    let (source, [completed, buffers]) = CHECKPOINT_SERIES;
+    let chosen: Vec<StoredRun> = if wanted.is_empty() {
+        let checkpoints: HashMap<i64, f64> = lab
+            .store
+            .lab_counter_series_sums(lab.id, source, completed)
+            .map_err(Failure::Run)?
+            .into_iter()
+            .collect();
+        series::default_runs(&lab.runs, base, &checkpoints)
+            .into_iter()
+            .cloned()
+            .collect()
+    } else {
+        wanted
+            .iter()
+            .map(|id| {
+                lab.runs
+                    .iter()
+                    .find(|r| r.id == *id && r.status == "completed")
+                    .cloned()
+                    .ok_or_else(|| {
+                        Failure::Input(format!("lab \"{}\" has no completed run {id}", lab.name))
+                    })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let loaded: Vec<RunSeries> = chosen
+        .into_iter()
+        .map(|run| {
+            let store = &mut lab.store;
+            let tps = store.run_series(run.id).map_err(Failure::Run)?;
+            let completed = store
+                .run_counter_series(run.id, source, completed)
+                .map_err(Failure::Run)?;
+            let buffers = store
+                .run_counter_series(run.id, source, buffers)
+                .map_err(Failure::Run)?;
+            Ok(RunSeries {
+                target: run.target.clone(),
+                cell: cell_of(&run),
+                run_id: run.id,
+                repetition: run.repetition,
+                tps,
+                checkpoints: series::checkpoint_marks(&completed, &buffers),
+            })
+        })
+        .collect::<Result<_, Failure>>()?;
+    // Runs stored without a series (interrupted early, older results) have nothing to chart.
+    Ok(loaded.into_iter().filter(|s| !s.tps.is_empty()).collect())
+}

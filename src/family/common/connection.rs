@@ -1,0 +1,43 @@
+//! Where a workload command connects: `-h -p -U -d` (pgbench's letters), else PG* variables,
+//! else the managed default server; and the one rule for counts that must be positive.
+
+use clap::Args;
+
+use crate::error::Failure;
+use crate::server::resolve_target;
+use crate::server::target::{ConnFlags, ConnSpec};
+
+/// Where the database is; unset ones follow PG* variables, or the managed default server.
+#[derive(Debug, Args)]
+pub struct ConnectionArgs {
+    /// Server host or socket directory
+    #[arg(short = 'h', long)]
+    pub host: Option<String>,
+    /// Server port
+    #[arg(short = 'p', long)]
+    pub port: Option<String>,
+    /// User name
+    #[arg(short = 'U', long)]
+    pub user: Option<String>,
+    /// Database name, or a postgresql:// URI
+    #[arg(short = 'd', long)]
+    pub dbname: Option<String>,
+}
+
+pub fn connection(args: &ConnectionArgs) -> Result<ConnSpec, Failure> {
+    resolve_target(&ConnFlags {
+        host: args.host.clone(),
+        port: args.port.clone(),
+        user: args.user.clone(),
+        dbname: args.dbname.clone(),
+    })
+}
+
+pub fn positive(value: i64, name: &str) -> Result<i64, Failure> {
+    if value < 1 {
+        return Err(Failure::Input(format!(
+            "--{name} must be at least 1 (not {value})"
+        )));
+    }
+    Ok(value)
+}

@@ -1,0 +1,442 @@
+//! `stampede dbstress prepare|run|cleanup`: dbSTRESS's tables generated on the server, and
+//! sessions running its read-only or read+write transactions through the driver, reported as
+//! seed 003 did: TPS and response times, per statement as well.
+
+use std::time::Duration;
+
+use futures_util::future::try_join_all;
+use tokio_postgres::Client;
+
+use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScript};
+use crate::driver::stats::CommandStats;
+use crate::driver::{self, RunResult};
+use crate::error::{CommandResult, Failure};
+use crate::family::common::connection::{connection, positive};
+use crate::family::dbstress::args::{DbstressAction, PrepareArgs, RunArgs};
+use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, STATEMENTS};
+use crate::pg::control_runtime;
+use crate::pg::{connect_quietly, sql_error};
+use crate::script::{parse_script, Value, VarTable};
+use crate::server::target::ConnSpec;
+
+/// Five tables per set: a thousand sets are 5,000 tables, more than any study asks for.
+const MAX_SETS: i64 = 1000;
+
+const NOT_PREPARED: &str =
+    "no dbSTRESS tables here (or their prepare did not finish); run `stampede dbstress prepare` first";
+
+pub fn run(action: &DbstressAction) -> CommandResult {
+    match action {
+        DbstressAction::Prepare(args) => prepare(args),
+        DbstressAction::Run(args) => run_sessions(args),
+        DbstressAction::Cleanup(args) => cleanup(&connection(args)?),
+    }
+}
+
+fn prepare(args: &PrepareArgs) -> CommandResult {
+    let objects = positive(args.objects, "objects")?;
+    let sets = positive(args.sets, "sets")?;
+    if sets > MAX_SETS {
+        return Err(Failure::Input(format!("--sets {sets}: at most {MAX_SETS}")));
+    }
+    let sets = sets as u32;
+    let threads = match args.threads {
+        Some(t) => positive(t, "threads")? as usize,
+        None => crate::probe::cpu::cores(),
+    };
+    let conn = connection(&args.connection)?;
+    let started = std::time::Instant::now();
+    prepare_tables(&conn, objects, sets, threads, args.history_unique)?;
+    eprintln!(
+        "prepared {sets} set(s) of {objects} object(s) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Creates and fills the tables of `sets` sets of `objects` objects, then indexes, ANALYZE and
+/// the marker; refuses a database that has them.
+pub fn prepare_tables(
+    conn: &ConnSpec,
+    objects: i64,
+    sets: u32,
+    threads: usize,
+    history_unique: bool,
+) -> Result<(), Failure> {
+    let started = std::time::Instant::now();
+    let conn = conn.clone();
+    control_runtime().block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        // Also the tables of a prepare that did not finish (no marker yet).
+        if !existing_tables(&client).await?.is_empty() {
+            return Err(Failure::Input(
+                "dbSTRESS tables exist here; run `stampede dbstress cleanup` first".into(),
+            ));
+        }
+        for set in 1..=sets {
+            for statement in statements::create_tables(set)
+                .into_iter()
+                .chain(statements::load_reference_tables(set))
+            {
+                execute(&client, &statement).await?;
+            }
+        }
+        let chunks = object_chunks(objects, sets, threads);
+        in_parallel(&conn, chunks).await?;
+        eprintln!(
+            "generated {} object(s) and {} history row(s) per set ({:.1} s)",
+            objects,
+            objects * statements::HISTORY_PER_OBJECT,
+            started.elapsed().as_secs_f64()
+        );
+        let indexes: Vec<String> = (1..=sets)
+            .flat_map(|set| statements::indexes(set, history_unique))
+            .collect();
+        in_parallel(&conn, spread(indexes, threads)).await?;
+        let analyze: Vec<String> = (1..=sets)
+            .flat_map(statements::table_names)
+            .map(|table| format!("VACUUM ANALYZE {table}"))
+            .collect();
+        in_parallel(&conn, spread(analyze, threads)).await?;
+        execute(
+            &client,
+            &format!("CREATE TABLE {MARKER} AS SELECT {objects}::bigint AS objects, {sets}::integer AS sets"),
+        )
+        .await
+    })
+}
+
+/// Each connection's share of the object inserts: every set's objects cut into `threads`
+/// ranges, dealt out in turn.
+fn object_chunks(objects: i64, sets: u32, threads: usize) -> Vec<Vec<String>> {
+    let ranges = threads.max(1) as i64;
+    let per_range = (objects + ranges - 1) / ranges;
+    let mut statements = Vec::new();
+    for set in 1..=sets {
+        for range in 0..ranges {
+            let first = range * per_range;
+            let last = ((range + 1) * per_range).min(objects) - 1;
+            if first <= last {
+                statements.extend(statements::load_objects(set, first, last));
+            }
+        }
+    }
+    // An object range's two inserts stay together on one connection.
+    let pairs: Vec<String> = statements.chunks(2).map(|pair| pair.join(";\n")).collect();
+    spread(pairs, threads)
+}
+
+/// Statements dealt out over at most `threads` lists.
+fn spread(statements: Vec<String>, threads: usize) -> Vec<Vec<String>> {
+    let lists = threads.clamp(1, statements.len().max(1));
+    let mut out = vec![Vec::new(); lists];
+    for (index, statement) in statements.into_iter().enumerate() {
+        out[index % lists].push(statement);
+    }
+    out
+}
+
+/// Each list on a connection of its own, the lists at once.
+async fn in_parallel(conn: &ConnSpec, lists: Vec<Vec<String>>) -> Result<(), Failure> {
+    try_join_all(lists.into_iter().map(|list| async move {
+        let client = connect_quietly(conn).await.map_err(Failure::Run)?;
+        for statement in &list {
+            execute(&client, statement).await?;
+        }
+        Ok::<_, Failure>(())
+    }))
+    .await
+    .map(|_| ())
+}
+
+async fn execute(client: &Client, sql: &str) -> Result<(), Failure> {
+    client
+        .batch_execute(sql)
+        .await
+        .map_err(|e| Failure::Run(sql_error(sql, &e)))
+}
+
+/// (objects, sets) that `prepare` recorded at `conn`, or the message to prepare first.
+pub fn read_prepared_size(conn: &ConnSpec) -> Result<(i64, u32), Failure> {
+    control_runtime().block_on(async {
+        let client = connect_quietly(conn).await.map_err(Failure::Input)?;
+        prepared_size(&client)
+            .await
+            .ok_or_else(|| Failure::Input(NOT_PREPARED.into()))
+    })
+}
+
+/// (objects, sets) that `prepare` recorded, if it finished here.
+async fn prepared_size(client: &Client) -> Option<(i64, u32)> {
+    let row = client
+        .query_one(&format!("SELECT objects, sets FROM {MARKER}"), &[])
+        .await
+        .ok()?;
+    Some((row.get(0), row.get::<_, i32>(1) as u32))
+}
+
+/// dbSTRESS's tables of any set, and the marker, in the current schema.
+async fn existing_tables(client: &Client) -> Result<Vec<String>, Failure> {
+    let rows = client
+        .query(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()
+             AND (tablename ~ '^(zone|section|stat|object|history)[0-9]+$' OR tablename = $1)",
+            &[&MARKER],
+        )
+        .await
+        .map_err(|e| Failure::Run(sql_error("pg_tables", &e)))?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+fn cleanup(conn: &ConnSpec) -> CommandResult {
+    control_runtime().block_on(async {
+        let client = connect_quietly(conn).await.map_err(Failure::Input)?;
+        let tables = existing_tables(&client).await?;
+        for table in &tables {
+            execute(&client, &format!("DROP TABLE {table}")).await?;
+        }
+        eprintln!("dropped {} table(s)", tables.len());
+        Ok(())
+    })
+}
+
+/// What a run is asked for.
+pub struct Settings {
+    pub shape: TransactionShape,
+    pub sets: u32,
+    pub seconds: u64,
+    pub protocol: Protocol,
+    pub seed: u64,
+}
+
+fn run_sessions(args: &RunArgs) -> CommandResult {
+    let mode = Mode::parse(&args.mode).map_err(Failure::Input)?;
+    let sessions = positive(args.sessions, "sessions")? as u32;
+    let seconds = positive(args.time, "time")? as u64;
+    let rw_ratio = positive(args.rw_ratio, "rw-ratio")? as u32;
+    let conn = connection(&args.connection)?;
+    let (objects, sets) = read_prepared_size(&conn)?;
+    let settings = Settings {
+        shape: TransactionShape {
+            mode,
+            rw_ratio,
+            for_update: args.for_update,
+            same_ref: args.same_ref,
+            anti_dead: args.anti_dead,
+            sessions,
+            objects,
+        },
+        sets,
+        seconds,
+        protocol: if args.prepared {
+            Protocol::Prepared
+        } else {
+            Protocol::Simple
+        },
+        seed: args
+            .seed
+            .unwrap_or_else(crate::family::common::measure::seed),
+    };
+    println!("{}", heading(&settings));
+    let plan = plan(&conn, &settings)?;
+    let scripts = plan.scripts.clone();
+    let result = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
+    if result.aborted_clients > 0 {
+        return Err(Failure::Run(format!(
+            "{} session(s) aborted",
+            result.aborted_clients
+        )));
+    }
+    let report = DbstressReport::new(&settings, &scripts, &result);
+    print!("{}", report.text());
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.json())
+            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+fn heading(settings: &Settings) -> String {
+    let shape = &settings.shape;
+    let mode = match shape.mode {
+        Mode::ReadOnly => "read-only (SEL1 + SEL2)".to_string(),
+        Mode::ReadWrite => format!(
+            "read+write (SEL1 + SEL2; UPDATE, DELETE + INSERT every {} transaction(s))",
+            shape.rw_ratio
+        ),
+    };
+    let options: Vec<&str> = [
+        (shape.same_ref, "same ref"),
+        (shape.for_update, "for update"),
+        (shape.anti_dead, "anti-dead"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| *name)
+    .collect();
+    format!(
+        "dbSTRESS {mode}, {} session(s), {} protocol, {} set(s) of {} object(s), {} s, seed {}{}",
+        shape.sessions,
+        settings.protocol.name(),
+        settings.sets,
+        shape.objects,
+        settings.seconds,
+        settings.seed,
+        if options.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", options.join(", "))
+        }
+    )
+}
+
+/// One script per set, equally weighted; each session counts its transactions from 0.
+pub fn plan(conn: &ConnSpec, settings: &Settings) -> Result<RunPlan, Failure> {
+    let mut variables = VarTable::default();
+    let mut scripts = Vec::new();
+    for set in 1..=settings.sets {
+        let name = format!("set {set}");
+        let text = statements::script(set, &settings.shape);
+        let script = parse_script(&name, &name, &text, &mut variables)
+            .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
+        scripts.push(WeightedScript { script, weight: 1 });
+    }
+    let counter = variables.slot("txn_number");
+    let mut plan = RunPlan::for_workload(
+        conn,
+        settings.shape.sessions as usize,
+        RunLimit::Duration(Duration::from_secs(settings.seconds)),
+        settings.protocol,
+        scripts,
+        variables,
+        settings.seed,
+    );
+    plan.initial_values[counter] = Value::Int(0);
+    plan.threads = (settings.shape.sessions as usize).min(crate::probe::cpu::cores());
+    plan.report_per_command = true;
+    // Deadlocks are possible in rw without --anti-dead.
+    plan.errors = ErrorPolicy::surviving(10);
+    Ok(plan)
+}
+
+struct DbstressReport {
+    mode: Mode,
+    seconds: f64,
+    transactions: u64,
+    errors: u64,
+    retries: u64,
+    latency: crate::driver::stats::LatencyStats,
+    /// Per statement (STATEMENTS order), over every set.
+    statements: Vec<(&'static str, CommandStats)>,
+}
+
+impl DbstressReport {
+    fn new(settings: &Settings, scripts: &[WeightedScript], result: &RunResult) -> DbstressReport {
+        let mut statements: Vec<(&'static str, CommandStats)> = STATEMENTS
+            .iter()
+            .map(|name| (*name, CommandStats::default()))
+            .collect();
+        for (script, stats) in scripts.iter().zip(&result.command_stats) {
+            for (command, stats) in script.script.commands.iter().zip(stats) {
+                if let Some(index) = statement_index(&command.first_line) {
+                    statements[index].1.merge(stats);
+                }
+            }
+        }
+        DbstressReport {
+            mode: settings.shape.mode,
+            seconds: result.bench_duration.as_secs_f64().max(1e-9),
+            transactions: result.total.latency.count,
+            errors: result.total.failures.total(),
+            retries: result.total.retries,
+            latency: result.total.latency.clone(),
+            statements,
+        }
+    }
+
+    fn text(&self) -> String {
+        let ms = |us: f64| us / 1000.0;
+        let mut out = format!(
+            "transactions: {} ({:.1} TPS), with writes: {}; errors: {}, retries: {}\n",
+            self.transactions,
+            self.transactions as f64 / self.seconds,
+            self.statements[2].1.count,
+            self.errors,
+            self.retries
+        );
+        out.push_str(&format!(
+            "response time (ms): avg {:.3}, p50 {:.3}, p95 {:.3}, p99 {:.3}, max {:.3}\n",
+            ms(self.latency.mean_us()),
+            ms(self.latency.percentile_us(50.0)),
+            ms(self.latency.percentile_us(95.0)),
+            ms(self.latency.percentile_us(99.0)),
+            ms(self.latency.max_us)
+        ));
+        out.push_str(&format!(
+            "{:<8} {:>10} {:>10} {:>8}\n",
+            "statement", "calls", "mean ms", "errors"
+        ));
+        for (name, stats) in &self.statements {
+            if self.mode == Mode::ReadOnly && stats.count == 0 {
+                continue;
+            }
+            out.push_str(&format!(
+                "{name:<8} {:>10} {:>10.3} {:>8}\n",
+                stats.count,
+                ms(stats.mean_us()),
+                stats.failures
+            ));
+        }
+        out
+    }
+
+    fn json(&self) -> String {
+        let ms = |us: f64| us / 1000.0;
+        let statements: serde_json::Map<String, serde_json::Value> = self
+            .statements
+            .iter()
+            .map(|(name, stats)| {
+                (
+                    name.to_string(),
+                    serde_json::json!({"calls": stats.count, "mean_ms": ms(stats.mean_us()), "errors": stats.failures}),
+                )
+            })
+            .collect();
+        serde_json::to_string_pretty(&serde_json::json!({
+            "mode": self.mode.name(),
+            "seconds": self.seconds,
+            "transactions": self.transactions,
+            "tps": self.transactions as f64 / self.seconds,
+            "errors": self.errors,
+            "retries": self.retries,
+            "latency_ms": {
+                "avg": ms(self.latency.mean_us()),
+                "p50": ms(self.latency.percentile_us(50.0)),
+                "p95": ms(self.latency.percentile_us(95.0)),
+                "p99": ms(self.latency.percentile_us(99.0)),
+                "max": ms(self.latency.max_us),
+            },
+            "statements": statements,
+        }))
+        .expect("serializable")
+    }
+}
+
+/// Which of dbSTRESS's statements a script line is.
+fn statement_index(first_line: &str) -> Option<usize> {
+    let line = first_line.trim_start();
+    let index = if line.starts_with("SELECT S.REF, S.NAME, Z.REF") {
+        0
+    } else if line.starts_with("SELECT S.REF, S.NAME, H.HORDER") {
+        1
+    } else if line.starts_with("UPDATE history") {
+        2
+    } else if line.starts_with("DELETE FROM history") {
+        3
+    } else if line.starts_with("INSERT INTO history") {
+        4
+    } else {
+        return None;
+    };
+    Some(index)
+}

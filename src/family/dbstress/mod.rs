@@ -1,0 +1,7 @@
+//! dbSTRESS (seed 003): its five tables and statements, the `stampede dbstress` command and the
+//! lab workload `dbstress`.
+
+pub mod args;
+pub mod command;
+pub mod lab;
+pub mod statements;

@@ -1,0 +1,31 @@
+//! Workload families, each in a folder of its own holding everything of it (flags, command, lab
+//! adapter, schema, loader, scripts, single-run report), and the one registry of the lab
+//! workloads they offer. Spec validation, the lab and `lab plan` read the registry; nothing else
+//! lists families, and no family imports another.
+
+pub mod api;
+pub mod common;
+pub mod dbstress;
+pub mod pgbench;
+pub mod sysbench;
+pub mod tpcc;
+
+use api::LabWorkloadKind;
+
+/// Every family's lab workloads, in the order `lab plan` and errors list them.
+const FAMILIES: [&[LabWorkloadKind]; 4] = [
+    pgbench::lab::KINDS,
+    sysbench::lab::KINDS,
+    tpcc::lab::KINDS,
+    dbstress::lab::KINDS,
+];
+
+/// The lab workloads, as a spec names them in `[[workload]] name`.
+pub fn lab_workloads() -> impl Iterator<Item = &'static LabWorkloadKind> {
+    FAMILIES.into_iter().flatten()
+}
+
+/// The lab workload a spec names, if any family offers it.
+pub fn lab_workload(name: &str) -> Option<&'static LabWorkloadKind> {
+    lab_workloads().find(|kind| kind.name == name)
+}

@@ -1,0 +1,515 @@
+//! `stampede pgbench`: checks options with pgbench's rules and wording, then initializes or runs.
+
+use super::{init as pgbench_init, run as pgbench_run};
+use crate::driver::{ErrorPolicy, Protocol};
+use crate::error::{CommandResult, Failure};
+use crate::family::pgbench::args::{PgbenchArgs, ScriptChoice};
+use crate::family::pgbench::builtins;
+use crate::family::pgbench::loader::{parse_steps, InitStep};
+use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
+use crate::server::resolve_target;
+use crate::server::target::ConnFlags;
+
+pub struct InitSpec {
+    pub steps: Vec<InitStep>,
+    pub schema: SchemaOptions,
+    pub quiet: bool,
+}
+
+pub struct RunSpec {
+    pub scripts: Vec<(ScriptChoice, u32)>,
+    /// Keep the setup and probe session out of pg_stat_statements (the lab, superuser of its
+    /// own servers, reads the workload's statements from there).
+    pub untracked_control: bool,
+    pub clients: usize,
+    pub threads: usize,
+    pub duration_secs: Option<u64>,
+    pub transactions_per_client: u64,
+    pub protocol: Protocol,
+    pub progress_secs: Option<u64>,
+    pub random_seed: Option<u64>,
+    pub defines: Vec<(String, String)>,
+    pub connect_per_transaction: bool,
+    pub vacuum: VacuumBeforeRun,
+    pub scale_given: Option<i64>,
+    pub json_path: Option<String>,
+    /// `-R`: transactions per second over all clients.
+    pub rate: Option<f64>,
+    /// `-L`: latency limit in milliseconds.
+    pub latency_limit_ms: Option<f64>,
+    pub errors: ErrorPolicy,
+    /// `--failures-detailed`: failures by kind in the summary and the log.
+    pub failures_detailed: bool,
+    /// `-r`
+    pub report_per_command: bool,
+    pub log: Option<LogOptions>,
+    /// `--progress-timestamp`: progress lines carry Unix time instead of elapsed seconds.
+    pub progress_timestamp: bool,
+    /// `--exit-on-abort`: stop the whole run, status 2, when a client aborts.
+    pub exit_on_abort: bool,
+    /// Ends the run early when set (the lab's signal handling).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Pin the driver's threads (the lab's `client_cpus`).
+    pub cpu_affinity: Option<Vec<usize>>,
+}
+
+impl RunSpec {
+    /// A `-T seconds` run of `scripts` with every other option at pgbench's default.
+    pub fn timed(
+        scripts: Vec<(ScriptChoice, u32)>,
+        clients: usize,
+        threads: usize,
+        seconds: u64,
+        protocol: Protocol,
+    ) -> RunSpec {
+        RunSpec {
+            scripts,
+            clients,
+            threads,
+            duration_secs: Some(seconds),
+            transactions_per_client: 0,
+            protocol,
+            progress_secs: None,
+            random_seed: None,
+            defines: vec![],
+            connect_per_transaction: false,
+            vacuum: VacuumBeforeRun::Standard,
+            scale_given: None,
+            json_path: None,
+            rate: None,
+            latency_limit_ms: None,
+            errors: ErrorPolicy::default(),
+            failures_detailed: false,
+            report_per_command: false,
+            log: None,
+            progress_timestamp: false,
+            exit_on_abort: false,
+            stop: None,
+            cpu_affinity: None,
+            untracked_control: false,
+        }
+    }
+}
+
+/// `-l` and its companions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogOptions {
+    pub prefix: String,
+    pub sampling_rate: Option<f64>,
+    pub aggregate_interval: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VacuumBeforeRun {
+    None,
+    /// pgbench's default: vacuum branches and tellers, truncate history.
+    Standard,
+    /// `-v`: also VACUUM ANALYZE pgbench_accounts.
+    All,
+}
+
+pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
+    if let Some(name) = &args.show_script {
+        let builtin = builtins::find_builtin(name).map_err(Failure::Input)?;
+        eprintln!(
+            "-- {}: {}\n{}",
+            builtin.name, builtin.description, builtin.script
+        );
+        return Ok(());
+    }
+    if choices.contains(&ScriptChoice::Builtin("list".into())) {
+        eprint!("{}", builtins::listing());
+        return Ok(());
+    }
+    let flags = connection_flags(args);
+    if args.initialize {
+        let spec = init_spec(args, &choices)?;
+        let target = resolve_target(&flags)?;
+        pgbench_init::run(&spec, &target)
+    } else {
+        let spec = run_spec(args, choices)?;
+        let target = resolve_target(&flags)?;
+        pgbench_run::run(&spec, &target)
+    }
+}
+
+fn connection_flags(args: &PgbenchArgs) -> ConnFlags {
+    ConnFlags {
+        host: args.host.clone(),
+        port: args.port.clone(),
+        user: args.username.clone(),
+        dbname: args
+            .dbname
+            .clone()
+            .or_else(|| args.positional_dbname.clone()),
+    }
+}
+
+/// pgbench's option_parse_int, with its messages.
+fn parse_int(value: &str, option: &str, min: i64, max: i64) -> Result<i64, Failure> {
+    let parsed = value
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| Failure::Input(format!("invalid value \"{value}\" for option {option}")))?;
+    if parsed < min || parsed > max {
+        return Err(Failure::Input(format!(
+            "{option} must be in range {min}..{max}"
+        )));
+    }
+    Ok(parsed)
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+
+fn uses_benchmarking_options(args: &PgbenchArgs, choices: &[ScriptChoice]) -> bool {
+    !choices.is_empty()
+        || args.clients.is_some()
+        || args.jobs.is_some()
+        || args.time.is_some()
+        || args.transactions.is_some()
+        || args.protocol.is_some()
+        || args.progress.is_some()
+        || args.random_seed.is_some()
+        || !args.define.is_empty()
+        || args.connect
+        || args.vacuum_all
+        || args.json.is_some()
+        || args.rate.is_some()
+        || args.latency_limit.is_some()
+        || args.report_per_command
+        || args.log
+        || args.log_prefix.is_some()
+        || args.sampling_rate.is_some()
+        || args.aggregate_interval.is_some()
+        || args.max_tries.is_some()
+        || args.failures_detailed
+        || args.verbose_errors
+        || args.exit_on_abort
+        || args.continue_on_error
+        || args.progress_timestamp
+}
+
+fn uses_init_options(args: &PgbenchArgs) -> bool {
+    args.init_steps.is_some()
+        || args.fillfactor.is_some()
+        || args.quiet
+        || args.foreign_keys
+        || args.partitions.is_some()
+        || args.partition_method.is_some()
+        || args.unlogged_tables
+        || args.extra_indexes
+}
+
+fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, Failure> {
+    if uses_benchmarking_options(args, choices) {
+        return Err(Failure::Input(
+            "some of the specified options cannot be used in initialization (-i) mode".into(),
+        ));
+    }
+    let scale = match &args.scale {
+        Some(s) => parse_int(s, "-s/--scale", 1, INT_MAX)?,
+        None => 1,
+    };
+    let fillfactor = match &args.fillfactor {
+        Some(f) => parse_int(f, "-F/--fillfactor", 10, 100)? as u32,
+        None => 100,
+    };
+    let partitions = match &args.partitions {
+        Some(p) => parse_int(p, "--partitions", 0, INT_MAX)? as u32,
+        None => 0,
+    };
+    let partition_method = match args.partition_method.as_deref() {
+        None => None,
+        Some(m) if m.eq_ignore_ascii_case("range") => Some(PartitionMethod::Range),
+        Some(m) if m.eq_ignore_ascii_case("hash") => Some(PartitionMethod::Hash),
+        Some(m) => {
+            return Err(Failure::Input(format!(
+                "invalid partition method, expecting \"range\" or \"hash\", got: \"{m}\""
+            )))
+        }
+    };
+    if partitions == 0 && partition_method.is_some() {
+        return Err(Failure::Input(
+            "--partition-method requires greater than zero --partitions".into(),
+        ));
+    }
+    let mut steps_text = args
+        .init_steps
+        .clone()
+        .unwrap_or_else(|| InitStep::DEFAULT.to_string());
+    if args.no_vacuum {
+        steps_text = steps_text.replace('v', " ");
+    }
+    if args.foreign_keys && !steps_text.contains('f') {
+        steps_text.push('f');
+    }
+    let mut steps = parse_steps(&steps_text).map_err(Failure::Input)?;
+    if args.extra_indexes {
+        steps.push(InitStep::ExtraIndexes);
+    }
+    Ok(InitSpec {
+        steps,
+        schema: SchemaOptions {
+            scale,
+            fillfactor,
+            unlogged: args.unlogged_tables,
+            partitions,
+            partition_method: partition_method.unwrap_or(PartitionMethod::Range),
+        },
+        quiet: args.quiet,
+    })
+}
+
+/// Splits `name@weight` as pgbench does (the last `@`; weight 0..INT_MAX).
+fn script_weight(option: &str) -> Result<(String, u32), Failure> {
+    let Some((name, weight)) = option.rsplit_once('@') else {
+        return Ok((option.to_string(), 1));
+    };
+    let parsed = weight
+        .parse::<i64>()
+        .map_err(|_| Failure::Input(format!("invalid weight specification: @{weight}")))?;
+    if !(0..=INT_MAX).contains(&parsed) {
+        return Err(Failure::Input(format!(
+            "weight specification out of range (0 .. {INT_MAX}): {parsed}"
+        )));
+    }
+    Ok((name.to_string(), parsed as u32))
+}
+
+fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, Failure> {
+    if uses_init_options(args) {
+        return Err(Failure::Input(
+            "some of the specified options cannot be used in benchmarking mode".into(),
+        ));
+    }
+    let scripts = resolve_scripts(choices)?;
+    let clients = match &args.clients {
+        Some(c) => parse_int(c, "-c/--clients", 1, INT_MAX)? as usize,
+        None => 1,
+    };
+    let jobs = match &args.jobs {
+        Some(j) => parse_int(j, "-j/--jobs", 1, INT_MAX)? as usize,
+        None => 1,
+    };
+    let duration_secs = match &args.time {
+        Some(t) => Some(parse_int(t, "-T/--time", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    let transactions = match &args.transactions {
+        Some(t) => Some(parse_int(t, "-t/--transactions", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    if duration_secs.is_some() && transactions.is_some() {
+        return Err(Failure::Input(
+            "specify either a number of transactions (-t) or a duration (-T), not both".into(),
+        ));
+    }
+    let protocol = match &args.protocol {
+        Some(m) => Protocol::from_name(m)
+            .ok_or_else(|| Failure::Input(format!("invalid query mode (-M): \"{m}\"")))?,
+        None => Protocol::Simple,
+    };
+    let progress_secs = match &args.progress {
+        Some(p) => Some(parse_int(p, "-P/--progress", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    let random_seed = match args
+        .random_seed
+        .clone()
+        .or_else(|| std::env::var("PGBENCH_RANDOM_SEED").ok())
+    {
+        Some(seed) => Some(parse_seed(&seed)?),
+        None => None,
+    };
+    let defines = args
+        .define
+        .iter()
+        .map(|d| match d.split_once('=') {
+            Some((name, value)) if !name.is_empty() && !value.is_empty() => {
+                Ok((name.to_string(), value.to_string()))
+            }
+            _ => Err(Failure::Input(format!(
+                "invalid variable definition: \"{d}\""
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let vacuum = match (args.no_vacuum, args.vacuum_all) {
+        (true, _) => VacuumBeforeRun::None,
+        (false, true) => VacuumBeforeRun::All,
+        (false, false) => VacuumBeforeRun::Standard,
+    };
+    let scale_given = match &args.scale {
+        Some(s) => Some(parse_int(s, "-s/--scale", 1, INT_MAX)?),
+        None => None,
+    };
+    let rate = match &args.rate {
+        Some(r) => Some(
+            positive_double(r)
+                .ok_or_else(|| Failure::Input(format!("invalid rate limit: \"{r}\"")))?,
+        ),
+        None => None,
+    };
+    let latency_limit_ms = match &args.latency_limit {
+        Some(l) => Some(
+            positive_double(l)
+                .ok_or_else(|| Failure::Input(format!("invalid latency limit: \"{l}\"")))?,
+        ),
+        None => None,
+    };
+    let log = log_options(args, duration_secs)?;
+    if args.progress_timestamp && progress_secs.is_none() {
+        return Err(Failure::Input(
+            "--progress-timestamp is allowed only under --progress".into(),
+        ));
+    }
+    let max_tries = match &args.max_tries {
+        Some(m) => m
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| Failure::Input(format!("invalid number of maximum tries: \"{m}\"")))?,
+        None => 1,
+    };
+    if max_tries == 0 && latency_limit_ms.is_none() && duration_secs.is_none() {
+        return Err(Failure::Input(
+            "an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)".into(),
+        ));
+    }
+    Ok(RunSpec {
+        untracked_control: false,
+        rate,
+        latency_limit_ms,
+        errors: ErrorPolicy {
+            max_tries,
+            continue_on_error: args.continue_on_error,
+            verbose: args.verbose_errors,
+            reconnect: false,
+        },
+        failures_detailed: args.failures_detailed,
+        report_per_command: args.report_per_command,
+        log,
+        progress_timestamp: args.progress_timestamp,
+        exit_on_abort: args.exit_on_abort,
+        stop: None,
+        cpu_affinity: None,
+        scripts,
+        clients,
+        threads: jobs.min(clients),
+        duration_secs,
+        transactions_per_client: transactions.unwrap_or(10),
+        protocol,
+        progress_secs,
+        random_seed,
+        defines,
+        connect_per_transaction: args.connect,
+        vacuum,
+        scale_given,
+        json_path: args.json.clone(),
+    })
+}
+
+/// `-l`, `--log-prefix`, `--sampling-rate`, `--aggregate-interval`, checked in pgbench's order
+/// and words.
+fn log_options(args: &PgbenchArgs, duration: Option<u64>) -> Result<Option<LogOptions>, Failure> {
+    let sampling_rate = match &args.sampling_rate {
+        Some(r) => Some(
+            positive_double(r)
+                .filter(|rate| *rate <= 1.0)
+                .ok_or_else(|| Failure::Input(format!("invalid sampling rate: \"{r}\"")))?,
+        ),
+        None => None,
+    };
+    let aggregate_interval = match &args.aggregate_interval {
+        Some(a) => Some(parse_int(a, "--aggregate-interval", 1, INT_MAX)? as u64),
+        None => None,
+    };
+    let refuse = |message: String| Err(Failure::Input(message));
+    if sampling_rate.is_some() && !args.log {
+        return refuse(
+            "log sampling (--sampling-rate) is allowed only when logging transactions (-l)".into(),
+        );
+    }
+    if sampling_rate.is_some() && aggregate_interval.is_some() {
+        return refuse("log sampling (--sampling-rate) and aggregation (--aggregate-interval) cannot be used at the same time".into());
+    }
+    if aggregate_interval.is_some() && !args.log {
+        return refuse("log aggregation is allowed only when actually logging transactions".into());
+    }
+    if args.log_prefix.is_some() && !args.log {
+        return refuse(
+            "log file prefix (--log-prefix) is allowed only when logging transactions (-l)".into(),
+        );
+    }
+    if let (Some(duration), Some(interval)) = (duration, aggregate_interval) {
+        if interval > duration {
+            return refuse(format!("number of seconds for aggregation ({interval}) must not be higher than test duration ({duration})"));
+        }
+        if duration % interval != 0 {
+            return refuse(format!(
+                "duration ({duration}) must be a multiple of aggregation interval ({interval})"
+            ));
+        }
+    }
+    Ok(args.log.then(|| LogOptions {
+        prefix: args
+            .log_prefix
+            .clone()
+            .unwrap_or_else(|| "pgbench_log".into()),
+        sampling_rate,
+        aggregate_interval,
+    }))
+}
+
+/// pgbench reads -R and -L with atof and requires a positive value.
+fn positive_double(text: &str) -> Option<f64> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && v.is_finite())
+}
+
+fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)>, Failure> {
+    let mut scripts = Vec::new();
+    for choice in choices {
+        match choice {
+            ScriptChoice::Builtin(option) => {
+                let (name, weight) = script_weight(&option)?;
+                for builtin in builtins::expand_builtin(&name).map_err(Failure::Input)? {
+                    scripts.push((ScriptChoice::Builtin(builtin.name.to_string()), weight));
+                }
+            }
+            ScriptChoice::File(option) => {
+                let (name, weight) = script_weight(&option)?;
+                scripts.push((ScriptChoice::File(name), weight));
+            }
+        }
+    }
+    if scripts.is_empty() {
+        scripts.push((ScriptChoice::Builtin("tpcb-like".into()), 1));
+    }
+    if scripts.iter().all(|(_, weight)| *weight == 0) {
+        return Err(Failure::Input(
+            "total script weight must not be zero".into(),
+        ));
+    }
+    Ok(scripts)
+}
+
+fn parse_seed(seed: &str) -> Result<u64, Failure> {
+    match seed {
+        "time" => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64)),
+        "rand" => {
+            let mut bytes = [0u8; 8];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+                .map_err(|e| Failure::Input(format!("could not generate random seed: {e}")))?;
+            Ok(u64::from_le_bytes(bytes))
+        }
+        number => number.parse::<u64>().map_err(|_| {
+            Failure::Input(format!(
+                "unrecognized random seed option \"{number}\": expecting an unsigned integer, \"time\" or \"rand\""
+            ))
+        }),
+    }
+}

@@ -1,0 +1,14 @@
+//! pgbench's TPC-B-like family and seed 002's additions on its tables: the `stampede pgbench`
+//! command (flags, init, run, report), its tables and loader (`-i`), its builtin scripts, the
+//! analytical queries, and the lab workloads `pgbench`, `pgbench-extra-indexes` and `analytics`.
+
+pub mod analytics;
+pub mod args;
+pub mod builtins;
+pub mod command;
+pub mod init;
+pub mod lab;
+pub mod loader;
+pub mod report;
+pub mod run;
+pub mod schema;

@@ -1,0 +1,450 @@
+//! `stampede sysbench prepare|run|cleanup`: sysbench's tests on the driver, reported as
+//! sysbench reports them, plus p50/p95/p99/max and JSON.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::driver::{
+    self, DriverEvent, ErrorPolicy, Protocol, RunLimit, RunPlan, RunResult, WeightedScript,
+};
+use crate::error::{CommandResult, Failure};
+use crate::family::sysbench::args::{SysbenchAction, SysbenchArgs};
+use crate::family::sysbench::catalog::{self, GeneratedTest};
+use crate::family::sysbench::microbench::{self, Step};
+use crate::family::sysbench::options::{OltpOptions, RandKind, RandOptions};
+use crate::family::sysbench::report::{
+    self as sysbench_report, IntervalLine, SuiteLine, SysbenchReport,
+};
+use crate::family::sysbench::schema::{self, Preparer};
+use crate::pg::control_runtime;
+use crate::script::{parse_script, Value, VarTable};
+use crate::server::resolve_target;
+use crate::server::target::{ConnFlags, ConnSpec};
+
+const DEFAULT_TIME_S: u64 = 10;
+
+pub fn run(action: &SysbenchAction) -> CommandResult {
+    match action {
+        SysbenchAction::Prepare(args) => prepare(args),
+        SysbenchAction::Run(args) => run_test(args),
+        SysbenchAction::Cleanup(args) => cleanup(args),
+        SysbenchAction::Relative(args) => relative(&args.files),
+    }
+}
+
+fn positive(value: i64, option: &str) -> Result<u32, Failure> {
+    u32::try_from(value)
+        .ok()
+        .filter(|v| *v > 0)
+        .ok_or_else(|| Failure::Input(format!("--{option} must be at least 1 (not {value})")))
+}
+
+/// The table and distribution options, checked.
+pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
+    let tables = positive(args.tables, "tables")?;
+    let table_size = positive(args.table_size, "table-size")?;
+    let range_size = positive(args.range_size, "range-size")?;
+    let kind = RandKind::parse(&args.rand_type).map_err(Failure::Input)?;
+    if !(args.rand_pareto_h > 0.0 && args.rand_pareto_h < 1.0) {
+        return Err(Failure::Input(format!(
+            "--rand-pareto-h must be between 0 and 1 (not {})",
+            args.rand_pareto_h
+        )));
+    }
+    if args.rand_zipfian_exp.is_nan() || args.rand_zipfian_exp < 0.0 {
+        return Err(Failure::Input(format!(
+            "--rand-zipfian-exp must be at least 0 (not {})",
+            args.rand_zipfian_exp
+        )));
+    }
+    Ok(OltpOptions {
+        tables,
+        table_size,
+        range_size,
+        point_selects: args.point_selects,
+        simple_ranges: args.simple_ranges,
+        sum_ranges: args.sum_ranges,
+        order_ranges: args.order_ranges,
+        distinct_ranges: args.distinct_ranges,
+        index_updates: args.index_updates,
+        non_index_updates: args.non_index_updates,
+        delete_inserts: args.delete_inserts,
+        range_selects: args.range_selects,
+        auto_inc: args.auto_inc,
+        skip_trx: args.skip_trx,
+        secondary: args.secondary,
+        create_secondary: args.create_secondary,
+        random_points: args.random_points.max(1),
+        number_of_ranges: args.number_of_ranges.max(1),
+        delta: args.delta,
+        hot_points: args.hot_points,
+        covered: args.covered,
+        on_id: args.on_id,
+        rand: RandOptions {
+            kind,
+            spec_iter: args.rand_spec_iter.max(1),
+            spec_pct: args.rand_spec_pct.max(1),
+            spec_res: args.rand_spec_res.min(99),
+            pareto_h: args.rand_pareto_h,
+            zipfian_exp: args.rand_zipfian_exp,
+        },
+    })
+}
+
+fn connection(args: &SysbenchArgs) -> Result<ConnSpec, Failure> {
+    if args.db_driver != "pgsql" {
+        return Err(Failure::Input(format!(
+            "--db-driver {} is not supported; stampede speaks to PostgreSQL (pgsql)",
+            args.db_driver
+        )));
+    }
+    let mut conn = resolve_target(&ConnFlags {
+        host: args.pgsql_host.clone(),
+        port: args.pgsql_port.clone(),
+        user: args.pgsql_user.clone(),
+        dbname: args.pgsql_db.clone(),
+    })?;
+    if args.pgsql_password.is_some() {
+        conn.password = args.pgsql_password.clone();
+    }
+    Ok(conn)
+}
+
+fn seed(args: &SysbenchArgs) -> u64 {
+    if args.rand_seed != 0 {
+        return args.rand_seed;
+    }
+    crate::family::common::measure::seed()
+}
+
+fn prepare(args: &SysbenchArgs) -> CommandResult {
+    let options = oltp_options(args)?;
+    let threads = positive(args.threads, "threads")?;
+    let conn = connection(args)?;
+    let runtime = control_runtime();
+    runtime.block_on(async {
+        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        if args.test.as_deref() == Some("bulk_insert") {
+            for table in schema::create_bulk_insert_tables(&client, threads)
+                .await
+                .map_err(Failure::Run)?
+            {
+                println!("Creating table '{table}'...");
+            }
+            return Ok(());
+        }
+        let existing = schema::existing_tables(&client)
+            .await
+            .map_err(Failure::Run)?;
+        if let Some(table) = (1..=options.tables).find(|t| existing.contains(t)) {
+            return Err(Failure::Input(format!(
+                "table sbtest{table} already exists; run `stampede sysbench cleanup` first"
+            )));
+        }
+        let preparer = Preparer {
+            conn: conn.clone(),
+            options: options.clone(),
+            connections: threads as usize,
+            seed: seed(args),
+            rows_loaded: Arc::new(AtomicU64::new(0)),
+        };
+        preparer
+            .prepare(&|line| println!("{line}"))
+            .await
+            .map_err(Failure::Run)
+    })
+}
+
+fn cleanup(args: &SysbenchArgs) -> CommandResult {
+    let tables = positive(args.tables, "tables")?;
+    let conn = connection(args)?;
+    control_runtime().block_on(async {
+        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        for table in schema::cleanup(&client, tables)
+            .await
+            .map_err(Failure::Run)?
+        {
+            println!("Dropping table '{table}'...");
+        }
+        Ok(())
+    })
+}
+
+fn protocol(mode: &str) -> Result<Protocol, Failure> {
+    match mode {
+        "auto" => Ok(Protocol::Prepared),
+        "disable" => Ok(Protocol::Simple),
+        other => Err(Failure::Input(format!(
+            "invalid --db-ps-mode \"{other}\"; use auto or disable"
+        ))),
+    }
+}
+
+/// How the run ends: sysbench's --time (10 s by default) or --events over all threads.
+fn limit(args: &SysbenchArgs, threads: u32) -> Result<RunLimit, Failure> {
+    match (args.events, args.time) {
+        (0, time) => Ok(RunLimit::Duration(Duration::from_secs(
+            time.unwrap_or(DEFAULT_TIME_S).max(1),
+        ))),
+        (events, None) => {
+            if events % threads as u64 != 0 {
+                return Err(Failure::Input(format!(
+                    "--events {events} must be a multiple of --threads {threads} (events are spread evenly over the threads)"
+                )));
+            }
+            Ok(RunLimit::TransactionsPerClient(events / threads as u64))
+        }
+        (_, Some(_)) => Err(Failure::Input(
+            "give --events or --time, not both".to_string(),
+        )),
+    }
+}
+
+/// The driver plan for a generated test.
+pub struct TestPlan {
+    pub test: GeneratedTest,
+    pub plan: RunPlan,
+}
+
+pub fn test_plan(
+    name: &str,
+    options: &OltpOptions,
+    conn: &ConnSpec,
+    threads: u32,
+    protocol: Protocol,
+    limit: RunLimit,
+    seed: u64,
+) -> Result<TestPlan, Failure> {
+    let test = catalog::generate(name, options, threads).map_err(Failure::Input)?;
+    let mut variables = VarTable::default();
+    let internal = |e| Failure::Input(format!("internal script of {name}: {e}"));
+    let mut scripts = vec![WeightedScript {
+        script: parse_script(name, name, &test.script, &mut variables).map_err(internal)?,
+        weight: 1,
+    }];
+    if let Some(closing) = &test.closing {
+        scripts.push(WeightedScript {
+            script: parse_script(name, name, closing, &mut variables).map_err(internal)?,
+            weight: 0,
+        });
+    }
+    // Every slot first, so that the values cover them all.
+    let initial: Vec<(usize, i64)> = test
+        .initial
+        .iter()
+        .map(|(variable, value)| (variables.slot(variable), *value))
+        .collect();
+    let protocol = if test.plain_queries {
+        Protocol::Simple
+    } else {
+        protocol
+    };
+    let clients = threads as usize;
+    let mut plan = RunPlan::for_workload(conn, clients, limit, protocol, scripts, variables, seed);
+    for (slot, value) in initial {
+        plan.initial_values[slot] = Value::Int(value);
+    }
+    plan.threads = clients.min(crate::probe::cpu::cores());
+    plan.closing_script = test.closing.as_ref().map(|_| 1);
+    plan.binary_results = true;
+    // sysbench retries nothing and has no reconnect on PostgreSQL; a serious run survives a
+    // restart.
+    plan.errors = ErrorPolicy::surviving(1);
+    Ok(TestPlan { test, plan })
+}
+
+fn run_test(args: &SysbenchArgs) -> CommandResult {
+    if let Some(suite) = &args.suite {
+        return run_suite(args, suite);
+    }
+    let name = args.test.as_deref().ok_or_else(|| {
+        Failure::Input(format!(
+            "no test given; the tests are: {}",
+            catalog::TESTS.join(", ")
+        ))
+    })?;
+    let options = oltp_options(args)?;
+    if options.range_size > options.table_size {
+        return Err(Failure::Input(format!(
+            "--range-size {} is larger than the table (--table-size {})",
+            options.range_size, options.table_size
+        )));
+    }
+    let threads = positive(args.threads, "threads")?;
+    let protocol = protocol(&args.db_ps_mode)?;
+    let limit = limit(args, threads)?;
+    if !(0.0..=100.0).contains(&args.percentile) {
+        return Err(Failure::Input(format!(
+            "--percentile must be in 0..100 (not {})",
+            args.percentile
+        )));
+    }
+    let conn = connection(args)?;
+    let seed = seed(args);
+    let TestPlan { test, mut plan } =
+        test_plan(name, &options, &conn, threads, protocol, limit, seed)?;
+    plan.rate = (args.rate > 0.0).then_some(args.rate);
+    plan.errors.max_tries = args.max_tries;
+    control_runtime().block_on(async {
+        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        // bulk_insert writes to a table per thread.
+        let tables = if name == "bulk_insert" {
+            threads
+        } else {
+            options.tables
+        };
+        schema::check_prepared(&client, tables)
+            .await
+            .map_err(Failure::Input)
+    })?;
+    let stop = crate::app::signals::watch_signals();
+    plan.stop = Some(stop.clone());
+    println!(
+        "Running the test with following options:\nNumber of threads: {threads}\n{}Initializing random number generator from seed ({seed}).\n",
+        if args.report_interval > 0 {
+            format!(
+                "Report intermediate results every {} second(s)\n",
+                args.report_interval
+            )
+        } else {
+            String::new()
+        }
+    );
+    if args.warmup_time > 0 {
+        let mut warmup = plan.clone();
+        warmup.limit = RunLimit::Duration(Duration::from_secs(args.warmup_time));
+        println!("Warming up for {} second(s)...", args.warmup_time);
+        driver::run(warmup, &mut |_| {}).map_err(Failure::Run)?;
+    }
+    println!("Threads started!\n");
+    let duration_s = match limit {
+        RunLimit::Duration(duration) => Some(duration.as_secs()),
+        RunLimit::TransactionsPerClient(_) => None,
+    };
+    let mut intervals = IntervalLine::new(
+        args.report_interval,
+        duration_s,
+        threads,
+        test.queries,
+        args.percentile,
+    );
+    let result = driver::run(plan, &mut |event| match event {
+        DriverEvent::Interval(report) => {
+            if let Some(line) = intervals.add(report) {
+                println!("{line}");
+            }
+        }
+        DriverEvent::ClientAborted(message) => eprintln!("stampede: error: {message}"),
+        DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
+    })
+    .map_err(Failure::Run)?;
+    let report = SysbenchReport::new(&test, threads, &result);
+    print!(
+        "{}",
+        sysbench_report::text(&report, args.percentile, args.histogram, &result)
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, sysbench_report::json(&report))
+            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+    }
+    finish(&result, stop.load(Ordering::SeqCst))
+}
+
+fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
+    if result.aborted_clients > 0 || interrupted {
+        return Err(Failure::Incomplete);
+    }
+    Ok(())
+}
+
+/// `--suite microbench`: every microbenchmark in Callaghan's order on the prepared tables, a
+/// line each, postwrite between the writes and the reads that follow.
+fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
+    if suite != "microbench" {
+        return Err(Failure::Input(format!(
+            "unknown suite \"{suite}\"; the suites are: microbench"
+        )));
+    }
+    if args.test.is_some() {
+        return Err(Failure::Input("give a test or --suite, not both".into()));
+    }
+    let base = oltp_options(args)?;
+    let threads = positive(args.threads, "threads")?;
+    let protocol = protocol(&args.db_ps_mode)?;
+    let settle = args
+        .postwrite_settle
+        .unwrap_or_else(|| microbench::default_settle_s(base.tables, base.table_size));
+    let conn = connection(args)?;
+    let runtime = control_runtime();
+    let client = runtime.block_on(async {
+        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        schema::check_prepared(&client, base.tables)
+            .await
+            .map_err(Failure::Input)?;
+        Ok::<_, Failure>(client)
+    })?;
+    let stop = crate::app::signals::watch_signals();
+    let seed = seed(args);
+    let mut results = Vec::new();
+    println!("{}", sysbench_report::SUITE_HEADER);
+    for step in microbench::suite() {
+        if stop.load(Ordering::SeqCst) {
+            return Err(Failure::Run("interrupted".into()));
+        }
+        let test = match step {
+            Step::Postwrite => {
+                println!(
+                    "postwrite: VACUUM (ANALYZE, INDEX_CLEANUP ON), CHECKPOINT, settle {settle} s"
+                );
+                runtime
+                    .block_on(schema::postwrite(&client, base.tables))
+                    .map_err(Failure::Run)?;
+                sleep_unless_stopped(Duration::from_secs(settle), &stop);
+                continue;
+            }
+            Step::Test(test) => test,
+        };
+        let options = test.options(&base);
+        let writes = catalog::generate(test.lua, &options, threads)
+            .map_err(Failure::Input)?
+            .writes;
+        let seconds = if writes {
+            args.write_secs
+        } else {
+            args.read_secs
+        };
+        let limit = RunLimit::Duration(Duration::from_secs(seconds.max(1)));
+        let TestPlan {
+            test: generated,
+            mut plan,
+        } = test_plan(test.lua, &options, &conn, threads, protocol, limit, seed)?;
+        plan.stop = Some(stop.clone());
+        let result = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
+        let line = SuiteLine::new(&test, &generated, threads, &options, &result);
+        println!("{}", line.text());
+        results.push(line);
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, sysbench_report::suite_json(&results, &base, threads))
+            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+fn sleep_unless_stopped(duration: Duration, stop: &AtomicBool) {
+    let end = std::time::Instant::now() + duration;
+    while std::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `relative BASE OTHER...`: each other file's scores over the base's, per test and group.
+fn relative(files: &[std::path::PathBuf]) -> CommandResult {
+    let suites = files
+        .iter()
+        .map(|path| sysbench_report::read_suite(path).map_err(Failure::Input))
+        .collect::<Result<Vec<_>, _>>()?;
+    print!("{}", sysbench_report::relative_table(&suites));
+    Ok(())
+}

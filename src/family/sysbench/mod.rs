@@ -1,0 +1,12 @@
+//! The sysbench family: sysbench's oltp_* tests and select_random_* on the same `sbtestN`
+//! tables, as scripts for the driver, with sysbench's options, defaults and report; Callaghan's
+//! microbenchmark suite; the lab workloads `sysbench` and `sysbench-microbench`.
+
+pub mod args;
+pub mod catalog;
+pub mod command;
+pub mod lab;
+pub mod microbench;
+pub mod options;
+pub mod report;
+pub mod schema;

@@ -1,0 +1,270 @@
+//! sysbench's tables: `sbtestN(id, k, c CHAR(120), pad CHAR(60))` with the primary key on id
+//! (or a plain index with `--secondary`) and an index on k, the same rows as sysbench's prepare
+//! — ids 1..table_size in order, k from the default distribution over 1..table_size, c and pad
+//! groups of random digits — loaded by binary COPY, tables in parallel over `--threads`
+//! connections.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::SinkExt;
+use tokio_postgres::Client;
+
+use super::options::{OltpOptions, RandKind};
+use crate::pg::{connect_quietly, sql_error};
+use crate::script::prng::PgPrng;
+use crate::script::sysbench_random;
+use crate::server::target::ConnSpec;
+
+const COPY_CHUNK_ROWS: u32 = 20_000;
+
+pub struct Preparer {
+    pub conn: ConnSpec,
+    pub options: OltpOptions,
+    pub connections: usize,
+    pub seed: u64,
+    /// Rows written so far (read by the caller for progress).
+    pub rows_loaded: Arc<AtomicU64>,
+}
+
+pub async fn connect(conn: &ConnSpec) -> Result<Client, String> {
+    connect_quietly(conn).await
+}
+
+/// The sbtest tables that exist, by number.
+pub async fn existing_tables(client: &Client) -> Result<Vec<u32>, String> {
+    let rows = client
+        .query(
+            "SELECT substr(c.relname, 7)::int FROM pg_class c
+             WHERE c.relkind IN ('r', 'p') AND c.relname ~ '^sbtest[0-9]+$'
+               AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1",
+            &[],
+        )
+        .await
+        .map_err(|e| sql_error("looking for the sbtest tables", &e))?;
+    Ok(rows.iter().map(|r| r.get::<_, i32>(0) as u32).collect())
+}
+
+/// Refuses to run before prepare: every table the test reads must exist.
+pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), String> {
+    let existing = existing_tables(client).await?;
+    let missing: Vec<String> = (1..=tables)
+        .filter(|t| !existing.contains(t))
+        .map(|t| format!("sbtest{t}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let what = if missing.len() == 1 {
+        format!("table {} does not exist", missing[0])
+    } else {
+        format!("tables {} do not exist", missing.join(", "))
+    };
+    Err(format!(
+        "{what}; run `stampede sysbench prepare --tables {tables}` first"
+    ))
+}
+
+/// bulk_insert's tables, one per thread, as its Lua `prepare` creates them.
+pub async fn create_bulk_insert_tables(
+    client: &Client,
+    threads: u32,
+) -> Result<Vec<String>, String> {
+    let mut created = Vec::new();
+    for t in 1..=threads {
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS sbtest{t} (id INTEGER NOT NULL, k INTEGER DEFAULT '0' NOT NULL, PRIMARY KEY (id))"
+        );
+        client
+            .batch_execute(&create)
+            .await
+            .map_err(|e| sql_error(&create, &e))?;
+        created.push(format!("sbtest{t}"));
+    }
+    Ok(created)
+}
+
+/// Callaghan's "postwrite" step, so that reads after the writes see a vacuumed database (the
+/// visibility map matters for index-only scans): VACUUM (ANALYZE, INDEX_CLEANUP ON) every
+/// table, then CHECKPOINT.
+pub async fn postwrite(client: &Client, tables: u32) -> Result<(), String> {
+    for t in 1..=tables {
+        let vacuum = format!("VACUUM (ANALYZE, INDEX_CLEANUP ON) sbtest{t}");
+        client
+            .batch_execute(&vacuum)
+            .await
+            .map_err(|e| sql_error(&vacuum, &e))?;
+    }
+    client
+        .batch_execute("CHECKPOINT")
+        .await
+        .map_err(|e| sql_error("CHECKPOINT", &e))
+}
+
+/// Drops `sbtest1..tables` (sysbench's cleanup), and any further sbtest tables left behind.
+pub async fn cleanup(client: &Client, tables: u32) -> Result<Vec<String>, String> {
+    let mut numbers: Vec<u32> = (1..=tables).collect();
+    for extra in existing_tables(client).await? {
+        if !numbers.contains(&extra) {
+            numbers.push(extra);
+        }
+    }
+    let mut dropped = Vec::new();
+    for t in numbers {
+        let name = format!("sbtest{t}");
+        client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
+            .await
+            .map_err(|e| sql_error(&format!("DROP TABLE {name}"), &e))?;
+        dropped.push(name);
+    }
+    Ok(dropped)
+}
+
+impl Preparer {
+    pub fn total_rows(&self) -> u64 {
+        self.options.tables as u64 * self.options.table_size as u64
+    }
+
+    /// Creates and loads every table, `connections` tables at a time.
+    pub async fn prepare(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), String> {
+        let connections = self.connections.clamp(1, self.options.tables as usize);
+        let mut workers = Vec::new();
+        for worker in 0..connections {
+            let tables: Vec<u32> = (1..=self.options.tables)
+                .filter(|t| (*t as usize - 1) % connections == worker)
+                .collect();
+            workers.push(async move {
+                let client = connect(&self.conn).await?;
+                for table in tables {
+                    self.create_table(&client, table, announce).await?;
+                }
+                Ok::<(), String>(())
+            });
+        }
+        for result in futures_util::future::join_all(workers).await {
+            result?;
+        }
+        Ok(())
+    }
+
+    async fn create_table(
+        &self,
+        client: &Client,
+        table: u32,
+        announce: &(dyn Fn(String) + Sync),
+    ) -> Result<(), String> {
+        let o = &self.options;
+        let name = format!("sbtest{table}");
+        announce(format!("Creating table '{name}'..."));
+        let id_type = if o.auto_inc {
+            "SERIAL"
+        } else {
+            "INTEGER NOT NULL"
+        };
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {name}(\n  id {id_type},\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL\n)"
+            ))
+            .await
+            .map_err(|e| sql_error(&format!("CREATE TABLE {name}"), &e))?;
+        if o.table_size > 0 {
+            announce(format!("Inserting {} records into '{name}'", o.table_size));
+            self.copy_rows(client, &name, table).await?;
+            if o.auto_inc {
+                client
+                    .query(
+                        &format!("SELECT setval(pg_get_serial_sequence('{name}', 'id'), $1)"),
+                        &[&(o.table_size as i64)],
+                    )
+                    .await
+                    .map_err(|e| sql_error(&format!("setval for {name}"), &e))?;
+            }
+        }
+        // Keys after the data, as a faster equivalent of sysbench's keyed inserts.
+        let id_index = if o.secondary {
+            format!("CREATE INDEX xid_{table} ON {name}(id)")
+        } else {
+            format!("ALTER TABLE {name} ADD PRIMARY KEY (id)")
+        };
+        client
+            .batch_execute(&id_index)
+            .await
+            .map_err(|e| sql_error(&id_index, &e))?;
+        if o.create_secondary {
+            announce(format!("Creating a secondary index on '{name}'..."));
+            let k_index = format!("CREATE INDEX k_{table} ON {name}(k)");
+            client
+                .batch_execute(&k_index)
+                .await
+                .map_err(|e| sql_error(&k_index, &e))?;
+        }
+        Ok(())
+    }
+
+    async fn copy_rows(&self, client: &Client, name: &str, table: u32) -> Result<(), String> {
+        let sink = client
+            .copy_in::<_, Bytes>(&format!(
+                "COPY {name} (id, k, c, pad) FROM STDIN WITH (FORMAT binary)"
+            ))
+            .await
+            .map_err(|e| sql_error(&format!("COPY {name}"), &e))?;
+        futures_util::pin_mut!(sink);
+        // A stream per table, so that tables load alike however they are spread.
+        let mut rng = PgPrng::seeded(self.seed ^ (table as u64).wrapping_mul(0x9E37_79B9));
+        let mut buffer = BytesMut::with_capacity(4 << 20);
+        buffer.put_slice(b"PGCOPY\n\xff\r\n\0");
+        buffer.put_i32(0);
+        buffer.put_i32(0);
+        let size = self.options.table_size;
+        let mut id = 1;
+        while id <= size {
+            let chunk_end = (id + COPY_CHUNK_ROWS - 1).min(size);
+            for row in id..=chunk_end {
+                self.write_row(&mut buffer, &mut rng, row);
+            }
+            if chunk_end == size {
+                buffer.put_i16(-1);
+            }
+            sink.send(buffer.split().freeze())
+                .await
+                .map_err(|e| sql_error(&format!("COPY {name}"), &e))?;
+            self.rows_loaded
+                .fetch_add((chunk_end - id + 1) as u64, Ordering::Relaxed);
+            id = chunk_end + 1;
+        }
+        sink.finish()
+            .await
+            .map_err(|e| sql_error(&format!("COPY {name}"), &e))?;
+        Ok(())
+    }
+
+    fn write_row(&self, buffer: &mut BytesMut, rng: &mut PgPrng, id: u32) {
+        let k = draw(rng, &self.options, self.options.table_size as i64);
+        buffer.put_i16(4);
+        buffer.put_i32(4);
+        buffer.put_i32(id as i32);
+        buffer.put_i32(4);
+        buffer.put_i32(k as i32);
+        for groups in [10, 5] {
+            let text = sysbench_random::digit_groups(rng, groups);
+            buffer.put_i32(text.len() as i32);
+            buffer.put_slice(text.as_bytes());
+        }
+    }
+}
+
+/// `sysbench.rand.default(1, high)` for the loader.
+fn draw(rng: &mut PgPrng, options: &OltpOptions, high: i64) -> i64 {
+    let r = &options.rand;
+    match r.kind {
+        RandKind::Uniform => sysbench_random::uniform(rng, 1, high),
+        RandKind::Gaussian => sysbench_random::gaussian(rng, 1, high, r.spec_iter),
+        RandKind::Special => {
+            sysbench_random::special(rng, 1, high, r.spec_iter, r.spec_pct, r.spec_res)
+        }
+        RandKind::Pareto => sysbench_random::pareto(rng, 1, high, r.pareto_h),
+        RandKind::Zipfian => sysbench_random::zipfian(rng, 1, high, r.zipfian_exp),
+    }
+}

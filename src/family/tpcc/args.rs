@@ -1,0 +1,104 @@
+//! `stampede tpcc build|check|drop`: HammerDB TPROC-C's schema and data.
+
+use clap::{Args, Subcommand};
+
+pub use crate::family::common::connection::ConnectionArgs;
+
+#[derive(Debug, Subcommand)]
+pub enum TpccAction {
+    /// Create the TPROC-C tables, load them by warehouse over --threads connections, build keys
+    /// and indexes, then ANALYZE and VACUUM FREEZE
+    Build(BuildArgs),
+    /// Run the TPROC-C mix with virtual users: NOPM and TPM as HammerDB computes them
+    Run(Box<RunArgs>),
+    /// Check TPC-C's consistency conditions (3.3.2.1-4; --all adds 5-9)
+    Check(CheckArgs),
+    /// Drop the TPROC-C tables and procedures
+    Drop(ConnectionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Warehouses to load (HammerDB's pg_count_ware)
+    #[arg(long, short = 'w', default_value_t = 1, allow_negative_numbers = true)]
+    pub warehouses: i64,
+    /// Connections loading in parallel (default: the client's cores)
+    #[arg(long, allow_negative_numbers = true)]
+    pub threads: Option<i64>,
+    /// Hash-partition order_line by warehouse into round(W/100) parts, as HammerDB does (only
+    /// from 200 warehouses on, like HammerDB)
+    #[arg(long)]
+    pub partition: bool,
+    /// CLUSTER every table on its primary key before ANALYZE and VACUUM FREEZE (seed 001)
+    #[arg(long)]
+    pub cluster: bool,
+    /// Seed of the data's random numbers (default: from the clock)
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Also the conditions that read whole tables (3.3.2.5-9)
+    #[arg(long)]
+    pub all: bool,
+    /// Refuse a database built with another warehouse count
+    #[arg(long, short = 'w', allow_negative_numbers = true)]
+    pub warehouses: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Virtual users: one connection each, home warehouses spread evenly
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub vu: i64,
+    /// Run this long before measuring (its sessions end before the measured run starts)
+    #[arg(long, default_value = "2m")]
+    pub rampup: String,
+    /// The measured time
+    #[arg(long, default_value = "5m")]
+    pub duration: String,
+    /// Each transaction picks a warehouse from the virtual user's share of all warehouses
+    /// instead of its home warehouse (HammerDB's all warehouses: more I/O)
+    #[arg(long)]
+    pub all_warehouses: bool,
+    /// Transactions per virtual user instead of --duration (HammerDB's total iterations)
+    #[arg(long, allow_negative_numbers = true)]
+    pub iterations: Option<i64>,
+    /// Weights of New-Order, Payment, Order-Status, Delivery, Stock-Level (summing to 100), or
+    /// hammerdb for HammerDB's 10/10/1/1/1 of 23
+    #[arg(long, default_value = "45,43,4,4,4")]
+    pub mix: String,
+    /// server: one CALL of a PL/pgSQL procedure per transaction (HammerDB's); client: the
+    /// same statements, prepared and sent one by one by stampede
+    #[arg(long, default_value = "server")]
+    pub mode: String,
+    /// Each virtual user waits a keying time before and a think time after every transaction,
+    /// as TPC-C's terminals (HammerDB's seconds: New-Order 18/12, Payment 3/12, Order-Status 2/5,
+    /// Delivery 2/10, Stock-Level 2/5); latencies leave the pauses out
+    #[arg(long)]
+    pub keying_thinking: bool,
+    /// Multiply the keying and think times by this factor (with --keying-thinking)
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub keying_thinking_scale: f64,
+    /// Refuse a database built with another warehouse count
+    #[arg(long, short = 'w', allow_negative_numbers = true)]
+    pub warehouses: Option<i64>,
+    /// Seed of the virtual users' random numbers (default: from the clock)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the result as JSON to this file
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+}

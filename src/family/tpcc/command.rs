@@ -1,0 +1,238 @@
+//! `stampede tpcc build|check|drop`.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::{CommandResult, Failure};
+use crate::family::common::connection::{connection, positive};
+use crate::family::tpcc::args::{BuildArgs, CheckArgs, ConnectionArgs, TpccAction};
+use crate::family::tpcc::check::{self, SHOWN};
+use crate::family::tpcc::load::Loader;
+use crate::family::tpcc::{procedures, schema};
+use crate::pg::control_runtime;
+use crate::pg::{connect_quietly, sql_error};
+
+pub fn run(action: &TpccAction) -> CommandResult {
+    match action {
+        TpccAction::Build(args) => build(args),
+        TpccAction::Run(args) => super::run::run(args),
+        TpccAction::Check(args) => check(args),
+        TpccAction::Drop(args) => drop_tables(args),
+    }
+}
+
+fn build(args: &BuildArgs) -> CommandResult {
+    let warehouses = positive(args.warehouses, "warehouses")?;
+    let threads = match args.threads {
+        Some(t) => positive(t, "threads")? as usize,
+        None => crate::probe::cpu::cores(),
+    };
+    let conn = connection(&args.connection)?;
+    let partitions = if args.partition {
+        schema::partitions_for(warehouses)
+    } else {
+        1
+    };
+    if args.partition && partitions == 1 {
+        println!(
+            "order_line is not partitioned below {} warehouses (as HammerDB)",
+            schema::PARTITION_FROM_WAREHOUSES
+        );
+    }
+    let runtime = control_runtime();
+    let client = runtime.block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        if let Some(table) = existing_tables(&client)
+            .await
+            .map_err(Failure::Run)?
+            .first()
+        {
+            return Err(Failure::Input(format!(
+                "table {table} already exists; run `stampede tpcc drop` first"
+            )));
+        }
+        Ok(client)
+    })?;
+    let seed = args
+        .seed
+        .unwrap_or_else(crate::family::common::measure::seed);
+    let loader = Loader {
+        conn: conn.clone(),
+        warehouses,
+        connections: threads,
+        seed,
+        partitions,
+        now_unix_us: (crate::store::unix_now() * 1e6) as i64,
+        rows_loaded: Arc::new(AtomicU64::new(0)),
+    };
+    println!(
+        "building TPROC-C: {warehouses} warehouse(s) over {} connection(s), seed {seed}",
+        threads.min(warehouses as usize)
+    );
+    let started = Instant::now();
+    runtime
+        .block_on(
+            loader.build(&|line| println!("{line} ({:.1} s)", started.elapsed().as_secs_f64())),
+        )
+        .map_err(Failure::Run)?;
+    let loaded = started.elapsed().as_secs_f64();
+    runtime
+        .block_on(finish(&client, args.cluster, &started))
+        .map_err(Failure::Run)?;
+    let total = started.elapsed().as_secs_f64();
+    println!(
+        "built {warehouses} warehouse(s) in {total:.1} s (load and indexes {loaded:.1} s): {:.1} warehouses per minute",
+        warehouses as f64 * 60.0 / total
+    );
+    Ok(())
+}
+
+/// CLUSTER (optional), then ANALYZE and VACUUM FREEZE every table.
+async fn finish(
+    client: &tokio_postgres::Client,
+    cluster: bool,
+    started: &Instant,
+) -> Result<(), String> {
+    let mut statements = Vec::new();
+    if cluster {
+        statements.extend(
+            schema::CLUSTER_ON
+                .iter()
+                .map(|(table, index)| format!("CLUSTER {table} USING {index}")),
+        );
+    }
+    statements.push("VACUUM (FREEZE, ANALYZE)".to_string());
+    for statement in statements {
+        client
+            .batch_execute(&statement)
+            .await
+            .map_err(|e| sql_error(&statement, &e))?;
+        println!("{statement} ({:.1} s)", started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
+/// The TPROC-C tables (and the marker) that exist in the database.
+async fn existing_tables(client: &tokio_postgres::Client) -> Result<Vec<String>, String> {
+    let names: Vec<&str> = schema::TABLES
+        .iter()
+        .map(|(name, _)| *name)
+        .chain([schema::MARKER])
+        .collect();
+    let rows = client
+        .query(
+            "SELECT c.relname::text FROM pg_class c
+             WHERE c.relname = ANY($1) AND c.relkind IN ('r', 'p')
+               AND pg_catalog.pg_table_is_visible(c.oid)
+             ORDER BY array_position($1, c.relname::text)",
+            &[&names],
+        )
+        .await
+        .map_err(|e| sql_error("the TPROC-C tables", &e))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// The warehouse count `build` recorded.
+async fn built_warehouses(client: &tokio_postgres::Client) -> Result<i64, Failure> {
+    let existing = existing_tables(client).await.map_err(Failure::Run)?;
+    if !existing.iter().any(|t| t == schema::MARKER) {
+        return Err(Failure::Input(
+            "no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first"
+                .into(),
+        ));
+    }
+    let row = client
+        .query_one(&format!("SELECT warehouses FROM {}", schema::MARKER), &[])
+        .await
+        .map_err(|e| Failure::Run(sql_error(schema::MARKER, &e)))?;
+    Ok(i64::from(row.get::<_, i32>(0)))
+}
+
+/// The load's C_LAST constant, which `build` records (none in databases built before it did).
+pub async fn load_c_last(client: &tokio_postgres::Client) -> Option<i64> {
+    let sql = format!("SELECT c_last_load FROM {}", schema::MARKER);
+    let row = client.query_one(&sql, &[]).await.ok()?;
+    row.get::<_, Option<i32>>(0).map(i64::from)
+}
+
+/// The built warehouse count, refusing a database built with another count than `asked`.
+pub async fn checked_warehouses(
+    client: &tokio_postgres::Client,
+    asked: Option<i64>,
+) -> Result<i64, Failure> {
+    let built = built_warehouses(client).await?;
+    if let Some(asked) = asked {
+        positive(asked, "warehouses")?;
+        if asked != built {
+            return Err(Failure::Input(format!(
+                "the database was built with {built} warehouse(s), not {asked}"
+            )));
+        }
+    }
+    Ok(built)
+}
+
+fn check(args: &CheckArgs) -> CommandResult {
+    let conn = connection(&args.connection)?;
+    control_runtime().block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        let built = checked_warehouses(&client, args.warehouses).await?;
+        let outcomes = check::check(&client, args.all)
+            .await
+            .map_err(Failure::Run)?;
+        let mut failed = Vec::new();
+        for outcome in &outcomes {
+            let c = outcome.condition;
+            if outcome.total == 0 {
+                println!("{} {}: ok", c.clause, c.rule);
+                continue;
+            }
+            failed.push(c.clause);
+            println!(
+                "{} {}: FAILED for {} key(s){}",
+                c.clause,
+                c.rule,
+                outcome.total,
+                if outcome.total > SHOWN {
+                    format!(", the first {SHOWN}:")
+                } else {
+                    ":".into()
+                }
+            );
+            for (key, found) in &outcome.offenders {
+                println!("    {key}: {found}");
+            }
+        }
+        if failed.is_empty() {
+            println!(
+                "{built} warehouse(s): all {} conditions hold",
+                outcomes.len()
+            );
+            return Ok(());
+        }
+        Err(Failure::Run(format!(
+            "consistency check failed: {}",
+            failed.join(", ")
+        )))
+    })
+}
+
+fn drop_tables(args: &ConnectionArgs) -> CommandResult {
+    let conn = connection(args)?;
+    control_runtime().block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        for table in existing_tables(&client).await.map_err(Failure::Run)? {
+            let statement = format!("DROP TABLE {table}");
+            client
+                .batch_execute(&statement)
+                .await
+                .map_err(|e| Failure::Run(sql_error(&statement, &e)))?;
+            println!("dropped {table}");
+        }
+        client
+            .batch_execute(procedures::DROP)
+            .await
+            .map_err(|e| Failure::Run(sql_error("dropping the procedures", &e)))
+    })
+}

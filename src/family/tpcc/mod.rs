@@ -1,0 +1,18 @@
+//! TPROC-C, HammerDB's TPC-C-derived workload: the schema of seed 001, TPC-C's data rules, a
+//! parallel binary-COPY loader, the consistency conditions, and the five transactions as
+//! PL/pgSQL procedures with the driver scripts that call them (server mode) or the same
+//! statements sent by the driver (client mode); the `stampede tpcc` command and the lab
+//! workload `tpcc`.
+
+pub mod args;
+pub mod check;
+pub mod client_scripts;
+pub mod command;
+pub mod copy;
+pub mod lab;
+pub mod load;
+pub mod procedures;
+pub mod random;
+pub mod run;
+pub mod schema;
+pub mod scripts;

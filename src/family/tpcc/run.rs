@@ -1,0 +1,427 @@
+//! `stampede tpcc run`: virtual users run the TPROC-C mix through the driver (server mode: one
+//! CALL per transaction); NOPM and TPM computed as HammerDB does, from the server's counters
+//! around the measured run, beside the driver's own counts and latencies per transaction.
+
+use std::time::{Duration, Instant};
+
+use tokio_postgres::Client;
+
+use super::command::{checked_warehouses, load_c_last};
+use crate::driver::plan::{ErrorPolicy, Pauses, Protocol, RunLimit, RunPlan, WeightedScript};
+use crate::driver::stats::ScriptStats;
+use crate::driver::{self, DriverEvent, RunResult};
+use crate::error::{CommandResult, Failure};
+use crate::family::common::connection::{connection, positive};
+use crate::family::tpcc::args::RunArgs;
+use crate::family::tpcc::random::{NurandConstants, TpccRandom};
+use crate::family::tpcc::scripts::{self, Mix, Mode, WarehouseChoice, KEYING_THINKING_S, NAMES};
+use crate::pg::control_runtime;
+use crate::pg::{connect_quietly, sql_error};
+use crate::script::{parse_script, VarTable};
+use crate::server::target::ConnSpec;
+
+/// The virtual users' application_name, to wait for their sessions to end.
+const APPLICATION: &str = "stampede-tpcc";
+
+/// The server's counters NOPM and TPM come from.
+#[derive(Debug, Clone, Copy)]
+pub struct Counters {
+    /// sum(district.d_next_o_id).
+    next_order_ids: i64,
+    /// sum(xact_commit + xact_rollback) over pg_stat_database: every database, as HammerDB.
+    transactions: i64,
+}
+
+/// What a run is asked for.
+pub struct Settings {
+    pub vu: usize,
+    pub warehouse_choice: WarehouseChoice,
+    pub rampup: Duration,
+    pub limit: RunLimit,
+    pub mix: Mix,
+    pub mode: Mode,
+    /// Keying and think times, scaled by this factor (1 = HammerDB's seconds).
+    pub keying_thinking: Option<f64>,
+    pub seed: u64,
+}
+
+pub fn run(args: &RunArgs) -> CommandResult {
+    let settings = settings(args)?;
+    let conn = connection(&args.connection)?;
+    let runtime = control_runtime();
+    let (client, warehouses, load_c_last) = runtime.block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        let warehouses = checked_warehouses(&client, args.warehouses).await?;
+        let load_c_last = load_c_last(&client).await;
+        Ok::<_, Failure>((client, warehouses, load_c_last))
+    })?;
+    let stop = crate::app::signals::watch_signals();
+    let constants =
+        NurandConstants::for_run(&mut TpccRandom::seeded(settings.seed).prng, load_c_last);
+    println!(
+        "TPROC-C, {} mode: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}seed {}",
+        settings.mode.name(),
+        settings.vu,
+        match settings.warehouse_choice {
+            WarehouseChoice::Home => " (home warehouses)",
+            WarehouseChoice::All { .. } => " (all warehouses)",
+        },
+        settings.mix.text(),
+        settings.rampup.as_secs(),
+        match settings.keying_thinking {
+            Some(1.0) => "keying and thinking, ".to_string(),
+            Some(scale) => format!("keying and thinking × {scale}, "),
+            None => String::new(),
+        },
+        settings.seed
+    );
+    if !settings.rampup.is_zero() {
+        let mut plan = plan(&conn, warehouses, constants, &settings)?;
+        plan.limit = RunLimit::Duration(settings.rampup);
+        plan.stop = Some(stop.clone());
+        let rampup = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
+        check_aborted(&rampup)?;
+    }
+    let before = runtime
+        .block_on(settled_counters(&client))
+        .map_err(Failure::Run)?;
+    let mut plan = plan(&conn, warehouses, constants, &settings)?;
+    plan.stop = Some(stop);
+    let result = driver::run(plan, &mut |event| {
+        if let DriverEvent::Interval(interval) = event {
+            if (interval.index + 1) % 10 == 0 {
+                println!(
+                    "[ {}s ] {:.1} transactions/s",
+                    interval.index + 1,
+                    interval.stats.latency.count as f64
+                );
+            }
+        }
+    })
+    .map_err(Failure::Run)?;
+    let after = runtime
+        .block_on(settled_counters(&client))
+        .map_err(Failure::Run)?;
+    check_aborted(&result)?;
+    let report = TpccReport::new(&settings, &result, before, after);
+    print!("{}", report.text());
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.json())
+            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+fn settings(args: &RunArgs) -> Result<Settings, Failure> {
+    let vu = positive(args.vu, "vu")? as usize;
+    let duration = |text: &str, name: &str| {
+        crate::lab::spec::parse_duration(text).ok_or_else(|| {
+            Failure::Input(format!(
+                "--{name} \"{text}\": give a duration such as 90s, 5m or 1h"
+            ))
+        })
+    };
+    let rampup = duration(&args.rampup, "rampup")?;
+    let limit = match args.iterations {
+        Some(n) => RunLimit::TransactionsPerClient(positive(n, "iterations")? as u64),
+        None => {
+            RunLimit::Duration(duration(&args.duration, "duration")?.max(Duration::from_secs(1)))
+        }
+    };
+    Ok(Settings {
+        vu,
+        warehouse_choice: if args.all_warehouses {
+            WarehouseChoice::All {
+                virtual_users: vu as i64,
+            }
+        } else {
+            WarehouseChoice::Home
+        },
+        rampup,
+        limit,
+        mix: Mix::parse(&args.mix).map_err(Failure::Input)?,
+        mode: Mode::parse(&args.mode).map_err(Failure::Input)?,
+        keying_thinking: keying_thinking(args)?,
+        seed: args
+            .seed
+            .unwrap_or_else(crate::family::common::measure::seed),
+    })
+}
+
+fn keying_thinking(args: &RunArgs) -> Result<Option<f64>, Failure> {
+    let scale = args.keying_thinking_scale;
+    // Up to 100: New-Order's 18 s keying becomes 30 min, and no pause overflows a Duration.
+    if !(scale.is_finite() && scale > 0.0 && scale <= 100.0) {
+        return Err(Failure::Input(format!(
+            "--keying-thinking-scale {scale}: give a factor above 0, at most 100"
+        )));
+    }
+    if !args.keying_thinking && scale != 1.0 {
+        return Err(Failure::Input(
+            "--keying-thinking-scale needs --keying-thinking".into(),
+        ));
+    }
+    Ok(args.keying_thinking.then_some(scale))
+}
+
+/// The driver's plan: the six scripts with the mix's weights, one client per virtual user.
+pub fn plan(
+    conn: &ConnSpec,
+    warehouses: i64,
+    constants: NurandConstants,
+    settings: &Settings,
+) -> Result<RunPlan, Failure> {
+    let mut variables = VarTable::default();
+    let mut weighted = Vec::new();
+    for (name, text, weight) in scripts::scripts(
+        warehouses,
+        settings.warehouse_choice,
+        constants,
+        settings.mix,
+        settings.mode,
+    ) {
+        let script = parse_script(name, name, &text, &mut variables)
+            .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
+        weighted.push(WeightedScript { script, weight });
+    }
+    // The virtual users' sessions are told apart by name, to wait for them to end.
+    let mut conn = conn.clone();
+    conn.application_name = APPLICATION.into();
+    let mut plan = RunPlan::for_workload(
+        &conn,
+        settings.vu,
+        settings.limit,
+        Protocol::Prepared,
+        weighted,
+        variables,
+        settings.seed,
+    );
+    plan.threads = settings.vu.min(crate::probe::cpu::cores());
+    plan.pauses = settings.keying_thinking.map(|scale| {
+        KEYING_THINKING_S
+            .iter()
+            .map(|(keying, think)| Pauses {
+                keying: Duration::from_secs_f64(keying * scale),
+                mean_think: Duration::from_secs_f64(think * scale),
+            })
+            .collect()
+    });
+    plan.errors = ErrorPolicy::surviving(10);
+    Ok(plan)
+}
+
+fn check_aborted(result: &RunResult) -> CommandResult {
+    if result.aborted_clients > 0 {
+        return Err(Failure::Run(format!(
+            "{} virtual user(s) aborted",
+            result.aborted_clients
+        )));
+    }
+    Ok(())
+}
+
+/// The counters once the virtual users' sessions are gone (a backend reports its statistics
+/// as it exits, after it leaves pg_stat_activity, so the transaction count is read until it
+/// stays still).
+/// The run's NURand constants for the database at `conn` (see `NurandConstants::for_run`).
+pub fn run_constants(conn: &ConnSpec, seed: u64) -> Result<NurandConstants, String> {
+    let load_c_last = control_runtime().block_on(async {
+        let client = connect_quietly(conn).await?;
+        Ok::<_, String>(load_c_last(&client).await)
+    })?;
+    Ok(NurandConstants::for_run(
+        &mut TpccRandom::seeded(seed).prng,
+        load_c_last,
+    ))
+}
+
+/// `settled_counters` over a connection of its own, for callers outside a runtime (the lab).
+pub fn read_counters(conn: &ConnSpec) -> Result<Counters, String> {
+    control_runtime().block_on(async {
+        let client = connect_quietly(conn).await?;
+        settled_counters(&client).await
+    })
+}
+
+impl Counters {
+    /// (NOPM, TPM) from `self` to `after` over `minutes`, as HammerDB computes them.
+    pub fn per_minute(&self, after: &Counters, minutes: f64) -> (f64, f64) {
+        let minutes = minutes.max(1e-9);
+        (
+            (after.next_order_ids - self.next_order_ids) as f64 / minutes,
+            (after.transactions - self.transactions) as f64 / minutes,
+        )
+    }
+}
+
+async fn settled_counters(client: &Client) -> Result<Counters, String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let sessions: i64 = query_value(
+            client,
+            &format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{APPLICATION}' AND pid <> pg_backend_pid()"),
+        )
+        .await?;
+        if sessions == 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut last = counters(client).await?;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = counters(client).await?;
+        // Each reading commits one transaction of its own.
+        if now.transactions <= last.transactions + 1 {
+            return Ok(now);
+        }
+        last = now;
+    }
+    Ok(last)
+}
+
+async fn counters(client: &Client) -> Result<Counters, String> {
+    Ok(Counters {
+        next_order_ids: query_value(client, "SELECT sum(d_next_o_id)::bigint FROM district")
+            .await?,
+        transactions: query_value(
+            client,
+            "SELECT sum(xact_commit + xact_rollback)::bigint FROM pg_stat_database",
+        )
+        .await?,
+    })
+}
+
+async fn query_value(client: &Client, sql: &str) -> Result<i64, String> {
+    let row = client
+        .query_one(sql, &[])
+        .await
+        .map_err(|e| sql_error(sql, &e))?;
+    Ok(row.get::<_, Option<i64>>(0).unwrap_or(0))
+}
+
+/// One transaction type's line.
+struct TypeLine {
+    name: &'static str,
+    stats: ScriptStats,
+}
+
+struct TpccReport {
+    mode: Mode,
+    keying_thinking: Option<f64>,
+    minutes: f64,
+    nopm: f64,
+    tpm: f64,
+    /// New-Orders the server committed in the window (Δ sum(d_next_o_id)).
+    new_orders_server: i64,
+    lines: Vec<TypeLine>,
+    /// Per second of the measured run: transactions completed (all types) and errors.
+    series: Vec<(u64, u64, u64)>,
+}
+
+impl TpccReport {
+    fn new(
+        settings: &Settings,
+        result: &RunResult,
+        before: Counters,
+        after: Counters,
+    ) -> TpccReport {
+        // HammerDB divides by the configured minutes; the measured run's own length is exact.
+        let minutes = result.bench_duration.as_secs_f64().max(1e-9) / 60.0;
+        let new_orders_server = after.next_order_ids - before.next_order_ids;
+        let (nopm, tpm) = before.per_minute(&after, minutes);
+        TpccReport {
+            mode: settings.mode,
+            keying_thinking: settings.keying_thinking,
+            minutes,
+            nopm,
+            tpm,
+            new_orders_server,
+            lines: NAMES
+                .iter()
+                .zip(&result.per_script)
+                .map(|(name, stats)| TypeLine {
+                    name,
+                    stats: stats.clone(),
+                })
+                .collect(),
+            series: result
+                .intervals
+                .iter()
+                .map(|i| (i.index + 1, i.stats.latency.count, i.stats.failures.total()))
+                .collect(),
+        }
+    }
+
+    fn committed_new_orders(&self) -> u64 {
+        self.lines[0].stats.latency.count
+    }
+
+    fn text(&self) -> String {
+        let mut out = format!(
+            "TEST RESULT : System achieved {:.0} NOPM from {:.0} PostgreSQL TPM\n\
+             NOPM: new orders in district.d_next_o_id per minute; TPM: commits and rollbacks in pg_stat_database per minute, all databases (as HammerDB); over {:.2} min\n",
+            self.nopm, self.tpm, self.minutes
+        );
+        out.push_str(&format!(
+            "{:<20} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}\n",
+            "transaction", "count", "per min", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"
+        ));
+        for line in &self.lines {
+            let latency = &line.stats.latency;
+            let ms = |us: f64| us / 1000.0;
+            out.push_str(&format!(
+                "{:<20} {:>9} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7}\n",
+                line.name,
+                latency.count,
+                latency.count as f64 / self.minutes,
+                ms(latency.percentile_us(50.0)),
+                ms(latency.percentile_us(95.0)),
+                ms(latency.percentile_us(99.0)),
+                ms(latency.max_us),
+                line.stats.failures.total()
+            ));
+        }
+        out.push_str(&format!(
+            "new orders committed: driver {}, server (Δ d_next_o_id) {}; rolled back (unused item): {}\n",
+            self.committed_new_orders(),
+            self.new_orders_server,
+            self.lines[1].stats.latency.count
+        ));
+        out
+    }
+
+    fn json(&self) -> String {
+        let types: serde_json::Map<String, serde_json::Value> = self
+            .lines
+            .iter()
+            .map(|line| {
+                let latency = &line.stats.latency;
+                let ms = |p: f64| latency.percentile_us(p) / 1000.0;
+                (
+                    line.name.to_string(),
+                    serde_json::json!({
+                        "count": latency.count,
+                        "errors": line.stats.failures.total(),
+                        "retries": line.stats.retries,
+                        "latency_ms": {"mean": latency.mean_us() / 1000.0, "p50": ms(50.0), "p95": ms(95.0), "p99": ms(99.0), "max": latency.max_us / 1000.0},
+                    }),
+                )
+            })
+            .collect();
+        serde_json::to_string_pretty(&serde_json::json!({
+            "mode": self.mode.name(),
+            "keying_thinking_scale": self.keying_thinking,
+            "nopm": self.nopm,
+            "tpm": self.tpm,
+            "minutes": self.minutes,
+            "new_orders_committed_driver": self.committed_new_orders(),
+            "new_orders_committed_server": self.new_orders_server,
+            "transactions": types,
+            "series": self.series.iter().map(|(second, transactions, errors)| {
+                serde_json::json!({"second": second, "transactions": transactions, "errors": errors})
+            }).collect::<Vec<_>>(),
+        }))
+        .expect("serializable")
+    }
+}

@@ -1,0 +1,96 @@
+//! The registry of lab workloads is the one list: `lab plan` accepts exactly its names, the
+//! README documents them, and a workload refuses what it would not honour before anything starts.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{stampede, stderr};
+use stampede::family::lab_workloads;
+
+fn spec_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stampede-registry-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn spec(workload: &str, extra: &str) -> String {
+    format!(
+        "name = \"r\"\nruns = 1\nduration = \"1s\"\n[[target]]\nname = \"t\"\n\
+         [[workload]]\nname = \"{workload}\"\nclients = [1]\n{extra}"
+    )
+}
+
+/// The names `lab plan` lists when it refuses an unknown workload.
+fn accepted_names() -> Vec<String> {
+    let dir = spec_dir("names");
+    let path = dir.join("lab.toml");
+    std::fs::write(&path, spec("no-such-workload", "")).unwrap();
+    let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stderr(&output);
+    let list = text
+        .split("known workloads are ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of workloads in {text}"));
+    let _ = std::fs::remove_dir_all(dir);
+    list.trim()
+        .split(", ")
+        .map(|name| name.trim_matches('"').to_string())
+        .collect()
+}
+
+#[test]
+fn every_registered_workload_is_accepted_by_the_lab_and_documented() {
+    let registered: Vec<&str> = lab_workloads().map(|kind| kind.name).collect();
+    assert!(registered.len() >= 7, "{registered:?}");
+    assert_eq!(accepted_names(), registered);
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let row = readme
+        .lines()
+        .find(|line| line.starts_with("| `[[workload]] name` |"))
+        .expect("the README's workload key row");
+    for name in &registered {
+        assert!(
+            row.contains(&format!("`\"{name}\"`")),
+            "{name} missing from {row}"
+        );
+    }
+    // Each registered workload plans from a spec that names it alone.
+    for name in &registered {
+        let dir = spec_dir(name);
+        let path = dir.join("lab.toml");
+        std::fs::write(&path, spec(name, "")).unwrap();
+        let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
+        assert!(output.status.success(), "{name}: {}", stderr(&output));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// tpcc runs its transactions as prepared statements: a spec asking for another protocol is
+/// refused at the key, with exit 1 and no results database, rather than silently run prepared.
+#[test]
+fn a_protocol_a_workload_does_not_honour_is_refused_at_its_key() {
+    let dir = spec_dir("protocol");
+    let path = dir.join("lab.toml");
+    std::fs::write(&path, spec("tpcc", "protocol = \"simple\"\n")).unwrap();
+    for command in ["plan", "run"] {
+        let output = stampede(&["lab", command, path.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert_eq!(
+            stderr(&output).trim(),
+            format!(
+                "stampede: error: {}:9:12: protocol: workload \"tpcc\" runs only with \"prepared\", not \"simple\"; set that or leave protocol out",
+                path.display()
+            )
+        );
+        assert!(!dir.join("r.db").exists());
+    }
+    // The protocol it honours is accepted.
+    std::fs::write(&path, spec("tpcc", "protocol = \"prepared\"\n")).unwrap();
+    let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let _ = std::fs::remove_dir_all(dir);
+}
