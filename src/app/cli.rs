@@ -42,7 +42,7 @@ pub enum TopCommand {
         #[command(subcommand)]
         action: tpcc::args::TpccAction,
     },
-    /// dbSTRESS (seed 003): prepare its tables, run read-only or read+write sessions
+    /// dbSTRESS (Dimitri Kravtchuk's benchmark): prepare its tables, run read-only or read+write sessions
     Dbstress {
         #[command(subcommand)]
         action: dbstress::args::DbstressAction,

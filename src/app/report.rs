@@ -12,7 +12,7 @@ use crate::report::lab_report::{self, Inputs};
 use crate::report::series::{self, RunSeries};
 use crate::report::why::WhyInputs;
 use crate::report::{html, text};
-use crate::store::StoredRun;
+use crate::store::{RunStatus, StoredRun};
 
 pub fn run(args: &ReportArgs) -> CommandResult {
     let metric = Metric::parse(&args.metric).map_err(Failure::Input)?;
@@ -61,8 +61,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     });
     let text = render(&report);
     match &args.output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display()))),
+        Some(path) => crate::report::write_file(path, &text),
         None => {
             print!("{text}");
             Ok(())
@@ -91,7 +90,7 @@ fn load_series(lab: &mut LoadedLab, base: &str, wanted: &[i64]) -> Result<Vec<Ru
             .map(|id| {
                 lab.runs
                     .iter()
-                    .find(|r| r.id == *id && r.status == "completed")
+                    .find(|r| r.id == *id && r.status == RunStatus::Completed)
                     .cloned()
                     .ok_or_else(|| {
                         Failure::Input(format!("lab \"{}\" has no completed run {id}", lab.name))

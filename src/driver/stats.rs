@@ -156,6 +156,10 @@ impl CommandStats {
         self.retries += other.retries;
     }
 
+    pub fn mean_ms(&self) -> f64 {
+        self.mean_us() / 1000.0
+    }
+
     pub fn mean_us(&self) -> f64 {
         if self.count == 0 {
             0.0

@@ -9,15 +9,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::plan::{Cell, Plan, PlannedRun};
-use super::spec::{LabSpec, PostgresSource, Scale, TargetSpec};
+use super::spec::{LabSpec, Scale, TargetSpec};
 use super::window::{OpenWindow, WindowProbes};
 use crate::driver::Protocol;
 use crate::family::api::{LabWorkload, RunObserver, RunRequest};
-use crate::pg::control::{query_rows, query_string, server_version_num, sql};
+use crate::pg::control::{query_rows, query_string, sql};
 use crate::probe::plans;
 use crate::server::binaries::Binaries;
-use crate::server::cluster::{Cluster, OsUser};
-use crate::server::profile::{self, Machine};
+use crate::server::profile::Machine;
+use crate::server::provision::{ProvisionedServer, ServerConfig};
 use crate::server::target::ConnSpec;
 use crate::store::{
     unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, Store, TargetRecord,
@@ -64,15 +64,13 @@ impl RunObserver for Observer<'_, '_> {
     }
 }
 
-/// A target's running cluster and what has been loaded into it.
+/// A target's running server and what the lab has loaded into it.
 struct TargetServer {
-    cluster: Cluster,
-    superuser: String,
+    server: ProvisionedServer,
     /// (workload, scale) → the workload's scale factor in the loaded database.
     datasets: HashMap<(usize, Scale), i64>,
     /// Bytes one scale unit of a workload takes, measured on this server.
     unit_bytes: HashMap<usize, u64>,
-    version_num: i64,
     /// (dataset, statement) pairs whose plan is stored.
     explained: HashSet<(String, String)>,
 }
@@ -438,7 +436,7 @@ impl<'a> Lab<'a> {
             return error;
         }
         let tail = server.cluster.log_tail(20);
-        let restart = match restart(&server.cluster) {
+        let restart = match server.restart() {
             Ok(()) => "the server was restarted".to_string(),
             Err(e) => {
                 self.servers[target] = None;
@@ -469,7 +467,7 @@ impl<'a> Lab<'a> {
                 &admin,
                 &format!(
                     "CREATE DATABASE {RUN_COPY} TEMPLATE {dataset}{}",
-                    file_copy(&server.cluster)
+                    server.file_copy_clause()
                 ),
             )?;
         }
@@ -518,13 +516,23 @@ impl<'a> Lab<'a> {
         let binaries = self.binaries[target].as_ref().map_err(Clone::clone)?;
         let note = format!("starting target {} ({})", spec.name, binaries.version);
         on_event(LabEvent::Note(&note));
-        let server = provision(
-            spec,
-            binaries,
-            &self.server_root.join(&spec.name),
-            max_clients(self.spec),
-        )
-        .map_err(|e| format!("target \"{}\" ({}): {e}", spec.name, binaries.version))?;
+        let config = ServerConfig {
+            profile: &spec.profile,
+            settings: &spec.settings,
+            cpus: spec.cpus.clone(),
+            max_clients: max_clients(self.spec),
+        };
+        let server = TargetServer {
+            server: ProvisionedServer::provision(
+                binaries,
+                &self.server_root.join(&spec.name),
+                &config,
+            )
+            .map_err(|e| format!("target \"{}\" ({}): {e}", spec.name, binaries.version))?,
+            datasets: HashMap::new(),
+            unit_bytes: HashMap::new(),
+            explained: HashSet::new(),
+        };
         self.store
             .save_target(self.lab_id, &describe_target(spec, &server)?)?;
         self.servers[target] = Some(server);
@@ -635,29 +643,11 @@ impl<'a> Lab<'a> {
     }
 }
 
-impl TargetServer {
-    /// Whether the server answers (a process check alone can be fooled by an unreaped one).
-    fn alive(&self) -> bool {
-        query_string(&self.conn("postgres"), "SELECT 1").is_ok()
-    }
+impl std::ops::Deref for TargetServer {
+    type Target = ProvisionedServer;
 
-    /// A control session: setup, probes; kept out of pg_stat_statements.
-    fn conn(&self, database: &str) -> ConnSpec {
-        self.workload_conn(database).untracked()
-    }
-
-    /// The measured workload's sessions.
-    fn workload_conn(&self, database: &str) -> ConnSpec {
-        ConnSpec {
-            host: self.cluster.socket_dir().display().to_string(),
-            port: self.cluster.port,
-            user: self.superuser.clone(),
-            dbname: database.into(),
-            password: None,
-            application_name: "stampede-lab".into(),
-            connect_timeout: Some(Duration::from_secs(10)),
-            options: None,
-        }
+    fn deref(&self) -> &ProvisionedServer {
+        &self.server
     }
 }
 
@@ -678,16 +668,6 @@ fn max_clients(spec: &LabSpec) -> usize {
 
 fn dataset_name(workload: &str, scale: i64) -> String {
     format!("stampede_{}_s{scale}", workload.replace('-', "_"))
-}
-
-/// PostgreSQL 15 copies template databases through the WAL by default; a file copy (after
-/// the checkpoint it forces) is much faster for benchmark-sized data.
-fn file_copy(cluster: &Cluster) -> &'static str {
-    if cluster.binaries.major().is_some_and(|m| m >= 15) {
-        " STRATEGY FILE_COPY"
-    } else {
-        ""
-    }
 }
 
 /// Scale factor whose data lands in the class: `buffers` ≤ 90% of shared_buffers; `ram` twice
@@ -731,81 +711,10 @@ pub fn scale_for_class(
 }
 
 fn resolve_binaries(target: &TargetSpec) -> Result<Binaries, String> {
-    match &target.postgres {
-        PostgresSource::System => Binaries::find_best(),
-        PostgresSource::BinDir(dir) => Binaries::at(dir),
-        PostgresSource::Version(version) => crate::server::download::binaries(version),
-    }
-    .map_err(|e| format!("target \"{}\": {e}", target.name))
-}
-
-/// initdb (once) with the profile's settings, then start on a free port.
-fn provision(
-    target: &TargetSpec,
-    binaries: &Binaries,
-    root: &std::path::Path,
-    max_clients: usize,
-) -> Result<TargetServer, String> {
-    let run_as = OsUser::for_server()?;
-    let superuser = run_as
-        .as_ref()
-        .map(|u| u.name.clone())
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "postgres".into());
-    let cluster = Cluster {
-        binaries: binaries.clone(),
-        root: root.to_path_buf(),
-        port: free_port()?,
-        run_as,
-        cpus: target.cpus.clone(),
-    };
-    if let Some(parent) = root.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
-    }
-    let machine = Machine::probe(root);
-    let settings = profile::settings(&target.profile, &machine, max_clients, &target.settings)?;
-    if !cluster.is_initialized() {
-        let password = random_password();
-        let borrowed: Vec<(&str, String)> = settings
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
-            .collect();
-        cluster.init(&superuser, &password, &borrowed)?;
-    } else {
-        // A new port (and the same settings) for a cluster made by an earlier invocation.
-        cluster.reconfigure(&settings)?;
-    }
-    if cluster.is_running() {
-        cluster.stop()?;
-    }
-    cluster.start()?;
-    let mut server = TargetServer {
-        cluster,
-        superuser,
-        datasets: HashMap::new(),
-        unit_bytes: HashMap::new(),
-        version_num: 0,
-        explained: HashSet::new(),
-    };
-    server.version_num = server_version_num(&server.conn("postgres"))?;
-    Ok(server)
-}
-
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free TCP port: {e}"))
-}
-
-/// Only the local socket (trust) is used by the lab; the TCP password is never stored.
-fn random_password() -> String {
-    let mut bytes = [0u8; 18];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        let _ = std::io::Read::read_exact(&mut f, &mut bytes);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    target
+        .postgres
+        .resolve()
+        .map_err(|e| format!("target \"{}\": {e}", target.name))
 }
 
 /// Provenance and the full pg_settings of a started target.
@@ -831,25 +740,13 @@ fn describe_target(spec: &TargetSpec, server: &TargetServer) -> Result<TargetRec
     .collect();
     Ok(TargetRecord {
         name: spec.name.clone(),
-        postgres: match &spec.postgres {
-            PostgresSource::System => "system".into(),
-            PostgresSource::BinDir(dir) => dir.display().to_string(),
-            PostgresSource::Version(v) => v.clone(),
-        },
-        binary_source: match &spec.postgres {
-            PostgresSource::System => "system packages".into(),
-            PostgresSource::BinDir(_) => "bin/ path".into(),
-            PostgresSource::Version(_) => crate::store::ZONKY_BINARIES.into(),
-        },
+        postgres: spec.postgres.spec_text(),
+        binary_source: spec.postgres.provenance().into(),
         bin_dir: server.cluster.binaries.bin_dir.display().to_string(),
         server_version,
         pg_config,
         profile: spec.profile.name(),
-        restore_method: if file_copy(&server.cluster).is_empty() {
-            "template database".into()
-        } else {
-            "template database (STRATEGY FILE_COPY)".into()
-        },
+        restore_method: server.restore_method().into(),
         settings,
     })
 }
@@ -871,17 +768,4 @@ fn cell_records(
             family: workloads[c.workload].family(&c.script),
         })
         .collect()
-}
-
-/// A killed postmaster's lock file and orphaned backends linger until it is reaped; retry.
-fn restart(cluster: &Cluster) -> Result<(), String> {
-    let mut last = Ok(());
-    for _ in 0..30 {
-        last = cluster.start();
-        if last.is_ok() {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    last
 }

@@ -12,6 +12,7 @@ use toml::Spanned;
 use crate::driver::Protocol;
 use crate::family::{self, api::LabWorkloadKind};
 pub use crate::server::profile::Profile;
+pub use crate::server::provision::BinarySource;
 pub use crate::store::Location;
 
 #[derive(Debug, Deserialize)]
@@ -63,21 +64,10 @@ enum ScaleFile {
     Class(String),
 }
 
-/// Where the server binaries come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PostgresSource {
-    /// The best binaries on this machine (`pg_config`, `/usr/lib/postgresql/*/bin`).
-    System,
-    /// A bin/ directory (a package's, or a user's own build).
-    BinDir(PathBuf),
-    /// A major ("16") or exact version ("16.4.0") to download.
-    Version(String),
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct TargetSpec {
     pub name: String,
-    pub postgres: PostgresSource,
+    pub postgres: BinarySource,
     pub profile: Profile,
     /// Overrides on top of the profile, as postgresql.conf values.
     pub settings: Vec<(String, String)>,
@@ -299,13 +289,13 @@ fn postgres_source(
     source: &Source<'_>,
     value: Option<&Spanned<String>>,
     base: &Path,
-) -> Result<PostgresSource, SpecError> {
+) -> Result<BinarySource, SpecError> {
     let Some(value) = value else {
-        return Ok(PostgresSource::System);
+        return Ok(BinarySource::System);
     };
     let text = value.get_ref().trim();
     if text == "system" {
-        return Ok(PostgresSource::System);
+        return Ok(BinarySource::System);
     }
     if text.contains('/') {
         let dir = base.join(text);
@@ -315,7 +305,7 @@ fn postgres_source(
                 format!("postgres: no server binaries in \"{}\"", dir.display()),
             ));
         }
-        return Ok(PostgresSource::BinDir(dir));
+        return Ok(BinarySource::BinDir(dir));
     }
     let parts: Vec<&str> = text.split('.').collect();
     let numeric = parts
@@ -323,7 +313,7 @@ fn postgres_source(
         .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
     let major: Option<u32> = parts.first().and_then(|p| p.parse().ok());
     match major {
-        Some(12..=18) if numeric && parts.len() <= 3 => Ok(PostgresSource::Version(text.into())),
+        Some(12..=18) if numeric && parts.len() <= 3 => Ok(BinarySource::Version(text.into())),
         _ => Err(source.at(
             value,
             format!(
@@ -632,10 +622,7 @@ clients = [1, 4]
         assert!(spec.targets[0]
             .settings
             .contains(&("fsync".into(), "off".into())));
-        assert_eq!(
-            spec.targets[1].postgres,
-            PostgresSource::Version("16".into())
-        );
+        assert_eq!(spec.targets[1].postgres, BinarySource::Version("16".into()));
         assert_eq!(
             spec.workloads[0].scales,
             vec![Scale::Fixed(1), Scale::Buffers]

@@ -55,3 +55,18 @@ pub fn control_runtime() -> tokio::runtime::Runtime {
         .build()
         .expect("tokio runtime")
 }
+
+/// The tables (plain or partitioned) visible on the search path whose names match `pattern`, a
+/// regular expression, by name: what a loader refuses to overwrite and a cleanup drops.
+pub async fn visible_tables(client: &Client, pattern: &str) -> Result<Vec<String>, String> {
+    let rows = client
+        .query(
+            "SELECT c.relname::text FROM pg_class c
+             WHERE c.relkind IN ('r', 'p') AND c.relname ~ $1
+               AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1",
+            &[&pattern],
+        )
+        .await
+        .map_err(|e| sql_error(&format!("looking for tables matching {pattern}"), &e))?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}

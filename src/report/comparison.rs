@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
-use crate::store::StoredRun;
+use crate::store::{RunStatus, StoredRun};
 
 /// What a cell is, apart from its target.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -130,7 +130,7 @@ pub fn by_cell(runs: &[StoredRun], target: &str, metric: Metric) -> BTreeMap<Cel
     let mut cells: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
     for run in runs
         .iter()
-        .filter(|r| r.target == target && r.status == "completed")
+        .filter(|r| r.target == target && r.status == RunStatus::Completed)
     {
         if let Some(value) = metric.of(run) {
             cells.entry(cell_of(run)).or_default().push(value);

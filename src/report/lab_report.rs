@@ -12,7 +12,7 @@ use super::series::RunSeries;
 use super::warnings::{self, WarningInputs};
 use super::why::{self, WhyInputs, WhyPanel};
 use crate::analysis::{median, range};
-use crate::store::{CounterRow, StatementRow, StoredRun};
+use crate::store::{CounterRow, RunStatus, StatementRow, StoredRun};
 
 #[derive(Debug, Serialize)]
 pub struct LabReport {
@@ -214,7 +214,7 @@ fn family_summaries(comparisons: &[TargetComparison]) -> Vec<FamilySummary> {
 
 fn latency_summaries(runs: &[StoredRun]) -> Vec<LatencySummary> {
     let mut per_cell: BTreeMap<(String, CellKey), Vec<[f64; 3]>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.status == "completed") {
+    for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         if let (Some(p50), Some(p95), Some(p99)) = (run.p50_ms, run.p95_ms, run.p99_ms) {
             per_cell
                 .entry((run.target.clone(), cell_of(run)))
@@ -240,7 +240,7 @@ fn latency_summaries(runs: &[StoredRun]) -> Vec<LatencySummary> {
 
 fn summaries(runs: &[StoredRun], metric: Metric) -> Vec<CellSummary> {
     let mut values: BTreeMap<(String, CellKey), Vec<f64>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.status == "completed") {
+    for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         if let Some(value) = metric.of(run) {
             values
                 .entry((run.target.clone(), cell_of(run)))
@@ -305,7 +305,7 @@ fn efficiency(
     type Runs<'r> = BTreeMap<i64, BTreeMap<&'r str, f64>>;
     let mut per_cell: BTreeMap<(String, CellKey), Runs<'_>> = BTreeMap::new();
     let mut shares: BTreeMap<(String, CellKey), Vec<f64>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.status == "completed") {
+    for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         let key = (run.target.clone(), cell_of(run));
         per_cell.entry(key.clone()).or_default();
         shares

@@ -10,3 +10,15 @@ pub mod table;
 pub mod text;
 pub mod warnings;
 pub mod why;
+
+use std::path::Path;
+
+use crate::error::Failure;
+
+/// Writes a report or a JSON result where the user asked; failing to is a failed run (exit 2),
+/// since the run's numbers are lost.
+pub fn write_file(path: impl AsRef<Path>, contents: &str) -> Result<(), Failure> {
+    let path = path.as_ref();
+    std::fs::write(path, contents)
+        .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))
+}

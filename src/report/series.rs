@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::comparison::{cell_of, CellKey};
-use crate::store::StoredRun;
+use crate::store::{RunStatus, StoredRun};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSeries {
@@ -62,7 +62,7 @@ pub fn default_runs<'r>(
     base: &str,
     checkpoints: &HashMap<i64, f64>,
 ) -> Vec<&'r StoredRun> {
-    let completed = |r: &&StoredRun| r.status == "completed" && r.tps.is_some();
+    let completed = |r: &&StoredRun| r.status == RunStatus::Completed && r.tps.is_some();
     // Per base cell: the checkpoints of its runs, over how many runs.
     let mut base_cells: BTreeMap<CellKey, (f64, f64)> = BTreeMap::new();
     for run in runs.iter().filter(completed).filter(|r| r.target == base) {

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use super::comparison::{by_cell, cell_of, CellComparison, CellKey, Metric};
 use crate::analysis::coefficient_of_variation;
-use crate::store::{StoredRun, ZONKY_BINARIES};
+use crate::server::provision::ZONKY_BINARIES;
+use crate::store::{RunStatus, StoredRun};
 
 /// Cells whose spread across repetitions exceeds this coefficient of variation are flagged.
 pub const NOISY_COV: f64 = 0.05;
@@ -55,7 +56,7 @@ fn failed_runs(inputs: &WarningInputs<'_>) -> Vec<String> {
             let failed = inputs
                 .runs
                 .iter()
-                .filter(|r| r.target == *target && r.status == "failed")
+                .filter(|r| r.target == *target && r.status == RunStatus::Failed)
                 .count();
             (failed > 0).then(|| format!("{failed} run(s) of \"{target}\" failed and are left out"))
         })
@@ -86,7 +87,7 @@ fn busy_driver(inputs: &WarningInputs<'_>) -> Vec<String> {
     for run in inputs
         .runs
         .iter()
-        .filter(|r| r.status == "completed" && inputs.targets.contains(&r.target.as_str()))
+        .filter(|r| r.status == RunStatus::Completed && inputs.targets.contains(&r.target.as_str()))
     {
         if let Some(share) = client_cpu_share(run, inputs.client_cores) {
             let entry = busiest

@@ -1,13 +1,13 @@
 //! The managed default server: a cluster stampede creates on first use and starts when needed,
 //! so that `stampede pgbench -i` works with no connection options at all.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::binaries::Binaries;
 use super::cluster::{Cluster, OsUser};
+use super::provision::{free_port, random_password};
 use super::target::ConnSpec;
 
 const STATE_FILE: &str = "stampede-server.json";
@@ -95,7 +95,7 @@ impl ManagedServer {
         };
         let state = ServerState {
             bin_dir: binaries.bin_dir.clone(),
-            port: free_port()?,
+            port: free_port(Some(FIRST_PORT..FIRST_PORT + 500))?,
             superuser: superuser.clone(),
             password: random_password(),
         };
@@ -220,21 +220,6 @@ fn write_private(path: &Path, content: &str) -> Result<(), String> {
         .map_err(|e| format!("could not write {}: {e}", path.display()))?;
     file.write_all(content.as_bytes())
         .map_err(|e| format!("could not write {}: {e}", path.display()))
-}
-
-fn free_port() -> Result<u16, String> {
-    (FIRST_PORT..FIRST_PORT + 500)
-        .find(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
-        .ok_or_else(|| format!("no free TCP port in {FIRST_PORT}..{}", FIRST_PORT + 500))
-}
-
-fn random_password() -> String {
-    let mut bytes = [0u8; 18];
-    if let Ok(mut urandom) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = urandom.read_exact(&mut bytes);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn current_user_name() -> String {

@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod download;
 pub mod managed;
 pub mod profile;
+pub mod provision;
 pub mod target;
 
 use crate::error::Failure;

@@ -33,11 +33,10 @@ pub fn connection(args: &ConnectionArgs) -> Result<ConnSpec, Failure> {
     })
 }
 
-pub fn positive(value: i64, name: &str) -> Result<i64, Failure> {
-    if value < 1 {
-        return Err(Failure::Input(format!(
-            "--{name} must be at least 1 (not {value})"
-        )));
-    }
-    Ok(value)
+/// A count option that must be at least 1 and fit `T`.
+pub fn positive<T: TryFrom<i64>>(value: i64, name: &str) -> Result<T, Failure> {
+    T::try_from(value)
+        .ok()
+        .filter(|_| value >= 1)
+        .ok_or_else(|| Failure::Input(format!("--{name} must be at least 1 (not {value})")))
 }

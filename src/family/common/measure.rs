@@ -4,18 +4,16 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::driver::plan::RunPlan;
-use crate::driver::{self, DriverEvent, IntervalReport, ScriptStats};
+use crate::driver::{self, DriverEvent, IntervalReport, LatencyStats, ScriptStats};
 use crate::error::Failure;
 use crate::family::api::{Measurement, RunObserver, RunRequest};
-use crate::family::pgbench::run::summarize;
 use crate::store::{RunMetrics, SeriesRow};
 
 pub fn message(failure: Failure) -> String {
-    match failure {
-        Failure::Input(m) | Failure::Run(m) => m,
-        Failure::Incomplete => "the run was aborted".into(),
-    }
+    failure.into_message()
 }
 
 /// A run's random seed: from the clock, as sysbench and pgbench default to.
@@ -25,7 +23,9 @@ pub fn seed() -> u64 {
         .map_or(1, |d| d.as_micros() as u64)
 }
 
-pub fn check_aborted(aborted_clients: usize, when: &str) -> Result<(), String> {
+/// An error when any client aborted: "N client(s) aborted during the warmup", with `what` the
+/// workload's word for its clients.
+pub fn check_aborted(aborted_clients: usize, what: &str, when: &str) -> Result<(), String> {
     if aborted_clients == 0 {
         return Ok(());
     }
@@ -34,7 +34,38 @@ pub fn check_aborted(aborted_clients: usize, when: &str) -> Result<(), String> {
     } else {
         format!(" {when}")
     };
-    Err(format!("{aborted_clients} client(s) aborted{when}"))
+    Err(format!("{aborted_clients} {what}(s) aborted{when}"))
+}
+
+/// Latency of successful transactions, in milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub avg: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl LatencySummary {
+    pub fn of(stats: &LatencyStats) -> LatencySummary {
+        let ms = |us: f64| us / 1000.0;
+        LatencySummary {
+            count: stats.count,
+            avg: ms(stats.mean_us()),
+            stddev: ms(stats.stddev_us()),
+            p50: ms(stats.percentile_us(50.0)),
+            p90: ms(stats.percentile_us(90.0)),
+            p95: ms(stats.percentile_us(95.0)),
+            p99: ms(stats.percentile_us(99.0)),
+            p999: ms(stats.percentile_us(99.9)),
+            max: ms(stats.max_us),
+        }
+    }
 }
 
 /// The measured window's seconds.
@@ -64,7 +95,7 @@ impl Window {
         self.measured
             .iter()
             .for_each(|(_, stats)| total.merge(stats));
-        let latency = summarize(&total.latency);
+        let latency = LatencySummary::of(&total.latency);
         let transactions = total.latency.count;
         let duration_s = self.duration_s as f64;
         Measurement {
@@ -88,7 +119,7 @@ impl Window {
                 .measured
                 .iter()
                 .map(|(second, stats)| {
-                    let summary = summarize(&stats.latency);
+                    let summary = LatencySummary::of(&stats.latency);
                     SeriesRow {
                         second: *second,
                         tps: stats.latency.count as f64,
@@ -102,34 +133,59 @@ impl Window {
     }
 }
 
-/// The warmup, as a run of its own whose sessions end before the measured one starts, then
-/// the measured run; `plan_for(seconds)` gives the driver's plan for a run that long, to which
-/// the request's threads, CPUs and stop flag are applied.
+/// What one run of a workload tells the measuring: how many clients aborted and the client CPU
+/// it took.
+pub struct RunOutcome {
+    pub aborted_clients: usize,
+    pub client_cpu: Duration,
+}
+
+/// Runs the workload for the given seconds, passing the driver's events on.
+pub type TimedRun<'a> =
+    dyn FnMut(u64, &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunOutcome, String> + 'a;
+
+/// The one way a lab run is measured: the warmup, as a run of its own whose sessions end before
+/// the measured one starts (so the server's statistics, flushed when sessions end, exclude it
+/// exactly), the observer's window opened between them, then the measured run's seconds.
+pub fn measure_after_warmup(
+    request: &RunRequest<'_>,
+    observer: &mut dyn RunObserver,
+    run_for: &mut TimedRun<'_>,
+) -> Result<Measurement, String> {
+    let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
+    if warmup_s > 0 {
+        let warmup = run_for(warmup_s, &mut |_| {})?;
+        check_aborted(warmup.aborted_clients, "client", "during the warmup")?;
+    }
+    observer.open_window();
+    let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
+    let mut window = Window::new(duration_s);
+    let measured = run_for(duration_s, &mut |event| {
+        if let DriverEvent::Interval(interval) = event {
+            window.add(interval, observer);
+        }
+    })?;
+    check_aborted(measured.aborted_clients, "client", "")?;
+    Ok(window.measurement(measured.client_cpu))
+}
+
+/// `measure_after_warmup` for a workload that runs on the driver: `plan_for(seconds)` gives the
+/// driver's plan for a run that long, to which the request's threads, CPUs and stop flag are
+/// applied.
 pub fn warmup_and_measure(
     request: &RunRequest<'_>,
     observer: &mut dyn RunObserver,
     plan_for: &dyn Fn(u64) -> Result<RunPlan, String>,
 ) -> Result<Measurement, String> {
-    let planned = |seconds: u64| -> Result<RunPlan, String> {
+    measure_after_warmup(request, observer, &mut |seconds, on_event| {
         let mut plan = plan_for(seconds)?;
         plan.threads = request.threads.clamp(1, request.clients);
         plan.stop = Some(request.stop.clone());
         plan.cpu_affinity = request.client_cpus.map(<[usize]>::to_vec);
-        Ok(plan)
-    };
-    let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
-    if warmup_s > 0 {
-        let warmup = driver::run(planned(warmup_s)?, &mut |_| {})?;
-        check_aborted(warmup.aborted_clients, "during the warmup")?;
-    }
-    observer.open_window();
-    let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
-    let mut window = Window::new(duration_s);
-    let result = driver::run(planned(duration_s)?, &mut |event| {
-        if let DriverEvent::Interval(interval) = event {
-            window.add(interval, observer);
-        }
-    })?;
-    check_aborted(result.aborted_clients, "")?;
-    Ok(window.measurement(result.client_cpu.total()))
+        let result = driver::run(plan, on_event)?;
+        Ok(RunOutcome {
+            aborted_clients: result.aborted_clients,
+            client_cpu: result.client_cpu.total(),
+        })
+    })
 }

@@ -48,7 +48,8 @@ pub struct RunArgs {
     /// Seconds to run
     #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
     pub time: i64,
-    /// Prepared statements (seed 003's "prep") instead of the simple protocol
+    /// Prepared statements (the "prep" runs of the 2009 dbSTRESS study) instead of the simple
+    /// protocol
     #[arg(long)]
     pub prepared: bool,
     /// rw: the writes run in every Nth transaction of a session

@@ -12,10 +12,11 @@ use crate::driver::stats::CommandStats;
 use crate::driver::{self, RunResult};
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{connection, positive};
+use crate::family::common::measure::LatencySummary;
 use crate::family::dbstress::args::{DbstressAction, PrepareArgs, RunArgs};
 use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, STATEMENTS};
 use crate::pg::control_runtime;
-use crate::pg::{connect_quietly, sql_error};
+use crate::pg::{connect_quietly, sql_error, visible_tables};
 use crate::script::{parse_script, Value, VarTable};
 use crate::server::target::ConnSpec;
 
@@ -34,14 +35,14 @@ pub fn run(action: &DbstressAction) -> CommandResult {
 }
 
 fn prepare(args: &PrepareArgs) -> CommandResult {
-    let objects = positive(args.objects, "objects")?;
-    let sets = positive(args.sets, "sets")?;
+    let objects = positive::<i64>(args.objects, "objects")?;
+    let sets = positive::<i64>(args.sets, "sets")?;
     if sets > MAX_SETS {
         return Err(Failure::Input(format!("--sets {sets}: at most {MAX_SETS}")));
     }
     let sets = sets as u32;
     let threads = match args.threads {
-        Some(t) => positive(t, "threads")? as usize,
+        Some(t) => positive::<usize>(t, "threads")?,
         None => crate::probe::cpu::cores(),
     };
     let conn = connection(&args.connection)?;
@@ -175,19 +176,11 @@ async fn prepared_size(client: &Client) -> Option<(i64, u32)> {
     Some((row.get(0), row.get::<_, i32>(1) as u32))
 }
 
-/// dbSTRESS's tables of any set, and the marker, in the current schema.
+/// dbSTRESS's tables of any set, and the marker.
 async fn existing_tables(client: &Client) -> Result<Vec<String>, Failure> {
-    let rows = client
-        .query(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()
-             AND (tablename ~ '^(zone|section|stat|object|history)[0-9]+$' OR tablename = $1)",
-            &[&MARKER],
-        )
-        .await
-        .map_err(|e| Failure::Run(sql_error("pg_tables", &e)))?;
-    Ok(rows.iter().map(|row| row.get(0)).collect())
+    let pattern = format!("^((zone|section|stat|object|history)[0-9]+|{MARKER})$");
+    visible_tables(client, &pattern).await.map_err(Failure::Run)
 }
-
 fn cleanup(conn: &ConnSpec) -> CommandResult {
     control_runtime().block_on(async {
         let client = connect_quietly(conn).await.map_err(Failure::Input)?;
@@ -211,9 +204,9 @@ pub struct Settings {
 
 fn run_sessions(args: &RunArgs) -> CommandResult {
     let mode = Mode::parse(&args.mode).map_err(Failure::Input)?;
-    let sessions = positive(args.sessions, "sessions")? as u32;
-    let seconds = positive(args.time, "time")? as u64;
-    let rw_ratio = positive(args.rw_ratio, "rw-ratio")? as u32;
+    let sessions = positive::<u32>(args.sessions, "sessions")?;
+    let seconds = positive::<u64>(args.time, "time")?;
+    let rw_ratio = positive::<u32>(args.rw_ratio, "rw-ratio")?;
     let conn = connection(&args.connection)?;
     let (objects, sets) = read_prepared_size(&conn)?;
     let settings = Settings {
@@ -250,8 +243,7 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     let report = DbstressReport::new(&settings, &scripts, &result);
     print!("{}", report.text());
     if let Some(path) = &args.json {
-        std::fs::write(path, report.json())
-            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+        crate::report::write_file(path, &report.json())?;
     }
     Ok(())
 }
@@ -355,7 +347,7 @@ impl DbstressReport {
     }
 
     fn text(&self) -> String {
-        let ms = |us: f64| us / 1000.0;
+        let latency = LatencySummary::of(&self.latency);
         let mut out = format!(
             "transactions: {} ({:.1} TPS), with writes: {}; errors: {}, retries: {}\n",
             self.transactions,
@@ -366,11 +358,7 @@ impl DbstressReport {
         );
         out.push_str(&format!(
             "response time (ms): avg {:.3}, p50 {:.3}, p95 {:.3}, p99 {:.3}, max {:.3}\n",
-            ms(self.latency.mean_us()),
-            ms(self.latency.percentile_us(50.0)),
-            ms(self.latency.percentile_us(95.0)),
-            ms(self.latency.percentile_us(99.0)),
-            ms(self.latency.max_us)
+            latency.avg, latency.p50, latency.p95, latency.p99, latency.max
         ));
         out.push_str(&format!(
             "{:<8} {:>10} {:>10} {:>8}\n",
@@ -383,7 +371,7 @@ impl DbstressReport {
             out.push_str(&format!(
                 "{name:<8} {:>10} {:>10.3} {:>8}\n",
                 stats.count,
-                ms(stats.mean_us()),
+                stats.mean_ms(),
                 stats.failures
             ));
         }
@@ -391,14 +379,14 @@ impl DbstressReport {
     }
 
     fn json(&self) -> String {
-        let ms = |us: f64| us / 1000.0;
+        let latency = LatencySummary::of(&self.latency);
         let statements: serde_json::Map<String, serde_json::Value> = self
             .statements
             .iter()
             .map(|(name, stats)| {
                 (
                     name.to_string(),
-                    serde_json::json!({"calls": stats.count, "mean_ms": ms(stats.mean_us()), "errors": stats.failures}),
+                    serde_json::json!({"calls": stats.count, "mean_ms": stats.mean_ms(), "errors": stats.failures}),
                 )
             })
             .collect();
@@ -410,11 +398,11 @@ impl DbstressReport {
             "errors": self.errors,
             "retries": self.retries,
             "latency_ms": {
-                "avg": ms(self.latency.mean_us()),
-                "p50": ms(self.latency.percentile_us(50.0)),
-                "p95": ms(self.latency.percentile_us(95.0)),
-                "p99": ms(self.latency.percentile_us(99.0)),
-                "max": ms(self.latency.max_us),
+                "avg": latency.avg,
+                "p50": latency.p50,
+                "p95": latency.p95,
+                "p99": latency.p99,
+                "max": latency.max,
             },
             "statements": statements,
         }))

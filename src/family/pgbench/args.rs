@@ -62,7 +62,8 @@ pub struct PgbenchArgs {
     /// Create tables as unlogged tables
     #[arg(long = "unlogged-tables", help_heading = "Initialization")]
     pub unlogged_tables: bool,
-    /// Also create seed 002's four extra indexes: pgbench_accounts (bid), pgbench_history (tid),
+    /// Also create four extra indexes (Kaarel Moppel's PostgreSQL 12 study): pgbench_accounts (bid),
+    /// pgbench_history (tid),
     /// (bid, aid) and (mtime)
     #[arg(long = "extra-indexes", help_heading = "Initialization")]
     pub extra_indexes: bool,

@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use super::command::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run};
-use crate::driver::DriverEvent;
 use crate::family::api::{
     LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
 };
-use crate::family::common::measure::{check_aborted, message, Window};
+use crate::family::common::measure::{measure_after_warmup, message, RunOutcome};
 use crate::family::pgbench::analytics;
 use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::builtins;
@@ -141,29 +140,17 @@ impl LabWorkload for PgbenchLab {
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, String> {
-        let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
-        let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
-        if warmup_s > 0 {
-            let warmup =
-                pgbench_run::benchmark(&run_spec(request, warmup_s)?, request.conn, &mut |_| {})
+        // Through the path of `stampede pgbench`, so the lab measures what the command does.
+        measure_after_warmup(request, observer, &mut |seconds, on_event| {
+            let report =
+                pgbench_run::benchmark(&run_spec(request, seconds)?, request.conn, on_event)
                     .map_err(message)?;
-            check_aborted(warmup.aborted_clients, "during the warmup")?;
-        }
-        observer.open_window();
-        let mut window = Window::new(duration_s);
-        let report = pgbench_run::benchmark(
-            &run_spec(request, duration_s)?,
-            request.conn,
-            &mut |event| {
-                if let DriverEvent::Interval(interval) = event {
-                    window.add(interval, observer);
-                }
-            },
-        )
-        .map_err(message)?;
-        check_aborted(report.aborted_clients, "")?;
-        let cpu = &report.client_cpu;
-        Ok(window.measurement(Duration::from_secs_f64(cpu.user_s + cpu.system_s)))
+            let cpu = &report.client_cpu;
+            Ok(RunOutcome {
+                aborted_clients: report.aborted_clients,
+                client_cpu: Duration::from_secs_f64(cpu.user_s + cpu.system_s),
+            })
+        })
     }
 }
 

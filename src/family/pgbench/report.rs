@@ -3,21 +3,8 @@
 
 use serde::Serialize;
 
+use crate::family::common::measure::LatencySummary;
 use crate::probe::statement_window::StatementWindow;
-
-/// Latency of successful transactions, in milliseconds.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct LatencySummary {
-    pub count: u64,
-    pub avg: f64,
-    pub stddev: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-}
 
 /// Failed transactions by kind, and the retries made (of successful and failed ones).
 #[derive(Debug, Clone, Default, Serialize)]

@@ -7,16 +7,17 @@ use tokio_postgres::Client;
 
 use super::command::{RunSpec, VacuumBeforeRun};
 use crate::driver::{
-    self, CommandStats, DriverEvent, LatencyStats, RunLimit, RunPlan, RunResult, ScriptStats,
-    TxnLogSpec, WeightedScript,
+    self, CommandStats, DriverEvent, RunLimit, RunPlan, RunResult, ScriptStats, TxnLogSpec,
+    WeightedScript,
 };
 use crate::error::{CommandResult, Failure};
+use crate::family::common::measure::LatencySummary;
 use crate::family::pgbench::analytics;
 use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::builtins;
 use crate::family::pgbench::report::{
-    progress_line, summary_text, to_json, ClientCpu, CommandReport, Failures, LatencySummary,
-    PgbenchReport, ProgressExtras, ScriptResult, SeriesPoint, ServerCounters,
+    progress_line, summary_text, to_json, ClientCpu, CommandReport, Failures, PgbenchReport,
+    ProgressExtras, ScriptResult, SeriesPoint, ServerCounters,
 };
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, connection_error, sql_error};
@@ -48,8 +49,7 @@ pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
     })?;
     print!("{}", summary_text(&report));
     if let Some(path) = &spec.json_path {
-        std::fs::write(path, to_json(&report))
-            .map_err(|e| Failure::Run(format!("could not write {path}: {e}")))?;
+        crate::report::write_file(path, &to_json(&report))?;
     }
     if report.aborted_clients > 0 {
         return Err(Failure::Incomplete);
@@ -391,21 +391,6 @@ fn build_plan(
     }
 }
 
-pub fn summarize(stats: &LatencyStats) -> LatencySummary {
-    let ms = |us: f64| us / 1000.0;
-    LatencySummary {
-        count: stats.count,
-        avg: ms(stats.mean_us()),
-        stddev: ms(stats.stddev_us()),
-        p50: ms(stats.percentile_us(50.0)),
-        p90: ms(stats.percentile_us(90.0)),
-        p95: ms(stats.percentile_us(95.0)),
-        p99: ms(stats.percentile_us(99.0)),
-        p999: ms(stats.percentile_us(99.9)),
-        max: ms(stats.max_us),
-    }
-}
-
 fn failures(stats: &ScriptStats) -> Failures {
     Failures {
         total: stats.failures.total(),
@@ -491,7 +476,7 @@ fn build_report(
         average_connection_time_ms: spec.connect_per_transaction.then(|| {
             result.reconnection_time.as_secs_f64() * 1000.0 / result.reconnections.max(1) as f64
         }),
-        latency_ms: summarize(&result.total.latency),
+        latency_ms: LatencySummary::of(&result.total.latency),
         client_cpu: ClientCpu {
             user_s: cpu.user.as_secs_f64(),
             system_s: cpu.system.as_secs_f64(),
@@ -512,7 +497,7 @@ fn build_report(
                 tps: stats.latency.count as f64 / seconds,
                 failures: failures(stats),
                 skipped: stats.skipped,
-                latency_ms: summarize(&stats.latency),
+                latency_ms: LatencySummary::of(&stats.latency),
             })
             .collect(),
         commands: spec
@@ -534,7 +519,7 @@ fn series(result: &RunResult, total_seconds: f64) -> Vec<SeriesPoint> {
             if length < 1e-3 {
                 return None;
             }
-            let latency = summarize(&interval.stats.latency);
+            let latency = LatencySummary::of(&interval.stats.latency);
             Some(SeriesPoint {
                 second: start + length,
                 tps: interval.stats.latency.count as f64 / length,
@@ -592,7 +577,7 @@ impl ProgressPrinter {
                 progress_line(
                     &at,
                     stats.latency.count as f64 / every as f64,
-                    &summarize(&stats.latency),
+                    &LatencySummary::of(&stats.latency),
                     stats.failures.total(),
                     ProgressExtras {
                         lag_ms: self.throttled.then(|| stats.lag.mean_us() / 1000.0),

@@ -9,6 +9,7 @@ use crate::driver::{
     self, DriverEvent, ErrorPolicy, Protocol, RunLimit, RunPlan, RunResult, WeightedScript,
 };
 use crate::error::{CommandResult, Failure};
+use crate::family::common::connection::positive;
 use crate::family::sysbench::args::{SysbenchAction, SysbenchArgs};
 use crate::family::sysbench::catalog::{self, GeneratedTest};
 use crate::family::sysbench::microbench::{self, Step};
@@ -33,18 +34,11 @@ pub fn run(action: &SysbenchAction) -> CommandResult {
     }
 }
 
-fn positive(value: i64, option: &str) -> Result<u32, Failure> {
-    u32::try_from(value)
-        .ok()
-        .filter(|v| *v > 0)
-        .ok_or_else(|| Failure::Input(format!("--{option} must be at least 1 (not {value})")))
-}
-
 /// The table and distribution options, checked.
 pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
-    let tables = positive(args.tables, "tables")?;
-    let table_size = positive(args.table_size, "table-size")?;
-    let range_size = positive(args.range_size, "range-size")?;
+    let tables = positive::<u32>(args.tables, "tables")?;
+    let table_size = positive::<u32>(args.table_size, "table-size")?;
+    let range_size = positive::<u32>(args.range_size, "range-size")?;
     let kind = RandKind::parse(&args.rand_type).map_err(Failure::Input)?;
     if !(args.rand_pareto_h > 0.0 && args.rand_pareto_h < 1.0) {
         return Err(Failure::Input(format!(
@@ -120,7 +114,7 @@ fn seed(args: &SysbenchArgs) -> u64 {
 
 fn prepare(args: &SysbenchArgs) -> CommandResult {
     let options = oltp_options(args)?;
-    let threads = positive(args.threads, "threads")?;
+    let threads = positive::<u32>(args.threads, "threads")?;
     let conn = connection(args)?;
     let runtime = control_runtime();
     runtime.block_on(async {
@@ -157,7 +151,7 @@ fn prepare(args: &SysbenchArgs) -> CommandResult {
 }
 
 fn cleanup(args: &SysbenchArgs) -> CommandResult {
-    let tables = positive(args.tables, "tables")?;
+    let tables = positive::<u32>(args.tables, "tables")?;
     let conn = connection(args)?;
     control_runtime().block_on(async {
         let client = schema::connect(&conn).await.map_err(Failure::Input)?;
@@ -271,7 +265,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
             options.range_size, options.table_size
         )));
     }
-    let threads = positive(args.threads, "threads")?;
+    let threads = positive::<u32>(args.threads, "threads")?;
     let protocol = protocol(&args.db_ps_mode)?;
     let limit = limit(args, threads)?;
     if !(0.0..=100.0).contains(&args.percentile) {
@@ -345,8 +339,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         sysbench_report::text(&report, args.percentile, args.histogram, &result)
     );
     if let Some(path) = &args.json {
-        std::fs::write(path, sysbench_report::json(&report))
-            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+        crate::report::write_file(path, &sysbench_report::json(&report))?;
     }
     finish(&result, stop.load(Ordering::SeqCst))
 }
@@ -370,7 +363,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
         return Err(Failure::Input("give a test or --suite, not both".into()));
     }
     let base = oltp_options(args)?;
-    let threads = positive(args.threads, "threads")?;
+    let threads = positive::<u32>(args.threads, "threads")?;
     let protocol = protocol(&args.db_ps_mode)?;
     let settle = args
         .postwrite_settle
@@ -426,8 +419,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
         results.push(line);
     }
     if let Some(path) = &args.json {
-        std::fs::write(path, sysbench_report::suite_json(&results, &base, threads))
-            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+        crate::report::write_file(path, &sysbench_report::suite_json(&results, &base, threads))?;
     }
     Ok(())
 }

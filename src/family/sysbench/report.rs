@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::analysis::{median, range};
 use crate::driver::{IntervalReport, LatencyStats, RunResult, ScriptStats};
+use crate::family::common::measure::LatencySummary;
 use crate::family::sysbench::catalog::{GeneratedTest, QueryMix};
 use crate::family::sysbench::microbench::{Group, MicroTest};
 use crate::family::sysbench::options::OltpOptions;
@@ -49,20 +50,20 @@ pub struct LatencyMs {
 }
 
 fn latency_ms(stats: &LatencyStats) -> LatencyMs {
-    let ms = |us: f64| us / 1000.0;
-    let min = if stats.count == 0 {
+    let min_us = if stats.count == 0 {
         0.0
     } else {
         stats.histogram.min() as f64
     };
+    let summary = LatencySummary::of(stats);
     LatencyMs {
-        min: ms(min),
-        avg: ms(stats.mean_us()),
-        p50: ms(stats.percentile_us(50.0)),
-        p95: ms(stats.percentile_us(95.0)),
-        p99: ms(stats.percentile_us(99.0)),
-        max: ms(stats.max_us),
-        sum: ms(stats.sum_us),
+        min: min_us / 1000.0,
+        avg: summary.avg,
+        p50: summary.p50,
+        p95: summary.p95,
+        p99: summary.p99,
+        max: summary.max,
+        sum: stats.sum_us / 1000.0,
     }
 }
 

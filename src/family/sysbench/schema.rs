@@ -12,7 +12,7 @@ use futures_util::SinkExt;
 use tokio_postgres::Client;
 
 use super::options::{OltpOptions, RandKind};
-use crate::pg::{connect_quietly, sql_error};
+use crate::pg::{connect_quietly, sql_error, visible_tables};
 use crate::script::prng::PgPrng;
 use crate::script::sysbench_random;
 use crate::server::target::ConnSpec;
@@ -34,18 +34,14 @@ pub async fn connect(conn: &ConnSpec) -> Result<Client, String> {
 
 /// The sbtest tables that exist, by number.
 pub async fn existing_tables(client: &Client) -> Result<Vec<u32>, String> {
-    let rows = client
-        .query(
-            "SELECT substr(c.relname, 7)::int FROM pg_class c
-             WHERE c.relkind IN ('r', 'p') AND c.relname ~ '^sbtest[0-9]+$'
-               AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1",
-            &[],
-        )
-        .await
-        .map_err(|e| sql_error("looking for the sbtest tables", &e))?;
-    Ok(rows.iter().map(|r| r.get::<_, i32>(0) as u32).collect())
+    let mut numbers: Vec<u32> = visible_tables(client, "^sbtest[0-9]+$")
+        .await?
+        .iter()
+        .filter_map(|name| name["sbtest".len()..].parse().ok())
+        .collect();
+    numbers.sort_unstable();
+    Ok(numbers)
 }
-
 /// Refuses to run before prepare: every table the test reads must exist.
 pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), String> {
     let existing = existing_tables(client).await?;

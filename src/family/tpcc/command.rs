@@ -11,7 +11,7 @@ use crate::family::tpcc::check::{self, SHOWN};
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::{procedures, schema};
 use crate::pg::control_runtime;
-use crate::pg::{connect_quietly, sql_error};
+use crate::pg::{connect_quietly, sql_error, visible_tables};
 
 pub fn run(action: &TpccAction) -> CommandResult {
     match action {
@@ -23,9 +23,9 @@ pub fn run(action: &TpccAction) -> CommandResult {
 }
 
 fn build(args: &BuildArgs) -> CommandResult {
-    let warehouses = positive(args.warehouses, "warehouses")?;
+    let warehouses = positive::<i64>(args.warehouses, "warehouses")?;
     let threads = match args.threads {
-        Some(t) => positive(t, "threads")? as usize,
+        Some(t) => positive::<usize>(t, "threads")?,
         None => crate::probe::cpu::cores(),
     };
     let conn = connection(&args.connection)?;
@@ -113,26 +113,17 @@ async fn finish(
     Ok(())
 }
 
-/// The TPROC-C tables (and the marker) that exist in the database.
+/// The TPROC-C tables (and the marker) that exist in the database, in the schema's order.
 async fn existing_tables(client: &tokio_postgres::Client) -> Result<Vec<String>, String> {
     let names: Vec<&str> = schema::TABLES
         .iter()
         .map(|(name, _)| *name)
         .chain([schema::MARKER])
         .collect();
-    let rows = client
-        .query(
-            "SELECT c.relname::text FROM pg_class c
-             WHERE c.relname = ANY($1) AND c.relkind IN ('r', 'p')
-               AND pg_catalog.pg_table_is_visible(c.oid)
-             ORDER BY array_position($1, c.relname::text)",
-            &[&names],
-        )
-        .await
-        .map_err(|e| sql_error("the TPROC-C tables", &e))?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    let mut found = visible_tables(client, &format!("^({})$", names.join("|"))).await?;
+    found.sort_by_key(|table| names.iter().position(|name| name == table));
+    Ok(found)
 }
-
 /// The warehouse count `build` recorded.
 async fn built_warehouses(client: &tokio_postgres::Client) -> Result<i64, Failure> {
     let existing = existing_tables(client).await.map_err(Failure::Run)?;
@@ -163,7 +154,7 @@ pub async fn checked_warehouses(
 ) -> Result<i64, Failure> {
     let built = built_warehouses(client).await?;
     if let Some(asked) = asked {
-        positive(asked, "warehouses")?;
+        positive::<i64>(asked, "warehouses")?;
         if asked != built {
             return Err(Failure::Input(format!(
                 "the database was built with {built} warehouse(s), not {asked}"

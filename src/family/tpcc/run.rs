@@ -12,6 +12,7 @@ use crate::driver::stats::ScriptStats;
 use crate::driver::{self, DriverEvent, RunResult};
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{connection, positive};
+use crate::family::common::measure::{check_aborted, LatencySummary};
 use crate::family::tpcc::args::RunArgs;
 use crate::family::tpcc::random::{NurandConstants, TpccRandom};
 use crate::family::tpcc::scripts::{self, Mix, Mode, WarehouseChoice, KEYING_THINKING_S, NAMES};
@@ -80,7 +81,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
         plan.limit = RunLimit::Duration(settings.rampup);
         plan.stop = Some(stop.clone());
         let rampup = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
-        check_aborted(&rampup)?;
+        check_aborted(rampup.aborted_clients, "virtual user", "").map_err(Failure::Run)?;
     }
     let before = runtime
         .block_on(settled_counters(&client))
@@ -102,18 +103,17 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let after = runtime
         .block_on(settled_counters(&client))
         .map_err(Failure::Run)?;
-    check_aborted(&result)?;
+    check_aborted(result.aborted_clients, "virtual user", "").map_err(Failure::Run)?;
     let report = TpccReport::new(&settings, &result, before, after);
     print!("{}", report.text());
     if let Some(path) = &args.json {
-        std::fs::write(path, report.json())
-            .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))?;
+        crate::report::write_file(path, &report.json())?;
     }
     Ok(())
 }
 
 fn settings(args: &RunArgs) -> Result<Settings, Failure> {
-    let vu = positive(args.vu, "vu")? as usize;
+    let vu = positive::<usize>(args.vu, "vu")?;
     let duration = |text: &str, name: &str| {
         crate::lab::spec::parse_duration(text).ok_or_else(|| {
             Failure::Input(format!(
@@ -123,7 +123,7 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     let rampup = duration(&args.rampup, "rampup")?;
     let limit = match args.iterations {
-        Some(n) => RunLimit::TransactionsPerClient(positive(n, "iterations")? as u64),
+        Some(n) => RunLimit::TransactionsPerClient(positive::<u64>(n, "iterations")?),
         None => {
             RunLimit::Duration(duration(&args.duration, "duration")?.max(Duration::from_secs(1)))
         }
@@ -208,16 +208,6 @@ pub fn plan(
     });
     plan.errors = ErrorPolicy::surviving(10);
     Ok(plan)
-}
-
-fn check_aborted(result: &RunResult) -> CommandResult {
-    if result.aborted_clients > 0 {
-        return Err(Failure::Run(format!(
-            "{} virtual user(s) aborted",
-            result.aborted_clients
-        )));
-    }
-    Ok(())
 }
 
 /// The counters once the virtual users' sessions are gone (a backend reports its statistics
@@ -368,17 +358,16 @@ impl TpccReport {
             "transaction", "count", "per min", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"
         ));
         for line in &self.lines {
-            let latency = &line.stats.latency;
-            let ms = |us: f64| us / 1000.0;
+            let latency = LatencySummary::of(&line.stats.latency);
             out.push_str(&format!(
                 "{:<20} {:>9} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7}\n",
                 line.name,
                 latency.count,
                 latency.count as f64 / self.minutes,
-                ms(latency.percentile_us(50.0)),
-                ms(latency.percentile_us(95.0)),
-                ms(latency.percentile_us(99.0)),
-                ms(latency.max_us),
+                latency.p50,
+                latency.p95,
+                latency.p99,
+                latency.max,
                 line.stats.failures.total()
             ));
         }
@@ -396,15 +385,14 @@ impl TpccReport {
             .lines
             .iter()
             .map(|line| {
-                let latency = &line.stats.latency;
-                let ms = |p: f64| latency.percentile_us(p) / 1000.0;
+                let latency = LatencySummary::of(&line.stats.latency);
                 (
                     line.name.to_string(),
                     serde_json::json!({
                         "count": latency.count,
                         "errors": line.stats.failures.total(),
                         "retries": line.stats.retries,
-                        "latency_ms": {"mean": latency.mean_us() / 1000.0, "p50": ms(50.0), "p95": ms(95.0), "p99": ms(99.0), "max": latency.max_us / 1000.0},
+                        "latency_ms": {"mean": latency.avg, "p50": latency.p50, "p95": latency.p95, "p99": latency.p99, "max": latency.max},
                     }),
                 )
             })

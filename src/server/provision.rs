@@ -1,0 +1,214 @@
+//! A lab target's server: where its binaries come from (`BinarySource`), a cluster initialised
+//! with a profile's settings and started on a free port (`ProvisionedServer`), brought back
+//! after a crash, and the connections the lab opens to it. Adding a binary source or another
+//! kind of target touches this file, not the lab.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::binaries::Binaries;
+use super::cluster::{Cluster, OsUser};
+use super::profile::{self, Machine, Profile};
+use super::target::ConnSpec;
+use crate::pg::control::{query_string, server_version_num};
+
+/// `targets.binary_source` of binaries downloaded from Maven Central (zonky's builds).
+pub const ZONKY_BINARIES: &str = "zonky (Maven Central)";
+
+/// Where a target's server binaries come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BinarySource {
+    /// The best binaries on this machine (`pg_config`, `/usr/lib/postgresql/*/bin`).
+    System,
+    /// A bin/ directory (a package's, or a user's own build).
+    BinDir(PathBuf),
+    /// A major ("16") or exact version ("16.4.0") to download.
+    Version(String),
+}
+
+impl BinarySource {
+    /// Finds (or downloads) the binaries.
+    pub fn resolve(&self) -> Result<Binaries, String> {
+        match self {
+            BinarySource::System => Binaries::find_best(),
+            BinarySource::BinDir(dir) => Binaries::at(dir),
+            BinarySource::Version(version) => super::download::binaries(version),
+        }
+    }
+
+    /// As the spec names it: "system", the bin/ path, or the version.
+    pub fn spec_text(&self) -> String {
+        match self {
+            BinarySource::System => "system".into(),
+            BinarySource::BinDir(dir) => dir.display().to_string(),
+            BinarySource::Version(version) => version.clone(),
+        }
+    }
+
+    /// Who built the binaries, as reports name it.
+    pub fn provenance(&self) -> &'static str {
+        match self {
+            BinarySource::System => "system packages",
+            BinarySource::BinDir(_) => "bin/ path",
+            BinarySource::Version(_) => ZONKY_BINARIES,
+        }
+    }
+}
+
+/// How a target's cluster is configured.
+pub struct ServerConfig<'a> {
+    pub profile: &'a Profile,
+    /// Overrides on top of the profile, as postgresql.conf values.
+    pub settings: &'a [(String, String)],
+    /// Pin the server to these CPUs.
+    pub cpus: Option<Vec<usize>>,
+    /// The most clients any workload will open (the profile sizes max_connections from it).
+    pub max_clients: usize,
+}
+
+/// A started cluster the lab owns.
+pub struct ProvisionedServer {
+    pub cluster: Cluster,
+    pub superuser: String,
+    pub version_num: i64,
+}
+
+impl ProvisionedServer {
+    /// initdb under `root` (once) with the profile's settings, then start on a free port.
+    pub fn provision(
+        binaries: &Binaries,
+        root: &Path,
+        config: &ServerConfig<'_>,
+    ) -> Result<ProvisionedServer, String> {
+        let run_as = OsUser::for_server()?;
+        let superuser = run_as
+            .as_ref()
+            .map(|u| u.name.clone())
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| "postgres".into());
+        let cluster = Cluster {
+            binaries: binaries.clone(),
+            root: root.to_path_buf(),
+            port: free_port(None)?,
+            run_as,
+            cpus: config.cpus.clone(),
+        };
+        if let Some(parent) = root.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
+        }
+        let machine = Machine::probe(root);
+        let settings = profile::settings(
+            config.profile,
+            &machine,
+            config.max_clients,
+            config.settings,
+        )?;
+        if !cluster.is_initialized() {
+            // Only the local socket (trust) is used by the lab; the TCP password is never kept.
+            let password = random_password();
+            let borrowed: Vec<(&str, String)> = settings
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.clone()))
+                .collect();
+            cluster.init(&superuser, &password, &borrowed)?;
+        } else {
+            // A new port (and the same settings) for a cluster made by an earlier invocation.
+            cluster.reconfigure(&settings)?;
+        }
+        if cluster.is_running() {
+            cluster.stop()?;
+        }
+        cluster.start()?;
+        let mut server = ProvisionedServer {
+            cluster,
+            superuser,
+            version_num: 0,
+        };
+        server.version_num = server_version_num(&server.conn("postgres"))?;
+        Ok(server)
+    }
+
+    /// Whether the server answers (a process check alone can be fooled by an unreaped one).
+    pub fn alive(&self) -> bool {
+        query_string(&self.conn("postgres"), "SELECT 1").is_ok()
+    }
+
+    /// A control session: setup, probes; kept out of pg_stat_statements.
+    pub fn conn(&self, database: &str) -> ConnSpec {
+        self.workload_conn(database).untracked()
+    }
+
+    /// The measured workload's sessions.
+    pub fn workload_conn(&self, database: &str) -> ConnSpec {
+        ConnSpec {
+            host: self.cluster.socket_dir().display().to_string(),
+            port: self.cluster.port,
+            user: self.superuser.clone(),
+            dbname: database.into(),
+            password: None,
+            application_name: "stampede-lab".into(),
+            connect_timeout: Some(Duration::from_secs(10)),
+            options: None,
+        }
+    }
+
+    /// Starts the server again after a crash. A killed postmaster's lock file and orphaned
+    /// backends linger until it is reaped, so this retries for a while.
+    pub fn restart(&self) -> Result<(), String> {
+        let mut last = Ok(());
+        for _ in 0..30 {
+            last = self.cluster.start();
+            if last.is_ok() {
+                return last;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        last
+    }
+
+    /// The clause that makes `CREATE DATABASE … TEMPLATE` copy files: PostgreSQL 15 copies
+    /// template databases through the WAL by default, and a file copy (after the checkpoint it
+    /// forces) is much faster for benchmark-sized data. Empty before 15, which only copies files.
+    pub fn file_copy_clause(&self) -> &'static str {
+        if self.cluster.binaries.major().is_some_and(|m| m >= 15) {
+            " STRATEGY FILE_COPY"
+        } else {
+            ""
+        }
+    }
+
+    /// How a run's pristine copy of a dataset is made, as reports name it.
+    pub fn restore_method(&self) -> &'static str {
+        if self.file_copy_clause().is_empty() {
+            "template database"
+        } else {
+            "template database (STRATEGY FILE_COPY)"
+        }
+    }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on: the first free one of `range`, or any the
+/// system hands out.
+pub fn free_port(range: Option<Range<u16>>) -> Result<u16, String> {
+    match range {
+        Some(range) => range
+            .clone()
+            .find(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok())
+            .ok_or_else(|| format!("no free TCP port in {}..{}", range.start, range.end)),
+        None => std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port())
+            .map_err(|e| format!("no free TCP port: {e}")),
+    }
+}
+
+/// 36 hex digits from the system's random source.
+pub fn random_password() -> String {
+    let mut bytes = [0u8; 18];
+    if let Ok(mut urandom) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut urandom, &mut bytes);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

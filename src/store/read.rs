@@ -1,0 +1,350 @@
+//! What the lab and the reports read back. NULL columns stay None where a number may be
+//! missing.
+
+use std::collections::HashSet;
+
+use super::database::{Row, Value};
+use super::*;
+
+impl Store {
+    /// (cell key, repetition) of runs that need no repeating: completed or failed. Interrupted
+    /// runs are run again.
+    pub fn finished_runs(&mut self, lab: i64) -> Result<HashSet<(String, u32)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT c.key, r.repetition FROM runs r JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status IN ('completed', 'failed')",
+                &[lab.into()],
+            )
+            .map_err(db_error("runs"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (text(r, 0), int(r, 1) as u32))
+            .collect())
+    }
+
+    /// Completed runs of the lab, in run order.
+    pub fn completed_runs(&mut self, lab: i64) -> Result<Vec<RunSummary>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT c.key, r.repetition, r.tps, r.p99_ms FROM runs r JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position",
+                &[lab.into()],
+            )
+            .map_err(db_error("runs"))?;
+        Ok(rows
+            .iter()
+            .map(|r| RunSummary {
+                cell_key: text(r, 0),
+                repetition: int(r, 1) as u32,
+                tps: real(r, 2),
+                p99_ms: real(r, 3),
+            })
+            .collect())
+    }
+
+    /// Mean seconds a completed run spent beyond warmup and measuring.
+    pub fn mean_overhead_s(&mut self, lab: i64) -> Result<Option<f64>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT avg(r.overhead_s) FROM runs r JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'completed'",
+                &[lab.into()],
+            )
+            .map_err(db_error("runs"))?;
+        Ok(rows.first().and_then(|r| r.first()?.as_f64()))
+    }
+
+    /// Every lab: (id, name), oldest first.
+    pub fn labs(&mut self) -> Result<Vec<(i64, String)>, String> {
+        let rows = self
+            .db
+            .query("SELECT id, name FROM labs ORDER BY id", &[])
+            .map_err(db_error("labs"))?;
+        Ok(rows.iter().map(|r| (int(r, 0), text(r, 1))).collect())
+    }
+
+    /// Every run of the lab with its cell, in run order.
+    pub fn lab_runs(&mut self, lab: i64) -> Result<Vec<StoredRun>, String> {
+        let rows = self
+            .db
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs r JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 ORDER BY r.position, r.id"
+                ),
+                &[lab.into()],
+            )
+            .map_err(db_error("runs"))?;
+        let mut runs: Vec<StoredRun> = rows.iter().map(stored_run).collect::<Result<_, _>>()?;
+        let metrics = self
+            .db
+            .query(
+                "SELECT m.run_id, m.name, m.value FROM run_metrics m JOIN runs r ON r.id = m.run_id
+                 JOIN cells c ON c.id = r.cell_id WHERE c.lab_id = ?1 ORDER BY m.run_id, m.name",
+                &[lab.into()],
+            )
+            .map_err(db_error("run metrics"))?;
+        for row in &metrics {
+            if let Some(run) = runs.iter_mut().find(|run| run.id == int(row, 0)) {
+                run.workload_metrics.push((text(row, 1), real(row, 2)));
+            }
+        }
+        Ok(runs)
+    }
+
+    /// The statements of the lab's completed runs, each with its run's target and cell.
+    pub fn lab_statements(&mut self, lab: i64) -> Result<Vec<(StoredRun, StatementRow)>, String> {
+        let rows = self
+            .db
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS}, s.query, s.calls, s.mean_ms, s.stddev_ms, s.rows, s.shared_blks_hit, s.shared_blks_read
+                     FROM run_statements s JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position, s.query"
+                ),
+                &[lab.into()],
+            )
+            .map_err(db_error("statements"))?;
+        rows.iter()
+            .map(|r| {
+                let statement = StatementRow {
+                    query: text(r, RUN_COLUMN_COUNT),
+                    calls: int(r, RUN_COLUMN_COUNT + 1),
+                    mean_ms: real(r, RUN_COLUMN_COUNT + 2),
+                    stddev_ms: real(r, RUN_COLUMN_COUNT + 3),
+                    rows: int(r, RUN_COLUMN_COUNT + 4),
+                    shared_blks_hit: int(r, RUN_COLUMN_COUNT + 5),
+                    shared_blks_read: int(r, RUN_COLUMN_COUNT + 6),
+                };
+                Ok((stored_run(r)?, statement))
+            })
+            .collect()
+    }
+
+    /// Each completed run's counters divided by its transactions (`run_counters_per_txn`).
+    pub fn lab_counters_per_txn(
+        &mut self,
+        lab: i64,
+    ) -> Result<Vec<(StoredRun, CounterRow)>, String> {
+        let rows = self
+            .db
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS}, v.source, v.name, v.per_txn
+                     FROM run_counters_per_txn v JOIN runs r ON r.id = v.run_id JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position"
+                ),
+                &[lab.into()],
+            )
+            .map_err(db_error("counters"))?;
+        rows.iter()
+            .map(|r| {
+                let counter = CounterRow {
+                    source: text(r, RUN_COLUMN_COUNT),
+                    name: text(r, RUN_COLUMN_COUNT + 1),
+                    value: real(r, RUN_COLUMN_COUNT + 2),
+                };
+                Ok((stored_run(r)?, counter))
+            })
+            .collect()
+    }
+
+    /// Each target's full pg_settings and server version: (target, version, settings).
+    pub fn lab_target_settings(
+        &mut self,
+        lab: i64,
+    ) -> Result<Vec<(String, String, Vec<SettingRow>)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT t.name, t.server_version, s.name, s.setting, s.unit, s.source
+                 FROM targets t JOIN target_settings s ON s.target_id = t.id
+                 WHERE t.lab_id = ?1 ORDER BY t.name, s.name",
+                &[lab.into()],
+            )
+            .map_err(db_error("settings"))?;
+        let mut out: Vec<(String, String, Vec<SettingRow>)> = Vec::new();
+        for r in &rows {
+            let setting = SettingRow {
+                name: text(r, 2),
+                setting: r.get(3).and_then(Value::as_string),
+                unit: r.get(4).and_then(Value::as_string),
+                source: r.get(5).and_then(Value::as_string),
+            };
+            match out.last_mut() {
+                Some((target, _, settings)) if *target == text(r, 0) => settings.push(setting),
+                _ => out.push((text(r, 0), text(r, 1), vec![setting])),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stored plans: (target, dataset, query, plan).
+    pub fn lab_plans(&mut self, lab: i64) -> Result<Vec<[String; 4]>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT t.name, p.dataset, p.query, p.plan FROM plans p JOIN targets t ON t.id = p.target_id
+                 WHERE t.lab_id = ?1 ORDER BY t.name, p.dataset, p.query",
+                &[lab.into()],
+            )
+            .map_err(db_error("plans"))?;
+        Ok(rows
+            .iter()
+            .map(|r| [text(r, 0), text(r, 1), text(r, 2), text(r, 3)])
+            .collect())
+    }
+
+    /// Per target and wait state: the average number of the runs' sessions in it over every
+    /// sampled tick of completed runs.
+    pub fn lab_wait_events(&mut self, lab: i64) -> Result<Vec<(String, String, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "WITH sampled AS (
+                   SELECT c.target, w.run_id, w.second, w.wait_event_type || ':' || w.wait_event AS state,
+                          w.samples, w.ticks
+                   FROM run_wait_events w JOIN runs r ON r.id = w.run_id JOIN cells c ON c.id = r.cell_id
+                   WHERE c.lab_id = ?1 AND r.status = 'completed'),
+                 ticks AS (
+                   SELECT target, sum(ticks) AS total FROM
+                     (SELECT target, run_id, second, max(ticks) AS ticks FROM sampled GROUP BY target, run_id, second) s
+                   GROUP BY target)
+                 SELECT s.target, s.state, sum(s.samples) * 1.0 / max(t.total)
+                 FROM sampled s JOIN ticks t ON t.target = s.target
+                 GROUP BY s.target, s.state ORDER BY s.target, 3 DESC",
+                &[lab.into()],
+            )
+            .map_err(db_error("wait events"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (text(r, 0), text(r, 1), real(r, 2)))
+            .collect())
+    }
+
+    pub fn client_cores(&mut self, lab: i64) -> Result<Option<i64>, String> {
+        let rows = self
+            .db
+            .query("SELECT client_cores FROM labs WHERE id = ?1", &[lab.into()])
+            .map_err(db_error("labs"))?;
+        Ok(rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_f64)
+            .map(|v| v as i64))
+    }
+
+    /// Each target's binary provenance: (target, binary source).
+    pub fn lab_binary_sources(&mut self, lab: i64) -> Result<Vec<(String, String)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT name, coalesce(binary_source, '') FROM targets WHERE lab_id = ?1 ORDER BY name",
+                &[lab.into()],
+            )
+            .map_err(db_error("targets"))?;
+        Ok(rows.iter().map(|r| (text(r, 0), text(r, 1))).collect())
+    }
+
+    /// A run's throughput per second: (second, tps).
+    pub fn run_series(&mut self, run: i64) -> Result<Vec<(u64, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT second, tps FROM run_series WHERE run_id = ?1 ORDER BY second",
+                &[run.into()],
+            )
+            .map_err(db_error("series"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (int(r, 0) as u64, real(r, 1)))
+            .collect())
+    }
+
+    /// Per completed run of the lab, the sum of one per-second counter: (run id, sum).
+    pub fn lab_counter_series_sums(
+        &mut self,
+        lab: i64,
+        source: &str,
+        name: &str,
+    ) -> Result<Vec<(i64, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT s.run_id, sum(s.value) FROM run_counter_series s
+                 JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'completed' AND s.source = ?2 AND s.name = ?3
+                 GROUP BY s.run_id",
+                &[lab.into(), source.into(), name.into()],
+            )
+            .map_err(db_error("counter series"))?;
+        Ok(rows.iter().map(|r| (int(r, 0), real(r, 1))).collect())
+    }
+
+    /// One counter of a run per second: (second, change during it).
+    pub fn run_counter_series(
+        &mut self,
+        run: i64,
+        source: &str,
+        name: &str,
+    ) -> Result<Vec<(u64, f64)>, String> {
+        let rows = self
+            .db
+            .query(
+                "SELECT second, value FROM run_counter_series
+                 WHERE run_id = ?1 AND source = ?2 AND name = ?3 ORDER BY second",
+                &[run.into(), source.into(), name.into()],
+            )
+            .map_err(db_error("counter series"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (int(r, 0) as u64, real(r, 1)))
+            .collect())
+    }
+
+    pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, String> {
+        let rows = self
+            .db
+            .query("SELECT id, seed FROM labs WHERE name = ?1", &[name.into()])
+            .map_err(db_error("labs"))?;
+        Ok(rows.first().map(|r| (int(r, 0), int(r, 1) as u64)))
+    }
+}
+
+/// The columns `stored_run` reads, first in a query over `runs r JOIN cells c`; a query's own
+/// columns follow from index `RUN_COLUMN_COUNT`.
+const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.workload), c.script, c.scale, c.clients,
+     r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn";
+const RUN_COLUMN_COUNT: usize = 15;
+
+fn stored_run(r: &Row) -> Result<StoredRun, String> {
+    let number = |i: usize| r.get(i).and_then(Value::as_f64);
+    let status = text(r, 8);
+    Ok(StoredRun {
+        id: int(r, 0),
+        target: text(r, 1),
+        workload: text(r, 2),
+        family: text(r, 3),
+        script: text(r, 4),
+        scale: text(r, 5),
+        clients: int(r, 6),
+        repetition: int(r, 7) as u32,
+        status: RunStatus::parse(&status).ok_or_else(|| {
+            format!(
+                "results database: run {}: unknown status \"{status}\"",
+                int(r, 0)
+            )
+        })?,
+        duration_s: number(9),
+        tps: number(10),
+        p50_ms: number(11),
+        p95_ms: number(12),
+        p99_ms: number(13),
+        client_cpu_us_per_txn: number(14),
+        workload_metrics: Vec::new(),
+    })
+}

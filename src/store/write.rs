@@ -1,0 +1,287 @@
+//! What the lab writes: the lab, its targets, cells and runs, each run in one transaction.
+
+use super::database::{Database, Value};
+use super::*;
+
+impl Store {
+    /// The lab's id and run-order seed: created on first use; on a resume the spec must be the
+    /// one the lab started with.
+    pub fn lab(&mut self, name: &str, spec: &str, seed: u64) -> Result<(i64, u64), String> {
+        let existing = self
+            .db
+            .query(
+                "SELECT id, spec, seed FROM labs WHERE name = ?1",
+                &[name.into()],
+            )
+            .map_err(db_error("labs"))?;
+        match existing.first() {
+            Some(row) if text(row, 1) != spec => Err(format!(
+                "the results database already holds lab \"{name}\" started from a different spec; use another `results` file or restore the original spec"
+            )),
+            Some(row) => Ok((int(row, 0), int(row, 2) as u64)),
+            None => {
+                let rows = self
+                    .db
+                    .query(
+                        "INSERT INTO labs (name, spec, seed, created_unix_s) VALUES (?1, ?2, ?3, ?4) RETURNING id",
+                        &[name.into(), spec.into(), Value::Int(seed as i64), unix_now().into()],
+                    )
+                    .map_err(db_error("labs"))?;
+                Ok((rows.first().map_or(0, |r| int(r, 0)), seed))
+            }
+        }
+    }
+
+    /// Records a target's provenance and full settings (replacing what was stored before).
+    pub fn save_target(&mut self, lab: i64, target: &TargetRecord) -> Result<(), String> {
+        self.transaction("targets", |db| {
+            let rows = db.query(
+                "INSERT INTO targets (lab_id, name, postgres, binary_source, bin_dir, server_version, pg_config, profile, restore_method)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (lab_id, name) DO UPDATE SET postgres = excluded.postgres,
+                   binary_source = excluded.binary_source, bin_dir = excluded.bin_dir,
+                   server_version = excluded.server_version, pg_config = excluded.pg_config,
+                   profile = excluded.profile, restore_method = excluded.restore_method
+                 RETURNING id",
+                &[
+                    lab.into(),
+                    (&target.name).into(),
+                    (&target.postgres).into(),
+                    (&target.binary_source).into(),
+                    (&target.bin_dir).into(),
+                    (&target.server_version).into(),
+                    (&target.pg_config).into(),
+                    (&target.profile).into(),
+                    (&target.restore_method).into(),
+                ],
+            )?;
+            let id = rows.first().map_or(0, |r| int(r, 0));
+            db.execute("DELETE FROM target_settings WHERE target_id = ?1", &[id.into()])?;
+            for s in &target.settings {
+                db.execute(
+                    "INSERT INTO target_settings VALUES (?1, ?2, ?3, ?4, ?5)",
+                    &[
+                        id.into(),
+                        (&s.name).into(),
+                        s.setting.as_ref().into(),
+                        s.unit.as_ref().into(),
+                        s.source.as_ref().into(),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    pub fn save_cells(&mut self, lab: i64, cells: &[CellRecord]) -> Result<(), String> {
+        self.transaction("cells", |db| {
+            for c in cells {
+                db.execute(
+                    "INSERT INTO cells (lab_id, key, target, workload, script, scale, clients, family)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (lab_id, key) DO NOTHING",
+                    &[
+                        lab.into(),
+                        (&c.key).into(),
+                        (&c.target).into(),
+                        (&c.workload).into(),
+                        (&c.script).into(),
+                        (&c.scale).into(),
+                        Value::Int(c.clients as i64),
+                        (&c.family).into(),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Writes one run with its series, counters, statements and samples in one transaction.
+    pub fn record_run(&mut self, lab: i64, run: &RunRecord) -> Result<(), String> {
+        self.transaction("runs", |db| {
+            let cell = db.query(
+                "SELECT id FROM cells WHERE lab_id = ?1 AND key = ?2",
+                &[lab.into(), (&run.cell_key).into()],
+            )?;
+            let cell = cell
+                .first()
+                .map(|r| int(r, 0))
+                .ok_or_else(|| format!("no cell {}", run.cell_key))?;
+            let run_id = insert_run(db, cell, run)?;
+            insert_details(db, run_id, run)
+        })
+    }
+
+    /// Removes the runs of a cell's repetition with everything recorded about them: a step of
+    /// a sequence whose later steps were interrupted is run again with them.
+    pub fn delete_runs(&mut self, lab: i64, cell_key: &str, repetition: u32) -> Result<(), String> {
+        self.transaction("runs", |db| {
+            let runs = "SELECT r.id FROM runs r JOIN cells c ON c.id = r.cell_id
+                        WHERE c.lab_id = ?1 AND c.key = ?2 AND r.repetition = ?3";
+            let params = [lab.into(), cell_key.into(), Value::Int(repetition.into())];
+            for table in [
+                "run_metrics",
+                "run_series",
+                "run_counters",
+                "run_statements",
+                "run_counter_series",
+                "run_wait_events",
+            ] {
+                db.execute(
+                    &format!("DELETE FROM {table} WHERE run_id IN ({runs})"),
+                    &params,
+                )?;
+            }
+            db.execute(&format!("DELETE FROM runs WHERE id IN ({runs})"), &params)?;
+            Ok(())
+        })
+    }
+
+    /// Records (or replaces) the plan of a statement on a target.
+    pub fn save_plan(
+        &mut self,
+        lab: i64,
+        target: &str,
+        dataset: &str,
+        query: &str,
+        plan: &str,
+    ) -> Result<(), String> {
+        self.db
+            .execute(
+                "INSERT INTO plans (target_id, dataset, query, plan)
+                 SELECT id, ?3, ?4, ?5 FROM targets WHERE lab_id = ?1 AND name = ?2
+                 ON CONFLICT (target_id, dataset, query) DO UPDATE SET plan = excluded.plan",
+                &[
+                    lab.into(),
+                    target.into(),
+                    dataset.into(),
+                    query.into(),
+                    plan.into(),
+                ],
+            )
+            .map_err(db_error("plans"))
+    }
+
+    /// Records the CPUs of the machine the lab's driver runs on, once: the first machine's.
+    pub fn record_client_cores(&mut self, lab: i64, cores: usize) -> Result<(), String> {
+        self.db
+            .execute(
+                "UPDATE labs SET client_cores = ?2 WHERE id = ?1 AND client_cores IS NULL",
+                &[lab.into(), Value::Int(cores as i64)],
+            )
+            .map_err(db_error("labs"))
+    }
+}
+
+fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, String> {
+    let m = run.metrics.as_ref();
+    let metric = |f: fn(&RunMetrics) -> f64| Value::from(m.map(f));
+    let rows = db.query(
+        "INSERT INTO runs (cell_id, repetition, position, status, error, started_unix_s, ended_unix_s,
+           resolved_scale, duration_s, transactions, failures, tps, latency_avg_ms, latency_stddev_ms,
+           p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, client_cpu_us_per_txn, overhead_s)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
+         RETURNING id",
+        &[
+            cell.into(),
+            run.repetition.into(),
+            Value::Int(run.position as i64),
+            run.status.as_str().into(),
+            run.error.as_ref().into(),
+            run.started_unix_s.into(),
+            run.ended_unix_s.into(),
+            run.resolved_scale.into(),
+            metric(|m| m.duration_s),
+            m.map(|m| m.transactions as i64).into(),
+            m.map(|m| m.failures as i64).into(),
+            metric(|m| m.tps),
+            metric(|m| m.latency_avg_ms),
+            metric(|m| m.latency_stddev_ms),
+            metric(|m| m.p50_ms),
+            metric(|m| m.p90_ms),
+            metric(|m| m.p95_ms),
+            metric(|m| m.p99_ms),
+            metric(|m| m.p999_ms),
+            metric(|m| m.max_ms),
+            metric(|m| m.client_cpu_us_per_txn),
+            run.overhead_s.into(),
+        ],
+    )?;
+    rows.first()
+        .map(|r| int(r, 0))
+        .ok_or_else(|| "no run id returned".to_string())
+}
+
+fn insert_details(db: &mut dyn Database, run_id: i64, run: &RunRecord) -> Result<(), String> {
+    let id = Value::Int(run_id);
+    for p in &run.series {
+        db.execute(
+            "INSERT INTO run_series VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                id.clone(),
+                Value::Int(p.second as i64),
+                p.tps.into(),
+                p.p50_ms.into(),
+                p.p99_ms.into(),
+                Value::Int(p.failed as i64),
+            ],
+        )?;
+    }
+    for (name, value) in run.metrics.iter().flat_map(|m| &m.workload) {
+        db.execute(
+            "INSERT INTO run_metrics VALUES (?1, ?2, ?3)",
+            &[id.clone(), name.into(), (*value).into()],
+        )?;
+    }
+    for c in &run.counters {
+        db.execute(
+            "INSERT INTO run_counters VALUES (?1, ?2, ?3, ?4)",
+            &[
+                id.clone(),
+                (&c.source).into(),
+                (&c.name).into(),
+                c.value.into(),
+            ],
+        )?;
+    }
+    for s in &run.statements {
+        db.execute(
+            "INSERT INTO run_statements VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            &[
+                id.clone(),
+                (&s.query).into(),
+                s.calls.into(),
+                s.mean_ms.into(),
+                s.stddev_ms.into(),
+                s.rows.into(),
+                s.shared_blks_hit.into(),
+                s.shared_blks_read.into(),
+            ],
+        )?;
+    }
+    for (second, c) in &run.counter_series {
+        db.execute(
+            "INSERT INTO run_counter_series VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[
+                id.clone(),
+                Value::Int(*second as i64),
+                (&c.source).into(),
+                (&c.name).into(),
+                c.value.into(),
+            ],
+        )?;
+    }
+    for w in &run.wait_events {
+        db.execute(
+            "INSERT INTO run_wait_events VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                id.clone(),
+                Value::Int(w.second as i64),
+                (&w.wait_event_type).into(),
+                (&w.wait_event).into(),
+                w.samples.into(),
+                w.ticks.into(),
+            ],
+        )?;
+    }
+    Ok(())
+}
