@@ -4,6 +4,8 @@
 //! workload (`family`) → `driver` → `probe` → `store` → `analysis` → `report`. `app` holds the
 //! generic commands; each workload family keeps everything of its own under `family/<name>/`.
 
+#![forbid(unsafe_code)]
+
 pub mod analysis;
 pub mod app;
 pub mod driver;
@@ -16,3 +18,4 @@ pub mod report;
 pub mod script;
 pub mod server;
 pub mod store;
+pub mod sys;

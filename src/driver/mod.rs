@@ -296,23 +296,19 @@ fn merge_results(
 fn raise_open_files_limit(clients: usize) -> Result<(), String> {
     // Logs, the probe's connections, stdio: room beyond the clients' sockets.
     let needed = clients as u64 + 64;
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return Ok(());
     };
-    // SAFETY: getrlimit/setrlimit with a valid pointer to a local rlimit.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= needed {
-            return Ok(());
-        }
-        if limit.rlim_max < needed {
-            return Err(format!(
-                "{clients} clients need {needed} open files, but this process may open at most {} (ulimit -Hn)",
-                limit.rlim_max
-            ));
-        }
-        limit.rlim_cur = needed;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    if soft >= needed {
+        return Ok(());
     }
+    if hard < needed {
+        return Err(format!(
+            "{clients} clients need {needed} open files, but this process may open at most {hard} (ulimit -Hn)"
+        ));
+    }
+    // Best effort, as before: a refusal shows up as a connection error naming the limit.
+    let _ = setrlimit(Resource::RLIMIT_NOFILE, needed, hard);
     Ok(())
 }

@@ -597,12 +597,5 @@ async fn interval_ticker(context: Rc<ThreadContext>) {
 
 /// Best effort: a CPU list the machine lacks leaves the thread where it was.
 fn pin_current_thread(cpus: &[usize]) {
-    // SAFETY: a zeroed cpu_set_t filled with CPU_SET, passed with its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in cpus {
-            libc::CPU_SET(*cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let _ = crate::sys::pin_current_thread(cpus);
 }

@@ -1,9 +1,9 @@
 //! Control-plane SQL against a target (setup, loading checks, probes): one short connection
-//! per call on a small runtime of its own, errors as one line. Never on the measured path.
+//! per call on the shared control runtime, errors as one line. Never on the measured path.
 
 use crate::server::target::ConnSpec;
 
-/// Control-plane SQL on a small runtime of its own.
+/// Control-plane SQL in a session of its own, closed (Terminate sent) before returning.
 fn with_client<T>(
     conn: &ConnSpec,
     work: impl for<'c> FnOnce(
@@ -12,11 +12,7 @@ fn with_client<T>(
         Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + 'c>,
     >,
 ) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
-    runtime.block_on(async {
+    super::control_runtime().block_on(async {
         let (client, connection) = conn
             .tokio_config()
             .connect(tokio_postgres::NoTls)

@@ -21,21 +21,20 @@ impl CpuTimes {
     }
 }
 
-fn timeval(tv: libc::timeval) -> Duration {
-    Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
+fn timeval(tv: nix::sys::time::TimeVal) -> Duration {
+    Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
 }
 
 pub fn process_cpu() -> CpuTimes {
-    // SAFETY: getrusage fills the zeroed struct we pass; RUSAGE_SELF is always valid.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    CpuTimes {
-        user: timeval(usage.ru_utime),
-        system: timeval(usage.ru_stime),
-    }
+    use nix::sys::resource::{getrusage, UsageWho};
+    // RUSAGE_SELF cannot fail; zero is what a failure would leave anyway.
+    getrusage(UsageWho::RUSAGE_SELF).map_or_else(
+        |_| CpuTimes::default(),
+        |usage| CpuTimes {
+            user: timeval(usage.user_time()),
+            system: timeval(usage.system_time()),
+        },
+    )
 }
 
 /// The CPUs this process may run on (what "the client's cores" means for a driver warning).

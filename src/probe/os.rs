@@ -24,12 +24,10 @@ fn counter(name: &str, value: f64) -> Counter {
 }
 
 pub(crate) fn clock_ticks_per_second() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 {
-        ticks as f64
-    } else {
-        100.0
+    use nix::unistd::{sysconf, SysconfVar};
+    match sysconf(SysconfVar::CLK_TCK) {
+        Ok(Some(ticks)) if ticks > 0 => ticks as f64,
+        _ => 100.0,
     }
 }
 
@@ -102,9 +100,9 @@ fn disk(data_dir: &Path) -> Vec<Counter> {
 fn device_of(path: &Path) -> Option<(u32, u32)> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(path).ok()?.dev();
-    // SAFETY: major/minor only decode the number.
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    (major != 0).then_some((major, minor))
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    // Linux device numbers are 12 + 20 bits; the conversions cannot fail there.
+    (major != 0).then_some((u32::try_from(major).ok()?, u32::try_from(minor).ok()?))
 }
 
 /// One /proc/diskstats line; sectors are always 512 bytes there.

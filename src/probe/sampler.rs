@@ -227,10 +227,9 @@ async fn backend_pid(client: &tokio_postgres::Client) -> Option<i32> {
 
 /// CPU seconds of the calling thread.
 fn thread_cpu_s() -> f64 {
-    // SAFETY: clock_gettime fills the zeroed timespec.
-    let mut time: libc::timespec = unsafe { std::mem::zeroed() };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
-    time.tv_sec as f64 + time.tv_nsec as f64 / 1e9
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0.0, |time| {
+        time.tv_sec() as f64 + time.tv_nsec() as f64 / 1e9
+    })
 }
 
 /// User + system CPU seconds of a process (a server backend on this machine), from

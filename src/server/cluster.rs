@@ -1,7 +1,6 @@
 //! A PostgreSQL cluster stampede owns: initdb, start, stop, status. PostgreSQL refuses to run as
 //! root, so when stampede is root the server runs as an unprivileged user that owns the data.
 
-use std::ffi::CString;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -19,25 +18,18 @@ pub struct OsUser {
 
 impl OsUser {
     pub fn lookup(name: &str) -> Option<OsUser> {
-        let c_name = CString::new(name).ok()?;
-        // SAFETY: getpwnam returns null or a pointer to static storage valid until the next call.
-        unsafe {
-            let pw = libc::getpwnam(c_name.as_ptr());
-            if pw.is_null() {
-                return None;
-            }
-            Some(OsUser {
-                name: name.to_string(),
-                uid: (*pw).pw_uid,
-                gid: (*pw).pw_gid,
-            })
-        }
+        // getpwnam_r underneath: safe beside other threads looking users up.
+        let user = nix::unistd::User::from_name(name).ok()??;
+        Some(OsUser {
+            name: name.to_string(),
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+        })
     }
 
     /// `postgres` when running as root; nobody to switch to otherwise.
     pub fn for_server() -> Result<Option<OsUser>, String> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !crate::sys::is_root() {
             return Ok(None);
         }
         OsUser::lookup("postgres").map(Some).ok_or_else(|| {
@@ -165,24 +157,10 @@ impl Cluster {
             .arg(self.data_dir())
             .arg("-l")
             .arg(self.log_file());
-        if let Some(cpus) = self.cpus.clone() {
-            // pg_ctl's children (the postmaster and its backends) inherit the mask.
-            // SAFETY: sched_setaffinity is async-signal-safe; the set is built before fork.
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            for cpu in cpus {
-                unsafe { libc::CPU_SET(cpu, &mut set) };
-            }
-            unsafe {
-                command.pre_exec(move || {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        let output = command.output();
+        let output = match self.cpus.clone() {
+            Some(cpus) => output_pinned(command, cpus),
+            None => command.output(),
+        };
         check_output("pg_ctl start", output).map_err(|e| {
             format!(
                 "{e}; the server log {} ends with:\n{}",
@@ -221,4 +199,19 @@ fn check_output(what: &str, output: std::io::Result<Output>) -> Result<(), Strin
         .find(|l| !l.trim().is_empty())
         .unwrap_or("no output");
     Err(format!("{what} failed: {detail}"))
+}
+
+/// Runs `command` from a thread pinned to `cpus`: pg_ctl inherits the thread's mask, and so do
+/// its children (the postmaster and every backend).
+fn output_pinned(mut command: Command, cpus: Vec<usize>) -> std::io::Result<Output> {
+    std::thread::spawn(move || {
+        crate::sys::pin_current_thread(&cpus)?;
+        command.output()
+    })
+    .join()
+    .unwrap_or_else(|_| {
+        Err(std::io::Error::other(
+            "the thread starting the server panicked",
+        ))
+    })
 }

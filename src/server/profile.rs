@@ -53,13 +53,8 @@ fn total_ram() -> Option<u64> {
 
 pub fn free_disk(path: &Path) -> Option<u64> {
     let existing = path.ancestors().find(|p| p.exists())?;
-    let c_path = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes()).ok()?;
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid NUL-terminated path and a zeroed out-parameter.
-    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
-        return None;
-    }
-    Some(stat.f_bavail as u64 * stat.f_frsize as u64)
+    let stat = nix::sys::statvfs::statvfs(existing).ok()?;
+    Some(stat.blocks_available() as u64 * stat.fragment_size() as u64)
 }
 
 /// postgresql.conf sizes in whole megabytes, which every version accepts.

@@ -60,19 +60,8 @@ fn env_value(name: &str) -> Option<String> {
 fn os_user_name() -> String {
     env_value("USER")
         .or_else(|| env_value("LOGNAME"))
-        .unwrap_or_else(|| {
-            // SAFETY: getpwuid returns a pointer into static storage or null.
-            unsafe {
-                let pw = libc::getpwuid(libc::geteuid());
-                if pw.is_null() {
-                    "postgres".into()
-                } else {
-                    std::ffi::CStr::from_ptr((*pw).pw_name)
-                        .to_string_lossy()
-                        .into_owned()
-                }
-            }
-        })
+        .or_else(crate::sys::effective_user_name)
+        .unwrap_or_else(|| "postgres".into())
 }
 
 fn default_socket_dir() -> String {
