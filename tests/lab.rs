@@ -893,7 +893,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
     std::fs::write(
         &spec,
         format!(
-            "name = \"pgres\"\nruns = 2\nduration = \"1s\"\nseed = 8\nresults = \"{url}\"\n[[target]]\nname = \"t\"\nsettings = {{ fsync = false }}\n[[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n"
+            "# it's bound, not quoted: \\ ? $1\nname = \"pgres\"\nruns = 2\nduration = \"1s\"\nseed = 8\nresults = \"{url}\"\n[[target]]\nname = \"t\"\nsettings = {{ fsync = false }}\n[[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n"
         ),
     )
     .unwrap();
@@ -926,10 +926,23 @@ fn results_go_to_a_postgresql_database_without_its_password() {
     let stored_spec = query("SELECT spec FROM labs");
     assert!(!stored_spec.contains(common::PASSWORD), "{stored_spec}");
     assert!(stored_spec.contains("********"), "{stored_spec}");
+    assert!(
+        stored_spec.starts_with("# it's bound, not quoted: \\ ? $1\n"),
+        "{stored_spec}"
+    );
     assert_eq!(
         query("SELECT data_type FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'tps'"),
         "double precision"
     );
+    // The reports read it back through bound parameters, sums (numeric) included.
+    let report = stampede_command(&["report", &url, "--base", "t", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert!(!stdout(&report).contains(common::PASSWORD));
+    let reported = json.to_string();
+    assert!(reported.contains("select-only"), "{reported}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -14,6 +14,7 @@ use crate::family::{self, api::LabWorkload};
 use crate::lab::executor::{Lab, LabOutcome};
 use crate::lab::plan::Plan;
 use crate::lab::spec::{self, LabSpec};
+use crate::lab::target::PostgresTargets;
 use crate::report::table;
 use crate::store::{unix_now, Location, Store};
 
@@ -125,8 +126,8 @@ pub fn human(d: Duration) -> String {
 fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     let (spec, workloads) = load_spec(path)?;
     let stop = watch_signals();
-    let mut lab =
-        Lab::prepare(&spec, workloads, resume, keep_going, stop).map_err(Failure::Input)?;
+    let mut lab = Lab::prepare(&spec, workloads, &PostgresTargets, resume, keep_going, stop)
+        .map_err(Failure::Input)?;
     eprintln!(
         "lab \"{}\": {} runs, results in {}",
         spec.name,
@@ -170,8 +171,8 @@ fn results_table(spec: &LabSpec, plan: &Plan, outcome: &LabOutcome) -> String {
     let mut by_cell: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for run in &outcome.completed {
         let entry = by_cell.entry(run.cell_key.as_str()).or_default();
-        entry.0.push(run.tps);
-        entry.1.push(run.p99_ms);
+        entry.0.extend(run.tps);
+        entry.1.extend(run.p99_ms);
     }
     let rows: Vec<Vec<String>> = plan
         .cells

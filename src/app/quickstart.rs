@@ -34,7 +34,7 @@ pub fn run(args: &QuickstartArgs) -> CommandResult {
         },
         quiet: false,
     };
-    pgbench_init::run(&init, &target)?;
+    pgbench_init::run(&init, &target, &mut |line| eprintln!("{line}"))?;
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut rows = Vec::new();
     for workload in WORKLOADS {

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::analysis::verdict::Direction;
 use crate::driver::Protocol;
 use crate::server::target::ConnSpec;
 use crate::store::{RunMetrics, SeriesRow};
@@ -21,6 +22,17 @@ pub struct LabWorkloadKind {
     /// Makes the workload from the spec's `options = { ... }` (as text), refusing unknown or
     /// bad ones.
     pub create: CreateWorkload,
+    /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),
+    /// which `compare` and `report` can rank by with `--metric`.
+    pub metrics: &'static [WorkloadMetric],
+}
+
+/// A number a workload reports for each run, and which way is better.
+#[derive(Debug, PartialEq, Eq)]
+pub struct WorkloadMetric {
+    /// As stored (`run_metrics.name`) and as `--metric` takes it.
+    pub name: &'static str,
+    pub direction: Direction,
 }
 
 /// A workload's `options = { ... }` from the spec: name and value as text.
@@ -67,8 +79,9 @@ pub trait RunObserver {
 }
 
 pub trait LabWorkload {
-    /// Loads the dataset at `scale` into the connected, empty database.
-    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String>;
+    /// Loads the dataset at `scale` into the connected, empty database; `note` tells the user
+    /// what a long load is doing (the lab prints it on lines of its own, never beside a run's).
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), String>;
     /// Whether runs of this variant change the data, so that each needs a pristine copy.
     fn writes(&self, script: &str) -> bool;
     /// The group a variant belongs to in relative-throughput tables (for sysbench's suite:

@@ -10,7 +10,7 @@ pub mod pgbench;
 pub mod sysbench;
 pub mod tpcc;
 
-use api::LabWorkloadKind;
+use api::{LabWorkloadKind, WorkloadMetric};
 
 /// Every family's lab workloads, in the order `lab plan` and errors list them.
 const FAMILIES: [&[LabWorkloadKind]; 4] = [
@@ -28,4 +28,15 @@ pub fn lab_workloads() -> impl Iterator<Item = &'static LabWorkloadKind> {
 /// The lab workload a spec names, if any family offers it.
 pub fn lab_workload(name: &str) -> Option<&'static LabWorkloadKind> {
     lab_workloads().find(|kind| kind.name == name)
+}
+
+/// The metrics the families' runs report beyond tps and latency, each once, in registry order.
+pub fn workload_metrics() -> Vec<&'static WorkloadMetric> {
+    let mut metrics: Vec<&'static WorkloadMetric> = Vec::new();
+    for metric in lab_workloads().flat_map(|kind| kind.metrics) {
+        if !metrics.iter().any(|known| known.name == metric.name) {
+            metrics.push(metric);
+        }
+    }
+    metrics
 }

@@ -9,19 +9,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::plan::{Cell, Plan, PlannedRun};
-use super::spec::{LabSpec, Scale, TargetSpec};
+use super::spec::{LabSpec, Scale};
+use super::target::{LabServer, Targets};
 use super::window::{OpenWindow, WindowProbes};
 use crate::driver::Protocol;
 use crate::family::api::{LabWorkload, RunObserver, RunRequest};
-use crate::pg::control::{query_rows, query_string, sql};
-use crate::probe::plans;
 use crate::server::binaries::Binaries;
 use crate::server::profile::Machine;
-use crate::server::provision::{ProvisionedServer, ServerConfig};
+use crate::server::provision::ServerConfig;
 use crate::server::target::ConnSpec;
-use crate::store::{
-    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, Store, TargetRecord,
-};
+use crate::store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store};
 
 /// What the lab tells its caller as it goes.
 pub enum LabEvent<'a> {
@@ -66,7 +63,7 @@ impl RunObserver for Observer<'_, '_> {
 
 /// A target's running server and what the lab has loaded into it.
 struct TargetServer {
-    server: ProvisionedServer,
+    server: Box<dyn LabServer>,
     /// (workload, scale) → the workload's scale factor in the loaded database.
     datasets: HashMap<(usize, Scale), i64>,
     /// Bytes one scale unit of a workload takes, measured on this server.
@@ -81,6 +78,7 @@ pub struct Lab<'a> {
     store: Store,
     lab_id: i64,
     workloads: Vec<Box<dyn LabWorkload>>,
+    targets: &'a dyn Targets,
     /// Per target: its binaries, or why they could not be had.
     binaries: Vec<Result<Binaries, String>>,
     servers: Vec<Option<TargetServer>>,
@@ -116,6 +114,7 @@ impl<'a> Lab<'a> {
     pub fn prepare(
         spec: &'a LabSpec,
         workloads: Vec<Box<dyn LabWorkload>>,
+        targets: &'a dyn Targets,
         resume: bool,
         keep_going: bool,
         stop: Arc<AtomicBool>,
@@ -126,7 +125,7 @@ impl<'a> Lab<'a> {
             }
         }
         let binaries: Vec<Result<Binaries, String>> =
-            spec.targets.iter().map(resolve_binaries).collect();
+            spec.targets.iter().map(|t| targets.resolve(t)).collect();
         if !keep_going {
             if let Some(Err(error)) = binaries.iter().find(|b| b.is_err()) {
                 return Err(error.clone());
@@ -160,6 +159,7 @@ impl<'a> Lab<'a> {
             store,
             lab_id,
             workloads,
+            targets,
             servers: spec.targets.iter().map(|_| None).collect(),
             broken: binaries.iter().map(|b| b.as_ref().err().cloned()).collect(),
             binaries,
@@ -393,12 +393,10 @@ impl<'a> Lab<'a> {
     /// The probes for a run on `conn`, unless the spec turned them off.
     fn window_probes(&self, target: usize, conn: &ConnSpec) -> Option<WindowProbes> {
         let server = self.servers[target].as_ref()?;
-        self.spec.probes.then(|| WindowProbes {
-            run: server.conn(&conn.dbname),
-            admin: server.conn("postgres"),
-            data_dir: server.cluster.data_dir(),
-            server_version_num: server.version_num,
-        })
+        self.spec
+            .probes
+            .then(|| server.window_probes(conn))
+            .flatten()
     }
 
     /// EXPLAIN, once per target and dataset, each statement the run executed.
@@ -411,7 +409,6 @@ impl<'a> Lab<'a> {
         let Some(server) = self.servers[cell.target].as_mut() else {
             return;
         };
-        let conn = server.conn(&dataset);
         for statement in &record.statements {
             if !server
                 .explained
@@ -419,7 +416,7 @@ impl<'a> Lab<'a> {
             {
                 continue;
             }
-            if let Some(plan) = plans::explain(&conn, &statement.query) {
+            if let Some(plan) = server.explain(&dataset, &statement.query) {
                 let _ =
                     self.store
                         .save_plan(self.lab_id, target, &dataset, &statement.query, &plan);
@@ -435,7 +432,7 @@ impl<'a> Lab<'a> {
         if server.alive() {
             return error;
         }
-        let tail = server.cluster.log_tail(20);
+        let tail = server.log_tail(20);
         let restart = match server.restart() {
             Ok(()) => "the server was restarted".to_string(),
             Err(e) => {
@@ -456,27 +453,19 @@ impl<'a> Lab<'a> {
     ) -> Result<(ConnSpec, i64), String> {
         let server = self.servers[cell.target].as_ref().expect("provisioned");
         let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
-        let admin = server.conn("postgres");
         let fresh_copy = match run.step {
             Some(step) => step.after.is_none(),
             None => self.workloads[cell.workload].writes(&cell.script),
         };
         if fresh_copy {
-            sql(&admin, &format!("DROP DATABASE IF EXISTS {RUN_COPY}"))?;
-            sql(
-                &admin,
-                &format!(
-                    "CREATE DATABASE {RUN_COPY} TEMPLATE {dataset}{}",
-                    server.file_copy_clause()
-                ),
-            )?;
+            server.copy_database(&dataset, RUN_COPY)?;
         }
         let database = if fresh_copy || run.step.is_some() {
             RUN_COPY.to_string()
         } else {
             dataset
         };
-        sql(&admin, "CHECKPOINT")?;
+        server.checkpoint()?;
         Ok((server.workload_conn(&database), scale))
     }
 
@@ -523,18 +512,16 @@ impl<'a> Lab<'a> {
             max_clients: max_clients(self.spec),
         };
         let server = TargetServer {
-            server: ProvisionedServer::provision(
-                binaries,
-                &self.server_root.join(&spec.name),
-                &config,
-            )
-            .map_err(|e| format!("target \"{}\" ({}): {e}", spec.name, binaries.version))?,
+            server: self
+                .targets
+                .provision(binaries, &self.server_root.join(&spec.name), &config)
+                .map_err(|e| format!("target \"{}\" ({}): {e}", spec.name, binaries.version))?,
             datasets: HashMap::new(),
             unit_bytes: HashMap::new(),
             explained: HashSet::new(),
         };
         self.store
-            .save_target(self.lab_id, &describe_target(spec, &server)?)?;
+            .save_target(self.lab_id, &server.describe(spec)?)?;
         self.servers[target] = Some(server);
         Ok(())
     }
@@ -557,29 +544,17 @@ impl<'a> Lab<'a> {
         let workload_name = &self.spec.workloads[cell.workload].name;
         let server = self.servers[cell.target].as_mut().expect("provisioned");
         let name = dataset_name(workload_name, scale);
-        let admin = server.conn("postgres");
-        let loaded = query_string(
-            &server.conn(&name),
-            "SELECT count(*)::text FROM stampede_dataset",
-        )
-        .is_ok_and(|n| n == "1");
-        if !loaded {
+        if !server.has_dataset(&name) {
             let note = format!(
                 "loading {workload_name} scale {scale} on {}",
                 self.spec.targets[cell.target].name
             );
             on_event(LabEvent::Note(&note));
-            sql(&admin, &format!("DROP DATABASE IF EXISTS {name}"))?;
-            sql(&admin, &format!("CREATE DATABASE {name}"))?;
+            server.create_empty(&name)?;
             let conn = server.conn(&name);
-            self.workloads[cell.workload].load(&conn, scale)?;
-            sql(&conn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
-            sql(&conn, "VACUUM (FREEZE, ANALYZE)")?;
-            sql(
-                &conn,
-                "CREATE TABLE stampede_dataset AS SELECT now() AS loaded_at",
-            )?;
-            sql(&admin, "CHECKPOINT")?;
+            self.workloads[cell.workload]
+                .load(&conn, scale, &mut |line| on_event(LabEvent::Note(line)))?;
+            server.seal_dataset(&name)?;
         }
         server.datasets.insert(key, scale);
         Ok(scale)
@@ -594,15 +569,8 @@ impl<'a> Lab<'a> {
         let Scale::Fixed(n) = cell.scale else {
             let unit = self.unit_bytes(cell, on_event)?;
             let server = self.servers[cell.target].as_ref().expect("provisioned");
-            let admin = server.conn("postgres");
-            let shared_buffers: u64 = query_string(
-                &admin,
-                "SELECT pg_size_bytes(current_setting('shared_buffers'))::text",
-            )?
-            .parse()
-            .map_err(|e| format!("shared_buffers: {e}"))?;
-            let machine = Machine::probe(&server.cluster.root);
-            return scale_for_class(cell.scale, unit, shared_buffers, &machine);
+            let shared_buffers = server.shared_buffers_bytes()?;
+            return scale_for_class(cell.scale, unit, shared_buffers, &server.machine());
         };
         Ok(n)
     }
@@ -618,18 +586,13 @@ impl<'a> Lab<'a> {
             return Ok(*bytes);
         }
         on_event(LabEvent::Note("measuring the size of one scale unit"));
-        let admin = server.conn("postgres");
-        sql(&admin, "DROP DATABASE IF EXISTS stampede_probe")?;
-        sql(&admin, "CREATE DATABASE stampede_probe")?;
-        let probe = server.conn("stampede_probe");
-        let empty: u64 = query_string(&probe, "SELECT pg_database_size(current_database())::text")?
-            .parse()
-            .unwrap_or(0);
-        self.workloads[cell.workload].load(&probe, 1)?;
-        let full: u64 = query_string(&probe, "SELECT pg_database_size(current_database())::text")?
-            .parse()
-            .unwrap_or(0);
-        sql(&admin, "DROP DATABASE stampede_probe")?;
+        const PROBE: &str = "stampede_probe";
+        server.create_empty(PROBE)?;
+        let empty = server.database_bytes(PROBE)?;
+        // Quietly: the note above says what this load is for.
+        self.workloads[cell.workload].load(&server.conn(PROBE), 1, &mut |_| {})?;
+        let full = server.database_bytes(PROBE)?;
+        server.drop_database(PROBE)?;
         let bytes = full.saturating_sub(empty).max(1);
         server.unit_bytes.insert(cell.workload, bytes);
         Ok(bytes)
@@ -638,16 +601,16 @@ impl<'a> Lab<'a> {
     /// Stops every cluster this lab started.
     pub fn shutdown(&mut self) {
         for server in self.servers.iter_mut().filter_map(Option::take) {
-            let _ = server.cluster.stop();
+            server.stop();
         }
     }
 }
 
 impl std::ops::Deref for TargetServer {
-    type Target = ProvisionedServer;
+    type Target = dyn LabServer;
 
-    fn deref(&self) -> &ProvisionedServer {
-        &self.server
+    fn deref(&self) -> &(dyn LabServer + 'static) {
+        self.server.as_ref()
     }
 }
 
@@ -710,47 +673,6 @@ pub fn scale_for_class(
     Ok(((bytes / unit_bytes.max(1)) as i64).max(1))
 }
 
-fn resolve_binaries(target: &TargetSpec) -> Result<Binaries, String> {
-    target
-        .postgres
-        .resolve()
-        .map_err(|e| format!("target \"{}\": {e}", target.name))
-}
-
-/// Provenance and the full pg_settings of a started target.
-fn describe_target(spec: &TargetSpec, server: &TargetServer) -> Result<TargetRecord, String> {
-    let admin = server.conn("postgres");
-    let server_version = query_string(&admin, "SELECT version()")?;
-    let pg_config = query_string(
-        &admin,
-        "SELECT string_agg(name || ' = ' || setting, E'\\n' ORDER BY name) FROM pg_config",
-    )
-    .unwrap_or_default();
-    let settings = query_rows(
-        &admin,
-        "SELECT name, setting, unit, source FROM pg_settings ORDER BY name",
-    )?
-    .into_iter()
-    .map(|row| SettingRow {
-        name: row[0].clone().unwrap_or_default(),
-        setting: row[1].clone(),
-        unit: row[2].clone(),
-        source: row[3].clone(),
-    })
-    .collect();
-    Ok(TargetRecord {
-        name: spec.name.clone(),
-        postgres: spec.postgres.spec_text(),
-        binary_source: spec.postgres.provenance().into(),
-        bin_dir: server.cluster.binaries.bin_dir.display().to_string(),
-        server_version,
-        pg_config,
-        profile: spec.profile.name(),
-        restore_method: server.restore_method().into(),
-        settings,
-    })
-}
-
 fn cell_records(
     spec: &LabSpec,
     plan: &Plan,
@@ -769,3 +691,6 @@ fn cell_records(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,4 +4,5 @@
 pub mod executor;
 pub mod plan;
 pub mod spec;
+pub mod target;
 pub mod window;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
+use crate::family::{self, api::WorkloadMetric};
 use crate::store::{RunStatus, StoredRun};
 
 /// What a cell is, apart from its target.
@@ -23,17 +24,28 @@ pub struct CellKey {
 pub enum Metric {
     Tps,
     P99,
-    /// TPROC-C's New-Orders per minute (runs of other workloads have none).
-    Nopm,
+    /// One a workload declares (TPROC-C's nopm); runs of other workloads have none.
+    Workload(&'static WorkloadMetric),
 }
 
 impl Metric {
     pub fn parse(name: &str) -> Result<Metric, String> {
+        let declared = family::workload_metrics();
         match name {
             "tps" => Ok(Metric::Tps),
             "p99" => Ok(Metric::P99),
-            "nopm" => Ok(Metric::Nopm),
-            other => Err(format!("unknown metric \"{other}\"; use tps, p99 or nopm")),
+            other => match declared.iter().find(|metric| metric.name == other) {
+                Some(metric) => Ok(Metric::Workload(metric)),
+                None => {
+                    let mut names = vec!["tps", "p99"];
+                    names.extend(declared.iter().map(|metric| metric.name));
+                    let last = names.pop().expect("tps and p99 at least");
+                    Err(format!(
+                        "unknown metric \"{other}\"; use {} or {last}",
+                        names.join(", ")
+                    ))
+                }
+            },
         }
     }
 
@@ -41,14 +53,15 @@ impl Metric {
         match self {
             Metric::Tps => "tps",
             Metric::P99 => "p99",
-            Metric::Nopm => "nopm",
+            Metric::Workload(metric) => metric.name,
         }
     }
 
     fn direction(self) -> Direction {
         match self {
-            Metric::Tps | Metric::Nopm => Direction::HigherIsBetter,
+            Metric::Tps => Direction::HigherIsBetter,
             Metric::P99 => Direction::LowerIsBetter,
+            Metric::Workload(metric) => metric.direction,
         }
     }
 
@@ -56,7 +69,7 @@ impl Metric {
         match self {
             Metric::Tps => run.tps,
             Metric::P99 => run.p99_ms,
-            Metric::Nopm => run.workload_metric("nopm"),
+            Metric::Workload(metric) => run.workload_metric(metric.name),
         }
     }
 }
@@ -158,4 +171,25 @@ pub fn targets(runs: &[StoredRun]) -> Vec<String> {
         }
     }
     seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_metrics_come_from_the_registry_with_their_direction() {
+        let nopm = Metric::parse("nopm").unwrap();
+        assert_eq!(nopm.name(), "nopm");
+        assert_eq!(nopm.direction(), Direction::HigherIsBetter);
+        assert_eq!(Metric::parse("tpm").unwrap().name(), "tpm");
+        assert_eq!(
+            Metric::parse("p99").unwrap().direction(),
+            Direction::LowerIsBetter
+        );
+        assert_eq!(
+            Metric::parse("qps").unwrap_err(),
+            "unknown metric \"qps\"; use tps, p99, nopm or tpm"
+        );
+    }
 }

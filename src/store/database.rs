@@ -1,6 +1,6 @@
 //! The two results databases behind one small interface: statements with `?N` parameters,
-//! rows of loosely typed values. SQLite binds the parameters; PostgreSQL gets them as quoted
-//! literals (its server infers each one's type from where it stands, as SQLite's affinity does).
+//! rows of loosely typed values. Both bind the parameters; PostgreSQL converts each to the type
+//! its server inferred from where it stands, as SQLite's column affinity does.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -84,20 +84,6 @@ impl Value {
             Value::Null => None,
         }
     }
-
-    /// A PostgreSQL literal (standard_conforming_strings is on: only quotes need doubling).
-    pub fn literal(&self) -> String {
-        match self {
-            Value::Null => "NULL".into(),
-            Value::Int(i) => i.to_string(),
-            Value::Real(r) if r.is_nan() => "'NaN'::float8".into(),
-            Value::Real(r) if r.is_infinite() => {
-                format!("'{}Infinity'::float8", if *r < 0.0 { "-" } else { "" })
-            }
-            Value::Real(r) => format!("{r:?}"),
-            Value::Text(t) => format!("'{}'", t.replace('\0', "").replace('\'', "''")),
-        }
-    }
 }
 
 impl From<i64> for Value {
@@ -147,54 +133,9 @@ pub trait Database {
     fn dialect(&self, schema_sql: &str) -> String;
 }
 
-/// `?N` placeholders replaced by the parameters' literals.
-pub fn interpolate(sql: &str, params: &[Value]) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.char_indices().peekable();
-    while let Some((_, c)) = chars.next() {
-        if c != '?' {
-            out.push(c);
-            continue;
-        }
-        let mut digits = String::new();
-        while let Some((_, d)) = chars.peek().filter(|(_, d)| d.is_ascii_digit()) {
-            digits.push(*d);
-            chars.next();
-        }
-        match digits
-            .parse::<usize>()
-            .ok()
-            .and_then(|n| params.get(n.wrapping_sub(1)))
-        {
-            Some(value) => out.push_str(&value.literal()),
-            None => {
-                out.push('?');
-                out.push_str(&digits);
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn literals_are_quoted_and_placeholders_numbered() {
-        let sql = interpolate(
-            "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?10)",
-            &[
-                Value::Int(7),
-                Value::Text("it's".into()),
-                Value::Null,
-                Value::Real(0.25),
-            ],
-        );
-        assert_eq!(sql, "INSERT INTO t VALUES (7, 'it''s', NULL, 0.25, ?10)");
-        assert_eq!(Value::Real(f64::NAN).literal(), "'NaN'::float8");
-        assert_eq!(Value::Real(1e-9).literal(), "1e-9");
-    }
 
     #[test]
     fn urls_are_shown_without_their_password() {

@@ -199,12 +199,19 @@ impl StoredRun {
 pub struct RunSummary {
     pub cell_key: String,
     pub repetition: u32,
-    pub tps: f64,
-    pub p99_ms: f64,
+    pub tps: Option<f64>,
+    pub p99_ms: Option<f64>,
 }
 
 fn db_error(context: &str) -> impl Fn(String) -> String + '_ {
     move |e| format!("results database: {context}: {e}")
+}
+
+// Readers of NOT NULL columns (and of aggregates over them). A nullable column is read with
+// `optional` so that a missing number stays None rather than becoming 0 or "".
+
+fn optional(row: &Row, i: usize) -> Option<f64> {
+    row.get(i).and_then(Value::as_f64)
 }
 
 fn int(row: &Row, i: usize) -> i64 {

@@ -1,15 +1,20 @@
-//! A shared results database on PostgreSQL: one connection on a small runtime of its own.
-//! The schema is the SQLite one with PostgreSQL's types: 64-bit integers, double precision,
-//! identity keys.
+//! A shared results database on PostgreSQL: one connection on the shared control runtime, the
+//! statements' `?N` parameters bound as `$N` (never pasted into the SQL). The schema is the
+//! SQLite one with PostgreSQL's types: 64-bit integers, double precision, identity keys.
 
-use tokio_postgres::{Client, SimpleQueryMessage};
+use std::error::Error;
 
-use super::database::{interpolate, Database, Location, Row, Value};
+use bytes::BytesMut;
+use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
+use tokio_postgres::Client;
+
+use super::database::{Database, Location, Row, Value};
 
 pub struct Postgres {
-    runtime: tokio::runtime::Runtime,
     client: Client,
 }
+
+type BoxError = Box<dyn Error + Sync + Send>;
 
 impl Postgres {
     pub fn open(location: &Location, url: &str) -> Result<Postgres, String> {
@@ -21,59 +26,64 @@ impl Postgres {
                 config.password(password);
             }
         }
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| fail(&e))?;
-        let client = runtime.block_on(async {
+        let client = crate::pg::control_runtime().block_on(async {
             let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
             tokio::spawn(connection);
             client
-                .batch_execute(
-                    "SET standard_conforming_strings = on; SET client_min_messages = warning",
-                )
+                .batch_execute("SET client_min_messages = warning")
                 .await?;
             Ok::<Client, tokio_postgres::Error>(client)
         });
         let client = client.map_err(|e| fail(&error_text(&e)))?;
-        Ok(Postgres { runtime, client })
+        Ok(Postgres { client })
     }
 }
 
 fn error_text(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => e.to_string(),
+        None => match e.source() {
+            // A parameter that does not fit its column: say which value.
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
     }
 }
 
 impl Database for Postgres {
     fn batch(&mut self, sql: &str) -> Result<(), String> {
-        self.runtime
+        crate::pg::control_runtime()
             .block_on(self.client.batch_execute(sql))
             .map_err(|e| error_text(&e))
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<(), String> {
-        self.batch(&interpolate(sql, params))
+        let params: Vec<Param<'_>> = params.iter().map(Param).collect();
+        crate::pg::control_runtime()
+            .block_on(
+                self.client
+                    .execute(&dollar_placeholders(sql), &references(&params)),
+            )
+            .map(|_| ())
+            .map_err(|e| error_text(&e))
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, String> {
-        let messages = self
-            .runtime
-            .block_on(self.client.simple_query(&interpolate(sql, params)))
+        let params: Vec<Param<'_>> = params.iter().map(Param).collect();
+        let rows = crate::pg::control_runtime()
+            .block_on(
+                self.client
+                    .query(&dollar_placeholders(sql), &references(&params)),
+            )
             .map_err(|e| error_text(&e))?;
-        Ok(messages
-            .iter()
-            .filter_map(|m| match m {
-                SimpleQueryMessage::Row(row) => Some(
-                    (0..row.len())
-                        .map(|i| row.get(i).map_or(Value::Null, |t| Value::Text(t.into())))
-                        .collect(),
-                ),
-                _ => None,
+        rows.iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| row.try_get::<_, Cell>(i).map(|cell| cell.0))
+                    .collect::<Result<Row, _>>()
+                    .map_err(|e| error_text(&e))
             })
-            .collect())
+            .collect()
     }
 
     fn dialect(&self, schema_sql: &str) -> String {
@@ -84,5 +94,187 @@ impl Database for Postgres {
             )
             .replace("INTEGER", "BIGINT")
             .replace("REAL", "DOUBLE PRECISION")
+    }
+}
+
+fn references<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// SQLite's `?N` as PostgreSQL's `$N`. The statements are stampede's own: no `?` appears in
+/// their string literals or identifiers.
+fn dollar_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        let numbered = c == '?' && chars.peek().is_some_and(char::is_ascii_digit);
+        out.push(if numbered { '$' } else { c });
+    }
+    out
+}
+
+/// A value bound as the type the server inferred for its parameter, the way SQLite's column
+/// affinity converts it.
+#[derive(Debug)]
+struct Param<'a>(&'a Value);
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        let text_type = <&str as ToSql>::accepts(ty);
+        match self.0 {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
+                Type::FLOAT8 => (*i as f64).to_sql(ty, out),
+                _ if text_type => i.to_string().as_str().to_sql(ty, out),
+                _ => Err(format!("cannot bind the integer {i} as {ty}").into()),
+            },
+            Value::Real(r) => match *ty {
+                Type::FLOAT8 => r.to_sql(ty, out),
+                Type::FLOAT4 => (*r as f32).to_sql(ty, out),
+                _ if text_type => r.to_string().as_str().to_sql(ty, out),
+                _ => Err(format!("cannot bind the number {r} as {ty}").into()),
+            },
+            // PostgreSQL's text cannot hold NUL; SQLite's can. Drop it rather than fail a run.
+            Value::Text(t) if text_type => t.replace('\0', "").as_str().to_sql(ty, out),
+            Value::Text(t) => Err(format!("cannot bind the text {t:?} as {ty}").into()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// A column of a result row as the loosely typed value both backends return.
+struct Cell(Value);
+
+impl<'a> FromSql<'a> for Cell {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Cell, BoxError> {
+        let value = match *ty {
+            Type::INT8 => Value::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => Value::Int(i32::from_sql(ty, raw)?.into()),
+            Type::INT2 => Value::Int(i16::from_sql(ty, raw)?.into()),
+            Type::BOOL => Value::Int(bool::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => Value::Real(f64::from_sql(ty, raw)?),
+            Type::FLOAT4 => Value::Real(f32::from_sql(ty, raw)?.into()),
+            // sum() and avg() of integers; read as text, parsed like SQLite's values.
+            Type::NUMERIC => Value::Text(numeric_text(raw)?),
+            _ if <&str as FromSql>::accepts(ty) => Value::Text(String::from_sql(ty, raw)?),
+            _ => return Err(format!("results database: unexpected column type {ty}").into()),
+        };
+        Ok(Cell(value))
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Cell, BoxError> {
+        Ok(Cell(Value::Null))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// NUMERIC's binary form as decimal text: base-10000 digits, the weight of the first, a sign,
+/// and the display scale.
+fn numeric_text(raw: &[u8]) -> Result<String, BoxError> {
+    let word = |i: usize| -> Result<i16, BoxError> {
+        raw.get(2 * i..2 * i + 2)
+            .map(|b| i16::from_be_bytes([b[0], b[1]]))
+            .ok_or_else(|| "truncated numeric".into())
+    };
+    let digit_count = word(0)? as usize;
+    let weight = i32::from(word(1)?);
+    let sign = word(2)? as u16;
+    let scale = word(3)? as u16 as usize;
+    match sign {
+        0xC000 => return Ok("NaN".into()),
+        0xD000 => return Ok("inf".into()),
+        0xF000 => return Ok("-inf".into()),
+        _ => {}
+    }
+    let digits = (0..digit_count)
+        .map(|i| word(4 + i))
+        .collect::<Result<Vec<i16>, _>>()?;
+    let digit = |group: i32| {
+        usize::try_from(group)
+            .ok()
+            .and_then(|g| digits.get(g))
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut text = String::new();
+    if sign == 0x4000 {
+        text.push('-');
+    }
+    if weight < 0 {
+        text.push('0');
+    }
+    for group in 0..=weight {
+        if group == 0 {
+            text += &digit(group).to_string();
+        } else {
+            text += &format!("{:04}", digit(group));
+        }
+    }
+    if scale > 0 {
+        let mut fraction = String::new();
+        let mut group = weight + 1;
+        while fraction.len() < scale {
+            fraction += &format!("{:04}", digit(group));
+            group += 1;
+        }
+        fraction.truncate(scale);
+        text.push('.');
+        text += &fraction;
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numeric(words: &[i16]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    #[test]
+    fn placeholders_are_numbered_for_postgresql() {
+        assert_eq!(
+            dollar_placeholders("INSERT INTO t VALUES (?1, ?2, ?10) -- ?"),
+            "INSERT INTO t VALUES ($1, $2, $10) -- ?"
+        );
+    }
+
+    #[test]
+    fn numerics_read_as_decimal_text() {
+        // 12345.678: groups 1, 2345, 6780; weight 1; scale 3.
+        assert_eq!(
+            numeric_text(&numeric(&[3, 1, 0, 3, 1, 2345, 6780])).unwrap(),
+            "12345.678"
+        );
+        // -0.0005: one group 5 at weight -1; scale 4.
+        assert_eq!(
+            numeric_text(&numeric(&[1, -1, 0x4000, 4, 5])).unwrap(),
+            "-0.0005"
+        );
+        // 0.00001234: group 1234 at weight -2; scale 8.
+        assert_eq!(
+            numeric_text(&numeric(&[1, -2, 0, 8, 1234])).unwrap(),
+            "0.00001234"
+        );
+        // 20000 (trailing zero groups dropped): group 2 at weight 1; scale 0.
+        assert_eq!(numeric_text(&numeric(&[1, 1, 0, 0, 2])).unwrap(), "20000");
+        assert_eq!(numeric_text(&numeric(&[0, 0, 0, 0])).unwrap(), "0");
+        assert_eq!(
+            numeric_text(&numeric(&[0, 0, 0xC000u16 as i16, 0])).unwrap(),
+            "NaN"
+        );
+        assert!(numeric_text(&[0, 1]).is_err());
     }
 }

@@ -39,8 +39,8 @@ impl Store {
             .map(|r| RunSummary {
                 cell_key: text(r, 0),
                 repetition: int(r, 1) as u32,
-                tps: real(r, 2),
-                p99_ms: real(r, 3),
+                tps: optional(r, 2),
+                p99_ms: optional(r, 3),
             })
             .collect())
     }
@@ -238,12 +238,13 @@ impl Store {
             .map(|v| v as i64))
     }
 
-    /// Each target's binary provenance: (target, binary source).
+    /// Each target's binary provenance where it is known: (target, binary source).
     pub fn lab_binary_sources(&mut self, lab: i64) -> Result<Vec<(String, String)>, String> {
         let rows = self
             .db
             .query(
-                "SELECT name, coalesce(binary_source, '') FROM targets WHERE lab_id = ?1 ORDER BY name",
+                "SELECT name, binary_source FROM targets
+                 WHERE lab_id = ?1 AND binary_source IS NOT NULL ORDER BY name",
                 &[lab.into()],
             )
             .map_err(db_error("targets"))?;
@@ -322,7 +323,7 @@ const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.work
 const RUN_COLUMN_COUNT: usize = 15;
 
 fn stored_run(r: &Row) -> Result<StoredRun, String> {
-    let number = |i: usize| r.get(i).and_then(Value::as_f64);
+    let number = |i: usize| optional(r, i);
     let status = text(r, 8);
     Ok(StoredRun {
         id: int(r, 0),

@@ -24,6 +24,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "dbstress",
     protocols: ALL_PROTOCOLS,
     create: |options| Ok(Box::new(DbstressLab::new(options)?)),
+    metrics: &[],
 }];
 
 impl DbstressLab {
@@ -65,7 +66,7 @@ impl DbstressLab {
 }
 
 impl LabWorkload for DbstressLab {
-    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
         prepare_tables(conn, scale, 1, crate::probe::cpu::cores(), false).map_err(lab_run::message)
     }
 

@@ -125,7 +125,7 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
     if args.initialize {
         let spec = init_spec(args, &choices)?;
         let target = resolve_target(&flags)?;
-        pgbench_init::run(&spec, &target)
+        pgbench_init::run(&spec, &target, &mut |line| eprintln!("{line}"))
     } else {
         let spec = run_spec(args, choices)?;
         let target = resolve_target(&flags)?;

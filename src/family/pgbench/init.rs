@@ -12,7 +12,9 @@ use crate::family::pgbench::loader::{InitStep, Loader};
 use crate::pg::control_runtime;
 use crate::server::target::ConnSpec;
 
-pub fn run(spec: &InitSpec, target: &ConnSpec) -> CommandResult {
+/// `announce` gets pgbench's step lines ("creating tables...", "done in …"): the command prints
+/// them on stderr, the lab as its notes.
+pub fn run(spec: &InitSpec, target: &ConnSpec, announce: &mut dyn FnMut(&str)) -> CommandResult {
     let loader = Loader {
         spec: target.clone(),
         options: spec.schema.clone(),
@@ -24,7 +26,7 @@ pub fn run(spec: &InitSpec, target: &ConnSpec) -> CommandResult {
     runtime.block_on(loader.connect()).map_err(Failure::Input)?;
     let mut timings = Vec::new();
     for step in &spec.steps {
-        eprintln!("{}", step.announcement());
+        announce(step.announcement());
         let started = Instant::now();
         let progress =
             matches!(step, InitStep::ClientGenerate).then(|| start_progress(&loader, spec.quiet));
@@ -36,7 +38,7 @@ pub fn run(spec: &InitSpec, target: &ConnSpec) -> CommandResult {
         result.map_err(Failure::Run)?;
         timings.push((step.label(), started.elapsed()));
     }
-    eprintln!("{}", done_line(&timings));
+    announce(&done_line(&timings));
     Ok(())
 }
 

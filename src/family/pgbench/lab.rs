@@ -37,6 +37,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         name: "pgbench",
         protocols: ALL_PROTOCOLS,
         create: |options| PgbenchLab::create("pgbench", Flavor::Plain, options),
+        metrics: &[],
     },
     LabWorkloadKind {
         name: "pgbench-extra-indexes",
@@ -44,11 +45,13 @@ pub const KINDS: &[LabWorkloadKind] = &[
         create: |options| {
             PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
         },
+        metrics: &[],
     },
     LabWorkloadKind {
         name: "analytics",
         protocols: ALL_PROTOCOLS,
         create: |options| PgbenchLab::create("analytics", Flavor::Analytics, options),
+        metrics: &[],
     },
 ];
 
@@ -77,7 +80,7 @@ fn choice(script: &str) -> ScriptChoice {
 }
 
 impl LabWorkload for PgbenchLab {
-    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), String> {
         let mut steps = parse_steps(InitStep::DEFAULT)?;
         if self.flavor == Flavor::ExtraIndexes {
             steps.push(InitStep::ExtraIndexes);
@@ -93,10 +96,10 @@ impl LabWorkload for PgbenchLab {
             },
             quiet: true,
         };
-        pgbench_init::run(&spec, conn).map_err(message)?;
+        pgbench_init::run(&spec, conn, note).map_err(message)?;
         if self.flavor == Flavor::Analytics {
             // Part of the dataset, so that no run pays for it.
-            pgbench_run::create_accounts_copy_blocking(conn).map_err(message)?;
+            pgbench_run::create_accounts_copy_blocking(conn, note).map_err(message)?;
         }
         Ok(())
     }

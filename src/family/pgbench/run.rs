@@ -192,6 +192,9 @@ async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup
     };
     let analytics = builtin_names(spec).any(|name| name.starts_with("analytics-"));
     if builtin_names(spec).any(analytics::needs_accounts_copy) {
+        if accounts_copy_missing(&client).await? {
+            eprintln!("stampede: {CREATING_ACCOUNTS_COPY}");
+        }
         create_accounts_copy(&client).await?;
     }
     vacuum(&client, spec.vacuum).await?;
@@ -226,24 +229,36 @@ fn builtin_names(spec: &RunSpec) -> impl Iterator<Item = &str> {
     })
 }
 
-/// `create_accounts_copy` over a connection of its own, for callers outside a runtime.
-pub fn create_accounts_copy_blocking(conn: &ConnSpec) -> Result<(), Failure> {
-    control_runtime().block_on(async {
+const CREATING_ACCOUNTS_COPY: &str = "creating pgbench_accounts_copy (a copy of pgbench_accounts with a unique index on aid) for the analytics queries";
+
+/// `create_accounts_copy` over a connection of its own, for callers outside a runtime;
+/// `note` hears when the copy is made rather than found.
+pub fn create_accounts_copy_blocking(
+    conn: &ConnSpec,
+    note: &mut dyn FnMut(&str),
+) -> Result<(), Failure> {
+    let runtime = control_runtime();
+    let (client, missing) = runtime.block_on(async {
         let client = connect_quietly(conn).await.map_err(Failure::Run)?;
-        create_accounts_copy(&client).await
-    })
+        let missing = accounts_copy_missing(&client).await?;
+        Ok::<_, Failure>((client, missing))
+    })?;
+    if missing {
+        note(CREATING_ACCOUNTS_COPY);
+    }
+    runtime.block_on(create_accounts_copy(&client))
+}
+
+async fn accounts_copy_missing(client: &Client) -> Result<bool, Failure> {
+    client
+        .query_one("SELECT to_regclass('pgbench_accounts_copy') IS NULL", &[])
+        .await
+        .map(|row| row.get::<_, bool>(0))
+        .map_err(|e| Failure::Run(sql_error("to_regclass", &e)))
 }
 
 /// Seed 002's copy of pgbench_accounts, which analytics queries 3 and 4 join with.
 async fn create_accounts_copy(client: &Client) -> Result<(), Failure> {
-    let missing = client
-        .query_one("SELECT to_regclass('pgbench_accounts_copy') IS NULL", &[])
-        .await
-        .map(|row| row.get::<_, bool>(0))
-        .map_err(|e| Failure::Run(sql_error("to_regclass", &e)))?;
-    if missing {
-        eprintln!("stampede: creating pgbench_accounts_copy (a copy of pgbench_accounts with a unique index on aid) for the analytics queries");
-    }
     for statement in analytics::ACCOUNTS_COPY {
         client
             .batch_execute(statement)

@@ -75,11 +75,13 @@ pub const KINDS: &[LabWorkloadKind] = &[
         name: "sysbench",
         protocols: ALL_PROTOCOLS,
         create: |options| Ok(Box::new(SysbenchLab::new(options)?)),
+        metrics: &[],
     },
     LabWorkloadKind {
         name: "sysbench-microbench",
         protocols: ALL_PROTOCOLS,
         create: |options| Ok(Box::new(MicrobenchLab::new(options)?)),
+        metrics: &[],
     },
 ];
 
@@ -125,7 +127,7 @@ pub fn family(test: &str) -> &'static str {
 }
 
 impl LabWorkload for SysbenchLab {
-    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
         load(conn, &sized(&self.options, scale))
     }
 
@@ -163,7 +165,7 @@ impl LabWorkload for SysbenchLab {
 }
 
 impl LabWorkload for MicrobenchLab {
-    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
         load(conn, &sized(&self.base, scale))
     }
 

@@ -5,8 +5,11 @@
 //! HammerDB's NOPM and TPM (`run_metrics`), from the server's counters around the measured run.
 
 use super::run::{plan, read_counters, run_constants, Counters, Settings};
+use crate::analysis::verdict::Direction;
 use crate::driver::{Protocol, RunLimit};
-use crate::family::api::{LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest};
+use crate::family::api::{
+    LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
+};
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::scripts::{Mix, Mode, WarehouseChoice};
@@ -22,6 +25,17 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "tpcc",
     protocols: &[Protocol::Prepared],
     create: |options| Ok(Box::new(TpccLab::new(options)?)),
+    metrics: &[
+        // HammerDB's New-Orders per minute and all transactions per minute.
+        WorkloadMetric {
+            name: "nopm",
+            direction: Direction::HigherIsBetter,
+        },
+        WorkloadMetric {
+            name: "tpm",
+            direction: Direction::HigherIsBetter,
+        },
+    ],
 }];
 
 impl TpccLab {
@@ -40,7 +54,7 @@ impl TpccLab {
 }
 
 impl LabWorkload for TpccLab {
-    fn load(&self, conn: &ConnSpec, scale: i64) -> Result<(), String> {
+    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
         let loader = Loader {
             conn: conn.clone(),
             warehouses: scale,

@@ -1,0 +1,578 @@
+//! The executor driven by a fake target and a fake workload: no server, so these check the
+//! lab's own logic — run order, datasets loaded once, pristine copies, checkpoints, resume
+//! after an interrupt, failures recorded, a crashed server restarted, broken targets skipped.
+
+use std::cell::{Cell as Counter, RefCell};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::{dataset_name, Lab, LabEvent, LabOutcome, RUN_COPY};
+use crate::family::api::{LabWorkload, Measurement, RunObserver, RunRequest};
+use crate::lab::spec::{self, LabSpec, TargetSpec};
+use crate::lab::target::{LabServer, Targets};
+use crate::lab::window::WindowProbes;
+use crate::server::binaries::Binaries;
+use crate::server::profile::Machine;
+use crate::server::provision::ServerConfig;
+use crate::server::target::ConnSpec;
+use crate::store::{RunMetrics, TargetRecord};
+
+/// What the fakes did, in order, one line per action.
+#[derive(Default, Clone)]
+struct Journal(Rc<RefCell<Vec<String>>>);
+
+impl Journal {
+    fn log(&self, line: String) {
+        self.0.borrow_mut().push(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.borrow().clone()
+    }
+
+    fn starting(&self, prefix: &str) -> Vec<String> {
+        self.lines()
+            .into_iter()
+            .filter(|l| l.starts_with(prefix))
+            .collect()
+    }
+}
+
+/// State that outlives one invocation, as a cluster's data directory does.
+#[derive(Default, Clone)]
+struct Disk {
+    /// (target, database) holding a completely loaded dataset.
+    datasets: Rc<RefCell<HashSet<(String, String)>>>,
+    /// Set by a workload that kills its server.
+    crashed: Rc<Counter<bool>>,
+}
+
+struct FakeTargets {
+    journal: Journal,
+    disk: Disk,
+}
+
+impl Targets for FakeTargets {
+    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, String> {
+        if spec.name.starts_with("broken") {
+            return Err(format!("target \"{}\": no binaries here", spec.name));
+        }
+        Ok(Binaries {
+            bin_dir: PathBuf::from("/fake/bin"),
+            version: "fake 1.0".into(),
+        })
+    }
+
+    fn provision(
+        &self,
+        _binaries: &Binaries,
+        root: &Path,
+        _config: &ServerConfig<'_>,
+    ) -> Result<Box<dyn LabServer>, String> {
+        let name = root.file_name().unwrap().to_string_lossy().into_owned();
+        self.journal.log(format!("provision {name}"));
+        Ok(Box::new(FakeServer {
+            name,
+            journal: self.journal.clone(),
+            disk: self.disk.clone(),
+        }))
+    }
+}
+
+struct FakeServer {
+    name: String,
+    journal: Journal,
+    disk: Disk,
+}
+
+impl LabServer for FakeServer {
+    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, String> {
+        Ok(TargetRecord {
+            name: spec.name.clone(),
+            postgres: spec.postgres.spec_text(),
+            binary_source: "fake".into(),
+            bin_dir: "/fake/bin".into(),
+            server_version: "fake 1.0".into(),
+            pg_config: String::new(),
+            profile: spec.profile.name(),
+            restore_method: "fake copy".into(),
+            settings: Vec::new(),
+        })
+    }
+
+    fn conn(&self, database: &str) -> ConnSpec {
+        self.workload_conn(database)
+    }
+
+    fn workload_conn(&self, database: &str) -> ConnSpec {
+        ConnSpec {
+            host: self.name.clone(),
+            port: 1,
+            user: "fake".into(),
+            dbname: database.into(),
+            password: None,
+            application_name: "fake".into(),
+            connect_timeout: None,
+            options: None,
+        }
+    }
+
+    fn has_dataset(&self, database: &str) -> bool {
+        let key = (self.name.clone(), database.to_string());
+        self.disk.datasets.borrow().contains(&key)
+    }
+
+    fn create_empty(&self, database: &str) -> Result<(), String> {
+        self.journal.log(format!("create {}/{database}", self.name));
+        Ok(())
+    }
+
+    fn seal_dataset(&self, database: &str) -> Result<(), String> {
+        let key = (self.name.clone(), database.to_string());
+        self.disk.datasets.borrow_mut().insert(key);
+        Ok(())
+    }
+
+    fn copy_database(&self, template: &str, copy: &str) -> Result<(), String> {
+        self.journal
+            .log(format!("copy {}/{template} -> {copy}", self.name));
+        Ok(())
+    }
+
+    fn drop_database(&self, _database: &str) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Result<(), String> {
+        self.journal.log(format!("checkpoint {}", self.name));
+        Ok(())
+    }
+
+    fn database_bytes(&self, _database: &str) -> Result<u64, String> {
+        Ok(0)
+    }
+
+    fn shared_buffers_bytes(&self) -> Result<u64, String> {
+        Ok(128 << 20)
+    }
+
+    fn machine(&self) -> Machine {
+        Machine {
+            ram_bytes: 8 << 30,
+            cores: 2,
+            free_disk_bytes: 100 << 30,
+        }
+    }
+
+    fn alive(&self) -> bool {
+        !self.disk.crashed.get()
+    }
+
+    fn restart(&self) -> Result<(), String> {
+        self.journal.log(format!("restart {}", self.name));
+        self.disk.crashed.set(false);
+        Ok(())
+    }
+
+    fn log_tail(&self, _lines: usize) -> String {
+        "LOG:  server process was terminated by signal 9".into()
+    }
+
+    fn stop(&self) {
+        self.journal.log(format!("stop {}", self.name));
+    }
+
+    fn window_probes(&self, _run: &ConnSpec) -> Option<WindowProbes> {
+        None
+    }
+
+    fn explain(&self, _database: &str, _statement: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Variants: `ro` reads, `rw` writes, `fails` errors, `crashes` kills its server.
+struct FakeWorkload {
+    journal: Journal,
+    disk: Disk,
+    runs: Counter<usize>,
+    /// The run (1-based, in this invocation) during which a signal arrives.
+    interrupt_at: Option<usize>,
+}
+
+impl LabWorkload for FakeWorkload {
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), String> {
+        note("loading");
+        self.journal
+            .log(format!("load {}/{} scale {scale}", conn.host, conn.dbname));
+        Ok(())
+    }
+
+    fn writes(&self, script: &str) -> bool {
+        script != "ro"
+    }
+
+    fn family(&self, script: &str) -> String {
+        if self.writes(script) { "write" } else { "read" }.into()
+    }
+
+    fn check_variant(&self, script: &str) -> Result<(), String> {
+        match script {
+            "ro" | "rw" | "fails" | "crashes" => Ok(()),
+            other => Err(format!("no variant \"{other}\"")),
+        }
+    }
+
+    fn default_variants(&self) -> Vec<String> {
+        vec!["ro".into()]
+    }
+
+    fn run(
+        &self,
+        request: &RunRequest<'_>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<Measurement, String> {
+        self.runs.set(self.runs.get() + 1);
+        let conn = request.conn;
+        self.journal.log(format!(
+            "run {}/{} {} c{} s{}",
+            conn.host, conn.dbname, request.script, request.clients, request.scale
+        ));
+        observer.open_window();
+        observer.second(0, 100.0);
+        if self.interrupt_at == Some(self.runs.get()) {
+            request.stop.store(true, Ordering::SeqCst);
+            return Err("stopped".into());
+        }
+        match request.script {
+            "fails" => Err("ERROR:  deadlock detected".into()),
+            "crashes" => {
+                self.disk.crashed.set(true);
+                Err("connection lost".into())
+            }
+            _ => Ok(Measurement {
+                metrics: RunMetrics {
+                    duration_s: 1.0,
+                    transactions: 100,
+                    tps: 100.0,
+                    ..RunMetrics::default()
+                },
+                series: Vec::new(),
+            }),
+        }
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    spec: LabSpec,
+    database: PathBuf,
+    journal: Journal,
+    disk: Disk,
+}
+
+impl Fixture {
+    fn new(targets: &[&str], scripts: &[&str]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from(
+            "name = \"fake\"\nruns = 2\nduration = \"1s\"\nwarmup = \"0s\"\nprobes = false\nseed = 7\n",
+        );
+        for target in targets {
+            text += &format!("[[target]]\nname = \"{target}\"\npostgres = \"system\"\n");
+        }
+        let scripts: Vec<String> = scripts.iter().map(|s| format!("\"{s}\"")).collect();
+        text += &format!(
+            "[[workload]]\nname = \"pgbench\"\nscripts = [{}]\nscale = [1, 2]\nclients = [1, 4]\n",
+            scripts.join(", ")
+        );
+        let path = dir.path().join("fake.toml");
+        let spec = spec::parse(&path, &text).unwrap();
+        Fixture {
+            database: dir.path().join("fake.db"),
+            _dir: dir,
+            spec,
+            journal: Journal::default(),
+            disk: Disk::default(),
+        }
+    }
+
+    /// One invocation: `run` (or `resume`) until the end or the interrupt.
+    fn invoke(
+        &self,
+        resume: bool,
+        keep_going: bool,
+        interrupt_at: Option<usize>,
+    ) -> Result<(LabOutcome, Vec<(String, u32)>), String> {
+        let targets = FakeTargets {
+            journal: self.journal.clone(),
+            disk: self.disk.clone(),
+        };
+        let workload = FakeWorkload {
+            journal: self.journal.clone(),
+            disk: self.disk.clone(),
+            runs: Counter::new(0),
+            interrupt_at,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut lab = Lab::prepare(
+            &self.spec,
+            vec![Box::new(workload)],
+            &targets,
+            resume,
+            keep_going,
+            stop,
+        )?;
+        let order = planned_order(&lab);
+        let journal = self.journal.clone();
+        let outcome = lab.run(&mut |event| {
+            if let LabEvent::Note(note) = event {
+                journal.log(format!("note {note}"));
+            }
+        })?;
+        Ok((outcome, order))
+    }
+
+    /// (status, error) of every stored run, in run order.
+    fn stored(&self) -> Vec<(String, Option<String>)> {
+        let db = rusqlite::Connection::open(&self.database).unwrap();
+        let mut query = db
+            .prepare("SELECT status, error FROM runs ORDER BY position, id")
+            .unwrap();
+        query
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+/// The journal line each planned run should produce, in plan order, with its repetition.
+fn planned_order(lab: &Lab<'_>) -> Vec<(String, u32)> {
+    let plan = lab.plan();
+    plan.runs
+        .iter()
+        .map(|run| {
+            let cell = &plan.cells[run.cell];
+            let target = &lab.spec.targets[cell.target].name;
+            let scale = match cell.scale {
+                spec::Scale::Fixed(n) => n,
+                other => panic!("{other:?}"),
+            };
+            let database = if cell.script == "ro" {
+                dataset_name("pgbench", scale)
+            } else {
+                RUN_COPY.to_string()
+            };
+            let line = format!(
+                "run {target}/{database} {} c{} s{scale}",
+                cell.script, cell.clients
+            );
+            (line, run.repetition)
+        })
+        .collect()
+}
+
+fn lines(order: &[(String, u32)]) -> Vec<String> {
+    order.iter().map(|(line, _)| line.clone()).collect()
+}
+
+#[test]
+fn runs_follow_the_plan_and_each_dataset_loads_once() {
+    let fixture = Fixture::new(&["a", "b"], &["ro", "rw"]);
+    let (outcome, order) = fixture.invoke(false, false, None).unwrap();
+    // 2 targets × 2 scripts × 2 scales × 2 client counts × 2 runs.
+    assert_eq!(order.len(), 32);
+    assert_eq!(fixture.journal.starting("run "), lines(&order));
+    let targets_in_order: Vec<&str> = order.iter().map(|(l, _)| &l[4..5]).collect();
+    assert!(
+        targets_in_order.windows(2).filter(|w| w[0] != w[1]).count() > 1,
+        "the plan interleaves targets: {targets_in_order:?}"
+    );
+    let mut loads = fixture.journal.starting("load ");
+    loads.sort();
+    assert_eq!(
+        loads,
+        [
+            "load a/stampede_pgbench_s1 scale 1",
+            "load a/stampede_pgbench_s2 scale 2",
+            "load b/stampede_pgbench_s1 scale 1",
+            "load b/stampede_pgbench_s2 scale 2",
+        ]
+    );
+    let load_notes = fixture
+        .journal
+        .lines()
+        .iter()
+        .filter(|l| *l == "note loading")
+        .count();
+    assert_eq!(load_notes, 4, "a load's notes reach the lab's caller");
+    assert_eq!(
+        fixture.journal.starting("provision "),
+        ["provision a", "provision b"]
+    );
+    let mut stops = fixture.journal.starting("stop ");
+    stops.sort();
+    assert_eq!(stops, ["stop a", "stop b"]);
+    assert!(!outcome.interrupted);
+    assert_eq!(outcome.failed_runs, 0);
+    assert_eq!(outcome.completed.len(), 32);
+    assert!(fixture
+        .stored()
+        .iter()
+        .all(|(s, e)| s == "completed" && e.is_none()));
+}
+
+#[test]
+fn writers_get_a_pristine_copy_and_every_run_a_checkpoint() {
+    let fixture = Fixture::new(&["a"], &["ro", "rw"]);
+    fixture.invoke(false, false, None).unwrap();
+    let journal = fixture.journal.lines();
+    for (index, line) in journal.iter().enumerate() {
+        if !line.starts_with("run ") {
+            continue;
+        }
+        assert_eq!(journal[index - 1], "checkpoint a", "before {line}");
+        if line.contains(" rw ") {
+            let scale = &line[line.rfind(" s").unwrap() + 2..];
+            assert_eq!(
+                journal[index - 2],
+                format!("copy a/stampede_pgbench_s{scale} -> {RUN_COPY}"),
+                "before {line}"
+            );
+        } else {
+            assert!(!journal[index - 2].starts_with("copy "), "before {line}");
+        }
+    }
+}
+
+#[test]
+fn an_interrupted_lab_resumes_with_the_runs_left() {
+    let fixture = Fixture::new(&["a", "b"], &["ro", "rw"]);
+    let (outcome, order) = fixture.invoke(false, false, Some(3)).unwrap();
+    assert!(outcome.interrupted);
+    assert_eq!(outcome.completed.len(), 2);
+    let stored = fixture.stored();
+    let statuses: Vec<&str> = stored.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(statuses, ["completed", "completed", "interrupted"]);
+    assert_eq!(stored[2].1.as_deref(), Some("interrupted by a signal"));
+    assert_eq!(fixture.journal.starting("run "), lines(&order[..3]));
+
+    let first_invocation = fixture.journal.lines().len();
+    let (outcome, order) = fixture.invoke(true, false, None).unwrap();
+    assert!(!outcome.interrupted);
+    assert_eq!(outcome.completed.len(), 32);
+    let resumed: Vec<String> = fixture.journal.lines()[first_invocation..]
+        .iter()
+        .filter(|l| l.starts_with("run "))
+        .cloned()
+        .collect();
+    assert_eq!(
+        resumed,
+        lines(&order[2..]),
+        "the interrupted run again, then the rest"
+    );
+    let reloaded = fixture.journal.lines()[first_invocation..]
+        .iter()
+        .filter(|l| l.starts_with("load "))
+        .count();
+    let loaded_before = fixture.journal.lines()[..first_invocation]
+        .iter()
+        .filter(|l| l.starts_with("load "))
+        .count();
+    assert_eq!(
+        reloaded + loaded_before,
+        4,
+        "a loaded dataset is not loaded again"
+    );
+}
+
+#[test]
+fn a_fresh_run_refuses_a_lab_with_finished_runs_and_resume_needs_one() {
+    let fixture = Fixture::new(&["a"], &["ro"]);
+    let error = fixture.invoke(true, false, None).err().unwrap();
+    assert!(error.starts_with("nothing to resume:"), "{error}");
+    fixture.invoke(false, false, None).unwrap();
+    let error = fixture.invoke(false, false, None).err().unwrap();
+    assert!(error.contains("already has finished runs"), "{error}");
+    let runs_before = fixture.journal.starting("run ").len();
+    let (outcome, _) = fixture.invoke(true, false, None).unwrap();
+    assert_eq!(
+        fixture.journal.starting("run ").len(),
+        runs_before,
+        "nothing left to run"
+    );
+    assert_eq!(outcome.completed.len(), 8);
+}
+
+#[test]
+fn a_failed_run_is_recorded_and_the_lab_goes_on() {
+    let fixture = Fixture::new(&["a"], &["ro", "fails"]);
+    let (outcome, order) = fixture.invoke(false, false, None).unwrap();
+    assert_eq!(fixture.journal.starting("run "), lines(&order));
+    assert_eq!(outcome.failed_runs, 8);
+    assert_eq!(outcome.completed.len(), 8);
+    let failed: Vec<_> = fixture
+        .stored()
+        .into_iter()
+        .filter(|(status, _)| status == "failed")
+        .collect();
+    assert_eq!(failed.len(), 8);
+    assert!(failed
+        .iter()
+        .all(|(_, e)| e.as_deref() == Some("ERROR:  deadlock detected")));
+    // Failed runs count as finished: a resume runs nothing again.
+    let runs_before = fixture.journal.starting("run ").len();
+    fixture.invoke(true, false, None).unwrap();
+    assert_eq!(fixture.journal.starting("run ").len(), runs_before);
+}
+
+#[test]
+fn a_crashed_server_is_restarted_and_its_log_tail_recorded() {
+    let fixture = Fixture::new(&["a"], &["ro", "crashes"]);
+    let (outcome, _) = fixture.invoke(false, false, None).unwrap();
+    assert_eq!(outcome.failed_runs, 8);
+    assert_eq!(fixture.journal.starting("restart ").len(), 8);
+    let expected = "connection lost; the server was not running (the server was restarted); \
+                    server log tail:\nLOG:  server process was terminated by signal 9";
+    let errors: Vec<_> = fixture
+        .stored()
+        .into_iter()
+        .filter_map(|(_, error)| error)
+        .collect();
+    assert_eq!(errors.len(), 8);
+    assert!(errors.iter().all(|e| e == expected), "{errors:?}");
+}
+
+#[test]
+fn keep_going_skips_a_target_that_cannot_be_provisioned() {
+    let fixture = Fixture::new(&["a", "broken"], &["ro"]);
+    let error = fixture.invoke(false, false, None).err().unwrap();
+    assert_eq!(error, "target \"broken\": no binaries here");
+    assert!(
+        !fixture.database.exists(),
+        "refused before the results database"
+    );
+
+    let (outcome, order) = fixture.invoke(false, true, None).unwrap();
+    let on_a: Vec<String> = lines(&order)
+        .into_iter()
+        .filter(|l| l.starts_with("run a/"))
+        .collect();
+    assert_eq!(fixture.journal.starting("run "), on_a);
+    assert_eq!(outcome.skipped.len(), 1);
+    assert_eq!(outcome.skipped[0].target, "broken");
+    assert_eq!(outcome.skipped[0].runs, 8);
+    assert_eq!(outcome.completed.len(), 8);
+}
+
+#[test]
+fn a_bad_variant_is_refused_before_anything_starts() {
+    let fixture = Fixture::new(&["a"], &["nope"]);
+    let error = fixture.invoke(false, false, None).err().unwrap();
+    assert_eq!(error, "no variant \"nope\"");
+    assert!(fixture.journal.lines().is_empty());
+    assert!(!fixture.database.exists());
+}

@@ -1,0 +1,230 @@
+//! What the lab needs of a target: binaries resolved before anything starts, a server
+//! provisioned on first use, and the handful of things done to it between runs (datasets,
+//! pristine copies, checkpoints, crash recovery). The executor sees only these traits, so a
+//! new target kind or engine implements them without touching it, and its tests drive it
+//! with a fake.
+
+use std::path::Path;
+
+use super::spec::TargetSpec;
+use super::window::WindowProbes;
+use crate::pg::control::{query_rows, query_string, sql};
+use crate::probe::plans;
+use crate::server::binaries::Binaries;
+use crate::server::profile::Machine;
+use crate::server::provision::{ProvisionedServer, ServerConfig};
+use crate::server::target::ConnSpec;
+use crate::store::{SettingRow, TargetRecord};
+
+/// Resolves and provisions the targets of a lab spec.
+pub trait Targets {
+    /// The target's binaries, checked before the lab starts (a download happens here).
+    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, String>;
+    /// Starts the target's server under `root` (initialised there once, reused on resume).
+    fn provision(
+        &self,
+        binaries: &Binaries,
+        root: &Path,
+        config: &ServerConfig<'_>,
+    ) -> Result<Box<dyn LabServer>, String>;
+}
+
+/// A started server as the lab uses it.
+pub trait LabServer {
+    /// Provenance and every setting, for the results database.
+    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, String>;
+    /// A control session on `database`, kept out of the statement statistics.
+    fn conn(&self, database: &str) -> ConnSpec;
+    /// The measured workload's sessions on `database`.
+    fn workload_conn(&self, database: &str) -> ConnSpec;
+    /// Whether `database` holds a dataset whose load completed.
+    fn has_dataset(&self, database: &str) -> bool;
+    /// An empty `database`, replacing any of that name.
+    fn create_empty(&self, database: &str) -> Result<(), String>;
+    /// After a load: statement statistics on, VACUUM FREEZE ANALYZE, the completion marker,
+    /// a checkpoint.
+    fn seal_dataset(&self, database: &str) -> Result<(), String>;
+    /// `copy` as a fresh copy of `template`, replacing any of that name.
+    fn copy_database(&self, template: &str, copy: &str) -> Result<(), String>;
+    fn drop_database(&self, database: &str) -> Result<(), String>;
+    fn checkpoint(&self) -> Result<(), String>;
+    fn database_bytes(&self, database: &str) -> Result<u64, String>;
+    fn shared_buffers_bytes(&self) -> Result<u64, String>;
+    /// The machine the server's data lives on (RAM, free disk) for scale classes.
+    fn machine(&self) -> Machine;
+    /// Whether the server answers.
+    fn alive(&self) -> bool;
+    /// Starts the server again after a crash.
+    fn restart(&self) -> Result<(), String>;
+    fn log_tail(&self, lines: usize) -> String;
+    fn stop(&self);
+    /// The probes around a run on `run` (its database), when the server can be probed.
+    fn window_probes(&self, run: &ConnSpec) -> Option<WindowProbes>;
+    /// The plan of `statement` in `database`, when it can be explained.
+    fn explain(&self, database: &str, statement: &str) -> Option<String>;
+}
+
+/// PostgreSQL servers from the spec's binary source (system, bin dir, download).
+pub struct PostgresTargets;
+
+impl Targets for PostgresTargets {
+    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, String> {
+        spec.postgres
+            .resolve()
+            .map_err(|e| format!("target \"{}\": {e}", spec.name))
+    }
+
+    fn provision(
+        &self,
+        binaries: &Binaries,
+        root: &Path,
+        config: &ServerConfig<'_>,
+    ) -> Result<Box<dyn LabServer>, String> {
+        Ok(Box::new(ProvisionedServer::provision(
+            binaries, root, config,
+        )?))
+    }
+}
+
+impl LabServer for ProvisionedServer {
+    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, String> {
+        let admin = self.conn("postgres");
+        let server_version = query_string(&admin, "SELECT version()")?;
+        let pg_config = query_string(
+            &admin,
+            "SELECT string_agg(name || ' = ' || setting, E'\\n' ORDER BY name) FROM pg_config",
+        )
+        .unwrap_or_default();
+        let settings = query_rows(
+            &admin,
+            "SELECT name, setting, unit, source FROM pg_settings ORDER BY name",
+        )?
+        .into_iter()
+        .map(|row| SettingRow {
+            name: row[0].clone().unwrap_or_default(),
+            setting: row[1].clone(),
+            unit: row[2].clone(),
+            source: row[3].clone(),
+        })
+        .collect();
+        Ok(TargetRecord {
+            name: spec.name.clone(),
+            postgres: spec.postgres.spec_text(),
+            binary_source: spec.postgres.provenance().into(),
+            bin_dir: self.cluster.binaries.bin_dir.display().to_string(),
+            server_version,
+            pg_config,
+            profile: spec.profile.name(),
+            restore_method: self.restore_method().into(),
+            settings,
+        })
+    }
+
+    fn conn(&self, database: &str) -> ConnSpec {
+        ProvisionedServer::conn(self, database)
+    }
+
+    fn workload_conn(&self, database: &str) -> ConnSpec {
+        ProvisionedServer::workload_conn(self, database)
+    }
+
+    fn has_dataset(&self, database: &str) -> bool {
+        query_string(
+            &self.conn(database),
+            "SELECT count(*)::text FROM stampede_dataset",
+        )
+        .is_ok_and(|n| n == "1")
+    }
+
+    fn create_empty(&self, database: &str) -> Result<(), String> {
+        self.drop_database(database)?;
+        sql(
+            &self.conn("postgres"),
+            &format!("CREATE DATABASE {database}"),
+        )
+    }
+
+    fn seal_dataset(&self, database: &str) -> Result<(), String> {
+        let conn = self.conn(database);
+        sql(&conn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
+        sql(&conn, "VACUUM (FREEZE, ANALYZE)")?;
+        sql(
+            &conn,
+            "CREATE TABLE stampede_dataset AS SELECT now() AS loaded_at",
+        )?;
+        self.checkpoint()
+    }
+
+    fn copy_database(&self, template: &str, copy: &str) -> Result<(), String> {
+        self.drop_database(copy)?;
+        sql(
+            &self.conn("postgres"),
+            &format!(
+                "CREATE DATABASE {copy} TEMPLATE {template}{}",
+                self.file_copy_clause()
+            ),
+        )
+    }
+
+    fn drop_database(&self, database: &str) -> Result<(), String> {
+        sql(
+            &self.conn("postgres"),
+            &format!("DROP DATABASE IF EXISTS {database}"),
+        )
+    }
+
+    fn checkpoint(&self) -> Result<(), String> {
+        sql(&self.conn("postgres"), "CHECKPOINT")
+    }
+
+    fn database_bytes(&self, database: &str) -> Result<u64, String> {
+        let text = query_string(
+            &self.conn(database),
+            "SELECT pg_database_size(current_database())::text",
+        )?;
+        text.parse()
+            .map_err(|e| format!("pg_database_size returned {text:?}: {e}"))
+    }
+
+    fn shared_buffers_bytes(&self) -> Result<u64, String> {
+        query_string(
+            &self.conn("postgres"),
+            "SELECT pg_size_bytes(current_setting('shared_buffers'))::text",
+        )?
+        .parse()
+        .map_err(|e| format!("shared_buffers: {e}"))
+    }
+
+    fn machine(&self) -> Machine {
+        Machine::probe(&self.cluster.root)
+    }
+
+    fn alive(&self) -> bool {
+        ProvisionedServer::alive(self)
+    }
+
+    fn restart(&self) -> Result<(), String> {
+        ProvisionedServer::restart(self)
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        self.cluster.log_tail(lines)
+    }
+
+    fn stop(&self) {
+        let _ = self.cluster.stop();
+    }
+
+    fn window_probes(&self, run: &ConnSpec) -> Option<WindowProbes> {
+        Some(WindowProbes {
+            run: self.conn(&run.dbname),
+            admin: self.conn("postgres"),
+            data_dir: self.cluster.data_dir(),
+            server_version_num: self.version_num,
+        })
+    }
+
+    fn explain(&self, database: &str, statement: &str) -> Option<String> {
+        plans::explain(&self.conn(database), statement)
+    }
+}
