@@ -943,6 +943,24 @@ fn results_go_to_a_postgresql_database_without_its_password() {
     assert!(!stdout(&report).contains(common::PASSWORD));
     let reported = json.to_string();
     assert!(reported.contains("select-only"), "{reported}");
+    // Its p99 is the median of the two stored runs', as psql reads them.
+    let latency = json["latency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["target"] == "t")
+        .unwrap();
+    let stored: Vec<f64> =
+        query("SELECT string_agg(p99_ms::text, ',') FROM runs WHERE status = 'completed'")
+            .split(',')
+            .map(|v| v.parse().unwrap())
+            .collect();
+    let median = (stored[0] + stored[1]) / 2.0;
+    let reported_p99 = latency["p99_ms"].as_f64().unwrap();
+    assert!(
+        (reported_p99 - median).abs() <= 1e-9 * median,
+        "{reported_p99} vs {stored:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
