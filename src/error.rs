@@ -1,7 +1,8 @@
-//! Why a command failed, which decides the exit code.
+//! Why something failed, which decides a command's exit code: the one error type that crosses
+//! module boundaries (the family and target seams, the lab, the commands).
 
-/// A command's failure: what the user sees on stderr and the exit code.
-#[derive(Debug)]
+/// A failure: what the user sees on stderr and the exit code it maps to.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// Bad input: options, scripts, or a target that cannot be used (exit 1).
     Input(String),
@@ -25,6 +26,34 @@ impl Failure {
             Failure::Input(m) | Failure::Run(m) => m,
             Failure::Incomplete => "the run was aborted".into(),
         }
+    }
+
+    /// The same failure with `context` before its message ("target \"a\": ...").
+    pub fn context(self, context: impl std::fmt::Display) -> Failure {
+        match self {
+            Failure::Input(m) => Failure::Input(format!("{context}: {m}")),
+            Failure::Run(m) => Failure::Run(format!("{context}: {m}")),
+            Failure::Incomplete => Failure::Run(format!("{context}: the run was aborted")),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Input(m) | Failure::Run(m) => f.write_str(m),
+            Failure::Incomplete => f.write_str("the run was aborted"),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// The lower layers (driver, server control, store) report text; met while running, it is the
+/// run's failure. Bad input is always named as such, with `Failure::Input`.
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Run(message)
     }
 }
 

@@ -90,6 +90,9 @@ fn analytics_run_seed_002s_queries_and_report_their_server_times() {
             "20",
             "-c",
             "2",
+            // A fixed seed: a clock seed once drew no query 3 in 40 choices (1795470553064030).
+            "--random-seed",
+            "4",
             "--json",
             json.to_str().unwrap(),
         ],

@@ -981,9 +981,13 @@ fn a_sysbench_workload_runs_in_the_lab() {
     };
     // Bad options are refused before anything starts.
     write("tables = 0");
+    // The error points at the option in the spec.
     assert_lab_refused(
         &spec,
-        "workload \"sysbench\": options: --tables must be at least 1 (not 0)",
+        &format!(
+            "{}:14:13: workload \"sysbench\": options: --tables must be at least 1 (not 0)",
+            spec.display()
+        ),
     );
 
     write("tables = 2, rand_type = \"uniform\"");
@@ -1148,7 +1152,7 @@ fn a_tpcc_workload_runs_in_the_lab() {
         .unwrap()
     };
     write("mix = \"40,40,10,5\"");
-    assert_lab_refused(&spec, "workload \"tpcc\": options: --mix \"40,40,10,5\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb");
+    assert_lab_refused(&spec, &format!("{}:14:13: workload \"tpcc\": options: --mix \"40,40,10,5\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb", spec.display()));
 
     write("mix = \"hammerdb\"");
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
@@ -1314,7 +1318,10 @@ fn a_dbstress_workload_runs_in_the_lab() {
     write("rw_ratio = 0");
     assert_lab_refused(
         &spec,
-        "workload \"dbstress\": options: rw_ratio = \"0\": give a whole number from 1",
+        &format!(
+            "{}:12:13: workload \"dbstress\": options: rw_ratio = \"0\": give a whole number from 1",
+            spec.display()
+        ),
     );
     write("rw_ratio = 3, anti_dead = true");
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])

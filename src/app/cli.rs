@@ -65,9 +65,8 @@ pub struct CompareArgs {
     /// The lab, when the database holds several
     #[arg(long)]
     pub lab: Option<String>,
-    /// tps (higher is better), p99 (latency, lower is better) or nopm (TPROC-C New-Orders per
-    /// minute, higher is better)
-    #[arg(long, default_value = "tps")]
+    /// What to rank by (see `metric_help`)
+    #[arg(long, default_value = "tps", help = metric_help())]
     pub metric: String,
 }
 
@@ -87,9 +86,8 @@ pub struct ReportArgs {
     /// The lab, when the database holds several
     #[arg(long)]
     pub lab: Option<String>,
-    /// tps (higher is better), p99 (latency, lower is better) or nopm (TPROC-C New-Orders per
-    /// minute, higher is better)
-    #[arg(long, default_value = "tps")]
+    /// What to rank by (see `metric_help`)
+    #[arg(long, default_value = "tps", help = metric_help())]
     pub metric: String,
     /// A run to chart second by second with its checkpoints (repeatable; default: each target's
     /// median run in the base's cell with the most clients)
@@ -140,4 +138,22 @@ pub enum LabAction {
         #[arg(long)]
         keep_going: bool,
     },
+}
+
+/// `--metric`'s help: tps and p99, then the metrics the workloads declare, from the registry.
+fn metric_help() -> String {
+    let declared: Vec<String> = crate::family::workload_metrics()
+        .iter()
+        .map(|metric| {
+            let better = match metric.direction {
+                crate::analysis::verdict::Direction::HigherIsBetter => "higher",
+                crate::analysis::verdict::Direction::LowerIsBetter => "lower",
+            };
+            format!("{} ({better} is better)", metric.name)
+        })
+        .collect();
+    format!(
+        "tps (higher is better), p99 (latency, lower is better), or a metric a workload reports: {}",
+        declared.join(", ")
+    )
 }

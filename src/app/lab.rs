@@ -44,7 +44,7 @@ fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
         .iter()
         .map(|w| {
             let kind = family::lab_workload(&w.name).expect("the spec admits only known workloads");
-            (kind.create)(&w.options).map_err(Failure::Input)
+            (kind.create)(&w.options).map_err(|e| Failure::Input(e.message))
         })
         .collect()
 }
@@ -126,8 +126,7 @@ pub fn human(d: Duration) -> String {
 fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     let (spec, workloads) = load_spec(path)?;
     let stop = watch_signals();
-    let mut lab = Lab::prepare(&spec, workloads, &PostgresTargets, resume, keep_going, stop)
-        .map_err(Failure::Input)?;
+    let mut lab = Lab::prepare(&spec, workloads, &PostgresTargets, resume, keep_going, stop)?;
     eprintln!(
         "lab \"{}\": {} runs, results in {}",
         spec.name,
@@ -135,9 +134,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
         spec.results
     );
     let mut progress = Progress::on_stderr();
-    let outcome = lab
-        .run(&mut |event| progress.show(event))
-        .map_err(Failure::Run)?;
+    let outcome = lab.run(&mut |event| progress.show(event))?;
     print!("{}", results_table(&spec, lab.plan(), &outcome));
     if outcome.interrupted {
         return Err(Failure::Run(format!(

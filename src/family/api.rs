@@ -1,7 +1,9 @@
 //! The seam between the lab and a workload family: the lab provisions servers, orders runs and
 //! stores results; a workload loads its data and measures one run. Each family implements
-//! `LabWorkload` once per lab workload it offers and lists them as `LabWorkloadKind`s, which the
-//! registry in `family/mod.rs` collects; every lab feature then applies to it.
+//! `FamilyWorkload` once per lab workload it offers, with its own variant type, and lists them as
+//! `LabWorkloadKind`s, which the registry in `family/mod.rs` collects; the lab holds each as a
+//! `LabWorkload`, which names variants as the spec and the results database do, and every lab
+//! feature then applies to it.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -9,6 +11,8 @@ use std::time::Duration;
 
 use crate::analysis::verdict::Direction;
 use crate::driver::Protocol;
+use crate::error::Failure;
+use crate::family::common::options::OptionsError;
 use crate::server::target::ConnSpec;
 use crate::store::{RunMetrics, SeriesRow};
 
@@ -19,8 +23,7 @@ pub struct LabWorkloadKind {
     /// The protocols its runs honour; a spec that asks for another is refused before anything
     /// starts.
     pub protocols: &'static [Protocol],
-    /// Makes the workload from the spec's `options = { ... }` (as text), refusing unknown or
-    /// bad ones.
+    /// Makes the workload from the spec's `options = { ... }`, refusing unknown or bad ones.
     pub create: CreateWorkload,
     /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),
     /// which `compare` and `report` can rank by with `--metric`.
@@ -35,11 +38,9 @@ pub struct WorkloadMetric {
     pub direction: Direction,
 }
 
-/// A workload's `options = { ... }` from the spec: name and value as text.
-pub type WorkloadOptions = [(String, String)];
-
-/// Makes a lab workload from its options.
-pub type CreateWorkload = fn(&WorkloadOptions) -> Result<Box<dyn LabWorkload>, String>;
+/// Makes a lab workload from the spec's `options = { ... }`, read with
+/// `family::common::options::parse` into the family's own struct.
+pub type CreateWorkload = fn(&toml::Table) -> Result<Box<dyn LabWorkload>, OptionsError>;
 
 /// Every protocol: for workloads whose statements go through the driver's protocol choice.
 pub const ALL_PROTOCOLS: &[Protocol] = &[Protocol::Simple, Protocol::Extended, Protocol::Prepared];
@@ -47,8 +48,6 @@ pub const ALL_PROTOCOLS: &[Protocol] = &[Protocol::Simple, Protocol::Extended, P
 /// One measured run.
 pub struct RunRequest<'a> {
     pub conn: &'a ConnSpec,
-    /// The workload variant (for pgbench: a builtin name or a script file).
-    pub script: &'a str,
     pub scale: i64,
     pub clients: usize,
     pub threads: usize,
@@ -78,19 +77,24 @@ pub trait RunObserver {
     fn second(&mut self, index: u64, tps: f64);
 }
 
-pub trait LabWorkload {
+/// A lab workload as its family writes it: `Variant` is what one run does (a builtin or a
+/// script file, a sysbench test, a mode), read once from the name a spec gives.
+pub trait FamilyWorkload {
+    type Variant;
+
+    /// Reads a variant a spec names; an unknown builtin or an unreadable file is refused here
+    /// (`Failure::Input`), before anything starts.
+    fn variant(&self, name: &str) -> Result<Self::Variant, Failure>;
+    /// The variants a `[[workload]]` without `scripts` runs, by name.
+    fn default_variants(&self) -> Vec<String>;
     /// Loads the dataset at `scale` into the connected, empty database; `note` tells the user
     /// what a long load is doing (the lab prints it on lines of its own, never beside a run's).
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), String>;
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure>;
     /// Whether runs of this variant change the data, so that each needs a pristine copy.
-    fn writes(&self, script: &str) -> bool;
+    fn writes(&self, variant: &Self::Variant) -> bool;
     /// The group a variant belongs to in relative-throughput tables (for sysbench's suite:
     /// point, range, write; for pgbench: read or write).
-    fn family(&self, script: &str) -> String;
-    /// Checks a variant before anything starts (unknown builtin, unreadable file).
-    fn check_variant(&self, script: &str) -> Result<(), String>;
-    /// The variants a `[[workload]]` without `scripts` runs.
-    fn default_variants(&self) -> Vec<String>;
+    fn group(&self, variant: &Self::Variant) -> String;
     /// Whether the variants are steps of one sequence that share a data copy and run in the
     /// spec's order (sysbench's microbench suite: reads, writes, then reads of the written
     /// data), rather than independent runs on pristine data.
@@ -102,18 +106,98 @@ pub trait LabWorkload {
     fn between_steps(
         &self,
         _conn: &ConnSpec,
-        _previous: &str,
-        _next: &str,
+        _previous: &Self::Variant,
+        _next: &Self::Variant,
         _scale: i64,
         _note: &mut dyn FnMut(&str),
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         Ok(())
     }
-    /// Runs the warmup, calls `observer.open_window`, then the measured run, reporting each
-    /// second to the observer.
+    /// Runs the warmup, calls `observer.open_window`, then the measured run of `variant`,
+    /// reporting each second to the observer.
     fn run(
         &self,
+        variant: &Self::Variant,
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
-    ) -> Result<Measurement, String>;
+    ) -> Result<Measurement, Failure>;
+}
+
+/// A lab workload as the lab holds it, whatever its family: variants by the name the spec and
+/// the results database give them.
+pub trait LabWorkload {
+    /// Checks a variant before anything starts.
+    fn check_variant(&self, name: &str) -> Result<(), Failure>;
+    fn default_variants(&self) -> Vec<String>;
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure>;
+    /// Whether runs of a variant change the data (a variant that cannot be read is taken to).
+    fn writes(&self, name: &str) -> bool;
+    /// The variant's group in relative-throughput tables, stored as the cell's family.
+    fn group(&self, name: &str) -> String;
+    fn sequential(&self) -> bool;
+    fn between_steps(
+        &self,
+        conn: &ConnSpec,
+        previous: &str,
+        next: &str,
+        scale: i64,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<(), Failure>;
+    fn run(
+        &self,
+        name: &str,
+        request: &RunRequest<'_>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<Measurement, Failure>;
+}
+
+impl<W: FamilyWorkload> LabWorkload for W {
+    fn check_variant(&self, name: &str) -> Result<(), Failure> {
+        self.variant(name).map(|_| ())
+    }
+
+    fn default_variants(&self) -> Vec<String> {
+        FamilyWorkload::default_variants(self)
+    }
+
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+        FamilyWorkload::load(self, conn, scale, note)
+    }
+
+    fn writes(&self, name: &str) -> bool {
+        self.variant(name)
+            .map_or(true, |variant| FamilyWorkload::writes(self, &variant))
+    }
+
+    fn group(&self, name: &str) -> String {
+        self.variant(name).map_or_else(
+            |_| name.to_string(),
+            |variant| FamilyWorkload::group(self, &variant),
+        )
+    }
+
+    fn sequential(&self) -> bool {
+        FamilyWorkload::sequential(self)
+    }
+
+    fn between_steps(
+        &self,
+        conn: &ConnSpec,
+        previous: &str,
+        next: &str,
+        scale: i64,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<(), Failure> {
+        let (previous, next) = (self.variant(previous)?, self.variant(next)?);
+        FamilyWorkload::between_steps(self, conn, &previous, &next, scale, note)
+    }
+
+    fn run(
+        &self,
+        name: &str,
+        request: &RunRequest<'_>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<Measurement, Failure> {
+        FamilyWorkload::run(self, &self.variant(name)?, request, observer)
+    }
 }

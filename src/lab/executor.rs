@@ -13,6 +13,7 @@ use super::spec::{LabSpec, Scale};
 use super::target::{LabServer, Targets};
 use super::window::{OpenWindow, WindowProbes};
 use crate::driver::Protocol;
+use crate::error::Failure;
 use crate::family::api::{LabWorkload, RunObserver, RunRequest};
 use crate::server::binaries::Binaries;
 use crate::server::profile::Machine;
@@ -80,12 +81,12 @@ pub struct Lab<'a> {
     workloads: Vec<Box<dyn LabWorkload>>,
     targets: &'a dyn Targets,
     /// Per target: its binaries, or why they could not be had.
-    binaries: Vec<Result<Binaries, String>>,
+    binaries: Vec<Result<Binaries, Failure>>,
     servers: Vec<Option<TargetServer>>,
     /// Skip a target that cannot be provisioned instead of stopping the lab.
     keep_going: bool,
     /// Per target: why it cannot be provisioned, once that is known.
-    broken: Vec<Option<String>>,
+    broken: Vec<Option<Failure>>,
     stop: Arc<AtomicBool>,
     /// Root of the lab's clusters: `<results>.servers/`.
     server_root: PathBuf,
@@ -118,40 +119,52 @@ impl<'a> Lab<'a> {
         resume: bool,
         keep_going: bool,
         stop: Arc<AtomicBool>,
-    ) -> Result<Lab<'a>, String> {
+    ) -> Result<Lab<'a>, Failure> {
         for (workload, w) in spec.workloads.iter().zip(&workloads) {
             for script in &workload.scripts {
                 w.check_variant(script)?;
             }
         }
-        let binaries: Vec<Result<Binaries, String>> =
+        let binaries: Vec<Result<Binaries, Failure>> =
             spec.targets.iter().map(|t| targets.resolve(t)).collect();
         if !keep_going {
             if let Some(Err(error)) = binaries.iter().find(|b| b.is_err()) {
                 return Err(error.clone());
             }
         }
-        let mut store = Store::open(&spec.results)?;
-        let existing = store.find_lab(&spec.name)?;
+        // A results database that cannot take the lab is the spec's problem: nothing ran yet.
+        let mut store = Store::open(&spec.results).map_err(Failure::Input)?;
+        let existing = store.find_lab(&spec.name).map_err(Failure::Input)?;
         if resume && existing.is_none() {
-            return Err(format!(
+            return Err(Failure::Input(format!(
                 "nothing to resume: {} holds no lab \"{}\"; start it with `stampede lab run`",
                 spec.results, spec.name
-            ));
+            )));
         }
         let seed = spec.seed.unwrap_or_else(|| unix_now().to_bits());
-        let (lab_id, seed) = store.lab(&spec.name, &spec.text, seed)?;
-        if !resume && !store.finished_runs(lab_id)?.is_empty() {
-            return Err(format!(
+        let (lab_id, seed) = store
+            .lab(&spec.name, &spec.text, seed)
+            .map_err(Failure::Input)?;
+        if !resume
+            && !store
+                .finished_runs(lab_id)
+                .map_err(Failure::Input)?
+                .is_empty()
+        {
+            return Err(Failure::Input(format!(
                 "lab \"{}\" already has finished runs in {}; continue it with `stampede lab resume`",
                 spec.name,
                 spec.results
-            ));
+            )));
         }
         let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
         let plan = Plan::new(spec, seed, &sequential);
-        store.save_cells(lab_id, &cell_records(spec, &plan, &workloads))?;
-        store.record_client_cores(lab_id, crate::probe::cpu::cores())?;
+        store
+            .save_cells(lab_id, &cell_records(spec, &plan, &workloads))
+            .map_err(Failure::Input)?;
+        store
+            .record_client_cores(lab_id, crate::probe::cpu::cores())
+            .map_err(Failure::Input)?;
         let server_root = spec.server_root.clone();
         Ok(Lab {
             spec,
@@ -174,10 +187,13 @@ impl<'a> Lab<'a> {
     }
 
     /// Runs every unfinished run in order, then stops the servers.
-    pub fn run(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<LabOutcome, String> {
+    pub fn run(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<LabOutcome, Failure> {
         let result = self.run_all(on_event);
         self.shutdown();
-        let (interrupted, failed_runs, skipped_runs) = result?;
+        // Once the lab has started, whatever stops it is a failed run (exit 2), whichever
+        // layer it came from: the spec and its inputs were accepted by `prepare`.
+        let (interrupted, failed_runs, skipped_runs) =
+            result.map_err(|failure| Failure::Run(failure.into_message()))?;
         let skipped = self
             .broken
             .iter()
@@ -186,7 +202,7 @@ impl<'a> Lab<'a> {
             .filter_map(|((reason, target), runs)| {
                 Some(SkippedTarget {
                     target: target.name.clone(),
-                    reason: reason.clone()?,
+                    reason: reason.clone()?.into_message(),
                     runs,
                 })
             })
@@ -204,7 +220,7 @@ impl<'a> Lab<'a> {
     fn run_all(
         &mut self,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<(bool, usize, Vec<usize>), String> {
+    ) -> Result<(bool, usize, Vec<usize>), Failure> {
         let todo = self.unfinished_runs()?;
         if todo.len() < self.plan.runs.len() {
             let note = format!(
@@ -268,7 +284,7 @@ impl<'a> Lab<'a> {
     /// The runs still to do, in order. A sequence with any step unfinished runs again from its
     /// first step, since each step measures the data its predecessors left; the results of
     /// its finished steps are removed first.
-    fn unfinished_runs(&mut self) -> Result<Vec<(usize, PlannedRun)>, String> {
+    fn unfinished_runs(&mut self) -> Result<Vec<(usize, PlannedRun)>, Failure> {
         let finished = self.store.finished_runs(self.lab_id)?;
         let is_finished = |run: &PlannedRun| {
             finished.contains(&(self.plan.cells[run.cell].key.clone(), run.repetition))
@@ -305,7 +321,7 @@ impl<'a> Lab<'a> {
         run: &PlannedRun,
         cell: &Cell,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<RunRecord, String> {
+    ) -> Result<RunRecord, Failure> {
         let started_unix_s = unix_now();
         let run_started = Instant::now();
         let mut record = RunRecord {
@@ -336,7 +352,6 @@ impl<'a> Lab<'a> {
             let workload = &self.spec.workloads[cell.workload];
             let request = RunRequest {
                 conn: &conn,
-                script: &cell.script,
                 scale,
                 clients: cell.clients,
                 threads: workload
@@ -354,7 +369,7 @@ impl<'a> Lab<'a> {
                 window: None,
                 on_event: &mut *on_event,
             };
-            let measured = self.workloads[cell.workload].run(&request, &mut observer);
+            let measured = self.workloads[cell.workload].run(&cell.script, &request, &mut observer);
             if let (Ok(_), Some(window), Some(probes)) =
                 (&measured, observer.window, &observer.probes)
             {
@@ -384,7 +399,7 @@ impl<'a> Lab<'a> {
                 self.explain_new_statements(cell, &record);
             }
             Err(error) => {
-                record.error = Some(self.explain_failure(cell.target, error));
+                record.error = Some(self.explain_failure(cell.target, error.into_message()));
             }
         }
         Ok(record)
@@ -450,7 +465,7 @@ impl<'a> Lab<'a> {
         run: &PlannedRun,
         cell: &Cell,
         scale: i64,
-    ) -> Result<(ConnSpec, i64), String> {
+    ) -> Result<(ConnSpec, i64), Failure> {
         let server = self.servers[cell.target].as_ref().expect("provisioned");
         let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
         let fresh_copy = match run.step {
@@ -476,7 +491,7 @@ impl<'a> Lab<'a> {
         cell: &Cell,
         scale: i64,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let Some(previous) = run.step.and_then(|step| step.after) else {
             return Ok(());
         };
@@ -497,7 +512,7 @@ impl<'a> Lab<'a> {
         &mut self,
         target: usize,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         if self.servers[target].is_some() {
             return Ok(());
         }
@@ -532,7 +547,7 @@ impl<'a> Lab<'a> {
         &mut self,
         cell: &Cell,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<i64, String> {
+    ) -> Result<i64, Failure> {
         let key = (cell.workload, cell.scale);
         if let Some(scale) = self.servers[cell.target]
             .as_ref()
@@ -565,7 +580,7 @@ impl<'a> Lab<'a> {
         &mut self,
         cell: &Cell,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<i64, String> {
+    ) -> Result<i64, Failure> {
         let Scale::Fixed(n) = cell.scale else {
             let unit = self.unit_bytes(cell, on_event)?;
             let server = self.servers[cell.target].as_ref().expect("provisioned");
@@ -580,7 +595,7 @@ impl<'a> Lab<'a> {
         &mut self,
         cell: &Cell,
         on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<u64, String> {
+    ) -> Result<u64, Failure> {
         let server = self.servers[cell.target].as_mut().expect("provisioned");
         if let Some(bytes) = server.unit_bytes.get(&cell.workload) {
             return Ok(*bytes);
@@ -641,7 +656,7 @@ pub fn scale_for_class(
     unit_bytes: u64,
     shared_buffers: u64,
     machine: &Machine,
-) -> Result<i64, String> {
+) -> Result<i64, Failure> {
     const GB: u64 = 1024 * 1024 * 1024;
     let bytes = match class {
         Scale::Fixed(n) => return Ok(n),
@@ -649,23 +664,23 @@ pub fn scale_for_class(
         Scale::Ram => {
             let wanted = (shared_buffers * 2).max(shared_buffers + GB);
             if wanted > machine.ram_bytes / 2 {
-                return Err(format!(
+                return Err(Failure::Run(format!(
                     "scale \"ram\": data larger than shared_buffers ({} MB) needs {} MB, more than half of this machine's RAM ({} MB); lower shared_buffers or use a number",
                     shared_buffers >> 20,
                     wanted >> 20,
                     machine.ram_bytes >> 20
-                ));
+                )));
             }
             wanted
         }
         Scale::Disk => {
             let wanted = machine.ram_bytes / 4 * 5;
             if machine.free_disk_bytes < wanted / 2 * 3 {
-                return Err(format!(
+                return Err(Failure::Run(format!(
                     "scale \"disk\": data exceeding RAM needs {} MB and room to spare, but only {} MB are free",
                     wanted >> 20,
                     machine.free_disk_bytes >> 20
-                ));
+                )));
             }
             wanted
         }
@@ -687,7 +702,7 @@ fn cell_records(
             script: c.script.clone(),
             scale: c.scale.to_string(),
             clients: c.clients,
-            family: workloads[c.workload].family(&c.script),
+            family: workloads[c.workload].group(&c.script),
         })
         .collect()
 }

@@ -54,7 +54,7 @@ struct WorkloadFile {
     protocol: Option<Spanned<String>>,
     client_cpus: Option<Spanned<String>>,
     /// The workload's own options (sysbench: tables, rand_type, ...).
-    options: Option<Spanned<BTreeMap<String, toml::Value>>>,
+    options: Option<Spanned<BTreeMap<Spanned<String>, toml::Value>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -110,8 +110,9 @@ pub struct WorkloadSpec {
     /// The spec's protocol, one the workload accepts; None: the workload's default.
     pub protocol: Option<Protocol>,
     pub client_cpus: Option<Vec<usize>>,
-    /// The workload's own options, as text (checked by the workload).
-    pub options: Vec<(String, String)>,
+    /// The workload's own options, as its family's `create` reads them (checked when the spec
+    /// is read).
+    pub options: toml::Table,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -421,27 +422,32 @@ fn workloads(
         .collect()
 }
 
-/// A workload's `options = { ... }` as text, each a string, number or boolean.
+/// A workload's `options = { ... }`, checked by the family it names: an error points at the
+/// option it is about, or at the table.
 fn workload_options(
     source: &Source<'_>,
     w: &WorkloadFile,
-) -> Result<Vec<(String, String)>, SpecError> {
-    let Some(options) = &w.options else {
-        return Ok(Vec::new());
+    kind: &LabWorkloadKind,
+) -> Result<toml::Table, SpecError> {
+    let Some(spanned) = &w.options else {
+        return Ok(toml::Table::new());
     };
-    options
+    let options: toml::Table = spanned
         .get_ref()
         .iter()
-        .map(|(name, value)| {
-            let text = value_text(value).ok_or_else(|| {
-                source.at(
-                    options,
-                    format!("options.{name}: use a string, number or boolean"),
-                )
-            })?;
-            Ok((name.clone(), text))
-        })
-        .collect()
+        .map(|(name, value)| (name.get_ref().clone(), value.clone()))
+        .collect();
+    if let Err(error) = (kind.create)(&options) {
+        let key = error
+            .key
+            .as_deref()
+            .and_then(|key| spanned.get_ref().keys().find(|k| k.get_ref() == key));
+        return Err(match key {
+            Some(key) => source.at(key, error),
+            None => source.at(spanned, error),
+        });
+    }
+    Ok(options)
 }
 
 fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<WorkloadSpec, SpecError> {
@@ -505,7 +511,7 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         threads,
         protocol,
         client_cpus: cpu_list(source, w.client_cpus.as_ref(), "client_cpus")?,
-        options: workload_options(source, w)?,
+        options: workload_options(source, w, kind)?,
     })
 }
 
@@ -651,6 +657,41 @@ clients = [1, 4]
             error(&GOOD.replace("\"16\"", "\"9.6\"")),
             "lab.toml:15:12: postgres: unknown version \"9.6\"; use a major 12-18 (\"16\"), an exact version (\"16.4.0\"), \"system\" or a bin/ path"
         );
+    }
+
+    #[test]
+    fn workload_options_are_checked_by_their_family_at_their_key() {
+        let with = |workload: &str, options: &str| {
+            GOOD.replace("name = \"pgbench\"", &format!("name = \"{workload}\""))
+                .replace("scripts = [\"select-only\", \"tpcb-like\"]\n", "")
+                + &format!("options = {{ {options} }}\n")
+        };
+        assert_eq!(
+            error(&with("dbstress", "rw_ratio = 2, anti_dead = \"maybe\"")),
+            "lab.toml:21:27: workload \"dbstress\": options: anti_dead: \"maybe\" is not on or off"
+        );
+        assert_eq!(
+            error(&with("sysbench", "tables = 2, threads = 8")),
+            "lab.toml:21:25: workload \"sysbench\": options: unknown option \"threads\"; the options are: postwrite_settle, tables, range_size, point_selects, simple_ranges, sum_ranges, order_ranges, distinct_ranges, index_updates, non_index_updates, delete_inserts, range_selects, auto_inc, skip_trx, secondary, create_secondary, random_points, number_of_ranges, delta, hot_points, covered, on_id, rand_type, rand_spec_iter, rand_spec_pct, rand_spec_res, rand_pareto_h, rand_zipfian_exp"
+        );
+        assert_eq!(
+            error(&with("sysbench", "range_size = \"wide\"")),
+            "lab.toml:21:13: workload \"sysbench\": options: range_size: invalid type: string \"wide\", expected i64"
+        );
+        assert_eq!(
+            error(&with("tpcc", "mix = \"hammerdb\", warehouses = 4")),
+            "lab.toml:21:31: workload \"tpcc\": options: unknown option \"warehouses\"; the options are: mix"
+        );
+        assert_eq!(
+            error(&with("pgbench", "fillfactor = 90")),
+            "lab.toml:21:13: workload \"pgbench\": options: unknown option \"fillfactor\"; this workload takes none"
+        );
+        let spec = parse(
+            Path::new("lab.toml"),
+            &with("sysbench", "tables = 4, skip_trx = \"on\""),
+        )
+        .unwrap();
+        assert_eq!(spec.workloads[0].options["tables"].as_integer(), Some(4));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::spec::TargetSpec;
 use super::window::WindowProbes;
+use crate::error::Failure;
 use crate::pg::control::{query_rows, query_string, sql};
 use crate::probe::plans;
 use crate::server::binaries::Binaries;
@@ -19,20 +20,20 @@ use crate::store::{SettingRow, TargetRecord};
 /// Resolves and provisions the targets of a lab spec.
 pub trait Targets {
     /// The target's binaries, checked before the lab starts (a download happens here).
-    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, String>;
+    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure>;
     /// Starts the target's server under `root` (initialised there once, reused on resume).
     fn provision(
         &self,
         binaries: &Binaries,
         root: &Path,
         config: &ServerConfig<'_>,
-    ) -> Result<Box<dyn LabServer>, String>;
+    ) -> Result<Box<dyn LabServer>, Failure>;
 }
 
 /// A started server as the lab uses it.
 pub trait LabServer {
     /// Provenance and every setting, for the results database.
-    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, String>;
+    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure>;
     /// A control session on `database`, kept out of the statement statistics.
     fn conn(&self, database: &str) -> ConnSpec;
     /// The measured workload's sessions on `database`.
@@ -40,22 +41,22 @@ pub trait LabServer {
     /// Whether `database` holds a dataset whose load completed.
     fn has_dataset(&self, database: &str) -> bool;
     /// An empty `database`, replacing any of that name.
-    fn create_empty(&self, database: &str) -> Result<(), String>;
+    fn create_empty(&self, database: &str) -> Result<(), Failure>;
     /// After a load: statement statistics on, VACUUM FREEZE ANALYZE, the completion marker,
     /// a checkpoint.
-    fn seal_dataset(&self, database: &str) -> Result<(), String>;
+    fn seal_dataset(&self, database: &str) -> Result<(), Failure>;
     /// `copy` as a fresh copy of `template`, replacing any of that name.
-    fn copy_database(&self, template: &str, copy: &str) -> Result<(), String>;
-    fn drop_database(&self, database: &str) -> Result<(), String>;
-    fn checkpoint(&self) -> Result<(), String>;
-    fn database_bytes(&self, database: &str) -> Result<u64, String>;
-    fn shared_buffers_bytes(&self) -> Result<u64, String>;
+    fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure>;
+    fn drop_database(&self, database: &str) -> Result<(), Failure>;
+    fn checkpoint(&self) -> Result<(), Failure>;
+    fn database_bytes(&self, database: &str) -> Result<u64, Failure>;
+    fn shared_buffers_bytes(&self) -> Result<u64, Failure>;
     /// The machine the server's data lives on (RAM, free disk) for scale classes.
     fn machine(&self) -> Machine;
     /// Whether the server answers.
     fn alive(&self) -> bool;
     /// Starts the server again after a crash.
-    fn restart(&self) -> Result<(), String>;
+    fn restart(&self) -> Result<(), Failure>;
     fn log_tail(&self, lines: usize) -> String;
     fn stop(&self);
     /// The probes around a run on `run` (its database), when the server can be probed.
@@ -68,10 +69,10 @@ pub trait LabServer {
 pub struct PostgresTargets;
 
 impl Targets for PostgresTargets {
-    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, String> {
+    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure> {
         spec.postgres
             .resolve()
-            .map_err(|e| format!("target \"{}\": {e}", spec.name))
+            .map_err(|e| Failure::Input(format!("target \"{}\": {e}", spec.name)))
     }
 
     fn provision(
@@ -79,7 +80,7 @@ impl Targets for PostgresTargets {
         binaries: &Binaries,
         root: &Path,
         config: &ServerConfig<'_>,
-    ) -> Result<Box<dyn LabServer>, String> {
+    ) -> Result<Box<dyn LabServer>, Failure> {
         Ok(Box::new(ProvisionedServer::provision(
             binaries, root, config,
         )?))
@@ -87,7 +88,7 @@ impl Targets for PostgresTargets {
 }
 
 impl LabServer for ProvisionedServer {
-    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, String> {
+    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure> {
         let admin = self.conn("postgres");
         let server_version = query_string(&admin, "SELECT version()")?;
         let pg_config = query_string(
@@ -136,15 +137,15 @@ impl LabServer for ProvisionedServer {
         .is_ok_and(|n| n == "1")
     }
 
-    fn create_empty(&self, database: &str) -> Result<(), String> {
+    fn create_empty(&self, database: &str) -> Result<(), Failure> {
         self.drop_database(database)?;
-        sql(
+        Ok(sql(
             &self.conn("postgres"),
             &format!("CREATE DATABASE {database}"),
-        )
+        )?)
     }
 
-    fn seal_dataset(&self, database: &str) -> Result<(), String> {
+    fn seal_dataset(&self, database: &str) -> Result<(), Failure> {
         let conn = self.conn(database);
         sql(&conn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
         sql(&conn, "VACUUM (FREEZE, ANALYZE)")?;
@@ -155,44 +156,44 @@ impl LabServer for ProvisionedServer {
         self.checkpoint()
     }
 
-    fn copy_database(&self, template: &str, copy: &str) -> Result<(), String> {
+    fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure> {
         self.drop_database(copy)?;
-        sql(
+        Ok(sql(
             &self.conn("postgres"),
             &format!(
                 "CREATE DATABASE {copy} TEMPLATE {template}{}",
                 self.file_copy_clause()
             ),
-        )
+        )?)
     }
 
-    fn drop_database(&self, database: &str) -> Result<(), String> {
-        sql(
+    fn drop_database(&self, database: &str) -> Result<(), Failure> {
+        Ok(sql(
             &self.conn("postgres"),
             &format!("DROP DATABASE IF EXISTS {database}"),
-        )
+        )?)
     }
 
-    fn checkpoint(&self) -> Result<(), String> {
-        sql(&self.conn("postgres"), "CHECKPOINT")
+    fn checkpoint(&self) -> Result<(), Failure> {
+        Ok(sql(&self.conn("postgres"), "CHECKPOINT")?)
     }
 
-    fn database_bytes(&self, database: &str) -> Result<u64, String> {
+    fn database_bytes(&self, database: &str) -> Result<u64, Failure> {
         let text = query_string(
             &self.conn(database),
             "SELECT pg_database_size(current_database())::text",
         )?;
         text.parse()
-            .map_err(|e| format!("pg_database_size returned {text:?}: {e}"))
+            .map_err(|e| Failure::Run(format!("pg_database_size returned {text:?}: {e}")))
     }
 
-    fn shared_buffers_bytes(&self) -> Result<u64, String> {
+    fn shared_buffers_bytes(&self) -> Result<u64, Failure> {
         query_string(
             &self.conn("postgres"),
             "SELECT pg_size_bytes(current_setting('shared_buffers'))::text",
         )?
         .parse()
-        .map_err(|e| format!("shared_buffers: {e}"))
+        .map_err(|e| Failure::Run(format!("shared_buffers: {e}")))
     }
 
     fn machine(&self) -> Machine {
@@ -203,8 +204,8 @@ impl LabServer for ProvisionedServer {
         ProvisionedServer::alive(self)
     }
 
-    fn restart(&self) -> Result<(), String> {
-        ProvisionedServer::restart(self)
+    fn restart(&self) -> Result<(), Failure> {
+        Ok(ProvisionedServer::restart(self)?)
     }
 
     fn log_tail(&self, lines: usize) -> String {

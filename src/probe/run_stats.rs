@@ -79,11 +79,11 @@ pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementRow>, String> {
         .map(|r| StatementRow {
             query: r[0].clone().unwrap_or_default(),
             calls: number(&r[1]) as i64,
-            mean_ms: number(&r[2]),
-            stddev_ms: number(&r[3]),
-            rows: number(&r[4]) as i64,
-            shared_blks_hit: number(&r[5]) as i64,
-            shared_blks_read: number(&r[6]) as i64,
+            mean_ms: Some(number(&r[2])),
+            stddev_ms: Some(number(&r[3])),
+            rows: Some(number(&r[4]) as i64),
+            shared_blks_hit: Some(number(&r[5]) as i64),
+            shared_blks_read: Some(number(&r[6]) as i64),
         })
         .collect())
 }

@@ -271,8 +271,9 @@ fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<Stat
         let entry = per_run
             .entry((run.target.clone(), cell_of(run), statement.query.clone()))
             .or_default();
-        entry.0.push(statement.mean_ms);
-        entry.1.push(statement.stddev_ms);
+        // A time the results database does not hold counts for nothing.
+        entry.0.extend(statement.mean_ms);
+        entry.1.extend(statement.stddev_ms);
     }
     let medians: BTreeMap<Key, (f64, f64)> = per_run
         .into_iter()

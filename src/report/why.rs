@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::store::SettingRow;
+use crate::store::{SettingRow, TargetSettings};
 
 /// Settings that differ by construction between any two clusters of a lab, or that the server
 /// derives from configured ones (shared memory follows shared_buffers).
@@ -71,8 +71,7 @@ impl WhyPanel {
 }
 
 pub struct WhyInputs<'a> {
-    /// (target, server version, settings)
-    pub settings: &'a [(String, String, Vec<SettingRow>)],
+    pub settings: &'a [TargetSettings],
     /// (target, dataset, query, plan)
     pub plans: &'a [[String; 4]],
     /// (target, state, average sessions)
@@ -80,11 +79,21 @@ pub struct WhyInputs<'a> {
 }
 
 pub fn panel(inputs: &WhyInputs<'_>, base: &str, target: &str) -> WhyPanel {
-    let find = |name: &str| inputs.settings.iter().find(|(t, _, _)| t == name);
-    let (base_version, base_settings) =
-        find(base).map_or((String::new(), &[][..]), |(_, v, s)| (v.clone(), &s[..]));
-    let (version, settings) =
-        find(target).map_or((String::new(), &[][..]), |(_, v, s)| (v.clone(), &s[..]));
+    // A target whose version was not captured shows none.
+    let find = |name: &str| {
+        inputs
+            .settings
+            .iter()
+            .find(|captured| captured.target == name)
+            .map_or((String::new(), &[][..]), |captured| {
+                (
+                    captured.server_version.clone().unwrap_or_default(),
+                    &captured.settings[..],
+                )
+            })
+    };
+    let (base_version, base_settings) = find(base);
+    let (version, settings) = find(target);
     let (configured_settings, other_settings) = setting_diffs(base_settings, settings)
         .into_iter()
         .partition(|d| {
@@ -201,8 +210,16 @@ mod tests {
         ];
         let inputs = WhyInputs {
             settings: &[
-                ("a".into(), "15".into(), base.to_vec()),
-                ("b".into(), "16".into(), other.to_vec()),
+                TargetSettings {
+                    target: "a".into(),
+                    server_version: Some("15".into()),
+                    settings: base.to_vec(),
+                },
+                TargetSettings {
+                    target: "b".into(),
+                    server_version: Some("16".into()),
+                    settings: other.to_vec(),
+                },
             ],
             plans: &[
                 [

@@ -5,9 +5,9 @@
 use std::io::Write;
 
 use super::ast::{Expr, Function, VarSlot};
+use super::extensions::{sysbench_bulk, sysbench_random, tpcc_names};
 use super::prng::PgPrng;
 use super::value::{format_g15, Value};
-use super::{sysbench_bulk, sysbench_random, tpcc_names};
 
 /// What an expression can read while it is evaluated: the client's variables and random state,
 /// and where it is (for `debug()`'s output).

@@ -4,11 +4,9 @@
 pub mod ast;
 pub mod eval;
 pub mod expr;
+pub mod extensions;
 pub mod parser;
 pub mod prng;
-pub mod sysbench_bulk;
-pub mod sysbench_random;
-pub mod tpcc_names;
 pub mod value;
 
 pub use ast::{Command, CommandKind, Script};

@@ -26,6 +26,15 @@ pub struct SettingRow {
     pub source: Option<String>,
 }
 
+/// A target's captured configuration, as reports read it back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetSettings {
+    pub target: String,
+    /// `SELECT version()`; None when the results database holds none.
+    pub server_version: Option<String>,
+    pub settings: Vec<SettingRow>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct TargetRecord {
     pub name: String,
@@ -134,11 +143,12 @@ pub struct WaitSample {
 pub struct StatementRow {
     pub query: String,
     pub calls: i64,
-    pub mean_ms: f64,
-    pub stddev_ms: f64,
-    pub rows: i64,
-    pub shared_blks_hit: i64,
-    pub shared_blks_read: i64,
+    /// The columns a results database may hold as NULL stay None when read.
+    pub mean_ms: Option<f64>,
+    pub stddev_ms: Option<f64>,
+    pub rows: Option<i64>,
+    pub shared_blks_hit: Option<i64>,
+    pub shared_blks_read: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -350,6 +360,16 @@ mod tests {
             family: "read".into(),
         };
         store.save_cells(lab, &[cell.clone(), cell]).unwrap();
+        // Columns written as NULL come back as None, not as zeros.
+        let statement = StatementRow {
+            query: "SELECT 1".into(),
+            calls: 10,
+            mean_ms: Some(0.5),
+            stddev_ms: None,
+            rows: Some(10),
+            shared_blks_hit: None,
+            shared_blks_read: Some(0),
+        };
         for (repetition, status) in [(0, RunStatus::Completed), (1, RunStatus::Interrupted)] {
             store
                 .record_run(
@@ -380,7 +400,7 @@ mod tests {
                             name: "xact_commit".into(),
                             value: 100.0,
                         }],
-                        statements: vec![],
+                        statements: vec![statement.clone()],
                         counter_series: vec![],
                         wait_events: vec![],
                     },
@@ -392,6 +412,9 @@ mod tests {
         assert!(finished.contains(&("a/pgbench/select-only/1/1".to_string(), 0)));
         assert_eq!(store.completed_runs(lab).unwrap().len(), 1);
         assert_eq!(store.mean_overhead_s(lab).unwrap(), Some(0.5));
+        let statements = store.lab_statements(lab).unwrap();
+        assert_eq!(statements.len(), 1, "only the completed run's");
+        assert_eq!(statements[0].1, statement);
         drop(store);
         // Reopening applies no migration twice.
         Store::open(&Location::Sqlite(path.clone())).unwrap();

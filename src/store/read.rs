@@ -114,11 +114,11 @@ impl Store {
                 let statement = StatementRow {
                     query: text(r, RUN_COLUMN_COUNT),
                     calls: int(r, RUN_COLUMN_COUNT + 1),
-                    mean_ms: real(r, RUN_COLUMN_COUNT + 2),
-                    stddev_ms: real(r, RUN_COLUMN_COUNT + 3),
-                    rows: int(r, RUN_COLUMN_COUNT + 4),
-                    shared_blks_hit: int(r, RUN_COLUMN_COUNT + 5),
-                    shared_blks_read: int(r, RUN_COLUMN_COUNT + 6),
+                    mean_ms: r.get(RUN_COLUMN_COUNT + 2).and_then(Value::as_f64),
+                    stddev_ms: r.get(RUN_COLUMN_COUNT + 3).and_then(Value::as_f64),
+                    rows: r.get(RUN_COLUMN_COUNT + 4).and_then(Value::as_i64),
+                    shared_blks_hit: r.get(RUN_COLUMN_COUNT + 5).and_then(Value::as_i64),
+                    shared_blks_read: r.get(RUN_COLUMN_COUNT + 6).and_then(Value::as_i64),
                 };
                 Ok((stored_run(r)?, statement))
             })
@@ -154,10 +154,7 @@ impl Store {
     }
 
     /// Each target's full pg_settings and server version: (target, version, settings).
-    pub fn lab_target_settings(
-        &mut self,
-        lab: i64,
-    ) -> Result<Vec<(String, String, Vec<SettingRow>)>, String> {
+    pub fn lab_target_settings(&mut self, lab: i64) -> Result<Vec<TargetSettings>, String> {
         let rows = self
             .db
             .query(
@@ -167,7 +164,7 @@ impl Store {
                 &[lab.into()],
             )
             .map_err(db_error("settings"))?;
-        let mut out: Vec<(String, String, Vec<SettingRow>)> = Vec::new();
+        let mut out: Vec<TargetSettings> = Vec::new();
         for r in &rows {
             let setting = SettingRow {
                 name: text(r, 2),
@@ -176,8 +173,12 @@ impl Store {
                 source: r.get(5).and_then(Value::as_string),
             };
             match out.last_mut() {
-                Some((target, _, settings)) if *target == text(r, 0) => settings.push(setting),
-                _ => out.push((text(r, 0), text(r, 1), vec![setting])),
+                Some(target) if target.target == text(r, 0) => target.settings.push(setting),
+                _ => out.push(TargetSettings {
+                    target: text(r, 0),
+                    server_version: r.get(1).and_then(Value::as_string),
+                    settings: vec![setting],
+                }),
             }
         }
         Ok(out)

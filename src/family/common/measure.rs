@@ -12,10 +12,6 @@ use crate::error::Failure;
 use crate::family::api::{Measurement, RunObserver, RunRequest};
 use crate::store::{RunMetrics, SeriesRow};
 
-pub fn message(failure: Failure) -> String {
-    failure.into_message()
-}
-
 /// A run's random seed: from the clock, as sysbench and pgbench default to.
 pub fn seed() -> u64 {
     std::time::SystemTime::now()
@@ -142,7 +138,7 @@ pub struct RunOutcome {
 
 /// Runs the workload for the given seconds, passing the driver's events on.
 pub type TimedRun<'a> =
-    dyn FnMut(u64, &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunOutcome, String> + 'a;
+    dyn FnMut(u64, &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunOutcome, Failure> + 'a;
 
 /// The one way a lab run is measured: the warmup, as a run of its own whose sessions end before
 /// the measured one starts (so the server's statistics, flushed when sessions end, exclude it
@@ -151,7 +147,7 @@ pub fn measure_after_warmup(
     request: &RunRequest<'_>,
     observer: &mut dyn RunObserver,
     run_for: &mut TimedRun<'_>,
-) -> Result<Measurement, String> {
+) -> Result<Measurement, Failure> {
     let warmup_s = request.warmup.as_secs_f64().ceil() as u64;
     if warmup_s > 0 {
         let warmup = run_for(warmup_s, &mut |_| {})?;
@@ -175,8 +171,8 @@ pub fn measure_after_warmup(
 pub fn warmup_and_measure(
     request: &RunRequest<'_>,
     observer: &mut dyn RunObserver,
-    plan_for: &dyn Fn(u64) -> Result<RunPlan, String>,
-) -> Result<Measurement, String> {
+    plan_for: &dyn Fn(u64) -> Result<RunPlan, Failure>,
+) -> Result<Measurement, Failure> {
     measure_after_warmup(request, observer, &mut |seconds, on_event| {
         let mut plan = plan_for(seconds)?;
         plan.threads = request.threads.clamp(1, request.clients);

@@ -3,20 +3,37 @@
 //! simple; `options = { rw_ratio = 5, same_ref = true, for_update = true, anti_dead = true }`.
 
 use super::command::{plan, prepare_tables, Settings};
+use crate::error::Failure;
 use crate::family::api::{
-    LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
+    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
+use crate::family::common::options::{self, on_off, OptionsError};
 use crate::family::dbstress::statements::{Mode, TransactionShape};
 use crate::server::target::ConnSpec;
 
-const OPTIONS: [&str; 4] = ["rw_ratio", "same_ref", "for_update", "anti_dead"];
-
+/// `options = { ... }`: seed 003's transaction shape beyond the mode.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct DbstressLab {
     rw_ratio: u32,
+    #[serde(deserialize_with = "on_off")]
     same_ref: bool,
+    #[serde(deserialize_with = "on_off")]
     for_update: bool,
+    #[serde(deserialize_with = "on_off")]
     anti_dead: bool,
+}
+
+impl Default for DbstressLab {
+    fn default() -> Self {
+        DbstressLab {
+            rw_ratio: 1,
+            same_ref: false,
+            for_update: false,
+            anti_dead: false,
+        }
+    }
 }
 
 /// dbSTRESS, plain (simple) or prepared as seed 003 ran it.
@@ -28,64 +45,30 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
 }];
 
 impl DbstressLab {
-    fn new(options: &[(String, String)]) -> Result<DbstressLab, String> {
-        let mut lab = DbstressLab {
-            rw_ratio: 1,
-            same_ref: false,
-            for_update: false,
-            anti_dead: false,
-        };
-        for (name, value) in options {
-            // The spec writes booleans as on/off.
-            let flag = || match value.as_str() {
-                "on" | "true" => Ok(true),
-                "off" | "false" => Ok(false),
-                _ => Err(format!(
-                    "workload \"dbstress\": options: {name} = \"{value}\": give true or false"
-                )),
-            };
-            match name.as_str() {
-                "rw_ratio" => {
-                    lab.rw_ratio = value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                        format!("workload \"dbstress\": options: rw_ratio = \"{value}\": give a whole number from 1")
-                    })?
-                }
-                "same_ref" => lab.same_ref = flag()?,
-                "for_update" => lab.for_update = flag()?,
-                "anti_dead" => lab.anti_dead = flag()?,
-                _ => {
-                    return Err(format!(
-                        "workload \"dbstress\": options: unknown option \"{name}\"; the options are: {}",
-                        OPTIONS.join(", ")
-                    ))
-                }
-            }
+    fn new(options: &toml::Table) -> Result<DbstressLab, OptionsError> {
+        let lab: DbstressLab = options::parse("dbstress", options)?;
+        if lab.rw_ratio < 1 {
+            return Err(OptionsError::at(
+                "dbstress",
+                "rw_ratio",
+                format!(
+                    "rw_ratio = \"{}\": give a whole number from 1",
+                    lab.rw_ratio
+                ),
+            ));
         }
         Ok(lab)
     }
 }
 
-impl LabWorkload for DbstressLab {
-    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
-        prepare_tables(conn, scale, 1, crate::probe::cpu::cores(), false).map_err(lab_run::message)
-    }
+impl FamilyWorkload for DbstressLab {
+    type Variant = Mode;
 
-    fn writes(&self, script: &str) -> bool {
-        script == "rw"
-    }
-
-    fn family(&self, script: &str) -> String {
-        if self.writes(script) {
-            "read+write"
-        } else {
-            "read"
-        }
-        .to_string()
-    }
-
-    fn check_variant(&self, script: &str) -> Result<(), String> {
-        Mode::parse(script).map(|_| ()).map_err(|_| {
-            format!("workload \"dbstress\": unknown mode \"{script}\"; the modes are: ro, rw")
+    fn variant(&self, name: &str) -> Result<Mode, Failure> {
+        Mode::parse(name).map_err(|_| {
+            Failure::Input(format!(
+                "workload \"dbstress\": unknown mode \"{name}\"; the modes are: ro, rw"
+            ))
         })
     }
 
@@ -93,12 +76,35 @@ impl LabWorkload for DbstressLab {
         vec!["ro".into(), "rw".into()]
     }
 
+    fn load(
+        &self,
+        conn: &ConnSpec,
+        scale: i64,
+        _note: &mut dyn FnMut(&str),
+    ) -> Result<(), Failure> {
+        prepare_tables(conn, scale, 1, crate::probe::cpu::cores(), false)
+    }
+
+    fn writes(&self, mode: &Mode) -> bool {
+        *mode == Mode::ReadWrite
+    }
+
+    fn group(&self, mode: &Mode) -> String {
+        if self.writes(mode) {
+            "read+write"
+        } else {
+            "read"
+        }
+        .to_string()
+    }
+
     fn run(
         &self,
+        mode: &Mode,
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
-    ) -> Result<Measurement, String> {
-        let mode = Mode::parse(request.script)?;
+    ) -> Result<Measurement, Failure> {
+        let mode = *mode;
         let protocol = request.protocol;
         let seed = lab_run::seed();
         warmup_and_measure(request, observer, &|seconds| {
@@ -117,7 +123,7 @@ impl LabWorkload for DbstressLab {
                 protocol,
                 seed,
             };
-            plan(request.conn, &settings).map_err(lab_run::message)
+            plan(request.conn, &settings)
         })
     }
 }

@@ -7,13 +7,16 @@ use std::time::Duration;
 
 use super::command::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run};
+use crate::error::Failure;
 use crate::family::api::{
-    LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
+    FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest,
+    ALL_PROTOCOLS,
 };
-use crate::family::common::measure::{measure_after_warmup, message, RunOutcome};
+use crate::family::common::measure::{measure_after_warmup, RunOutcome};
+use crate::family::common::options::{self, OptionsError};
 use crate::family::pgbench::analytics;
 use crate::family::pgbench::args::ScriptChoice;
-use crate::family::pgbench::builtins;
+use crate::family::pgbench::builtins::{self, Builtin};
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
 use crate::server::target::ConnSpec;
@@ -55,32 +58,65 @@ pub const KINDS: &[LabWorkloadKind] = &[
     },
 ];
 
+/// The pgbench workloads take their settings from the lab's own keys.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoOptions {}
+
 impl PgbenchLab {
-    /// Refuses options: the pgbench workloads take their settings from the lab's own keys.
     fn create(
         name: &str,
         flavor: Flavor,
-        options: &[(String, String)],
-    ) -> Result<Box<dyn LabWorkload>, String> {
-        match options.first() {
-            Some((option, _)) => Err(format!(
-                "workload \"{name}\": options: unknown option \"{option}\"; this workload takes none"
-            )),
-            None => Ok(Box::new(PgbenchLab { flavor })),
+        options: &toml::Table,
+    ) -> Result<Box<dyn LabWorkload>, OptionsError> {
+        options::parse::<NoOptions>(name, options)?;
+        Ok(Box::new(PgbenchLab { flavor }))
+    }
+}
+
+/// What one run executes: a builtin (seed 002's queries are builtins too) or a script file.
+pub enum PgbenchVariant {
+    Builtin(&'static Builtin),
+    File(String),
+}
+
+impl PgbenchVariant {
+    fn choice(&self) -> ScriptChoice {
+        match self {
+            PgbenchVariant::Builtin(builtin) => ScriptChoice::Builtin(builtin.name.to_string()),
+            PgbenchVariant::File(path) => ScriptChoice::File(path.clone()),
         }
     }
 }
 
-fn choice(script: &str) -> ScriptChoice {
-    if script.ends_with(".sql") {
-        ScriptChoice::File(script.to_string())
-    } else {
-        ScriptChoice::Builtin(script.to_string())
-    }
-}
+impl FamilyWorkload for PgbenchLab {
+    type Variant = PgbenchVariant;
 
-impl LabWorkload for PgbenchLab {
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), String> {
+    fn variant(&self, name: &str) -> Result<PgbenchVariant, Failure> {
+        if self.flavor == Flavor::Analytics && !analytics_variants().iter().any(|v| v == name) {
+            return Err(Failure::Input(format!(
+                "workload \"analytics\": unknown query \"{name}\"; the queries are: {}",
+                analytics_variants().join(", ")
+            )));
+        }
+        if name.ends_with(".sql") {
+            return std::fs::metadata(name)
+                .map(|_| PgbenchVariant::File(name.to_string()))
+                .map_err(|e| Failure::Input(format!("could not open file \"{name}\": {e}")));
+        }
+        builtins::find_builtin(name)
+            .map(PgbenchVariant::Builtin)
+            .map_err(Failure::Input)
+    }
+
+    fn default_variants(&self) -> Vec<String> {
+        match self.flavor {
+            Flavor::Analytics => analytics_variants(),
+            Flavor::Plain | Flavor::ExtraIndexes => vec!["tpcb-like".into()],
+        }
+    }
+
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         let mut steps = parse_steps(InitStep::DEFAULT)?;
         if self.flavor == Flavor::ExtraIndexes {
             steps.push(InitStep::ExtraIndexes);
@@ -96,58 +132,49 @@ impl LabWorkload for PgbenchLab {
             },
             quiet: true,
         };
-        pgbench_init::run(&spec, conn, note).map_err(message)?;
+        pgbench_init::run(&spec, conn, note)?;
         if self.flavor == Flavor::Analytics {
             // Part of the dataset, so that no run pays for it.
-            pgbench_run::create_accounts_copy_blocking(conn, note).map_err(message)?;
+            pgbench_run::create_accounts_copy_blocking(conn, note)?;
         }
         Ok(())
     }
 
-    fn writes(&self, script: &str) -> bool {
+    fn writes(&self, variant: &PgbenchVariant) -> bool {
         // Custom scripts may write; only the read-only builtins are known not to.
-        script != "select-only" && !script.starts_with("analytics-")
+        match variant {
+            PgbenchVariant::Builtin(builtin) => {
+                builtin.name != "select-only" && !builtin.name.starts_with("analytics-")
+            }
+            PgbenchVariant::File(_) => true,
+        }
     }
 
-    fn family(&self, script: &str) -> String {
+    fn group(&self, variant: &PgbenchVariant) -> String {
         if self.flavor == Flavor::Analytics {
             return "analytics".into();
         }
-        if self.writes(script) { "write" } else { "read" }.to_string()
-    }
-
-    fn check_variant(&self, script: &str) -> Result<(), String> {
-        if self.flavor == Flavor::Analytics && !analytics_variants().iter().any(|v| v == script) {
-            return Err(format!(
-                "workload \"analytics\": unknown query \"{script}\"; the queries are: {}",
-                analytics_variants().join(", ")
-            ));
+        if FamilyWorkload::writes(self, variant) {
+            "write"
+        } else {
+            "read"
         }
-        match choice(script) {
-            ScriptChoice::Builtin(name) => builtins::find_builtin(&name).map(|_| ()),
-            ScriptChoice::File(path) => std::fs::metadata(&path)
-                .map(|_| ())
-                .map_err(|e| format!("could not open file \"{path}\": {e}")),
-        }
-    }
-
-    fn default_variants(&self) -> Vec<String> {
-        match self.flavor {
-            Flavor::Analytics => analytics_variants(),
-            Flavor::Plain | Flavor::ExtraIndexes => vec!["tpcb-like".into()],
-        }
+        .to_string()
     }
 
     fn run(
         &self,
+        variant: &PgbenchVariant,
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
-    ) -> Result<Measurement, String> {
+    ) -> Result<Measurement, Failure> {
         // Through the path of `stampede pgbench`, so the lab measures what the command does.
         measure_after_warmup(request, observer, &mut |seconds, on_event| {
-            let report =
-                pgbench_run::benchmark(&run_spec(request, seconds)?, request.conn, on_event)
-                    .map_err(message)?;
+            let report = pgbench_run::benchmark(
+                &run_spec(variant, request, seconds),
+                request.conn,
+                on_event,
+            )?;
             let cpu = &report.client_cpu;
             Ok(RunOutcome {
                 aborted_clients: report.aborted_clients,
@@ -165,22 +192,22 @@ fn analytics_variants() -> Vec<String> {
         .collect()
 }
 
-fn run_spec(request: &RunRequest<'_>, seconds: u64) -> Result<RunSpec, String> {
+fn run_spec(variant: &PgbenchVariant, request: &RunRequest<'_>, seconds: u64) -> RunSpec {
     let protocol = request.protocol;
-    Ok(RunSpec {
+    RunSpec {
         // The lab hands each run pristine, vacuumed data.
         vacuum: VacuumBeforeRun::None,
         // Builtins read the scale from the data; custom scripts get it as :scale.
-        scale_given: request.script.ends_with(".sql").then_some(request.scale),
+        scale_given: matches!(variant, PgbenchVariant::File(_)).then_some(request.scale),
         stop: Some(request.stop.clone()),
         cpu_affinity: request.client_cpus.map(<[usize]>::to_vec),
         untracked_control: true,
         ..RunSpec::timed(
-            vec![(choice(request.script), 1)],
+            vec![(variant.choice(), 1)],
             request.clients,
             request.threads.clamp(1, request.clients),
             seconds,
             protocol,
         )
-    })
+    }
 }

@@ -1,7 +1,10 @@
 //! `stampede sysbench prepare|run|cleanup`: sysbench's option names (with `-` or `_`, as
 //! sysbench accepts both), its defaults, and its on/off switches.
 
-use clap::{Args, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use serde::Deserialize;
+
+use crate::family::common::options::on_off;
 
 #[derive(Debug, Subcommand)]
 pub enum SysbenchAction {
@@ -31,22 +34,31 @@ pub fn switch(value: &str) -> Result<bool, String> {
     }
 }
 
-#[derive(Debug, Args)]
+/// As a lab spec's `options = { ... }` takes them (`tables = 4`, `rand_type = "uniform"`), the
+/// options the lab honours deserialize by their sysbench names; the ones the lab sets itself
+/// (threads, time, table size from `scale`, the protocol) or does not apply are skipped, so a
+/// spec that names them is refused.
+#[derive(Debug, Args, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct SysbenchArgs {
     /// The test: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points,
     /// select_random_ranges, bulk_insert, oltp_scan, oltp_inlist_select, oltp_inlist_update,
     /// oltp_points_covered, oltp_range_covered, oltp_read_only_count
+    #[serde(skip)]
     pub test: Option<String>,
     /// Run a whole suite instead of one test: microbench (Callaghan's 42 microbenchmarks and
     /// the read-only-* variants, in his order, with the postwrite step)
     #[arg(long, value_name = "NAME")]
+    #[serde(skip)]
     pub suite: Option<String>,
     /// Suite: seconds per read test
     #[arg(long = "read-secs", default_value_t = 300)]
+    #[serde(skip)]
     pub read_secs: u64,
     /// Suite: seconds per write test
     #[arg(long = "write-secs", default_value_t = 600)]
+    #[serde(skip)]
     pub write_secs: u64,
     /// Suite: seconds to wait after postwrite's VACUUM and CHECKPOINT (default: 60 + 1 per
     /// million rows, at most 1200)
@@ -64,6 +76,7 @@ pub struct SysbenchArgs {
         default_value_t = 10_000,
         allow_negative_numbers = true
     )]
+    #[serde(skip)]
     pub table_size: i64,
     /// Range size for range SELECT queries
     #[arg(
@@ -107,18 +120,23 @@ pub struct SysbenchArgs {
     pub delete_inserts: u32,
     /// Enable/disable all range SELECT queries [on]
     #[arg(long = "range-selects", alias = "range_selects", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub range_selects: bool,
     /// Let the server number the rows (SERIAL); off: client-generated ids [on]
     #[arg(long = "auto-inc", alias = "auto_inc", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub auto_inc: bool,
     /// Don't start explicit transactions: every query in autocommit mode [off]
     #[arg(long = "skip-trx", alias = "skip_trx", value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub skip_trx: bool,
     /// Use a secondary index in place of the PRIMARY KEY [off]
     #[arg(long, value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub secondary: bool,
     /// Create a secondary index on k in addition to the PRIMARY KEY [on]
     #[arg(long = "create-secondary", alias = "create_secondary", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub create_secondary: bool,
     /// select_random_points: values in the IN() list
     #[arg(long = "random-points", alias = "random_points", default_value_t = 10)]
@@ -135,26 +153,33 @@ pub struct SysbenchArgs {
     pub delta: u32,
     /// oltp_inlist_*: the same --random-points keys in the middle of the table every event [off]
     #[arg(long = "hot-points", alias = "hot_points", value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub hot_points: bool,
     /// oltp_points_covered / oltp_range_covered: select only the key [on]
     #[arg(long, value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub covered: bool,
     /// oltp_points_covered / oltp_range_covered: search by id, else by k [on]
     #[arg(long = "on-id", alias = "on_id", value_name = "on|off", num_args = 0..=1, default_value = "on", default_missing_value = "on", value_parser = switch)]
+    #[serde(deserialize_with = "on_off")]
     pub on_id: bool,
 
     // ---- general
     /// Number of threads (each its own connection)
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    #[serde(skip)]
     pub threads: i64,
     /// Limit for total execution time in seconds [10]
     #[arg(long)]
+    #[serde(skip)]
     pub time: Option<u64>,
     /// Limit for the total number of events (0: no limit)
     #[arg(long, default_value_t = 0)]
+    #[serde(skip)]
     pub events: u64,
     /// Average transaction rate (0: unlimited); latency then includes the wait for the schedule
     #[arg(long, default_value_t = 0.0)]
+    #[serde(skip)]
     pub rate: f64,
     /// Print intermediate statistics every N seconds (0: off)
     #[arg(
@@ -162,23 +187,29 @@ pub struct SysbenchArgs {
         alias = "report_interval",
         default_value_t = 0
     )]
+    #[serde(skip)]
     pub report_interval: u64,
     /// Run this many seconds before measuring; its statistics are discarded
     #[arg(long = "warmup-time", alias = "warmup_time", default_value_t = 0)]
+    #[serde(skip)]
     pub warmup_time: u64,
     /// The percentile sysbench's report line shows (1-100; 0 leaves it out); p50, p95, p99 and
     /// max are always shown
     #[arg(long, default_value_t = 95.0)]
+    #[serde(skip)]
     pub percentile: f64,
     /// Print a latency histogram
     #[arg(long, value_name = "on|off", num_args = 0..=1, default_value = "off", default_missing_value = "on", value_parser = switch)]
+    #[serde(skip)]
     pub histogram: bool,
     /// Write the result as JSON to this file
     #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
     pub json: Option<std::path::PathBuf>,
     /// Tries per event after a deadlock or serialization failure (0: until it succeeds, as
     /// sysbench restarts events on ignored errors; 1: no retry, the event is counted as an error)
     #[arg(long = "max-tries", default_value_t = 0)]
+    #[serde(skip)]
     pub max_tries: u32,
 
     // ---- random numbers
@@ -187,6 +218,7 @@ pub struct SysbenchArgs {
     pub rand_type: String,
     /// Seed of the random numbers (0: from the clock)
     #[arg(long = "rand-seed", alias = "rand_seed", default_value_t = 0)]
+    #[serde(skip)]
     pub rand_seed: u64,
     /// Iterations of the special and gaussian distributions
     #[arg(
@@ -215,23 +247,43 @@ pub struct SysbenchArgs {
     // ---- database
     /// Only pgsql
     #[arg(long = "db-driver", alias = "db_driver", default_value = "pgsql")]
+    #[serde(skip)]
     pub db_driver: String,
     /// auto: server-side prepared statements; disable: plain queries
     #[arg(long = "db-ps-mode", alias = "db_ps_mode", default_value = "auto")]
+    #[serde(skip)]
     pub db_ps_mode: String,
     /// Server host or socket directory (default: PGHOST or the managed default server)
     #[arg(long = "pgsql-host", alias = "pgsql_host")]
+    #[serde(skip)]
     pub pgsql_host: Option<String>,
     /// Server port
     #[arg(long = "pgsql-port", alias = "pgsql_port")]
+    #[serde(skip)]
     pub pgsql_port: Option<String>,
     /// User name
     #[arg(long = "pgsql-user", alias = "pgsql_user")]
+    #[serde(skip)]
     pub pgsql_user: Option<String>,
     /// Password (prefer PGPASSWORD or ~/.pgpass: a flag is visible to other users)
     #[arg(long = "pgsql-password", alias = "pgsql_password")]
+    #[serde(skip)]
     pub pgsql_password: Option<String>,
     /// Database name, or a postgresql:// URI
     #[arg(long = "pgsql-db", alias = "pgsql_db")]
+    #[serde(skip)]
     pub pgsql_db: Option<String>,
+}
+
+impl Default for SysbenchArgs {
+    /// sysbench's defaults, as the command line gives them when no option is named.
+    fn default() -> Self {
+        #[derive(Parser)]
+        #[command(no_binary_name = true)]
+        struct OptionsOnly {
+            #[command(flatten)]
+            args: SysbenchArgs,
+        }
+        OptionsOnly::parse_from(std::iter::empty::<String>()).args
+    }
 }

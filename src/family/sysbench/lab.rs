@@ -6,19 +6,18 @@
 
 use std::time::Duration;
 
-use clap::Parser;
-
 use super::command::{oltp_options, test_plan};
 use crate::driver::RunLimit;
 use crate::error::Failure;
 use crate::family::api::{
-    LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
+    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
 };
 use crate::family::common::measure as lab_run;
+use crate::family::common::options::{self, OptionsError};
 use crate::family::sysbench::args::SysbenchArgs;
 use crate::family::sysbench::catalog;
 use crate::family::sysbench::microbench::{self, Group, MicroTest};
-use crate::family::sysbench::options::OltpOptions;
+use crate::family::sysbench::options::{OltpOptions, RandKind};
 use crate::family::sysbench::schema::{self, Preparer};
 use crate::server::target::ConnSpec;
 
@@ -38,35 +37,27 @@ pub struct MicrobenchLab {
     settle: Option<u64>,
 }
 
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct OptionsOnly {
-    #[command(flatten)]
-    args: SysbenchArgs,
-}
-
-/// The spec's `options = { ... }`, read as sysbench's command-line options.
+/// The spec's `options = { ... }`, read by sysbench's option names.
 fn parse_options(
     workload: &str,
-    options: &[(String, String)],
-) -> Result<(SysbenchArgs, OltpOptions), String> {
-    let argv: Vec<String> = options
-        .iter()
-        .map(|(name, value)| format!("--{}={value}", name.replace('_', "-")))
-        .collect();
-    let parsed = OptionsOnly::try_parse_from(&argv).map_err(|e| {
-        let text = e.to_string();
-        let first = text.lines().next().unwrap_or_default();
-        format!(
-            "workload \"{workload}\": options: {}",
-            first.trim_start_matches("error: ")
-        )
+    options: &toml::Table,
+) -> Result<(SysbenchArgs, OltpOptions), OptionsError> {
+    let args: SysbenchArgs = options::parse(workload, options)?;
+    RandKind::parse(&args.rand_type).map_err(|e| OptionsError::at(workload, "rand_type", e))?;
+    let oltp = oltp_options(&args).map_err(|failure| {
+        let message = failure.into_message();
+        // The checks name the command-line flag (`--tables must be ...`): point at its key.
+        let key = message
+            .strip_prefix("--")
+            .and_then(|rest| rest.split(' ').next())
+            .map(|flag| flag.replace('-', "_"))
+            .filter(|key| options.contains_key(key));
+        match key {
+            Some(key) => OptionsError::at(workload, &key, message),
+            None => OptionsError::whole(workload, message),
+        }
     })?;
-    let options = oltp_options(&parsed.args).map_err(|failure| match failure {
-        Failure::Input(m) | Failure::Run(m) => format!("workload \"{workload}\": options: {m}"),
-        Failure::Incomplete => format!("workload \"{workload}\": options"),
-    })?;
-    Ok((parsed.args, options))
+    Ok((args, oltp))
 }
 
 /// sysbench's tests, and Callaghan's suite as one sequence.
@@ -86,14 +77,21 @@ pub const KINDS: &[LabWorkloadKind] = &[
 ];
 
 impl SysbenchLab {
-    fn new(options: &[(String, String)]) -> Result<SysbenchLab, String> {
+    fn new(options: &toml::Table) -> Result<SysbenchLab, OptionsError> {
+        if options.contains_key("postwrite_settle") {
+            return Err(OptionsError::at(
+                "sysbench",
+                "postwrite_settle",
+                "postwrite_settle: only sysbench-microbench has a postwrite step",
+            ));
+        }
         let (_, options) = parse_options("sysbench", options)?;
         Ok(SysbenchLab { options })
     }
 }
 
 impl MicrobenchLab {
-    fn new(options: &[(String, String)]) -> Result<MicrobenchLab, String> {
+    fn new(options: &toml::Table) -> Result<MicrobenchLab, OptionsError> {
         let (args, base) = parse_options("sysbench-microbench", options)?;
         Ok(MicrobenchLab {
             base,
@@ -126,63 +124,93 @@ pub fn family(test: &str) -> &'static str {
     group.name()
 }
 
-impl LabWorkload for SysbenchLab {
-    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
-        load(conn, &sized(&self.options, scale))
-    }
+/// A sysbench test the lab can run on its tables.
+pub struct SysbenchTest {
+    /// As sysbench names it (`oltp_read_only`).
+    name: &'static str,
+    writes: bool,
+}
 
-    fn writes(&self, script: &str) -> bool {
-        catalog::generate(script, &self.options, 1).is_ok_and(|t| t.writes)
-    }
+impl FamilyWorkload for SysbenchLab {
+    type Variant = SysbenchTest;
 
-    fn family(&self, script: &str) -> String {
-        family(script).to_string()
-    }
-
-    fn check_variant(&self, script: &str) -> Result<(), String> {
-        if script == "bulk_insert" {
-            return Err(
+    fn variant(&self, name: &str) -> Result<SysbenchTest, Failure> {
+        if name == "bulk_insert" {
+            return Err(Failure::Input(
                 "workload \"sysbench\": bulk_insert writes to tables of its own, not the sbtest \
                  tables the lab loads; run it with `stampede sysbench run bulk_insert`"
                     .into(),
-            );
+            ));
         }
-        catalog::generate(script, &self.options, 1).map(|_| ())
+        let generated = catalog::generate(name, &self.options, 1).map_err(Failure::Input)?;
+        let name = catalog::TESTS
+            .into_iter()
+            .find(|test| *test == name)
+            .expect("generate knows only the catalog's tests");
+        Ok(SysbenchTest {
+            name,
+            writes: generated.writes,
+        })
     }
 
     fn default_variants(&self) -> Vec<String> {
         vec!["oltp_read_write".into()]
     }
 
+    fn load(
+        &self,
+        conn: &ConnSpec,
+        scale: i64,
+        _note: &mut dyn FnMut(&str),
+    ) -> Result<(), Failure> {
+        load(conn, &sized(&self.options, scale))
+    }
+
+    fn writes(&self, test: &SysbenchTest) -> bool {
+        test.writes
+    }
+
+    fn group(&self, test: &SysbenchTest) -> String {
+        family(test.name).to_string()
+    }
+
     fn run(
         &self,
+        test: &SysbenchTest,
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
-    ) -> Result<Measurement, String> {
+    ) -> Result<Measurement, Failure> {
         let options = sized(&self.options, request.scale);
-        measure(request, observer, request.script, &options)
+        measure(request, observer, test.name, &options)
     }
 }
 
-impl LabWorkload for MicrobenchLab {
-    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
-        load(conn, &sized(&self.base, scale))
-    }
+impl FamilyWorkload for MicrobenchLab {
+    type Variant = MicroTest;
 
-    fn writes(&self, script: &str) -> bool {
-        microbench::find(script).is_ok_and(|t| t.group() == Group::Write)
-    }
-
-    fn family(&self, script: &str) -> String {
-        microbench::find(script).map_or_else(|_| script.to_string(), |t| t.group().name().into())
-    }
-
-    fn check_variant(&self, script: &str) -> Result<(), String> {
-        microbench::find(script).map(|_| ())
+    fn variant(&self, name: &str) -> Result<MicroTest, Failure> {
+        microbench::find(name).map_err(Failure::Input)
     }
 
     fn default_variants(&self) -> Vec<String> {
         microbench::tests().iter().map(MicroTest::label).collect()
+    }
+
+    fn load(
+        &self,
+        conn: &ConnSpec,
+        scale: i64,
+        _note: &mut dyn FnMut(&str),
+    ) -> Result<(), Failure> {
+        load(conn, &sized(&self.base, scale))
+    }
+
+    fn writes(&self, test: &MicroTest) -> bool {
+        test.group() == Group::Write
+    }
+
+    fn group(&self, test: &MicroTest) -> String {
+        test.group().name().into()
     }
 
     fn sequential(&self) -> bool {
@@ -192,12 +220,12 @@ impl LabWorkload for MicrobenchLab {
     fn between_steps(
         &self,
         conn: &ConnSpec,
-        previous: &str,
-        next: &str,
+        previous: &MicroTest,
+        next: &MicroTest,
         scale: i64,
         note: &mut dyn FnMut(&str),
-    ) -> Result<(), String> {
-        if !microbench::postwrite_between(&microbench::find(previous)?, &microbench::find(next)?) {
+    ) -> Result<(), Failure> {
+        if !microbench::postwrite_between(previous, next) {
             return Ok(());
         }
         let options = sized(&self.base, scale);
@@ -217,17 +245,17 @@ impl LabWorkload for MicrobenchLab {
 
     fn run(
         &self,
+        test: &MicroTest,
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
-    ) -> Result<Measurement, String> {
-        let test = microbench::find(request.script)?;
+    ) -> Result<Measurement, Failure> {
         let options = test.options(&sized(&self.base, request.scale));
         measure(request, observer, test.lua, &options)
     }
 }
 
 /// Loads the sbtest tables with `sysbench prepare`'s loader.
-fn load(conn: &ConnSpec, options: &OltpOptions) -> Result<(), String> {
+fn load(conn: &ConnSpec, options: &OltpOptions) -> Result<(), Failure> {
     let preparer = Preparer {
         conn: conn.clone(),
         options: options.clone(),
@@ -235,7 +263,7 @@ fn load(conn: &ConnSpec, options: &OltpOptions) -> Result<(), String> {
         seed: 1,
         rows_loaded: Default::default(),
     };
-    crate::pg::control_runtime().block_on(preparer.prepare(&|_| {}))
+    Ok(crate::pg::control_runtime().block_on(preparer.prepare(&|_| {}))?)
 }
 
 /// The warmup, then the measured run of sysbench test `test`, through the plans of
@@ -245,7 +273,7 @@ fn measure(
     observer: &mut dyn RunObserver,
     test: &str,
     options: &OltpOptions,
-) -> Result<Measurement, String> {
+) -> Result<Measurement, Failure> {
     let protocol = request.protocol;
     lab_run::warmup_and_measure(request, observer, &|seconds| {
         let limit = RunLimit::Duration(Duration::from_secs(seconds));
@@ -257,8 +285,7 @@ fn measure(
             protocol,
             limit,
             lab_run::seed(),
-        )
-        .map_err(lab_run::message)?;
+        )?;
         Ok(planned.plan)
     })
 }

@@ -13,8 +13,8 @@ use tokio_postgres::Client;
 
 use super::options::{OltpOptions, RandKind};
 use crate::pg::{connect_quietly, sql_error, visible_tables};
+use crate::script::extensions::sysbench_random;
 use crate::script::prng::PgPrng;
-use crate::script::sysbench_random;
 use crate::server::target::ConnSpec;
 
 const COPY_CHUNK_ROWS: u32 = 20_000;

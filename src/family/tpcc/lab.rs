@@ -7,10 +7,12 @@
 use super::run::{plan, read_counters, run_constants, Counters, Settings};
 use crate::analysis::verdict::Direction;
 use crate::driver::{Protocol, RunLimit};
+use crate::error::Failure;
 use crate::family::api::{
-    LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
+    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
+use crate::family::common::options::{self, OptionsError};
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::scripts::{Mix, Mode, WarehouseChoice};
 use crate::server::target::ConnSpec;
@@ -38,23 +40,32 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     ],
 }];
 
+/// `options = { ... }`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TpccOptions {
+    /// Five weights or `hammerdb`, as `--mix` takes them.
+    mix: Option<String>,
+}
+
 impl TpccLab {
-    fn new(options: &[(String, String)]) -> Result<TpccLab, String> {
-        let mut mix = Mix::parse("45,43,4,4,4").expect("the default mix");
-        for (name, value) in options {
-            if name != "mix" {
-                return Err(format!(
-                    "workload \"tpcc\": options: unknown option \"{name}\"; the options are: mix"
-                ));
-            }
-            mix = Mix::parse(value).map_err(|e| format!("workload \"tpcc\": options: {e}"))?;
-        }
+    fn new(options: &toml::Table) -> Result<TpccLab, OptionsError> {
+        let parsed: TpccOptions = options::parse("tpcc", options)?;
+        let mix = Mix::parse(parsed.mix.as_deref().unwrap_or("45,43,4,4,4"))
+            .map_err(|e| OptionsError::at("tpcc", "mix", e))?;
         Ok(TpccLab { mix })
     }
 }
 
-impl LabWorkload for TpccLab {
-    fn load(&self, conn: &ConnSpec, scale: i64, _note: &mut dyn FnMut(&str)) -> Result<(), String> {
+impl FamilyWorkload for TpccLab {
+    type Variant = Mode;
+
+    fn load(
+        &self,
+        conn: &ConnSpec,
+        scale: i64,
+        _note: &mut dyn FnMut(&str),
+    ) -> Result<(), Failure> {
         let loader = Loader {
             conn: conn.clone(),
             warehouses: scale,
@@ -64,25 +75,24 @@ impl LabWorkload for TpccLab {
             now_unix_us: (crate::store::unix_now() * 1e6) as i64,
             rows_loaded: Default::default(),
         };
-        crate::pg::control_runtime().block_on(loader.build(&|_| {}))
+        Ok(crate::pg::control_runtime().block_on(loader.build(&|_| {}))?)
     }
 
-    fn writes(&self, _script: &str) -> bool {
+    fn writes(&self, _mode: &Mode) -> bool {
         true
     }
 
-    fn family(&self, _script: &str) -> String {
+    fn group(&self, _mode: &Mode) -> String {
         "write".into()
     }
 
-    fn check_variant(&self, script: &str) -> Result<(), String> {
-        if Mode::NAMES.contains(&script) {
-            return Ok(());
-        }
-        Err(format!(
-            "workload \"tpcc\": unknown mode \"{script}\"; the modes are: {}",
-            Mode::NAMES.join(", ")
-        ))
+    fn variant(&self, name: &str) -> Result<Mode, Failure> {
+        Mode::parse(name).map_err(|_| {
+            Failure::Input(format!(
+                "workload \"tpcc\": unknown mode \"{name}\"; the modes are: {}",
+                Mode::NAMES.join(", ")
+            ))
+        })
     }
 
     fn default_variants(&self) -> Vec<String> {
@@ -91,9 +101,10 @@ impl LabWorkload for TpccLab {
 
     fn run(
         &self,
+        mode: &Mode,
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
-    ) -> Result<Measurement, String> {
+    ) -> Result<Measurement, Failure> {
         let seed = lab_run::seed();
         let constants = run_constants(request.conn, seed)?;
         let mut counted = CountedWindow {
@@ -108,13 +119,15 @@ impl LabWorkload for TpccLab {
                 rampup: std::time::Duration::ZERO,
                 limit: RunLimit::Duration(std::time::Duration::from_secs(seconds)),
                 mix: self.mix,
-                mode: Mode::parse(request.script)?,
+                mode: *mode,
                 keying_thinking: None,
                 seed,
             };
-            plan(request.conn, request.scale, constants, &settings).map_err(lab_run::message)
+            plan(request.conn, request.scale, constants, &settings)
         })?;
-        let before = counted.before.ok_or("the measured window never opened")??;
+        let before = counted
+            .before
+            .ok_or_else(|| Failure::Run("the measured window never opened".into()))??;
         let after = read_counters(request.conn)?;
         let (nopm, tpm) = before.per_minute(&after, measurement.metrics.duration_s / 60.0);
         measurement.metrics.workload = vec![("nopm".into(), nopm), ("tpm".into(), tpm)];

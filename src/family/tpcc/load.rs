@@ -15,7 +15,7 @@ use super::copy::BinaryRows;
 use super::random::{NurandConstants, TpccRandom};
 use super::{procedures, schema};
 use crate::pg::{connect_quietly, sql_error};
-use crate::script::tpcc_names::last_name;
+use crate::script::extensions::tpcc_names::last_name;
 use crate::server::target::ConnSpec;
 
 pub const ITEMS: i64 = 100_000;

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::{dataset_name, Lab, LabEvent, LabOutcome, RUN_COPY};
-use crate::family::api::{LabWorkload, Measurement, RunObserver, RunRequest};
+use crate::error::Failure;
+use crate::family::api::{FamilyWorkload, Measurement, RunObserver, RunRequest};
 use crate::lab::spec::{self, LabSpec, TargetSpec};
 use crate::lab::target::{LabServer, Targets};
 use crate::lab::window::WindowProbes;
@@ -56,9 +57,12 @@ struct FakeTargets {
 }
 
 impl Targets for FakeTargets {
-    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, String> {
+    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure> {
         if spec.name.starts_with("broken") {
-            return Err(format!("target \"{}\": no binaries here", spec.name));
+            return Err(Failure::Input(format!(
+                "target \"{}\": no binaries here",
+                spec.name
+            )));
         }
         Ok(Binaries {
             bin_dir: PathBuf::from("/fake/bin"),
@@ -71,7 +75,7 @@ impl Targets for FakeTargets {
         _binaries: &Binaries,
         root: &Path,
         _config: &ServerConfig<'_>,
-    ) -> Result<Box<dyn LabServer>, String> {
+    ) -> Result<Box<dyn LabServer>, Failure> {
         let name = root.file_name().unwrap().to_string_lossy().into_owned();
         self.journal.log(format!("provision {name}"));
         Ok(Box::new(FakeServer {
@@ -89,7 +93,7 @@ struct FakeServer {
 }
 
 impl LabServer for FakeServer {
-    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, String> {
+    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure> {
         Ok(TargetRecord {
             name: spec.name.clone(),
             postgres: spec.postgres.spec_text(),
@@ -125,37 +129,37 @@ impl LabServer for FakeServer {
         self.disk.datasets.borrow().contains(&key)
     }
 
-    fn create_empty(&self, database: &str) -> Result<(), String> {
+    fn create_empty(&self, database: &str) -> Result<(), Failure> {
         self.journal.log(format!("create {}/{database}", self.name));
         Ok(())
     }
 
-    fn seal_dataset(&self, database: &str) -> Result<(), String> {
+    fn seal_dataset(&self, database: &str) -> Result<(), Failure> {
         let key = (self.name.clone(), database.to_string());
         self.disk.datasets.borrow_mut().insert(key);
         Ok(())
     }
 
-    fn copy_database(&self, template: &str, copy: &str) -> Result<(), String> {
+    fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure> {
         self.journal
             .log(format!("copy {}/{template} -> {copy}", self.name));
         Ok(())
     }
 
-    fn drop_database(&self, _database: &str) -> Result<(), String> {
+    fn drop_database(&self, _database: &str) -> Result<(), Failure> {
         Ok(())
     }
 
-    fn checkpoint(&self) -> Result<(), String> {
+    fn checkpoint(&self) -> Result<(), Failure> {
         self.journal.log(format!("checkpoint {}", self.name));
         Ok(())
     }
 
-    fn database_bytes(&self, _database: &str) -> Result<u64, String> {
+    fn database_bytes(&self, _database: &str) -> Result<u64, Failure> {
         Ok(0)
     }
 
-    fn shared_buffers_bytes(&self) -> Result<u64, String> {
+    fn shared_buffers_bytes(&self) -> Result<u64, Failure> {
         Ok(128 << 20)
     }
 
@@ -171,7 +175,7 @@ impl LabServer for FakeServer {
         !self.disk.crashed.get()
     }
 
-    fn restart(&self) -> Result<(), String> {
+    fn restart(&self) -> Result<(), Failure> {
         self.journal.log(format!("restart {}", self.name));
         self.disk.crashed.set(false);
         Ok(())
@@ -203,26 +207,33 @@ struct FakeWorkload {
     interrupt_at: Option<usize>,
 }
 
-impl LabWorkload for FakeWorkload {
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), String> {
+impl FamilyWorkload for FakeWorkload {
+    type Variant = String;
+
+    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         note("loading");
         self.journal
             .log(format!("load {}/{} scale {scale}", conn.host, conn.dbname));
         Ok(())
     }
 
-    fn writes(&self, script: &str) -> bool {
-        script != "ro"
+    fn writes(&self, variant: &String) -> bool {
+        variant != "ro"
     }
 
-    fn family(&self, script: &str) -> String {
-        if self.writes(script) { "write" } else { "read" }.into()
+    fn group(&self, variant: &String) -> String {
+        if FamilyWorkload::writes(self, variant) {
+            "write"
+        } else {
+            "read"
+        }
+        .into()
     }
 
-    fn check_variant(&self, script: &str) -> Result<(), String> {
-        match script {
-            "ro" | "rw" | "fails" | "crashes" => Ok(()),
-            other => Err(format!("no variant \"{other}\"")),
+    fn variant(&self, name: &str) -> Result<String, Failure> {
+        match name {
+            "ro" | "rw" | "fails" | "crashes" => Ok(name.to_string()),
+            other => Err(Failure::Input(format!("no variant \"{other}\""))),
         }
     }
 
@@ -232,26 +243,27 @@ impl LabWorkload for FakeWorkload {
 
     fn run(
         &self,
+        variant: &String,
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
-    ) -> Result<Measurement, String> {
+    ) -> Result<Measurement, Failure> {
         self.runs.set(self.runs.get() + 1);
         let conn = request.conn;
         self.journal.log(format!(
             "run {}/{} {} c{} s{}",
-            conn.host, conn.dbname, request.script, request.clients, request.scale
+            conn.host, conn.dbname, variant, request.clients, request.scale
         ));
         observer.open_window();
         observer.second(0, 100.0);
         if self.interrupt_at == Some(self.runs.get()) {
             request.stop.store(true, Ordering::SeqCst);
-            return Err("stopped".into());
+            return Err(Failure::Run("stopped".into()));
         }
-        match request.script {
-            "fails" => Err("ERROR:  deadlock detected".into()),
+        match variant.as_str() {
+            "fails" => Err(Failure::Run("ERROR:  deadlock detected".into())),
             "crashes" => {
                 self.disk.crashed.set(true);
-                Err("connection lost".into())
+                Err(Failure::Run("connection lost".into()))
             }
             _ => Ok(Measurement {
                 metrics: RunMetrics {
@@ -305,7 +317,7 @@ impl Fixture {
         resume: bool,
         keep_going: bool,
         interrupt_at: Option<usize>,
-    ) -> Result<(LabOutcome, Vec<(String, u32)>), String> {
+    ) -> Result<(LabOutcome, Vec<(String, u32)>), Failure> {
         let targets = FakeTargets {
             journal: self.journal.clone(),
             disk: self.disk.clone(),
@@ -493,10 +505,16 @@ fn an_interrupted_lab_resumes_with_the_runs_left() {
 fn a_fresh_run_refuses_a_lab_with_finished_runs_and_resume_needs_one() {
     let fixture = Fixture::new(&["a"], &["ro"]);
     let error = fixture.invoke(true, false, None).err().unwrap();
-    assert!(error.starts_with("nothing to resume:"), "{error}");
+    assert!(
+        matches!(&error, Failure::Input(m) if m.starts_with("nothing to resume:")),
+        "{error:?}"
+    );
     fixture.invoke(false, false, None).unwrap();
     let error = fixture.invoke(false, false, None).err().unwrap();
-    assert!(error.contains("already has finished runs"), "{error}");
+    assert!(
+        matches!(&error, Failure::Input(m) if m.contains("already has finished runs")),
+        "{error:?}"
+    );
     let runs_before = fixture.journal.starting("run ").len();
     let (outcome, _) = fixture.invoke(true, false, None).unwrap();
     assert_eq!(
@@ -550,7 +568,10 @@ fn a_crashed_server_is_restarted_and_its_log_tail_recorded() {
 fn keep_going_skips_a_target_that_cannot_be_provisioned() {
     let fixture = Fixture::new(&["a", "broken"], &["ro"]);
     let error = fixture.invoke(false, false, None).err().unwrap();
-    assert_eq!(error, "target \"broken\": no binaries here");
+    assert_eq!(
+        error,
+        Failure::Input("target \"broken\": no binaries here".into())
+    );
     assert!(
         !fixture.database.exists(),
         "refused before the results database"
@@ -572,7 +593,7 @@ fn keep_going_skips_a_target_that_cannot_be_provisioned() {
 fn a_bad_variant_is_refused_before_anything_starts() {
     let fixture = Fixture::new(&["a"], &["nope"]);
     let error = fixture.invoke(false, false, None).err().unwrap();
-    assert_eq!(error, "no variant \"nope\"");
+    assert_eq!(error, Failure::Input("no variant \"nope\"".into()));
     assert!(fixture.journal.lines().is_empty());
     assert!(!fixture.database.exists());
 }

@@ -2,7 +2,7 @@
 //! master branch), drawn from pgbench's PRNG: the same shapes, so that a workload touches the
 //! same rows as often as under sysbench; the sequences themselves differ.
 
-use super::prng::PgPrng;
+use crate::script::prng::PgPrng;
 
 /// A uniform double in [0, 1).
 fn unit(rng: &mut PgPrng) -> f64 {
