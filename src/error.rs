@@ -28,6 +28,12 @@ impl Failure {
         }
     }
 
+    /// The same message as bad input: for a layer that fails before anything ran (a results
+    /// database that cannot take the lab is the spec's problem).
+    pub fn into_input(self) -> Failure {
+        Failure::Input(self.into_message())
+    }
+
     /// The same failure with `context` before its message ("target \"a\": ...").
     pub fn context(self, context: impl std::fmt::Display) -> Failure {
         match self {

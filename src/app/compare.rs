@@ -25,8 +25,8 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         runs: &runs,
         targets: &[&args.base, &args.other],
         metric,
-        client_cores: store.client_cores(id).map_err(Failure::Run)?,
-        binary_sources: &store.lab_binary_sources(id).map_err(Failure::Run)?,
+        client_cores: store.client_cores(id)?,
+        binary_sources: &store.lab_binary_sources(id)?,
     });
     warnings.extend(warnings::too_few_runs(&args.other, &args.base, &rows));
     for warning in warnings {
@@ -100,9 +100,9 @@ pub struct LoadedLab {
 
 pub fn load_lab(results: &str, lab: Option<&str>) -> Result<LoadedLab, Failure> {
     let location = Location::parse(results, Path::new("."));
-    let mut store = Store::open_existing(&location).map_err(Failure::Input)?;
+    let mut store = Store::open_existing(&location)?;
     let (id, name) = choose_lab(&mut store, lab, &location)?;
-    let runs = store.lab_runs(id).map_err(Failure::Run)?;
+    let runs = store.lab_runs(id)?;
     Ok(LoadedLab {
         store,
         id,
@@ -131,7 +131,7 @@ fn choose_lab(
     wanted: Option<&str>,
     location: &Location,
 ) -> Result<(i64, String), Failure> {
-    let labs = store.labs().map_err(Failure::Run)?;
+    let labs = store.labs()?;
     let names = || {
         labs.iter()
             .map(|(_, n)| n.as_str())

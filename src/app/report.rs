@@ -29,19 +29,13 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     };
     let mut lab = load_lab(&args.results, args.lab.as_deref())?;
     check_targets(&lab.runs, &lab.name, &[&args.base])?;
-    let statements = lab.store.lab_statements(lab.id).map_err(Failure::Run)?;
-    let counters = lab
-        .store
-        .lab_counters_per_txn(lab.id)
-        .map_err(Failure::Run)?;
-    let settings = lab
-        .store
-        .lab_target_settings(lab.id)
-        .map_err(Failure::Run)?;
-    let plans = lab.store.lab_plans(lab.id).map_err(Failure::Run)?;
-    let waits = lab.store.lab_wait_events(lab.id).map_err(Failure::Run)?;
-    let client_cores = lab.store.client_cores(lab.id).map_err(Failure::Run)?;
-    let binary_sources = lab.store.lab_binary_sources(lab.id).map_err(Failure::Run)?;
+    let statements = lab.store.lab_statements(lab.id)?;
+    let counters = lab.store.lab_counters_per_txn(lab.id)?;
+    let settings = lab.store.lab_target_settings(lab.id)?;
+    let plans = lab.store.lab_plans(lab.id)?;
+    let waits = lab.store.lab_wait_events(lab.id)?;
+    let client_cores = lab.store.client_cores(lab.id)?;
+    let binary_sources = lab.store.lab_binary_sources(lab.id)?;
     let series = load_series(&mut lab, &args.base, &args.series_runs)?;
     let report = lab_report::build(Inputs {
         lab: &lab.name,
@@ -76,8 +70,7 @@ fn load_series(lab: &mut LoadedLab, base: &str, wanted: &[i64]) -> Result<Vec<Ru
     let chosen: Vec<StoredRun> = if wanted.is_empty() {
         let checkpoints: HashMap<i64, f64> = lab
             .store
-            .lab_counter_series_sums(lab.id, source, completed)
-            .map_err(Failure::Run)?
+            .lab_counter_series_sums(lab.id, source, completed)?
             .into_iter()
             .collect();
         series::default_runs(&lab.runs, base, &checkpoints)
@@ -102,13 +95,9 @@ fn load_series(lab: &mut LoadedLab, base: &str, wanted: &[i64]) -> Result<Vec<Ru
         .into_iter()
         .map(|run| {
             let store = &mut lab.store;
-            let tps = store.run_series(run.id).map_err(Failure::Run)?;
-            let completed = store
-                .run_counter_series(run.id, source, completed)
-                .map_err(Failure::Run)?;
-            let buffers = store
-                .run_counter_series(run.id, source, buffers)
-                .map_err(Failure::Run)?;
+            let tps = store.run_series(run.id)?;
+            let completed = store.run_counter_series(run.id, source, completed)?;
+            let buffers = store.run_counter_series(run.id, source, buffers)?;
             Ok(RunSeries {
                 target: run.target.clone(),
                 cell: cell_of(&run),

@@ -133,8 +133,8 @@ impl<'a> Lab<'a> {
             }
         }
         // A results database that cannot take the lab is the spec's problem: nothing ran yet.
-        let mut store = Store::open(&spec.results).map_err(Failure::Input)?;
-        let existing = store.find_lab(&spec.name).map_err(Failure::Input)?;
+        let mut store = Store::open(&spec.results)?;
+        let existing = store.find_lab(&spec.name).map_err(Failure::into_input)?;
         if resume && existing.is_none() {
             return Err(Failure::Input(format!(
                 "nothing to resume: {} holds no lab \"{}\"; start it with `stampede lab run`",
@@ -144,11 +144,11 @@ impl<'a> Lab<'a> {
         let seed = spec.seed.unwrap_or_else(|| unix_now().to_bits());
         let (lab_id, seed) = store
             .lab(&spec.name, &spec.text, seed)
-            .map_err(Failure::Input)?;
+            .map_err(Failure::into_input)?;
         if !resume
             && !store
                 .finished_runs(lab_id)
-                .map_err(Failure::Input)?
+                .map_err(Failure::into_input)?
                 .is_empty()
         {
             return Err(Failure::Input(format!(
@@ -161,10 +161,10 @@ impl<'a> Lab<'a> {
         let plan = Plan::new(spec, seed, &sequential);
         store
             .save_cells(lab_id, &cell_records(spec, &plan, &workloads))
-            .map_err(Failure::Input)?;
+            .map_err(Failure::into_input)?;
         store
             .record_client_cores(lab_id, crate::probe::cpu::cores())
-            .map_err(Failure::Input)?;
+            .map_err(Failure::into_input)?;
         let server_root = spec.server_root.clone();
         Ok(Lab {
             spec,

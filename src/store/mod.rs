@@ -10,6 +10,7 @@ mod schema;
 mod sqlite;
 mod write;
 
+use crate::error::Failure;
 pub use database::Location;
 use database::{Database, Row, Value};
 
@@ -237,8 +238,13 @@ fn text(row: &Row, i: usize) -> String {
 }
 
 impl Store {
-    /// Opens (creating if needed) the results database and brings its schema up to date.
-    pub fn open(location: &Location) -> Result<Store, String> {
+    /// Opens (creating if needed) the results database and brings its schema up to date. A
+    /// results location that cannot be used is bad input: nothing ran yet.
+    pub fn open(location: &Location) -> Result<Store, Failure> {
+        Store::create_or_open(location).map_err(Failure::Input)
+    }
+
+    fn create_or_open(location: &Location) -> Result<Store, String> {
         let db: Box<dyn Database> = match location {
             Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path)?),
             Location::Postgres(url) => Box::new(postgres::Postgres::open(location, url)?),
@@ -250,7 +256,11 @@ impl Store {
 
     /// Opens a results database that must exist already (for reading reports): a missing file,
     /// or one that is not a stampede results database, is an error rather than a new database.
-    pub fn open_existing(location: &Location) -> Result<Store, String> {
+    pub fn open_existing(location: &Location) -> Result<Store, Failure> {
+        Store::open_stampede_database(location).map_err(Failure::Input)
+    }
+
+    fn open_stampede_database(location: &Location) -> Result<Store, String> {
         if let Location::Sqlite(path) = location {
             if !path.is_file() {
                 return Err(format!("results database {location} does not exist"));
@@ -275,7 +285,7 @@ impl Store {
         &mut self,
         context: &str,
         work: impl FnOnce(&mut dyn Database) -> Result<T, String>,
-    ) -> Result<T, String> {
+    ) -> Result<T, Failure> {
         self.db.batch("BEGIN").map_err(db_error(context))?;
         match work(self.db.as_mut()) {
             Ok(value) => {
@@ -284,7 +294,7 @@ impl Store {
             }
             Err(e) => {
                 let _ = self.db.batch("ROLLBACK");
-                Err(db_error(context)(e))
+                Err(Failure::Run(db_error(context)(e)))
             }
         }
     }
@@ -313,7 +323,8 @@ impl Store {
                     "INSERT INTO schema_version VALUES (?1)",
                     &[Value::Int(index as i64 + 1)],
                 )
-            })?;
+            })
+            .map_err(Failure::into_message)?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use super::*;
 impl Store {
     /// (cell key, repetition) of runs that need no repeating: completed or failed. Interrupted
     /// runs are run again.
-    pub fn finished_runs(&mut self, lab: i64) -> Result<HashSet<(String, u32)>, String> {
+    pub fn finished_runs(&mut self, lab: i64) -> Result<HashSet<(String, u32)>, Failure> {
         let rows = self
             .db
             .query(
@@ -25,7 +25,7 @@ impl Store {
     }
 
     /// Completed runs of the lab, in run order.
-    pub fn completed_runs(&mut self, lab: i64) -> Result<Vec<RunSummary>, String> {
+    pub fn completed_runs(&mut self, lab: i64) -> Result<Vec<RunSummary>, Failure> {
         let rows = self
             .db
             .query(
@@ -46,7 +46,7 @@ impl Store {
     }
 
     /// Mean seconds a completed run spent beyond warmup and measuring.
-    pub fn mean_overhead_s(&mut self, lab: i64) -> Result<Option<f64>, String> {
+    pub fn mean_overhead_s(&mut self, lab: i64) -> Result<Option<f64>, Failure> {
         let rows = self
             .db
             .query(
@@ -59,7 +59,7 @@ impl Store {
     }
 
     /// Every lab: (id, name), oldest first.
-    pub fn labs(&mut self) -> Result<Vec<(i64, String)>, String> {
+    pub fn labs(&mut self) -> Result<Vec<(i64, String)>, Failure> {
         let rows = self
             .db
             .query("SELECT id, name FROM labs ORDER BY id", &[])
@@ -68,7 +68,7 @@ impl Store {
     }
 
     /// Every run of the lab with its cell, in run order.
-    pub fn lab_runs(&mut self, lab: i64) -> Result<Vec<StoredRun>, String> {
+    pub fn lab_runs(&mut self, lab: i64) -> Result<Vec<StoredRun>, Failure> {
         let rows = self
             .db
             .query(
@@ -97,7 +97,7 @@ impl Store {
     }
 
     /// The statements of the lab's completed runs, each with its run's target and cell.
-    pub fn lab_statements(&mut self, lab: i64) -> Result<Vec<(StoredRun, StatementRow)>, String> {
+    pub fn lab_statements(&mut self, lab: i64) -> Result<Vec<(StoredRun, StatementRow)>, Failure> {
         let rows = self
             .db
             .query(
@@ -129,7 +129,7 @@ impl Store {
     pub fn lab_counters_per_txn(
         &mut self,
         lab: i64,
-    ) -> Result<Vec<(StoredRun, CounterRow)>, String> {
+    ) -> Result<Vec<(StoredRun, CounterRow)>, Failure> {
         let rows = self
             .db
             .query(
@@ -154,7 +154,7 @@ impl Store {
     }
 
     /// Each target's full pg_settings and server version: (target, version, settings).
-    pub fn lab_target_settings(&mut self, lab: i64) -> Result<Vec<TargetSettings>, String> {
+    pub fn lab_target_settings(&mut self, lab: i64) -> Result<Vec<TargetSettings>, Failure> {
         let rows = self
             .db
             .query(
@@ -185,7 +185,7 @@ impl Store {
     }
 
     /// Stored plans: (target, dataset, query, plan).
-    pub fn lab_plans(&mut self, lab: i64) -> Result<Vec<[String; 4]>, String> {
+    pub fn lab_plans(&mut self, lab: i64) -> Result<Vec<[String; 4]>, Failure> {
         let rows = self
             .db
             .query(
@@ -202,7 +202,7 @@ impl Store {
 
     /// Per target and wait state: the average number of the runs' sessions in it over every
     /// sampled tick of completed runs.
-    pub fn lab_wait_events(&mut self, lab: i64) -> Result<Vec<(String, String, f64)>, String> {
+    pub fn lab_wait_events(&mut self, lab: i64) -> Result<Vec<(String, String, f64)>, Failure> {
         let rows = self
             .db
             .query(
@@ -227,7 +227,7 @@ impl Store {
             .collect())
     }
 
-    pub fn client_cores(&mut self, lab: i64) -> Result<Option<i64>, String> {
+    pub fn client_cores(&mut self, lab: i64) -> Result<Option<i64>, Failure> {
         let rows = self
             .db
             .query("SELECT client_cores FROM labs WHERE id = ?1", &[lab.into()])
@@ -240,7 +240,7 @@ impl Store {
     }
 
     /// Each target's binary provenance where it is known: (target, binary source).
-    pub fn lab_binary_sources(&mut self, lab: i64) -> Result<Vec<(String, String)>, String> {
+    pub fn lab_binary_sources(&mut self, lab: i64) -> Result<Vec<(String, String)>, Failure> {
         let rows = self
             .db
             .query(
@@ -253,7 +253,7 @@ impl Store {
     }
 
     /// A run's throughput per second: (second, tps).
-    pub fn run_series(&mut self, run: i64) -> Result<Vec<(u64, f64)>, String> {
+    pub fn run_series(&mut self, run: i64) -> Result<Vec<(u64, f64)>, Failure> {
         let rows = self
             .db
             .query(
@@ -273,7 +273,7 @@ impl Store {
         lab: i64,
         source: &str,
         name: &str,
-    ) -> Result<Vec<(i64, f64)>, String> {
+    ) -> Result<Vec<(i64, f64)>, Failure> {
         let rows = self
             .db
             .query(
@@ -293,7 +293,7 @@ impl Store {
         run: i64,
         source: &str,
         name: &str,
-    ) -> Result<Vec<(u64, f64)>, String> {
+    ) -> Result<Vec<(u64, f64)>, Failure> {
         let rows = self
             .db
             .query(
@@ -308,7 +308,7 @@ impl Store {
             .collect())
     }
 
-    pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, String> {
+    pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, Failure> {
         let rows = self
             .db
             .query("SELECT id, seed FROM labs WHERE name = ?1", &[name.into()])
@@ -323,7 +323,7 @@ const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.work
      r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn";
 const RUN_COLUMN_COUNT: usize = 15;
 
-fn stored_run(r: &Row) -> Result<StoredRun, String> {
+fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
     let number = |i: usize| optional(r, i);
     let status = text(r, 8);
     Ok(StoredRun {

@@ -6,7 +6,7 @@ use super::*;
 impl Store {
     /// The lab's id and run-order seed: created on first use; on a resume the spec must be the
     /// one the lab started with.
-    pub fn lab(&mut self, name: &str, spec: &str, seed: u64) -> Result<(i64, u64), String> {
+    pub fn lab(&mut self, name: &str, spec: &str, seed: u64) -> Result<(i64, u64), Failure> {
         let existing = self
             .db
             .query(
@@ -15,9 +15,9 @@ impl Store {
             )
             .map_err(db_error("labs"))?;
         match existing.first() {
-            Some(row) if text(row, 1) != spec => Err(format!(
+            Some(row) if text(row, 1) != spec => Err(Failure::Input(format!(
                 "the results database already holds lab \"{name}\" started from a different spec; use another `results` file or restore the original spec"
-            )),
+            ))),
             Some(row) => Ok((int(row, 0), int(row, 2) as u64)),
             None => {
                 let rows = self
@@ -33,7 +33,7 @@ impl Store {
     }
 
     /// Records a target's provenance and full settings (replacing what was stored before).
-    pub fn save_target(&mut self, lab: i64, target: &TargetRecord) -> Result<(), String> {
+    pub fn save_target(&mut self, lab: i64, target: &TargetRecord) -> Result<(), Failure> {
         self.transaction("targets", |db| {
             let rows = db.query(
                 "INSERT INTO targets (lab_id, name, postgres, binary_source, bin_dir, server_version, pg_config, profile, restore_method)
@@ -73,7 +73,7 @@ impl Store {
         })
     }
 
-    pub fn save_cells(&mut self, lab: i64, cells: &[CellRecord]) -> Result<(), String> {
+    pub fn save_cells(&mut self, lab: i64, cells: &[CellRecord]) -> Result<(), Failure> {
         self.transaction("cells", |db| {
             for c in cells {
                 db.execute(
@@ -96,7 +96,7 @@ impl Store {
     }
 
     /// Writes one run with its series, counters, statements and samples in one transaction.
-    pub fn record_run(&mut self, lab: i64, run: &RunRecord) -> Result<(), String> {
+    pub fn record_run(&mut self, lab: i64, run: &RunRecord) -> Result<(), Failure> {
         self.transaction("runs", |db| {
             let cell = db.query(
                 "SELECT id FROM cells WHERE lab_id = ?1 AND key = ?2",
@@ -113,7 +113,12 @@ impl Store {
 
     /// Removes the runs of a cell's repetition with everything recorded about them: a step of
     /// a sequence whose later steps were interrupted is run again with them.
-    pub fn delete_runs(&mut self, lab: i64, cell_key: &str, repetition: u32) -> Result<(), String> {
+    pub fn delete_runs(
+        &mut self,
+        lab: i64,
+        cell_key: &str,
+        repetition: u32,
+    ) -> Result<(), Failure> {
         self.transaction("runs", |db| {
             let runs = "SELECT r.id FROM runs r JOIN cells c ON c.id = r.cell_id
                         WHERE c.lab_id = ?1 AND c.key = ?2 AND r.repetition = ?3";
@@ -144,7 +149,7 @@ impl Store {
         dataset: &str,
         query: &str,
         plan: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         self.db
             .execute(
                 "INSERT INTO plans (target_id, dataset, query, plan)
@@ -158,17 +163,17 @@ impl Store {
                     plan.into(),
                 ],
             )
-            .map_err(db_error("plans"))
+            .map_err(|e| Failure::Run(db_error("plans")(e)))
     }
 
     /// Records the CPUs of the machine the lab's driver runs on, once: the first machine's.
-    pub fn record_client_cores(&mut self, lab: i64, cores: usize) -> Result<(), String> {
+    pub fn record_client_cores(&mut self, lab: i64, cores: usize) -> Result<(), Failure> {
         self.db
             .execute(
                 "UPDATE labs SET client_cores = ?2 WHERE id = ?1 AND client_cores IS NULL",
                 &[lab.into(), Value::Int(cores as i64)],
             )
-            .map_err(db_error("labs"))
+            .map_err(|e| Failure::Run(db_error("labs")(e)))
     }
 }
 
