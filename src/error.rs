@@ -33,15 +33,6 @@ impl Failure {
     pub fn into_input(self) -> Failure {
         Failure::Input(self.into_message())
     }
-
-    /// The same failure with `context` before its message ("target \"a\": ...").
-    pub fn context(self, context: impl std::fmt::Display) -> Failure {
-        match self {
-            Failure::Input(m) => Failure::Input(format!("{context}: {m}")),
-            Failure::Run(m) => Failure::Run(format!("{context}: {m}")),
-            Failure::Incomplete => Failure::Run(format!("{context}: the run was aborted")),
-        }
-    }
 }
 
 impl std::fmt::Display for Failure {

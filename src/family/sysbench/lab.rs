@@ -143,10 +143,11 @@ impl FamilyWorkload for SysbenchLab {
             ));
         }
         let generated = catalog::generate(name, &self.options, 1).map_err(Failure::Input)?;
-        let name = catalog::TESTS
-            .into_iter()
-            .find(|test| *test == name)
-            .expect("generate knows only the catalog's tests");
+        let Some(name) = catalog::TESTS.into_iter().find(|test| *test == name) else {
+            return Err(Failure::Input(format!(
+                "workload \"sysbench\": \"{name}\" is not one of sysbench's tests"
+            )));
+        };
         Ok(SysbenchTest {
             name,
             writes: generated.writes,
