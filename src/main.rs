@@ -4,19 +4,16 @@ use clap::{CommandFactory, FromArgMatches};
 
 use stampede::app::cli::{Cli, TopCommand};
 use stampede::app::{self, Failure};
+use stampede::error::{Kind, INCOMPLETE_NOTICE};
 use stampede::family::{dbstress, pgbench, sysbench, tpcc};
 
 fn main() {
     let code = match run() {
         Ok(()) => 0,
         Err(failure) => {
-            match &failure {
-                Failure::Input(message) | Failure::Run(message) => {
-                    eprintln!("stampede: error: {message}")
-                }
-                Failure::Incomplete => {
-                    eprintln!("stampede: error: Run was aborted; the above results are incomplete.")
-                }
+            match failure.kind() {
+                Kind::Incomplete => eprintln!("stampede: error: {INCOMPLETE_NOTICE}"),
+                _ => eprintln!("stampede: error: {failure}"),
             }
             failure.exit_code()
         }
@@ -66,7 +63,7 @@ fn clap_failure(error: clap::Error) -> Failure {
                 .unwrap_or("invalid arguments")
                 .trim_start_matches("error: ")
                 .to_string();
-            Failure::Input(format!("{first} (try --help)"))
+            Failure::input(format!("{first} (try --help)"))
         }
     }
 }

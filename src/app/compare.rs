@@ -12,7 +12,7 @@ use crate::report::warnings::{self, WarningInputs};
 use crate::store::{Location, Store, StoredRun};
 
 pub fn run(args: &CompareArgs) -> CommandResult {
-    let metric = Metric::parse(&args.metric).map_err(Failure::Input)?;
+    let metric = Metric::parse(&args.metric).map_err(Failure::input)?;
     let LoadedLab {
         mut store,
         id,
@@ -33,7 +33,7 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         println!("warning: {warning}");
     }
     if rows.is_empty() {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "targets \"{}\" and \"{}\" have no completed runs of the same cell in lab \"{lab_name}\"",
             args.base, args.other
         )));
@@ -117,7 +117,7 @@ pub fn check_targets(runs: &[StoredRun], lab_name: &str, wanted: &[&str]) -> Com
     known.sort();
     for name in wanted {
         if !known.iter().any(|k| k == name) {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "unknown target \"{name}\"; lab \"{lab_name}\" has: {}",
                 known.join(", ")
             )));
@@ -144,14 +144,14 @@ fn choose_lab(
             .find(|(_, n)| n == name)
             .cloned()
             .ok_or_else(|| {
-                Failure::Input(format!(
+                Failure::input(format!(
                     "no lab \"{name}\" in {location}; it has: {}",
                     names()
                 ))
             }),
         None if labs.len() == 1 => Ok(labs[0].clone()),
-        None if labs.is_empty() => Err(Failure::Input(format!("{location} holds no lab yet"))),
-        None => Err(Failure::Input(format!(
+        None if labs.is_empty() => Err(Failure::input(format!("{location} holds no lab yet"))),
+        None => Err(Failure::input(format!(
             "{location} holds several labs; choose one with --lab: {}",
             names()
         ))),

@@ -29,7 +29,7 @@ pub fn run(action: &LabAction) -> CommandResult {
 /// The spec and one workload implementation per `[[workload]]`; a workload without `scripts`
 /// gets its default variants.
 fn load_spec(path: &Path) -> Result<(LabSpec, Vec<Box<dyn LabWorkload>>), Failure> {
-    let mut spec = spec::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    let mut spec = spec::load(path).map_err(|e| Failure::input(e.to_string()))?;
     let workloads = workloads(&spec)?;
     for (workload, implementation) in spec.workloads.iter_mut().zip(&workloads) {
         if workload.scripts.is_empty() {
@@ -44,7 +44,7 @@ fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
         .iter()
         .map(|w| {
             let kind = family::lab_workload(&w.name).expect("the spec admits only known workloads");
-            (kind.create)(&w.options).map_err(|e| Failure::Input(e.message))
+            (kind.create)(&w.options).map_err(|e| Failure::input(e.message))
         })
         .collect()
 }
@@ -137,7 +137,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     let outcome = lab.run(&mut |event| progress.show(event))?;
     print!("{}", results_table(&spec, lab.plan(), &outcome));
     if outcome.interrupted {
-        return Err(Failure::Run(format!(
+        return Err(Failure::interrupted(format!(
             "interrupted; completed runs are saved: continue with `stampede lab resume {}`",
             path.display()
         )));
@@ -149,7 +149,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
                 skipped.target, skipped.runs, skipped.reason
             );
         }
-        return Err(Failure::Run(format!(
+        return Err(Failure::run(format!(
             "not every target could be provisioned; fix the cause and continue with `stampede lab resume {}`",
             path.display()
         )));

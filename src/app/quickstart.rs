@@ -18,9 +18,7 @@ const WORKLOADS: [&str; 2] = ["select-only", "tpcb-like"];
 
 pub fn run(args: &QuickstartArgs) -> CommandResult {
     if args.seconds == 0 || args.scale < 1 {
-        return Err(Failure::Input(
-            "--seconds and --scale must be at least 1".into(),
-        ));
+        return Err(Failure::input("--seconds and --scale must be at least 1"));
     }
     let target = resolve_target(&ConnFlags::default())?;
     let init = InitSpec {
@@ -52,7 +50,7 @@ pub fn run(args: &QuickstartArgs) -> CommandResult {
             );
             let report = pgbench_run::benchmark(&spec, &target, &mut |_| {})?;
             if report.aborted_clients > 0 {
-                return Err(Failure::Run(format!(
+                return Err(Failure::run(format!(
                     "{workload} at {clients} clients was aborted"
                 )));
             }

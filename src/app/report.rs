@@ -15,14 +15,14 @@ use crate::report::{html, text};
 use crate::store::{RunStatus, StoredRun};
 
 pub fn run(args: &ReportArgs) -> CommandResult {
-    let metric = Metric::parse(&args.metric).map_err(Failure::Input)?;
+    let metric = Metric::parse(&args.metric).map_err(Failure::input)?;
     let render = match args.format.as_str() {
         "md" | "markdown" => text::to_markdown,
         "csv" => text::to_csv,
         "json" => text::to_json,
         "html" => html::to_html,
         other => {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "unknown format \"{other}\"; use html, md, csv or json"
             )))
         }
@@ -86,7 +86,7 @@ fn load_series(lab: &mut LoadedLab, base: &str, wanted: &[i64]) -> Result<Vec<Ru
                     .find(|r| r.id == *id && r.status == RunStatus::Completed)
                     .cloned()
                     .ok_or_else(|| {
-                        Failure::Input(format!("lab \"{}\" has no completed run {id}", lab.name))
+                        Failure::input(format!("lab \"{}\" has no completed run {id}", lab.name))
                     })
             })
             .collect::<Result<_, _>>()?

@@ -13,14 +13,15 @@ pub fn run(action: &ServerAction) -> CommandResult {
     }
     let home = default_home();
     if let ServerAction::Start = action {
-        let (server, created) = ManagedServer::ensure_running(&home).map_err(Failure::Input)?;
+        let (server, created) =
+            ManagedServer::ensure_running(&home).map_err(Failure::into_input)?;
         if created {
             println!("created the managed default server");
         }
         println!("{}", server.describe());
         return Ok(());
     }
-    let Some(server) = ManagedServer::open(&home).map_err(Failure::Input)? else {
+    let Some(server) = ManagedServer::open(&home).map_err(Failure::into_input)? else {
         println!(
             "no managed default server under {} (it is created on first use)",
             home.display()
@@ -30,14 +31,14 @@ pub fn run(action: &ServerAction) -> CommandResult {
     match action {
         ServerAction::Status => server.status_lines().iter().for_each(|l| println!("{l}")),
         ServerAction::Stop => {
-            if server.stop().map_err(Failure::Run)? {
+            if server.stop()? {
                 println!("stopped the managed default server");
             } else {
                 println!("the managed default server was not running");
             }
         }
         ServerAction::Destroy => {
-            let root = server.destroy().map_err(Failure::Run)?;
+            let root = server.destroy()?;
             println!(
                 "destroyed the managed default server ({} removed)",
                 root.display()
@@ -56,8 +57,12 @@ fn versions() -> CommandResult {
     let system = Binaries::find_best().ok();
     let mut rows = Vec::new();
     for major in 12..=18u32 {
-        let available = download::newest_available(&major.to_string())
-            .unwrap_or_else(|e| format!("unavailable ({})", e.split(": ").last().unwrap_or("")));
+        let available = download::newest_available(&major.to_string()).unwrap_or_else(|e| {
+            format!(
+                "unavailable ({})",
+                e.message().split(": ").last().unwrap_or("")
+            )
+        });
         let here: Vec<String> = cached
             .iter()
             .filter(|(v, _)| v.split('.').next() == Some(&major.to_string()))

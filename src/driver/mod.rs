@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use crate::error::Failure;
 use crate::probe::cpu::{process_cpu, CpuTimes};
 use crate::script::prng::PgPrng;
 use crate::script::Value;
@@ -58,12 +59,12 @@ pub struct RunResult {
 }
 
 /// Runs the plan to completion. Fails before the start if clients cannot connect.
-pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunResult, String> {
+pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunResult, Failure> {
     let plan = Arc::new(plan);
-    raise_open_files_limit(plan.clients)?;
+    raise_open_files_limit(plan.clients).map_err(Failure::run)?;
     let thread_clients = plan.clients_per_thread();
     let (clients, thread_randoms) = seed_clients(&plan, &thread_clients);
-    let mut logs = open_logs(&plan, &thread_randoms)?;
+    let mut logs = open_logs(&plan, &thread_randoms).map_err(Failure::run)?;
     let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
     let start_failed = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = mpsc::channel();
@@ -84,7 +85,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         let handle = std::thread::Builder::new()
             .name(format!("stampede-job-{index}"))
             .spawn(move || thread::run_thread(plan, setup))
-            .map_err(|e| format!("could not create thread: {e}"))?;
+            .map_err(|e| Failure::run(format!("could not create thread: {e}")).caused_by(e))?;
         handles.push(handle);
     }
     drop(sender);
@@ -110,10 +111,10 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
                 let _ = std::fs::remove_file(spec.path(t));
             });
         }
-        return Err(error);
+        return Err(Failure::run(error));
     }
     if let Some(error) = results.iter().find_map(|r| r.log_error.clone()) {
-        return Err(error);
+        return Err(Failure::run(error));
     }
     Ok(merge_results(
         &plan,

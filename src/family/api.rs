@@ -83,7 +83,7 @@ pub trait FamilyWorkload {
     type Variant;
 
     /// Reads a variant a spec names; an unknown builtin or an unreadable file is refused here
-    /// (`Failure::Input`), before anything starts.
+    /// (`Failure::input`), before anything starts.
     fn variant(&self, name: &str) -> Result<Self::Variant, Failure>;
     /// The variants a `[[workload]]` without `scripts` runs, by name.
     fn default_variants(&self) -> Vec<String>;

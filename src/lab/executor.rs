@@ -136,7 +136,7 @@ impl<'a> Lab<'a> {
         let mut store = Store::open(&spec.results)?;
         let existing = store.find_lab(&spec.name).map_err(Failure::into_input)?;
         if resume && existing.is_none() {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "nothing to resume: {} holds no lab \"{}\"; start it with `stampede lab run`",
                 spec.results, spec.name
             )));
@@ -151,7 +151,7 @@ impl<'a> Lab<'a> {
                 .map_err(Failure::into_input)?
                 .is_empty()
         {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "lab \"{}\" already has finished runs in {}; continue it with `stampede lab resume`",
                 spec.name,
                 spec.results
@@ -192,8 +192,7 @@ impl<'a> Lab<'a> {
         self.shutdown();
         // Once the lab has started, whatever stops it is a failed run (exit 2), whichever
         // layer it came from: the spec and its inputs were accepted by `prepare`.
-        let (interrupted, failed_runs, skipped_runs) =
-            result.map_err(|failure| Failure::Run(failure.into_message()))?;
+        let (interrupted, failed_runs, skipped_runs) = result.map_err(Failure::into_run)?;
         let skipped = self
             .broken
             .iter()
@@ -530,7 +529,11 @@ impl<'a> Lab<'a> {
             server: self
                 .targets
                 .provision(binaries, &self.server_root.join(&spec.name), &config)
-                .map_err(|e| format!("target \"{}\" ({}): {e}", spec.name, binaries.version))?,
+                .map_err(|e| {
+                    e.map_message(|text| {
+                        format!("target \"{}\" ({}): {text}", spec.name, binaries.version)
+                    })
+                })?,
             datasets: HashMap::new(),
             unit_bytes: HashMap::new(),
             explained: HashSet::new(),
@@ -664,7 +667,7 @@ pub fn scale_for_class(
         Scale::Ram => {
             let wanted = (shared_buffers * 2).max(shared_buffers + GB);
             if wanted > machine.ram_bytes / 2 {
-                return Err(Failure::Run(format!(
+                return Err(Failure::run(format!(
                     "scale \"ram\": data larger than shared_buffers ({} MB) needs {} MB, more than half of this machine's RAM ({} MB); lower shared_buffers or use a number",
                     shared_buffers >> 20,
                     wanted >> 20,
@@ -676,7 +679,7 @@ pub fn scale_for_class(
         Scale::Disk => {
             let wanted = machine.ram_bytes / 4 * 5;
             if machine.free_disk_bytes < wanted / 2 * 3 {
-                return Err(Failure::Run(format!(
+                return Err(Failure::run(format!(
                     "scale \"disk\": data exceeding RAM needs {} MB and room to spare, but only {} MB are free",
                     wanted >> 20,
                     machine.free_disk_bytes >> 20

@@ -70,9 +70,10 @@ pub struct PostgresTargets;
 
 impl Targets for PostgresTargets {
     fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure> {
-        spec.postgres
-            .resolve()
-            .map_err(|e| Failure::Input(format!("target \"{}\": {e}", spec.name)))
+        spec.postgres.resolve().map_err(|e| {
+            e.into_input()
+                .map_message(|text| format!("target \"{}\": {text}", spec.name))
+        })
     }
 
     fn provision(
@@ -139,10 +140,10 @@ impl LabServer for ProvisionedServer {
 
     fn create_empty(&self, database: &str) -> Result<(), Failure> {
         self.drop_database(database)?;
-        Ok(sql(
+        sql(
             &self.conn("postgres"),
             &format!("CREATE DATABASE {database}"),
-        )?)
+        )
     }
 
     fn seal_dataset(&self, database: &str) -> Result<(), Failure> {
@@ -158,24 +159,24 @@ impl LabServer for ProvisionedServer {
 
     fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure> {
         self.drop_database(copy)?;
-        Ok(sql(
+        sql(
             &self.conn("postgres"),
             &format!(
                 "CREATE DATABASE {copy} TEMPLATE {template}{}",
                 self.file_copy_clause()
             ),
-        )?)
+        )
     }
 
     fn drop_database(&self, database: &str) -> Result<(), Failure> {
-        Ok(sql(
+        sql(
             &self.conn("postgres"),
             &format!("DROP DATABASE IF EXISTS {database}"),
-        )?)
+        )
     }
 
     fn checkpoint(&self) -> Result<(), Failure> {
-        Ok(sql(&self.conn("postgres"), "CHECKPOINT")?)
+        sql(&self.conn("postgres"), "CHECKPOINT")
     }
 
     fn database_bytes(&self, database: &str) -> Result<u64, Failure> {
@@ -184,7 +185,7 @@ impl LabServer for ProvisionedServer {
             "SELECT pg_database_size(current_database())::text",
         )?;
         text.parse()
-            .map_err(|e| Failure::Run(format!("pg_database_size returned {text:?}: {e}")))
+            .map_err(|e| Failure::run(format!("pg_database_size returned {text:?}: {e}")))
     }
 
     fn shared_buffers_bytes(&self) -> Result<u64, Failure> {
@@ -193,7 +194,7 @@ impl LabServer for ProvisionedServer {
             "SELECT pg_size_bytes(current_setting('shared_buffers'))::text",
         )?
         .parse()
-        .map_err(|e| Failure::Run(format!("shared_buffers: {e}")))
+        .map_err(|e| Failure::run(format!("shared_buffers: {e}")))
     }
 
     fn machine(&self) -> Machine {
@@ -205,7 +206,7 @@ impl LabServer for ProvisionedServer {
     }
 
     fn restart(&self) -> Result<(), Failure> {
-        Ok(ProvisionedServer::restart(self)?)
+        ProvisionedServer::restart(self)
     }
 
     fn log_tail(&self, lines: usize) -> String {

@@ -4,6 +4,7 @@
 //! change, the statements, the per-second series and the wait-event samples. Probe failures
 //! leave the run's own numbers intact and its probe rows empty.
 
+use crate::error::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,7 +32,7 @@ pub struct OpenWindow {
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
 impl WindowProbes {
-    pub fn open(&self) -> Result<OpenWindow, String> {
+    pub fn open(&self) -> Result<OpenWindow, Failure> {
         run_stats::wait_for_sessions_to_end(&self.run, SETTLE_LIMIT);
         run_stats::reset_statements(&self.run)?;
         let before = self.counters()?;
@@ -46,7 +47,7 @@ impl WindowProbes {
 
     /// Every cumulative counter now: the run database's, the cluster's, the machine's and the
     /// driver's own CPU.
-    fn counters(&self) -> Result<Vec<CounterRow>, String> {
+    fn counters(&self) -> Result<Vec<CounterRow>, Failure> {
         let mut all = run_stats::database_counters(&self.run)?;
         all.extend(cluster_stats::counters(
             &self.admin,

@@ -1,6 +1,7 @@
 //! Control-plane SQL against a target (setup, loading checks, probes): one short connection
 //! per call on the shared control runtime, errors as one line. Never on the measured path.
 
+use crate::error::Failure;
 use crate::server::target::ConnSpec;
 
 /// Control-plane SQL in a session of its own, closed (Terminate sent) before returning.
@@ -11,17 +12,20 @@ fn with_client<T>(
     ) -> std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + 'c>,
     >,
-) -> Result<T, String> {
+) -> Result<T, Failure> {
     super::control_runtime().block_on(async {
         let (client, connection) = conn
             .tokio_config()
             .connect(tokio_postgres::NoTls)
             .await
-            .map_err(|e| format!("could not connect to {conn}: {e}"))?;
+            .map_err(|e| Failure::run(format!("could not connect to {conn}: {e}")).caused_by(e))?;
         let driver = tokio::spawn(connection);
-        let result = work(&client).await.map_err(|e| match e.as_db_error() {
-            Some(db) => format!("{}: {}", db.severity(), db.message()),
-            None => e.to_string(),
+        let result = work(&client).await.map_err(|e| {
+            let text = match e.as_db_error() {
+                Some(db) => format!("{}: {}", db.severity(), db.message()),
+                None => e.to_string(),
+            };
+            Failure::run(text).caused_by(e)
         });
         drop(client);
         let _ = driver.await;
@@ -29,15 +33,15 @@ fn with_client<T>(
     })
 }
 
-pub fn sql(conn: &ConnSpec, statement: &str) -> Result<(), String> {
+pub fn sql(conn: &ConnSpec, statement: &str) -> Result<(), Failure> {
     let owned = statement.to_string();
     with_client(conn, move |c| {
         Box::pin(async move { c.batch_execute(&owned).await })
     })
-    .map_err(|e| format!("{statement}: {e}"))
+    .map_err(|e| e.map_message(|text| format!("{statement}: {text}")))
 }
 
-pub fn query_rows(conn: &ConnSpec, query: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+pub fn query_rows(conn: &ConnSpec, query: &str) -> Result<Vec<Vec<Option<String>>>, Failure> {
     let query = query.to_string();
     with_client(conn, move |c| {
         Box::pin(async move {
@@ -54,7 +58,7 @@ pub fn query_rows(conn: &ConnSpec, query: &str) -> Result<Vec<Vec<Option<String>
     })
 }
 
-pub fn query_string(conn: &ConnSpec, query: &str) -> Result<String, String> {
+pub fn query_string(conn: &ConnSpec, query: &str) -> Result<String, Failure> {
     let rows = query_rows(conn, query)?;
     Ok(rows
         .first()
@@ -68,7 +72,7 @@ pub type NamedRow = Vec<(String, Option<String>)>;
 /// Rows of a simple-protocol query (any column types, as text) with their column names, for
 /// views whose columns vary between major versions. Several statements may be given; the rows
 /// of all of them are returned.
-pub fn named_rows(conn: &ConnSpec, query: &str) -> Result<Vec<NamedRow>, String> {
+pub fn named_rows(conn: &ConnSpec, query: &str) -> Result<Vec<NamedRow>, Failure> {
     let query = query.to_string();
     with_client(conn, move |c| {
         Box::pin(async move {
@@ -93,8 +97,8 @@ pub fn named_rows(conn: &ConnSpec, query: &str) -> Result<Vec<NamedRow>, String>
 }
 
 /// `server_version_num`, e.g. 150018.
-pub fn server_version_num(conn: &ConnSpec) -> Result<i64, String> {
+pub fn server_version_num(conn: &ConnSpec) -> Result<i64, Failure> {
     query_string(conn, "SHOW server_version_num")?
         .parse()
-        .map_err(|e| format!("server_version_num: {e}"))
+        .map_err(|e| Failure::run(format!("server_version_num: {e}")))
 }

@@ -6,45 +6,49 @@ pub mod control;
 
 use tokio_postgres::{Client, NoTls};
 
+use crate::error::Failure;
 use crate::server::target::ConnSpec;
 
-/// A control session: connected, with notices below warnings silenced.
-pub async fn connect_quietly(spec: &ConnSpec) -> Result<Client, String> {
+/// A control session: connected, with notices below warnings silenced. A failure is a run
+/// failure; callers for which the target is the user's input say so (`Failure::into_input`).
+pub async fn connect_quietly(spec: &ConnSpec) -> Result<Client, Failure> {
     let (client, connection) = spec
         .tokio_config()
         .connect(NoTls)
         .await
-        .map_err(|e| connection_error(spec, &e))?;
+        .map_err(|e| connection_error(spec, e))?;
     tokio::spawn(connection);
     client
         .batch_execute("SET client_min_messages = warning")
         .await
-        .map_err(|e| sql_error("setup", &e))?;
+        .map_err(|e| sql_error("setup", e))?;
     Ok(client)
 }
 
-pub fn sql_error(context: &str, error: &tokio_postgres::Error) -> String {
+/// A statement that failed, as one line naming what it was for; the server's error is kept as
+/// the source (its SQLSTATE decides retries and hints).
+pub fn sql_error(context: &str, error: tokio_postgres::Error) -> Failure {
     let detail = error
         .as_db_error()
         .map(|db| db.message().to_string())
         .unwrap_or_else(|| error.to_string());
-    format!("query failed: {detail} (while running: {context})")
+    Failure::run(format!("query failed: {detail} (while running: {context})")).caused_by(error)
 }
 
-pub fn connection_error(spec: &ConnSpec, error: &tokio_postgres::Error) -> String {
+pub fn connection_error(spec: &ConnSpec, error: tokio_postgres::Error) -> Failure {
     let detail = error
         .as_db_error()
         .map(|db| db.message().to_string())
         .unwrap_or_else(|| {
             let mut text = error.to_string();
-            let mut source = std::error::Error::source(error);
+            let mut source = std::error::Error::source(&error);
             while let Some(inner) = source {
                 text = format!("{text}: {inner}");
                 source = inner.source();
             }
             text
         });
-    format!("connection to server ({spec}) failed: {detail}")
+    Failure::run(format!("connection to server ({spec}) failed: {detail}")).caused_by(error)
 }
 
 /// The one tokio runtime for control-plane work (setup queries, the loaders, the probes'
@@ -63,7 +67,7 @@ pub fn control_runtime() -> &'static tokio::runtime::Runtime {
 
 /// The tables (plain or partitioned) visible on the search path whose names match `pattern`, a
 /// regular expression, by name: what a loader refuses to overwrite and a cleanup drops.
-pub async fn visible_tables(client: &Client, pattern: &str) -> Result<Vec<String>, String> {
+pub async fn visible_tables(client: &Client, pattern: &str) -> Result<Vec<String>, Failure> {
     let rows = client
         .query(
             "SELECT c.relname::text FROM pg_class c
@@ -72,6 +76,6 @@ pub async fn visible_tables(client: &Client, pattern: &str) -> Result<Vec<String
             &[&pattern],
         )
         .await
-        .map_err(|e| sql_error(&format!("looking for tables matching {pattern}"), &e))?;
+        .map_err(|e| sql_error(&format!("looking for tables matching {pattern}"), e))?;
     Ok(rows.iter().map(|row| row.get(0)).collect())
 }

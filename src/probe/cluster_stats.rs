@@ -2,6 +2,7 @@
 //! background writer (all), the checkpointer (17+), WAL (14+) and I/O by backend type, object
 //! and context (16+). Every numeric column is a counter; read before and after a run.
 
+use crate::error::Failure;
 use crate::pg::control::named_rows;
 use crate::server::target::ConnSpec;
 use crate::store::CounterRow;
@@ -16,7 +17,7 @@ const VIEWS: [(&str, i64, &[&str]); 4] = [
 
 /// The counters now. A row of a keyed view (pg_stat_io) names its counters
 /// `backend_type/object/context/column`.
-pub fn counters(conn: &ConnSpec, version_num: i64) -> Result<Vec<CounterRow>, String> {
+pub fn counters(conn: &ConnSpec, version_num: i64) -> Result<Vec<CounterRow>, Failure> {
     let mut all = Vec::new();
     for (view, since, keys) in VIEWS {
         if version_num < since {

@@ -2,6 +2,7 @@
 //! driver's): `pg_stat_database` deltas for the run's database and `pg_stat_statements` per
 //! statement, reset at the start of the measured window.
 
+use crate::error::Failure;
 use std::time::{Duration, Instant};
 
 use crate::pg::control::{query_rows, query_string, server_version_num, sql};
@@ -26,7 +27,7 @@ const DATABASE_COUNTERS: [&str; 13] = [
 ];
 
 /// The run database's counters now.
-pub fn database_counters(conn: &ConnSpec) -> Result<Vec<CounterRow>, String> {
+pub fn database_counters(conn: &ConnSpec) -> Result<Vec<CounterRow>, Failure> {
     let query = format!(
         "SELECT {} FROM pg_stat_database WHERE datname = current_database()",
         DATABASE_COUNTERS
@@ -36,7 +37,7 @@ pub fn database_counters(conn: &ConnSpec) -> Result<Vec<CounterRow>, String> {
     let rows = query_rows(conn, &query)?;
     let row = rows
         .first()
-        .ok_or("pg_stat_database has no row for the database")?;
+        .ok_or_else(|| Failure::run("pg_stat_database has no row for the database"))?;
     Ok(DATABASE_COUNTERS
         .iter()
         .zip(row)
@@ -48,13 +49,13 @@ pub fn database_counters(conn: &ConnSpec) -> Result<Vec<CounterRow>, String> {
         .collect())
 }
 
-pub fn reset_statements(conn: &ConnSpec) -> Result<(), String> {
+pub fn reset_statements(conn: &ConnSpec) -> Result<(), Failure> {
     sql(conn, "SELECT pg_stat_statements_reset()")
 }
 
 /// The run database's statements, busiest first. PostgreSQL 12 names the time columns
 /// `mean_time`/`stddev_time`; 13 and later `mean_exec_time`/`stddev_exec_time`.
-pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementRow>, String> {
+pub fn statements(conn: &ConnSpec) -> Result<Vec<StatementRow>, Failure> {
     let version = server_version_num(conn)?;
     let (mean, stddev) = if version >= 130000 {
         ("mean_exec_time", "stddev_exec_time")

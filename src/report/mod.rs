@@ -20,5 +20,5 @@ use crate::error::Failure;
 pub fn write_file(path: impl AsRef<Path>, contents: &str) -> Result<(), Failure> {
     let path = path.as_ref();
     std::fs::write(path, contents)
-        .map_err(|e| Failure::Run(format!("could not write {}: {e}", path.display())))
+        .map_err(|e| Failure::run(format!("could not write {}: {e}", path.display())))
 }

@@ -1,6 +1,7 @@
 //! Finding PostgreSQL server binaries on this machine: `STAMPEDE_PG_BIN`, then `pg_config` on
 //! PATH, then the newest `/usr/lib/postgresql/*/bin`.
 
+use crate::error::Failure;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,14 +13,23 @@ pub struct Binaries {
 }
 
 impl Binaries {
-    pub fn at(bin_dir: &Path) -> Result<Binaries, String> {
+    pub fn at(bin_dir: &Path) -> Result<Binaries, Failure> {
         let postgres = bin_dir.join("postgres");
         let output = Command::new(&postgres)
             .arg("--version")
             .output()
-            .map_err(|e| format!("no usable PostgreSQL server at {}: {e}", postgres.display()))?;
+            .map_err(|e| {
+                Failure::run(format!(
+                    "no usable PostgreSQL server at {}: {e}",
+                    postgres.display()
+                ))
+                .caused_by(e)
+            })?;
         if !bin_dir.join("initdb").is_file() || !bin_dir.join("pg_ctl").is_file() {
-            return Err(format!("{} lacks initdb or pg_ctl", bin_dir.display()));
+            return Err(Failure::run(format!(
+                "{} lacks initdb or pg_ctl",
+                bin_dir.display()
+            )));
         }
         Ok(Binaries {
             bin_dir: bin_dir.to_path_buf(),
@@ -33,7 +43,7 @@ impl Binaries {
         number.split('.').next()?.parse().ok()
     }
 
-    pub fn find_best() -> Result<Binaries, String> {
+    pub fn find_best() -> Result<Binaries, Failure> {
         if let Ok(dir) = std::env::var("STAMPEDE_PG_BIN") {
             return Binaries::at(Path::new(&dir));
         }
@@ -47,7 +57,7 @@ impl Binaries {
             return Ok(found);
         }
         newest_debian_install().ok_or_else(|| {
-            "no PostgreSQL server binaries found (looked at STAMPEDE_PG_BIN, pg_config on PATH and /usr/lib/postgresql/*/bin); install PostgreSQL or pass a connection (-h/-p/-U/-d)".to_string()
+            Failure::input("no PostgreSQL server binaries found (looked at STAMPEDE_PG_BIN, pg_config on PATH and /usr/lib/postgresql/*/bin); install PostgreSQL or pass a connection (-h/-p/-U/-d)")
         })
     }
 }

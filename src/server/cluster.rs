@@ -1,6 +1,7 @@
 //! A PostgreSQL cluster stampede owns: initdb, start, stop, status. PostgreSQL refuses to run as
 //! root, so when stampede is root the server runs as an unprivileged user that owns the data.
 
+use crate::error::Failure;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -28,12 +29,12 @@ impl OsUser {
     }
 
     /// `postgres` when running as root; nobody to switch to otherwise.
-    pub fn for_server() -> Result<Option<OsUser>, String> {
+    pub fn for_server() -> Result<Option<OsUser>, Failure> {
         if !crate::sys::is_root() {
             return Ok(None);
         }
         OsUser::lookup("postgres").map(Some).ok_or_else(|| {
-            "running as root, but there is no \"postgres\" user to run the server as; create one (useradd -r postgres) or run stampede as a normal user".to_string()
+            Failure::input("running as root, but there is no \"postgres\" user to run the server as; create one (useradd -r postgres) or run stampede as a normal user")
         })
     }
 }
@@ -75,10 +76,16 @@ impl Cluster {
         command
     }
 
-    fn give_to_server_user(&self, path: &Path) -> Result<(), String> {
+    fn give_to_server_user(&self, path: &Path) -> Result<(), Failure> {
         if let Some(user) = &self.run_as {
-            std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid))
-                .map_err(|e| format!("could not give {} to {}: {e}", path.display(), user.name))?;
+            std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid)).map_err(|e| {
+                Failure::run(format!(
+                    "could not give {} to {}: {e}",
+                    path.display(),
+                    user.name
+                ))
+                .caused_by(e)
+            })?;
         }
         Ok(())
     }
@@ -90,17 +97,20 @@ impl Cluster {
         superuser: &str,
         password: &str,
         settings: &[(&str, String)],
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         for dir in [self.root.clone(), self.socket_dir()] {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| format!("could not restrict {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                Failure::run(format!("could not create {}: {e}", dir.display())).caused_by(e)
+            })?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(
+                |e| Failure::run(format!("could not restrict {}: {e}", dir.display())).caused_by(e),
+            )?;
             self.give_to_server_user(&dir)?;
         }
         let password_file = self.root.join("initdb.pw");
-        std::fs::write(&password_file, password)
-            .map_err(|e| format!("could not write {}: {e}", password_file.display()))?;
+        std::fs::write(&password_file, password).map_err(|e| {
+            Failure::run(format!("could not write {}: {e}", password_file.display())).caused_by(e)
+        })?;
         self.give_to_server_user(&password_file)?;
         let output = self
             .command("initdb")
@@ -116,7 +126,7 @@ impl Cluster {
     }
 
     /// Appends the port and `settings` again (later lines win), e.g. for a new port.
-    pub fn reconfigure(&self, settings: &[(String, String)]) -> Result<(), String> {
+    pub fn reconfigure(&self, settings: &[(String, String)]) -> Result<(), Failure> {
         let borrowed: Vec<(&str, String)> = settings
             .iter()
             .map(|(n, v)| (n.as_str(), v.clone()))
@@ -124,7 +134,7 @@ impl Cluster {
         self.append_settings(&borrowed)
     }
 
-    fn append_settings(&self, settings: &[(&str, String)]) -> Result<(), String> {
+    fn append_settings(&self, settings: &[(&str, String)]) -> Result<(), Failure> {
         let mut conf = format!(
             "\n# written by stampede\nport = {}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n",
             self.port,
@@ -135,8 +145,9 @@ impl Cluster {
         }
         let path = self.data_dir().join("postgresql.auto.conf");
         let existing = std::fs::read_to_string(&path).unwrap_or_default();
-        std::fs::write(&path, existing + &conf)
-            .map_err(|e| format!("could not write {}: {e}", path.display()))?;
+        std::fs::write(&path, existing + &conf).map_err(|e| {
+            Failure::run(format!("could not write {}: {e}", path.display())).caused_by(e)
+        })?;
         self.give_to_server_user(&path)
     }
 
@@ -150,7 +161,7 @@ impl Cluster {
             .unwrap_or(false)
     }
 
-    pub fn start(&self) -> Result<(), String> {
+    pub fn start(&self) -> Result<(), Failure> {
         let mut command = self.command("pg_ctl");
         command
             .args(["start", "-w", "-t", "60", "-D"])
@@ -162,11 +173,13 @@ impl Cluster {
             None => command.output(),
         };
         check_output("pg_ctl start", output).map_err(|e| {
-            format!(
-                "{e}; the server log {} ends with:\n{}",
-                self.log_file().display(),
-                self.log_tail(3)
-            )
+            e.map_message(|text| {
+                format!(
+                    "{text}; the server log {} ends with:\n{}",
+                    self.log_file().display(),
+                    self.log_tail(3)
+                )
+            })
         })
     }
 
@@ -177,7 +190,7 @@ impl Cluster {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    pub fn stop(&self) -> Result<(), String> {
+    pub fn stop(&self) -> Result<(), Failure> {
         let output = self
             .command("pg_ctl")
             .args(["stop", "-w", "-m", "fast", "-D"])
@@ -187,8 +200,9 @@ impl Cluster {
     }
 }
 
-fn check_output(what: &str, output: std::io::Result<Output>) -> Result<(), String> {
-    let output = output.map_err(|e| format!("could not run {what}: {e}"))?;
+fn check_output(what: &str, output: std::io::Result<Output>) -> Result<(), Failure> {
+    let output =
+        output.map_err(|e| Failure::run(format!("could not run {what}: {e}")).caused_by(e))?;
     if output.status.success() {
         return Ok(());
     }
@@ -198,7 +212,7 @@ fn check_output(what: &str, output: std::io::Result<Output>) -> Result<(), Strin
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("no output");
-    Err(format!("{what} failed: {detail}"))
+    Err(Failure::run(format!("{what} failed: {detail}")))
 }
 
 /// Runs `command` from a thread pinned to `cpus`: pg_ctl inherits the thread's mask, and so do

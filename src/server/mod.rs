@@ -17,10 +17,10 @@ use target::{ConnFlags, ConnSpec};
 /// created as needed, announced in one line on stderr).
 pub fn resolve_target(flags: &ConnFlags) -> Result<ConnSpec, Failure> {
     if !flags.is_unspecified() {
-        return ConnSpec::resolve(flags).map_err(Failure::Input);
+        return ConnSpec::resolve(flags).map_err(Failure::into_input);
     }
     let (server, created) =
-        ManagedServer::ensure_running(&default_home()).map_err(Failure::Input)?;
+        ManagedServer::ensure_running(&default_home()).map_err(Failure::into_input)?;
     if created {
         eprintln!("created the managed default server");
     }

@@ -2,6 +2,7 @@
 //! needs), `tuned` (seed 001's "starter" tuning scaled to this machine), or a postgresql.conf
 //! fragment. Every value and its rule is listed in the README.
 
+use crate::error::Failure;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,18 +105,23 @@ pub fn tuned(machine: &Machine, max_connections: usize) -> Vec<(String, String)>
 }
 
 /// `name = value` lines of a postgresql.conf fragment (comments and blank lines skipped).
-pub fn read_fragment(path: &Path) -> Result<Vec<(String, String)>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("could not read profile {}: {e}", path.display()))?;
+pub fn read_fragment(path: &Path) -> Result<Vec<(String, String)>, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::run(format!("could not read profile {}: {e}", path.display())).caused_by(e)
+    })?;
     let mut settings = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let (name, value) = line
-            .split_once('=')
-            .ok_or_else(|| format!("{}:{}: expected name = value", path.display(), number + 1))?;
+        let (name, value) = line.split_once('=').ok_or_else(|| {
+            Failure::run(format!(
+                "{}:{}: expected name = value",
+                path.display(),
+                number + 1
+            ))
+        })?;
         let value = value.trim().trim_matches('\'').to_string();
         settings.push((name.trim().to_string(), value));
     }
@@ -128,7 +134,7 @@ pub fn settings(
     machine: &Machine,
     max_clients: usize,
     overrides: &[(String, String)],
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, Failure> {
     let needs = lab_needs(max_clients);
     let max_connections = max_clients + 20;
     let mut all = match profile {

@@ -3,6 +3,7 @@
 //! after a crash, and the connections the lab opens to it. Adding a binary source or another
 //! kind of target touches this file, not the lab.
 
+use crate::error::Failure;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -29,7 +30,7 @@ pub enum BinarySource {
 
 impl BinarySource {
     /// Finds (or downloads) the binaries.
-    pub fn resolve(&self) -> Result<Binaries, String> {
+    pub fn resolve(&self) -> Result<Binaries, Failure> {
         match self {
             BinarySource::System => Binaries::find_best(),
             BinarySource::BinDir(dir) => Binaries::at(dir),
@@ -80,7 +81,7 @@ impl ProvisionedServer {
         binaries: &Binaries,
         root: &Path,
         config: &ServerConfig<'_>,
-    ) -> Result<ProvisionedServer, String> {
+    ) -> Result<ProvisionedServer, Failure> {
         let run_as = OsUser::for_server()?;
         let superuser = run_as
             .as_ref()
@@ -95,8 +96,9 @@ impl ProvisionedServer {
             cpus: config.cpus.clone(),
         };
         if let Some(parent) = root.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Failure::run(format!("could not create {}: {e}", parent.display())).caused_by(e)
+            })?;
         }
         let machine = Machine::probe(root);
         let settings = profile::settings(
@@ -156,7 +158,7 @@ impl ProvisionedServer {
 
     /// Starts the server again after a crash. A killed postmaster's lock file and orphaned
     /// backends linger until it is reaped, so this retries for a while.
-    pub fn restart(&self) -> Result<(), String> {
+    pub fn restart(&self) -> Result<(), Failure> {
         let mut last = Ok(());
         for _ in 0..30 {
             last = self.cluster.start();
@@ -191,16 +193,21 @@ impl ProvisionedServer {
 
 /// A TCP port on 127.0.0.1 that nothing listens on: the first free one of `range`, or any the
 /// system hands out.
-pub fn free_port(range: Option<Range<u16>>) -> Result<u16, String> {
+pub fn free_port(range: Option<Range<u16>>) -> Result<u16, Failure> {
     match range {
         Some(range) => range
             .clone()
             .find(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok())
-            .ok_or_else(|| format!("no free TCP port in {}..{}", range.start, range.end)),
+            .ok_or_else(|| {
+                Failure::run(format!(
+                    "no free TCP port in {}..{}",
+                    range.start, range.end
+                ))
+            }),
         None => std::net::TcpListener::bind(("127.0.0.1", 0))
             .and_then(|listener| listener.local_addr())
             .map(|address| address.port())
-            .map_err(|e| format!("no free TCP port: {e}")),
+            .map_err(|e| Failure::run(format!("no free TCP port: {e}")).caused_by(e)),
     }
 }
 

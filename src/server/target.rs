@@ -2,6 +2,7 @@
 //! flags < a libpq URI or `key=value` string given as the database name; passwords from the
 //! connection string, `PGPASSWORD` or `.pgpass`. The password never appears in `Display`.
 
+use crate::error::Failure;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -76,16 +77,16 @@ fn looks_like_conninfo(text: &str) -> bool {
     text.starts_with("postgresql://") || text.starts_with("postgres://") || text.contains('=')
 }
 
-fn parse_port(text: &str) -> Result<u16, String> {
+fn parse_port(text: &str) -> Result<u16, Failure> {
     text.trim()
         .parse::<u16>()
         .ok()
         .filter(|p| *p > 0)
-        .ok_or_else(|| format!("invalid port number: \"{text}\""))
+        .ok_or_else(|| Failure::run(format!("invalid port number: \"{text}\"")))
 }
 
 impl ConnSpec {
-    pub fn resolve(flags: &ConnFlags) -> Result<ConnSpec, String> {
+    pub fn resolve(flags: &ConnFlags) -> Result<ConnSpec, Failure> {
         let mut spec = ConnSpec {
             host: env_value("PGHOST")
                 .or_else(|| env_value("PGHOSTADDR"))
@@ -124,9 +125,9 @@ impl ConnSpec {
         Ok(spec)
     }
 
-    fn apply_conninfo(&mut self, conninfo: &str) -> Result<(), String> {
+    fn apply_conninfo(&mut self, conninfo: &str) -> Result<(), Failure> {
         let config = tokio_postgres::Config::from_str(conninfo)
-            .map_err(|e| format!("invalid connection string: {e}"))?;
+            .map_err(|e| Failure::run(format!("invalid connection string: {e}")).caused_by(e))?;
         if let Some(host) = config.get_hosts().first() {
             self.host = match host {
                 tokio_postgres::config::Host::Tcp(name) => name.clone(),

@@ -214,8 +214,9 @@ pub struct RunSummary {
     pub p99_ms: Option<f64>,
 }
 
-fn db_error(context: &str) -> impl Fn(String) -> String + '_ {
-    move |e| format!("results database: {context}: {e}")
+/// The backends report text (their errors differ in type); at the store's API it is a failed run.
+fn db_error(context: &str) -> impl Fn(String) -> Failure + '_ {
+    move |e| Failure::run(format!("results database: {context}: {e}"))
 }
 
 // Readers of NOT NULL columns (and of aggregates over them). A nullable column is read with
@@ -241,13 +242,15 @@ impl Store {
     /// Opens (creating if needed) the results database and brings its schema up to date. A
     /// results location that cannot be used is bad input: nothing ran yet.
     pub fn open(location: &Location) -> Result<Store, Failure> {
-        Store::create_or_open(location).map_err(Failure::Input)
+        Store::create_or_open(location).map_err(Failure::into_input)
     }
 
-    fn create_or_open(location: &Location) -> Result<Store, String> {
+    fn create_or_open(location: &Location) -> Result<Store, Failure> {
         let db: Box<dyn Database> = match location {
-            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path)?),
-            Location::Postgres(url) => Box::new(postgres::Postgres::open(location, url)?),
+            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path).map_err(Failure::input)?),
+            Location::Postgres(url) => {
+                Box::new(postgres::Postgres::open(location, url).map_err(Failure::input)?)
+            }
         };
         let mut store = Store { db };
         store.migrate()?;
@@ -257,19 +260,23 @@ impl Store {
     /// Opens a results database that must exist already (for reading reports): a missing file,
     /// or one that is not a stampede results database, is an error rather than a new database.
     pub fn open_existing(location: &Location) -> Result<Store, Failure> {
-        Store::open_stampede_database(location).map_err(Failure::Input)
+        Store::open_stampede_database(location).map_err(Failure::into_input)
     }
 
-    fn open_stampede_database(location: &Location) -> Result<Store, String> {
+    fn open_stampede_database(location: &Location) -> Result<Store, Failure> {
         if let Location::Sqlite(path) = location {
             if !path.is_file() {
-                return Err(format!("results database {location} does not exist"));
+                return Err(Failure::input(format!(
+                    "results database {location} does not exist"
+                )));
             }
         }
-        let not_ours = |_| format!("{location} is not a stampede results database");
+        let not_ours = |_| Failure::input(format!("{location} is not a stampede results database"));
         let db: Box<dyn Database> = match location {
             Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path).map_err(not_ours)?),
-            Location::Postgres(url) => Box::new(postgres::Postgres::open(location, url)?),
+            Location::Postgres(url) => {
+                Box::new(postgres::Postgres::open(location, url).map_err(Failure::input)?)
+            }
         };
         let mut store = Store { db };
         store
@@ -294,12 +301,12 @@ impl Store {
             }
             Err(e) => {
                 let _ = self.db.batch("ROLLBACK");
-                Err(Failure::Run(db_error(context)(e)))
+                Err(db_error(context)(e))
             }
         }
     }
 
-    fn migrate(&mut self) -> Result<(), String> {
+    fn migrate(&mut self) -> Result<(), Failure> {
         let create = self
             .db
             .dialect("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
@@ -310,10 +317,10 @@ impl Store {
             .map_err(db_error("schema version"))?;
         let current = rows.first().map_or(0, |r| int(r, 0));
         if current as usize > schema::MIGRATIONS.len() {
-            return Err(format!(
+            return Err(Failure::run(format!(
                 "results database has schema version {current}, newer than this stampede knows ({}); upgrade stampede",
                 schema::MIGRATIONS.len()
-            ));
+            )));
         }
         for (index, sql) in schema::MIGRATIONS.iter().enumerate().skip(current as usize) {
             let sql = self.db.dialect(sql);
@@ -323,8 +330,7 @@ impl Store {
                     "INSERT INTO schema_version VALUES (?1)",
                     &[Value::Int(index as i64 + 1)],
                 )
-            })
-            .map_err(Failure::into_message)?;
+            })?;
         }
         Ok(())
     }

@@ -336,10 +336,10 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
         clients: int(r, 6),
         repetition: int(r, 7) as u32,
         status: RunStatus::parse(&status).ok_or_else(|| {
-            format!(
+            Failure::run(format!(
                 "results database: run {}: unknown status \"{status}\"",
                 int(r, 0)
-            )
+            ))
         })?,
         duration_s: number(9),
         tps: number(10),

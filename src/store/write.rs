@@ -15,7 +15,7 @@ impl Store {
             )
             .map_err(db_error("labs"))?;
         match existing.first() {
-            Some(row) if text(row, 1) != spec => Err(Failure::Input(format!(
+            Some(row) if text(row, 1) != spec => Err(Failure::input(format!(
                 "the results database already holds lab \"{name}\" started from a different spec; use another `results` file or restore the original spec"
             ))),
             Some(row) => Ok((int(row, 0), int(row, 2) as u64)),
@@ -163,7 +163,7 @@ impl Store {
                     plan.into(),
                 ],
             )
-            .map_err(|e| Failure::Run(db_error("plans")(e)))
+            .map_err(db_error("plans"))
     }
 
     /// Records the CPUs of the machine the lab's driver runs on, once: the first machine's.
@@ -173,7 +173,7 @@ impl Store {
                 "UPDATE labs SET client_cores = ?2 WHERE id = ?1 AND client_cores IS NULL",
                 &[lab.into(), Value::Int(cores as i64)],
             )
-            .map_err(|e| Failure::Run(db_error("labs")(e)))
+            .map_err(db_error("labs"))
     }
 }
 

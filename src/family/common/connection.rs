@@ -38,5 +38,5 @@ pub fn positive<T: TryFrom<i64>>(value: i64, name: &str) -> Result<T, Failure> {
     T::try_from(value)
         .ok()
         .filter(|_| value >= 1)
-        .ok_or_else(|| Failure::Input(format!("--{name} must be at least 1 (not {value})")))
+        .ok_or_else(|| Failure::input(format!("--{name} must be at least 1 (not {value})")))
 }

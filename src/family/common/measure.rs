@@ -21,7 +21,7 @@ pub fn seed() -> u64 {
 
 /// An error when any client aborted: "N client(s) aborted during the warmup", with `what` the
 /// workload's word for its clients.
-pub fn check_aborted(aborted_clients: usize, what: &str, when: &str) -> Result<(), String> {
+pub fn check_aborted(aborted_clients: usize, what: &str, when: &str) -> Result<(), Failure> {
     if aborted_clients == 0 {
         return Ok(());
     }
@@ -30,7 +30,9 @@ pub fn check_aborted(aborted_clients: usize, what: &str, when: &str) -> Result<(
     } else {
         format!(" {when}")
     };
-    Err(format!("{aborted_clients} {what}(s) aborted{when}"))
+    Err(Failure::run(format!(
+        "{aborted_clients} {what}(s) aborted{when}"
+    )))
 }
 
 /// Latency of successful transactions, in milliseconds.

@@ -38,7 +38,7 @@ fn prepare(args: &PrepareArgs) -> CommandResult {
     let objects = positive::<i64>(args.objects, "objects")?;
     let sets = positive::<i64>(args.sets, "sets")?;
     if sets > MAX_SETS {
-        return Err(Failure::Input(format!("--sets {sets}: at most {MAX_SETS}")));
+        return Err(Failure::input(format!("--sets {sets}: at most {MAX_SETS}")));
     }
     let sets = sets as u32;
     let threads = match args.threads {
@@ -67,11 +67,11 @@ pub fn prepare_tables(
     let started = std::time::Instant::now();
     let conn = conn.clone();
     control_runtime().block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
         // Also the tables of a prepare that did not finish (no marker yet).
         if !existing_tables(&client).await?.is_empty() {
-            return Err(Failure::Input(
-                "dbSTRESS tables exist here; run `stampede dbstress cleanup` first".into(),
+            return Err(Failure::input(
+                "dbSTRESS tables exist here; run `stampede dbstress cleanup` first",
             ));
         }
         for set in 1..=sets {
@@ -140,7 +140,7 @@ fn spread(statements: Vec<String>, threads: usize) -> Vec<Vec<String>> {
 /// Each list on a connection of its own, the lists at once.
 async fn in_parallel(conn: &ConnSpec, lists: Vec<Vec<String>>) -> Result<(), Failure> {
     try_join_all(lists.into_iter().map(|list| async move {
-        let client = connect_quietly(conn).await.map_err(Failure::Run)?;
+        let client = connect_quietly(conn).await?;
         for statement in &list {
             execute(&client, statement).await?;
         }
@@ -154,16 +154,16 @@ async fn execute(client: &Client, sql: &str) -> Result<(), Failure> {
     client
         .batch_execute(sql)
         .await
-        .map_err(|e| Failure::Run(sql_error(sql, &e)))
+        .map_err(|e| sql_error(sql, e))
 }
 
 /// (objects, sets) that `prepare` recorded at `conn`, or the message to prepare first.
 pub fn read_prepared_size(conn: &ConnSpec) -> Result<(i64, u32), Failure> {
     control_runtime().block_on(async {
-        let client = connect_quietly(conn).await.map_err(Failure::Input)?;
+        let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
         prepared_size(&client)
             .await
-            .ok_or_else(|| Failure::Input(NOT_PREPARED.into()))
+            .ok_or_else(|| Failure::input(NOT_PREPARED))
     })
 }
 
@@ -179,11 +179,11 @@ async fn prepared_size(client: &Client) -> Option<(i64, u32)> {
 /// dbSTRESS's tables of any set, and the marker.
 async fn existing_tables(client: &Client) -> Result<Vec<String>, Failure> {
     let pattern = format!("^((zone|section|stat|object|history)[0-9]+|{MARKER})$");
-    visible_tables(client, &pattern).await.map_err(Failure::Run)
+    visible_tables(client, &pattern).await
 }
 fn cleanup(conn: &ConnSpec) -> CommandResult {
     control_runtime().block_on(async {
-        let client = connect_quietly(conn).await.map_err(Failure::Input)?;
+        let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
         let tables = existing_tables(&client).await?;
         for table in &tables {
             execute(&client, &format!("DROP TABLE {table}")).await?;
@@ -203,7 +203,7 @@ pub struct Settings {
 }
 
 fn run_sessions(args: &RunArgs) -> CommandResult {
-    let mode = Mode::parse(&args.mode).map_err(Failure::Input)?;
+    let mode = Mode::parse(&args.mode).map_err(Failure::input)?;
     let sessions = positive::<u32>(args.sessions, "sessions")?;
     let seconds = positive::<u64>(args.time, "time")?;
     let rw_ratio = positive::<u32>(args.rw_ratio, "rw-ratio")?;
@@ -233,9 +233,9 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     println!("{}", heading(&settings));
     let plan = plan(&conn, &settings)?;
     let scripts = plan.scripts.clone();
-    let result = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
+    let result = driver::run(plan, &mut |_| {})?;
     if result.aborted_clients > 0 {
-        return Err(Failure::Run(format!(
+        return Err(Failure::run(format!(
             "{} session(s) aborted",
             result.aborted_clients
         )));
@@ -290,7 +290,7 @@ pub fn plan(conn: &ConnSpec, settings: &Settings) -> Result<RunPlan, Failure> {
         let name = format!("set {set}");
         let text = statements::script(set, &settings.shape);
         let script = parse_script(&name, &name, &text, &mut variables)
-            .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
+            .map_err(|e| Failure::input(format!("internal script {name}: {e}")))?;
         scripts.push(WeightedScript { script, weight: 1 });
     }
     let counter = variables.slot("txn_number");

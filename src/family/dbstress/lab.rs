@@ -66,7 +66,7 @@ impl FamilyWorkload for DbstressLab {
 
     fn variant(&self, name: &str) -> Result<Mode, Failure> {
         Mode::parse(name).map_err(|_| {
-            Failure::Input(format!(
+            Failure::input(format!(
                 "workload \"dbstress\": unknown mode \"{name}\"; the modes are: ro, rw"
             ))
         })

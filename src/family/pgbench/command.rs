@@ -110,7 +110,7 @@ pub enum VacuumBeforeRun {
 
 pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
     if let Some(name) = &args.show_script {
-        let builtin = builtins::find_builtin(name).map_err(Failure::Input)?;
+        let builtin = builtins::find_builtin(name).map_err(Failure::input)?;
         eprintln!(
             "-- {}: {}\n{}",
             builtin.name, builtin.description, builtin.script
@@ -150,9 +150,9 @@ fn parse_int(value: &str, option: &str, min: i64, max: i64) -> Result<i64, Failu
     let parsed = value
         .trim()
         .parse::<i64>()
-        .map_err(|_| Failure::Input(format!("invalid value \"{value}\" for option {option}")))?;
+        .map_err(|_| Failure::input(format!("invalid value \"{value}\" for option {option}")))?;
     if parsed < min || parsed > max {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "{option} must be in range {min}..{max}"
         )));
     }
@@ -202,8 +202,8 @@ fn uses_init_options(args: &PgbenchArgs) -> bool {
 
 fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, Failure> {
     if uses_benchmarking_options(args, choices) {
-        return Err(Failure::Input(
-            "some of the specified options cannot be used in initialization (-i) mode".into(),
+        return Err(Failure::input(
+            "some of the specified options cannot be used in initialization (-i) mode",
         ));
     }
     let scale = match &args.scale {
@@ -223,14 +223,14 @@ fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, F
         Some(m) if m.eq_ignore_ascii_case("range") => Some(PartitionMethod::Range),
         Some(m) if m.eq_ignore_ascii_case("hash") => Some(PartitionMethod::Hash),
         Some(m) => {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "invalid partition method, expecting \"range\" or \"hash\", got: \"{m}\""
             )))
         }
     };
     if partitions == 0 && partition_method.is_some() {
-        return Err(Failure::Input(
-            "--partition-method requires greater than zero --partitions".into(),
+        return Err(Failure::input(
+            "--partition-method requires greater than zero --partitions",
         ));
     }
     let mut steps_text = args
@@ -243,7 +243,7 @@ fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, F
     if args.foreign_keys && !steps_text.contains('f') {
         steps_text.push('f');
     }
-    let mut steps = parse_steps(&steps_text).map_err(Failure::Input)?;
+    let mut steps = parse_steps(&steps_text).map_err(Failure::into_input)?;
     if args.extra_indexes {
         steps.push(InitStep::ExtraIndexes);
     }
@@ -267,9 +267,9 @@ fn script_weight(option: &str) -> Result<(String, u32), Failure> {
     };
     let parsed = weight
         .parse::<i64>()
-        .map_err(|_| Failure::Input(format!("invalid weight specification: @{weight}")))?;
+        .map_err(|_| Failure::input(format!("invalid weight specification: @{weight}")))?;
     if !(0..=INT_MAX).contains(&parsed) {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "weight specification out of range (0 .. {INT_MAX}): {parsed}"
         )));
     }
@@ -278,8 +278,8 @@ fn script_weight(option: &str) -> Result<(String, u32), Failure> {
 
 fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, Failure> {
     if uses_init_options(args) {
-        return Err(Failure::Input(
-            "some of the specified options cannot be used in benchmarking mode".into(),
+        return Err(Failure::input(
+            "some of the specified options cannot be used in benchmarking mode",
         ));
     }
     let scripts = resolve_scripts(choices)?;
@@ -300,13 +300,13 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         None => None,
     };
     if duration_secs.is_some() && transactions.is_some() {
-        return Err(Failure::Input(
-            "specify either a number of transactions (-t) or a duration (-T), not both".into(),
+        return Err(Failure::input(
+            "specify either a number of transactions (-t) or a duration (-T), not both",
         ));
     }
     let protocol = match &args.protocol {
         Some(m) => Protocol::from_name(m)
-            .ok_or_else(|| Failure::Input(format!("invalid query mode (-M): \"{m}\"")))?,
+            .ok_or_else(|| Failure::input(format!("invalid query mode (-M): \"{m}\"")))?,
         None => Protocol::Simple,
     };
     let progress_secs = match &args.progress {
@@ -328,7 +328,7 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
             Some((name, value)) if !name.is_empty() && !value.is_empty() => {
                 Ok((name.to_string(), value.to_string()))
             }
-            _ => Err(Failure::Input(format!(
+            _ => Err(Failure::input(format!(
                 "invalid variable definition: \"{d}\""
             ))),
         })
@@ -345,33 +345,33 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
     let rate = match &args.rate {
         Some(r) => Some(
             positive_double(r)
-                .ok_or_else(|| Failure::Input(format!("invalid rate limit: \"{r}\"")))?,
+                .ok_or_else(|| Failure::input(format!("invalid rate limit: \"{r}\"")))?,
         ),
         None => None,
     };
     let latency_limit_ms = match &args.latency_limit {
         Some(l) => Some(
             positive_double(l)
-                .ok_or_else(|| Failure::Input(format!("invalid latency limit: \"{l}\"")))?,
+                .ok_or_else(|| Failure::input(format!("invalid latency limit: \"{l}\"")))?,
         ),
         None => None,
     };
     let log = log_options(args, duration_secs)?;
     if args.progress_timestamp && progress_secs.is_none() {
-        return Err(Failure::Input(
-            "--progress-timestamp is allowed only under --progress".into(),
+        return Err(Failure::input(
+            "--progress-timestamp is allowed only under --progress",
         ));
     }
     let max_tries = match &args.max_tries {
         Some(m) => m
             .trim()
             .parse::<u32>()
-            .map_err(|_| Failure::Input(format!("invalid number of maximum tries: \"{m}\"")))?,
+            .map_err(|_| Failure::input(format!("invalid number of maximum tries: \"{m}\"")))?,
         None => 1,
     };
     if max_tries == 0 && latency_limit_ms.is_none() && duration_secs.is_none() {
-        return Err(Failure::Input(
-            "an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)".into(),
+        return Err(Failure::input(
+            "an unlimited number of transaction tries can only be used with --latency-limit or a duration (-T)",
         ));
     }
     Ok(RunSpec {
@@ -414,7 +414,7 @@ fn log_options(args: &PgbenchArgs, duration: Option<u64>) -> Result<Option<LogOp
         Some(r) => Some(
             positive_double(r)
                 .filter(|rate| *rate <= 1.0)
-                .ok_or_else(|| Failure::Input(format!("invalid sampling rate: \"{r}\"")))?,
+                .ok_or_else(|| Failure::input(format!("invalid sampling rate: \"{r}\"")))?,
         ),
         None => None,
     };
@@ -422,7 +422,7 @@ fn log_options(args: &PgbenchArgs, duration: Option<u64>) -> Result<Option<LogOp
         Some(a) => Some(parse_int(a, "--aggregate-interval", 1, INT_MAX)? as u64),
         None => None,
     };
-    let refuse = |message: String| Err(Failure::Input(message));
+    let refuse = |message: String| Err(Failure::input(message));
     if sampling_rate.is_some() && !args.log {
         return refuse(
             "log sampling (--sampling-rate) is allowed only when logging transactions (-l)".into(),
@@ -473,7 +473,7 @@ fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)
         match choice {
             ScriptChoice::Builtin(option) => {
                 let (name, weight) = script_weight(&option)?;
-                for builtin in builtins::expand_builtin(&name).map_err(Failure::Input)? {
+                for builtin in builtins::expand_builtin(&name).map_err(Failure::input)? {
                     scripts.push((ScriptChoice::Builtin(builtin.name.to_string()), weight));
                 }
             }
@@ -487,9 +487,7 @@ fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)
         scripts.push((ScriptChoice::Builtin("tpcb-like".into()), 1));
     }
     if scripts.iter().all(|(_, weight)| *weight == 0) {
-        return Err(Failure::Input(
-            "total script weight must not be zero".into(),
-        ));
+        return Err(Failure::input("total script weight must not be zero"));
     }
     Ok(scripts)
 }
@@ -503,11 +501,11 @@ fn parse_seed(seed: &str) -> Result<u64, Failure> {
             let mut bytes = [0u8; 8];
             std::fs::File::open("/dev/urandom")
                 .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-                .map_err(|e| Failure::Input(format!("could not generate random seed: {e}")))?;
+                .map_err(|e| Failure::input(format!("could not generate random seed: {e}")))?;
             Ok(u64::from_le_bytes(bytes))
         }
         number => number.parse::<u64>().map_err(|_| {
-            Failure::Input(format!(
+            Failure::input(format!(
                 "unrecognized random seed option \"{number}\": expecting an unsigned integer, \"time\" or \"rand\""
             ))
         }),

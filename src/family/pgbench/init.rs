@@ -23,7 +23,9 @@ pub fn run(spec: &InitSpec, target: &ConnSpec, announce: &mut dyn FnMut(&str)) -
     };
     let runtime = control_runtime();
     // Fail on an unusable connection before announcing any step.
-    runtime.block_on(loader.connect()).map_err(Failure::Input)?;
+    runtime
+        .block_on(loader.connect())
+        .map_err(Failure::into_input)?;
     let mut timings = Vec::new();
     for step in &spec.steps {
         announce(step.announcement());
@@ -35,7 +37,7 @@ pub fn run(spec: &InitSpec, target: &ConnSpec, announce: &mut dyn FnMut(&str)) -
             stop.store(u64::MAX, Ordering::Relaxed);
             bar.finish_and_clear();
         }
-        result.map_err(Failure::Run)?;
+        result?;
         timings.push((step.label(), started.elapsed()));
     }
     announce(&done_line(&timings));

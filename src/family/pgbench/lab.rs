@@ -94,7 +94,7 @@ impl FamilyWorkload for PgbenchLab {
 
     fn variant(&self, name: &str) -> Result<PgbenchVariant, Failure> {
         if self.flavor == Flavor::Analytics && !analytics_variants().iter().any(|v| v == name) {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "workload \"analytics\": unknown query \"{name}\"; the queries are: {}",
                 analytics_variants().join(", ")
             )));
@@ -102,11 +102,11 @@ impl FamilyWorkload for PgbenchLab {
         if name.ends_with(".sql") {
             return std::fs::metadata(name)
                 .map(|_| PgbenchVariant::File(name.to_string()))
-                .map_err(|e| Failure::Input(format!("could not open file \"{name}\": {e}")));
+                .map_err(|e| Failure::input(format!("could not open file \"{name}\": {e}")));
         }
         builtins::find_builtin(name)
             .map(PgbenchVariant::Builtin)
-            .map_err(Failure::Input)
+            .map_err(Failure::input)
     }
 
     fn default_variants(&self) -> Vec<String> {

@@ -2,6 +2,7 @@
 //! binary COPY, FREEZE wherever the table was created or truncated in the loading transaction,
 //! independent tables and partitions over several connections, keys built after the data.
 
+use crate::error::Failure;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -77,18 +78,18 @@ impl InitStep {
 }
 
 /// Parses an `-I` string: pgbench's step letters, spaces ignored.
-pub fn parse_steps(text: &str) -> Result<Vec<InitStep>, String> {
+pub fn parse_steps(text: &str) -> Result<Vec<InitStep>, Failure> {
     if text.is_empty() {
-        return Err("no initialization steps specified".into());
+        return Err(Failure::input("no initialization steps specified"));
     }
     text.chars()
         .filter(|c| *c != ' ')
         .map(|c| {
             InitStep::from_char(c).ok_or_else(|| {
-                format!(
+                Failure::input(format!(
                     "unrecognized initialization step \"{c}\" (allowed step characters are: \"{}\")",
                     InitStep::ALL
-                )
+                ))
             })
         })
         .collect()
@@ -108,14 +109,14 @@ const COPY_CHUNK_ROWS: i64 = 50_000;
 /// spilling 5M+ keys to disk at the default 64MB. Server configuration is left untouched.
 const INDEX_BUILD_MEMORY: &str = "SET maintenance_work_mem = '1GB'";
 
-pub type LoadResult = Result<(), String>;
+pub type LoadResult = Result<(), Failure>;
 
 impl Loader {
     pub fn total_rows(&self) -> u64 {
         (self.options.scale * (1 + TELLERS_PER_BRANCH + ACCOUNTS_PER_BRANCH)) as u64
     }
 
-    pub async fn connect(&self) -> Result<Client, String> {
+    pub async fn connect(&self) -> Result<Client, Failure> {
         connect_quietly(&self.spec).await
     }
 
@@ -296,7 +297,7 @@ impl Loader {
         let sink = client
             .copy_in::<_, Bytes>(&format!("copy {table} from stdin with {options}"))
             .await
-            .map_err(|e| sql_error(table, &e))?;
+            .map_err(|e| sql_error(table, e))?;
         futures_util::pin_mut!(sink);
         let mut buffer = BytesMut::with_capacity(4 << 20);
         buffer.put_slice(b"PGCOPY\n\xff\r\n\0");
@@ -313,7 +314,7 @@ impl Loader {
             }
             sink.send(buffer.split().freeze())
                 .await
-                .map_err(|e| sql_error(table, &e))?;
+                .map_err(|e| sql_error(table, e))?;
             self.rows_loaded
                 .fetch_add((chunk_end - id + 1) as u64, Ordering::Relaxed);
             id = chunk_end + 1;
@@ -322,9 +323,9 @@ impl Loader {
             buffer.put_i16(-1);
             sink.send(buffer.split().freeze())
                 .await
-                .map_err(|e| sql_error(table, &e))?;
+                .map_err(|e| sql_error(table, e))?;
         }
-        sink.finish().await.map_err(|e| sql_error(table, &e))?;
+        sink.finish().await.map_err(|e| sql_error(table, e))?;
         Ok(())
     }
 }
@@ -371,11 +372,11 @@ fn put_int4(buf: &mut BytesMut, value: i32) {
 
 /// COPY FREEZE exists since 9.3, but pgbench uses it from 14 on (when it also sets the
 /// visibility map); follow pgbench so the loaded state matches.
-async fn server_supports_freeze(client: &Client) -> Result<bool, String> {
+async fn server_supports_freeze(client: &Client) -> Result<bool, Failure> {
     let row = client
         .query_one("select current_setting('server_version_num')::int", &[])
         .await
-        .map_err(|e| sql_error("version check", &e))?;
+        .map_err(|e| sql_error("version check", e))?;
     Ok(row.get::<_, i32>(0) >= 140000)
 }
 
@@ -383,7 +384,7 @@ async fn execute(client: &Client, sql: &str) -> LoadResult {
     client
         .batch_execute(sql)
         .await
-        .map_err(|e| sql_error(sql, &e))
+        .map_err(|e| sql_error(sql, e))
 }
 
 /// A loader's connection: NOTICEs (e.g. of DROP ... IF EXISTS) are not printed.
@@ -397,10 +398,11 @@ mod tests {
         assert_eq!(parse_steps("d t").unwrap().len(), 2);
         assert!(parse_steps("dx")
             .unwrap_err()
+            .message()
             .contains("unrecognized initialization step \"x\""));
         assert_eq!(
             parse_steps("").unwrap_err(),
-            "no initialization steps specified"
+            Failure::input("no initialization steps specified")
         );
     }
 

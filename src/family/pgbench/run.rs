@@ -52,7 +52,7 @@ pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
         crate::report::write_file(path, &to_json(&report))?;
     }
     if report.aborted_clients > 0 {
-        return Err(Failure::Incomplete);
+        return Err(Failure::incomplete());
     }
     Ok(())
 }
@@ -69,7 +69,7 @@ pub fn benchmark(
     let plan = build_plan(spec, target, scripts, variables, &setup);
     let random_seed = plan.random_seed;
     let scripts = plan.scripts.clone();
-    let result = driver::run(plan, on_event).map_err(Failure::Run)?;
+    let result = driver::run(plan, on_event)?;
     let after = runtime
         .block_on(setup.probe.read_settled(
             &setup.client,
@@ -122,7 +122,7 @@ fn build_scripts(spec: &RunSpec) -> Result<(Vec<WeightedScript>, VarTable), Fail
     for (choice, weight) in &spec.scripts {
         let (source, description, text) = match choice {
             ScriptChoice::Builtin(name) => {
-                let builtin = builtins::find_builtin(name).map_err(Failure::Input)?;
+                let builtin = builtins::find_builtin(name).map_err(Failure::input)?;
                 (
                     builtin.name.to_string(),
                     builtin.description.to_string(),
@@ -131,12 +131,12 @@ fn build_scripts(spec: &RunSpec) -> Result<(Vec<WeightedScript>, VarTable), Fail
             }
             ScriptChoice::File(path) => {
                 let text = std::fs::read_to_string(path)
-                    .map_err(|e| Failure::Input(format!("could not open file \"{path}\": {e}")))?;
+                    .map_err(|e| Failure::input(format!("could not open file \"{path}\": {e}")))?;
                 (path.clone(), path.clone(), text)
             }
         };
         let script = parse_script(&source, &description, &text, &mut variables)
-            .map_err(|e| Failure::Input(e.to_string()))?;
+            .map_err(|e| Failure::input(e.to_string()))?;
         scripts.push(WeightedScript {
             script,
             weight: *weight,
@@ -170,13 +170,13 @@ async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup
         .tokio_config()
         .connect(tokio_postgres::NoTls)
         .await
-        .map_err(|e| Failure::Input(connection_error(target, &e)))?;
+        .map_err(|e| connection_error(target, e).into_input())?;
     tokio::spawn(connection);
     let server_version: String = client
         .query_one("SHOW server_version", &[])
         .await
         .map(|row| row.get(0))
-        .map_err(|e| Failure::Run(sql_error("SHOW server_version", &e)))?;
+        .map_err(|e| sql_error("SHOW server_version", e))?;
     let uses_builtin = spec
         .scripts
         .iter()
@@ -200,7 +200,7 @@ async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup
     vacuum(&client, spec.vacuum).await?;
     let probe = XactProbe::new(&client)
         .await
-        .map_err(|e| Failure::Run(sql_error("server_version_num", &e)))?;
+        .map_err(|e| sql_error("server_version_num", e))?;
     let counters_before = probe.read(&client).await.ok();
     let statements_before = if analytics {
         let totals = statement_window::read_totals(&client).await;
@@ -239,7 +239,7 @@ pub fn create_accounts_copy_blocking(
 ) -> Result<(), Failure> {
     let runtime = control_runtime();
     let (client, missing) = runtime.block_on(async {
-        let client = connect_quietly(conn).await.map_err(Failure::Run)?;
+        let client = connect_quietly(conn).await?;
         let missing = accounts_copy_missing(&client).await?;
         Ok::<_, Failure>((client, missing))
     })?;
@@ -254,7 +254,7 @@ async fn accounts_copy_missing(client: &Client) -> Result<bool, Failure> {
         .query_one("SELECT to_regclass('pgbench_accounts_copy') IS NULL", &[])
         .await
         .map(|row| row.get::<_, bool>(0))
-        .map_err(|e| Failure::Run(sql_error("to_regclass", &e)))
+        .map_err(|e| sql_error("to_regclass", e))
 }
 
 /// Seed 002's copy of pgbench_accounts, which analytics queries 3 and 4 join with.
@@ -263,7 +263,7 @@ async fn create_accounts_copy(client: &Client) -> Result<(), Failure> {
         client
             .batch_execute(statement)
             .await
-            .map_err(|e| Failure::Run(sql_error(statement, &e)))?;
+            .map_err(|e| sql_error(statement, e))?;
     }
     Ok(())
 }
@@ -273,14 +273,14 @@ async fn read_scale(client: &Client, target: &ConnSpec) -> Result<i64, Failure> 
     match client.query_one("select count(*) from pgbench_branches", &[]).await {
         Ok(row) => Ok(row.get(0)),
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {
-            Err(Failure::Input(format!(
+            Err(Failure::input(format!(
                 "could not count number of branches: relation \"pgbench_branches\" does not exist; initialize first with \"stampede pgbench -i\" (database \"{}\")",
                 target.dbname
             )))
         }
-        Err(e) => Err(Failure::Input(format!(
+        Err(e) => Err(Failure::input(format!(
             "could not count number of branches: {}",
-            sql_error("select count(*) from pgbench_branches", &e)
+            sql_error("select count(*) from pgbench_branches", e)
         ))),
     }
 }
@@ -328,7 +328,7 @@ async fn vacuum(client: &Client, mode: VacuumBeforeRun) -> Result<(), Failure> {
         client
             .batch_execute("vacuum analyze pgbench_accounts")
             .await
-            .map_err(|e| Failure::Run(sql_error("vacuum analyze pgbench_accounts", &e)))?;
+            .map_err(|e| sql_error("vacuum analyze pgbench_accounts", e))?;
         eprintln!("end.");
     }
     Ok(())

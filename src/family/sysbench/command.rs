@@ -39,15 +39,15 @@ pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
     let tables = positive::<u32>(args.tables, "tables")?;
     let table_size = positive::<u32>(args.table_size, "table-size")?;
     let range_size = positive::<u32>(args.range_size, "range-size")?;
-    let kind = RandKind::parse(&args.rand_type).map_err(Failure::Input)?;
+    let kind = RandKind::parse(&args.rand_type).map_err(Failure::input)?;
     if !(args.rand_pareto_h > 0.0 && args.rand_pareto_h < 1.0) {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "--rand-pareto-h must be between 0 and 1 (not {})",
             args.rand_pareto_h
         )));
     }
     if args.rand_zipfian_exp.is_nan() || args.rand_zipfian_exp < 0.0 {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "--rand-zipfian-exp must be at least 0 (not {})",
             args.rand_zipfian_exp
         )));
@@ -88,7 +88,7 @@ pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
 
 fn connection(args: &SysbenchArgs) -> Result<ConnSpec, Failure> {
     if args.db_driver != "pgsql" {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "--db-driver {} is not supported; stampede speaks to PostgreSQL (pgsql)",
             args.db_driver
         )));
@@ -118,21 +118,16 @@ fn prepare(args: &SysbenchArgs) -> CommandResult {
     let conn = connection(args)?;
     let runtime = control_runtime();
     runtime.block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
         if args.test.as_deref() == Some("bulk_insert") {
-            for table in schema::create_bulk_insert_tables(&client, threads)
-                .await
-                .map_err(Failure::Run)?
-            {
+            for table in schema::create_bulk_insert_tables(&client, threads).await? {
                 println!("Creating table '{table}'...");
             }
             return Ok(());
         }
-        let existing = schema::existing_tables(&client)
-            .await
-            .map_err(Failure::Run)?;
+        let existing = schema::existing_tables(&client).await?;
         if let Some(table) = (1..=options.tables).find(|t| existing.contains(t)) {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "table sbtest{table} already exists; run `stampede sysbench cleanup` first"
             )));
         }
@@ -143,10 +138,7 @@ fn prepare(args: &SysbenchArgs) -> CommandResult {
             seed: seed(args),
             rows_loaded: Arc::new(AtomicU64::new(0)),
         };
-        preparer
-            .prepare(&|line| println!("{line}"))
-            .await
-            .map_err(Failure::Run)
+        preparer.prepare(&|line| println!("{line}")).await
     })
 }
 
@@ -154,11 +146,8 @@ fn cleanup(args: &SysbenchArgs) -> CommandResult {
     let tables = positive::<u32>(args.tables, "tables")?;
     let conn = connection(args)?;
     control_runtime().block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
-        for table in schema::cleanup(&client, tables)
-            .await
-            .map_err(Failure::Run)?
-        {
+        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
+        for table in schema::cleanup(&client, tables).await? {
             println!("Dropping table '{table}'...");
         }
         Ok(())
@@ -169,7 +158,7 @@ fn protocol(mode: &str) -> Result<Protocol, Failure> {
     match mode {
         "auto" => Ok(Protocol::Prepared),
         "disable" => Ok(Protocol::Simple),
-        other => Err(Failure::Input(format!(
+        other => Err(Failure::input(format!(
             "invalid --db-ps-mode \"{other}\"; use auto or disable"
         ))),
     }
@@ -183,13 +172,13 @@ fn limit(args: &SysbenchArgs, threads: u32) -> Result<RunLimit, Failure> {
         ))),
         (events, None) => {
             if events % threads as u64 != 0 {
-                return Err(Failure::Input(format!(
+                return Err(Failure::input(format!(
                     "--events {events} must be a multiple of --threads {threads} (events are spread evenly over the threads)"
                 )));
             }
             Ok(RunLimit::TransactionsPerClient(events / threads as u64))
         }
-        (_, Some(_)) => Err(Failure::Input(
+        (_, Some(_)) => Err(Failure::input(
             "give --events or --time, not both".to_string(),
         )),
     }
@@ -210,9 +199,9 @@ pub fn test_plan(
     limit: RunLimit,
     seed: u64,
 ) -> Result<TestPlan, Failure> {
-    let test = catalog::generate(name, options, threads).map_err(Failure::Input)?;
+    let test = catalog::generate(name, options, threads).map_err(Failure::input)?;
     let mut variables = VarTable::default();
-    let internal = |e| Failure::Input(format!("internal script of {name}: {e}"));
+    let internal = |e| Failure::input(format!("internal script of {name}: {e}"));
     let mut scripts = vec![WeightedScript {
         script: parse_script(name, name, &test.script, &mut variables).map_err(internal)?,
         weight: 1,
@@ -253,14 +242,14 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         return run_suite(args, suite);
     }
     let name = args.test.as_deref().ok_or_else(|| {
-        Failure::Input(format!(
+        Failure::input(format!(
             "no test given; the tests are: {}",
             catalog::TESTS.join(", ")
         ))
     })?;
     let options = oltp_options(args)?;
     if options.range_size > options.table_size {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "--range-size {} is larger than the table (--table-size {})",
             options.range_size, options.table_size
         )));
@@ -269,7 +258,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     let protocol = protocol(&args.db_ps_mode)?;
     let limit = limit(args, threads)?;
     if !(0.0..=100.0).contains(&args.percentile) {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "--percentile must be in 0..100 (not {})",
             args.percentile
         )));
@@ -281,7 +270,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     plan.rate = (args.rate > 0.0).then_some(args.rate);
     plan.errors.max_tries = args.max_tries;
     control_runtime().block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
         // bulk_insert writes to a table per thread.
         let tables = if name == "bulk_insert" {
             threads
@@ -290,7 +279,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         };
         schema::check_prepared(&client, tables)
             .await
-            .map_err(Failure::Input)
+            .map_err(Failure::into_input)
     })?;
     let stop = crate::app::signals::watch_signals();
     plan.stop = Some(stop.clone());
@@ -309,7 +298,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         let mut warmup = plan.clone();
         warmup.limit = RunLimit::Duration(Duration::from_secs(args.warmup_time));
         println!("Warming up for {} second(s)...", args.warmup_time);
-        driver::run(warmup, &mut |_| {}).map_err(Failure::Run)?;
+        driver::run(warmup, &mut |_| {})?;
     }
     println!("Threads started!\n");
     let duration_s = match limit {
@@ -331,8 +320,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         }
         DriverEvent::ClientAborted(message) => eprintln!("stampede: error: {message}"),
         DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
-    })
-    .map_err(Failure::Run)?;
+    })?;
     let report = SysbenchReport::new(&test, threads, &result);
     print!(
         "{}",
@@ -346,7 +334,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
 
 fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
     if result.aborted_clients > 0 || interrupted {
-        return Err(Failure::Incomplete);
+        return Err(Failure::incomplete());
     }
     Ok(())
 }
@@ -355,12 +343,12 @@ fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
 /// line each, postwrite between the writes and the reads that follow.
 fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
     if suite != "microbench" {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "unknown suite \"{suite}\"; the suites are: microbench"
         )));
     }
     if args.test.is_some() {
-        return Err(Failure::Input("give a test or --suite, not both".into()));
+        return Err(Failure::input("give a test or --suite, not both"));
     }
     let base = oltp_options(args)?;
     let threads = positive::<u32>(args.threads, "threads")?;
@@ -371,10 +359,10 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
     let conn = connection(args)?;
     let runtime = control_runtime();
     let client = runtime.block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::Input)?;
+        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
         schema::check_prepared(&client, base.tables)
             .await
-            .map_err(Failure::Input)?;
+            .map_err(Failure::into_input)?;
         Ok::<_, Failure>(client)
     })?;
     let stop = crate::app::signals::watch_signals();
@@ -383,16 +371,14 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
     println!("{}", sysbench_report::SUITE_HEADER);
     for step in microbench::suite() {
         if stop.load(Ordering::SeqCst) {
-            return Err(Failure::Run("interrupted".into()));
+            return Err(Failure::interrupted("interrupted"));
         }
         let test = match step {
             Step::Postwrite => {
                 println!(
                     "postwrite: VACUUM (ANALYZE, INDEX_CLEANUP ON), CHECKPOINT, settle {settle} s"
                 );
-                runtime
-                    .block_on(schema::postwrite(&client, base.tables))
-                    .map_err(Failure::Run)?;
+                runtime.block_on(schema::postwrite(&client, base.tables))?;
                 sleep_unless_stopped(Duration::from_secs(settle), &stop);
                 continue;
             }
@@ -400,7 +386,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
         };
         let options = test.options(&base);
         let writes = catalog::generate(test.lua, &options, threads)
-            .map_err(Failure::Input)?
+            .map_err(Failure::input)?
             .writes;
         let seconds = if writes {
             args.write_secs
@@ -413,7 +399,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
             mut plan,
         } = test_plan(test.lua, &options, &conn, threads, protocol, limit, seed)?;
         plan.stop = Some(stop.clone());
-        let result = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
+        let result = driver::run(plan, &mut |_| {})?;
         let line = SuiteLine::new(&test, &generated, threads, &options, &result);
         println!("{}", line.text());
         results.push(line);
@@ -435,7 +421,7 @@ fn sleep_unless_stopped(duration: Duration, stop: &AtomicBool) {
 fn relative(files: &[std::path::PathBuf]) -> CommandResult {
     let suites = files
         .iter()
-        .map(|path| sysbench_report::read_suite(path).map_err(Failure::Input))
+        .map(|path| sysbench_report::read_suite(path).map_err(Failure::input))
         .collect::<Result<Vec<_>, _>>()?;
     print!("{}", sysbench_report::relative_table(&suites));
     Ok(())

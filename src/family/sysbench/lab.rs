@@ -136,15 +136,14 @@ impl FamilyWorkload for SysbenchLab {
 
     fn variant(&self, name: &str) -> Result<SysbenchTest, Failure> {
         if name == "bulk_insert" {
-            return Err(Failure::Input(
+            return Err(Failure::input(
                 "workload \"sysbench\": bulk_insert writes to tables of its own, not the sbtest \
-                 tables the lab loads; run it with `stampede sysbench run bulk_insert`"
-                    .into(),
+                 tables the lab loads; run it with `stampede sysbench run bulk_insert`",
             ));
         }
-        let generated = catalog::generate(name, &self.options, 1).map_err(Failure::Input)?;
+        let generated = catalog::generate(name, &self.options, 1).map_err(Failure::input)?;
         let Some(name) = catalog::TESTS.into_iter().find(|test| *test == name) else {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "workload \"sysbench\": \"{name}\" is not one of sysbench's tests"
             )));
         };
@@ -190,7 +189,7 @@ impl FamilyWorkload for MicrobenchLab {
     type Variant = MicroTest;
 
     fn variant(&self, name: &str) -> Result<MicroTest, Failure> {
-        microbench::find(name).map_err(Failure::Input)
+        microbench::find(name).map_err(Failure::input)
     }
 
     fn default_variants(&self) -> Vec<String> {
@@ -264,7 +263,7 @@ fn load(conn: &ConnSpec, options: &OltpOptions) -> Result<(), Failure> {
         seed: 1,
         rows_loaded: Default::default(),
     };
-    Ok(crate::pg::control_runtime().block_on(preparer.prepare(&|_| {}))?)
+    crate::pg::control_runtime().block_on(preparer.prepare(&|_| {}))
 }
 
 /// The warmup, then the measured run of sysbench test `test`, through the plans of

@@ -4,6 +4,7 @@
 //! groups of random digits — loaded by binary COPY, tables in parallel over `--threads`
 //! connections.
 
+use crate::error::Failure;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -28,12 +29,12 @@ pub struct Preparer {
     pub rows_loaded: Arc<AtomicU64>,
 }
 
-pub async fn connect(conn: &ConnSpec) -> Result<Client, String> {
+pub async fn connect(conn: &ConnSpec) -> Result<Client, Failure> {
     connect_quietly(conn).await
 }
 
 /// The sbtest tables that exist, by number.
-pub async fn existing_tables(client: &Client) -> Result<Vec<u32>, String> {
+pub async fn existing_tables(client: &Client) -> Result<Vec<u32>, Failure> {
     let mut numbers: Vec<u32> = visible_tables(client, "^sbtest[0-9]+$")
         .await?
         .iter()
@@ -43,7 +44,7 @@ pub async fn existing_tables(client: &Client) -> Result<Vec<u32>, String> {
     Ok(numbers)
 }
 /// Refuses to run before prepare: every table the test reads must exist.
-pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), String> {
+pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), Failure> {
     let existing = existing_tables(client).await?;
     let missing: Vec<String> = (1..=tables)
         .filter(|t| !existing.contains(t))
@@ -57,16 +58,16 @@ pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), String> 
     } else {
         format!("tables {} do not exist", missing.join(", "))
     };
-    Err(format!(
+    Err(Failure::run(format!(
         "{what}; run `stampede sysbench prepare --tables {tables}` first"
-    ))
+    )))
 }
 
 /// bulk_insert's tables, one per thread, as its Lua `prepare` creates them.
 pub async fn create_bulk_insert_tables(
     client: &Client,
     threads: u32,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Failure> {
     let mut created = Vec::new();
     for t in 1..=threads {
         let create = format!(
@@ -75,7 +76,7 @@ pub async fn create_bulk_insert_tables(
         client
             .batch_execute(&create)
             .await
-            .map_err(|e| sql_error(&create, &e))?;
+            .map_err(|e| sql_error(&create, e))?;
         created.push(format!("sbtest{t}"));
     }
     Ok(created)
@@ -84,22 +85,22 @@ pub async fn create_bulk_insert_tables(
 /// Callaghan's "postwrite" step, so that reads after the writes see a vacuumed database (the
 /// visibility map matters for index-only scans): VACUUM (ANALYZE, INDEX_CLEANUP ON) every
 /// table, then CHECKPOINT.
-pub async fn postwrite(client: &Client, tables: u32) -> Result<(), String> {
+pub async fn postwrite(client: &Client, tables: u32) -> Result<(), Failure> {
     for t in 1..=tables {
         let vacuum = format!("VACUUM (ANALYZE, INDEX_CLEANUP ON) sbtest{t}");
         client
             .batch_execute(&vacuum)
             .await
-            .map_err(|e| sql_error(&vacuum, &e))?;
+            .map_err(|e| sql_error(&vacuum, e))?;
     }
     client
         .batch_execute("CHECKPOINT")
         .await
-        .map_err(|e| sql_error("CHECKPOINT", &e))
+        .map_err(|e| sql_error("CHECKPOINT", e))
 }
 
 /// Drops `sbtest1..tables` (sysbench's cleanup), and any further sbtest tables left behind.
-pub async fn cleanup(client: &Client, tables: u32) -> Result<Vec<String>, String> {
+pub async fn cleanup(client: &Client, tables: u32) -> Result<Vec<String>, Failure> {
     let mut numbers: Vec<u32> = (1..=tables).collect();
     for extra in existing_tables(client).await? {
         if !numbers.contains(&extra) {
@@ -112,7 +113,7 @@ pub async fn cleanup(client: &Client, tables: u32) -> Result<Vec<String>, String
         client
             .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
             .await
-            .map_err(|e| sql_error(&format!("DROP TABLE {name}"), &e))?;
+            .map_err(|e| sql_error(&format!("DROP TABLE {name}"), e))?;
         dropped.push(name);
     }
     Ok(dropped)
@@ -124,7 +125,7 @@ impl Preparer {
     }
 
     /// Creates and loads every table, `connections` tables at a time.
-    pub async fn prepare(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), String> {
+    pub async fn prepare(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
         let connections = self.connections.clamp(1, self.options.tables as usize);
         let mut workers = Vec::new();
         for worker in 0..connections {
@@ -136,7 +137,7 @@ impl Preparer {
                 for table in tables {
                     self.create_table(&client, table, announce).await?;
                 }
-                Ok::<(), String>(())
+                Ok::<(), Failure>(())
             });
         }
         for result in futures_util::future::join_all(workers).await {
@@ -150,7 +151,7 @@ impl Preparer {
         client: &Client,
         table: u32,
         announce: &(dyn Fn(String) + Sync),
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let o = &self.options;
         let name = format!("sbtest{table}");
         announce(format!("Creating table '{name}'..."));
@@ -164,7 +165,7 @@ impl Preparer {
                 "CREATE TABLE {name}(\n  id {id_type},\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL\n)"
             ))
             .await
-            .map_err(|e| sql_error(&format!("CREATE TABLE {name}"), &e))?;
+            .map_err(|e| sql_error(&format!("CREATE TABLE {name}"), e))?;
         if o.table_size > 0 {
             announce(format!("Inserting {} records into '{name}'", o.table_size));
             self.copy_rows(client, &name, table).await?;
@@ -175,7 +176,7 @@ impl Preparer {
                         &[&(o.table_size as i64)],
                     )
                     .await
-                    .map_err(|e| sql_error(&format!("setval for {name}"), &e))?;
+                    .map_err(|e| sql_error(&format!("setval for {name}"), e))?;
             }
         }
         // Keys after the data, as a faster equivalent of sysbench's keyed inserts.
@@ -187,25 +188,25 @@ impl Preparer {
         client
             .batch_execute(&id_index)
             .await
-            .map_err(|e| sql_error(&id_index, &e))?;
+            .map_err(|e| sql_error(&id_index, e))?;
         if o.create_secondary {
             announce(format!("Creating a secondary index on '{name}'..."));
             let k_index = format!("CREATE INDEX k_{table} ON {name}(k)");
             client
                 .batch_execute(&k_index)
                 .await
-                .map_err(|e| sql_error(&k_index, &e))?;
+                .map_err(|e| sql_error(&k_index, e))?;
         }
         Ok(())
     }
 
-    async fn copy_rows(&self, client: &Client, name: &str, table: u32) -> Result<(), String> {
+    async fn copy_rows(&self, client: &Client, name: &str, table: u32) -> Result<(), Failure> {
         let sink = client
             .copy_in::<_, Bytes>(&format!(
                 "COPY {name} (id, k, c, pad) FROM STDIN WITH (FORMAT binary)"
             ))
             .await
-            .map_err(|e| sql_error(&format!("COPY {name}"), &e))?;
+            .map_err(|e| sql_error(&format!("COPY {name}"), e))?;
         futures_util::pin_mut!(sink);
         // A stream per table, so that tables load alike however they are spread.
         let mut rng = PgPrng::seeded(self.seed ^ (table as u64).wrapping_mul(0x9E37_79B9));
@@ -225,14 +226,14 @@ impl Preparer {
             }
             sink.send(buffer.split().freeze())
                 .await
-                .map_err(|e| sql_error(&format!("COPY {name}"), &e))?;
+                .map_err(|e| sql_error(&format!("COPY {name}"), e))?;
             self.rows_loaded
                 .fetch_add((chunk_end - id + 1) as u64, Ordering::Relaxed);
             id = chunk_end + 1;
         }
         sink.finish()
             .await
-            .map_err(|e| sql_error(&format!("COPY {name}"), &e))?;
+            .map_err(|e| sql_error(&format!("COPY {name}"), e))?;
         Ok(())
     }
 

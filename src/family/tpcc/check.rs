@@ -1,6 +1,7 @@
 //! TPC-C's consistency conditions (clause 3.3.2): each a query that returns the keys that
 //! break it. 1–4 always; 5–9 with `--all` (they scan orders, order_line and history).
 
+use crate::error::Failure;
 use tokio_postgres::Client;
 
 use crate::pg::sql_error;
@@ -114,13 +115,13 @@ pub struct Outcome {
 }
 
 /// Runs the conditions (the expensive ones only with `all`).
-pub async fn check(client: &Client, all: bool) -> Result<Vec<Outcome>, String> {
+pub async fn check(client: &Client, all: bool) -> Result<Vec<Outcome>, Failure> {
     let mut outcomes = Vec::new();
     for condition in CONDITIONS.iter().filter(|c| all || !c.expensive) {
         let rows = client
             .query(condition.query, &[])
             .await
-            .map_err(|e| sql_error(condition.clause, &e))?;
+            .map_err(|e| sql_error(condition.clause, e))?;
         outcomes.push(Outcome {
             condition,
             total: rows.len(),

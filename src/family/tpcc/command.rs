@@ -42,13 +42,9 @@ fn build(args: &BuildArgs) -> CommandResult {
     }
     let runtime = control_runtime();
     let client = runtime.block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
-        if let Some(table) = existing_tables(&client)
-            .await
-            .map_err(Failure::Run)?
-            .first()
-        {
-            return Err(Failure::Input(format!(
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
+        if let Some(table) = existing_tables(&client).await?.first() {
+            return Err(Failure::input(format!(
                 "table {table} already exists; run `stampede tpcc drop` first"
             )));
         }
@@ -71,15 +67,11 @@ fn build(args: &BuildArgs) -> CommandResult {
         threads.min(warehouses as usize)
     );
     let started = Instant::now();
-    runtime
-        .block_on(
-            loader.build(&|line| println!("{line} ({:.1} s)", started.elapsed().as_secs_f64())),
-        )
-        .map_err(Failure::Run)?;
+    runtime.block_on(
+        loader.build(&|line| println!("{line} ({:.1} s)", started.elapsed().as_secs_f64())),
+    )?;
     let loaded = started.elapsed().as_secs_f64();
-    runtime
-        .block_on(finish(&client, args.cluster, &started))
-        .map_err(Failure::Run)?;
+    runtime.block_on(finish(&client, args.cluster, &started))?;
     let total = started.elapsed().as_secs_f64();
     println!(
         "built {warehouses} warehouse(s) in {total:.1} s (load and indexes {loaded:.1} s): {:.1} warehouses per minute",
@@ -93,7 +85,7 @@ async fn finish(
     client: &tokio_postgres::Client,
     cluster: bool,
     started: &Instant,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let mut statements = Vec::new();
     if cluster {
         statements.extend(
@@ -107,14 +99,14 @@ async fn finish(
         client
             .batch_execute(&statement)
             .await
-            .map_err(|e| sql_error(&statement, &e))?;
+            .map_err(|e| sql_error(&statement, e))?;
         println!("{statement} ({:.1} s)", started.elapsed().as_secs_f64());
     }
     Ok(())
 }
 
 /// The TPROC-C tables (and the marker) that exist in the database, in the schema's order.
-async fn existing_tables(client: &tokio_postgres::Client) -> Result<Vec<String>, String> {
+async fn existing_tables(client: &tokio_postgres::Client) -> Result<Vec<String>, Failure> {
     let names: Vec<&str> = schema::TABLES
         .iter()
         .map(|(name, _)| *name)
@@ -126,17 +118,16 @@ async fn existing_tables(client: &tokio_postgres::Client) -> Result<Vec<String>,
 }
 /// The warehouse count `build` recorded.
 async fn built_warehouses(client: &tokio_postgres::Client) -> Result<i64, Failure> {
-    let existing = existing_tables(client).await.map_err(Failure::Run)?;
+    let existing = existing_tables(client).await?;
     if !existing.iter().any(|t| t == schema::MARKER) {
-        return Err(Failure::Input(
-            "no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first"
-                .into(),
+        return Err(Failure::input(
+            "no TPROC-C database here (or its build did not finish); run `stampede tpcc build` first",
         ));
     }
     let row = client
         .query_one(&format!("SELECT warehouses FROM {}", schema::MARKER), &[])
         .await
-        .map_err(|e| Failure::Run(sql_error(schema::MARKER, &e)))?;
+        .map_err(|e| sql_error(schema::MARKER, e))?;
     Ok(i64::from(row.get::<_, i32>(0)))
 }
 
@@ -156,7 +147,7 @@ pub async fn checked_warehouses(
     if let Some(asked) = asked {
         positive::<i64>(asked, "warehouses")?;
         if asked != built {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "the database was built with {built} warehouse(s), not {asked}"
             )));
         }
@@ -167,11 +158,9 @@ pub async fn checked_warehouses(
 fn check(args: &CheckArgs) -> CommandResult {
     let conn = connection(&args.connection)?;
     control_runtime().block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
         let built = checked_warehouses(&client, args.warehouses).await?;
-        let outcomes = check::check(&client, args.all)
-            .await
-            .map_err(Failure::Run)?;
+        let outcomes = check::check(&client, args.all).await?;
         let mut failed = Vec::new();
         for outcome in &outcomes {
             let c = outcome.condition;
@@ -202,7 +191,7 @@ fn check(args: &CheckArgs) -> CommandResult {
             );
             return Ok(());
         }
-        Err(Failure::Run(format!(
+        Err(Failure::run(format!(
             "consistency check failed: {}",
             failed.join(", ")
         )))
@@ -212,18 +201,18 @@ fn check(args: &CheckArgs) -> CommandResult {
 fn drop_tables(args: &ConnectionArgs) -> CommandResult {
     let conn = connection(args)?;
     control_runtime().block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
-        for table in existing_tables(&client).await.map_err(Failure::Run)? {
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
+        for table in existing_tables(&client).await? {
             let statement = format!("DROP TABLE {table}");
             client
                 .batch_execute(&statement)
                 .await
-                .map_err(|e| Failure::Run(sql_error(&statement, &e)))?;
+                .map_err(|e| sql_error(&statement, e))?;
             println!("dropped {table}");
         }
         client
             .batch_execute(procedures::DROP)
             .await
-            .map_err(|e| Failure::Run(sql_error("dropping the procedures", &e)))
+            .map_err(|e| sql_error("dropping the procedures", e))
     })
 }

@@ -75,7 +75,7 @@ impl FamilyWorkload for TpccLab {
             now_unix_us: (crate::store::unix_now() * 1e6) as i64,
             rows_loaded: Default::default(),
         };
-        Ok(crate::pg::control_runtime().block_on(loader.build(&|_| {}))?)
+        crate::pg::control_runtime().block_on(loader.build(&|_| {}))
     }
 
     fn writes(&self, _mode: &Mode) -> bool {
@@ -88,7 +88,7 @@ impl FamilyWorkload for TpccLab {
 
     fn variant(&self, name: &str) -> Result<Mode, Failure> {
         Mode::parse(name).map_err(|_| {
-            Failure::Input(format!(
+            Failure::input(format!(
                 "workload \"tpcc\": unknown mode \"{name}\"; the modes are: {}",
                 Mode::NAMES.join(", ")
             ))
@@ -127,7 +127,7 @@ impl FamilyWorkload for TpccLab {
         })?;
         let before = counted
             .before
-            .ok_or_else(|| Failure::Run("the measured window never opened".into()))??;
+            .ok_or_else(|| Failure::run("the measured window never opened"))??;
         let after = read_counters(request.conn)?;
         let (nopm, tpm) = before.per_minute(&after, measurement.metrics.duration_s / 60.0);
         measurement.metrics.workload = vec![("nopm".into(), nopm), ("tpm".into(), tpm)];
@@ -140,7 +140,7 @@ impl FamilyWorkload for TpccLab {
 struct CountedWindow<'a> {
     inner: &'a mut dyn RunObserver,
     conn: &'a ConnSpec,
-    before: Option<Result<Counters, String>>,
+    before: Option<Result<Counters, Failure>>,
 }
 
 impl RunObserver for CountedWindow<'_> {

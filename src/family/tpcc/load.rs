@@ -3,6 +3,7 @@
 //! order_line rows — by binary COPY, warehouses spread over several connections, keys and
 //! indexes built after the data, also in parallel, then the transactions' procedures.
 
+use crate::error::Failure;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub struct Loader {
 impl Loader {
     /// Creates the tables, loads them and builds their keys and indexes; `announce` hears of
     /// each step.
-    pub async fn build(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), String> {
+    pub async fn build(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
         let client = connect_quietly(&self.conn).await?;
         for (table, _) in schema::TABLES {
             for statement in schema::create_table(table, self.partitions) {
@@ -68,7 +69,7 @@ impl Loader {
                     self.load_warehouse(&client, warehouse, constants).await?;
                     announce(format!("loaded warehouse {warehouse}"));
                 }
-                Ok::<(), String>(())
+                Ok::<(), Failure>(())
             });
         }
         for result in futures_util::future::join_all(workers).await {
@@ -87,7 +88,7 @@ impl Loader {
         .await
     }
 
-    async fn build_indexes(&self, connections: usize) -> Result<(), String> {
+    async fn build_indexes(&self, connections: usize) -> Result<(), Failure> {
         let mut workers = Vec::new();
         for worker in 0..connections {
             workers.push(async move {
@@ -97,7 +98,7 @@ impl Loader {
                         execute(&client, statement).await?;
                     }
                 }
-                Ok::<(), String>(())
+                Ok::<(), Failure>(())
             });
         }
         for result in futures_util::future::join_all(workers).await {
@@ -110,7 +111,7 @@ impl Loader {
         TpccRandom::seeded(self.seed ^ (warehouse as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
-    async fn load_items(&self, client: &Client) -> Result<(), String> {
+    async fn load_items(&self, client: &Client) -> Result<(), Failure> {
         let mut random = self.random_for(0);
         let mut copy = Copy::start(client, "item", &self.rows_loaded).await?;
         for id in 1..=ITEMS {
@@ -130,7 +131,7 @@ impl Loader {
         client: &Client,
         warehouse: i64,
         constants: NurandConstants,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let mut random = self.random_for(warehouse);
         let mut copy = Copy::start(client, "warehouse", &self.rows_loaded).await?;
         let rows = copy.row(9);
@@ -154,7 +155,7 @@ impl Loader {
         client: &Client,
         warehouse: i64,
         random: &mut TpccRandom,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let mut copy = Copy::start(client, "district", &self.rows_loaded).await?;
         for district in 1..=DISTRICTS {
             let rows = copy.row(11);
@@ -175,7 +176,7 @@ impl Loader {
         client: &Client,
         warehouse: i64,
         random: &mut TpccRandom,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let mut copy = Copy::start(client, "stock", &self.rows_loaded).await?;
         for item in 1..=ITEMS {
             let rows = copy.row(17);
@@ -200,7 +201,7 @@ impl Loader {
         warehouse: i64,
         random: &mut TpccRandom,
         constants: NurandConstants,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let mut copy = Copy::start(client, "customer", &self.rows_loaded).await?;
         for district in 1..=DISTRICTS {
             for customer in 1..=CUSTOMERS_PER_DISTRICT {
@@ -246,7 +247,7 @@ impl Loader {
         client: &Client,
         warehouse: i64,
         random: &mut TpccRandom,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let mut copy = Copy::start(client, "history", &self.rows_loaded).await?;
         for district in 1..=DISTRICTS {
             for customer in 1..=CUSTOMERS_PER_DISTRICT {
@@ -271,7 +272,7 @@ impl Loader {
         client: &Client,
         warehouse: i64,
         random: &mut TpccRandom,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let mut line_counts = Vec::with_capacity((DISTRICTS * ORDERS_PER_DISTRICT) as usize);
         let mut copy = Copy::start(client, "orders", &self.rows_loaded).await?;
         for district in 1..=DISTRICTS {
@@ -374,11 +375,11 @@ fn permutation(random: &mut TpccRandom, n: i64) -> Vec<i64> {
     values
 }
 
-async fn execute(client: &Client, statement: &str) -> Result<(), String> {
+async fn execute(client: &Client, statement: &str) -> Result<(), Failure> {
     client
         .batch_execute(statement)
         .await
-        .map_err(|e| sql_error(statement, &e))
+        .map_err(|e| sql_error(statement, e))
 }
 
 /// One table's binary COPY, sent in chunks as rows are written.
@@ -395,12 +396,12 @@ impl<'a> Copy<'a> {
         client: &Client,
         table: &'static str,
         rows_loaded: &'a AtomicU64,
-    ) -> Result<Copy<'a>, String> {
+    ) -> Result<Copy<'a>, Failure> {
         let statement = format!("COPY {table} FROM STDIN WITH (FORMAT binary)");
         let sink = client
             .copy_in::<_, Bytes>(&statement)
             .await
-            .map_err(|e| sql_error(&statement, &e))?;
+            .map_err(|e| sql_error(&statement, e))?;
         Ok(Copy {
             table,
             sink: Box::pin(sink),
@@ -417,7 +418,7 @@ impl<'a> Copy<'a> {
     }
 
     /// Counts the row just written and sends the buffer once it is large enough.
-    async fn sent_row(&mut self) -> Result<(), String> {
+    async fn sent_row(&mut self) -> Result<(), Failure> {
         self.pending_rows += 1;
         if self.rows.len() >= CHUNK_BYTES {
             self.send().await?;
@@ -425,26 +426,26 @@ impl<'a> Copy<'a> {
         Ok(())
     }
 
-    async fn send(&mut self) -> Result<(), String> {
+    async fn send(&mut self) -> Result<(), Failure> {
         let chunk = self.rows.take();
         self.sink
             .send(chunk)
             .await
-            .map_err(|e| sql_error(&format!("COPY {}", self.table), &e))?;
+            .map_err(|e| sql_error(&format!("COPY {}", self.table), e))?;
         self.rows_loaded
             .fetch_add(self.pending_rows, Ordering::Relaxed);
         self.pending_rows = 0;
         Ok(())
     }
 
-    async fn finish(mut self) -> Result<(), String> {
+    async fn finish(mut self) -> Result<(), Failure> {
         self.rows.finish();
         self.send().await?;
         self.sink
             .as_mut()
             .finish()
             .await
-            .map_err(|e| sql_error(&format!("COPY {}", self.table), &e))?;
+            .map_err(|e| sql_error(&format!("COPY {}", self.table), e))?;
         Ok(())
     }
 }

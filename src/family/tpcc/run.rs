@@ -51,7 +51,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let conn = connection(&args.connection)?;
     let runtime = control_runtime();
     let (client, warehouses, load_c_last) = runtime.block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::Input)?;
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
         let warehouses = checked_warehouses(&client, args.warehouses).await?;
         let load_c_last = load_c_last(&client).await;
         Ok::<_, Failure>((client, warehouses, load_c_last))
@@ -80,12 +80,10 @@ pub fn run(args: &RunArgs) -> CommandResult {
         let mut plan = plan(&conn, warehouses, constants, &settings)?;
         plan.limit = RunLimit::Duration(settings.rampup);
         plan.stop = Some(stop.clone());
-        let rampup = driver::run(plan, &mut |_| {}).map_err(Failure::Run)?;
-        check_aborted(rampup.aborted_clients, "virtual user", "").map_err(Failure::Run)?;
+        let rampup = driver::run(plan, &mut |_| {})?;
+        check_aborted(rampup.aborted_clients, "virtual user", "")?;
     }
-    let before = runtime
-        .block_on(settled_counters(&client))
-        .map_err(Failure::Run)?;
+    let before = runtime.block_on(settled_counters(&client))?;
     let mut plan = plan(&conn, warehouses, constants, &settings)?;
     plan.stop = Some(stop);
     let result = driver::run(plan, &mut |event| {
@@ -98,12 +96,9 @@ pub fn run(args: &RunArgs) -> CommandResult {
                 );
             }
         }
-    })
-    .map_err(Failure::Run)?;
-    let after = runtime
-        .block_on(settled_counters(&client))
-        .map_err(Failure::Run)?;
-    check_aborted(result.aborted_clients, "virtual user", "").map_err(Failure::Run)?;
+    })?;
+    let after = runtime.block_on(settled_counters(&client))?;
+    check_aborted(result.aborted_clients, "virtual user", "")?;
     let report = TpccReport::new(&settings, &result, before, after);
     print!("{}", report.text());
     if let Some(path) = &args.json {
@@ -116,7 +111,7 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     let vu = positive::<usize>(args.vu, "vu")?;
     let duration = |text: &str, name: &str| {
         crate::lab::spec::parse_duration(text).ok_or_else(|| {
-            Failure::Input(format!(
+            Failure::input(format!(
                 "--{name} \"{text}\": give a duration such as 90s, 5m or 1h"
             ))
         })
@@ -139,8 +134,8 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
         },
         rampup,
         limit,
-        mix: Mix::parse(&args.mix).map_err(Failure::Input)?,
-        mode: Mode::parse(&args.mode).map_err(Failure::Input)?,
+        mix: Mix::parse(&args.mix).map_err(Failure::input)?,
+        mode: Mode::parse(&args.mode).map_err(Failure::input)?,
         keying_thinking: keying_thinking(args)?,
         seed: args
             .seed
@@ -152,13 +147,13 @@ fn keying_thinking(args: &RunArgs) -> Result<Option<f64>, Failure> {
     let scale = args.keying_thinking_scale;
     // Up to 100: New-Order's 18 s keying becomes 30 min, and no pause overflows a Duration.
     if !(scale.is_finite() && scale > 0.0 && scale <= 100.0) {
-        return Err(Failure::Input(format!(
+        return Err(Failure::input(format!(
             "--keying-thinking-scale {scale}: give a factor above 0, at most 100"
         )));
     }
     if !args.keying_thinking && scale != 1.0 {
-        return Err(Failure::Input(
-            "--keying-thinking-scale needs --keying-thinking".into(),
+        return Err(Failure::input(
+            "--keying-thinking-scale needs --keying-thinking",
         ));
     }
     Ok(args.keying_thinking.then_some(scale))
@@ -181,7 +176,7 @@ pub fn plan(
         settings.mode,
     ) {
         let script = parse_script(name, name, &text, &mut variables)
-            .map_err(|e| Failure::Input(format!("internal script {name}: {e}")))?;
+            .map_err(|e| Failure::input(format!("internal script {name}: {e}")))?;
         weighted.push(WeightedScript { script, weight });
     }
     // The virtual users' sessions are told apart by name, to wait for them to end.
@@ -214,10 +209,10 @@ pub fn plan(
 /// as it exits, after it leaves pg_stat_activity, so the transaction count is read until it
 /// stays still).
 /// The run's NURand constants for the database at `conn` (see `NurandConstants::for_run`).
-pub fn run_constants(conn: &ConnSpec, seed: u64) -> Result<NurandConstants, String> {
+pub fn run_constants(conn: &ConnSpec, seed: u64) -> Result<NurandConstants, Failure> {
     let load_c_last = control_runtime().block_on(async {
         let client = connect_quietly(conn).await?;
-        Ok::<_, String>(load_c_last(&client).await)
+        Ok::<_, Failure>(load_c_last(&client).await)
     })?;
     Ok(NurandConstants::for_run(
         &mut TpccRandom::seeded(seed).prng,
@@ -226,7 +221,7 @@ pub fn run_constants(conn: &ConnSpec, seed: u64) -> Result<NurandConstants, Stri
 }
 
 /// `settled_counters` over a connection of its own, for callers outside a runtime (the lab).
-pub fn read_counters(conn: &ConnSpec) -> Result<Counters, String> {
+pub fn read_counters(conn: &ConnSpec) -> Result<Counters, Failure> {
     control_runtime().block_on(async {
         let client = connect_quietly(conn).await?;
         settled_counters(&client).await
@@ -244,7 +239,7 @@ impl Counters {
     }
 }
 
-async fn settled_counters(client: &Client) -> Result<Counters, String> {
+async fn settled_counters(client: &Client) -> Result<Counters, Failure> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let sessions: i64 = query_value(
@@ -270,7 +265,7 @@ async fn settled_counters(client: &Client) -> Result<Counters, String> {
     Ok(last)
 }
 
-async fn counters(client: &Client) -> Result<Counters, String> {
+async fn counters(client: &Client) -> Result<Counters, Failure> {
     Ok(Counters {
         next_order_ids: query_value(client, "SELECT sum(d_next_o_id)::bigint FROM district")
             .await?,
@@ -282,11 +277,11 @@ async fn counters(client: &Client) -> Result<Counters, String> {
     })
 }
 
-async fn query_value(client: &Client, sql: &str) -> Result<i64, String> {
+async fn query_value(client: &Client, sql: &str) -> Result<i64, Failure> {
     let row = client
         .query_one(sql, &[])
         .await
-        .map_err(|e| sql_error(sql, &e))?;
+        .map_err(|e| sql_error(sql, e))?;
     Ok(row.get::<_, Option<i64>>(0).unwrap_or(0))
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::{dataset_name, Lab, LabEvent, LabOutcome, RUN_COPY};
-use crate::error::Failure;
+use crate::error::{Failure, Kind};
 use crate::family::api::{FamilyWorkload, Measurement, RunObserver, RunRequest};
 use crate::lab::spec::{self, LabSpec, TargetSpec};
 use crate::lab::target::{LabServer, Targets};
@@ -59,7 +59,7 @@ struct FakeTargets {
 impl Targets for FakeTargets {
     fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure> {
         if spec.name.starts_with("broken") {
-            return Err(Failure::Input(format!(
+            return Err(Failure::input(format!(
                 "target \"{}\": no binaries here",
                 spec.name
             )));
@@ -233,7 +233,7 @@ impl FamilyWorkload for FakeWorkload {
     fn variant(&self, name: &str) -> Result<String, Failure> {
         match name {
             "ro" | "rw" | "fails" | "crashes" => Ok(name.to_string()),
-            other => Err(Failure::Input(format!("no variant \"{other}\""))),
+            other => Err(Failure::input(format!("no variant \"{other}\""))),
         }
     }
 
@@ -257,13 +257,13 @@ impl FamilyWorkload for FakeWorkload {
         observer.second(0, 100.0);
         if self.interrupt_at == Some(self.runs.get()) {
             request.stop.store(true, Ordering::SeqCst);
-            return Err(Failure::Run("stopped".into()));
+            return Err(Failure::run("stopped"));
         }
         match variant.as_str() {
-            "fails" => Err(Failure::Run("ERROR:  deadlock detected".into())),
+            "fails" => Err(Failure::run("ERROR:  deadlock detected")),
             "crashes" => {
                 self.disk.crashed.set(true);
-                Err(Failure::Run("connection lost".into()))
+                Err(Failure::run("connection lost"))
             }
             _ => Ok(Measurement {
                 metrics: RunMetrics {
@@ -506,13 +506,13 @@ fn a_fresh_run_refuses_a_lab_with_finished_runs_and_resume_needs_one() {
     let fixture = Fixture::new(&["a"], &["ro"]);
     let error = fixture.invoke(true, false, None).err().unwrap();
     assert!(
-        matches!(&error, Failure::Input(m) if m.starts_with("nothing to resume:")),
+        error.kind() == Kind::Input && error.message().starts_with("nothing to resume:"),
         "{error:?}"
     );
     fixture.invoke(false, false, None).unwrap();
     let error = fixture.invoke(false, false, None).err().unwrap();
     assert!(
-        matches!(&error, Failure::Input(m) if m.contains("already has finished runs")),
+        error.kind() == Kind::Input && error.message().contains("already has finished runs"),
         "{error:?}"
     );
     let runs_before = fixture.journal.starting("run ").len();
@@ -568,10 +568,7 @@ fn a_crashed_server_is_restarted_and_its_log_tail_recorded() {
 fn keep_going_skips_a_target_that_cannot_be_provisioned() {
     let fixture = Fixture::new(&["a", "broken"], &["ro"]);
     let error = fixture.invoke(false, false, None).err().unwrap();
-    assert_eq!(
-        error,
-        Failure::Input("target \"broken\": no binaries here".into())
-    );
+    assert_eq!(error, Failure::input("target \"broken\": no binaries here"));
     assert!(
         !fixture.database.exists(),
         "refused before the results database"
@@ -593,7 +590,7 @@ fn keep_going_skips_a_target_that_cannot_be_provisioned() {
 fn a_bad_variant_is_refused_before_anything_starts() {
     let fixture = Fixture::new(&["a"], &["nope"]);
     let error = fixture.invoke(false, false, None).err().unwrap();
-    assert_eq!(error, Failure::Input("no variant \"nope\"".into()));
+    assert_eq!(error, Failure::input("no variant \"nope\""));
     assert!(fixture.journal.lines().is_empty());
     assert!(!fixture.database.exists());
 }
