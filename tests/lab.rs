@@ -867,7 +867,7 @@ fn an_unknown_version_is_refused_before_anything_starts() {
     assert_eq!(output.status.code(), Some(1));
     assert!(
         stderr(&output).contains(
-            "target \"nope\": could not find PostgreSQL 16.99.0 on Maven Central (zonky)"
+            "target \"nope\": could not find PostgreSQL 16.99.0 on Maven Central (zonky): it is not published; the newest 16 is 16."
         ),
         "{}",
         stderr(&output)

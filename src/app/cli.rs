@@ -115,8 +115,24 @@ pub enum ServerAction {
     Stop,
     /// Stop the managed default server and delete its data
     Destroy,
-    /// PostgreSQL majors available to provision (Maven Central, zonky builds) and what is cached
+    /// PostgreSQL majors available to provision (Maven Central, zonky builds), what is cached,
+    /// and the builds from source in the cache
     Versions,
+    /// Build PostgreSQL from a release tarball or a source directory into the cache and print
+    /// its bin/ path (a second request for the same source, patches and flags is a cache hit)
+    Build {
+        /// A release tarball (.tar.gz, .tar.bz2, .tar.xz) or a source directory (a git checkout)
+        source: std::path::PathBuf,
+        /// CFLAGS for configure, e.g. "-O2 -fno-omit-frame-pointer" (configure's default when absent)
+        #[arg(long, allow_hyphen_values = true)]
+        cflags: Option<String>,
+        /// One configure argument (repeatable, in order), e.g. --configure --enable-debug
+        #[arg(long = "configure", allow_hyphen_values = true, value_name = "ARG")]
+        configure: Vec<String>,
+        /// A patch applied with `patch -p1` before configure (repeatable, in order)
+        #[arg(long = "patch", value_name = "FILE")]
+        patches: Vec<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

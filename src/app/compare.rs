@@ -26,7 +26,7 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         targets: &[&args.base, &args.other],
         metric,
         client_cores: store.client_cores(id)?,
-        binary_sources: &store.lab_binary_sources(id)?,
+        builds: &store.lab_builds(id)?,
     });
     warnings.extend(warnings::too_few_runs(&args.other, &args.base, &rows));
     for warning in warnings {

@@ -35,7 +35,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     let plans = lab.store.lab_plans(lab.id)?;
     let waits = lab.store.lab_wait_events(lab.id)?;
     let client_cores = lab.store.client_cores(lab.id)?;
-    let binary_sources = lab.store.lab_binary_sources(lab.id)?;
+    let builds = lab.store.lab_builds(lab.id)?;
     let series = load_series(&mut lab, &args.base, &args.series_runs)?;
     let report = lab_report::build(Inputs {
         lab: &lab.name,
@@ -50,7 +50,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
             waits: &waits,
         },
         client_cores,
-        binary_sources: &binary_sources,
+        builds: &builds,
         series,
     });
     let text = render(&report);

@@ -4,12 +4,27 @@ use super::{CommandResult, Failure};
 use crate::app::cli::ServerAction;
 use crate::report::table;
 use crate::server::binaries::Binaries;
+use crate::server::build::{self, BuildRequest};
 use crate::server::download;
 use crate::server::managed::{default_home, ManagedServer};
 
 pub fn run(action: &ServerAction) -> CommandResult {
-    if let ServerAction::Versions = action {
-        return versions();
+    match action {
+        ServerAction::Versions => return versions(),
+        ServerAction::Build {
+            source,
+            cflags,
+            configure,
+            patches,
+        } => {
+            return build(&BuildRequest {
+                source: source.clone(),
+                cflags: cflags.clone(),
+                configure: configure.clone(),
+                patches: patches.clone(),
+            })
+        }
+        _ => {}
     }
     let home = default_home();
     if let ServerAction::Start = action {
@@ -44,20 +59,22 @@ pub fn run(action: &ServerAction) -> CommandResult {
                 root.display()
             );
         }
-        ServerAction::Start | ServerAction::Versions => unreachable!("handled above"),
+        ServerAction::Start | ServerAction::Versions | ServerAction::Build { .. } => {
+            unreachable!("handled above")
+        }
     }
     Ok(())
 }
 
-/// Majors 12–18: the system's binaries, the newest build on Maven Central (zonky), and what is
+/// Majors 9.6–18: the system's binaries, the newest build on Maven Central (zonky), and what is
 /// cached.
 fn versions() -> CommandResult {
     let root = download::cache_root();
     let cached = download::cached_versions(&root);
     let system = Binaries::find_best().ok();
     let mut rows = Vec::new();
-    for major in 12..=18u32 {
-        let available = download::newest_available(&major.to_string()).unwrap_or_else(|e| {
+    for major in download::MAJORS {
+        let available = download::newest_available(major).unwrap_or_else(|e| {
             format!(
                 "unavailable ({})",
                 e.message().split(": ").last().unwrap_or("")
@@ -65,12 +82,12 @@ fn versions() -> CommandResult {
         });
         let here: Vec<String> = cached
             .iter()
-            .filter(|(v, _)| v.split('.').next() == Some(&major.to_string()))
+            .filter(|(v, _)| download::major_of(v) == Some(major))
             .map(|(v, _)| v.clone())
             .collect();
         let system_note = system
             .as_ref()
-            .filter(|b| b.major() == Some(major))
+            .filter(|b| download::major_of(b.release()) == Some(major))
             .map(|b| b.bin_dir.display().to_string())
             .unwrap_or_default();
         rows.push(vec![
@@ -88,5 +105,33 @@ fn versions() -> CommandResult {
         )
     );
     println!("cache: {}", root.display());
+    let builds = build::cached_builds();
+    if !builds.is_empty() {
+        println!("\nbuilt from source:");
+        for (bin_dir, record) in builds {
+            println!("  {}\n    {}", bin_dir.display(), record.describe());
+        }
+    }
+    Ok(())
+}
+
+/// Builds (or finds in the cache) and prints the bin/ path on stdout; the steps go to stderr.
+fn build(request: &BuildRequest) -> CommandResult {
+    let started = std::time::Instant::now();
+    let mut announce = |step: build::Step, seconds: Option<f64>| match seconds {
+        None => eprintln!("{}...", step.name()),
+        Some(seconds) => eprintln!("{} done in {seconds:.1} s", step.name()),
+    };
+    let built = build::build(request, &mut announce)?;
+    if built.cache_hit {
+        eprintln!("cache hit: {}", built.record.describe());
+    } else {
+        eprintln!(
+            "built in {:.1} s: {}",
+            started.elapsed().as_secs_f64(),
+            built.record.describe()
+        );
+    }
+    println!("{}", built.binaries.bin_dir.display());
     Ok(())
 }

@@ -35,7 +35,7 @@ struct SpecFile {
 #[serde(deny_unknown_fields)]
 struct TargetFile {
     name: Spanned<String>,
-    postgres: Option<Spanned<String>>,
+    postgres: Option<Spanned<toml::Value>>,
     profile: Option<Spanned<String>>,
     #[serde(default)]
     settings: BTreeMap<String, toml::Value>,
@@ -288,13 +288,22 @@ fn targets(
 
 fn postgres_source(
     source: &Source<'_>,
-    value: Option<&Spanned<String>>,
+    value: Option<&Spanned<toml::Value>>,
     base: &Path,
 ) -> Result<BinarySource, SpecError> {
     let Some(value) = value else {
         return Ok(BinarySource::System);
     };
-    let text = value.get_ref().trim();
+    let text = match value.get_ref() {
+        toml::Value::String(text) => text.trim(),
+        toml::Value::Table(table) => return build_request(source, value, table, base),
+        _ => {
+            return Err(source.at(
+                value,
+                "postgres: give a version, \"system\", a bin/ path or { source = … } to build",
+            ))
+        }
+    };
     if text == "system" {
         return Ok(BinarySource::System);
     }
@@ -308,20 +317,63 @@ fn postgres_source(
         }
         return Ok(BinarySource::BinDir(dir));
     }
-    let parts: Vec<&str> = text.split('.').collect();
-    let numeric = parts
-        .iter()
-        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    let major: Option<u32> = parts.first().and_then(|p| p.parse().ok());
-    match major {
-        Some(12..=18) if numeric && parts.len() <= 3 => Ok(BinarySource::Version(text.into())),
-        _ => Err(source.at(
+    match crate::server::download::major_of(text) {
+        Some(_) => Ok(BinarySource::Version(text.into())),
+        None => Err(source.at(
             value,
             format!(
-                "postgres: unknown version \"{text}\"; use a major 12-18 (\"16\"), an exact version (\"16.4.0\"), \"system\" or a bin/ path"
+                "postgres: unknown version \"{text}\"; use a major 9.6 or 10-18 (\"16\"), an exact version (\"16.4.0\"), \"system\", a bin/ path or {{ source = … }} to build"
             ),
         )),
     }
+}
+
+/// `postgres = { source = "…", cflags = "…", configure = […], patches = […] }`: a build from
+/// source, its files relative to the spec.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuildFile {
+    source: String,
+    cflags: Option<String>,
+    #[serde(default)]
+    configure: Vec<String>,
+    #[serde(default)]
+    patches: Vec<String>,
+}
+
+fn build_request(
+    source: &Source<'_>,
+    value: &Spanned<toml::Value>,
+    table: &toml::Table,
+    base: &Path,
+) -> Result<BinarySource, SpecError> {
+    let file: BuildFile =
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                source.at(value, format!("postgres: {}", e.message().trim()))
+            })?;
+    let exists = |path: &str, what: &str| {
+        let full = base.join(path);
+        if full.exists() {
+            Ok(full)
+        } else {
+            Err(source.at(
+                value,
+                format!("postgres: {what} \"{}\" does not exist", full.display()),
+            ))
+        }
+    };
+    Ok(BinarySource::Build(crate::server::build::BuildRequest {
+        source: exists(&file.source, "source")?,
+        cflags: file.cflags,
+        configure: file.configure,
+        patches: file
+            .patches
+            .iter()
+            .map(|patch| exists(patch, "patch"))
+            .collect::<Result<_, _>>()?,
+    }))
 }
 
 fn profile(
@@ -654,9 +706,44 @@ clients = [1, 4]
             "lab.toml:21:11: clients: every client count must be at least 1"
         );
         assert_eq!(
-            error(&GOOD.replace("\"16\"", "\"9.6\"")),
-            "lab.toml:15:12: postgres: unknown version \"9.6\"; use a major 12-18 (\"16\"), an exact version (\"16.4.0\"), \"system\" or a bin/ path"
+            error(&GOOD.replace("\"16\"", "\"9.5\"")),
+            "lab.toml:15:12: postgres: unknown version \"9.5\"; use a major 9.6 or 10-18 (\"16\"), an exact version (\"16.4.0\"), \"system\", a bin/ path or { source = … } to build"
         );
+    }
+
+    #[test]
+    fn a_build_from_source_is_checked_at_its_key() {
+        let dir = std::env::temp_dir().join(format!("stampede-spec-build-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("pg.tar.bz2"), "").unwrap();
+        let with =
+            |postgres: &str| GOOD.replace("postgres = \"16\"", &format!("postgres = {postgres}"));
+        let spec = parse(
+            &dir.join("lab.toml"),
+            &with(
+                "{ source = \"pg.tar.bz2\", cflags = \"-O2\", configure = [\"--enable-debug\"] }",
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            spec.targets[1].postgres,
+            BinarySource::Build(crate::server::build::BuildRequest {
+                source: dir.join("pg.tar.bz2"),
+                cflags: Some("-O2".into()),
+                configure: vec!["--enable-debug".into()],
+                patches: vec![],
+            })
+        );
+        let error = |text: &str| parse(&dir.join("lab.toml"), &with(text)).unwrap_err().0;
+        assert!(error("{ source = \"pg.tar.bz2\", cflag = \"-O2\" }")
+            .ends_with("lab.toml:15:12: postgres: unknown field `cflag`, expected one of `source`, `cflags`, `configure`, `patches`"));
+        assert!(
+            error("{ source = \"pg.tar.bz2\", patches = [\"none.patch\"] }")
+                .contains("postgres: patch \""),
+            "{}",
+            error("{ source = \"pg.tar.bz2\", patches = [\"none.patch\"] }")
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

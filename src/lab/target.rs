@@ -112,7 +112,7 @@ impl LabServer for ProvisionedServer {
         Ok(TargetRecord {
             name: spec.name.clone(),
             postgres: spec.postgres.spec_text(),
-            binary_source: spec.postgres.provenance().into(),
+            binary_source: spec.postgres.provenance(&self.cluster.binaries.bin_dir),
             bin_dir: self.cluster.binaries.bin_dir.display().to_string(),
             server_version,
             pg_config,

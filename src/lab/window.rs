@@ -40,7 +40,7 @@ impl WindowProbes {
             self.admin.clone(),
             self.run.dbname.clone(),
             self.data_dir.clone(),
-            cluster_stats::checkpoint_query(self.server_version_num),
+            self.server_version_num,
         );
         Ok(OpenWindow { before, sampler })
     }

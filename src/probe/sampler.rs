@@ -38,13 +38,13 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling the sessions of `database` through `admin` (a connection to another
-    /// database of the same server), the checkpointer's counters with `checkpoint_query`, and
-    /// the OS counters of the disk holding `data_dir`.
+    /// database of the same server), the checkpointer's counters, and the OS counters of the
+    /// disk holding `data_dir`; the queries follow the server's version.
     pub fn start(
         admin: ConnSpec,
         database: String,
         data_dir: PathBuf,
-        checkpoint_query: &'static str,
+        server_version_num: i64,
     ) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -52,7 +52,8 @@ impl Sampler {
             let sources = Sources {
                 database: &database,
                 data_dir: &data_dir,
-                checkpoint_query,
+                checkpoint_query: super::cluster_stats::checkpoint_query(server_version_num),
+                server_version_num,
             };
             sample(&admin, &sources, &flag)
         });
@@ -78,11 +79,18 @@ impl Drop for Sampler {
     }
 }
 
-fn wait_query(database: &str) -> String {
+/// Active sessions of `database` by wait event. Before 10 pg_stat_activity has no
+/// backend_type, and shows client backends only.
+fn wait_query(database: &str, server_version_num: i64) -> String {
+    let client_backends = if server_version_num >= 100000 {
+        " AND backend_type = 'client backend'"
+    } else {
+        ""
+    };
     format!(
         "SELECT coalesce(wait_event_type, 'CPU'), coalesce(wait_event, 'CPU'), count(*)
          FROM pg_stat_activity
-         WHERE datname = '{}' AND state <> 'idle' AND backend_type = 'client backend'
+         WHERE datname = '{}' AND state <> 'idle'{client_backends}
          GROUP BY 1, 2",
         database.replace('\'', "''")
     )
@@ -93,6 +101,7 @@ struct Sources<'a> {
     database: &'a str,
     data_dir: &'a std::path::Path,
     checkpoint_query: &'static str,
+    server_version_num: i64,
 }
 
 /// The cumulative counters read once a second: the machine's and the checkpointer's.
@@ -148,7 +157,7 @@ fn sample(admin: &ConnSpec, sources: &Sources<'_>, stop: &AtomicBool) -> Samples
             None => None,
         };
         let backend_cpu_before = backend.and_then(process_cpu_s);
-        let query = wait_query(sources.database);
+        let query = wait_query(sources.database, sources.server_version_num);
         let mut counts: BTreeMap<(u64, String, String), u32> = BTreeMap::new();
         let mut previous = per_second_counters(client.as_ref(), sources).await;
         let start = Instant::now();

@@ -495,10 +495,13 @@ fn why_section(panel: &WhyPanel, base: &str) -> String {
         (base, &panel.base_waits),
         (panel.target.as_str(), &panel.waits),
     ] {
-        let list: Vec<String> = waits
+        let mut list: Vec<String> = waits
             .iter()
             .map(|(state, sessions)| format!("{} {sessions:.2}", escape(state)))
             .collect();
+        if list.is_empty() {
+            list.push(crate::report::why::NO_WAIT_SAMPLES.into());
+        }
         let _ = write!(
             out,
             "<p>Top waits of {} (average sessions): {}</p>",

@@ -112,7 +112,7 @@ pub struct Inputs<'a> {
     pub counters: &'a [(StoredRun, CounterRow)],
     pub why: WhyInputs<'a>,
     pub client_cores: Option<i64>,
-    pub binary_sources: &'a [(String, String)],
+    pub builds: &'a [crate::store::TargetBuild],
     pub series: Vec<RunSeries>,
 }
 
@@ -173,7 +173,7 @@ fn report_warnings(
         targets: &names,
         metric: inputs.metric,
         client_cores: inputs.client_cores,
-        binary_sources: inputs.binary_sources,
+        builds: inputs.builds,
     }));
     out.extend(
         comparisons

@@ -186,10 +186,13 @@ fn why_markdown(panel: &WhyPanel, base: &str) -> String {
         (base, &panel.base_waits),
         (panel.target.as_str(), &panel.waits),
     ] {
-        let list: Vec<String> = waits
+        let mut list: Vec<String> = waits
             .iter()
             .map(|(state, sessions)| format!("{state} {sessions:.2}"))
             .collect();
+        if list.is_empty() {
+            list.push(crate::report::why::NO_WAIT_SAMPLES.into());
+        }
         out += &format!(
             "Top waits of {target} (average sessions): {}\n\n",
             list.join(", ")

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::comparison::{by_cell, cell_of, CellComparison, CellKey, Metric};
 use crate::analysis::coefficient_of_variation;
 use crate::server::provision::ZONKY_BINARIES;
-use crate::store::{RunStatus, StoredRun};
+use crate::store::{RunStatus, StoredRun, TargetBuild};
 
 /// Cells whose spread across repetitions exceeds this coefficient of variation are flagged.
 pub const NOISY_COV: f64 = 0.05;
@@ -20,8 +20,8 @@ pub struct WarningInputs<'a> {
     pub metric: Metric,
     /// CPUs of the machine the driver ran on (unknown for results of older versions).
     pub client_cores: Option<i64>,
-    /// (target, where its binaries came from).
-    pub binary_sources: &'a [(String, String)],
+    /// Where each target's binaries came from and how they were built.
+    pub builds: &'a [TargetBuild],
 }
 
 pub fn warnings(inputs: &WarningInputs<'_>) -> Vec<String> {
@@ -121,26 +121,150 @@ fn busy_driver(inputs: &WarningInputs<'_>) -> Vec<String> {
 }
 
 fn mixed_builds(inputs: &WarningInputs<'_>) -> Vec<String> {
-    let source_of = |target: &str| {
-        inputs
-            .binary_sources
-            .iter()
-            .find(|(name, _)| name == target)
-            .map(|(_, source)| source.as_str())
-    };
-    let zonky = inputs
-        .targets
+    let build_of = |target: &str| inputs.builds.iter().find(|b| b.target == target);
+    let builds: Vec<&TargetBuild> = inputs.targets.iter().filter_map(|t| build_of(t)).collect();
+    let mut out = Vec::new();
+    // Targets whose compiler flags or configure options are known and differ from the first's.
+    if let Some((first, others)) = builds.split_first() {
+        for other in others {
+            if let Some(differences) = build_differences(first, other) {
+                out.push(format!(
+                    "\"{}\" and \"{}\" were built differently ({differences}): part of a difference may be the build's, not the version's",
+                    first.target, other.target
+                ));
+            }
+        }
+    }
+    if !out.is_empty() {
+        return out;
+    }
+    // Without pg_config (results of older versions), the binary sources alone tell.
+    let zonky = builds
         .iter()
-        .find(|t| source_of(t) == Some(ZONKY_BINARIES));
-    let other = inputs
-        .targets
+        .find(|b| b.binary_source == ZONKY_BINARIES && b.pg_config.is_none());
+    let other = builds
         .iter()
-        .find(|t| source_of(t).is_some_and(|s| s != ZONKY_BINARIES));
+        .find(|b| b.binary_source != ZONKY_BINARIES && b.pg_config.is_none());
     match (zonky, other) {
         (Some(zonky), Some(other)) => vec![format!(
-            "\"{zonky}\" runs zonky's binaries from Maven Central and \"{other}\" runs {}: the builds differ in compiler flags and configure options, so part of a difference may be the build's, not the version's",
-            source_of(other).unwrap_or_default()
+            "\"{}\" runs zonky's binaries from Maven Central and \"{}\" runs {}: the builds differ in compiler flags and configure options, so part of a difference may be the build's, not the version's",
+            zonky.target, other.target, other.binary_source
         )],
         _ => Vec::new(),
+    }
+}
+
+/// What differs between two builds' CFLAGS and configure options (installation paths aside),
+/// when both are known and something does.
+fn build_differences(a: &TargetBuild, b: &TargetBuild) -> Option<String> {
+    let mut differences = Vec::new();
+    let (a_cflags, b_cflags) = (a.pg_config_value("CFLAGS")?, b.pg_config_value("CFLAGS")?);
+    if a_cflags != b_cflags {
+        differences.push(flag_difference("CFLAGS", a_cflags, b_cflags));
+    }
+    let configure = |build: &TargetBuild| {
+        build.pg_config_value("CONFIGURE").map(|text| {
+            text.split('\'')
+                .map(str::trim)
+                // Installation paths and CFLAGS (compared on their own) say nothing of the build.
+                .filter(|option| {
+                    !option.is_empty() && !option.contains('/') && !option.starts_with("CFLAGS=")
+                })
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+    };
+    if let (Some(a_options), Some(b_options)) = (configure(a), configure(b)) {
+        let differing = a_options.iter().filter(|o| !b_options.contains(o)).count()
+            + b_options.iter().filter(|o| !a_options.contains(o)).count();
+        if differing > 0 && differing <= 4 {
+            differences.push(flag_difference(
+                "configure",
+                &a_options.join(" "),
+                &b_options.join(" "),
+            ));
+        } else if differing > 4 {
+            differences.push(format!("{differing} configure options"));
+        }
+    }
+    (!differences.is_empty()).then(|| differences.join("; "))
+}
+
+/// The flags only one side has, e.g. `CFLAGS "-Os" vs "-O2 -g"`.
+fn flag_difference(what: &str, a: &str, b: &str) -> String {
+    let only = |mine: &str, theirs: &str| {
+        let theirs: Vec<&str> = theirs.split_whitespace().collect();
+        let only: Vec<&str> = mine
+            .split_whitespace()
+            .filter(|flag| !theirs.contains(flag))
+            .collect();
+        if only.is_empty() {
+            "-".to_string()
+        } else {
+            only.join(" ")
+        }
+    };
+    format!("{what} \"{}\" vs \"{}\"", only(a, b), only(b, a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(target: &str, source: &str, cflags: &str, configure: &str) -> TargetBuild {
+        TargetBuild {
+            target: target.into(),
+            binary_source: source.into(),
+            pg_config: Some(format!("CFLAGS = {cflags}\nCONFIGURE = {configure}")),
+        }
+    }
+
+    fn warnings_for(builds: &[TargetBuild]) -> Vec<String> {
+        let targets: Vec<&str> = builds.iter().map(|b| b.target.as_str()).collect();
+        mixed_builds(&WarningInputs {
+            runs: &[],
+            targets: &targets,
+            metric: Metric::Tps,
+            client_cores: None,
+            builds,
+        })
+    }
+
+    #[test]
+    fn builds_that_differ_say_how_and_equal_builds_say_nothing() {
+        let o2 = "-Wall -fwrapv -O2";
+        let same = [
+            build(
+                "a",
+                "built from source: x",
+                o2,
+                "'--prefix=/cache/a' '--enable-debug'",
+            ),
+            build(
+                "b",
+                "built from source: y",
+                o2,
+                "'--prefix=/cache/b' '--enable-debug'",
+            ),
+        ];
+        assert!(warnings_for(&same).is_empty());
+        let flags = [
+            build(
+                "zonky",
+                ZONKY_BINARIES,
+                "-Wall -fwrapv -Os",
+                "'--prefix=/z' 'CFLAGS=-Os' '--with-icu'",
+            ),
+            build(
+                "o2",
+                "built from source: y",
+                o2,
+                "'--prefix=/cache/b' '--with-icu'",
+            ),
+        ];
+        assert_eq!(
+            warnings_for(&flags),
+            ["\"zonky\" and \"o2\" were built differently (CFLAGS \"-Os\" vs \"-O2\"): part of a difference may be the build's, not the version's"]
+        );
     }
 }

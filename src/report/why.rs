@@ -113,12 +113,45 @@ pub fn panel(inputs: &WhyInputs<'_>, base: &str, target: &str) -> WhyPanel {
     }
 }
 
+/// What the why panel says of a target without wait-event samples (probes off, or a server
+/// that could not be sampled): missing, not zero.
+pub const NO_WAIT_SAMPLES: &str = "none sampled";
+
 fn with_unit(row: &SettingRow) -> Option<String> {
     let value = row.setting.clone()?;
     Some(match row.unit.as_deref() {
         Some(unit) => format!("{value} {unit}"),
         None => value,
     })
+}
+
+/// A setting's value in its unit's base (bytes, milliseconds), so that one value in two
+/// versions' units is one value: 9.6's max_wal_size "64 × 16MB" is 11's "1024 MB".
+fn normalized(row: &SettingRow) -> Option<String> {
+    let value = row.setting.as_deref()?;
+    let Some(unit) = row.unit.as_deref() else {
+        return Some(value.to_string());
+    };
+    let digits = unit.bytes().take_while(u8::is_ascii_digit).count();
+    let multiple: f64 = unit[..digits].parse().unwrap_or(1.0);
+    let base = match &unit[digits..] {
+        "B" => 1.0,
+        "kB" => 1024.0,
+        "MB" => 1024.0 * 1024.0,
+        "GB" => 1024.0 * 1024.0 * 1024.0,
+        "TB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "ms" => 1.0,
+        "s" => 1000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return with_unit(row),
+    };
+    match value.parse::<f64>() {
+        // -1 and 0 mean "off" or "default" in every unit.
+        Ok(number) if number > 0.0 => Some(format!("{}", number * multiple * base)),
+        _ => Some(value.to_string()),
+    }
 }
 
 fn setting_diffs(base: &[SettingRow], other: &[SettingRow]) -> Vec<SettingDiff> {
@@ -132,7 +165,7 @@ fn setting_diffs(base: &[SettingRow], other: &[SettingRow]) -> Vec<SettingDiff> 
             let b = base.iter().find(|s| s.name == name);
             let o = other.iter().find(|s| s.name == name);
             let (bv, ov) = (b.and_then(with_unit), o.and_then(with_unit));
-            (bv != ov).then(|| SettingDiff {
+            (b.and_then(normalized) != o.and_then(normalized)).then(|| SettingDiff {
                 name: name.to_string(),
                 base: bv,
                 other: ov,
@@ -192,6 +225,34 @@ mod tests {
             unit: None,
             source: Some(source.into()),
         }
+    }
+
+    #[test]
+    fn one_value_in_two_versions_units_is_no_difference() {
+        let with = |value: &str, unit: &str| SettingRow {
+            unit: Some(unit.into()),
+            ..setting("max_wal_size", value, "default")
+        };
+        let old = [
+            with("64", "16MB"),
+            SettingRow {
+                name: "wal_segment_size".into(),
+                ..with("2048", "8kB")
+            },
+        ];
+        let new = [
+            with("1024", "MB"),
+            SettingRow {
+                name: "wal_segment_size".into(),
+                ..with("16777216", "B")
+            },
+        ];
+        assert!(setting_diffs(&old, &new).is_empty());
+        let larger = [with("2048", "MB"), new[1].clone()];
+        let diffs = setting_diffs(&old, &larger);
+        assert_eq!(diffs.len(), 1);
+        assert_eq!(diffs[0].base.as_deref(), Some("64 16MB"));
+        assert_eq!(diffs[0].other.as_deref(), Some("2048 MB"));
     }
 
     #[test]

@@ -37,10 +37,14 @@ impl Binaries {
         })
     }
 
-    /// The major version number, e.g. 15.
+    /// The major version number, e.g. 15 (9 for 9.6: compare it, do not print it).
     pub fn major(&self) -> Option<u32> {
-        let number = self.version.split_whitespace().nth(2)?;
-        number.split('.').next()?.parse().ok()
+        self.release().split('.').next()?.parse().ok()
+    }
+
+    /// The release as `postgres --version` prints it, e.g. "15.18" or "9.6.24".
+    pub fn release(&self) -> &str {
+        self.version.split_whitespace().nth(2).unwrap_or("")
     }
 
     pub fn find_best() -> Result<Binaries, Failure> {

@@ -112,12 +112,18 @@ impl Cluster {
             Failure::run(format!("could not write {}: {e}", password_file.display())).caused_by(e)
         })?;
         self.give_to_server_user(&password_file)?;
+        // SCRAM arrived in PostgreSQL 10; 9.6 has md5.
+        let host_auth = if self.binaries.major().is_some_and(|major| major < 10) {
+            "--auth-host=md5"
+        } else {
+            "--auth-host=scram-sha-256"
+        };
         let output = self
             .command("initdb")
             .arg("-D")
             .arg(self.data_dir())
             .args(["-U", superuser, "-E", "UTF8", "--no-locale"])
-            .args(["--auth-local=trust", "--auth-host=scram-sha-256"])
+            .args(["--auth-local=trust", host_auth])
             .arg(format!("--pwfile={}", password_file.display()))
             .output();
         let _ = std::fs::remove_file(&password_file);

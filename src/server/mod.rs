@@ -2,6 +2,7 @@
 //! start/stop as a non-root user). Knows nothing about workloads.
 
 pub mod binaries;
+pub mod build;
 pub mod cluster;
 pub mod download;
 pub mod managed;

@@ -26,7 +26,13 @@ pub enum BinarySource {
     BinDir(PathBuf),
     /// A major ("16") or exact version ("16.4.0") to download.
     Version(String),
+    /// Built from a source tarball or directory (cached by content and flags).
+    Build(super::build::BuildRequest),
 }
+
+/// `targets.binary_source` of binaries stampede built from source (followed by the build's
+/// description).
+pub const BUILT_BINARIES: &str = "built from source";
 
 impl BinarySource {
     /// Finds (or downloads) the binaries.
@@ -35,6 +41,16 @@ impl BinarySource {
             BinarySource::System => Binaries::find_best(),
             BinarySource::BinDir(dir) => Binaries::at(dir),
             BinarySource::Version(version) => super::download::binaries(version),
+            BinarySource::Build(request) => {
+                let mut announce = |step: super::build::Step, seconds: Option<f64>| {
+                    if let Some(seconds) = seconds {
+                        eprintln!("build: {} done in {seconds:.1} s", step.name());
+                    } else {
+                        eprintln!("build: {}...", step.name());
+                    }
+                };
+                super::build::build(request, &mut announce).map(|built| built.binaries)
+            }
         }
     }
 
@@ -44,15 +60,20 @@ impl BinarySource {
             BinarySource::System => "system".into(),
             BinarySource::BinDir(dir) => dir.display().to_string(),
             BinarySource::Version(version) => version.clone(),
+            BinarySource::Build(request) => request.source.display().to_string(),
         }
     }
 
-    /// Who built the binaries, as reports name it.
-    pub fn provenance(&self) -> &'static str {
+    /// Who built the binaries at `bin_dir`, as reports name it (a build with its description).
+    pub fn provenance(&self, bin_dir: &Path) -> String {
         match self {
-            BinarySource::System => "system packages",
-            BinarySource::BinDir(_) => "bin/ path",
-            BinarySource::Version(_) => ZONKY_BINARIES,
+            BinarySource::System => "system packages".into(),
+            BinarySource::BinDir(_) => "bin/ path".into(),
+            BinarySource::Version(_) => ZONKY_BINARIES.into(),
+            BinarySource::Build(_) => match super::build::record_of(bin_dir) {
+                Some(record) => format!("{BUILT_BINARIES}: {}", record.describe()),
+                None => BUILT_BINARIES.into(),
+            },
         }
     }
 }

@@ -174,6 +174,27 @@ pub struct RunRecord {
 }
 
 /// A stored run with its cell, for reports.
+/// How a target's binaries were built, as the report compares them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetBuild {
+    pub target: String,
+    /// Where the binaries came from (`targets.binary_source`).
+    pub binary_source: String,
+    /// The server's pg_config view as stored ("NAME = value" lines), when it was read.
+    pub pg_config: Option<String>,
+}
+
+impl TargetBuild {
+    /// A pg_config entry, e.g. "CFLAGS".
+    pub fn pg_config_value(&self, name: &str) -> Option<&str> {
+        let prefix = format!("{name} = ");
+        self.pg_config
+            .as_deref()?
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRun {
     pub id: i64,

@@ -239,17 +239,24 @@ impl Store {
             .map(|v| v as i64))
     }
 
-    /// Each target's binary provenance where it is known: (target, binary source).
-    pub fn lab_binary_sources(&mut self, lab: i64) -> Result<Vec<(String, String)>, Failure> {
+    /// Each target's binary provenance where it is known, with its pg_config.
+    pub fn lab_builds(&mut self, lab: i64) -> Result<Vec<TargetBuild>, Failure> {
         let rows = self
             .db
             .query(
-                "SELECT name, binary_source FROM targets
+                "SELECT name, binary_source, pg_config FROM targets
                  WHERE lab_id = ?1 AND binary_source IS NOT NULL ORDER BY name",
                 &[lab.into()],
             )
             .map_err(db_error("targets"))?;
-        Ok(rows.iter().map(|r| (text(r, 0), text(r, 1))).collect())
+        Ok(rows
+            .iter()
+            .map(|r| TargetBuild {
+                target: text(r, 0),
+                binary_source: text(r, 1),
+                pg_config: Some(text(r, 2)).filter(|config| !config.is_empty()),
+            })
+            .collect())
     }
 
     /// A run's throughput per second: (second, tps).

@@ -23,9 +23,11 @@ pub fn run(spec: &InitSpec, target: &ConnSpec, announce: &mut dyn FnMut(&str)) -
     };
     let runtime = control_runtime();
     // Fail on an unusable connection before announcing any step.
-    runtime
+    let client = runtime
         .block_on(loader.connect())
         .map_err(Failure::into_input)?;
+    runtime.block_on(loader.check_server(&client))?;
+    drop(client);
     let mut timings = Vec::new();
     for step in &spec.steps {
         announce(step.announcement());

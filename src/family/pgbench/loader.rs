@@ -120,6 +120,29 @@ impl Loader {
         connect_quietly(&self.spec).await
     }
 
+    /// Refuses what the server's version cannot build, before any step touches it: partitioned
+    /// pgbench_accounts needs PostgreSQL 11 (a primary key on a partitioned table, hash
+    /// partitioning).
+    pub async fn check_server(&self, client: &Client) -> LoadResult {
+        if self.options.partitions == 0 {
+            return Ok(());
+        }
+        let row = client
+            .query_one(
+                "SELECT current_setting('server_version_num')::integer, current_setting('server_version')",
+                &[],
+            )
+            .await
+            .map_err(|e| sql_error("reading the server version", e))?;
+        let (version_num, version): (i32, String) = (row.get(0), row.get(1));
+        if version_num < 110000 {
+            return Err(Failure::input(format!(
+                "--partitions needs PostgreSQL 11 or later (primary keys on partitioned tables); the server is PostgreSQL {version}"
+            )));
+        }
+        Ok(())
+    }
+
     pub async fn run_step(&self, step: InitStep) -> LoadResult {
         let client = self.connect().await?;
         match step {

@@ -9,7 +9,7 @@ use crate::family::common::connection::{connection, positive};
 use crate::family::tpcc::args::{BuildArgs, CheckArgs, ConnectionArgs, TpccAction};
 use crate::family::tpcc::check::{self, SHOWN};
 use crate::family::tpcc::load::Loader;
-use crate::family::tpcc::{procedures, schema};
+use crate::family::tpcc::schema;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error, visible_tables};
 
@@ -210,8 +210,9 @@ fn drop_tables(args: &ConnectionArgs) -> CommandResult {
                 .map_err(|e| sql_error(&statement, e))?;
             println!("dropped {table}");
         }
+        let routines = crate::family::tpcc::load::server_routines(&client).await?;
         client
-            .batch_execute(procedures::DROP)
+            .batch_execute(&routines.drop())
             .await
             .map_err(|e| sql_error("dropping the procedures", e))
     })

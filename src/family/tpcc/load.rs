@@ -78,8 +78,8 @@ impl Loader {
         announce("building keys and indexes".into());
         self.build_indexes(connections).await?;
         announce("creating the transactions' procedures".into());
-        for statement in procedures::ALL {
-            execute(&client, statement).await?;
+        for statement in server_routines(&client).await?.definitions() {
+            execute(&client, &statement).await?;
         }
         execute(
             &client,
@@ -448,4 +448,17 @@ impl<'a> Copy<'a> {
             .map_err(|e| sql_error(&format!("COPY {}", self.table), e))?;
         Ok(())
     }
+}
+
+/// Procedures or functions, by the server's version.
+pub async fn server_routines(
+    client: &tokio_postgres::Client,
+) -> Result<procedures::Routines, Failure> {
+    let row = client
+        .query_one("SELECT current_setting('server_version_num')::integer", &[])
+        .await
+        .map_err(|e| crate::pg::sql_error("reading server_version_num", e))?;
+    Ok(procedures::Routines::for_server(
+        row.get::<_, i32>(0).into(),
+    ))
 }

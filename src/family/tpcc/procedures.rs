@@ -1,5 +1,6 @@
 //! The five TPC-C transactions as PL/pgSQL procedures (server mode, as HammerDB runs them on
-//! PostgreSQL 11 and later: one `CALL` per transaction). Written from the TPC-C specification,
+//! PostgreSQL 11 and later: one `CALL` per transaction), or as functions called by `SELECT`
+//! before 11, which has no procedures (as HammerDB does there). Written from the TPC-C specification,
 //! clauses 2.4-2.8, with HammerDB's inputs: the client picks district, customer and line count;
 //! the procedure picks items, supplying warehouses (1% remote) and quantities, as HammerDB's do.
 
@@ -48,9 +49,7 @@ BEGIN
     FOR i IN 1..no_o_ol_cnt LOOP
         SELECT i_price INTO price FROM item WHERE i_id = items[i];
         IF NOT FOUND THEN
-            ROLLBACK;
-            no_o_id := 0;
-            RETURN;
+            {missing_item}
         END IF;
         UPDATE stock
         SET s_quantity = CASE WHEN s_quantity >= quantities[i] + 10 THEN s_quantity - quantities[i]
@@ -69,7 +68,7 @@ BEGIN
         VALUES (no_o_id, no_d_id, no_w_id, numbers[i], items[i], supplies[i], quantities[i],
                 quantities[i] * price * (1 + w_tax_ + d_tax_) * (1 - discount), dist_info);
     END LOOP;
-END
+{handler}END
 $$";
 
 /// The customer a Payment or Order-Status names: by id, or by last name the one in the middle
@@ -186,17 +185,113 @@ BEGIN
 END
 $$";
 
-/// Drops what `ALL` creates.
-pub const DROP: &str = "DROP PROCEDURE IF EXISTS neword, payment, ostat, delivery, slev;
-DROP FUNCTION IF EXISTS tpcc_customer, tpcc_last_name";
+/// How the transactions are defined and called: procedures from PostgreSQL 11, functions
+/// before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routines {
+    Procedures,
+    Functions,
+}
 
-/// Every function and procedure, in creation order.
-pub const ALL: [&str; 7] = [
-    LAST_NAME,
-    CUSTOMER_BY_NAME,
-    NEW_ORDER,
-    PAYMENT,
-    ORDER_STATUS,
-    DELIVERY,
-    STOCK_LEVEL,
-];
+/// The SQLSTATE New-Order's function raises for the unused item, caught by its own handler.
+const MISSING_ITEM: &str = "TPCC1";
+
+/// The transactions' names, as `CALL`ed or `SELECT`ed.
+const NAMES: [&str; 5] = ["neword", "payment", "ostat", "delivery", "slev"];
+
+impl Routines {
+    /// What the server at `server_version_num` supports.
+    pub fn for_server(server_version_num: i64) -> Routines {
+        if server_version_num >= 110000 {
+            Routines::Procedures
+        } else {
+            Routines::Functions
+        }
+    }
+
+    /// The statement that runs transaction `name` with `arguments`.
+    pub fn call(self, name: &str, arguments: &str) -> String {
+        match self {
+            Routines::Procedures => format!("CALL {name}({arguments})"),
+            Routines::Functions => format!("SELECT {name}({arguments})"),
+        }
+    }
+
+    /// Every definition, in creation order. A function cannot end its transaction, so
+    /// New-Order's function undoes its work by raising an error its own handler catches (the
+    /// block's work is rolled back with it) and returns 0 as the procedure does after ROLLBACK;
+    /// that handler costs a subtransaction per New-Order.
+    pub fn definitions(self) -> [String; 7] {
+        let (missing_item, handler) = match self {
+            Routines::Procedures => (
+                "ROLLBACK;\n            no_o_id := 0;\n            RETURN;".to_string(),
+                String::new(),
+            ),
+            Routines::Functions => (
+                format!("RAISE EXCEPTION 'item not found' USING ERRCODE = '{MISSING_ITEM}';"),
+                format!("EXCEPTION WHEN SQLSTATE '{MISSING_ITEM}' THEN\n    no_o_id := 0;\n"),
+            ),
+        };
+        let new_order = NEW_ORDER
+            .replace("{missing_item}", &missing_item)
+            .replace("{handler}", &handler);
+        [
+            LAST_NAME.to_string(),
+            CUSTOMER_BY_NAME.to_string(),
+            new_order,
+            PAYMENT.to_string(),
+            ORDER_STATUS.to_string(),
+            DELIVERY.to_string(),
+            STOCK_LEVEL.to_string(),
+        ]
+        .map(|definition| match self {
+            Routines::Procedures => definition,
+            Routines::Functions => {
+                definition.replace("CREATE OR REPLACE PROCEDURE", "CREATE OR REPLACE FUNCTION")
+            }
+        })
+    }
+
+    /// Drops what `definitions` creates. Before 10 `DROP FUNCTION` needs each argument list,
+    /// so the functions are found in the catalog.
+    pub fn drop(self) -> String {
+        let names = NAMES.join(", ");
+        match self {
+            Routines::Procedures => format!("DROP PROCEDURE IF EXISTS {names};\nDROP FUNCTION IF EXISTS tpcc_customer, tpcc_last_name"),
+            Routines::Functions => {
+                let quoted: Vec<String> = NAMES
+                    .iter()
+                    .chain(&["tpcc_customer", "tpcc_last_name"])
+                    .map(|name| format!("'{name}'"))
+                    .collect();
+                format!(
+                    "DO $$DECLARE routine regprocedure;\nBEGIN\n    FOR routine IN SELECT oid::regprocedure FROM pg_proc\n        WHERE proname IN ({}) AND pronamespace = current_schema()::regnamespace\n    LOOP\n        EXECUTE 'DROP FUNCTION ' || routine;\n    END LOOP;\nEND$$",
+                    quoted.join(", ")
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn before_11_the_transactions_are_functions() {
+        assert_eq!(Routines::for_server(110000), Routines::Procedures);
+        assert_eq!(Routines::for_server(100023), Routines::Functions);
+        assert_eq!(
+            Routines::Functions.call("slev", "1, 2"),
+            "SELECT slev(1, 2)"
+        );
+        assert_eq!(Routines::Procedures.call("slev", "1, 2"), "CALL slev(1, 2)");
+        let functions = Routines::Functions.definitions();
+        assert!(functions
+            .iter()
+            .all(|d| !d.contains("PROCEDURE") && !d.contains("{")));
+        assert!(functions[2].contains("EXCEPTION WHEN SQLSTATE 'TPCC1' THEN"));
+        let procedures = Routines::Procedures.definitions();
+        assert!(procedures[2].contains("ROLLBACK;") && !procedures[2].contains("EXCEPTION"));
+    }
+}

@@ -14,8 +14,10 @@ use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{connection, positive};
 use crate::family::common::measure::{check_aborted, LatencySummary};
 use crate::family::tpcc::args::RunArgs;
+use crate::family::tpcc::procedures::Routines;
 use crate::family::tpcc::random::{NurandConstants, TpccRandom};
 use crate::family::tpcc::scripts::{self, Mix, Mode, WarehouseChoice, KEYING_THINKING_S, NAMES};
+use crate::pg::control::server_version_num;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::{parse_script, VarTable};
@@ -174,6 +176,7 @@ pub fn plan(
         constants,
         settings.mix,
         settings.mode,
+        Routines::for_server(server_version_num(&conn.clone().untracked())?),
     ) {
         let script = parse_script(name, name, &text, &mut variables)
             .map_err(|e| Failure::input(format!("internal script {name}: {e}")))?;

@@ -4,6 +4,7 @@
 //! that the driver counts rolled-back New-Orders apart.
 
 use super::client_scripts;
+use super::procedures::Routines;
 use super::random::NurandConstants;
 
 /// Relative weights of the five transactions.
@@ -184,10 +185,11 @@ pub fn scripts(
     constants: NurandConstants,
     mix: Mix,
     mode: Mode,
+    routines: Routines,
 ) -> Vec<(&'static str, String, u32)> {
     let inputs = Inputs::new(warehouses, choice, constants);
     let texts = match mode {
-        Mode::Server => server_scripts(&inputs),
+        Mode::Server => server_scripts(&inputs, routines),
         Mode::Client => [
             client_scripts::new_order(&inputs, false),
             client_scripts::new_order(&inputs, true),
@@ -213,31 +215,32 @@ pub fn scripts(
         .collect()
 }
 
-/// Server mode: the inputs, then one CALL (New-Order's items are drawn by the procedure).
-fn server_scripts(inputs: &Inputs) -> [String; 6] {
+/// Server mode: the inputs, then one call (New-Order's items are drawn by the procedure).
+fn server_scripts(inputs: &Inputs, routines: Routines) -> [String; 6] {
     let (home, warehouses, customer) = (&inputs.warehouse, inputs.warehouses, &inputs.customer);
+    let call = |name: &str, arguments: &str| routines.call(name, arguments);
     let new_order = |rollback: u8| {
         format!(
-            "{home}\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n\
-             CALL neword(:w_id, {warehouses}, :d_id, :c_id, :ol_cnt, {rollback}, NULL);\n"
+            "{home}\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n{};\n",
+            call("neword", &format!(":w_id, {warehouses}, :d_id, :c_id, :ol_cnt, {rollback}, NULL"))
         )
     };
     [
         new_order(0),
         new_order(1),
         format!(
-            "{home}\\set d_id random(1, 10)\n{}{customer}\\set cents random(100, 500000)\n\
-             CALL payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, tpcc_last_name(:name), :cents::numeric / 100, NULL);\n",
-            inputs.payment_customer_warehouse
+            "{home}\\set d_id random(1, 10)\n{}{customer}\\set cents random(100, 500000)\n{};\n",
+            inputs.payment_customer_warehouse,
+            call("payment", ":w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, tpcc_last_name(:name), :cents::numeric / 100, NULL")
         ),
         format!(
-            "{home}\\set d_id random(1, 10)\n{customer}\
-             CALL ostat(:w_id, :d_id, :c_id, :by_name, tpcc_last_name(:name), NULL);\n"
+            "{home}\\set d_id random(1, 10)\n{customer}{};\n",
+            call("ostat", ":w_id, :d_id, :c_id, :by_name, tpcc_last_name(:name), NULL")
         ),
-        format!("{home}\\set carrier random(1, 10)\nCALL delivery(:w_id, :carrier, NULL);\n"),
+        format!("{home}\\set carrier random(1, 10)\n{};\n", call("delivery", ":w_id, :carrier, NULL")),
         format!(
-            "{home}\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n\
-             CALL slev(:w_id, :d_id, :threshold, NULL);\n"
+            "{home}\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n{};\n",
+            call("slev", ":w_id, :d_id, :threshold, NULL")
         ),
     ]
 }
@@ -264,6 +267,7 @@ mod tests {
             constants,
             Mix::parse("45,43,4,4,4").unwrap(),
             Mode::Server,
+            Routines::Procedures,
         );
         let weights: Vec<u32> = scripts.iter().map(|s| s.2).collect();
         assert_eq!(weights, [4455, 45, 4300, 400, 400, 400]);
@@ -273,6 +277,7 @@ mod tests {
             constants,
             Mix::parse("hammerdb").unwrap(),
             Mode::Client,
+            Routines::Procedures,
         );
         let mut variables = VarTable::default();
         for (name, text, _) in scripts.iter().chain(&client) {
