@@ -407,7 +407,17 @@ fn report_formats_carry_the_same_numbers() {
     ]);
     assert!(output.status.success());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), markdown);
-    for path in [db, file] {
+    // The format follows the file's extension; without --base the lab's first target is the base.
+    let html_file = temp_path("by-extension.html");
+    let output = stampede(&[
+        "report",
+        db.to_str().unwrap(),
+        "-o",
+        html_file.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&html_file).unwrap(), html);
+    for path in [db, file, html_file] {
         let _ = std::fs::remove_file(path);
     }
 }

@@ -75,3 +75,51 @@ fn quickstart_prints_one_table() {
         }
     }
 }
+
+/// A machine with no PostgreSQL: with the system's binaries hidden and an empty cache, the default
+/// server downloads the newest zonky major, says so, initdbs and quickstart prints its table.
+#[test]
+fn quickstart_on_a_machine_without_postgresql_downloads_the_newest_major() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let home = format!("/tmp/stampede-bare-test-{}", std::process::id());
+    let _ = std::fs::remove_dir_all(&home);
+    let cache = format!("{home}/cache");
+    let env = [
+        ("STAMPEDE_HOME", home.as_str()),
+        ("STAMPEDE_CACHE", cache.as_str()),
+        ("STAMPEDE_HIDE_SYSTEM_PG", "1"),
+    ];
+    std::fs::create_dir_all(&home).unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&home)
+        .status();
+    let output = stampede_with_env(&["quickstart", "--seconds", "1", "--scale", "1"], &env);
+    let status = stdout(&stampede_with_env(&["server", "status"], &env));
+    let _ = stampede_with_env(&["server", "destroy"], &env);
+    let _ = std::fs::remove_dir_all(&home);
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(
+        log.starts_with(&format!(
+            "no PostgreSQL server binaries on this machine: using PostgreSQL 18 from Maven Central (zonky build) in {cache}/postgresql\ndownloading PostgreSQL 18."
+        )),
+        "{log}"
+    );
+    assert!(
+        status.contains(&format!("binaries:   {cache}/postgresql/18.")),
+        "{status}"
+    );
+    assert!(
+        status.contains("server:     postgres (PostgreSQL) 18."),
+        "{status}"
+    );
+    let text = stdout(&output);
+    for workload in ["select-only", "tpcb-like"] {
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with(workload)).count(),
+            3,
+            "{text}"
+        );
+    }
+}

@@ -94,3 +94,38 @@ fn a_protocol_a_workload_does_not_honour_is_refused_at_its_key() {
     assert!(output.status.success(), "{}", stderr(&output));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Each seed's study ships as an example spec, and every one of them plans.
+#[test]
+fn every_example_spec_plans() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut specs: Vec<PathBuf> = std::fs::read_dir(&examples)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    specs.sort();
+    let seeds: Vec<String> = specs
+        .iter()
+        .map(|path| path.file_name().unwrap().to_string_lossy()[..7].to_string())
+        .collect();
+    assert_eq!(
+        seeds,
+        ["seed000", "seed001", "seed002", "seed003", "seed004"]
+    );
+    for spec in &specs {
+        let output = stampede(&["lab", "plan", spec.to_str().unwrap()]);
+        assert!(
+            output.status.success(),
+            "{}: {}",
+            spec.display(),
+            stderr(&output)
+        );
+        assert!(
+            common::stdout(&output).contains(" runs; order seed "),
+            "{}",
+            spec.display()
+        );
+    }
+}

@@ -74,12 +74,13 @@ pub struct CompareArgs {
 pub struct ReportArgs {
     /// The results database: a SQLite file or a postgresql:// URL
     pub results: String,
-    /// The target every other is compared against
+    /// The target every other is compared against (default: the lab's first target)
     #[arg(long)]
-    pub base: String,
+    pub base: Option<String>,
     /// html (one self-contained file with charts), md (Markdown), csv (one number per row) or json
-    #[arg(long, default_value = "md")]
-    pub format: String,
+    /// (default: from the -o file's extension .html, .md, .csv or .json, else md)
+    #[arg(long)]
+    pub format: Option<String>,
     /// Write to this file instead of standard output
     #[arg(short = 'o', long)]
     pub output: Option<std::path::PathBuf>,

@@ -14,9 +14,27 @@ use crate::report::why::WhyInputs;
 use crate::report::{html, text};
 use crate::store::{RunStatus, StoredRun};
 
+/// The format an output file's extension names; Markdown for standard output and other names.
+fn format_of(output: Option<&std::path::Path>) -> String {
+    let extension = output
+        .and_then(|path| path.extension())
+        .map(|ext| ext.to_string_lossy().to_ascii_lowercase());
+    match extension.as_deref() {
+        Some("html" | "htm") => "html",
+        Some("csv") => "csv",
+        Some("json") => "json",
+        _ => "md",
+    }
+    .to_string()
+}
+
 pub fn run(args: &ReportArgs) -> CommandResult {
     let metric = Metric::parse(&args.metric).map_err(Failure::input)?;
-    let render = match args.format.as_str() {
+    let format = args
+        .format
+        .clone()
+        .unwrap_or_else(|| format_of(args.output.as_deref()));
+    let render = match format.as_str() {
         "md" | "markdown" => text::to_markdown,
         "csv" => text::to_csv,
         "json" => text::to_json,
@@ -28,7 +46,16 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         }
     };
     let mut lab = load_lab(&args.results, args.lab.as_deref())?;
-    check_targets(&lab.runs, &lab.name, &[&args.base])?;
+    let base = match &args.base {
+        Some(base) => base.clone(),
+        None => lab
+            .store
+            .lab_target_names(lab.id)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Failure::input(format!("lab \"{}\" has no targets", lab.name)))?,
+    };
+    check_targets(&lab.runs, &lab.name, &[&base])?;
     let statements = lab.store.lab_statements(lab.id)?;
     let counters = lab.store.lab_counters_per_txn(lab.id)?;
     let settings = lab.store.lab_target_settings(lab.id)?;
@@ -36,10 +63,10 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     let waits = lab.store.lab_wait_events(lab.id)?;
     let client_cores = lab.store.client_cores(lab.id)?;
     let builds = lab.store.lab_builds(lab.id)?;
-    let series = load_series(&mut lab, &args.base, &args.series_runs)?;
+    let series = load_series(&mut lab, &base, &args.series_runs)?;
     let report = lab_report::build(Inputs {
         lab: &lab.name,
-        base: &args.base,
+        base: &base,
         metric,
         runs: &lab.runs,
         statements: &statements,

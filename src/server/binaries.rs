@@ -5,6 +5,8 @@ use crate::error::Failure;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+const NOT_FOUND: &str = "no PostgreSQL server binaries found (looked at STAMPEDE_PG_BIN, pg_config on PATH and /usr/lib/postgresql/*/bin); install PostgreSQL or pass a connection (-h/-p/-U/-d)";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binaries {
     pub bin_dir: PathBuf,
@@ -51,6 +53,10 @@ impl Binaries {
         if let Ok(dir) = std::env::var("STAMPEDE_PG_BIN") {
             return Binaries::at(Path::new(&dir));
         }
+        // Tests of a machine without PostgreSQL set this to hide the system's binaries.
+        if std::env::var_os("STAMPEDE_HIDE_SYSTEM_PG").is_some() {
+            return Err(Failure::input(NOT_FOUND));
+        }
         let from_pg_config = Command::new("pg_config")
             .arg("--bindir")
             .output()
@@ -60,9 +66,7 @@ impl Binaries {
         if let Some(found) = from_pg_config.and_then(|dir| Binaries::at(&dir).ok()) {
             return Ok(found);
         }
-        newest_debian_install().ok_or_else(|| {
-            Failure::input("no PostgreSQL server binaries found (looked at STAMPEDE_PG_BIN, pg_config on PATH and /usr/lib/postgresql/*/bin); install PostgreSQL or pass a connection (-h/-p/-U/-d)")
-        })
+        newest_debian_install().ok_or_else(|| Failure::input(NOT_FOUND))
     }
 }
 

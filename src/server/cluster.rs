@@ -28,16 +28,29 @@ impl OsUser {
         })
     }
 
-    /// `postgres` when running as root; nobody to switch to otherwise.
+    /// `postgres` when running as root, else the unprivileged `nobody` (said once); nobody to
+    /// switch to when not root.
     pub fn for_server() -> Result<Option<OsUser>, Failure> {
         if !crate::sys::is_root() {
             return Ok(None);
         }
-        OsUser::lookup("postgres").map(Some).ok_or_else(|| {
-            Failure::input("running as root, but there is no \"postgres\" user to run the server as; create one (useradd -r postgres) or run stampede as a normal user")
-        })
+        if let Some(user) = OsUser::lookup("postgres") {
+            return Ok(Some(user));
+        }
+        let user = OsUser::lookup(FALLBACK_USER).ok_or_else(|| {
+            Failure::input(format!("running as root, but there is neither a \"postgres\" nor a \"{FALLBACK_USER}\" user to run the server as; create one (useradd -r postgres) or run stampede as a normal user"))
+        })?;
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            eprintln!("running the server as \"{FALLBACK_USER}\": PostgreSQL does not run as root and there is no \"postgres\" user (useradd -r postgres to use one)");
+        });
+        Ok(Some(user))
     }
 }
+
+/// The unprivileged account the server runs as when stampede is root and there is no
+/// `postgres` user.
+const FALLBACK_USER: &str = "nobody";
 
 #[derive(Debug, Clone)]
 pub struct Cluster {

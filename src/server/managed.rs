@@ -88,7 +88,10 @@ impl ManagedServer {
     }
 
     fn create(home: &Path) -> Result<ManagedServer, Failure> {
-        let binaries = Binaries::find_best()?;
+        let binaries = match Binaries::find_best() {
+            Ok(binaries) => binaries,
+            Err(_) => newest_download()?,
+        };
         let run_as = OsUser::for_server()?;
         let superuser = match &run_as {
             Some(user) => user.name.clone(),
@@ -213,6 +216,17 @@ impl ManagedServer {
         })?;
         Ok(self.cluster.root)
     }
+}
+
+/// With no PostgreSQL on the machine, the newest major zonky publishes, downloaded into the
+/// cache (once; later servers find it there).
+fn newest_download() -> Result<Binaries, Failure> {
+    let newest = super::download::MAJORS[super::download::MAJORS.len() - 1];
+    eprintln!(
+        "no PostgreSQL server binaries on this machine: using PostgreSQL {newest} from Maven Central (zonky build) in {}",
+        super::download::cache_root().display()
+    );
+    super::download::binaries(newest)
 }
 
 fn write_private(path: &Path, content: &str) -> Result<(), Failure> {

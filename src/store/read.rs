@@ -239,6 +239,18 @@ impl Store {
             .map(|v| v as i64))
     }
 
+    /// The lab's targets in the spec's order.
+    pub fn lab_target_names(&mut self, lab: i64) -> Result<Vec<String>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT name FROM targets WHERE lab_id = ?1 ORDER BY id",
+                &[lab.into()],
+            )
+            .map_err(db_error("targets"))?;
+        Ok(rows.iter().map(|r| text(r, 0)).collect())
+    }
+
     /// Each target's binary provenance where it is known, with its pg_config.
     pub fn lab_builds(&mut self, lab: i64) -> Result<Vec<TargetBuild>, Failure> {
         let rows = self
