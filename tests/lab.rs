@@ -719,9 +719,12 @@ fn check_report_figures(db: &Path, report: &serde_json::Value) {
     }
 }
 
-/// A major downloaded from Maven Central (zonky) beside the system's binaries.
+/// The oldest majors zonky publishes beside a newer one, every family on each: pgbench
+/// select-only and tpcb-like, sysbench point select, TPROC-C in server mode (functions before
+/// 11) and dbSTRESS read-only. Each target's statements are stored, a view a major lacks is
+/// missing from its counters (never zero), and the report renders in a browser.
 #[test]
-fn a_downloaded_major_runs_beside_the_system_binaries() {
+fn the_oldest_majors_run_every_workload_beside_a_newer_one() {
     let dir = lab_dir("versions");
     let spec = dir.join("versions.toml");
     std::fs::write(
@@ -729,10 +732,17 @@ fn a_downloaded_major_runs_beside_the_system_binaries() {
         r#"name = "versions"
 runs = 1
 duration = "2s"
+warmup = "1s"
 seed = 3
 
 [[target]]
-name = "system"
+name = "pg10"
+postgres = "10"
+settings = { fsync = false }
+
+[[target]]
+name = "pg11"
+postgres = "11"
 settings = { fsync = false }
 
 [[target]]
@@ -742,7 +752,25 @@ settings = { fsync = false }
 
 [[workload]]
 name = "pgbench"
-scripts = ["select-only"]
+scripts = ["select-only", "tpcb-like"]
+clients = [2]
+
+[[workload]]
+name = "sysbench"
+scripts = ["oltp_point_select"]
+scale = [1]
+clients = [2]
+
+[[workload]]
+name = "tpcc"
+scripts = ["server"]
+scale = [1]
+clients = [2]
+
+[[workload]]
+name = "dbstress"
+scripts = ["ro"]
+scale = [1000]
 clients = [2]
 "#,
     )
@@ -751,33 +779,70 @@ clients = [2]
         .output()
         .unwrap();
     let db = dir.join("versions.db");
-    let stop_all = || {
-        for (target, bin) in [("system", Binaries::find_best().ok()), ("pg16", None)] {
+    for (target, major) in [("pg10", "10."), ("pg11", "11."), ("pg16", "16.")] {
+        let cached = download::cached_versions(&download::cache_root());
+        if let Some((_, bin_dir)) = cached.into_iter().find(|(v, _)| v.starts_with(major)) {
             let root = dir.join("versions.db.servers").join(target);
-            let binaries = bin.or_else(|| {
-                let cached = download::cached_versions(&download::cache_root());
-                let (_, bin_dir) = cached.into_iter().find(|(v, _)| v.starts_with("16."))?;
-                Binaries::at(&bin_dir).ok()
-            });
-            if binaries.is_some() {
-                stop_cluster(root, binaries);
-            }
+            stop_cluster(root, Binaries::at(&bin_dir).ok());
         }
-    };
-    stop_all();
+    }
     assert!(output.status.success(), "{}", stderr(&output));
     let targets = sqlite(
         &db,
         "SELECT name, server_version, binary_source FROM targets ORDER BY name",
     );
-    assert!(targets[0][1].starts_with("PostgreSQL 16."), "{targets:?}");
-    assert_eq!(targets[0][2], "zonky (Maven Central)");
-    assert!(targets[1][1].starts_with("PostgreSQL "), "{targets:?}");
-    let completed = sqlite(
-        &db,
-        "SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0",
+    let versions: Vec<(&str, &str)> = targets
+        .iter()
+        .map(|t| (t[0].as_str(), t[1].as_str()))
+        .collect();
+    for (row, (name, version)) in versions.iter().enumerate() {
+        let major = &name[2..];
+        assert!(
+            version.starts_with(&format!("PostgreSQL {major}.")),
+            "{targets:?}"
+        );
+        assert_eq!(targets[row][2], "zonky (Maven Central)");
+    }
+    let per_target = |query: &str| -> Vec<(String, f64)> {
+        sqlite(&db, query)
+            .into_iter()
+            .map(|row| (row[0].clone(), number(&row[1])))
+            .collect()
+    };
+    let completed = per_target(
+        "SELECT c.target, count(*) FROM runs r JOIN cells c ON c.id = r.cell_id
+         WHERE r.status = 'completed' AND r.tps > 0 GROUP BY c.target ORDER BY c.target",
     );
-    assert_eq!(completed[0][0], "2");
+    let five = |name: &str| (name.to_string(), 5.0);
+    assert_eq!(completed, vec![five("pg10"), five("pg11"), five("pg16")]);
+    // pg_stat_statements on every major (its columns changed names in 13).
+    let statements = per_target(
+        "SELECT c.target, count(DISTINCT s.query) FROM run_statements s JOIN runs r ON r.id = s.run_id
+         JOIN cells c ON c.id = r.cell_id GROUP BY c.target ORDER BY c.target",
+    );
+    assert_eq!(statements.len(), 3, "{statements:?}");
+    for (target, count) in &statements {
+        assert!(*count >= 15.0, "{target}: {count} statements");
+    }
+    // pg_stat_wal arrived in 14: the older majors have no WAL counters at all, not zeros.
+    let wal = per_target(
+        "SELECT c.target, count(*) FROM run_counters k JOIN runs r ON r.id = k.run_id
+         JOIN cells c ON c.id = r.cell_id WHERE k.source = 'pg_stat_wal'
+         GROUP BY c.target ORDER BY c.target",
+    );
+    assert_eq!(wal.len(), 1, "{wal:?}");
+    assert_eq!(wal[0].0, "pg16");
+
+    let html = dir.join("versions.html");
+    let output = stampede_command(&["report", db.to_str().unwrap(), "-o", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&html).unwrap();
+    for target in ["pg10", "pg11", "pg16"] {
+        assert!(text.contains(target), "{target} in the report");
+    }
+    common::browser::assert_renders(&html, &text);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1358,4 +1423,118 @@ fn a_dbstress_workload_runs_in_the_lab() {
         "{writes} writes of {transactions}"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Seed 004's example end to end at a tiny size: every target it names (10.23 as the base
+/// against 11 … 18, zonky builds), three of the suite's microbenchmarks (a write, a point
+/// query, a scan) for one second each, no settling after postwrite; then its report.
+#[test]
+fn the_seed_004_example_runs_end_to_end_at_a_tiny_size() {
+    let dir = lab_dir("seed004");
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/seed004-microbench-versions.toml");
+    let text = std::fs::read_to_string(example).unwrap();
+    let tiny = [
+        ("duration = \"20s\"", "duration = \"1s\""),
+        ("warmup = \"5s\"", "warmup = \"0s\""),
+        ("scale = [10]", "scale = [1]\nscripts = [\"update-index_range=100\", \"point-query_range=100\", \"scan_range=100\"]"),
+        ("options = { tables = 1 }", "options = { tables = 1, postwrite_settle = 0 }"),
+    ]
+    .iter()
+    .fold(text, |text, (from, to)| {
+        assert!(text.contains(from), "the example has {from}");
+        text.replace(from, to)
+    });
+    let spec = dir.join("seed004-microbench-versions.toml");
+    std::fs::write(&spec, tiny).unwrap();
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let db = dir.join("seed004-microbench-versions.db");
+    let majors = ["10", "11", "12", "13", "14", "15", "16", "17", "18"];
+    let cached = download::cached_versions(&download::cache_root());
+    for major in majors {
+        let bin = cached
+            .iter()
+            .find(|(v, _)| v.starts_with(&format!("{major}.")))
+            .and_then(|(_, bin)| Binaries::at(bin).ok());
+        let root = dir
+            .join("seed004-microbench-versions.db.servers")
+            .join(format!("pg{major}"));
+        stop_cluster(root, bin);
+    }
+    assert!(output.status.success(), "{}", stderr(&output));
+    let completed = sqlite(
+        &db,
+        "SELECT c.target, count(*) FROM runs r JOIN cells c ON c.id = r.cell_id
+         WHERE r.status = 'completed' AND r.tps > 0 GROUP BY c.target ORDER BY c.target",
+    );
+    let expected: Vec<Vec<String>> = majors
+        .iter()
+        .map(|major| vec![format!("pg{major}"), "3".to_string()])
+        .collect();
+    assert_eq!(completed, expected);
+    let base = sqlite(
+        &db,
+        "SELECT server_version FROM targets WHERE name = 'pg10'",
+    );
+    assert!(base[0][0].starts_with("PostgreSQL 10.23 "), "{base:?}");
+
+    let report = dir.join("seed004.md");
+    let output = stampede_command(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "pg10",
+        "-o",
+        report.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&report).unwrap();
+    for major in majors {
+        assert!(
+            text.contains(&format!("pg{major}")),
+            "pg{major} in the report"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run whose script fails on a live server is recorded as failed (the lab asks the server
+/// whether it is still up, which it is) and the lab goes on with the next run.
+#[test]
+fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
+    let dir = lab_dir("failing-script");
+    std::fs::write(dir.join("div.sql"), "SELECT 1/0;\n").unwrap();
+    let spec = dir.join("f.toml");
+    std::fs::write(
+        &spec,
+        "name = \"f\"\nruns = 1\nduration = \"1s\"\nseed = 2\n[[target]]\nname = \"t\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"div.sql\", \"select-only\"]\nclients = [1]\n",
+    )
+    .unwrap();
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    stop_cluster(dir.join("f.db.servers/t"), Binaries::find_best().ok());
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    // The run order is shuffled by the seed, so the failed run may carry an ETA.
+    assert!(
+        log.lines().any(|line| line.contains("div.sql/1/1 rep 1")
+            && line.ends_with("... failed: 1 client(s) aborted")),
+        "{log}"
+    );
+    assert!(
+        log.contains("stampede: 1 run(s) failed; their errors are in "),
+        "{log}"
+    );
+    let runs = sqlite(
+        &dir.join("f.db"),
+        "SELECT c.script LIKE '%div.sql', r.status FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY 1 DESC",
+    );
+    assert_eq!(runs, [["1", "failed"], ["0", "completed"]]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -106,6 +106,22 @@ fn quickstart_on_a_machine_without_postgresql_downloads_the_newest_major() {
         )),
         "{log}"
     );
+    // Not a terminal: the download's progress is a line when it starts (with its size) and one
+    // when it ends (size and time).
+    let download: Vec<&str> = log
+        .lines()
+        .filter(|line| line.starts_with("downloading PostgreSQL 18."))
+        .collect();
+    assert_eq!(download.len(), 2, "{log}");
+    assert!(
+        download[0].ends_with(" MiB)...")
+            && download[0].contains("(zonky build) from Maven Central ("),
+        "{log}"
+    );
+    assert!(
+        download[1].contains("from Maven Central: ") && download[1].ends_with(" s"),
+        "{log}"
+    );
     assert!(
         status.contains(&format!("binaries:   {cache}/postgresql/18.")),
         "{status}"

@@ -236,6 +236,44 @@ fn a_patch_that_does_not_apply_fails_naming_the_file_and_hunk_and_leaves_no_entr
     assert!(message.contains("Hunk #1 FAILED"), "{message}");
     assert!(message.contains("patch.log:"), "{message}");
     assert_nothing_cached_for(&message);
+
+    // In a lab under --keep-going the failed build skips its own target only.
+    let spec = dir.join("patched.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"patched\"\nruns = 1\nduration = \"1s\"\nseed = 5\n\
+             [[target]]\nname = \"system\"\nsettings = {{ fsync = false }}\n\
+             [[target]]\nname = \"patched\"\npostgres = {{ source = \"{}\", cflags = \"-O1\", patches = [\"no-such-code.patch\"] }}\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n",
+            tarball().display()
+        ),
+    )
+    .unwrap();
+    let output = stampede_with_env(
+        &["lab", "run", "--keep-going", spec.to_str().unwrap()],
+        &[("STAMPEDE_CACHE", cache().to_str().unwrap())],
+    );
+    stop(&dir.join("patched.db.servers/system"), None);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("target \"patched\": build: unpack..."),
+        "{message}"
+    );
+    assert!(
+        message.contains("target \"patched\" was skipped (1 run(s) not run)"),
+        "{message}"
+    );
+    let db = rusqlite::Connection::open(dir.join("patched.db")).unwrap();
+    let completed: Vec<String> = db
+        .prepare("SELECT c.target FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.status = 'completed'")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(completed, ["system"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -281,4 +319,27 @@ fn what_is_not_a_source_tree_is_refused() {
         )
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_machine_without_a_compiler_is_told_what_to_install_before_anything_is_built() {
+    let output = stampede_with_env(
+        &[
+            "server",
+            "build",
+            tarball().to_str().unwrap(),
+            "--cflags",
+            "-O1",
+        ],
+        &[
+            ("STAMPEDE_CACHE", cache().to_str().unwrap()),
+            ("CC", "/nonexistent/cc"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "stampede: error: building PostgreSQL needs a C compiler, and `/nonexistent/cc` was not found; on Debian install build-essential\n"
+    );
+    assert_eq!(stdout(&output), "");
 }

@@ -119,6 +119,12 @@ pub enum ServerAction {
     /// PostgreSQL majors available to provision (Maven Central, zonky builds), what is cached,
     /// and the builds from source in the cache
     Versions,
+    /// Download PostgreSQL (a major such as 15, or an exact version such as 15.15.0) from Maven
+    /// Central (zonky builds) into the cache and print its bin/ path
+    Download {
+        /// A major 9.6 or 10-18 (its newest release), or an exact version
+        version: String,
+    },
     /// Build PostgreSQL from a release tarball or a source directory into the cache and print
     /// its bin/ path (a second request for the same source, patches and flags is a cache hit)
     Build {

@@ -126,14 +126,22 @@ pub fn human(d: Duration) -> String {
 fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     let (spec, workloads) = load_spec(path)?;
     let stop = watch_signals();
-    let mut lab = Lab::prepare(&spec, workloads, &PostgresTargets, resume, keep_going, stop)?;
+    let mut progress = Progress::on_stderr();
+    let mut lab = Lab::prepare(
+        &spec,
+        workloads,
+        &PostgresTargets,
+        resume,
+        keep_going,
+        stop,
+        &mut |event| progress.show(event),
+    )?;
     eprintln!(
         "lab \"{}\": {} runs, results in {}",
         spec.name,
         lab.plan().runs.len(),
         spec.results
     );
-    let mut progress = Progress::on_stderr();
     let outcome = lab.run(&mut |event| progress.show(event))?;
     print!("{}", results_table(&spec, lab.plan(), &outcome));
     if outcome.interrupted {

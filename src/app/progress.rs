@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 
 use super::lab::human;
 use crate::lab::executor::LabEvent;
+use crate::server::setup::SetupLine;
 use crate::store::RunStatus;
 
 /// The progress line on stderr: one line per run, ended by its result. On a terminal the
@@ -14,6 +15,7 @@ pub struct Progress {
     open_line: Option<String>,
     /// Whether that line is the last thing on stderr (no note has been printed since).
     line_shown: bool,
+    setup: SetupLine,
 }
 
 impl Progress {
@@ -22,17 +24,22 @@ impl Progress {
             terminal: std::io::stderr().is_terminal(),
             open_line: None,
             line_shown: false,
+            setup: SetupLine::on_stderr(),
         }
     }
 
     pub fn show(&mut self, event: LabEvent<'_>) {
         match event {
             LabEvent::Note(note) => {
+                self.end_open_line();
+                eprintln!("{note}");
+            }
+            LabEvent::Setup(event) => {
                 if self.line_shown {
                     eprintln!();
                     self.line_shown = false;
                 }
-                eprintln!("{note}");
+                self.setup.show(event);
             }
             LabEvent::RunStarting {
                 position,
@@ -71,5 +78,14 @@ impl Progress {
                 self.line_shown = false;
             }
         }
+    }
+
+    /// Ends a run's line, or a download's, before another line is printed.
+    fn end_open_line(&mut self) {
+        if self.line_shown {
+            eprintln!();
+            self.line_shown = false;
+        }
+        self.setup.end_open_line();
     }
 }

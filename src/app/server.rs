@@ -7,10 +7,12 @@ use crate::server::binaries::Binaries;
 use crate::server::build::{self, BuildRequest};
 use crate::server::download;
 use crate::server::managed::{default_home, ManagedServer};
+use crate::server::setup::SetupLine;
 
 pub fn run(action: &ServerAction) -> CommandResult {
     match action {
         ServerAction::Versions => return versions(),
+        ServerAction::Download { version } => return download(version),
         ServerAction::Build {
             source,
             cflags,
@@ -28,8 +30,9 @@ pub fn run(action: &ServerAction) -> CommandResult {
     }
     let home = default_home();
     if let ServerAction::Start = action {
-        let (server, created) =
-            ManagedServer::ensure_running(&home).map_err(Failure::into_input)?;
+        let mut setup = SetupLine::on_stderr();
+        let (server, created) = ManagedServer::ensure_running(&home, &mut |e| setup.show(e))
+            .map_err(Failure::into_input)?;
         if created {
             println!("created the managed default server");
         }
@@ -59,7 +62,10 @@ pub fn run(action: &ServerAction) -> CommandResult {
                 root.display()
             );
         }
-        ServerAction::Start | ServerAction::Versions | ServerAction::Build { .. } => {
+        ServerAction::Start
+        | ServerAction::Versions
+        | ServerAction::Download { .. }
+        | ServerAction::Build { .. } => {
             unreachable!("handled above")
         }
     }
@@ -112,6 +118,21 @@ fn versions() -> CommandResult {
             println!("  {}\n    {}", bin_dir.display(), record.describe());
         }
     }
+    Ok(())
+}
+
+/// Downloads (or finds in the cache) and prints the bin/ path on stdout; progress goes to
+/// stderr.
+fn download(version: &str) -> CommandResult {
+    if download::major_of(version).is_none() {
+        return Err(Failure::input(format!(
+            "unknown PostgreSQL version \"{version}\"; use a major 9.6 or 10-18 (\"16\") or an exact version (\"16.4.0\")"
+        )));
+    }
+    let mut setup = SetupLine::on_stderr();
+    let binaries = download::binaries(version, &mut |event| setup.show(event))?;
+    eprintln!("PostgreSQL {}", binaries.release());
+    println!("{}", binaries.bin_dir.display());
     Ok(())
 }
 

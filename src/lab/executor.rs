@@ -18,12 +18,15 @@ use crate::family::api::{LabWorkload, RunObserver, RunRequest};
 use crate::server::binaries::Binaries;
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
+use crate::server::setup::SetupEvent;
 use crate::server::target::ConnSpec;
 use crate::store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store};
 
 /// What the lab tells its caller as it goes.
 pub enum LabEvent<'a> {
     Note(&'a str),
+    /// Getting a target's binaries: a download's progress, a build's steps.
+    Setup(SetupEvent<'a>),
     RunStarting {
         /// 1-based place among all planned runs, and their number.
         position: usize,
@@ -119,14 +122,18 @@ impl<'a> Lab<'a> {
         resume: bool,
         keep_going: bool,
         stop: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<Lab<'a>, Failure> {
         for (workload, w) in spec.workloads.iter().zip(&workloads) {
             for script in &workload.scripts {
                 w.check_variant(script)?;
             }
         }
-        let binaries: Vec<Result<Binaries, Failure>> =
-            spec.targets.iter().map(|t| targets.resolve(t)).collect();
+        let binaries: Vec<Result<Binaries, Failure>> = spec
+            .targets
+            .iter()
+            .map(|t| targets.resolve(t, &mut |event| on_event(LabEvent::Setup(event))))
+            .collect();
         if !keep_going {
             if let Some(Err(error)) = binaries.iter().find(|b| b.is_err()) {
                 return Err(error.clone());

@@ -2,7 +2,7 @@
 //! how long and how often to measure. Every error names the file, line and key, and is found
 //! before anything starts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -152,9 +152,16 @@ struct Source<'a> {
 }
 
 impl Source<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
+    }
+
     fn error(&self, offset: usize, message: impl std::fmt::Display) -> SpecError {
         let before = &self.text[..offset.min(self.text.len())];
-        let line = before.matches('\n').count() + 1;
+        let line = self.line_of(offset);
         let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
         SpecError(format!(
             "{}:{line}:{column}: {message}",
@@ -468,10 +475,65 @@ fn workloads(
     if file.workloads.is_empty() {
         return Err(source.error(0, "no [[workload]]: a lab needs at least one workload"));
     }
-    file.workloads
+    let specs = file
+        .workloads
         .iter()
         .map(|w| workload(source, w, base))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    check_cells_unique(source, file, &specs)?;
+    Ok(specs)
+}
+
+/// Refuses a cell (workload, script, scale, clients) listed twice, within one `[[workload]]` or
+/// across two of the same workload: the store keeps one result set per cell and repetition.
+fn check_cells_unique(
+    source: &Source<'_>,
+    file: &SpecFile,
+    specs: &[WorkloadSpec],
+) -> Result<(), SpecError> {
+    // An empty `scripts` means the workload's defaults, which a second empty list repeats.
+    const DEFAULTS: &str = "";
+    let mut seen: HashMap<(String, String, String, usize), usize> = HashMap::new();
+    for (index, (spec, w)) in specs.iter().zip(&file.workloads).enumerate() {
+        let scripts: Vec<&str> = if spec.scripts.is_empty() {
+            vec![DEFAULTS]
+        } else {
+            spec.scripts.iter().map(String::as_str).collect()
+        };
+        for script in scripts {
+            for scale in &spec.scales {
+                for clients in &spec.clients {
+                    let cell = (
+                        spec.name.clone(),
+                        script.to_string(),
+                        scale.to_string(),
+                        *clients,
+                    );
+                    let Some(first) = seen.insert(cell, index) else {
+                        continue;
+                    };
+                    let script = match script {
+                        DEFAULTS => "its default scripts".to_string(),
+                        named => format!("script \"{named}\""),
+                    };
+                    let place = if first == index {
+                        "twice in this [[workload]]".to_string()
+                    } else {
+                        let line = source.line_of(file.workloads[first].name.span().start);
+                        format!("already in the [[workload]] at line {line}")
+                    };
+                    return Err(source.at(
+                        &w.name,
+                        format!(
+                            "workload \"{}\": {script}, scale {scale}, {clients} clients is {place}; a cell is measured once per repetition (raise `runs` for more)",
+                            spec.name
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A workload's `options = { ... }`, checked by the family it names: an error points at the
@@ -709,6 +771,27 @@ clients = [1, 4]
             error(&GOOD.replace("\"16\"", "\"9.5\"")),
             "lab.toml:15:12: postgres: unknown version \"9.5\"; use a major 9.6 or 10-18 (\"16\"), an exact version (\"16.4.0\"), \"system\", a bin/ path or { source = … } to build"
         );
+    }
+
+    #[test]
+    fn a_cell_listed_twice_is_refused_at_the_second_listing() {
+        let second = "\n[[workload]]\nname = \"pgbench\"\nscripts = [\"tpcb-like\"]\nscale = [1]\nclients = [4, 8]\n";
+        assert_eq!(
+            error(&format!("{GOOD}{second}")),
+            "lab.toml:24:8: workload \"pgbench\": script \"tpcb-like\", scale 1, 4 clients is already in the [[workload]] at line 18; a cell is measured once per repetition (raise `runs` for more)"
+        );
+        assert_eq!(
+            error(&GOOD.replace("clients = [1, 4]", "clients = [1, 4, 1]")),
+            "lab.toml:18:8: workload \"pgbench\": script \"select-only\", scale 1, 1 clients is twice in this [[workload]]; a cell is measured once per repetition (raise `runs` for more)"
+        );
+        let defaults = "\n[[workload]]\nname = \"tpcc\"\nclients = [1]\n";
+        assert_eq!(
+            error(&format!("{GOOD}{defaults}{defaults}")),
+            "lab.toml:28:8: workload \"tpcc\": its default scripts, scale 1, 1 clients is already in the [[workload]] at line 24; a cell is measured once per repetition (raise `runs` for more)"
+        );
+        // The same workload at other client counts, or another workload, is no repetition.
+        let other_clients = second.replace("[4, 8]", "[8, 16]");
+        assert!(parse(Path::new("lab.toml"), &format!("{GOOD}{other_clients}")).is_ok());
     }
 
     #[test]

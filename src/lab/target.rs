@@ -14,13 +14,19 @@ use crate::probe::plans;
 use crate::server::binaries::Binaries;
 use crate::server::profile::Machine;
 use crate::server::provision::{ProvisionedServer, ServerConfig};
+use crate::server::setup::SetupEvent;
 use crate::server::target::ConnSpec;
 use crate::store::{SettingRow, TargetRecord};
 
 /// Resolves and provisions the targets of a lab spec.
 pub trait Targets {
-    /// The target's binaries, checked before the lab starts (a download happens here).
-    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure>;
+    /// The target's binaries, checked before the lab starts (a download or a build happens
+    /// here, told to `events`).
+    fn resolve(
+        &self,
+        spec: &TargetSpec,
+        events: &mut dyn FnMut(SetupEvent<'_>),
+    ) -> Result<Binaries, Failure>;
     /// Starts the target's server under `root` (initialised there once, reused on resume).
     fn provision(
         &self,
@@ -69,8 +75,19 @@ pub trait LabServer {
 pub struct PostgresTargets;
 
 impl Targets for PostgresTargets {
-    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure> {
-        spec.postgres.resolve().map_err(|e| {
+    fn resolve(
+        &self,
+        spec: &TargetSpec,
+        events: &mut dyn FnMut(SetupEvent<'_>),
+    ) -> Result<Binaries, Failure> {
+        let mut named = |event: SetupEvent<'_>| match event {
+            SetupEvent::Note(note) => events(SetupEvent::Note(&format!(
+                "target \"{}\": {note}",
+                spec.name
+            ))),
+            download => events(download),
+        };
+        spec.postgres.resolve(&mut named).map_err(|e| {
             e.into_input()
                 .map_message(|text| format!("target \"{}\": {text}", spec.name))
         })

@@ -41,21 +41,12 @@ pub fn sql(conn: &ConnSpec, statement: &str) -> Result<(), Failure> {
     .map_err(|e| e.map_message(|text| format!("{statement}: {text}")))
 }
 
+/// Rows as text, whatever the columns' types (the simple protocol sends every value as text).
 pub fn query_rows(conn: &ConnSpec, query: &str) -> Result<Vec<Vec<Option<String>>>, Failure> {
-    let query = query.to_string();
-    with_client(conn, move |c| {
-        Box::pin(async move {
-            let rows = c.query(&query, &[]).await?;
-            Ok(rows
-                .iter()
-                .map(|r| {
-                    (0..r.len())
-                        .map(|i| r.get::<_, Option<String>>(i))
-                        .collect()
-                })
-                .collect())
-        })
-    })
+    Ok(named_rows(conn, query)?
+        .into_iter()
+        .map(|row| row.into_iter().map(|(_, value)| value).collect())
+        .collect())
 }
 
 pub fn query_string(conn: &ConnSpec, query: &str) -> Result<String, Failure> {

@@ -632,7 +632,10 @@ fn check_disk_space(root: &Path) -> Result<(), Failure> {
     let Ok(stats) = nix::sys::statvfs::statvfs(root) else {
         return Ok(());
     };
-    let free = stats.blocks_available() * stats.fragment_size();
+    enough_disk_space(root, stats.blocks_available() * stats.fragment_size())
+}
+
+fn enough_disk_space(root: &Path, free: u64) -> Result<(), Failure> {
     if free >= NEEDED_BYTES {
         return Ok(());
     }
@@ -722,6 +725,79 @@ mod tests {
             cache_key("s", &patched, &request(Some("-O2")), "gcc 12")
         );
         assert_eq!(base.len(), 16);
+    }
+
+    #[test]
+    fn too_little_disk_space_is_refused_with_what_is_free_and_needed() {
+        let refusal = enough_disk_space(Path::new("/cache/builds"), 512 << 20).unwrap_err();
+        assert_eq!(refusal.kind(), crate::error::Kind::Input);
+        assert_eq!(
+            refusal.message(),
+            "too little disk space for a PostgreSQL build at /cache/builds: 0.5 GiB free, about 2 GiB needed"
+        );
+        assert!(enough_disk_space(Path::new("/cache/builds"), 3 << 30).is_ok());
+    }
+
+    /// A git checkout records where it stands (`git describe`) and, once changed, the digest of
+    /// its uncommitted changes; the change is part of the source's identity too.
+    #[test]
+    fn a_git_checkout_records_its_describe_and_uncommitted_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path();
+        std::fs::create_dir_all(tree.join("src/backend/main")).unwrap();
+        std::fs::write(tree.join("configure"), "#!/bin/sh\n").unwrap();
+        std::fs::write(
+            tree.join("src/backend/main/main.c"),
+            "int main(void) { return 0; }\n",
+        )
+        .unwrap();
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .arg("-C")
+                .arg(tree)
+                .args([
+                    "-c",
+                    "user.name=stampede",
+                    "-c",
+                    "user.email=stampede@localhost",
+                ])
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("git is installed (.ci/run installs it)");
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "release"]);
+        git(&["tag", "REL_TEST_1"]);
+        let clean = Source::open(tree).unwrap();
+        assert_eq!(clean.git_describe.as_deref(), Some("REL_TEST_1"));
+        assert_eq!(clean.uncommitted_sha256, None);
+        assert!(matches!(clean.kind, SourceKind::Directory(_)));
+
+        std::fs::write(
+            tree.join("src/backend/main/main.c"),
+            "int main(void) { return 1; }\n",
+        )
+        .unwrap();
+        let changed = Source::open(tree).unwrap();
+        assert_eq!(changed.git_describe.as_deref(), Some("REL_TEST_1-dirty"));
+        assert_eq!(
+            changed.uncommitted_sha256.as_ref().map(String::len),
+            Some(64)
+        );
+        assert_ne!(changed.sha256, clean.sha256);
+        // .git itself is not part of the identity: committing the change keeps the digest.
+        git(&["commit", "-q", "-am", "fix"]);
+        let committed = Source::open(tree).unwrap();
+        assert_eq!(committed.sha256, changed.sha256);
+        assert_eq!(committed.uncommitted_sha256, None);
+        assert!(committed
+            .git_describe
+            .unwrap()
+            .starts_with("REL_TEST_1-1-g"));
     }
 
     #[test]

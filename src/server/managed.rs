@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::binaries::Binaries;
 use super::cluster::{Cluster, OsUser};
 use super::provision::{free_port, random_password};
+use super::setup::SetupEvent;
 use super::target::ConnSpec;
 
 const STATE_FILE: &str = "stampede-server.json";
@@ -73,10 +74,13 @@ impl ManagedServer {
 
     /// Opens the default server, creating it first if needed, and starts it if it is down.
     /// Returns the server and whether it was created now.
-    pub fn ensure_running(home: &Path) -> Result<(ManagedServer, bool), Failure> {
+    pub fn ensure_running(
+        home: &Path,
+        events: &mut dyn FnMut(SetupEvent<'_>),
+    ) -> Result<(ManagedServer, bool), Failure> {
         let (server, created) = match ManagedServer::open(home)? {
             Some(server) => (server, false),
-            None => (ManagedServer::create(home)?, true),
+            None => (ManagedServer::create(home, events)?, true),
         };
         if !server.cluster.is_running() {
             server.cluster.start()?;
@@ -87,10 +91,13 @@ impl ManagedServer {
         Ok((server, created))
     }
 
-    fn create(home: &Path) -> Result<ManagedServer, Failure> {
+    fn create(
+        home: &Path,
+        events: &mut dyn FnMut(SetupEvent<'_>),
+    ) -> Result<ManagedServer, Failure> {
         let binaries = match Binaries::find_best() {
             Ok(binaries) => binaries,
-            Err(_) => newest_download()?,
+            Err(_) => newest_download(events)?,
         };
         let run_as = OsUser::for_server()?;
         let superuser = match &run_as {
@@ -220,13 +227,13 @@ impl ManagedServer {
 
 /// With no PostgreSQL on the machine, the newest major zonky publishes, downloaded into the
 /// cache (once; later servers find it there).
-fn newest_download() -> Result<Binaries, Failure> {
+fn newest_download(events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<Binaries, Failure> {
     let newest = super::download::MAJORS[super::download::MAJORS.len() - 1];
-    eprintln!(
+    events(SetupEvent::Note(&format!(
         "no PostgreSQL server binaries on this machine: using PostgreSQL {newest} from Maven Central (zonky build) in {}",
         super::download::cache_root().display()
-    );
-    super::download::binaries(newest)
+    )));
+    super::download::binaries(newest, events)
 }
 
 fn write_private(path: &Path, content: &str) -> Result<(), Failure> {

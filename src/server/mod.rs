@@ -8,6 +8,7 @@ pub mod download;
 pub mod managed;
 pub mod profile;
 pub mod provision;
+pub mod setup;
 pub mod target;
 
 use crate::error::Failure;
@@ -20,8 +21,10 @@ pub fn resolve_target(flags: &ConnFlags) -> Result<ConnSpec, Failure> {
     if !flags.is_unspecified() {
         return ConnSpec::resolve(flags).map_err(Failure::into_input);
     }
+    let mut setup = setup::SetupLine::on_stderr();
     let (server, created) =
-        ManagedServer::ensure_running(&default_home()).map_err(Failure::into_input)?;
+        ManagedServer::ensure_running(&default_home(), &mut |event| setup.show(event))
+            .map_err(Failure::into_input)?;
     if created {
         eprintln!("created the managed default server");
     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::binaries::Binaries;
 use super::cluster::{Cluster, OsUser};
 use super::profile::{self, Machine, Profile};
+use super::setup::SetupEvent;
 use super::target::ConnSpec;
 use crate::pg::control::{query_string, server_version_num};
 
@@ -35,19 +36,19 @@ pub enum BinarySource {
 pub const BUILT_BINARIES: &str = "built from source";
 
 impl BinarySource {
-    /// Finds (or downloads) the binaries.
-    pub fn resolve(&self) -> Result<Binaries, Failure> {
+    /// Finds, downloads or builds the binaries, telling `events` what takes time.
+    pub fn resolve(&self, events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<Binaries, Failure> {
         match self {
             BinarySource::System => Binaries::find_best(),
             BinarySource::BinDir(dir) => Binaries::at(dir),
-            BinarySource::Version(version) => super::download::binaries(version),
+            BinarySource::Version(version) => super::download::binaries(version, events),
             BinarySource::Build(request) => {
                 let mut announce = |step: super::build::Step, seconds: Option<f64>| {
-                    if let Some(seconds) = seconds {
-                        eprintln!("build: {} done in {seconds:.1} s", step.name());
-                    } else {
-                        eprintln!("build: {}...", step.name());
-                    }
+                    let note = match seconds {
+                        Some(seconds) => format!("build: {} done in {seconds:.1} s", step.name()),
+                        None => format!("build: {}...", step.name()),
+                    };
+                    events(SetupEvent::Note(&note));
                 };
                 super::build::build(request, &mut announce).map(|built| built.binaries)
             }

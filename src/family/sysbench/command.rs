@@ -375,10 +375,8 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
         }
         let test = match step {
             Step::Postwrite => {
-                println!(
-                    "postwrite: VACUUM (ANALYZE, INDEX_CLEANUP ON), CHECKPOINT, settle {settle} s"
-                );
-                runtime.block_on(schema::postwrite(&client, base.tables))?;
+                let vacuum = runtime.block_on(schema::postwrite(&client, base.tables))?;
+                println!("postwrite: {vacuum}, CHECKPOINT, settle {settle} s");
                 sleep_unless_stopped(Duration::from_secs(settle), &stop);
                 continue;
             }

@@ -232,13 +232,13 @@ impl FamilyWorkload for MicrobenchLab {
         let settle = self
             .settle
             .unwrap_or_else(|| microbench::default_settle_s(options.tables, options.table_size));
-        note(&format!(
-            "postwrite: VACUUM (ANALYZE, INDEX_CLEANUP ON), CHECKPOINT, settle {settle} s"
-        ));
-        crate::pg::control_runtime().block_on(async {
+        let vacuum = crate::pg::control_runtime().block_on(async {
             let client = schema::connect(conn).await?;
             schema::postwrite(&client, options.tables).await
         })?;
+        note(&format!(
+            "postwrite: {vacuum}, CHECKPOINT, settle {settle} s"
+        ));
         std::thread::sleep(Duration::from_secs(settle));
         Ok(())
     }

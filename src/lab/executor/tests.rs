@@ -18,6 +18,7 @@ use crate::lab::window::WindowProbes;
 use crate::server::binaries::Binaries;
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
+use crate::server::setup::SetupEvent;
 use crate::server::target::ConnSpec;
 use crate::store::{RunMetrics, TargetRecord};
 
@@ -57,7 +58,11 @@ struct FakeTargets {
 }
 
 impl Targets for FakeTargets {
-    fn resolve(&self, spec: &TargetSpec) -> Result<Binaries, Failure> {
+    fn resolve(
+        &self,
+        spec: &TargetSpec,
+        _events: &mut dyn FnMut(SetupEvent<'_>),
+    ) -> Result<Binaries, Failure> {
         if spec.name.starts_with("broken") {
             return Err(Failure::input(format!(
                 "target \"{}\": no binaries here",
@@ -336,6 +341,7 @@ impl Fixture {
             resume,
             keep_going,
             stop,
+            &mut |_| {},
         )?;
         let order = planned_order(&lab);
         let journal = self.journal.clone();
