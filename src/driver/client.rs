@@ -449,7 +449,7 @@ impl Client {
                     command: command_index,
                 }));
             }
-            Err(e) => return Err(abort(self.id, e.to_string())),
+            Err(e) => return Err(abort_on_reply(self.id, script_index, command_index, e)),
         };
         if reply.error.is_none() {
             self.statements += 1;
@@ -554,7 +554,7 @@ impl Client {
             let reply = conn
                 .read_reply(false)
                 .await
-                .map_err(|e| abort(self.id, e.to_string()))?;
+                .map_err(|e| abort_on_reply(self.id, script_index, command_index, e))?;
             status = reply.transaction_status;
             if first_error.is_none() {
                 first_error = reply.error;
@@ -696,6 +696,20 @@ impl std::fmt::Display for SendError {
             SendError::Variable(message) => f.write_str(message),
             SendError::Conn(e) => write!(f, "{e}"),
         }
+    }
+}
+
+/// A reply that could not be read aborts the client; an unsupported statement with pgbench's
+/// bare message.
+fn abort_on_reply(
+    id: usize,
+    script_index: usize,
+    command_index: usize,
+    error: ConnError,
+) -> TryOutcome {
+    match error {
+        ConnError::Unsupported(message) => TryOutcome::aborted(message.to_string()),
+        error => abort_sql(id, script_index, command_index, error.to_string()),
     }
 }
 

@@ -19,6 +19,9 @@ use tokio::net::{TcpStream, UnixStream};
 
 use crate::server::target::ConnSpec;
 
+/// pgbench's words for a script statement that starts a COPY.
+const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
+
 /// An error the server reported (`ErrorResponse`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbError {
@@ -64,6 +67,9 @@ pub enum ConnError {
     Io(io::Error),
     Server(DbError),
     Protocol(String),
+    /// A statement whose reply the driver does not handle (pgbench's: COPY); the client aborts
+    /// with this message alone, as pgbench does.
+    Unsupported(&'static str),
 }
 
 impl std::fmt::Display for ConnError {
@@ -72,6 +78,7 @@ impl std::fmt::Display for ConnError {
             ConnError::Io(e) => write!(f, "{e}"),
             ConnError::Server(e) => write!(f, "{}", e.message),
             ConnError::Protocol(m) => write!(f, "{m}"),
+            ConnError::Unsupported(m) => write!(f, "{m}"),
         }
     }
 }
@@ -362,8 +369,18 @@ impl PgConn {
         let mut reply = Reply::default();
         // The query whose rows are arriving, until its CommandComplete.
         let mut current: Option<QueryResult> = None;
+        // pgbench refuses COPY in a script. A COPY FROM STDIN waits for data that never comes:
+        // it is failed at once and the client, which aborts on this error, drops the connection
+        // (the Sync already sent was swallowed by copy mode, so no ReadyForQuery would follow).
+        let mut copy_seen = false;
         loop {
             match self.next_message().await? {
+                Message::CopyInResponse(_) => {
+                    frontend::copy_fail(COPY_UNSUPPORTED, &mut self.write_buf)?;
+                    self.flush().await?;
+                    return Err(ConnError::Unsupported(COPY_UNSUPPORTED));
+                }
+                Message::CopyOutResponse(_) => copy_seen = true,
                 Message::DataRow(row) => {
                     reply.rows += 1;
                     if capture {
@@ -386,6 +403,9 @@ impl PgConn {
                 }
                 Message::ErrorResponse(body) if reply.error.is_none() => {
                     reply.error = Some(DbError::from_body(&body));
+                }
+                Message::ReadyForQuery(_) if copy_seen => {
+                    return Err(ConnError::Unsupported(COPY_UNSUPPORTED));
                 }
                 Message::ReadyForQuery(body) => {
                     reply.transaction_status = body.status();

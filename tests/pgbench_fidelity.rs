@@ -1,0 +1,86 @@
+//! `stampede pgbench` beside the real pgbench on the same server and the same arguments: the
+//! same exit status and the same error lines (with the program's name taken off), for the cases
+//! pgbench's own TAP suite and pgbench.c hold.
+
+mod common;
+
+use common::{server, stampede, stderr};
+
+/// A script file of this test's own, removed when dropped.
+struct Script(std::path::PathBuf);
+
+impl Script {
+    fn new(name: &str, text: &str) -> Script {
+        let path = std::env::temp_dir().join(format!(
+            "stampede-fidelity-{}-{name}.sql",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        Script(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The `error:` lines of a run's stderr without the program's name, in order (clients abort
+/// in any order, so the caller may sort).
+fn error_lines(output: &std::process::Output, program: &str) -> Vec<String> {
+    let prefix = format!("{program}: error: ");
+    stderr(output)
+        .lines()
+        .filter_map(|line| line.strip_prefix(&prefix).map(str::to_string))
+        .collect()
+}
+
+/// Runs `args` under pgbench and stampede on `db`; asserts the same status and error lines.
+fn assert_same_as_pgbench(db: &str, args: &[&str]) {
+    let server = server();
+    let pgbench = server.pgbench(db, args);
+    let mut ours_args = vec!["pgbench"];
+    ours_args.extend_from_slice(args);
+    let flags = server.flags(db);
+    ours_args.extend(flags.iter().map(String::as_str));
+    let ours = stampede(&ours_args);
+    assert_eq!(
+        ours.status.code(),
+        pgbench.status.code(),
+        "{args:?}\npgbench: {}\nstampede: {}",
+        stderr(&pgbench),
+        stderr(&ours)
+    );
+    let mut expected = error_lines(&pgbench, "pgbench");
+    let mut got = error_lines(&ours, "stampede");
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected, "{args:?}");
+}
+
+#[test]
+fn copy_in_a_script_aborts_each_client_as_pgbench_does_instead_of_hanging() {
+    let db = server().create_database("fidelity_copy");
+    let init = server().pgbench(&db, &["-i", "-s", "1", "-q"]);
+    assert!(init.status.success(), "{}", stderr(&init));
+    let copy_in = Script::new("copy-in", " COPY pgbench_accounts FROM stdin\n");
+    let copy_out = Script::new("copy-out", "COPY (SELECT 1) TO STDOUT;\n");
+    let pipelined = Script::new(
+        "copy-pipeline",
+        "\\startpipeline\nCOPY pgbench_accounts FROM stdin;\n\\endpipeline\n",
+    );
+    for script in [&copy_in, &copy_out] {
+        for mode in ["simple", "extended", "prepared"] {
+            assert_same_as_pgbench(
+                &db,
+                &["-t", "10", "-c", "2", "-M", mode, "-f", script.path()],
+            );
+        }
+    }
+    assert_same_as_pgbench(&db, &["-t", "3", "-M", "extended", "-f", pipelined.path()]);
+}
