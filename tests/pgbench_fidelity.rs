@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{server, stampede, stderr};
+use common::{line_value, server, stampede, stderr, stdout};
 
 /// A script file of this test's own, removed when dropped.
 struct Script(std::path::PathBuf);
@@ -61,6 +61,12 @@ fn assert_same_as_pgbench(db: &str, args: &[&str]) {
     expected.sort();
     got.sort();
     assert_eq!(got, expected, "{args:?}");
+    let processed = |text: &str| line_value(text, "number of transactions actually processed:");
+    assert_eq!(
+        processed(&stdout(&ours)),
+        processed(&stdout(&pgbench)),
+        "{args:?}"
+    );
 }
 
 #[test]
@@ -83,4 +89,26 @@ fn copy_in_a_script_aborts_each_client_as_pgbench_does_instead_of_hanging() {
         }
     }
     assert_same_as_pgbench(&db, &["-t", "3", "-M", "extended", "-f", pipelined.path()]);
+}
+
+#[test]
+fn a_script_that_ends_inside_a_transaction_block_counts_it_then_aborts_the_client() {
+    let db = server().create_database("fidelity_open_block");
+    let one_line = Script::new("open-block-1", "BEGIN;SELECT 1;");
+    let two_lines = Script::new("open-block-2", "BEGIN;\nSELECT 1;\n");
+    let pipelined = Script::new(
+        "open-block-pipeline",
+        "\\startpipeline\nBEGIN;\nSELECT 1;\n\\endpipeline\n",
+    );
+    let closed = Script::new("closed-block", "BEGIN;\nSELECT 1;\nEND;\n");
+    for script in [&one_line, &two_lines, &closed] {
+        for mode in ["simple", "prepared"] {
+            let args = ["-n", "-t", "10", "-c", "2", "-M", mode, "-f", script.path()];
+            assert_same_as_pgbench(&db, &args);
+        }
+    }
+    assert_same_as_pgbench(
+        &db,
+        &["-n", "-t", "5", "-M", "extended", "-f", pipelined.path()],
+    );
 }

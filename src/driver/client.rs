@@ -33,6 +33,9 @@ pub enum TxnOutcome {
 pub struct TxnResult {
     pub outcome: TxnOutcome,
     pub tries: u32,
+    /// The script ended inside a transaction block: pgbench counts the transaction, then
+    /// aborts the client with this message.
+    pub abort_after: Option<String>,
 }
 
 /// One try of a script: finished, or failed at `command` with an error that may be retried.
@@ -70,6 +73,8 @@ pub struct Client {
     pub processed: u64,
     /// SQL statements completed since the counter was last taken.
     pub statements: u64,
+    /// The last reply's transaction status said "in a block" (ReadyForQuery 'T').
+    in_transaction_block: bool,
 }
 
 impl Client {
@@ -105,6 +110,7 @@ impl Client {
             notices: Vec::new(),
             processed: 0,
             statements: 0,
+            in_transaction_block: false,
         }
     }
 
@@ -139,7 +145,14 @@ impl Client {
         let mut tries = 1;
         loop {
             let (error, command) = match self.run_try(plan, script_index).await {
-                TryOutcome::Done(outcome) => return TxnResult { outcome, tries },
+                TryOutcome::Done(outcome) => {
+                    let abort_after = self.unfinished_block(&outcome);
+                    return TxnResult {
+                        outcome,
+                        tries,
+                        abort_after,
+                    };
+                }
                 TryOutcome::Failed { error, command } => (error, command),
             };
             let now = Instant::now();
@@ -147,6 +160,7 @@ impl Client {
                 return TxnResult {
                     outcome: TxnOutcome::TimeUp,
                     tries,
+                    abort_after: None,
                 };
             }
             let retry = error.is_retryable() && may_retry(plan, tries, scheduled, now);
@@ -160,12 +174,23 @@ impl Client {
                 return TxnResult {
                     outcome: TxnOutcome::Failed { kind, command },
                     tries,
+                    abort_after: None,
                 };
             }
             stats.retries += 1;
             tries += 1;
             self.random = first_try_random.clone();
         }
+    }
+
+    /// pgbench's check at the end of a script: a transaction block left open aborts the client.
+    fn unfinished_block(&self, outcome: &TxnOutcome) -> Option<String> {
+        (matches!(outcome, TxnOutcome::Committed) && self.in_transaction_block).then(|| {
+            format!(
+                "client {} aborted: end of script reached without completing the last transaction",
+                self.id
+            )
+        })
     }
 
     /// pgbench's printVerboseErrorMessages.
@@ -201,6 +226,7 @@ impl Client {
 
     async fn run_try(&mut self, plan: &RunPlan, script_index: usize) -> TryOutcome {
         let commands = &plan.scripts[script_index].script.commands;
+        self.in_transaction_block = false;
         let mut pc = 0;
         while pc < commands.len() {
             let started = plan.report_per_command.then(Instant::now);
@@ -454,6 +480,7 @@ impl Client {
         if reply.error.is_none() {
             self.statements += 1;
         }
+        self.in_transaction_block = reply.transaction_status == b'T';
         match reply.error {
             None => match &sql.store {
                 Some(store) => self
@@ -556,6 +583,7 @@ impl Client {
                 .await
                 .map_err(|e| abort_on_reply(self.id, script_index, command_index, e))?;
             status = reply.transaction_status;
+            self.in_transaction_block = status == b'T';
             if first_error.is_none() {
                 first_error = reply.error;
             }

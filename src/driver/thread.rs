@@ -403,6 +403,11 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             },
         };
         context.record(script_index, &result, timing, &client);
+        if let Some(message) = result.abort_after {
+            abort(&context, message);
+            ended_normally = false;
+            break;
+        }
         if plan.connect_per_transaction {
             client.disconnect().await;
         } else if client.connection_lost()
@@ -442,6 +447,8 @@ async fn run_closing_script(context: &ThreadContext, client: &mut Client) {
         .await;
     context.per_script.borrow_mut()[script_index].statements += client.statements;
     if let TxnOutcome::Aborted(message) = result.outcome {
+        abort(context, message);
+    } else if let Some(message) = result.abort_after {
         abort(context, message);
     }
 }
