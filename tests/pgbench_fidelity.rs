@@ -112,3 +112,16 @@ fn a_script_that_ends_inside_a_transaction_block_counts_it_then_aborts_the_clien
         &["-n", "-t", "5", "-M", "extended", "-f", pipelined.path()],
     );
 }
+
+#[test]
+fn a_variable_never_set_is_bound_as_null_in_extended_and_prepared_modes() {
+    let db = server().create_database("fidelity_unset_variable");
+    // Bound as anything but NULL, the division by zero aborts the client.
+    let script = Script::new(
+        "unset-variable",
+        "SELECT CASE WHEN :never_set::int IS NULL THEN 1 ELSE 1 / 0 END;\n",
+    );
+    for mode in ["simple", "extended", "prepared"] {
+        assert_same_as_pgbench(&db, &["-n", "-t", "3", "-M", mode, "-f", script.path()]);
+    }
+}

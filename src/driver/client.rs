@@ -603,14 +603,14 @@ impl Client {
         sql: &SqlCommand,
         script_index: usize,
         command_index: usize,
-    ) -> Result<(), SendError> {
+    ) -> Result<(), ConnError> {
         if plan.protocol == Protocol::Simple {
-            let text = self.inline_variables(plan, sql)?;
+            let text = self.inline_variables(plan, sql);
             let conn = self.conn.as_mut().expect("connected");
             conn.queue_simple_query(&text)?;
             return Ok(());
         }
-        self.format_params(plan, sql)?;
+        self.format_params(sql);
         let conn = self.conn.as_mut().expect("connected");
         let statement = if plan.protocol == Protocol::Prepared {
             let name = self.statement_names[script_index][command_index].as_str();
@@ -672,15 +672,13 @@ impl Client {
     }
 
     /// Writes each parameter's text form into one reusable buffer.
-    fn format_params(&mut self, plan: &RunPlan, sql: &SqlCommand) -> Result<(), SendError> {
+    fn format_params(&mut self, sql: &SqlCommand) {
         self.param_text.clear();
         self.param_ranges.clear();
         for slot in &sql.params {
             let value = &self.variables[*slot];
-            if let Value::Unset = value {
-                return Err(undefined(plan, *slot));
-            }
-            if let Value::Null = value {
+            // pgbench binds a variable that was never set as NULL (getQueryParams).
+            if let Value::Null | Value::Unset = value {
                 self.param_ranges.push(None);
                 continue;
             }
@@ -691,11 +689,10 @@ impl Client {
             }
             self.param_ranges.push(Some((start, self.param_text.len())));
         }
-        Ok(())
     }
 
     /// Simple mode: variables are substituted into the text; unknown names stay as written.
-    fn inline_variables(&self, plan: &RunPlan, sql: &SqlCommand) -> Result<String, SendError> {
+    fn inline_variables(&self, plan: &RunPlan, sql: &SqlCommand) -> String {
         let mut text = String::with_capacity(sql.parameterized.len() + 16);
         for piece in &sql.pieces {
             match piece {
@@ -709,21 +706,7 @@ impl Client {
                 },
             }
         }
-        Ok(text)
-    }
-}
-
-enum SendError {
-    Variable(String),
-    Conn(ConnError),
-}
-
-impl std::fmt::Display for SendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SendError::Variable(message) => f.write_str(message),
-            SendError::Conn(e) => write!(f, "{e}"),
-        }
+        text
     }
 }
 
@@ -744,19 +727,6 @@ fn abort_on_reply(
 fn abort_sql(id: usize, script_index: usize, command_index: usize, message: String) -> TryOutcome {
     TryOutcome::aborted(format!(
         "client {id} script {script_index} aborted in command {command_index} query 0: {message}"
-    ))
-}
-
-impl From<ConnError> for SendError {
-    fn from(e: ConnError) -> Self {
-        SendError::Conn(e)
-    }
-}
-
-fn undefined(plan: &RunPlan, slot: usize) -> SendError {
-    SendError::Variable(format!(
-        "undefined variable \"{}\"",
-        plan.variables.names()[slot]
     ))
 }
 
