@@ -125,3 +125,45 @@ fn a_variable_never_set_is_bound_as_null_in_extended_and_prepared_modes() {
         assert_same_as_pgbench(&db, &["-n", "-t", "3", "-M", mode, "-f", script.path()]);
     }
 }
+
+/// The whole of stderr under `-c 1`, with the program's name taken off every line.
+fn whole_stderr(output: &std::process::Output, program: &str) -> String {
+    stderr(output).replace(&format!("{program}: "), "")
+}
+
+#[test]
+fn a_server_error_prints_its_detail_hint_and_context_lines_as_libpq_does() {
+    let server = server();
+    let db = server.create_database("fidelity_error_fields");
+    // The parameters of a failed bind are CONTEXT (log_parameter_max_length_on_error).
+    server.psql(
+        &db,
+        &format!("ALTER DATABASE {db} SET log_parameter_max_length_on_error = 64"),
+    );
+    let raised = Script::new(
+        "raise-detail-hint",
+        "DO $$ BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'd1', HINT = 'h1'; END $$;\n",
+    );
+    let with_parameters = Script::new(
+        "parameters-context",
+        "select '1' as one \\gset\nSELECT 1 / (random() / 2)::int, :one::int, :two::int;\n",
+    );
+    let cases = [
+        (&raised, "simple"),
+        (&raised, "prepared"),
+        (&with_parameters, "prepared"),
+    ];
+    for (script, mode) in cases {
+        let args = ["-n", "-t", "1", "-M", mode, "-f", script.path()];
+        let pgbench = server.pgbench(&db, &args);
+        let mut ours_args = vec!["pgbench"];
+        ours_args.extend_from_slice(&args);
+        let flags = server.flags(&db);
+        ours_args.extend(flags.iter().map(String::as_str));
+        let ours = stampede(&ours_args);
+        assert_eq!(ours.status.code(), Some(2));
+        let expected = whole_stderr(&pgbench, "pgbench");
+        assert!(expected.contains("\nCONTEXT:  "), "{expected}");
+        assert_eq!(whole_stderr(&ours, "stampede"), expected, "{mode}");
+    }
+}

@@ -28,6 +28,9 @@ pub struct DbError {
     pub severity: String,
     pub code: String,
     pub message: String,
+    /// The fields libpq prints after the message at its default verbosity, in its order:
+    /// DETAIL, HINT, QUERY (an internal query) and CONTEXT.
+    pub details: Vec<(&'static str, String)>,
 }
 
 impl DbError {
@@ -36,6 +39,7 @@ impl DbError {
             severity: String::new(),
             code: String::new(),
             message: String::new(),
+            details: Vec::new(),
         };
         let mut fields = body.fields();
         while let Ok(Some(field)) = fields.next() {
@@ -44,9 +48,20 @@ impl DbError {
                 b'V' | b'S' if error.severity.is_empty() => error.severity = value,
                 b'C' => error.code = value,
                 b'M' => error.message = value,
+                b'D' => error.details.push(("DETAIL", value)),
+                b'H' => error.details.push(("HINT", value)),
+                b'q' => error.details.push(("QUERY", value)),
+                b'W' => error.details.push(("CONTEXT", value)),
                 _ => {}
             }
         }
+        // The server sends the fields in no promised order; libpq prints them in this one.
+        let rank = |label: &str| {
+            ["DETAIL", "HINT", "QUERY", "CONTEXT"]
+                .iter()
+                .position(|l| *l == label)
+        };
+        error.details.sort_by_key(|(label, _)| rank(label));
         error
     }
 
@@ -56,9 +71,14 @@ impl DbError {
     }
 }
 
+/// libpq's PQerrorMessage at the default verbosity (without the statement position).
 impl std::fmt::Display for DbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:  {}", self.severity, self.message)
+        write!(f, "{}:  {}", self.severity, self.message)?;
+        for (label, value) in &self.details {
+            write!(f, "\n{label}:  {value}")?;
+        }
+        Ok(())
     }
 }
 
