@@ -19,3 +19,4 @@ pub mod script;
 pub mod server;
 pub mod store;
 pub mod sys;
+pub mod tls;

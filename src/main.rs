@@ -13,7 +13,7 @@ fn main() {
         Err(failure) => {
             match failure.kind() {
                 Kind::Incomplete => eprintln!("stampede: error: {INCOMPLETE_NOTICE}"),
-                _ => eprintln!("stampede: error: {failure}"),
+                _ => eprint!("{}", error_lines(&failure.to_string())),
             }
             failure.exit_code()
         }
@@ -45,6 +45,25 @@ fn run() -> Result<(), Failure> {
     }
 }
 
+/// A failure as pgbench's logging prints one: the message as an error, and its `detail:` and
+/// `hint:` lines (libpq's and pgbench's second lines) under the program's name too.
+fn error_lines(message: &str) -> String {
+    let mut text = String::new();
+    for (index, line) in message.lines().enumerate() {
+        if index == 0 {
+            text.push_str("stampede: error: ");
+        } else if ["error: ", "detail: ", "hint: "]
+            .iter()
+            .any(|level| line.starts_with(level))
+        {
+            text.push_str("stampede: ");
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
 /// Help and version go to stdout with exit 0; usage errors become one line and exit 1.
 fn clap_failure(error: clap::Error) -> Failure {
     use clap::error::ErrorKind;
@@ -63,7 +82,14 @@ fn clap_failure(error: clap::Error) -> Failure {
                 .unwrap_or("invalid arguments")
                 .trim_start_matches("error: ")
                 .to_string();
-            Failure::input(format!("{first} (try --help)"))
+            if std::env::args().nth(1).as_deref() == Some("pgbench") {
+                // pgbench's own wording, for scripts that look for it.
+                Failure::input(format!(
+                    "{first}\nhint: Try \"stampede pgbench --help\" for more information."
+                ))
+            } else {
+                Failure::input(format!("{first} (try --help)"))
+            }
         }
     }
 }

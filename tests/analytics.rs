@@ -71,7 +71,7 @@ fn analytics_run_seed_002s_queries_and_report_their_server_times() {
     s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     assert_refused(
         &pgbench(&db, &["-b", "analytics", "-t", "1"]),
-        &format!("could not count number of branches: relation \"pgbench_branches\" does not exist; initialize first with \"stampede pgbench -i\" (database \"{db}\")"),
+        &format!("could not count number of branches: ERROR:  relation \"pgbench_branches\" does not exist\nstampede: hint: Perhaps you need to do initialization (\"stampede pgbench -i\") in database \"{db}\"."),
         "analytics before init",
     );
     let init = pgbench(&db, &["-i", "-s", "1"]);

@@ -10,29 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{stampede_with_env, stderr, stdout};
-
-fn tarball() -> PathBuf {
-    if let Ok(path) = std::env::var("STAMPEDE_TEST_PG_TARBALL") {
-        return PathBuf::from(path);
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pgsrc");
-    std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path())
-        .find(|path| {
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            name.starts_with("postgresql-15_") && name.ends_with(".orig.tar.bz2")
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "no PostgreSQL 15 tarball in {}: run .ci/fetch-pg-source (or set STAMPEDE_TEST_PG_TARBALL)",
-                dir.display()
-            )
-        })
-}
+use common::{pg15_tarball as tarball, stampede_with_env, stderr, stdout};
 
 /// A cache of the tests' own, kept between test runs so that a second `cargo test` is a hit.
 fn cache() -> PathBuf {

@@ -19,7 +19,16 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum TopCommand {
     /// pgbench's options and output, with percentiles, client CPU and JSON
-    #[command(disable_help_flag = true, allow_negative_numbers = true)]
+    #[command(
+        disable_help_flag = true,
+        disable_version_flag = true,
+        allow_negative_numbers = true,
+        // pgbench lets the last of an option given twice win.
+        args_override_self = true,
+        long_about = "stampede pgbench is a benchmarking tool for PostgreSQL: pgbench's options, \
+            scripts and output, with latency percentiles, client CPU and JSON.",
+        after_help = "Report bugs to stampede's issue tracker (pgbench's options are PostgreSQL 18's)."
+    )]
     Pgbench(Box<pgbench::args::PgbenchArgs>),
     /// Initialize pgbench on the managed default server and print tps and latency at 1, 4, 16 clients
     Quickstart(QuickstartArgs),

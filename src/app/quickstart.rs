@@ -27,6 +27,8 @@ pub fn run(args: &QuickstartArgs) -> CommandResult {
             scale: args.scale,
             fillfactor: 100,
             unlogged: false,
+            tablespace: None,
+            index_tablespace: None,
             partitions: 0,
             partition_method: PartitionMethod::Range,
         },

@@ -11,6 +11,7 @@ use crate::script::ast::{
     Command, CommandKind, Expr, ResultStore, ShellWord, SleepArg, SqlCommand, SqlPiece,
 };
 use crate::script::eval::{evaluate, to_int, truth, EvalContext};
+use crate::script::parser::valid_variable_name;
 use crate::script::prng::PgPrng;
 use crate::script::Value;
 
@@ -75,6 +76,9 @@ pub struct Client {
     pub statements: u64,
     /// The last reply's transaction status said "in a block" (ReadyForQuery 'T').
     in_transaction_block: bool,
+    /// Under `-M simple`, the last statement's text as sent (variables in place), for the
+    /// position display of its error.
+    last_simple_sql: String,
 }
 
 impl Client {
@@ -111,6 +115,7 @@ impl Client {
             processed: 0,
             statements: 0,
             in_transaction_block: false,
+            last_simple_sql: String::new(),
         }
     }
 
@@ -143,6 +148,12 @@ impl Client {
     ) -> TxnResult {
         let first_try_random = self.random.clone();
         let mut tries = 1;
+        self.debug(plan, || {
+            format!(
+                "executing script \"{}\"",
+                plan.scripts[script_index].script.description
+            )
+        });
         loop {
             let (error, command) = match self.run_try(plan, script_index).await {
                 TryOutcome::Done(outcome) => {
@@ -180,6 +191,15 @@ impl Client {
             stats.retries += 1;
             tries += 1;
             self.random = first_try_random.clone();
+        }
+    }
+
+    /// pgbench's `-d` lines ("client N sending …"), kept in order with the client's other notices.
+    fn debug(&mut self, plan: &RunPlan, text: impl FnOnce() -> String) {
+        if plan.debug {
+            // pgbench's debug lines carry no level label.
+            let line = format!("client {} {}", self.id, text());
+            self.notices.push(line);
         }
     }
 
@@ -230,6 +250,11 @@ impl Client {
         let mut pc = 0;
         while pc < commands.len() {
             let started = plan.report_per_command.then(Instant::now);
+            if !matches!(commands[pc].kind, CommandKind::Sql(_)) {
+                self.debug(plan, || {
+                    format!("executing {}", meta_command_words(&commands[pc]))
+                });
+            }
             let step = match &commands[pc].kind {
                 CommandKind::Set { var, expr } => self
                     .evaluate(plan, expr, script_index, pc, "set")
@@ -261,7 +286,9 @@ impl Client {
                 CommandKind::StartPipeline => {
                     self.start_pipeline(plan, script_index, pc).map(|_| pc + 1)
                 }
-                CommandKind::SyncPipeline => self.sync_pipeline().await.map(|_| pc + 1),
+                CommandKind::SyncPipeline => {
+                    self.sync_pipeline(script_index, pc).await.map(|_| pc + 1)
+                }
                 CommandKind::EndPipeline => self
                     .end_pipeline(plan, script_index, pc)
                     .await
@@ -278,6 +305,12 @@ impl Client {
                 }
                 Err(outcome) => return outcome,
             }
+        }
+        if self.pipeline_syncs.take().is_some() {
+            return TryOutcome::aborted(format!(
+                "client {} aborted: end of script reached with pipeline open",
+                self.id
+            ));
         }
         TryOutcome::Done(TxnOutcome::Committed)
     }
@@ -326,11 +359,9 @@ impl Client {
             script_index,
             command_index,
         };
-        evaluate(expr, &mut ctx).map_err(|message| {
-            TryOutcome::aborted(format!(
-                "client {} aborted in command {command_index} ({command}) of script {script_index}; evaluation of meta-command failed: {message}",
-                self.id
-            ))
+        let result = evaluate(expr, &mut ctx);
+        result.map_err(|message| {
+            self.meta_command_failed(&message, command, command_index, script_index, "evaluation")
         })
     }
 
@@ -343,15 +374,19 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TryOutcome> {
-        let name = if target.is_some() {
+        let command_name = if target.is_some() {
             "setshell"
         } else {
             "shell"
         };
-        let fail = |id: usize, message: String| {
-            TryOutcome::aborted(format!(
-                "client {id} aborted in command {command_index} ({name}) of script {script_index}; execution of meta-command failed: {message}"
-            ))
+        // pgbench names the shell command's first word in these messages.
+        let name = match &words[0] {
+            ShellWord::Literal(text) => text.clone(),
+            ShellWord::Var(slot) => format!(":{}", plan.variables.names()[*slot]),
+        };
+        let fail = |client: &mut Client, message: String| {
+            let stage = "execution";
+            client.meta_command_failed(&message, command_name, command_index, script_index, stage)
         };
         let mut line = String::new();
         for (i, word) in words.iter().enumerate() {
@@ -366,7 +401,7 @@ impl Client {
                             "{name}: undefined variable \":{}\"",
                             plan.variables.names()[*slot]
                         );
-                        return Err(fail(self.id, message));
+                        return Err(fail(self, message));
                     }
                     value => value.write_text(&mut line),
                 },
@@ -375,17 +410,14 @@ impl Client {
         let mut command = std::process::Command::new("sh");
         command.arg("-c").arg(&line);
         let Some(slot) = target else {
-            let status = command.status().map_err(|e| {
-                fail(
-                    self.id,
-                    format!("{name}: could not launch shell command: {e}"),
-                )
-            })?;
+            let status = command
+                .status()
+                .map_err(|e| fail(self, format!("{name}: could not launch shell command: {e}")))?;
             return if status.success() {
                 Ok(())
             } else {
                 Err(fail(
-                    self.id,
+                    self,
                     format!("{name}: could not launch shell command"),
                 ))
             };
@@ -393,21 +425,21 @@ impl Client {
         let output = command
             .stderr(std::process::Stdio::inherit())
             .output()
-            .map_err(|e| {
-                fail(
-                    self.id,
-                    format!("{name}: could not launch shell command: {e}"),
-                )
-            })?;
+            .map_err(|e| fail(self, format!("{name}: could not launch shell command: {e}")))?;
         let text = String::from_utf8_lossy(&output.stdout);
-        let first = text.lines().next().unwrap_or("");
+        if text.is_empty() {
+            let message = format!("{name}: could not read result of shell command");
+            return Err(fail(self, message));
+        }
+        // fgets' line, its newline kept: pgbench quotes it as read.
+        let first = text.split_inclusive('\n').next().unwrap_or("");
         match first.trim().parse::<i64>() {
             Ok(number) => {
                 self.variables[slot] = Value::Int(number);
                 Ok(())
             }
             Err(_) => Err(fail(
-                self.id,
+                self,
                 format!("{name}: shell command must return an integer (not \"{first}\")"),
             )),
         }
@@ -423,23 +455,19 @@ impl Client {
     ) -> Result<(), TryOutcome> {
         let amount = match duration {
             SleepArg::Constant(n) => Ok(*n),
-            SleepArg::Var(slot) => match &self.variables[*slot] {
-                Value::Unset => Err(format!(
-                    "undefined variable \"{}\"",
-                    plan.variables.names()[*slot]
-                )),
-                Value::Text(t) => t
-                    .trim()
-                    .parse::<i64>()
-                    .map_err(|_| format!("invalid sleep time \"{t}\"")),
-                other => to_int(other),
-            },
+            SleepArg::Var(slot) => {
+                let name = &plan.variables.names()[*slot];
+                match &self.variables[*slot] {
+                    Value::Unset => Err(format!("sleep: undefined variable \"{name}\"")),
+                    Value::Text(t) => t.trim().parse::<i64>().map_err(|_| {
+                        format!("sleep: invalid sleep time \"{t}\" for variable \"{name}\"")
+                    }),
+                    other => to_int(other),
+                }
+            }
         }
         .map_err(|message| {
-            TryOutcome::aborted(format!(
-                "client {} aborted in command {command_index} (sleep) of script {script_index}; execution of meta-command failed: {message}",
-                self.id
-            ))
+            self.meta_command_failed(&message, "sleep", command_index, script_index, "execution")
         })?;
         let micros = unit.to_micros(amount).max(0) as u64;
         tokio::time::sleep(Duration::from_micros(micros)).await;
@@ -455,6 +483,15 @@ impl Client {
     ) -> Result<(), TryOutcome> {
         let abort =
             |id: usize, message: String| abort_sql(id, script_index, command_index, message);
+        if let (Some(store), Some(_)) = (&sql.store, self.pipeline_syncs) {
+            let command = if store.all_queries { "aset" } else { "gset" };
+            return Err(self.command_failed(
+                command,
+                command_index,
+                script_index,
+                &format!("\\{command} is not allowed in pipeline mode"),
+            ));
+        }
         if let Err(e) = self.queue_sql(plan, sql, script_index, command_index) {
             return Err(abort(self.id, e.to_string()));
         }
@@ -466,7 +503,16 @@ impl Client {
         if plan.protocol != Protocol::Simple {
             conn.queue_sync();
         }
-        let reply = match conn.round_trip(sql.store.is_some()).await {
+        let reply = conn.round_trip(sql.store.is_some()).await;
+        if plan.debug {
+            // pgbench says it once per result and once more for the end of the results.
+            let results = reply.as_ref().map_or(1, |reply| reply.results.len().max(1));
+            for _ in 0..=results {
+                self.debug(plan, || "receiving".to_string());
+            }
+        }
+        let conn = self.conn.as_mut().expect("connected");
+        let reply = match reply {
             Ok(reply) => reply,
             Err(_) if conn.is_lost() && plan.errors.reconnect => {
                 self.command_stats[script_index][command_index].failures += 1;
@@ -483,9 +529,9 @@ impl Client {
         self.in_transaction_block = reply.transaction_status == b'T';
         match reply.error {
             None => match &sql.store {
-                Some(store) => self
-                    .store_results(plan, store, &reply.results)
-                    .map_err(|m| abort(self.id, m)),
+                Some(store) => {
+                    self.store_results(plan, store, &reply.results, script_index, command_index)
+                }
                 None => Ok(()),
             },
             Some(error) => Err(self
@@ -510,12 +556,13 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> TryOutcome {
+        let message = error.render(self.sent_text(plan, script_index, command_index));
         if !error.is_retryable() && !plan.errors.continue_on_error {
-            return abort_sql(self.id, script_index, command_index, error.to_string());
+            return abort_sql(self.id, script_index, command_index, message);
         }
         if plan.errors.verbose {
             self.notices.push(format!(
-                "client {} got an error in command {command_index} (SQL) of script {script_index}; {error}",
+                "client {} got an error in command {command_index} (SQL) of script {script_index}; {message}",
                 self.id
             ));
         }
@@ -534,6 +581,22 @@ impl Client {
         }
     }
 
+    /// The text of the statement at `command_index` as the server got it: with variables in
+    /// place under `-M simple`, with `$n` parameters otherwise. None for a pipeline's end,
+    /// whose failed statement is not known.
+    fn sent_text<'a>(
+        &'a self,
+        plan: &'a RunPlan,
+        script_index: usize,
+        command_index: usize,
+    ) -> Option<&'a str> {
+        match &plan.scripts[script_index].script.commands[command_index].kind {
+            CommandKind::Sql(_) if plan.protocol == Protocol::Simple => Some(&self.last_simple_sql),
+            CommandKind::Sql(sql) => Some(&sql.parameterized),
+            _ => None,
+        }
+    }
+
     fn start_pipeline(
         &mut self,
         plan: &RunPlan,
@@ -541,22 +604,72 @@ impl Client {
         command_index: usize,
     ) -> Result<(), TryOutcome> {
         if plan.protocol == Protocol::Simple {
-            return Err(TryOutcome::aborted(format!(
-                "client {} aborted in command {command_index} (startpipeline) of script {script_index}; cannot use pipeline mode with the simple query protocol",
-                self.id
-            )));
+            return Err(self.command_failed(
+                "startpipeline",
+                command_index,
+                script_index,
+                "cannot use pipeline mode with the simple query protocol",
+            ));
+        }
+        if self.pipeline_syncs.is_some() {
+            return Err(self.command_failed(
+                "startpipeline",
+                command_index,
+                script_index,
+                "already in pipeline mode",
+            ));
         }
         self.pipeline_syncs = Some(0);
         Ok(())
     }
 
-    async fn sync_pipeline(&mut self) -> Result<(), TryOutcome> {
-        let conn = self.conn.as_mut().expect("connected");
-        conn.queue_sync();
-        *self
-            .pipeline_syncs
-            .as_mut()
-            .expect("parser checks pipelines") += 1;
+    /// A meta-command's error, as pgbench logs it: the cause on its own line, then the abort.
+    fn meta_command_failed(
+        &mut self,
+        cause: &str,
+        command: &str,
+        command_index: usize,
+        script_index: usize,
+        stage: &str,
+    ) -> TryOutcome {
+        self.notices.push(format!("error: {cause}"));
+        self.command_failed(
+            command,
+            command_index,
+            script_index,
+            &format!("{stage} of meta-command failed"),
+        )
+    }
+
+    /// pgbench's commandFailed: a meta-command that cannot run here aborts the client.
+    fn command_failed(
+        &self,
+        command: &str,
+        command_index: usize,
+        script_index: usize,
+        message: &str,
+    ) -> TryOutcome {
+        TryOutcome::aborted(format!(
+            "client {} aborted in command {command_index} ({command}) of script {script_index}; {message}",
+            self.id
+        ))
+    }
+
+    async fn sync_pipeline(
+        &mut self,
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<(), TryOutcome> {
+        let Some(syncs) = self.pipeline_syncs.as_mut() else {
+            return Err(self.command_failed(
+                "syncpipeline",
+                command_index,
+                script_index,
+                "not in pipeline mode",
+            ));
+        };
+        *syncs += 1;
+        self.conn.as_mut().expect("connected").queue_sync();
         Ok(())
     }
 
@@ -567,7 +680,14 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TryOutcome> {
-        let syncs = self.pipeline_syncs.take().expect("parser checks pipelines") + 1;
+        let Some(syncs) = self.pipeline_syncs.take().map(|syncs| syncs + 1) else {
+            return Err(self.command_failed(
+                "endpipeline",
+                command_index,
+                script_index,
+                "not in pipeline mode",
+            ));
+        };
         let abort =
             |id: usize, message: String| abort_sql(id, script_index, command_index, message);
         let conn = self.conn.as_mut().expect("connected");
@@ -606,11 +726,16 @@ impl Client {
     ) -> Result<(), ConnError> {
         if plan.protocol == Protocol::Simple {
             let text = self.inline_variables(plan, sql);
+            self.debug(plan, || format!("sending {text}"));
             let conn = self.conn.as_mut().expect("connected");
             conn.queue_simple_query(&text)?;
+            self.last_simple_sql = text;
             return Ok(());
         }
         self.format_params(sql);
+        if plan.debug {
+            self.debug_sending(plan, sql, script_index, command_index);
+        }
         let conn = self.conn.as_mut().expect("connected");
         let statement = if plan.protocol == Protocol::Prepared {
             let name = self.statement_names[script_index][command_index].as_str();
@@ -641,6 +766,25 @@ impl Client {
         Ok(())
     }
 
+    /// What pgbench's `-d` says before an extended or prepared execution.
+    fn debug_sending(
+        &mut self,
+        plan: &RunPlan,
+        sql: &SqlCommand,
+        script_index: usize,
+        command_index: usize,
+    ) {
+        if plan.protocol == Protocol::Prepared {
+            let name = self.statement_names[script_index][command_index].clone();
+            if !self.prepared[script_index][command_index] {
+                self.debug(plan, || format!("preparing {name}"));
+            }
+            self.debug(plan, || format!("sending {name}"));
+        } else {
+            self.debug(plan, || format!("sending {}", sql.parameterized));
+        }
+    }
+
     /// `\gset`: the last query must return exactly one row; `\aset`: the last row of every
     /// query that returned rows. Columns become variables named prefix + column, as text.
     fn store_results(
@@ -648,20 +792,41 @@ impl Client {
         plan: &RunPlan,
         store: &ResultStore,
         results: &[QueryResult],
-    ) -> Result<(), String> {
-        let chosen: Vec<&QueryResult> = if store.all_queries {
-            results.iter().filter(|r| r.rows > 0).collect()
-        } else {
-            let last = results.last().cloned().unwrap_or_default();
-            if last.rows != 1 {
-                return Err(format!("expected one row, got {}", last.rows));
-            }
-            vec![results.last().expect("checked")]
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<(), TryOutcome> {
+        // pgbench's prefix for these errors names the query within the command.
+        let query_error = |id: usize, query: usize, message: String| {
+            TryOutcome::aborted(format!(
+                "client {id} script {script_index} command {command_index} query {query}: {message}"
+            ))
         };
-        for result in chosen {
+        let chosen: Vec<(usize, &QueryResult)> = if store.all_queries {
+            results
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.rows > 0)
+                .collect()
+        } else {
+            let query = results.len().saturating_sub(1);
+            let rows = results.last().map_or(0, |last| last.rows);
+            if rows != 1 {
+                let message = format!("expected one row, got {rows}");
+                return Err(query_error(self.id, query, message));
+            }
+            vec![(query, results.last().expect("checked"))]
+        };
+        let command = if store.all_queries { "aset" } else { "gset" };
+        for (query, result) in chosen {
             let row = result.last_row.as_ref().expect("rows > 0");
             for (column, value) in result.columns.iter().zip(row) {
                 let name = format!("{}{column}", store.prefix);
+                if !valid_variable_name(&name) {
+                    let cause = format!("{command}: invalid variable name: \"{name}\"");
+                    self.notices.push(format!("error: {cause}"));
+                    let message = format!("error storing into variable {name}");
+                    return Err(query_error(self.id, query, message));
+                }
                 // Only names some script reads can matter; the others have no slot.
                 if let Some(slot) = plan.variables.lookup(&name) {
                     self.variables[slot] = Value::Text(Arc::new(value.clone().unwrap_or_default()));
@@ -712,6 +877,18 @@ impl Client {
 
 /// A reply that could not be read aborts the client; an unsupported statement with pgbench's
 /// bare message.
+/// What pgbench's `-d` shows of a meta-command: its words, without the expression of `\set`,
+/// `\if` and `\elif` (pgbench keeps those parsed, not as words).
+fn meta_command_words(command: &Command) -> String {
+    let words: Vec<&str> = command.first_line.split_whitespace().collect();
+    let shown = match command.kind {
+        CommandKind::Set { .. } => words.len().min(2),
+        CommandKind::If { .. } | CommandKind::Elif { .. } => 1,
+        _ => words.len(),
+    };
+    words[..shown].join(" ")
+}
+
 fn abort_on_reply(
     id: usize,
     script_index: usize,

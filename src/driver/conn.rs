@@ -3,7 +3,8 @@
 //! tokio-postgres puts a channel and a task between the caller and the socket and ends every
 //! query with its own Sync; the driver instead writes protocol messages straight into one buffer
 //! and reads replies itself, so a transaction costs a write, a read and a share of one epoll wait.
-//! Authentication covers trust, password, md5 and SCRAM-SHA-256; TLS is not offered.
+//! Authentication covers trust, password, md5 and SCRAM-SHA-256; TLS as `sslmode` asks
+//! (`stream.rs`).
 
 use std::io;
 use std::time::Duration;
@@ -14,10 +15,10 @@ use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
-use tokio::io::{AsyncWriteExt, Interest};
-use tokio::net::{TcpStream, UnixStream};
 
+use super::stream::{open_stream, Stream};
 use crate::server::target::ConnSpec;
+use crate::tls::SslMode;
 
 /// pgbench's words for a script statement that starts a COPY.
 const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
@@ -31,6 +32,10 @@ pub struct DbError {
     /// The fields libpq prints after the message at its default verbosity, in its order:
     /// DETAIL, HINT, QUERY (an internal query) and CONTEXT.
     pub details: Vec<(&'static str, String)>,
+    /// Where in the statement (1-based, in characters) the error lies, if the server said.
+    pub position: Option<u32>,
+    /// The same within an internal query (the QUERY field), e.g. a PL/pgSQL statement.
+    pub internal_position: Option<u32>,
 }
 
 impl DbError {
@@ -40,6 +45,8 @@ impl DbError {
             code: String::new(),
             message: String::new(),
             details: Vec::new(),
+            position: None,
+            internal_position: None,
         };
         let mut fields = body.fields();
         while let Ok(Some(field)) = fields.next() {
@@ -52,6 +59,8 @@ impl DbError {
                 b'H' => error.details.push(("HINT", value)),
                 b'q' => error.details.push(("QUERY", value)),
                 b'W' => error.details.push(("CONTEXT", value)),
+                b'P' => error.position = value.parse().ok(),
+                b'p' => error.internal_position = value.parse().ok(),
                 _ => {}
             }
         }
@@ -71,14 +80,49 @@ impl DbError {
     }
 }
 
-/// libpq's PQerrorMessage at the default verbosity (without the statement position).
+impl DbError {
+    /// libpq's PQerrorMessage at the default verbosity, without its final newline. `query` is
+    /// the statement as sent: a position in it is shown as libpq's `LINE n:` line and caret;
+    /// without it, as " at character N" after the message, as libpq does then.
+    pub fn render(&self, query: Option<&str>) -> String {
+        let mut text = format!("{}:  {}", self.severity, self.message);
+        let internal_query = self
+            .details
+            .iter()
+            .find(|(label, _)| *label == "QUERY")
+            .map(|(_, query)| query.as_str());
+        let cursor = match (self.position, self.internal_position) {
+            (Some(position), _) => match query {
+                Some(query) => Some((query, position)),
+                None => {
+                    text.push_str(&format!(" at character {position}"));
+                    None
+                }
+            },
+            (None, Some(position)) => match internal_query {
+                Some(query) => Some((query, position)),
+                None => {
+                    text.push_str(&format!(" at character {position}"));
+                    None
+                }
+            },
+            (None, None) => None,
+        };
+        text.push('\n');
+        if let Some((query, position)) = cursor {
+            text.push_str(&super::error_position::render(query, position as usize));
+        }
+        for (label, value) in &self.details {
+            text.push_str(&format!("{label}:  {value}\n"));
+        }
+        text.pop();
+        text
+    }
+}
+
 impl std::fmt::Display for DbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:  {}", self.severity, self.message)?;
-        for (label, value) in &self.details {
-            write!(f, "\n{label}:  {value}")?;
-        }
-        Ok(())
+        f.write_str(&self.render(None))
     }
 }
 
@@ -106,44 +150,6 @@ impl std::fmt::Display for ConnError {
 impl From<io::Error> for ConnError {
     fn from(e: io::Error) -> Self {
         ConnError::Io(e)
-    }
-}
-
-enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Stream {
-    async fn readable(&self) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.readable().await,
-            Stream::Unix(s) => s.readable().await,
-        }
-    }
-
-    fn try_read_buf(&self, buf: &mut BytesMut) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.try_read_buf(buf),
-            Stream::Unix(s) => s.try_read_buf(buf),
-        }
-    }
-
-    /// Marks the socket as drained without a syscall: edge-triggered epoll reports any later
-    /// arrival as a new event, so the next read waits instead of failing with EAGAIN first.
-    fn forget_readiness(&self) {
-        let would_block = || Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock));
-        let _ = match self {
-            Stream::Tcp(s) => s.try_io(Interest::READABLE, would_block),
-            Stream::Unix(s) => s.try_io(Interest::READABLE, would_block),
-        };
-    }
-
-    async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.write_all(data).await,
-            Stream::Unix(s) => s.write_all(data).await,
-        }
     }
 }
 
@@ -178,8 +184,18 @@ const READ_CHUNK: usize = 16 * 1024;
 
 impl PgConn {
     pub async fn connect(spec: &ConnSpec) -> Result<PgConn, ConnError> {
+        match PgConn::connect_once(spec, false).await {
+            // sslmode=allow: TLS only when the server refused the plain connection.
+            Err(ConnError::Server(_)) if spec.tls.mode == SslMode::Allow => {
+                PgConn::connect_once(spec, true).await
+            }
+            other => other,
+        }
+    }
+
+    async fn connect_once(spec: &ConnSpec, force_tls: bool) -> Result<PgConn, ConnError> {
         let timeout = spec.connect_timeout.unwrap_or(Duration::from_secs(30));
-        let stream = tokio::time::timeout(timeout, open_stream(spec))
+        let stream = tokio::time::timeout(timeout, open_stream(spec, force_tls))
             .await
             .map_err(|_| ConnError::Protocol("timeout expired".into()))??;
         let mut conn = PgConn {
@@ -204,7 +220,9 @@ impl PgConn {
             ("application_name", spec.application_name.as_str()),
             ("client_encoding", "UTF8"),
         ];
-        frontend::startup_message(params.iter().copied(), &mut self.write_buf)?;
+        // libpq's `options` (PGOPTIONS): server settings for the session, e.g. `-c x=y`.
+        let options = spec.options.as_deref().map(|options| ("options", options));
+        frontend::startup_message(params.iter().copied().chain(options), &mut self.write_buf)?;
         self.flush().await?;
         let mut scram: Option<sasl::ScramSha256> = None;
         loop {
@@ -294,24 +312,11 @@ impl PgConn {
 
     async fn fill(&mut self) -> Result<(), ConnError> {
         self.read_buf.reserve(READ_CHUNK);
-        loop {
-            self.stream.readable().await?;
-            let offered = self.read_buf.capacity() - self.read_buf.len();
-            match self.stream.try_read_buf(&mut self.read_buf) {
-                Ok(0) => {
-                    return Err(ConnError::Protocol(
-                        "server closed the connection unexpectedly".into(),
-                    ))
-                }
-                Ok(n) => {
-                    if n < offered {
-                        self.stream.forget_readiness();
-                    }
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e.into()),
-            }
+        match self.stream.read_some(&mut self.read_buf).await? {
+            0 => Err(ConnError::Protocol(
+                "server closed the connection unexpectedly".into(),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -475,14 +480,4 @@ fn require_password(spec: &ConnSpec) -> Result<&str, ConnError> {
     spec.password
         .as_deref()
         .ok_or_else(|| ConnError::Protocol("fe_sendauth: no password supplied".into()))
-}
-
-async fn open_stream(spec: &ConnSpec) -> Result<Stream, ConnError> {
-    if spec.is_unix_socket() {
-        Ok(Stream::Unix(UnixStream::connect(spec.socket_path()).await?))
-    } else {
-        let stream = TcpStream::connect((spec.host.as_str(), spec.port)).await?;
-        stream.set_nodelay(true)?;
-        Ok(Stream::Tcp(stream))
-    }
 }

@@ -4,9 +4,11 @@
 
 pub mod client;
 pub mod conn;
+mod error_position;
 mod pauses;
 pub mod plan;
 pub mod stats;
+mod stream;
 mod thread;
 pub mod txlog;
 

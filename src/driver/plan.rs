@@ -160,6 +160,8 @@ pub struct RunPlan {
     pub cpu_affinity: Option<Vec<usize>>,
     /// Keying and think times, one entry per script (closed-loop terminals, TPC-C's).
     pub pauses: Option<Vec<Pauses>>,
+    /// pgbench's `-d`: each client reports what it executes, sends and receives.
+    pub debug: bool,
 }
 
 impl RunPlan {
@@ -202,6 +204,7 @@ impl RunPlan {
             closing_script: None,
             cpu_affinity: None,
             pauses: None,
+            debug: false,
         }
     }
 
@@ -234,6 +237,7 @@ mod tests {
                 application_name: "t".into(),
                 connect_timeout: None,
                 options: None,
+                tls: Default::default(),
             };
             let mut plan = RunPlan::for_workload(
                 &conn,

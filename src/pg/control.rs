@@ -15,8 +15,7 @@ fn with_client<T>(
 ) -> Result<T, Failure> {
     super::control_runtime().block_on(async {
         let (client, connection) = conn
-            .tokio_config()
-            .connect(tokio_postgres::NoTls)
+            .connect_control()
             .await
             .map_err(|e| Failure::run(format!("could not connect to {conn}: {e}")).caused_by(e))?;
         let driver = tokio::spawn(connection);

@@ -4,7 +4,7 @@
 
 pub mod control;
 
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use crate::error::Failure;
 use crate::server::target::ConnSpec;
@@ -13,8 +13,7 @@ use crate::server::target::ConnSpec;
 /// failure; callers for which the target is the user's input say so (`Failure::into_input`).
 pub async fn connect_quietly(spec: &ConnSpec) -> Result<Client, Failure> {
     let (client, connection) = spec
-        .tokio_config()
-        .connect(NoTls)
+        .connect_control()
         .await
         .map_err(|e| connection_error(spec, e))?;
     tokio::spawn(connection);
@@ -36,9 +35,10 @@ pub fn sql_error(context: &str, error: tokio_postgres::Error) -> Failure {
 }
 
 pub fn connection_error(spec: &ConnSpec, error: tokio_postgres::Error) -> Failure {
+    // libpq's form of a server's refusal: "FATAL:  database \"x\" does not exist".
     let detail = error
         .as_db_error()
-        .map(|db| db.message().to_string())
+        .map(|db| format!("{}:  {}", db.severity(), db.message()))
         .unwrap_or_else(|| {
             let mut text = error.to_string();
             let mut source = std::error::Error::source(&error);

@@ -143,7 +143,7 @@ fn sample(admin: &ConnSpec, sources: &Sources<'_>, stop: &AtomicBool) -> Samples
     };
     runtime.block_on(async {
         let mut samples = Samples::default();
-        let client = match admin.tokio_config().connect(tokio_postgres::NoTls).await {
+        let client = match admin.connect_control().await {
             Ok((client, connection)) => {
                 tokio::spawn(connection);
                 Some(client)

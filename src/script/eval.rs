@@ -25,6 +25,9 @@ const MIN_GAUSSIAN_PARAM: f64 = 2.0;
 const MIN_ZIPFIAN_PARAM: f64 = 1.001;
 const MAX_ZIPFIAN_PARAM: f64 = 1000.0;
 
+/// pgbench's MAX_FARGS: a function call (least, greatest) takes at most this many arguments.
+const MAX_FUNCTION_ARGUMENTS: usize = 16;
+
 pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
     match expr {
         Expr::Constant(value) => Ok(value.clone()),
@@ -53,6 +56,9 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
             }
             _ => unreachable!("guarded by the length check"),
         },
+        Expr::Call(_, args) if args.len() > MAX_FUNCTION_ARGUMENTS => Err(format!(
+            "too many function arguments, maximum is {MAX_FUNCTION_ARGUMENTS}"
+        )),
         Expr::Call(function, args) => {
             let values = args
                 .iter()

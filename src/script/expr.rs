@@ -56,7 +56,7 @@ impl<'a> Lexer<'a> {
         } else if c == ':' {
             let name = take_name(&rest[1..]);
             if name.is_empty() {
-                return Err(self.error(start, "invalid variable name"));
+                return Err(self.error(start, "unexpected character (:)"));
             }
             self.pos += 1 + name.len();
             Token::Var(name.to_string())
@@ -75,7 +75,7 @@ impl<'a> Lexer<'a> {
             self.pos += op.len();
             Token::Op(op)
         } else {
-            return Err(self.error(start, &format!("unexpected character \"{c}\"")));
+            return Err(self.error(start, &format!("unexpected character ({c})")));
         };
         Ok((start, token))
     }
@@ -107,17 +107,17 @@ impl<'a> Lexer<'a> {
         let literal = &rest[..end];
         self.pos += end;
         if is_double {
-            return literal
-                .parse::<f64>()
-                .map(Token::Double)
-                .map_err(|_| self.error(start, "invalid double constant"));
+            return match literal.parse::<f64>() {
+                Ok(value) if !out_of_range(value, literal) => Ok(Token::Double(value)),
+                _ => Err(self.error(start, &format!("double constant overflow ({literal})"))),
+            };
         }
         match literal.parse::<i64>() {
             Ok(i) => Ok(Token::Int(i)),
             Err(_) if literal.trim_start_matches('0') == "9223372036854775808" => {
                 Ok(Token::IntMinPositive)
             }
-            Err(_) => Err(self.error(start, "bigint constant overflow")),
+            Err(_) => Err(self.error(start, &format!("bigint constant overflow ({literal})"))),
         }
     }
 
@@ -127,6 +127,14 @@ impl<'a> Lexer<'a> {
             message: message.to_string(),
         }
     }
+}
+
+/// strtod's ERANGE, which pgbench reports as an overflow: an infinite result, or a nonzero
+/// literal that comes out zero or subnormal.
+fn out_of_range(value: f64, literal: &str) -> bool {
+    let mantissa = literal.split(['e', 'E']).next().unwrap_or(literal);
+    let nonzero = mantissa.contains(|c: char| ('1'..='9').contains(&c));
+    value.is_infinite() || (nonzero && (value == 0.0 || value.is_subnormal()))
 }
 
 fn take_name(text: &str) -> &str {
@@ -153,7 +161,7 @@ impl<'a, 'v> ExprParser<'a, 'v> {
             vars,
         };
         if parser.current.1 == Token::End {
-            return Err(parser.error_here("missing expression"));
+            return Err(parser.error_here("syntax error"));
         }
         let expr = parser.expression(0)?;
         if parser.current.1 != Token::End {
@@ -322,14 +330,14 @@ impl<'a, 'v> ExprParser<'a, 'v> {
             Token::Int(i) => Ok(Expr::Constant(Value::Int(i))),
             Token::IntMinPositive => Err(ExprError {
                 column,
-                message: "bigint constant overflow".into(),
+                message: "bigint constant overflow (9223372036854775808)".into(),
             }),
             Token::Double(d) => Ok(Expr::Constant(Value::Double(d))),
             Token::Var(name) => Ok(Expr::Var(self.vars.slot(&name))),
             Token::LParen => {
                 let inner = self.expression(0)?;
                 if self.current.1 != Token::RParen {
-                    return Err(self.error_here("missing \")\""));
+                    return Err(self.error_here("syntax error"));
                 }
                 self.advance()?;
                 Ok(inner)
@@ -358,13 +366,13 @@ impl<'a, 'v> ExprParser<'a, 'v> {
         }
         let (function, arity) = Function::by_name(name).ok_or_else(|| ExprError {
             column,
-            message: format!("unexpected function name (\"{name}\")"),
+            message: format!("unexpected function name ({name})"),
         })?;
         self.advance()?;
         let mut args = self.arguments()?;
         let wrong = |what: &str| ExprError {
             column,
-            message: format!("{what} (\"{}\")", name.to_ascii_lowercase()),
+            message: format!("{what} ({})", name.to_ascii_lowercase()),
         };
         match arity {
             Arity::Exactly(n) if args.len() != n => {
@@ -427,7 +435,7 @@ impl<'a, 'v> ExprParser<'a, 'v> {
             match self.advance()? {
                 Token::Comma => continue,
                 Token::RParen => return Ok(args),
-                _ => return Err(self.error_here("missing \")\"")),
+                _ => return Err(self.error_here("syntax error")),
             }
         }
     }

@@ -125,8 +125,9 @@ pub fn binaries(
     }
     let archive = runtime.block_on(fetch_archive(&wanted, events))?;
     // The extractor unpacks into a temporary directory beside `staging` and renames it; it
-    // skips the work when `staging` exists, so clear any leftover of an interrupted try.
-    let staging = root.join(format!(".{wanted}.partial"));
+    // skips the work when `staging` exists, so clear any leftover of an interrupted try. Each
+    // process stages apart: two labs may install the same version at once.
+    let staging = root.join(format!(".{wanted}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&root).map_err(|e| {
         Failure::run(format!("could not create {}: {e}", root.display())).caused_by(e)
@@ -136,13 +137,17 @@ pub fn binaries(
         .map_err(|e| Failure::run(format!("unpacking PostgreSQL {wanted}: {e}")).caused_by(e))?;
     open_to_everyone(&root)?;
     let _ = std::fs::remove_dir(&target);
-    std::fs::rename(&staging, &target).map_err(|e| {
-        Failure::run(format!(
-            "could not move {} into place: {e}",
-            target.display()
-        ))
-        .caused_by(e)
-    })?;
+    if let Err(e) = std::fs::rename(&staging, &target) {
+        let _ = std::fs::remove_dir_all(&staging);
+        // Another process put the same version in place first.
+        if !target.join("bin").join("postgres").is_file() {
+            return Err(Failure::run(format!(
+                "could not move {} into place: {e}",
+                target.display()
+            ))
+            .caused_by(e));
+        }
+    }
     Binaries::at(&target.join("bin"))
 }
 

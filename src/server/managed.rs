@@ -136,14 +136,9 @@ impl ManagedServer {
             ..self.conn_spec()
         };
         crate::pg::control_runtime().block_on(async {
-            let (client, connection) = spec
-                .tokio_config()
-                .connect(tokio_postgres::NoTls)
-                .await
-                .map_err(|e| {
-                    Failure::run(format!("could not connect to the managed server: {e}"))
-                        .caused_by(e)
-                })?;
+            let (client, connection) = spec.connect_control().await.map_err(|e| {
+                Failure::run(format!("could not connect to the managed server: {e}")).caused_by(e)
+            })?;
             tokio::spawn(connection);
             client
                 .batch_execute(&format!("CREATE DATABASE {DATABASE}"))
@@ -164,6 +159,7 @@ impl ManagedServer {
             application_name: "stampede".into(),
             connect_timeout: None,
             options: None,
+            tls: Default::default(),
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod binaries;
 pub mod build;
 pub mod cluster;
+pub mod conninfo;
 pub mod download;
 pub mod managed;
 pub mod profile;

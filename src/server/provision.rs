@@ -175,6 +175,7 @@ impl ProvisionedServer {
             application_name: "stampede-lab".into(),
             connect_timeout: Some(Duration::from_secs(10)),
             options: None,
+            tls: Default::default(),
         }
     }
 

@@ -3,9 +3,9 @@
 //! connection string, `PGPASSWORD` or `.pgpass`. The password never appears in `Display`.
 
 use crate::error::Failure;
+use crate::tls::{PgTlsConnector, PgTlsStream, SslMode, TlsSettings};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 #[derive(Clone, PartialEq, Eq)]
@@ -20,7 +20,13 @@ pub struct ConnSpec {
     pub connect_timeout: Option<Duration>,
     /// Server options sent at connection start, as libpq's `options` (e.g. `-c work_mem=64MB`).
     pub options: Option<String>,
+    /// `sslmode` and its companions.
+    pub tls: TlsSettings,
 }
+
+/// A control session's connection future, to be spawned.
+pub type ControlConnection =
+    tokio_postgres::Connection<tokio_postgres::Socket, PgTlsStream<tokio_postgres::Socket>>;
 
 /// What the user gave on the command line.
 #[derive(Debug, Default, Clone)]
@@ -100,6 +106,7 @@ impl ConnSpec {
                 .and_then(|t| t.parse::<u64>().ok())
                 .map(Duration::from_secs),
             options: env_value("PGOPTIONS"),
+            tls: TlsSettings::from_env().map_err(Failure::input)?,
         };
         let dbname_env = env_value("PGDATABASE");
         if let Some(host) = &flags.host {
@@ -122,38 +129,41 @@ impl ConnSpec {
         if spec.password.is_none() {
             spec.password = pgpass_lookup(&spec);
         }
+        // Certificate files and mode combinations are checked before anything connects.
+        spec.tls.client_config().map_err(Failure::input)?;
         Ok(spec)
     }
 
+    /// A connection string alone (a results database's URL): libpq's defaults and `PG*`
+    /// variables, then the string.
+    pub fn from_conninfo(conninfo: &str) -> Result<ConnSpec, Failure> {
+        ConnSpec::resolve(&ConnFlags {
+            dbname: Some(conninfo.to_string()),
+            ..ConnFlags::default()
+        })
+    }
+
     fn apply_conninfo(&mut self, conninfo: &str) -> Result<(), Failure> {
-        let config = tokio_postgres::Config::from_str(conninfo)
-            .map_err(|e| Failure::run(format!("invalid connection string: {e}")).caused_by(e))?;
-        if let Some(host) = config.get_hosts().first() {
-            self.host = match host {
-                tokio_postgres::config::Host::Tcp(name) => name.clone(),
-                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
-            };
-        }
-        if let Some(addr) = config.get_hostaddrs().first() {
-            self.host = addr.to_string();
-        }
-        if let Some(port) = config.get_ports().first() {
-            self.port = *port;
-        }
-        if let Some(user) = config.get_user() {
-            self.user = user.to_string();
-        }
-        if let Some(dbname) = config.get_dbname() {
-            self.dbname = dbname.to_string();
-        }
-        if let Some(password) = config.get_password() {
-            self.password = Some(String::from_utf8_lossy(password).into_owned());
-        }
-        if let Some(name) = config.get_application_name() {
-            self.application_name = name.to_string();
-        }
-        if let Some(timeout) = config.get_connect_timeout() {
-            self.connect_timeout = Some(*timeout);
+        let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
+        for (key, value) in super::conninfo::parse(conninfo).map_err(invalid)? {
+            match key.as_str() {
+                "host" | "hostaddr" => self.host = value,
+                "port" => self.port = parse_port(&value)?,
+                "user" => self.user = value,
+                "dbname" => self.dbname = value,
+                "password" => self.password = Some(value),
+                "application_name" => self.application_name = value,
+                "connect_timeout" => {
+                    let seconds = value.trim().parse::<u64>().map_err(|_| {
+                        invalid(format!("invalid integer value \"{value}\" for connection option \"connect_timeout\""))
+                    })?;
+                    self.connect_timeout = Some(Duration::from_secs(seconds));
+                }
+                "options" => self.options = Some(value),
+                _ => {
+                    self.tls.set(&key, &value).map_err(invalid)?;
+                }
+            }
         }
         Ok(())
     }
@@ -184,7 +194,40 @@ impl ConnSpec {
         if let Some(options) = &self.options {
             config.options(options);
         }
+        // libpq never negotiates TLS over a Unix socket, whatever sslmode says.
+        let mode = if self.is_unix_socket() {
+            SslMode::Disable
+        } else {
+            self.tls.mode
+        };
+        config.ssl_mode(match mode {
+            SslMode::Disable | SslMode::Allow => tokio_postgres::config::SslMode::Disable,
+            SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+            _ => tokio_postgres::config::SslMode::Require,
+        });
+        if self.tls.direct {
+            config.ssl_negotiation(tokio_postgres::config::SslNegotiation::Direct);
+        }
         config
+    }
+
+    /// A control session with the TLS `sslmode` asks for; under `allow`, a plain connection
+    /// first and TLS when the server refuses it.
+    pub async fn connect_control(
+        &self,
+    ) -> Result<(tokio_postgres::Client, ControlConnection), tokio_postgres::Error> {
+        let tls_config = self.tls.client_config().unwrap_or(None);
+        let connector = PgTlsConnector::new(tls_config);
+        let config = self.tokio_config();
+        let first = config.connect(connector.clone()).await;
+        match first {
+            Err(_) if self.tls.mode == SslMode::Allow && !self.is_unix_socket() => {
+                let mut with_tls = config;
+                with_tls.ssl_mode(tokio_postgres::config::SslMode::Require);
+                with_tls.connect(connector).await
+            }
+            other => other,
+        }
     }
 
     /// The same connection with its statements left out of pg_stat_statements, for control
@@ -299,6 +342,7 @@ mod tests {
             application_name: "a".into(),
             connect_timeout: None,
             options: None,
+            tls: TlsSettings::default(),
         };
         assert!(!format!("{spec} {spec:?}").contains("secret"));
     }

@@ -20,14 +20,10 @@ impl Postgres {
     pub fn open(location: &Location, url: &str) -> Result<Postgres, String> {
         let fail =
             |e: &dyn std::fmt::Display| format!("could not open results database {location}: {e}");
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| fail(&e))?;
-        if config.get_password().is_none() {
-            if let Ok(password) = std::env::var("PGPASSWORD") {
-                config.password(password);
-            }
-        }
+        // libpq's reading of the URL: PG* defaults, sslmode and the rest of its parameters.
+        let spec = crate::server::target::ConnSpec::from_conninfo(url).map_err(|e| fail(&e))?;
         let client = crate::pg::control_runtime().block_on(async {
-            let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+            let (client, connection) = spec.connect_control().await?;
             tokio::spawn(connection);
             client
                 .batch_execute("SET client_min_messages = warning")

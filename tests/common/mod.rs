@@ -129,6 +129,11 @@ impl TestServer {
     }
 
     pub fn pgbench(&self, db: &str, args: &[&str]) -> Output {
+        self.pgbench_with_env(db, args, &[])
+    }
+
+    /// The real pgbench with `args`, the connection flags and only PATH and `env` set.
+    pub fn pgbench_with_env(&self, db: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
         let pgbench = self.cluster.binaries.bin_dir.join("pgbench");
         let program = if pgbench.is_file() {
             pgbench
@@ -140,6 +145,7 @@ impl TestServer {
             .args(self.flags(db))
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
             .output()
             .expect("pgbench runs")
     }
@@ -211,4 +217,28 @@ pub fn line_value(text: &str, prefix: &str) -> Option<String> {
     text.lines()
         .find_map(|l| l.strip_prefix(prefix))
         .map(|rest| rest.split_whitespace().next().unwrap_or("").to_string())
+}
+
+/// PostgreSQL 15's release tarball from Debian's source package: `STAMPEDE_TEST_PG_TARBALL`, or
+/// `target/pgsrc/postgresql-15_*.orig.tar.bz2` where `.ci/fetch-pg-source` puts it.
+pub fn pg15_tarball() -> PathBuf {
+    if let Ok(path) = std::env::var("STAMPEDE_TEST_PG_TARBALL") {
+        return PathBuf::from(path);
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pgsrc");
+    std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            name.starts_with("postgresql-15_") && name.ends_with(".orig.tar.bz2")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no PostgreSQL 15 tarball in {}: run .ci/fetch-pg-source (or set STAMPEDE_TEST_PG_TARBALL)",
+                dir.display()
+            )
+        })
 }

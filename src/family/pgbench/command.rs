@@ -16,6 +16,12 @@ pub struct InitSpec {
     pub quiet: bool,
 }
 
+/// pgbench's MAX_SCRIPTS.
+const MAX_SCRIPTS: usize = 128;
+
+/// The pgbench whose options and output `stampede pgbench` follows (`-V` prints it).
+const PGBENCH_VERSION: &str = "18";
+
 pub struct RunSpec {
     pub scripts: Vec<(ScriptChoice, u32)>,
     /// Keep the setup and probe session out of pg_stat_statements (the lab, superuser of its
@@ -51,6 +57,8 @@ pub struct RunSpec {
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Pin the driver's threads (the lab's `client_cpus`).
     pub cpu_affinity: Option<Vec<usize>>,
+    /// `-d`: print what each client executes, sends and receives.
+    pub debug: bool,
 }
 
 impl RunSpec {
@@ -87,6 +95,7 @@ impl RunSpec {
             stop: None,
             cpu_affinity: None,
             untracked_control: false,
+            debug: false,
         }
     }
 }
@@ -109,6 +118,13 @@ pub enum VacuumBeforeRun {
 }
 
 pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
+    if args.version {
+        println!(
+            "pgbench (PostgreSQL) {PGBENCH_VERSION} (stampede {})",
+            env!("CARGO_PKG_VERSION")
+        );
+        return Ok(());
+    }
     if let Some(name) = &args.show_script {
         let builtin = builtins::find_builtin(name).map_err(Failure::input)?;
         eprintln!(
@@ -128,6 +144,8 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
         pgbench_init::run(&spec, &target, &mut |line| eprintln!("{line}"))
     } else {
         let spec = run_spec(args, choices)?;
+        // A script error is reported before any server is connected to or started.
+        pgbench_run::check_scripts(&spec)?;
         let target = resolve_target(&flags)?;
         pgbench_run::run(&spec, &target)
     }
@@ -197,6 +215,8 @@ fn uses_init_options(args: &PgbenchArgs) -> bool {
         || args.partitions.is_some()
         || args.partition_method.is_some()
         || args.unlogged_tables
+        || args.tablespace.is_some()
+        || args.index_tablespace.is_some()
         || args.extra_indexes
 }
 
@@ -255,6 +275,8 @@ fn init_spec(args: &PgbenchArgs, choices: &[ScriptChoice]) -> Result<InitSpec, F
             unlogged: args.unlogged_tables,
             partitions,
             partition_method: partition_method.unwrap_or(PartitionMethod::Range),
+            tablespace: args.tablespace.clone(),
+            index_tablespace: args.index_tablespace.clone(),
         },
         quiet: args.quiet,
     })
@@ -277,6 +299,10 @@ fn script_weight(option: &str) -> Result<(String, u32), Failure> {
 }
 
 fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, Failure> {
+    // pgbench checks each option's value as it reads it, before the mode's conflicts.
+    if let Some(fillfactor) = &args.fillfactor {
+        parse_int(fillfactor, "-F/--fillfactor", 10, 100)?;
+    }
     if uses_init_options(args) {
         return Err(Failure::input(
             "some of the specified options cannot be used in benchmarking mode",
@@ -313,13 +339,13 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         Some(p) => Some(parse_int(p, "-P/--progress", 1, INT_MAX)? as u64),
         None => None,
     };
-    let random_seed = match args
-        .random_seed
-        .clone()
-        .or_else(|| std::env::var("PGBENCH_RANDOM_SEED").ok())
-    {
-        Some(seed) => Some(parse_seed(&seed)?),
-        None => None,
+    let random_seed = match (&args.random_seed, std::env::var("PGBENCH_RANDOM_SEED")) {
+        (Some(seed), _) => Some(parse_seed(seed, "--random-seed option")?),
+        (None, Ok(seed)) => Some(parse_seed(
+            &seed,
+            "PGBENCH_RANDOM_SEED environment variable",
+        )?),
+        (None, Err(_)) => None,
     };
     let defines = args
         .define
@@ -391,6 +417,7 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         exit_on_abort: args.exit_on_abort,
         stop: None,
         cpu_affinity: None,
+        debug: args.debug,
         scripts,
         clients,
         threads: jobs.min(clients),
@@ -483,6 +510,11 @@ fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)
             }
         }
     }
+    if scripts.len() > MAX_SCRIPTS {
+        return Err(Failure::input(format!(
+            "at most {MAX_SCRIPTS} SQL scripts are allowed"
+        )));
+    }
     if scripts.is_empty() {
         scripts.push((ScriptChoice::Builtin("tpcb-like".into()), 1));
     }
@@ -492,7 +524,8 @@ fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)
     Ok(scripts)
 }
 
-fn parse_seed(seed: &str) -> Result<u64, Failure> {
+/// pgbench's set_random_seed; `origin` names where the seed came from in the closing error.
+fn parse_seed(seed: &str, origin: &str) -> Result<u64, Failure> {
     match seed {
         "time" => Ok(std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -506,7 +539,9 @@ fn parse_seed(seed: &str) -> Result<u64, Failure> {
         }
         number => number.parse::<u64>().map_err(|_| {
             Failure::input(format!(
-                "unrecognized random seed option \"{number}\": expecting an unsigned integer, \"time\" or \"rand\""
+                "unrecognized random seed option \"{number}\"\n\
+                 detail: Expecting an unsigned integer, \"time\" or \"rand\".\n\
+                 error: error while setting random seed from {origin}"
             ))
         }),
     }

@@ -31,6 +31,12 @@ pub fn run(spec: &InitSpec, target: &ConnSpec, announce: &mut dyn FnMut(&str)) -
     let mut timings = Vec::new();
     for step in &spec.steps {
         announce(step.announcement());
+        if *step == InitStep::CreateTables && spec.schema.partitions > 0 {
+            announce(&format!(
+                "creating {} partitions...",
+                spec.schema.partitions
+            ));
+        }
         let started = Instant::now();
         let progress =
             matches!(step, InitStep::ClientGenerate).then(|| start_progress(&loader, spec.quiet));

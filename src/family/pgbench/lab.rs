@@ -127,6 +127,8 @@ impl FamilyWorkload for PgbenchLab {
                 scale,
                 fillfactor: 100,
                 unlogged: false,
+                tablespace: None,
+                index_tablespace: None,
                 partitions: 0,
                 partition_method: PartitionMethod::Range,
             },

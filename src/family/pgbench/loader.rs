@@ -87,7 +87,7 @@ pub fn parse_steps(text: &str) -> Result<Vec<InitStep>, Failure> {
         .map(|c| {
             InitStep::from_char(c).ok_or_else(|| {
                 Failure::input(format!(
-                    "unrecognized initialization step \"{c}\" (allowed step characters are: \"{}\")",
+                    "unrecognized initialization step \"{c}\"\ndetail: Allowed step characters are: \"{}\".",
                     InitStep::ALL
                 ))
             })
@@ -160,9 +160,8 @@ impl Loader {
                 self.in_parallel(statements.to_vec(), None).await
             }
             InitStep::PrimaryKeys => {
-                let statements = schema::PRIMARY_KEYS.map(|(_, sql)| sql.to_string());
-                self.in_parallel(statements.to_vec(), Some(INDEX_BUILD_MEMORY))
-                    .await
+                let statements = schema::primary_keys(&self.options);
+                self.in_parallel(statements, Some(INDEX_BUILD_MEMORY)).await
             }
             InitStep::ForeignKeys => {
                 for statement in schema::FOREIGN_KEYS {

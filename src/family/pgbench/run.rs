@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio_postgres::Client;
 
 use super::command::{RunSpec, VacuumBeforeRun};
+use crate::driver::Protocol;
 use crate::driver::{
     self, CommandStats, DriverEvent, RunLimit, RunPlan, RunResult, ScriptStats, TxnLogSpec,
     WeightedScript,
@@ -23,7 +24,9 @@ use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, connection_error, sql_error};
 use crate::probe::pgstat::{XactCounters, XactProbe};
 use crate::probe::statement_window::{self, StatementTotals};
-use crate::script::{parse_script, Value, VarTable};
+use crate::script::ast::SqlPiece;
+use crate::script::parser::MAX_ARGS;
+use crate::script::{parse_script, CommandKind, Script, Value, VarTable};
 use crate::server::target::ConnSpec;
 
 pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
@@ -55,6 +58,11 @@ pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
         return Err(Failure::incomplete());
     }
     Ok(())
+}
+
+/// Parses every script of `spec`, for its errors only.
+pub fn check_scripts(spec: &RunSpec) -> Result<(), Failure> {
+    build_scripts(spec).map(|_| ())
 }
 
 /// Everything but printing the summary: setup, the run, and the report's numbers.
@@ -137,12 +145,40 @@ fn build_scripts(spec: &RunSpec) -> Result<(Vec<WeightedScript>, VarTable), Fail
         };
         let script = parse_script(&source, &description, &text, &mut variables)
             .map_err(|e| Failure::input(e.to_string()))?;
+        if spec.protocol != Protocol::Simple {
+            check_parameter_count(&script, &variables)?;
+        }
         scripts.push(WeightedScript {
             script,
             weight: *weight,
         });
     }
     Ok((scripts, variables))
+}
+
+/// pgbench's limit under the extended and prepared protocols: each `:var` of a statement is a
+/// parameter, and a statement takes at most MAX_ARGS - 1 of them.
+fn check_parameter_count(script: &Script, variables: &VarTable) -> Result<(), Failure> {
+    for command in &script.commands {
+        let CommandKind::Sql(sql) = &command.kind else {
+            continue;
+        };
+        if sql.params.len() >= MAX_ARGS {
+            let text: String = sql
+                .pieces
+                .iter()
+                .map(|piece| match piece {
+                    SqlPiece::Text(text) => text.clone(),
+                    SqlPiece::Var(slot) => format!(":{}", variables.names()[*slot]),
+                })
+                .collect();
+            return Err(Failure::input(format!(
+                "statement has too many arguments (maximum is {}): {text}",
+                MAX_ARGS - 1
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What the setup connection learned before the run.
@@ -167,8 +203,7 @@ async fn prepare_server(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup
         control = control.untracked();
     }
     let (client, connection) = control
-        .tokio_config()
-        .connect(tokio_postgres::NoTls)
+        .connect_control()
         .await
         .map_err(|e| connection_error(target, e).into_input())?;
     tokio::spawn(connection);
@@ -274,7 +309,7 @@ async fn read_scale(client: &Client, target: &ConnSpec) -> Result<i64, Failure> 
         Ok(row) => Ok(row.get(0)),
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {
             Err(Failure::input(format!(
-                "could not count number of branches: relation \"pgbench_branches\" does not exist; initialize first with \"stampede pgbench -i\" (database \"{}\")",
+                "could not count number of branches: ERROR:  relation \"pgbench_branches\" does not exist\nhint: Perhaps you need to do initialization (\"stampede pgbench -i\") in database \"{}\".",
                 target.dbname
             )))
         }
@@ -403,6 +438,7 @@ fn build_plan(
         binary_results: false,
         cpu_affinity: spec.cpu_affinity.clone(),
         pauses: None,
+        debug: spec.debug,
     }
 }
 

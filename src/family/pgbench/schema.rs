@@ -28,6 +28,10 @@ pub struct SchemaOptions {
     /// Partitions of pgbench_accounts (0 = not partitioned).
     pub partitions: u32,
     pub partition_method: PartitionMethod,
+    /// `--tablespace`: where the four tables go (partitions follow their parent).
+    pub tablespace: Option<String>,
+    /// `--index-tablespace`: where the primary keys go.
+    pub index_tablespace: Option<String>,
 }
 
 impl SchemaOptions {
@@ -93,6 +97,9 @@ pub fn create_tables(options: &SchemaOptions) -> Vec<String> {
             } else if *fillfactor {
                 sql.push_str(&format!(" with (fillfactor={})", options.fillfactor));
             }
+            if let Some(tablespace) = &options.tablespace {
+                sql.push_str(&format!(" tablespace {}", quote_identifier(tablespace)));
+            }
             sql
         })
         .collect();
@@ -134,6 +141,25 @@ pub fn range_partition_bounds(options: &SchemaOptions) -> Vec<(i64, i64)> {
             )
         })
         .filter(|(low, high)| low <= high)
+        .collect()
+}
+
+/// libpq's PQescapeIdentifier: always quoted, inner quotes doubled.
+pub fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The primary keys, in `--index-tablespace` when one is given.
+pub fn primary_keys(options: &SchemaOptions) -> Vec<String> {
+    PRIMARY_KEYS
+        .iter()
+        .map(|(_, sql)| match &options.index_tablespace {
+            Some(tablespace) => format!(
+                "{sql} using index tablespace {}",
+                quote_identifier(tablespace)
+            ),
+            None => sql.to_string(),
+        })
         .collect()
 }
 
@@ -193,6 +219,8 @@ mod tests {
             unlogged: false,
             partitions,
             partition_method: PartitionMethod::Range,
+            tablespace: None,
+            index_tablespace: None,
         }
     }
 

@@ -126,6 +126,7 @@ impl LabServer for FakeServer {
             application_name: "fake".into(),
             connect_timeout: None,
             options: None,
+            tls: Default::default(),
         }
     }
 

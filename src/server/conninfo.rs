@@ -1,0 +1,243 @@
+//! libpq's two connection-string forms, read into keyword/value pairs: `key=value` strings
+//! (values quoted with `'`, backslash escapes) and `postgresql://` URIs (user, password, host,
+//! port and database in the authority and path, the rest as `?key=value&…`, percent-encoded).
+
+/// The keywords libpq knows. Those stampede does not use are accepted and ignored, as a
+/// connection string written for psql or pgbench must still work.
+const KNOWN_KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "require_auth",
+    "channel_binding",
+    "connect_timeout",
+    "client_encoding",
+    "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslmode",
+    "sslnegotiation",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
+    "target_session_attrs",
+    "load_balance_hosts",
+    "ssl",
+];
+
+/// The pairs of `text`, a URI or a `key=value` string, in order.
+pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
+    let pairs = match text
+        .strip_prefix("postgresql://")
+        .or_else(|| text.strip_prefix("postgres://"))
+    {
+        Some(rest) => parse_uri(rest, text)?,
+        None => parse_key_values(text)?,
+    };
+    for (key, _) in &pairs {
+        if !KNOWN_KEYWORDS.contains(&key.as_str()) {
+            return Err(format!("invalid connection option \"{key}\""));
+        }
+    }
+    Ok(pairs)
+}
+
+fn parse_key_values(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut pairs = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            return Ok(pairs);
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.next() != Some('=') {
+            return Err(format!(
+                "missing \"=\" after \"{key}\" in connection info string"
+            ));
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            loop {
+                match chars.next() {
+                    None => {
+                        return Err("unterminated quoted string in connection info string".into())
+                    }
+                    Some('\'') => break,
+                    Some('\\') => value.extend(chars.next()),
+                    Some(c) => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    value.extend(chars.next());
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        pairs.push((key, value));
+    }
+}
+
+fn parse_uri(rest: &str, whole: &str) -> Result<Vec<(String, String)>, String> {
+    let mut pairs = Vec::new();
+    let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = before_query.split_once('/').unwrap_or((before_query, ""));
+    let hosts = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => {
+            let (user, password) = match userinfo.split_once(':') {
+                Some((user, password)) => (user, Some(password)),
+                None => (userinfo, None),
+            };
+            if !user.is_empty() {
+                pairs.push(("user".into(), decode(user, whole)?));
+            }
+            if let Some(password) = password {
+                pairs.push(("password".into(), decode(password, whole)?));
+            }
+            hosts
+        }
+        None => authority,
+    };
+    // Several hosts are libpq's failover list; stampede connects to the first.
+    let first = hosts.split(',').next().unwrap_or("");
+    let (host, port) = split_host_port(first);
+    if !host.is_empty() {
+        pairs.push(("host".into(), decode(host, whole)?));
+    }
+    if let Some(port) = port.filter(|p| !p.is_empty()) {
+        pairs.push(("port".into(), decode(port, whole)?));
+    }
+    if !path.is_empty() {
+        pairs.push(("dbname".into(), decode(path, whole)?));
+    }
+    for parameter in query.split('&').filter(|p| !p.is_empty()) {
+        let Some((key, value)) = parameter.split_once('=') else {
+            return Err(format!(
+                "missing key/value separator \"=\" in URI query parameter: \"{parameter}\""
+            ));
+        };
+        pairs.push((decode(key, whole)?, decode(value, whole)?));
+    }
+    Ok(pairs)
+}
+
+/// `host:port`, `[v6addr]:port` or a bare host.
+fn split_host_port(text: &str) -> (&str, Option<&str>) {
+    if let Some(inner) = text.strip_prefix('[') {
+        if let Some((address, after)) = inner.split_once(']') {
+            return (address, after.strip_prefix(':'));
+        }
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (text, None),
+    }
+}
+
+fn decode(text: &str, whole: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text
+                .get(index + 1..index + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("invalid percent-encoded token: \"{whole}\""))?;
+            out.push(hex);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("invalid percent-encoded token: \"{whole}\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn key_value_strings_follow_libpq_quoting() {
+        assert_eq!(
+            parse("host=db port = 5433 dbname='my db' password='it\\'s' sslmode=verify-full")
+                .unwrap(),
+            pairs(&[
+                ("host", "db"),
+                ("port", "5433"),
+                ("dbname", "my db"),
+                ("password", "it's"),
+                ("sslmode", "verify-full"),
+            ])
+        );
+        assert_eq!(
+            parse("host=db frobnicate=1").unwrap_err(),
+            "invalid connection option \"frobnicate\""
+        );
+        assert!(parse("host").unwrap_err().starts_with("missing \"=\""));
+    }
+
+    #[test]
+    fn uris_carry_the_authority_path_and_parameters() {
+        assert_eq!(
+            parse("postgresql://u:p%40ss@db.example:6432,other/bench?sslmode=require&sslrootcert=%2Fca.crt")
+                .unwrap(),
+            pairs(&[
+                ("user", "u"),
+                ("password", "p@ss"),
+                ("host", "db.example"),
+                ("port", "6432"),
+                ("dbname", "bench"),
+                ("sslmode", "require"),
+                ("sslrootcert", "/ca.crt"),
+            ])
+        );
+        assert_eq!(
+            parse("postgres://[::1]:5432/x").unwrap(),
+            pairs(&[("host", "::1"), ("port", "5432"), ("dbname", "x")])
+        );
+        assert_eq!(
+            parse("postgresql://%2Ftmp/x?host=%2Fvar%2Frun").unwrap(),
+            pairs(&[("host", "/tmp"), ("dbname", "x"), ("host", "/var/run")])
+        );
+    }
+}
