@@ -115,8 +115,8 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
     );
 
     assert_eq!(
-        rule("SELECT count(*) FROM pg_proc WHERE proname IN ('neword', 'payment', 'ostat', 'delivery', 'slev', 'tpcc_last_name', 'tpcc_customer')"),
-        "7"
+        rule("SELECT count(*) FROM pg_proc WHERE proname IN ('neword', 'payment', 'ostat', 'delivery', 'slev', 'tpcc_last_name')"),
+        "6"
     );
     assert_eq!(rule("SELECT tpcc_last_name(371)"), "PRICALLYOUGHT");
     let output = tpcc(&db, &["check", "--all", "--warehouses", "2"]);
@@ -363,26 +363,34 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         .unwrap()
     };
     assert_eq!(calls("CALL %"), 0);
-    assert_eq!(calls("%unused_found%"), rolled_back);
-    // Every New-Order inserted its new_order row once, the rolled-back ones too (a deadlock's
-    // retry inserts again).
+    // Each New-Order sends its header (district, order, new-order) and its lines (prices, stock,
+    // order lines) as one statement each, set-wise; a deadlock's retry sends them again.
     let tries = new_order["count"].as_i64().unwrap()
         + new_order["retries"].as_i64().unwrap()
         + rolled_back
         + rollback["retries"].as_i64().unwrap();
-    let inserted = calls("INSERT INTO new_order%");
+    let headers = calls("WITH district_update AS (UPDATE district%");
+    let line_sets = calls("WITH lines AS (%");
     assert!(
-        inserted >= new_order["count"].as_i64().unwrap() + rolled_back && inserted <= tries,
-        "{inserted} new_order inserts: {client_mode}"
+        headers >= new_order["count"].as_i64().unwrap() + rolled_back && headers <= tries,
+        "{headers} headers: {client_mode}"
+    );
+    assert!(
+        line_sets <= headers,
+        "{line_sets} line sets, {headers} headers"
     );
     let lines: i64 = s
         .psql(&db, "SELECT count(*) FROM order_line")
         .parse()
         .unwrap();
-    assert!(calls("INSERT INTO order_line%") >= lines - lines_before);
-    assert!(calls("UPDATE stock%") >= lines - lines_before);
+    let new_orders: i64 = new_order["count"].as_i64().unwrap();
+    assert!(
+        (5 * new_orders..=15 * new_orders).contains(&(lines - lines_before)),
+        "{} lines for {new_orders} New-Orders",
+        lines - lines_before
+    );
 
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["run", "--vu", "0"], "--vu must be at least 1 (not 0)"),
         (
             &["run", "--mix", "50,50"],
@@ -390,9 +398,28 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         ),
         (&["run", "--duration", "soon"], "--duration \"soon\": give a duration such as 90s, 5m or 1h"),
         (&["run", "--warehouses", "3"], "the database was built with 1 warehouse(s), not 3"),
+        (
+            &["run", "--call", "extended"],
+            "--call \"extended\": the calls are sent simple (literals, as HammerDB) or prepared",
+        ),
+        (
+            &["run", "--mode", "client", "--call", "prepared"],
+            "--call applies to --mode server; client mode prepares its own statements",
+        ),
     ];
     for (args, message) in cases {
         assert_refused(&tpcc(&db, args), message, &format!("{args:?}"));
+    }
+    // -h is the host, as in pgbench; help is -? or --help.
+    for subcommand in ["build", "run", "check", "drop"] {
+        let help = common::stampede(&["tpcc", subcommand, "-?"]);
+        let text = stdout(&help);
+        assert!(help.status.success(), "{}", stderr(&help));
+        assert_eq!(text.matches("-h,").count(), 1, "{text}");
+        assert!(
+            text.contains("-h, --host <HOST>") && text.contains("-?, --help"),
+            "{text}"
+        );
     }
 }
 
@@ -422,6 +449,8 @@ fn keying_and_thinking_hold_the_rate_the_pauses_imply() {
             "--keying-thinking",
             "--keying-thinking-scale",
             "0.02",
+            "--mix",
+            "45,43,4,4,4",
             "--seed",
             "9",
             "--json",
@@ -491,4 +520,188 @@ fn keying_and_thinking_hold_the_rate_the_pauses_imply() {
         "--mode \"both\": the modes are server (PL/pgSQL procedures) and client (prepared statements)",
         "bad mode",
     );
+}
+
+/// How often a statement runs per transaction of its type.
+#[derive(Clone, Copy, Debug)]
+enum Per {
+    /// Every transaction (New-Order: the rolled-back ones too).
+    Transaction,
+    /// New-Orders that commit (the unused item stops the others before their stock).
+    Committed,
+    /// Transactions naming the customer by last name (60%).
+    ByName,
+    /// Transactions naming the customer by id.
+    ById,
+}
+
+/// A transaction type, the mix that runs only it, and its statements, each by a fragment of
+/// its text and how often it runs.
+type TransactionStatements = (&'static str, &'static str, &'static [(&'static str, Per)]);
+
+/// The statements HammerDB's PostgreSQL procedures run per transaction (`pgoltp.tcl`, stored
+/// procedures).
+const HAMMERDB_STATEMENTS: [TransactionStatements; 5] = [
+    (
+        "new-order",
+        "100,0,0,0,0",
+        &[
+            ("FROM customer, warehouse", Per::Transaction),
+            ("UPDATE district SET d_next_o_id", Per::Transaction),
+            ("INSERT INTO orders", Per::Transaction),
+            ("INSERT INTO new_order", Per::Transaction),
+            ("LEFT JOIN item", Per::Transaction),
+            ("UPDATE stock", Per::Committed),
+            ("INSERT INTO order_line", Per::Committed),
+        ],
+    ),
+    (
+        "payment",
+        "0,100,0,0,0",
+        &[
+            ("UPDATE warehouse", Per::Transaction),
+            ("UPDATE district SET d_ytd", Per::Transaction),
+            ("SELECT count(c_id)", Per::ByName),
+            ("ORDER BY c_first", Per::ByName),
+            ("SELECT c_last,", Per::ById),
+            ("UPDATE customer", Per::Transaction),
+            ("INSERT INTO history", Per::Transaction),
+        ],
+    ),
+    (
+        "order-status",
+        "0,0,100,0,0",
+        &[
+            ("SELECT count(c_id)", Per::ByName),
+            ("ORDER BY c_first", Per::ByName),
+            ("SELECT c_balance, c_first, c_middle, c_last", Per::ById),
+            ("ORDER BY o_id DESC", Per::Transaction),
+            ("FROM order_line", Per::Transaction),
+        ],
+    ),
+    (
+        "delivery",
+        "0,0,0,100,0",
+        &[
+            ("DELETE FROM new_order", Per::Transaction),
+            ("UPDATE orders", Per::Transaction),
+            ("UPDATE order_line", Per::Transaction),
+            ("UPDATE customer", Per::Transaction),
+        ],
+    ),
+    (
+        "stock-level",
+        "0,0,0,0,100",
+        &[("count(DISTINCT s_i_id)", Per::Transaction)],
+    ),
+];
+
+/// Server mode runs HammerDB's statements: per transaction type, the procedures' statements
+/// as pg_stat_statements counts them (`track = all`, nested ones only) are exactly those of
+/// HammerDB's procedures, each as often; the default call is HammerDB's CALL with literals.
+#[test]
+fn server_mode_runs_hammerdbs_statements_per_transaction() {
+    let s = server();
+    let db = s.create_database("tpcc_shapes");
+    let build = tpcc(&db, &["build", "--warehouses", "2", "--seed", "12"]);
+    assert!(build.status.success(), "{}", stderr(&build));
+    s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    s.psql(
+        &db,
+        &format!("ALTER DATABASE {db} SET pg_stat_statements.track = 'all'"),
+    );
+    let reset = "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)";
+    let ours = "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()";
+    for (name, mix, expected) in HAMMERDB_STATEMENTS {
+        s.psql(&db, reset);
+        let report = run_checked(
+            &db,
+            &[
+                "--vu",
+                "1",
+                "--iterations",
+                "150",
+                "--mix",
+                mix,
+                "--call",
+                "prepared",
+                "--seed",
+                "13",
+            ],
+            150,
+        );
+        let count = |script: &str| report["transactions"][script]["count"].as_i64().unwrap();
+        let nested: Vec<(String, i64)> = s
+            .psql(
+                &db,
+                &format!("SELECT calls, regexp_replace(query, '\\s+', ' ', 'g') {ours} AND NOT toplevel ORDER BY query"),
+            )
+            .lines()
+            .map(|line| {
+                let (calls, query) = line.split_once('|').unwrap();
+                (query.to_string(), calls.parse().unwrap())
+            })
+            .collect();
+        let calls = |fragment: &str| -> i64 {
+            nested
+                .iter()
+                .filter(|(query, _)| query.contains(fragment))
+                .map(|(_, calls)| calls)
+                .sum()
+        };
+        let transactions = if name == "new-order" {
+            count("new-order") + count("new-order-rollback")
+        } else {
+            count(name)
+        };
+        let by_name = calls("SELECT count(c_id)");
+        for (fragment, per) in expected {
+            let wanted = match per {
+                Per::Transaction => transactions,
+                Per::Committed => count("new-order"),
+                Per::ByName => by_name,
+                Per::ById => transactions - by_name,
+            };
+            assert_eq!(
+                calls(fragment),
+                wanted,
+                "{name}: {fragment} ({per:?})\n{nested:?}"
+            );
+        }
+        if expected.iter().any(|(_, per)| matches!(per, Per::ByName)) {
+            let share = by_name as f64 / transactions as f64;
+            assert!((0.45..=0.75).contains(&share), "{name}: {share} by name");
+        }
+        for (query, _) in &nested {
+            let matching = expected.iter().filter(|(f, _)| query.contains(f)).count();
+            assert_eq!(
+                matching, 1,
+                "{name}: a statement HammerDB does not run, or ambiguous: {query}"
+            );
+        }
+        // One CALL per transaction, prepared.
+        let toplevel_calls: i64 = s
+            .psql(
+                &db,
+                &format!(
+                    "SELECT coalesce(sum(calls), 0) {ours} AND toplevel AND query LIKE 'CALL %'"
+                ),
+            )
+            .parse()
+            .unwrap();
+        assert_eq!(toplevel_calls, transactions, "{name}");
+    }
+
+    // By default the calls go as HammerDB sends them: the simple protocol, with literals.
+    s.psql(&db, reset);
+    run_checked(
+        &db,
+        &["--vu", "1", "--iterations", "40", "--seed", "14"],
+        40,
+    );
+    let literal_calls: i64 = s
+        .psql(&db, &format!("SELECT count(*) {ours} AND query ~ '^CALL (neword|payment)\\(\\d+, \\d+, \\d+, \\d+'"))
+        .parse()
+        .unwrap();
+    assert!(literal_calls > 1, "{literal_calls}");
 }

@@ -23,6 +23,8 @@ pub struct LabWorkloadKind {
     /// The protocols its runs honour; a spec that asks for another is refused before anything
     /// starts.
     pub protocols: &'static [Protocol],
+    /// The protocol of a spec that gives none.
+    pub default_protocol: Protocol,
     /// Makes the workload from the spec's `options = { ... }`, refusing unknown or bad ones.
     pub create: CreateWorkload,
     /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),
@@ -51,7 +53,8 @@ pub struct RunRequest<'a> {
     pub scale: i64,
     pub clients: usize,
     pub threads: usize,
-    /// The spec's `protocol`, one the workload's kind accepts (prepared when the spec gives none).
+    /// The spec's `protocol`, one the workload's kind accepts (its default when the spec gives
+    /// none).
     pub protocol: Protocol,
     /// Run this long first, as a run of its own whose sessions end before the measured one
     /// starts, so that server statistics (flushed when sessions end) exclude it exactly.

@@ -364,7 +364,10 @@ impl<'a> Lab<'a> {
                     .threads
                     .unwrap_or_else(default_threads)
                     .min(cell.clients),
-                protocol: workload.protocol.unwrap_or(Protocol::Prepared),
+                protocol: workload.protocol.unwrap_or_else(|| {
+                    crate::family::lab_workload(&workload.name)
+                        .map_or(Protocol::Prepared, |kind| kind.default_protocol)
+                }),
                 warmup: self.spec.warmup,
                 duration: self.spec.duration,
                 client_cpus: workload.client_cpus.as_deref(),

@@ -1,15 +1,19 @@
 //! Where a workload command connects: `-h -p -U -d` (pgbench's letters), else PG* variables,
 //! else the managed default server; and the one rule for counts that must be positive.
 
-use clap::Args;
+use clap::{ArgAction, Args};
 
 use crate::error::Failure;
 use crate::server::resolve_target;
 use crate::server::target::{ConnFlags, ConnSpec};
 
 /// Where the database is; unset ones follow PG* variables, or the managed default server.
+/// `-h` is the host, as in pgbench and psql, so help is `-?`/`--help`: a command that
+/// flattens these sets `disable_help_flag`.
 #[derive(Debug, Args)]
 pub struct ConnectionArgs {
+    #[arg(short = '?', long = "help", action = ArgAction::Help, help = "Print help")]
+    pub help: Option<bool>,
     /// Server host or socket directory
     #[arg(short = 'h', long)]
     pub host: Option<String>,

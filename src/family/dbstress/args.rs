@@ -8,11 +8,14 @@ pub use crate::family::common::connection::ConnectionArgs;
 pub enum DbstressAction {
     /// Create ZONE, SECTION, STAT, OBJECT and HISTORY (20 rows per object) per set, generated on
     /// the server over --threads connections, then the indexes and ANALYZE
+    #[command(disable_help_flag = true)]
     Prepare(PrepareArgs),
     /// Run sessions of read-only or read+write transactions: TPS and response times per
     /// statement
+    #[command(disable_help_flag = true)]
     Run(Box<RunArgs>),
     /// Drop the dbSTRESS tables
+    #[command(disable_help_flag = true)]
     Cleanup(ConnectionArgs),
 }
 

@@ -3,6 +3,7 @@
 //! simple; `options = { rw_ratio = 5, same_ref = true, for_update = true, anti_dead = true }`.
 
 use super::command::{plan, prepare_tables, Settings};
+use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
@@ -40,6 +41,7 @@ impl Default for DbstressLab {
 pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "dbstress",
     protocols: ALL_PROTOCOLS,
+    default_protocol: Protocol::Prepared,
     create: |options| Ok(Box::new(DbstressLab::new(options)?)),
     metrics: &[],
 }];

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::command::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run};
+use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest,
@@ -39,12 +40,14 @@ pub const KINDS: &[LabWorkloadKind] = &[
     LabWorkloadKind {
         name: "pgbench",
         protocols: ALL_PROTOCOLS,
+        default_protocol: Protocol::Prepared,
         create: |options| PgbenchLab::create("pgbench", Flavor::Plain, options),
         metrics: &[],
     },
     LabWorkloadKind {
         name: "pgbench-extra-indexes",
         protocols: ALL_PROTOCOLS,
+        default_protocol: Protocol::Prepared,
         create: |options| {
             PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
         },
@@ -53,6 +56,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
     LabWorkloadKind {
         name: "analytics",
         protocols: ALL_PROTOCOLS,
+        default_protocol: Protocol::Prepared,
         create: |options| PgbenchLab::create("analytics", Flavor::Analytics, options),
         metrics: &[],
     },

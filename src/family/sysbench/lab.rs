@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::command::{oltp_options, test_plan};
-use crate::driver::RunLimit;
+use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
@@ -65,12 +65,14 @@ pub const KINDS: &[LabWorkloadKind] = &[
     LabWorkloadKind {
         name: "sysbench",
         protocols: ALL_PROTOCOLS,
+        default_protocol: Protocol::Prepared,
         create: |options| Ok(Box::new(SysbenchLab::new(options)?)),
         metrics: &[],
     },
     LabWorkloadKind {
         name: "sysbench-microbench",
         protocols: ALL_PROTOCOLS,
+        default_protocol: Protocol::Prepared,
         create: |options| Ok(Box::new(MicrobenchLab::new(options)?)),
         metrics: &[],
     },

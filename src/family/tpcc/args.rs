@@ -8,12 +8,16 @@ pub use crate::family::common::connection::ConnectionArgs;
 pub enum TpccAction {
     /// Create the TPROC-C tables, load them by warehouse over --threads connections, build keys
     /// and indexes, then ANALYZE and VACUUM FREEZE
+    #[command(disable_help_flag = true)]
     Build(BuildArgs),
     /// Run the TPROC-C mix with virtual users: NOPM and TPM as HammerDB computes them
+    #[command(disable_help_flag = true)]
     Run(Box<RunArgs>),
     /// Check TPC-C's consistency conditions (3.3.2.1-4; --all adds 5-9)
+    #[command(disable_help_flag = true)]
     Check(CheckArgs),
     /// Drop the TPROC-C tables and procedures
+    #[command(disable_help_flag = true)]
     Drop(ConnectionArgs),
 }
 
@@ -72,14 +76,18 @@ pub struct RunArgs {
     /// Transactions per virtual user instead of --duration (HammerDB's total iterations)
     #[arg(long, allow_negative_numbers = true)]
     pub iterations: Option<i64>,
-    /// Weights of New-Order, Payment, Order-Status, Delivery, Stock-Level (summing to 100), or
-    /// hammerdb for HammerDB's 10/10/1/1/1 of 23
-    #[arg(long, default_value = "45,43,4,4,4")]
+    /// HammerDB's mix (10/10/1/1/1 of 23: New-Order, Payment, Order-Status, Delivery,
+    /// Stock-Level), or five weights summing to 100 such as 45,43,4,4,4
+    #[arg(long, default_value = "hammerdb")]
     pub mix: String,
     /// server: one CALL of a PL/pgSQL procedure per transaction (HammerDB's); client: the
-    /// same statements, prepared and sent one by one by stampede
+    /// transactions' statements, prepared and sent by stampede
     #[arg(long, default_value = "server")]
     pub mode: String,
+    /// How server mode sends its calls: simple (the simple protocol with literals, as HammerDB)
+    /// or prepared [default: simple]
+    #[arg(long, value_name = "PROTOCOL")]
+    pub call: Option<String>,
     /// Each virtual user waits a keying time before and a think time after every transaction,
     /// as TPC-C's terminals (HammerDB's seconds: New-Order 18/12, Payment 3/12, Order-Status 2/5,
     /// Delivery 2/10, Stock-Level 2/5); latencies leave the pauses out

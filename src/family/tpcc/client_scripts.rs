@@ -1,26 +1,28 @@
 //! The TPROC-C transactions in client mode: the procedures' logic as statements stampede
-//! prepares and sends one by one inside `BEGIN … COMMIT`, with the same inputs as server mode
-//! (the client now also draws New-Order's items, supplying warehouses and quantities, as the
-//! procedure does on the server). New-Order's 5–15 lines and Delivery's 10 districts are
-//! unrolled, each line guarded by `\if`, since the script language has no loops.
+//! prepares and sends inside `BEGIN … COMMIT`, with the same inputs as server mode (the client
+//! also draws New-Order's items, supplying warehouses and quantities, as the procedure does on
+//! the server). New-Order sends its lines as arrays to set-wise statements; Delivery's 10
+//! districts are unrolled, each guarded by `\if`, since the script language has no loops.
 
 use super::scripts::{Inputs, MAX_ORDER_LINES};
 
 /// Delivery visits every district of the warehouse (clause 2.7.4.2).
 const DISTRICTS: i64 = 10;
 
-/// New-Order (2.4.2): order header, then per line the item, its stock and the order line.
-/// With `rollback`, the last line names the unused item 100001 and the transaction is rolled
-/// back when the item is not found (2.4.2.3).
+/// New-Order (2.4.2) in four round trips, with the procedure's set-wise statements joined by
+/// data-modifying CTEs where one needs another's result: `BEGIN`; the district's next order
+/// id with the order and new-order rows, returning the customer's discount and the taxes;
+/// the lines' prices, one UPDATE of their stock and one INSERT of the order lines, returning
+/// how many lines have an item; then `COMMIT`, or `ROLLBACK` when one has none (2.4.2.3; with
+/// `rollback` the last line names the unused item 100001). Items drawn twice in one order
+/// share one stock update.
 pub fn new_order(inputs: &Inputs, rollback: bool) -> String {
     let mut text = format!(
         "{}\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n",
         inputs.warehouse
     );
-    // Lines that exist: all of ol_cnt, or all but the last (the unused item) with `rollback`.
-    let real_lines = if rollback { ":ol_cnt - 1" } else { ":ol_cnt" };
     for line in 1..=MAX_ORDER_LINES {
-        text.push_str(&draw_line(line, real_lines, inputs.warehouses));
+        text.push_str(&draw_line(line, rollback, inputs.warehouses));
     }
     let remote_sum: Vec<String> = (1..=MAX_ORDER_LINES)
         .map(|line| format!(":remote_{line}"))
@@ -31,62 +33,72 @@ pub fn new_order(inputs: &Inputs, rollback: bool) -> String {
     ));
     text.push_str(
         "BEGIN;\n\
-         SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse \
-         WHERE w_id = :w_id AND c_w_id = w_id AND c_d_id = :d_id AND c_id = :c_id \\gset\n\
+         WITH district_update AS (\
          UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = :w_id AND d_id = :d_id \
-         RETURNING d_next_o_id - 1 AS o_id, d_tax \\gset\n\
+         RETURNING d_next_o_id - 1 AS o_id, d_tax), \
+         order_insert AS (\
          INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_ol_cnt, o_all_local) \
-         VALUES (:o_id, :d_id, :w_id, :c_id, current_timestamp, :ol_cnt, :all_local);\n\
-         INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (:o_id, :d_id, :w_id);\n",
+         SELECT o_id, :d_id, :w_id, :c_id, current_timestamp, :ol_cnt, :all_local FROM district_update), \
+         new_order_insert AS (\
+         INSERT INTO new_order (no_o_id, no_d_id, no_w_id) SELECT o_id, :d_id, :w_id FROM district_update) \
+         SELECT c_discount, c_last, c_credit, w_tax, o_id, d_tax FROM customer, warehouse, district_update \
+         WHERE w_id = :w_id AND c_w_id = :w_id AND c_d_id = :d_id AND c_id = :c_id \\gset\n",
     );
-    for line in 1..=MAX_ORDER_LINES {
-        text.push_str(&order_line(line, real_lines));
-    }
-    if rollback {
-        text.push_str(
-            "SELECT count(*) AS unused_found FROM item WHERE i_id = 100001 \\gset\n\
-             \\if :unused_found = 0\nROLLBACK;\n\\else\nCOMMIT;\n\\endif\n",
-        );
-    } else {
-        text.push_str("COMMIT;\n");
-    }
+    let array = |name: &str| {
+        let elements: Vec<String> = (1..=MAX_ORDER_LINES)
+            .map(|line| format!(":{name}_{line}"))
+            .collect();
+        format!("ARRAY[{}]::integer[]", elements.join(", "))
+    };
+    text.push_str(&format!(
+        "WITH lines AS (\
+         SELECT number, drawn.item, supply, quantity, i_price AS price \
+         FROM unnest({}, {}, {}) WITH ORDINALITY AS drawn (item, supply, quantity, number) \
+         LEFT JOIN item ON i_id = drawn.item WHERE number <= :ol_cnt), \
+         stock_update AS (\
+         UPDATE stock SET s_quantity = (CASE WHEN s_quantity < ordered.quantity + 10 THEN s_quantity + 91 \
+         ELSE s_quantity END) - ordered.quantity, s_ytd = s_ytd + ordered.quantity, \
+         s_order_cnt = s_order_cnt + 1, \
+         s_remote_cnt = s_remote_cnt + CASE WHEN ordered.supply = :w_id THEN 0 ELSE 1 END \
+         FROM (SELECT * FROM lines WHERE price IS NOT NULL ORDER BY supply, item) AS ordered \
+         WHERE s_i_id = ordered.item AND s_w_id = ordered.supply \
+         RETURNING s_i_id, s_w_id, CASE :d_id::integer WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 \
+         WHEN 3 THEN s_dist_03 WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06 \
+         WHEN 7 THEN s_dist_07 WHEN 8 THEN s_dist_08 WHEN 9 THEN s_dist_09 ELSE s_dist_10 END AS dist), \
+         order_line_insert AS (\
+         INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, \
+         ol_quantity, ol_amount, ol_dist_info) \
+         SELECT :o_id, :d_id, :w_id, number, item, supply, quantity, quantity * price \
+         * (1 + :w_tax::numeric + :d_tax::numeric) * (1 - :c_discount::numeric), dist \
+         FROM lines JOIN stock_update ON s_i_id = item AND s_w_id = supply) \
+         SELECT count(price) AS priced_lines FROM lines \\gset\n\
+         \\if :priced_lines < :ol_cnt\nROLLBACK;\n\\else\nCOMMIT;\n\\endif\n",
+        array("item"),
+        array("supply"),
+        array("quantity"),
+    ));
     text
 }
 
-/// One line's item (uniform, as HammerDB's), supplying warehouse (1% remote when there are
-/// several) and quantity; lines past the order's count draw no remote warehouse.
-fn draw_line(line: u32, real_lines: &str, warehouses: i64) -> String {
+/// One line's item (uniform, as HammerDB's; with `rollback`, the unused item 100001 on the
+/// order's last line), supplying warehouse (1% remote when there are several) and quantity.
+/// Lines past the order's count are drawn too, and left out by the statements.
+fn draw_line(line: u32, rollback: bool, warehouses: i64) -> String {
+    let item = if rollback {
+        format!("case when :ol_cnt = {line} then 100001 else random(1, 100000) end")
+    } else {
+        "random(1, 100000)".to_string()
+    };
     let remote = if warehouses > 1 {
-        format!("case when {real_lines} >= {line} and random(1, 100) = 1 then 1 else 0 end")
+        format!("case when :ol_cnt >= {line} and random(1, 100) = 1 then 1 else 0 end")
     } else {
         "0".into()
     };
     format!(
-        "\\set item_{line} random(1, 100000)\n\\set quantity_{line} random(1, 10)\n\
+        "\\set item_{line} {item}\n\\set quantity_{line} random(1, 10)\n\
          \\set remote_{line} {remote}\n\
          \\set supply_{line} case when :remote_{line} = 1 then 1 + (:w_id + random(0, {})) % {warehouses} else :w_id end\n",
         (warehouses - 2).max(0)
-    )
-}
-
-/// One order line (2.4.2.2): the item's price, the stock's update and district info, the line.
-fn order_line(line: u32, real_lines: &str) -> String {
-    format!(
-        "\\if {real_lines} >= {line}\n\
-         SELECT i_price, i_name, i_data FROM item WHERE i_id = :item_{line} \\gset\n\
-         UPDATE stock SET s_quantity = CASE WHEN s_quantity >= :quantity_{line}::integer + 10 \
-         THEN s_quantity - :quantity_{line}::integer ELSE s_quantity - :quantity_{line}::integer + 91 END, \
-         s_ytd = s_ytd + :quantity_{line}::integer, s_order_cnt = s_order_cnt + 1, \
-         s_remote_cnt = s_remote_cnt + :remote_{line}::integer \
-         WHERE s_i_id = :item_{line} AND s_w_id = :supply_{line} \
-         RETURNING CASE :d_id::integer WHEN 1 THEN s_dist_01 WHEN 2 THEN s_dist_02 WHEN 3 THEN s_dist_03 \
-         WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06 WHEN 7 THEN s_dist_07 \
-         WHEN 8 THEN s_dist_08 WHEN 9 THEN s_dist_09 ELSE s_dist_10 END AS dist_info \\gset\n\
-         INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, \
-         ol_quantity, ol_amount, ol_dist_info) VALUES (:o_id, :d_id, :w_id, {line}, :item_{line}, \
-         :supply_{line}, :quantity_{line}, :quantity_{line}::integer * :i_price::numeric \
-         * (1 + :w_tax::numeric + :d_tax::numeric) * (1 - :c_discount::numeric), :dist_info);\n\
-         \\endif\n"
     )
 }
 

@@ -1,7 +1,7 @@
 //! TPROC-C as a lab workload, the way seed 001 ran HammerDB: `scale` is the warehouse count,
 //! `clients` the virtual users, `scripts` the modes (`server`, `client`), the lab's warmup the rampup;
 //! every run gets a fresh copy of the built database, as seed 001 restored a base backup for
-//! every virtual-user count. `options = { mix = "hammerdb" }` picks the mix. Each run stores
+//! every virtual-user count. `options = { mix = "45,43,4,4,4" }` picks another mix than HammerDB's. Each run stores
 //! HammerDB's NOPM and TPM (`run_metrics`), from the server's counters around the measured run.
 
 use super::run::{plan, read_counters, run_constants, Counters, Settings};
@@ -21,11 +21,12 @@ pub struct TpccLab {
     mix: Mix,
 }
 
-/// TPROC-C; its transactions run as prepared statements (CALLs in server mode), so the spec's
-/// `protocol` may only say so.
+/// TPROC-C; `protocol` is how server mode sends its CALLs (simple, with literals, as HammerDB
+/// by default); client mode prepares its statements whatever it says.
 pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "tpcc",
-    protocols: &[Protocol::Prepared],
+    protocols: &[Protocol::Simple, Protocol::Prepared],
+    default_protocol: Protocol::Simple,
     create: |options| Ok(Box::new(TpccLab::new(options)?)),
     metrics: &[
         // HammerDB's New-Orders per minute and all transactions per minute.
@@ -51,7 +52,7 @@ struct TpccOptions {
 impl TpccLab {
     fn new(options: &toml::Table) -> Result<TpccLab, OptionsError> {
         let parsed: TpccOptions = options::parse("tpcc", options)?;
-        let mix = Mix::parse(parsed.mix.as_deref().unwrap_or("45,43,4,4,4"))
+        let mix = Mix::parse(parsed.mix.as_deref().unwrap_or("hammerdb"))
             .map_err(|e| OptionsError::at("tpcc", "mix", e))?;
         Ok(TpccLab { mix })
     }
@@ -120,6 +121,7 @@ impl FamilyWorkload for TpccLab {
                 limit: RunLimit::Duration(std::time::Duration::from_secs(seconds)),
                 mix: self.mix,
                 mode: *mode,
+                call: request.protocol,
                 keying_thinking: None,
                 seed,
             };

@@ -43,6 +43,8 @@ pub struct Settings {
     pub limit: RunLimit,
     pub mix: Mix,
     pub mode: Mode,
+    /// How server mode's calls are sent: simple (literals, HammerDB's way) or prepared.
+    pub call: Protocol,
     /// Keying and think times, scaled by this factor (1 = HammerDB's seconds).
     pub keying_thinking: Option<f64>,
     pub seed: u64,
@@ -62,8 +64,12 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let constants =
         NurandConstants::for_run(&mut TpccRandom::seeded(settings.seed).prng, load_c_last);
     println!(
-        "TPROC-C, {} mode: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}seed {}",
+        "TPROC-C, {} mode{}: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}seed {}",
         settings.mode.name(),
+        match settings.mode {
+            Mode::Server => format!(" (calls sent {})", settings.protocol().name()),
+            Mode::Client => String::new(),
+        },
         settings.vu,
         match settings.warehouse_choice {
             WarehouseChoice::Home => " (home warehouses)",
@@ -119,6 +125,7 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
         })
     };
     let rampup = duration(&args.rampup, "rampup")?;
+    let mode = Mode::parse(&args.mode).map_err(Failure::input)?;
     let limit = match args.iterations {
         Some(n) => RunLimit::TransactionsPerClient(positive::<u64>(n, "iterations")?),
         None => {
@@ -137,12 +144,45 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
         rampup,
         limit,
         mix: Mix::parse(&args.mix).map_err(Failure::input)?,
-        mode: Mode::parse(&args.mode).map_err(Failure::input)?,
+        mode,
+        call: call_protocol(args, mode)?,
         keying_thinking: keying_thinking(args)?,
         seed: args
             .seed
             .unwrap_or_else(crate::family::common::measure::seed),
     })
+}
+
+impl Settings {
+    /// The driver's protocol: the calls' in server mode; client mode prepares its statements.
+    pub fn protocol(&self) -> Protocol {
+        match self.mode {
+            Mode::Server => self.call,
+            Mode::Client => Protocol::Prepared,
+        }
+    }
+}
+
+/// `--call`, which only server mode takes.
+fn call_protocol(args: &RunArgs, mode: Mode) -> Result<Protocol, Failure> {
+    let Some(text) = &args.call else {
+        return Ok(Protocol::Simple);
+    };
+    let call = match text.as_str() {
+        "simple" => Protocol::Simple,
+        "prepared" => Protocol::Prepared,
+        _ => {
+            return Err(Failure::input(format!(
+                "--call \"{text}\": the calls are sent simple (literals, as HammerDB) or prepared"
+            )))
+        }
+    };
+    if mode == Mode::Client {
+        return Err(Failure::input(
+            "--call applies to --mode server; client mode prepares its own statements",
+        ));
+    }
+    Ok(call)
 }
 
 fn keying_thinking(args: &RunArgs) -> Result<Option<f64>, Failure> {
@@ -177,6 +217,7 @@ pub fn plan(
         settings.mix,
         settings.mode,
         Routines::for_server(server_version_num(&conn.clone().untracked())?),
+        settings.call,
     ) {
         let script = parse_script(name, name, &text, &mut variables)
             .map_err(|e| Failure::input(format!("internal script {name}: {e}")))?;
@@ -189,7 +230,7 @@ pub fn plan(
         &conn,
         settings.vu,
         settings.limit,
-        Protocol::Prepared,
+        settings.protocol(),
         weighted,
         variables,
         settings.seed,

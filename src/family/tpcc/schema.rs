@@ -25,7 +25,7 @@ pub const TABLES: [(&str, &str); 9] = [
     w_state character(2) NOT NULL,
     w_zip character(9) NOT NULL,
     w_tax numeric(4,4) NOT NULL,
-    w_ytd numeric(12,2) NOT NULL)",
+    w_ytd numeric(16,2) NOT NULL)",
     ),
     (
         "district",
@@ -140,7 +140,7 @@ pub const INDEXES: [(&str, &str); 10] = [
     ("item", "ALTER TABLE item ADD CONSTRAINT item_i1 PRIMARY KEY (i_id)"),
     ("warehouse", "ALTER TABLE warehouse ADD CONSTRAINT warehouse_i1 PRIMARY KEY (w_id)"),
     ("district", "ALTER TABLE district ADD CONSTRAINT district_i1 PRIMARY KEY (d_w_id, d_id)"),
-    ("stock", "ALTER TABLE stock ADD CONSTRAINT stock_i1 PRIMARY KEY (s_w_id, s_i_id)"),
+    ("stock", "ALTER TABLE stock ADD CONSTRAINT stock_i1 PRIMARY KEY (s_i_id, s_w_id)"),
     (
         "customer",
         "ALTER TABLE customer ADD CONSTRAINT customer_i1 PRIMARY KEY (c_w_id, c_d_id, c_id)",

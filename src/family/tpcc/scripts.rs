@@ -6,6 +6,7 @@
 use super::client_scripts;
 use super::procedures::Routines;
 use super::random::NurandConstants;
+use crate::driver::Protocol;
 
 /// Relative weights of the five transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,10 +187,11 @@ pub fn scripts(
     mix: Mix,
     mode: Mode,
     routines: Routines,
+    call: Protocol,
 ) -> Vec<(&'static str, String, u32)> {
     let inputs = Inputs::new(warehouses, choice, constants);
     let texts = match mode {
-        Mode::Server => server_scripts(&inputs, routines),
+        Mode::Server => server_scripts(&inputs, routines, call),
         Mode::Client => [
             client_scripts::new_order(&inputs, false),
             client_scripts::new_order(&inputs, true),
@@ -215,32 +217,39 @@ pub fn scripts(
         .collect()
 }
 
-/// Server mode: the inputs, then one call (New-Order's items are drawn by the procedure).
-fn server_scripts(inputs: &Inputs, routines: Routines) -> [String; 6] {
+/// Server mode: the inputs, then one call (New-Order's items are drawn by the procedure). The
+/// customer's last name is drawn here and passed as a literal under the simple protocol (as
+/// HammerDB's client does) or as a parameter under prepared.
+fn server_scripts(inputs: &Inputs, routines: Routines, call: Protocol) -> [String; 6] {
     let (home, warehouses, customer) = (&inputs.warehouse, inputs.warehouses, &inputs.customer);
-    let call = |name: &str, arguments: &str| routines.call(name, arguments);
+    let call_statement = |name: &str, arguments: &str| routines.call(name, arguments);
+    let last_name = match call {
+        Protocol::Prepared => ":last_name",
+        _ => "':last_name'",
+    };
+    let named_customer = format!("{customer}\\set last_name tpcc_last_name(:name)\n");
     let new_order = |rollback: u8| {
         format!(
             "{home}\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n{};\n",
-            call("neword", &format!(":w_id, {warehouses}, :d_id, :c_id, :ol_cnt, {rollback}, NULL"))
+            call_statement("neword", &format!(":w_id, {warehouses}, :d_id, :c_id, :ol_cnt, {rollback}, NULL"))
         )
     };
     [
         new_order(0),
         new_order(1),
         format!(
-            "{home}\\set d_id random(1, 10)\n{}{customer}\\set cents random(100, 500000)\n{};\n",
+            "{home}\\set d_id random(1, 10)\n{}{named_customer}\\set cents random(100, 500000)\n{};\n",
             inputs.payment_customer_warehouse,
-            call("payment", ":w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, tpcc_last_name(:name), :cents::numeric / 100, NULL")
+            call_statement("payment", &format!(":w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, {last_name}, :cents::numeric / 100, NULL"))
         ),
         format!(
-            "{home}\\set d_id random(1, 10)\n{customer}{};\n",
-            call("ostat", ":w_id, :d_id, :c_id, :by_name, tpcc_last_name(:name), NULL")
+            "{home}\\set d_id random(1, 10)\n{named_customer}{};\n",
+            call_statement("ostat", &format!(":w_id, :d_id, :c_id, :by_name, {last_name}, NULL"))
         ),
-        format!("{home}\\set carrier random(1, 10)\n{};\n", call("delivery", ":w_id, :carrier, NULL")),
+        format!("{home}\\set carrier random(1, 10)\n{};\n", call_statement("delivery", ":w_id, :carrier, NULL")),
         format!(
             "{home}\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n{};\n",
-            call("slev", ":w_id, :d_id, :threshold, NULL")
+            call_statement("slev", ":w_id, :d_id, :threshold, NULL")
         ),
     ]
 }
@@ -268,6 +277,7 @@ mod tests {
             Mix::parse("45,43,4,4,4").unwrap(),
             Mode::Server,
             Routines::Procedures,
+            Protocol::Simple,
         );
         let weights: Vec<u32> = scripts.iter().map(|s| s.2).collect();
         assert_eq!(weights, [4455, 45, 4300, 400, 400, 400]);
@@ -278,6 +288,7 @@ mod tests {
             Mix::parse("hammerdb").unwrap(),
             Mode::Client,
             Routines::Procedures,
+            Protocol::Prepared,
         );
         let mut variables = VarTable::default();
         for (name, text, _) in scripts.iter().chain(&client) {

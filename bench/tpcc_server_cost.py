@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Does stampede's TPROC-C do HammerDB's work per transaction? Server CPU per transaction (all
+types and per type), the procedures' statements per transaction, and NOPM, for stampede's
+server mode against HammerDB's own PostgreSQL procedures on the same server in the same run.
+
+HammerDB's procedures are read from a HammerDB checkout (--hammerdb-src, its
+src/postgresql/pgoltp.tcl: the stored-procedure variant), created in a schema `hammerdb` of a
+database stampede built, and called as HammerDB's driver calls them (the simple protocol with
+literals, its inputs, its 10/10/1/1/1 mix, a fixed Stock-Level district per user) by
+`stampede pgbench -M simple` scripts. --before adds an older stampede binary (its own build).
+Each variant gets its own database; runs alternate between variants (ABBA over --rounds).
+
+Server CPU is the postmaster's own, reaped and live children's /proc times around a run;
+statements per transaction are the nested statements pg_stat_statements counts (track = all),
+the CALL not included; NOPM is Δ sum(district.d_next_o_id) per minute.
+
+Usage: bench/tpcc_server_cost.py --hammerdb-src PATH [--before BIN] [--warehouses 4]
+       [--seconds 60] [--type-seconds 10] [--vu 1,4] [--rounds 2]
+Build first: cargo build --release.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pgserver import Server  # noqa: E402
+from tpcc_client_cpu import server_cpu_s  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
+TYPES = [("new-order", "100,0,0,0,0", "neword"), ("payment", "0,100,0,0,0", "payment"),
+         ("order-status", "0,0,100,0,0", "ostat"), ("delivery", "0,0,0,100,0", "delivery"),
+         ("stock-level", "0,0,0,0,100", "slev")]
+# HammerDB's draw of 1..23 per transaction.
+HAMMERDB_WEIGHTS = {"neword": 10, "payment": 10, "delivery": 1, "slev": 1, "ostat": 1}
+
+
+def hammerdb_procedures(source):
+    """The six definitions of pgoltp.tcl's stored-procedure variant (not Oracle-compatible):
+    the second `set sql(1)` block that creates DBMS_RANDOM, through sql(6)."""
+    text = open(os.path.join(source, "src", "postgresql", "pgoltp.tcl")).read()
+    starts = [m.start() for m in re.finditer(r"set sql\(1\) \{\s*CREATE OR REPLACE FUNCTION DBMS_RANDOM", text)]
+    position, definitions = starts[1], []
+    for number in range(1, 7):
+        position = text.index(f"set sql({number}) {{", position)
+        depth, begin = 0, text.index("{", position)
+        for end in range(begin, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        definitions.append(text[begin + 1:end])
+        position = end
+    qualified = []
+    for sql in definitions:
+        sql = re.sub(r"CREATE OR REPLACE (FUNCTION|PROCEDURE) (\w+)",
+                     lambda m: f"CREATE OR REPLACE {m.group(1)} hammerdb.{m.group(2)}", sql, count=1)
+        qualified.append(sql)
+    return qualified
+
+
+def hammerdb_scripts(directory, warehouses):
+    """HammerDB's driver (neword, payment, ostat, delivery, slev procs of pgoltp.tcl) as
+    pgbench scripts: the same inputs, literals in the simple protocol."""
+    home = f"\\set w_id :client_id % {warehouses} + 1\n"
+    stamp = "now()::timestamp without time zone"
+    name = "\\set name tpcc_last_name(((random(0, 255) | random(0, 999)) + 123) % 1000)\n"
+    other = (f"1 + (:w_id + random(0, {warehouses - 2})) % {warehouses}" if warehouses > 1 else ":w_id")
+    scripts = {
+        "neword": home + "\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n"
+        f"call hammerdb.neword(:w_id, {warehouses}, :d_id, :c_id, :ol_cnt, 0.0, '', '', 0.0, 0.0, 0, {stamp});\n",
+        "payment": home + "\\set d_id random(1, 10)\n"
+        f"\\if random(1, 100) <= 85\n\\set c_w_id :w_id\n\\set c_d_id :d_id\n\\else\n\\set c_w_id {other}\n"
+        "\\set c_d_id random(1, 10)\n\\endif\n" + name +
+        "\\set c_id random(1, 3000)\n\\set byname case when random(1, 100) <= 60 then 1 else 0 end\n"
+        "\\set amount random(1, 5000)\n"
+        "call hammerdb.payment(:w_id, :d_id, :c_w_id, :c_d_id, :byname, :amount, '0', ':name', :c_id"
+        + ", ''" * 17 + f", {stamp}, 0.0, 0.0, 0.0, '', {stamp});\n",
+        "ostat": home + "\\set d_id random(1, 10)\n" + name +
+        "\\set c_id random(1, 3000)\n\\set byname case when random(1, 100) <= 60 then 1 else 0 end\n"
+        f"call hammerdb.ostat(:w_id, :d_id, :c_id, :byname, ':name', '', '', 0.0, 0, {stamp}, 0, '');\n",
+        "delivery": home + f"\\set carrier random(1, 10)\ncall hammerdb.delivery(:w_id, :carrier, {stamp});\n",
+        # HammerDB draws each user's Stock-Level district once.
+        "slev": home + "\\set threshold random(10, 20)\n"
+        "call hammerdb.slev(:w_id, (:client_id * 7 + 3) % 10 + 1, :threshold, 0);\n",
+    }
+    paths = {}
+    for key, text in scripts.items():
+        paths[key] = os.path.join(directory, f"{key}.sql")
+        with open(paths[key], "w") as f:
+            f.write(text)
+    return paths
+
+
+class Variant:
+    def __init__(self, name, binary, db):
+        self.name, self.binary, self.db = name, binary, db
+        self.mixed = {}  # vu -> list of (cpu us/txn, statements/txn, nopm)
+        self.per_type = {}  # type -> list of cpu us/txn
+
+
+def psql_value(server, db, sql):
+    out = subprocess.run(["psql", "-X", "-A", "-t", "-h", "127.0.0.1", "-p", server.port, "-U", "postgres",
+                          "-d", db, "-c", sql], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def run_once(server, postmaster, variant, scripts, warehouses, vu, seconds, only=None):
+    """One run: (server CPU us per transaction, nested statements per transaction, NOPM)."""
+    connection = ["-h", "127.0.0.1", "-p", server.port, "-U", "postgres", "-d", variant.db]
+    psql_value(server, variant.db, "SELECT pg_stat_statements_reset()")
+    before_orders = int(psql_value(server, variant.db, "SELECT sum(d_next_o_id) FROM district"))
+    before_cpu = server_cpu_s(postmaster)
+    started = time.monotonic()
+    if variant.name == "hammerdb":
+        keys = [only] if only else list(HAMMERDB_WEIGHTS)
+        command = [STAMPEDE, "pgbench", "-n", "-M", "simple", "-c", str(vu), "-j", str(vu), "-T", str(seconds)]
+        for key in keys:
+            command += ["-f", f"{scripts[key]}@{HAMMERDB_WEIGHTS[key]}"]
+        env = dict(os.environ, PGOPTIONS="-c search_path=public,hammerdb")
+        run = subprocess.run(command + connection, capture_output=True, text=True, env=env)
+        match = re.search(r"number of transactions actually processed: (\d+)", run.stdout)
+        transactions = int(match.group(1)) if match else 0
+    else:
+        mix = ["--mix", next(m for t, m, _ in TYPES if t == only)] if only else []
+        run = subprocess.run([variant.binary, "tpcc", "run", f"--vu={vu}", "--rampup=0s",
+                              f"--duration={seconds}s", "--seed=1"] + mix + connection,
+                             capture_output=True, text=True)
+        transactions = sum(int(m) for m in re.findall(r"^[a-z-]+ +(\d+) ", run.stdout, re.M))
+    elapsed = time.monotonic() - started
+    if run.returncode != 0 or transactions == 0:
+        sys.exit(f"{variant.name} run failed:\n{run.stdout}\n{run.stderr}")
+    server_s = server_cpu_s(postmaster) - before_cpu
+    after_orders = int(psql_value(server, variant.db, "SELECT sum(d_next_o_id) FROM district"))
+    nested = int(psql_value(server, variant.db,
+                            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d "
+                            "ON d.oid = s.dbid WHERE d.datname = current_database() AND NOT toplevel"))
+    return (server_s * 1e6 / transactions, nested / transactions,
+            (after_orders - before_orders) / (elapsed / 60))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hammerdb-src", required=True)
+    parser.add_argument("--before")
+    parser.add_argument("--warehouses", type=int, default=4)
+    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--type-seconds", type=int, default=10)
+    parser.add_argument("--vu", default="1,4")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--port", type=int, default=15472)
+    args = parser.parse_args()
+    server = Server(args.port, os.path.join(tempfile.gettempdir(), f"stampede-bench-{args.port}"),
+                    "-c fsync=off -c shared_buffers=1GB -c synchronous_commit=off "
+                    "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
+                    "-c pg_stat_statements.max=10000 -c autovacuum=off")
+    server.init()
+    server.start()
+    variants = [Variant("stampede", STAMPEDE, "tpcc_stampede"), Variant("hammerdb", STAMPEDE, "tpcc_hammerdb")]
+    if args.before:
+        variants.append(Variant("before", args.before, "tpcc_before"))
+    scripts = hammerdb_scripts(tempfile.mkdtemp(prefix="hammerdb-"), args.warehouses)
+    try:
+        postmaster = int(open(os.path.join(server.data, "postmaster.pid")).readline())
+        for variant in variants:
+            server.psql("postgres", f"CREATE DATABASE {variant.db}")
+            subprocess.run([variant.binary, "tpcc", "build", f"--warehouses={args.warehouses}", "--seed=1",
+                            "-h", "127.0.0.1", "-p", server.port, "-U", "postgres", "-d", variant.db],
+                           check=True, capture_output=True)
+            server.psql(variant.db, "CREATE EXTENSION pg_stat_statements")
+            if variant.name == "hammerdb":
+                server.psql(variant.db, "CREATE SCHEMA hammerdb")
+                for definition in hammerdb_procedures(args.hammerdb_src):
+                    server.psql(variant.db, definition)
+        for round_index in range(args.rounds):
+            order = variants if round_index % 2 == 0 else list(reversed(variants))
+            for vu in (int(v) for v in args.vu.split(",")):
+                for variant in order:
+                    result = run_once(server, postmaster, variant, scripts, args.warehouses, vu, args.seconds)
+                    variant.mixed.setdefault(vu, []).append(result)
+            for type_name, _, key in TYPES:
+                for variant in order:
+                    only = key if variant.name == "hammerdb" else type_name
+                    cpu, statements, _ = run_once(server, postmaster, variant, scripts, args.warehouses, 1,
+                                                  args.type_seconds, only)
+                    variant.per_type.setdefault(type_name, []).append((cpu, statements))
+    finally:
+        server.remove()
+    report(variants, args)
+
+
+def report(variants, args):
+    reference = next(v for v in variants if v.name == "hammerdb")
+    print(f"{args.warehouses} warehouses, {args.seconds} s per mixed run, {args.type_seconds} s per type "
+          f"run, {args.rounds} rounds (medians)")
+    for vu in sorted(reference.mixed):
+        print(f"\nmix at {vu} virtual user(s):")
+        print(f"{'':10} {'server us/txn':>14} {'statements/txn':>15} {'NOPM':>10}")
+        for variant in variants:
+            cpu, statements, nopm = (statistics.median(x) for x in zip(*variant.mixed[vu]))
+            print(f"{variant.name:10} {cpu:14.0f} {statements:15.2f} {nopm:10.0f}")
+        ours = [statistics.median(x) for x in zip(*variants[0].mixed[vu])]
+        theirs = [statistics.median(x) for x in zip(*reference.mixed[vu])]
+        print(f"stampede / hammerdb: server CPU per transaction {ours[0] / theirs[0]:.3f}, statements per "
+              f"transaction {ours[1] / theirs[1]:.3f}, NOPM {ours[2] / theirs[2]:.3f} (goal: the first two "
+              f"within 0.95-1.05)")
+    print("\nper transaction type at 1 virtual user (server us/txn, statements/txn):")
+    for type_name, _, _ in TYPES:
+        cells = []
+        for variant in variants:
+            cpu, statements = (statistics.median(x) for x in zip(*variant.per_type[type_name]))
+            cells.append(f"{variant.name} {cpu:7.0f} us {statements:5.2f}")
+        print(f"{type_name:13} " + " | ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
