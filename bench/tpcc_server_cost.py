@@ -79,7 +79,7 @@ def hammerdb_scripts(directory, warehouses):
         "\\set c_id random(1, 3000)\n\\set byname case when random(1, 100) <= 60 then 1 else 0 end\n"
         "\\set amount random(1, 5000)\n"
         "call hammerdb.payment(:w_id, :d_id, :c_w_id, :c_d_id, :byname, :amount, '0', ':name', :c_id"
-        + ", ''" * 17 + f", {stamp}, 0.0, 0.0, 0.0, '', {stamp});\n",
+        + ", ''" * 18 + f", {stamp}, 0.0, 0.0, 0.0, '', {stamp});\n",
         "ostat": home + "\\set d_id random(1, 10)\n" + name +
         "\\set c_id random(1, 3000)\n\\set byname case when random(1, 100) <= 60 then 1 else 0 end\n"
         f"call hammerdb.ostat(:w_id, :d_id, :c_id, :byname, ':name', '', '', 0.0, 0, {stamp}, 0, '');\n",
@@ -122,7 +122,9 @@ def run_once(server, postmaster, variant, scripts, warehouses, vu, seconds, only
         for key in keys:
             command += ["-f", f"{scripts[key]}@{HAMMERDB_WEIGHTS[key]}"]
         env = dict(os.environ, PGOPTIONS="-c search_path=public,hammerdb")
-        run = subprocess.run(command + connection, capture_output=True, text=True, env=env)
+        # stampede pgbench's -d is pgbench's --debug: the database goes last.
+        run = subprocess.run(command + connection[:-2] + [variant.db], capture_output=True, text=True,
+                             env=env)
         match = re.search(r"number of transactions actually processed: (\d+)", run.stdout)
         transactions = int(match.group(1)) if match else 0
     else:

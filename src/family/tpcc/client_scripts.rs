@@ -1,8 +1,8 @@
 //! The TPROC-C transactions in client mode: the procedures' logic as statements stampede
 //! prepares and sends inside `BEGIN … COMMIT`, with the same inputs as server mode (the client
 //! also draws New-Order's items, supplying warehouses and quantities, as the procedure does on
-//! the server). New-Order sends its lines as arrays to set-wise statements; Delivery's 10
-//! districts are unrolled, each guarded by `\if`, since the script language has no loops.
+//! the server). New-Order sends its lines as arrays to set-wise statements and Delivery is one
+//! statement over the ten districts, since the script language has no loops.
 
 use super::scripts::{Inputs, MAX_ORDER_LINES};
 
@@ -102,30 +102,33 @@ fn draw_line(line: u32, rollback: bool, warehouses: i64) -> String {
     )
 }
 
-/// Payment (2.5.2): warehouse and district year-to-date, the customer (by id or by last name),
-/// balance and bad-credit data, and a history row.
+/// Payment (2.5.2): the customer (by id, or by last name), then one statement of
+/// data-modifying CTEs: warehouse and district year-to-date, the customer's balance, payment
+/// count and (bad credit) data, and a history row.
 pub fn payment(inputs: &Inputs) -> String {
     format!(
         "{}\\set d_id random(1, 10)\n{}{}\\set cents random(100, 500000)\n\
          BEGIN;\n\
-         UPDATE warehouse SET w_ytd = w_ytd + :cents::numeric / 100 WHERE w_id = :w_id \
-         RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip \\gset\n\
-         UPDATE district SET d_ytd = d_ytd + :cents::numeric / 100 WHERE d_w_id = :w_id AND d_id = :d_id \
-         RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip \\gset\n\
          {}\
+         WITH warehouse_update AS (\
+         UPDATE warehouse SET w_ytd = w_ytd + :cents::numeric / 100 WHERE w_id = :w_id \
+         RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip), \
+         district_update AS (\
+         UPDATE district SET d_ytd = d_ytd + :cents::numeric / 100 WHERE d_w_id = :w_id AND d_id = :d_id \
+         RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip), \
+         customer_update AS (\
          UPDATE customer SET c_balance = c_balance - :cents::numeric / 100, \
-         c_ytd_payment = c_ytd_payment + :cents::numeric / 100, c_payment_cnt = c_payment_cnt + 1 \
-         WHERE c_w_id = :c_w_id AND c_d_id = :c_d_id AND c_id = :c_id \
-         RETURNING c_first, c_middle, c_last, c_phone, c_credit, c_credit_lim, c_discount, c_balance, \
-         CASE WHEN c_credit = 'BC' THEN 1 ELSE 0 END AS bad_credit \\gset\n\
-         \\if :bad_credit\n\
-         UPDATE customer SET c_data = substr(format('%s %s %s %s %s %s | ', :c_id::integer, \
+         c_ytd_payment = c_ytd_payment + :cents::numeric / 100, c_payment_cnt = c_payment_cnt + 1, \
+         c_data = CASE WHEN c_credit = 'BC' THEN substr(format('%s %s %s %s %s %s | ', :c_id::integer, \
          :c_d_id::integer, :c_w_id::integer, :d_id::integer, :w_id::integer, :cents::numeric / 100) \
-         || c_data, 1, 500) WHERE c_w_id = :c_w_id AND c_d_id = :c_d_id AND c_id = :c_id;\n\
-         \\endif\n\
+         || c_data, 1, 500) ELSE c_data END \
+         WHERE c_w_id = :c_w_id AND c_d_id = :c_d_id AND c_id = :c_id \
+         RETURNING c_first, c_middle, c_last, c_phone, c_credit, c_credit_lim, c_discount, c_balance), \
+         history_insert AS (\
          INSERT INTO history (h_c_d_id, h_c_w_id, h_c_id, h_d_id, h_w_id, h_date, h_amount, h_data) \
-         VALUES (:c_d_id, :c_w_id, :c_id, :d_id, :w_id, current_timestamp, :cents::numeric / 100, \
-         :w_name::text || '    ' || :d_name::text);\n\
+         SELECT :c_d_id, :c_w_id, :c_id, :d_id, :w_id, current_timestamp, :cents::numeric / 100, \
+         w_name || '    ' || d_name FROM warehouse_update, district_update) \
+         SELECT * FROM warehouse_update, district_update, customer_update \\gset\n\
          COMMIT;\n",
         inputs.warehouse,
         inputs.payment_customer_warehouse,
@@ -154,43 +157,49 @@ pub fn order_status(inputs: &Inputs) -> String {
 }
 
 /// With `:by_name`, `:c_id` becomes the customer in the middle of those with the drawn last
-/// name, in C_FIRST order (2.5.2.2, 2.6.2.2).
+/// name, in C_FIRST order (2.5.2.2, 2.6.2.2), counted and read in one statement.
 fn customer_by_name(warehouse: &str, district: &str) -> String {
     let named = format!(
         "FROM customer WHERE c_w_id = {warehouse} AND c_d_id = {district} AND c_last = :last_name"
     );
     format!(
         "\\if :by_name\n\\set last_name tpcc_last_name(:name)\n\
-         SELECT count(*) AS named {named} \\gset\n\
-         \\set middle (:named + 1) / 2 - 1\n\
-         SELECT c_id {named} ORDER BY c_first OFFSET :middle LIMIT 1 \\gset\n\
+         SELECT c_id {named} ORDER BY c_first \
+         OFFSET (SELECT (count(*) + 1) / 2 - 1 {named}) LIMIT 1 \\gset\n\
          \\endif\n"
     )
 }
 
-/// Delivery (2.7.4): per district the oldest undelivered order gets the carrier, its lines a
-/// delivery date and its customer the amount; a district without one is skipped.
+/// Delivery (2.7.4) as one statement of data-modifying CTEs, HammerDB's set-wise steps joined
+/// by their results: each district's oldest new-order row is deleted, its order gets the
+/// carrier, its lines a delivery date, and its customer the lines' sum and one more delivery;
+/// a district without one is skipped.
 pub fn delivery(inputs: &Inputs) -> String {
-    let mut text = format!("{}\\set carrier random(1, 10)\nBEGIN;\n", inputs.warehouse);
-    for district in 1..=DISTRICTS {
-        text.push_str(&format!(
-            "SELECT coalesce((SELECT no_o_id FROM new_order WHERE no_w_id = :w_id AND no_d_id = {district} \
-             ORDER BY no_o_id LIMIT 1 FOR UPDATE), 0) AS oldest \\gset\n\
-             \\if :oldest > 0\n\
-             DELETE FROM new_order WHERE no_w_id = :w_id AND no_d_id = {district} AND no_o_id = :oldest;\n\
-             UPDATE orders SET o_carrier_id = :carrier WHERE o_w_id = :w_id AND o_d_id = {district} \
-             AND o_id = :oldest RETURNING o_c_id AS customer \\gset\n\
-             UPDATE order_line SET ol_delivery_d = current_timestamp \
-             WHERE ol_w_id = :w_id AND ol_d_id = {district} AND ol_o_id = :oldest;\n\
-             SELECT sum(ol_amount) AS total FROM order_line \
-             WHERE ol_w_id = :w_id AND ol_d_id = {district} AND ol_o_id = :oldest \\gset\n\
-             UPDATE customer SET c_balance = c_balance + :total::numeric, c_delivery_cnt = c_delivery_cnt + 1 \
-             WHERE c_w_id = :w_id AND c_d_id = {district} AND c_id = :customer;\n\
-             \\endif\n"
-        ));
-    }
-    text.push_str("COMMIT;\n");
-    text
+    format!(
+        "{}\\set carrier random(1, 10)\n\
+         WITH new_order_delete AS (\
+         DELETE FROM new_order AS oldest USING generate_series(1, {DISTRICTS}) AS district (id) \
+         WHERE oldest.no_w_id = :w_id AND oldest.no_d_id = district.id \
+         AND oldest.no_o_id = (SELECT min(no_o_id) FROM new_order \
+         WHERE no_w_id = :w_id AND no_d_id = district.id) \
+         RETURNING oldest.no_o_id, oldest.no_d_id), \
+         order_update AS (\
+         UPDATE orders SET o_carrier_id = :carrier FROM new_order_delete \
+         WHERE o_w_id = :w_id AND o_d_id = no_d_id AND o_id = no_o_id \
+         RETURNING o_d_id, o_id, o_c_id), \
+         order_line_update AS (\
+         UPDATE order_line SET ol_delivery_d = current_timestamp FROM new_order_delete \
+         WHERE ol_w_id = :w_id AND ol_d_id = no_d_id AND ol_o_id = no_o_id \
+         RETURNING ol_d_id, ol_o_id, ol_amount), \
+         customer_update AS (\
+         UPDATE customer SET c_balance = c_balance + delivered.total, \
+         c_delivery_cnt = c_delivery_cnt + 1 \
+         FROM (SELECT o_d_id, o_c_id, sum(ol_amount) AS total FROM order_update \
+         JOIN order_line_update ON ol_d_id = o_d_id AND ol_o_id = o_id GROUP BY o_d_id, o_c_id) AS delivered \
+         WHERE c_w_id = :w_id AND c_d_id = delivered.o_d_id AND c_id = delivered.o_c_id) \
+         SELECT count(*) AS delivered FROM new_order_delete;\n",
+        inputs.warehouse
+    )
 }
 
 /// Stock-Level (2.8.2): the district's next order number, then the distinct items of its last
