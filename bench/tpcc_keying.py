@@ -64,7 +64,7 @@ def main():
         subprocess.run([STAMPEDE, "tpcc", "build", f"--warehouses={args.warehouses}", "--seed=1"]
                        + connection, check=True, capture_output=True)
         run = subprocess.Popen(["/usr/bin/time", "-f", "max-rss-kb %M", STAMPEDE, "tpcc", "run",
-                                f"--vu={args.vu}", "--keying-thinking", "--rampup=0s",
+                                f"--vu={args.vu}", "--keying-thinking", "--rampup=0s", "--mix=45,43,4,4,4",
                                 f"--duration={args.seconds}s", "--seed=1", "--json", json_path]
                                + connection, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Connections take a while to open; sample once all users are in, well after the start
