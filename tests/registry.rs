@@ -69,29 +69,31 @@ fn every_registered_workload_is_accepted_by_the_lab_and_documented() {
     }
 }
 
-/// tpcc runs its transactions as prepared statements: a spec asking for another protocol is
-/// refused at the key, with exit 1 and no results database, rather than silently run prepared.
+/// tpcc sends its calls simple or prepared: a spec asking for the extended protocol is refused
+/// at the key, with exit 1 and no results database, rather than silently run otherwise.
 #[test]
 fn a_protocol_a_workload_does_not_honour_is_refused_at_its_key() {
     let dir = spec_dir("protocol");
     let path = dir.join("lab.toml");
-    std::fs::write(&path, spec("tpcc", "protocol = \"simple\"\n")).unwrap();
+    std::fs::write(&path, spec("tpcc", "protocol = \"extended\"\n")).unwrap();
     for command in ["plan", "run"] {
         let output = stampede(&["lab", command, path.to_str().unwrap()]);
         assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
         assert_eq!(
             stderr(&output).trim(),
             format!(
-                "stampede: error: {}:9:12: protocol: workload \"tpcc\" runs only with \"prepared\", not \"simple\"; set that or leave protocol out",
+                "stampede: error: {}:9:12: protocol: workload \"tpcc\" runs only with \"simple\" or \"prepared\", not \"extended\"; set that or leave protocol out",
                 path.display()
             )
         );
         assert!(!dir.join("r.db").exists());
     }
-    // The protocol it honours is accepted.
-    std::fs::write(&path, spec("tpcc", "protocol = \"prepared\"\n")).unwrap();
-    let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
-    assert!(output.status.success(), "{}", stderr(&output));
+    // The protocols it honours are accepted.
+    for protocol in ["simple", "prepared"] {
+        std::fs::write(&path, spec("tpcc", &format!("protocol = \"{protocol}\"\n"))).unwrap();
+        let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
