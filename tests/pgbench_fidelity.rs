@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{line_value, server, stampede, stampede_with_env, stderr, stdout};
+use common::{line_value, server, stampede_with_env, stderr, stdout};
 
 /// A script file of this test's own, removed when dropped.
 struct Script(std::path::PathBuf);
@@ -40,6 +40,15 @@ fn error_lines(output: &std::process::Output, program: &str) -> Vec<String> {
         .collect()
 }
 
+/// `stampede pgbench ARGS` on `db` of the test server, with `env` set.
+fn stampede_pgbench(db: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let flags = server().flags(db);
+    let mut all = vec!["pgbench"];
+    all.extend_from_slice(args);
+    all.extend(flags.iter().map(String::as_str));
+    stampede_with_env(&all, env)
+}
+
 /// Runs `args` under pgbench and stampede on `db`; asserts the same status and error lines.
 fn assert_same_as_pgbench(db: &str, args: &[&str]) {
     assert_same_as_pgbench_with_env(db, args, &[]);
@@ -49,11 +58,7 @@ fn assert_same_as_pgbench(db: &str, args: &[&str]) {
 fn assert_same_as_pgbench_with_env(db: &str, args: &[&str], env: &[(&str, &str)]) {
     let server = server();
     let pgbench = server.pgbench_with_env(db, args, env);
-    let mut ours_args = vec!["pgbench"];
-    ours_args.extend_from_slice(args);
-    let flags = server.flags(db);
-    ours_args.extend(flags.iter().map(String::as_str));
-    let ours = stampede_with_env(&ours_args, env);
+    let ours = stampede_pgbench(db, args, env);
     assert_eq!(
         ours.status.code(),
         pgbench.status.code(),
@@ -161,11 +166,7 @@ fn a_server_error_prints_its_detail_hint_and_context_lines_as_libpq_does() {
     for (script, mode) in cases {
         let args = ["-n", "-t", "1", "-M", mode, "-f", script.path()];
         let pgbench = server.pgbench(&db, &args);
-        let mut ours_args = vec!["pgbench"];
-        ours_args.extend_from_slice(&args);
-        let flags = server.flags(&db);
-        ours_args.extend(flags.iter().map(String::as_str));
-        let ours = stampede(&ours_args);
+        let ours = stampede_pgbench(&db, &args, &[]);
         assert_eq!(ours.status.code(), Some(2));
         let expected = whole_stderr(&pgbench, "pgbench");
         assert!(expected.contains("\nCONTEXT:  "), "{expected}");
@@ -194,11 +195,7 @@ fn an_error_with_a_statement_position_shows_the_line_and_a_caret_as_libpq_does()
         for mode in ["simple", "extended"] {
             let args = ["-n", "-t", "1", "-M", mode, "-f", script.path()];
             let pgbench = server.pgbench(&db, &args);
-            let mut ours_args = vec!["pgbench"];
-            ours_args.extend_from_slice(&args);
-            let flags = server.flags(&db);
-            ours_args.extend(flags.iter().map(String::as_str));
-            let ours = stampede(&ours_args);
+            let ours = stampede_pgbench(&db, &args, &[]);
             assert_eq!(ours.status.code(), Some(2));
             let expected = whole_stderr(&pgbench, "pgbench");
             assert!(
@@ -384,11 +381,7 @@ fn debug_output_shows_the_statements_pgbench_shows() {
     for mode in ["simple", "extended"] {
         let args = ["-n", "-t", "2", "-M", mode, "-d", "-f", script.path()];
         let pgbench = server.pgbench(&db, &args);
-        let mut ours_args = vec!["pgbench"];
-        ours_args.extend_from_slice(&args);
-        let flags = server.flags(&db);
-        ours_args.extend(flags.iter().map(String::as_str));
-        let ours = stampede(&ours_args);
+        let ours = stampede_pgbench(&db, &args, &[]);
         assert!(ours.status.success(), "{}", stderr(&ours));
         let expected = sent(&pgbench, "pgbench");
         assert!(expected.len() >= 10, "{}", stderr(&pgbench));
@@ -433,11 +426,7 @@ fn init_places_tables_and_indexes_in_the_given_tablespaces() {
     let init = server.pgbench(&theirs, &args);
     assert!(init.status.success(), "{}", stderr(&init));
     let ours = server.create_database("fidelity_ts_stampede");
-    let mut ours_args = vec!["pgbench"];
-    ours_args.extend_from_slice(&args);
-    let flags = server.flags(&ours);
-    ours_args.extend(flags.iter().map(String::as_str));
-    let init = stampede(&ours_args);
+    let init = stampede_pgbench(&ours, &args, &[]);
     assert!(init.status.success(), "{}", stderr(&init));
     assert!(stderr(&init).contains("creating 2 partitions...\n"));
     let expected = placement(&theirs);
