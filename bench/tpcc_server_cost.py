@@ -128,7 +128,8 @@ def run_once(server, postmaster, variant, scripts, warehouses, vu, seconds, only
         match = re.search(r"number of transactions actually processed: (\d+)", run.stdout)
         transactions = int(match.group(1)) if match else 0
     else:
-        mix = ["--mix", next(m for t, m, _ in TYPES if t == only)] if only else []
+        # The mix is named: the before binary's default was 45/43/4/4/4.
+        mix = ["--mix", next(m for t, m, _ in TYPES if t == only) if only else "hammerdb"]
         run = subprocess.run([variant.binary, "tpcc", "run", f"--vu={vu}", "--rampup=0s",
                               f"--duration={seconds}s", "--seed=1"] + mix + connection,
                              capture_output=True, text=True)
