@@ -16,9 +16,13 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
+use super::stats::FailureKind;
 use super::stream::{open_stream, Stream};
 use crate::server::target::ConnSpec;
 use crate::tls::SslMode;
+
+const MYSQL_DEADLOCK: u16 = 1213;
+const MYSQL_LOCK_WAIT_TIMEOUT: u16 = 1205;
 
 /// pgbench's words for a script statement that starts a COPY.
 const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
@@ -36,6 +40,9 @@ pub struct DbError {
     pub position: Option<u32>,
     /// The same within an internal query (the QUERY field), e.g. a PL/pgSQL statement.
     pub internal_position: Option<u32>,
+    /// A MySQL/MariaDB server's error number (1213 deadlock, 1205 lock wait timeout); `code`
+    /// then holds its SQLSTATE.
+    pub mysql_errno: Option<u16>,
 }
 
 impl DbError {
@@ -47,6 +54,7 @@ impl DbError {
             details: Vec::new(),
             position: None,
             internal_position: None,
+            mysql_errno: None,
         };
         let mut fields = body.fields();
         while let Ok(Some(field)) = fields.next() {
@@ -74,9 +82,37 @@ impl DbError {
         error
     }
 
-    /// Serialization failure or deadlock: the failures pgbench counts instead of aborting.
+    /// A MySQL/MariaDB ERR packet's number, SQLSTATE and message.
+    pub fn from_mysql(number: u16, sqlstate: String, message: String) -> DbError {
+        DbError {
+            severity: "ERROR".to_string(),
+            code: sqlstate,
+            message,
+            details: Vec::new(),
+            position: None,
+            internal_position: None,
+            mysql_errno: Some(number),
+        }
+    }
+
+    /// Serialization failure or deadlock (on MySQL also a lock wait timeout, which sysbench
+    /// and HammerDB treat alike): the failures counted and tried again instead of aborting.
     pub fn is_retryable(&self) -> bool {
-        self.code == "40001" || self.code == "40P01"
+        match self.mysql_errno {
+            Some(number) => matches!(number, MYSQL_DEADLOCK | MYSQL_LOCK_WAIT_TIMEOUT),
+            None => self.code == "40001" || self.code == "40P01",
+        }
+    }
+
+    /// How a retryable failure is counted: a lock wait timeout counts with serialization
+    /// failures, as both are a conflict that a later try may not meet.
+    pub fn failure_kind(&self) -> FailureKind {
+        match self.mysql_errno {
+            Some(MYSQL_DEADLOCK) => FailureKind::Deadlock,
+            Some(MYSQL_LOCK_WAIT_TIMEOUT) => FailureKind::Serialization,
+            Some(_) => FailureKind::Other,
+            None => FailureKind::of_sqlstate(&self.code),
+        }
     }
 }
 
@@ -85,6 +121,10 @@ impl DbError {
     /// the statement as sent: a position in it is shown as libpq's `LINE n:` line and caret;
     /// without it, as " at character N" after the message, as libpq does then.
     pub fn render(&self, query: Option<&str>) -> String {
+        if let Some(number) = self.mysql_errno {
+            // The mysql client's form.
+            return format!("ERROR {number} ({}): {}", self.code, self.message);
+        }
         let mut text = format!("{}:  {}", self.severity, self.message);
         let internal_query = self
             .details
@@ -140,6 +180,8 @@ impl std::fmt::Display for ConnError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConnError::Io(e) => write!(f, "{e}"),
+            // The mysql client's form (number and SQLSTATE) for MySQL; libpq's message alone.
+            ConnError::Server(e) if e.mysql_errno.is_some() => write!(f, "{}", e.render(None)),
             ConnError::Server(e) => write!(f, "{}", e.message),
             ConnError::Protocol(m) => write!(f, "{m}"),
             ConnError::Unsupported(m) => write!(f, "{m}"),

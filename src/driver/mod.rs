@@ -5,6 +5,7 @@
 pub mod client;
 pub mod conn;
 mod error_position;
+pub mod mysql;
 mod pauses;
 pub mod plan;
 pub mod stats;

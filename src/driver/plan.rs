@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::script::ast::VarSlot;
 use crate::script::{Script, Value, VarTable};
+use crate::server::mariadb::MysqlSpec;
 use crate::server::target::ConnSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +122,9 @@ impl TxnLogSpec {
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     pub conn: ConnSpec,
+    /// Set when the target is MySQL/MariaDB: clients speak its protocol to this server, and
+    /// `conn` only lends its connect timeout.
+    pub mysql: Option<MysqlSpec>,
     pub clients: usize,
     pub threads: usize,
     pub limit: RunLimit,
@@ -182,6 +186,7 @@ impl RunPlan {
         let default_seed = variables.slot("default_seed");
         RunPlan {
             conn: conn.clone(),
+            mysql: None,
             clients,
             threads: clients,
             limit,

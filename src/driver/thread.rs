@@ -438,7 +438,7 @@ async fn run_closing_script(context: &ThreadContext, client: &mut Client) {
     let Some(script_index) = plan.closing_script else {
         return;
     };
-    if client.conn.is_none() && !reconnect(context, client, Instant::now()).await {
+    if !client.is_connected() && !reconnect(context, client, Instant::now()).await {
         return;
     }
     client.statements = 0;

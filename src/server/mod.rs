@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod conninfo;
 pub mod download;
 pub mod managed;
+pub mod mariadb;
 pub mod profile;
 pub mod provision;
 pub mod setup;

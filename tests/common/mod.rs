@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod mariadb;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -28,7 +29,7 @@ extern "C" fn stop_server_at_exit() {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let offset = (std::process::id() % 200) as u16 * 3;
     (15400 + offset..16000)
         .chain(15400..15400 + offset)

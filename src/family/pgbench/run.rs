@@ -405,6 +405,7 @@ fn build_plan(
     }
     RunPlan {
         conn: target.clone(),
+        mysql: None,
         clients: spec.clients,
         threads: spec.threads,
         limit: match spec.duration_secs {

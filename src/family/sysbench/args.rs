@@ -245,7 +245,7 @@ pub struct SysbenchArgs {
     pub rand_zipfian_exp: f64,
 
     // ---- database
-    /// Only pgsql
+    /// pgsql (PostgreSQL) or mysql (MySQL and MariaDB)
     #[arg(long = "db-driver", alias = "db_driver", default_value = "pgsql")]
     #[serde(skip)]
     pub db_driver: String,
@@ -273,6 +273,43 @@ pub struct SysbenchArgs {
     #[arg(long = "pgsql-db", alias = "pgsql_db")]
     #[serde(skip)]
     pub pgsql_db: Option<String>,
+    /// MySQL/MariaDB server host; localhost means its Unix socket
+    #[arg(long = "mysql-host", alias = "mysql_host", default_value = "localhost")]
+    #[serde(skip)]
+    pub mysql_host: String,
+    /// MySQL/MariaDB server port
+    #[arg(long = "mysql-port", alias = "mysql_port", default_value_t = 3306)]
+    #[serde(skip)]
+    pub mysql_port: u16,
+    /// MySQL/MariaDB Unix socket file
+    #[arg(long = "mysql-socket", alias = "mysql_socket")]
+    #[serde(skip)]
+    pub mysql_socket: Option<std::path::PathBuf>,
+    /// MySQL/MariaDB user
+    #[arg(long = "mysql-user", alias = "mysql_user", default_value = "sbtest")]
+    #[serde(skip)]
+    pub mysql_user: String,
+    /// MySQL/MariaDB password (or MYSQL_PWD)
+    #[arg(
+        long = "mysql-password",
+        alias = "mysql_password",
+        env = "MYSQL_PWD",
+        hide_env_values = true
+    )]
+    #[serde(skip)]
+    pub mysql_password: Option<String>,
+    /// MySQL/MariaDB database
+    #[arg(long = "mysql-db", alias = "mysql_db", default_value = "sbtest")]
+    #[serde(skip)]
+    pub mysql_db: String,
+    /// Storage engine of the tables prepare creates
+    #[arg(
+        long = "mysql-storage-engine",
+        alias = "mysql_storage_engine",
+        default_value = "innodb"
+    )]
+    #[serde(skip)]
+    pub mysql_storage_engine: String,
 }
 
 impl Default for SysbenchArgs {

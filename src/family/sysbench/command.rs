@@ -1,8 +1,7 @@
 //! `stampede sysbench prepare|run|cleanup`: sysbench's tests on the driver, reported as
 //! sysbench reports them, plus p50/p95/p99/max and JSON.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::driver::{
@@ -17,11 +16,8 @@ use crate::family::sysbench::options::{OltpOptions, RandKind, RandOptions};
 use crate::family::sysbench::report::{
     self as sysbench_report, IntervalLine, SuiteLine, SysbenchReport,
 };
-use crate::family::sysbench::schema::{self, Preparer};
-use crate::pg::control_runtime;
+use crate::family::sysbench::target::SysbenchTarget;
 use crate::script::{parse_script, Value, VarTable};
-use crate::server::resolve_target;
-use crate::server::target::{ConnFlags, ConnSpec};
 
 const DEFAULT_TIME_S: u64 = 10;
 
@@ -86,25 +82,6 @@ pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
     })
 }
 
-fn connection(args: &SysbenchArgs) -> Result<ConnSpec, Failure> {
-    if args.db_driver != "pgsql" {
-        return Err(Failure::input(format!(
-            "--db-driver {} is not supported; stampede speaks to PostgreSQL (pgsql)",
-            args.db_driver
-        )));
-    }
-    let mut conn = resolve_target(&ConnFlags {
-        host: args.pgsql_host.clone(),
-        port: args.pgsql_port.clone(),
-        user: args.pgsql_user.clone(),
-        dbname: args.pgsql_db.clone(),
-    })?;
-    if args.pgsql_password.is_some() {
-        conn.password = args.pgsql_password.clone();
-    }
-    Ok(conn)
-}
-
 fn seed(args: &SysbenchArgs) -> u64 {
     if args.rand_seed != 0 {
         return args.rand_seed;
@@ -115,43 +92,34 @@ fn seed(args: &SysbenchArgs) -> u64 {
 fn prepare(args: &SysbenchArgs) -> CommandResult {
     let options = oltp_options(args)?;
     let threads = positive::<u32>(args.threads, "threads")?;
-    let conn = connection(args)?;
-    let runtime = control_runtime();
-    runtime.block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
-        if args.test.as_deref() == Some("bulk_insert") {
-            for table in schema::create_bulk_insert_tables(&client, threads).await? {
-                println!("Creating table '{table}'...");
-            }
-            return Ok(());
+    let target = SysbenchTarget::from_args(args)?;
+    if args.test.as_deref() == Some("bulk_insert") {
+        let tables = target
+            .create_bulk_insert_tables(threads)
+            .map_err(Failure::into_input)?;
+        for table in tables {
+            println!("Creating table '{table}'...");
         }
-        let existing = schema::existing_tables(&client).await?;
-        if let Some(table) = (1..=options.tables).find(|t| existing.contains(t)) {
-            return Err(Failure::input(format!(
-                "table sbtest{table} already exists; run `stampede sysbench cleanup` first"
-            )));
-        }
-        let preparer = Preparer {
-            conn: conn.clone(),
-            options: options.clone(),
-            connections: threads as usize,
-            seed: seed(args),
-            rows_loaded: Arc::new(AtomicU64::new(0)),
-        };
-        preparer.prepare(&|line| println!("{line}")).await
+        return Ok(());
+    }
+    let existing = target.existing_tables().map_err(Failure::into_input)?;
+    if let Some(table) = (1..=options.tables).find(|t| existing.contains(t)) {
+        return Err(Failure::input(format!(
+            "table sbtest{table} already exists; run `stampede sysbench cleanup` first"
+        )));
+    }
+    target.prepare(&options, threads as usize, seed(args), &|line| {
+        println!("{line}")
     })
 }
 
 fn cleanup(args: &SysbenchArgs) -> CommandResult {
     let tables = positive::<u32>(args.tables, "tables")?;
-    let conn = connection(args)?;
-    control_runtime().block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
-        for table in schema::cleanup(&client, tables).await? {
-            println!("Dropping table '{table}'...");
-        }
-        Ok(())
-    })
+    let target = SysbenchTarget::from_args(args)?;
+    for table in target.cleanup(tables).map_err(Failure::into_input)? {
+        println!("Dropping table '{table}'...");
+    }
+    Ok(())
 }
 
 fn protocol(mode: &str) -> Result<Protocol, Failure> {
@@ -193,7 +161,7 @@ pub struct TestPlan {
 pub fn test_plan(
     name: &str,
     options: &OltpOptions,
-    conn: &ConnSpec,
+    target: &SysbenchTarget,
     threads: u32,
     protocol: Protocol,
     limit: RunLimit,
@@ -224,7 +192,9 @@ pub fn test_plan(
         protocol
     };
     let clients = threads as usize;
-    let mut plan = RunPlan::for_workload(conn, clients, limit, protocol, scripts, variables, seed);
+    let conn = target.conn_spec();
+    let mut plan = RunPlan::for_workload(&conn, clients, limit, protocol, scripts, variables, seed);
+    target.direct(&mut plan);
     for (slot, value) in initial {
         plan.initial_values[slot] = Value::Int(value);
     }
@@ -263,24 +233,19 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
             args.percentile
         )));
     }
-    let conn = connection(args)?;
+    let target = SysbenchTarget::from_args(args)?;
     let seed = seed(args);
     let TestPlan { test, mut plan } =
-        test_plan(name, &options, &conn, threads, protocol, limit, seed)?;
+        test_plan(name, &options, &target, threads, protocol, limit, seed)?;
     plan.rate = (args.rate > 0.0).then_some(args.rate);
     plan.errors.max_tries = args.max_tries;
-    control_runtime().block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
-        // bulk_insert writes to a table per thread.
-        let tables = if name == "bulk_insert" {
-            threads
-        } else {
-            options.tables
-        };
-        schema::check_prepared(&client, tables)
-            .await
-            .map_err(Failure::into_input)
-    })?;
+    // bulk_insert writes to a table per thread.
+    let tables = if name == "bulk_insert" {
+        threads
+    } else {
+        options.tables
+    };
+    target.check_prepared(tables).map_err(Failure::into_input)?;
     let stop = crate::app::signals::watch_signals();
     plan.stop = Some(stop.clone());
     println!(
@@ -356,15 +321,10 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
     let settle = args
         .postwrite_settle
         .unwrap_or_else(|| microbench::default_settle_s(base.tables, base.table_size));
-    let conn = connection(args)?;
-    let runtime = control_runtime();
-    let client = runtime.block_on(async {
-        let client = schema::connect(&conn).await.map_err(Failure::into_input)?;
-        schema::check_prepared(&client, base.tables)
-            .await
-            .map_err(Failure::into_input)?;
-        Ok::<_, Failure>(client)
-    })?;
+    let target = SysbenchTarget::from_args(args)?;
+    target
+        .check_prepared(base.tables)
+        .map_err(Failure::into_input)?;
     let stop = crate::app::signals::watch_signals();
     let seed = seed(args);
     let mut results = Vec::new();
@@ -375,8 +335,8 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
         }
         let test = match step {
             Step::Postwrite => {
-                let vacuum = runtime.block_on(schema::postwrite(&client, base.tables))?;
-                println!("postwrite: {vacuum}, CHECKPOINT, settle {settle} s");
+                let done = target.postwrite(base.tables)?;
+                println!("postwrite: {done}, settle {settle} s");
                 sleep_unless_stopped(Duration::from_secs(settle), &stop);
                 continue;
             }
@@ -395,7 +355,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
         let TestPlan {
             test: generated,
             mut plan,
-        } = test_plan(test.lua, &options, &conn, threads, protocol, limit, seed)?;
+        } = test_plan(test.lua, &options, &target, threads, protocol, limit, seed)?;
         plan.stop = Some(stop.clone());
         let result = driver::run(plan, &mut |_| {})?;
         let line = SuiteLine::new(&test, &generated, threads, &options, &result);

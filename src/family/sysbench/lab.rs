@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::command::{oltp_options, test_plan};
+use super::target::SysbenchTarget;
 use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
@@ -277,12 +278,13 @@ fn measure(
     options: &OltpOptions,
 ) -> Result<Measurement, Failure> {
     let protocol = request.protocol;
+    let target = SysbenchTarget::Postgres(request.conn.clone());
     lab_run::warmup_and_measure(request, observer, &|seconds| {
         let limit = RunLimit::Duration(Duration::from_secs(seconds));
         let planned = test_plan(
             test,
             options,
-            request.conn,
+            &target,
             request.clients as u32,
             protocol,
             limit,

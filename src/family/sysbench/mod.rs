@@ -7,6 +7,8 @@ pub mod catalog;
 pub mod command;
 pub mod lab;
 pub mod microbench;
+pub mod mysql_schema;
 pub mod options;
 pub mod report;
 pub mod schema;
+pub mod target;

@@ -44,8 +44,7 @@ pub async fn existing_tables(client: &Client) -> Result<Vec<u32>, Failure> {
     Ok(numbers)
 }
 /// Refuses to run before prepare: every table the test reads must exist.
-pub async fn check_prepared(client: &Client, tables: u32) -> Result<(), Failure> {
-    let existing = existing_tables(client).await?;
+pub fn require_tables(existing: &[u32], tables: u32) -> Result<(), Failure> {
     let missing: Vec<String> = (1..=tables)
         .filter(|t| !existing.contains(t))
         .map(|t| format!("sbtest{t}"))
@@ -266,7 +265,7 @@ impl Preparer {
 }
 
 /// `sysbench.rand.default(1, high)` for the loader.
-fn draw(rng: &mut PgPrng, options: &OltpOptions, high: i64) -> i64 {
+pub(super) fn draw(rng: &mut PgPrng, options: &OltpOptions, high: i64) -> i64 {
     let r = &options.rand;
     match r.kind {
         RandKind::Uniform => sysbench_random::uniform(rng, 1, high),

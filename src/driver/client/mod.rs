@@ -1,10 +1,14 @@
 //! One client: a connection, its variables and random state, and the execution of one script
-//! run (a "transaction" in pgbench's sense).
+//! run (a "transaction" in pgbench's sense). Statements go to PostgreSQL here, to
+//! MySQL/MariaDB in `mysql.rs`; everything else is the same for both engines.
+
+mod mysql;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::conn::{ConnError, DbError, PgConn, QueryResult};
+use super::conn::{ConnError, DbError, PgConn, QueryResult, Reply};
+use super::mysql::MyConn;
 use super::plan::{Protocol, RunPlan};
 use super::stats::{CommandStats, FailureKind};
 use crate::script::ast::{
@@ -42,7 +46,7 @@ pub struct TxnResult {
 /// One try of a script: finished, or failed at `command` with an error that may be retried.
 enum TryOutcome {
     Done(TxnOutcome),
-    Failed { error: DbError, command: usize },
+    Failed { error: Box<DbError>, command: usize },
 }
 
 impl TryOutcome {
@@ -56,6 +60,13 @@ pub struct Client {
     pub variables: Vec<Value>,
     pub random: PgPrng,
     pub conn: Option<PgConn>,
+    /// The connection when the plan's target is MySQL/MariaDB (then `conn` stays None).
+    mysql: Option<MyConn>,
+    /// Per script and command: the statement prepared on the MySQL connection and the
+    /// variables bound to its `?` markers, in order.
+    mysql_statements: Vec<Vec<Option<mysql::PreparedCommand>>>,
+    /// The statements prepared on the MySQL connection, by text.
+    mysql_by_text: std::collections::HashMap<String, crate::driver::mysql::Prepared>,
     /// Which statements this connection has prepared, per script and command.
     prepared: Vec<Vec<bool>>,
     /// Prepared-statement names, per script and command, built once.
@@ -88,6 +99,13 @@ impl Client {
             variables,
             random,
             conn: None,
+            mysql: None,
+            mysql_statements: plan
+                .scripts
+                .iter()
+                .map(|s| vec![None; s.script.commands.len()])
+                .collect(),
+            mysql_by_text: Default::default(),
             prepared: plan
                 .scripts
                 .iter()
@@ -120,18 +138,29 @@ impl Client {
     }
 
     pub async fn connect(&mut self, plan: &RunPlan) -> Result<(), ConnError> {
+        if let Some(target) = &plan.mysql {
+            return self.connect_mysql(plan, target).await;
+        }
         self.conn = Some(PgConn::connect(&plan.conn).await?);
         self.prepared.iter_mut().for_each(|p| p.fill(false));
         Ok(())
     }
 
+    pub fn is_connected(&self) -> bool {
+        self.conn.is_some() || self.mysql.is_some()
+    }
+
     /// Whether the server dropped this client's connection.
     pub fn connection_lost(&self) -> bool {
         self.conn.as_ref().is_some_and(PgConn::is_lost)
+            || self.mysql.as_ref().is_some_and(MyConn::is_lost)
     }
 
     pub async fn disconnect(&mut self) {
         if let Some(conn) = self.conn.take() {
+            conn.close().await;
+        }
+        if let Some(conn) = self.mysql.take() {
             conn.close().await;
         }
     }
@@ -181,7 +210,7 @@ impl Client {
             let stats = &mut self.command_stats[script_index][command];
             if !retry {
                 stats.failures += 1;
-                let kind = FailureKind::of_sqlstate(&error.code);
+                let kind = error.failure_kind();
                 return TxnResult {
                     outcome: TxnOutcome::Failed { kind, command },
                     tries,
@@ -481,6 +510,11 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TryOutcome> {
+        if self.mysql.is_some() {
+            return self
+                .run_mysql_sql(plan, sql, script_index, command_index)
+                .await;
+        }
         let abort =
             |id: usize, message: String| abort_sql(id, script_index, command_index, message);
         if let (Some(store), Some(_)) = (&sql.store, self.pipeline_syncs) {
@@ -511,10 +545,23 @@ impl Client {
                 self.debug(plan, || "receiving".to_string());
             }
         }
-        let conn = self.conn.as_mut().expect("connected");
+        self.handle_reply(plan, sql, reply, script_index, command_index)
+            .await
+    }
+
+    /// What a statement's reply means for the script: stored results, a counted failure (and
+    /// a reconnect when the server went away), or an abort. The same for both engines.
+    async fn handle_reply(
+        &mut self,
+        plan: &RunPlan,
+        sql: &SqlCommand,
+        reply: Result<Reply, ConnError>,
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<(), TryOutcome> {
         let reply = match reply {
             Ok(reply) => reply,
-            Err(_) if conn.is_lost() && plan.errors.reconnect => {
+            Err(_) if self.connection_lost() && plan.errors.reconnect => {
                 self.command_stats[script_index][command_index].failures += 1;
                 return Err(TryOutcome::Done(TxnOutcome::Failed {
                     kind: FailureKind::Other,
@@ -567,8 +614,12 @@ impl Client {
             ));
         }
         if transaction_status != b'I' {
-            let conn = self.conn.as_mut().expect("connected");
-            if let Err(e) = conn.execute_simple("ROLLBACK").await {
+            let rolled_back = match (self.conn.as_mut(), self.mysql.as_mut()) {
+                (Some(conn), _) => conn.execute_simple("ROLLBACK").await.map(|_| ()),
+                (None, Some(conn)) => conn.execute_simple("ROLLBACK").await.map(|_| ()),
+                (None, None) => Ok(()),
+            };
+            if let Err(e) = rolled_back {
                 return TryOutcome::aborted(format!(
                     "client {} aborted while rolling back the transaction after an error; {e}",
                     self.id
@@ -576,7 +627,7 @@ impl Client {
             }
         }
         TryOutcome::Failed {
-            error,
+            error: Box::new(error),
             command: command_index,
         }
     }
@@ -603,6 +654,14 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TryOutcome> {
+        if plan.mysql.is_some() {
+            return Err(self.command_failed(
+                "startpipeline",
+                command_index,
+                script_index,
+                "pipeline mode is not available on MySQL/MariaDB",
+            ));
+        }
         if plan.protocol == Protocol::Simple {
             return Err(self.command_failed(
                 "startpipeline",

@@ -1,0 +1,174 @@
+//! A script's SQL on a MySQL/MariaDB connection: the text protocol with values inlined as
+//! literals under `simple` (sysbench's `--db-ps-mode=disable`), server-side prepared
+//! statements with typed binds otherwise (sysbench's default), each prepared once per
+//! connection as libmysqlclient users do.
+
+use std::time::Duration;
+
+use super::{abort_sql, Client, TryOutcome};
+use crate::driver::conn::ConnError;
+use crate::driver::mysql::{MyConn, Prepared};
+use crate::driver::plan::{Protocol, RunPlan};
+use crate::script::ast::{SqlCommand, SqlPiece, VarSlot};
+use crate::script::Value;
+use crate::server::mariadb::MysqlSpec;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A statement prepared on this connection and the variables bound to its markers.
+#[derive(Debug, Clone)]
+pub struct PreparedCommand {
+    statement: Prepared,
+    params: Vec<VarSlot>,
+}
+
+impl Client {
+    pub(super) async fn connect_mysql(
+        &mut self,
+        plan: &RunPlan,
+        target: &MysqlSpec,
+    ) -> Result<(), ConnError> {
+        let timeout = plan.conn.connect_timeout.unwrap_or(CONNECT_TIMEOUT);
+        self.mysql = Some(MyConn::connect(target, timeout).await?);
+        self.mysql_statements
+            .iter_mut()
+            .for_each(|statements| statements.fill(None));
+        self.mysql_by_text.clear();
+        Ok(())
+    }
+
+    pub(super) async fn run_mysql_sql(
+        &mut self,
+        plan: &RunPlan,
+        sql: &SqlCommand,
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<(), TryOutcome> {
+        let capture = sql.store.is_some();
+        let reply = if plan.protocol == Protocol::Simple {
+            let text = inline_literals(&self.variables, plan, sql);
+            self.debug(plan, || format!("sending {text}"));
+            self.last_simple_sql = text;
+            let conn = self.mysql.as_mut().expect("connected");
+            conn.query(&self.last_simple_sql, capture).await
+        } else {
+            let prepared = self
+                .prepared_command(plan, sql, script_index, command_index)
+                .await?;
+            let values: Vec<&Value> = prepared
+                .params
+                .iter()
+                .map(|slot| &self.variables[*slot])
+                .collect();
+            let conn = self.mysql.as_mut().expect("connected");
+            conn.execute(prepared.statement, &values, capture).await
+        };
+        self.handle_reply(plan, sql, reply, script_index, command_index)
+            .await
+    }
+
+    /// The command's prepared statement, prepared now if this connection has not yet.
+    async fn prepared_command(
+        &mut self,
+        plan: &RunPlan,
+        sql: &SqlCommand,
+        script_index: usize,
+        command_index: usize,
+    ) -> Result<PreparedCommand, TryOutcome> {
+        if let Some(prepared) = &self.mysql_statements[script_index][command_index] {
+            return Ok(prepared.clone());
+        }
+        let (text, params) = with_markers(sql);
+        // One server-side statement per distinct text, as sysbench prepares each of its
+        // statements once however often an event runs it.
+        let statement = match self.mysql_by_text.get(&text) {
+            Some(statement) => *statement,
+            None => {
+                self.debug(plan, || {
+                    format!("preparing P_{script_index}_{command_index}")
+                });
+                let conn = self.mysql.as_mut().expect("connected");
+                let abort = |message| abort_sql(self.id, script_index, command_index, message);
+                let statement = match conn.prepare(&text).await {
+                    Ok(Ok(statement)) => statement,
+                    Ok(Err(error)) => return Err(abort(error.render(Some(&text)))),
+                    Err(e) => return Err(abort(e.to_string())),
+                };
+                self.mysql_by_text.insert(text, statement);
+                statement
+            }
+        };
+        let prepared = PreparedCommand { statement, params };
+        self.mysql_statements[script_index][command_index] = Some(prepared.clone());
+        Ok(prepared)
+    }
+}
+
+/// The statement with a `?` marker for each variable reference, and those variables in order
+/// (MySQL's markers are positional: a variable used twice is bound twice).
+pub fn with_markers(sql: &SqlCommand) -> (String, Vec<VarSlot>) {
+    let mut text = String::with_capacity(sql.parameterized.len());
+    let mut params = Vec::new();
+    for piece in &sql.pieces {
+        match piece {
+            SqlPiece::Text(t) => text.push_str(t),
+            SqlPiece::Var(slot) => {
+                text.push('?');
+                params.push(*slot);
+            }
+        }
+    }
+    (text, params)
+}
+
+/// Simple mode on MySQL: values inlined as SQL literals (text quoted and escaped), as
+/// sysbench's driver does with prepared statements disabled.
+fn inline_literals(variables: &[Value], plan: &RunPlan, sql: &SqlCommand) -> String {
+    let mut text = String::with_capacity(sql.parameterized.len() + 16);
+    for piece in &sql.pieces {
+        match piece {
+            SqlPiece::Text(t) => text.push_str(t),
+            SqlPiece::Var(slot) => match &variables[*slot] {
+                // As pgbench: a variable never set stays as written.
+                Value::Unset => {
+                    text.push(':');
+                    text.push_str(&plan.variables.names()[*slot]);
+                }
+                Value::Text(value) => push_quoted(&mut text, value),
+                value => value.write_text(&mut text),
+            },
+        }
+    }
+    text
+}
+
+/// A string literal in single quotes, with the characters MySQL's parser treats specially
+/// escaped (mysql_real_escape_string's set).
+fn push_quoted(out: &mut String, value: &str) {
+    out.push('\'');
+    for c in value.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\u{1a}' => out.push_str("\\Z"),
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_escapes_what_the_parser_reads_specially() {
+        let mut out = String::new();
+        push_quoted(&mut out, "it's a \\ \"test\"\n");
+        assert_eq!(out, r#"'it\'s a \\ \"test\"\n'"#);
+    }
+}

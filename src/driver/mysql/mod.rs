@@ -1,0 +1,608 @@
+//! A minimal MySQL client-protocol connection for the measured path, as `conn.rs` is for
+//! PostgreSQL: commands written into one buffer, replies read off the socket by the caller's
+//! task, no channel or background task between. The text protocol (COM_QUERY) serves `simple`;
+//! server-side prepared statements (COM_STMT_PREPARE / COM_STMT_EXECUTE, binary rows) serve
+//! `prepared`. Authentication: mysql_native_password, caching_sha2_password (its full
+//! exchange over a Unix socket) and mysql_clear_password over a Unix socket.
+
+mod auth;
+pub mod control;
+mod packet;
+mod rows;
+
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::net::{TcpStream, UnixStream};
+
+use super::conn::{ConnError, DbError, QueryResult, Reply};
+use super::stream::Stream;
+use crate::script::Value;
+use crate::server::mariadb::MysqlSpec;
+use packet::{put_lenenc_bytes, put_packet, Reader};
+
+/// Where libmysqlclient looks for the server's socket when the host is `localhost`.
+pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";
+
+const CLIENT_LONG_PASSWORD: u32 = 0x1;
+const CLIENT_LONG_FLAG: u32 = 0x4;
+const CLIENT_CONNECT_WITH_DB: u32 = 0x8;
+const CLIENT_PROTOCOL_41: u32 = 0x200;
+const CLIENT_TRANSACTIONS: u32 = 0x2000;
+const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
+const CLIENT_MULTI_RESULTS: u32 = 0x2_0000;
+const CLIENT_PS_MULTI_RESULTS: u32 = 0x4_0000;
+const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
+const CLIENT_PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
+const CLIENT_DEPRECATE_EOF: u32 = 0x100_0000;
+
+const SERVER_STATUS_IN_TRANS: u16 = 0x1;
+const SERVER_MORE_RESULTS_EXISTS: u16 = 0x8;
+
+const COM_QUIT: u8 = 0x01;
+const COM_QUERY: u8 = 0x03;
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_EXECUTE: u8 = 0x17;
+
+/// utf8mb4_general_ci: every server from MySQL 5.5 and MariaDB 5.5 has it.
+const CHARSET_UTF8MB4: u8 = 45;
+const READ_CHUNK: usize = 16 * 1024;
+
+/// A statement the server prepared on this connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Prepared {
+    pub id: u32,
+    pub params: u16,
+}
+
+pub struct MyConn {
+    stream: Stream,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+    /// Scratch for one command's payload before it is framed.
+    payload: Vec<u8>,
+    sequence: u8,
+    capabilities: u32,
+    server_version: String,
+    /// The last status the server reported: inside a transaction or not.
+    in_transaction: bool,
+    lost: bool,
+}
+
+/// What a result set ends with, and the packets before its rows.
+struct ResultEnd {
+    status: u16,
+}
+
+impl MyConn {
+    pub async fn connect(spec: &MysqlSpec, timeout: Duration) -> Result<MyConn, ConnError> {
+        let stream = tokio::time::timeout(timeout, open(spec))
+            .await
+            .map_err(|_| ConnError::Protocol("timeout expired".into()))??;
+        let mut conn = MyConn {
+            stream,
+            read_buf: BytesMut::with_capacity(READ_CHUNK),
+            write_buf: BytesMut::with_capacity(4096),
+            payload: Vec::with_capacity(256),
+            sequence: 0,
+            capabilities: 0,
+            server_version: String::new(),
+            in_transaction: false,
+            lost: false,
+        };
+        let over_socket = matches!(conn.stream, Stream::Unix(_));
+        conn.handshake(spec, over_socket).await?;
+        Ok(conn)
+    }
+
+    /// The server's version string, e.g. `10.11.6-MariaDB-0+deb12u1`.
+    pub fn server_version(&self) -> &str {
+        &self.server_version
+    }
+
+    pub fn is_lost(&self) -> bool {
+        self.lost
+    }
+
+    /// The server said the session is inside a transaction.
+    pub fn in_transaction(&self) -> bool {
+        self.in_transaction
+    }
+
+    async fn handshake(&mut self, spec: &MysqlSpec, over_socket: bool) -> Result<(), ConnError> {
+        let greeting = self.read_packet().await?;
+        if greeting.first() == Some(&0xFF) {
+            return Err(ConnError::Server(server_error(&greeting)));
+        }
+        let greeting = parse_greeting(&greeting).ok_or_else(malformed)?;
+        self.server_version = greeting.version.clone();
+        self.capabilities = wanted_capabilities(spec) & greeting.capabilities;
+        if self.capabilities & CLIENT_PROTOCOL_41 == 0 {
+            return Err(ConnError::Protocol(format!(
+                "server {} predates the 4.1 protocol",
+                greeting.version
+            )));
+        }
+        let password = spec.password.as_deref().unwrap_or("");
+        let mut plugin = greeting.plugin.clone();
+        if !auth::SUPPORTED.contains(&plugin.as_str()) {
+            // The server's default plugin is only a proposal; the account's decides.
+            plugin = auth::NATIVE_PASSWORD.to_string();
+        }
+        let answer = auth::first_response(&plugin, password, &greeting.scramble);
+        self.send_handshake_response(spec, &plugin, &answer);
+        self.flush().await?;
+        self.authenticate(password, plugin, over_socket).await
+    }
+
+    fn send_handshake_response(&mut self, spec: &MysqlSpec, plugin: &str, answer: &[u8]) {
+        let payload = &mut self.payload;
+        payload.clear();
+        payload.extend_from_slice(&self.capabilities.to_le_bytes());
+        payload.extend_from_slice(&(packet::MAX_PAYLOAD as u32).to_le_bytes());
+        payload.push(CHARSET_UTF8MB4);
+        payload.extend_from_slice(&[0; 23]);
+        payload.extend_from_slice(spec.user.as_bytes());
+        payload.push(0);
+        if self.capabilities & CLIENT_PLUGIN_AUTH_LENENC_DATA != 0 {
+            put_lenenc_bytes(payload, answer);
+        } else {
+            payload.push(answer.len() as u8);
+            payload.extend_from_slice(answer);
+        }
+        if self.capabilities & CLIENT_CONNECT_WITH_DB != 0 {
+            payload.extend_from_slice(spec.database.as_bytes());
+            payload.push(0);
+        }
+        if self.capabilities & CLIENT_PLUGIN_AUTH != 0 {
+            payload.extend_from_slice(plugin.as_bytes());
+            payload.push(0);
+        }
+        put_packet(&mut self.write_buf, &mut self.sequence, payload);
+    }
+
+    /// The exchange after the handshake response: OK, an error, a switch to another plugin, or
+    /// caching_sha2_password's fast/full authentication.
+    async fn authenticate(
+        &mut self,
+        password: &str,
+        mut plugin: String,
+        over_socket: bool,
+    ) -> Result<(), ConnError> {
+        loop {
+            let reply = self.read_packet().await?;
+            match reply.first() {
+                Some(0x00) => return Ok(()),
+                Some(0xFF) => return Err(ConnError::Server(server_error(&reply))),
+                Some(0xFE) => {
+                    let mut reader = Reader::new(&reply[1..]);
+                    plugin = String::from_utf8_lossy(reader.null_terminated()).into_owned();
+                    let scramble = reader.null_terminated().to_vec();
+                    if !auth::SUPPORTED.contains(&plugin.as_str()) {
+                        return Err(unsupported_plugin(&plugin));
+                    }
+                    if plugin == auth::CLEAR_PASSWORD && !over_socket {
+                        return Err(clear_text_refused(&plugin));
+                    }
+                    let answer = auth::first_response(&plugin, password, &scramble);
+                    self.send_payload(&answer).await?;
+                }
+                Some(0x01) if plugin == auth::CACHING_SHA2 => match reply.get(1) {
+                    // Fast authentication succeeded: the OK follows.
+                    Some(0x03) => {}
+                    Some(0x04) if over_socket => {
+                        self.send_payload(&auth::clear_password(password)).await?;
+                    }
+                    _ => return Err(clear_text_refused(&plugin)),
+                },
+                _ => return Err(malformed()),
+            }
+        }
+    }
+
+    /// Sends one payload as the next packet of the exchange under way.
+    async fn send_payload(&mut self, payload: &[u8]) -> Result<(), ConnError> {
+        put_packet(&mut self.write_buf, &mut self.sequence, payload);
+        self.flush().await
+    }
+
+    /// COM_QUERY: the text protocol. Results are counted, and with `capture` each result's
+    /// columns and last row are kept.
+    pub async fn query(&mut self, sql: &str, capture: bool) -> Result<Reply, ConnError> {
+        self.start_command(COM_QUERY, sql.as_bytes());
+        self.flush().await?;
+        self.read_results(capture, false).await
+    }
+
+    /// COM_QUERY keeping every row of the last result, for control work.
+    pub async fn query_all(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<control::Rows, DbError>, ConnError> {
+        self.start_command(COM_QUERY, sql.as_bytes());
+        self.flush().await?;
+        let mut all = control::Rows::default();
+        let reply = self.read_results_into(true, false, Some(&mut all)).await?;
+        Ok(match reply.error {
+            Some(error) => Err(error),
+            None => Ok(all),
+        })
+    }
+
+    /// COM_STMT_PREPARE. A statement the server refuses comes back as `Err(DbError)` inside
+    /// `Ok`, as replies do.
+    pub async fn prepare(&mut self, sql: &str) -> Result<Result<Prepared, DbError>, ConnError> {
+        self.start_command(COM_STMT_PREPARE, sql.as_bytes());
+        self.flush().await?;
+        let reply = self.read_packet().await?;
+        if reply.first() == Some(&0xFF) {
+            return Ok(Err(server_error(&reply)));
+        }
+        let mut reader = Reader::new(&reply);
+        let (Some(0x00), Some(id), Some(columns), Some(params)) =
+            (reader.u8(), reader.u32(), reader.u16(), reader.u16())
+        else {
+            return Err(malformed());
+        };
+        // Parameter definitions, then column definitions, each list ended by an EOF packet
+        // unless the EOF was negotiated away.
+        for count in [params, columns] {
+            if count == 0 {
+                continue;
+            }
+            for _ in 0..count {
+                self.read_packet().await?;
+            }
+            if !self.deprecates_eof() {
+                self.read_packet().await?;
+            }
+        }
+        Ok(Ok(Prepared { id, params }))
+    }
+
+    /// COM_STMT_EXECUTE with the values bound by type: integers as BIGINT, doubles as DOUBLE,
+    /// text as strings, NULL in the null bitmap, as libmysqlclient's typed binds do.
+    pub async fn execute(
+        &mut self,
+        statement: Prepared,
+        values: &[&Value],
+        capture: bool,
+    ) -> Result<Reply, ConnError> {
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        payload.push(COM_STMT_EXECUTE);
+        payload.extend_from_slice(&statement.id.to_le_bytes());
+        payload.push(0); // no cursor
+        payload.extend_from_slice(&1u32.to_le_bytes()); // iteration count
+        if statement.params > 0 {
+            rows::put_bound_values(&mut payload, values);
+        }
+        self.sequence = 0;
+        put_packet(&mut self.write_buf, &mut self.sequence, &payload);
+        self.payload = payload;
+        self.flush().await?;
+        self.read_results(capture, true).await
+    }
+
+    /// Runs a statement whose result is of no interest, for control work (DDL, loading).
+    pub async fn execute_simple(&mut self, sql: &str) -> Result<Reply, ConnError> {
+        self.query(sql, false).await
+    }
+
+    pub async fn close(mut self) {
+        self.start_command(COM_QUIT, b"");
+        let _ = self.flush().await;
+    }
+
+    fn start_command(&mut self, command: u8, body: &[u8]) {
+        self.payload.clear();
+        self.payload.push(command);
+        self.payload.extend_from_slice(body);
+        self.sequence = 0;
+        put_packet(&mut self.write_buf, &mut self.sequence, &self.payload);
+    }
+
+    fn deprecates_eof(&self) -> bool {
+        self.capabilities & CLIENT_DEPRECATE_EOF != 0
+    }
+
+    /// Reads every result of one command (several for a CALL or a multi-statement string).
+    async fn read_results(&mut self, capture: bool, binary: bool) -> Result<Reply, ConnError> {
+        self.read_results_into(capture, binary, None).await
+    }
+
+    /// As `read_results`; `all`, when given, receives the last result's columns and rows.
+    async fn read_results_into(
+        &mut self,
+        capture: bool,
+        binary: bool,
+        mut all: Option<&mut control::Rows>,
+    ) -> Result<Reply, ConnError> {
+        let mut reply = Reply::default();
+        loop {
+            let first = self.read_packet().await?;
+            let status = match first.first() {
+                Some(0x00) => {
+                    reply.results.push(QueryResult::default());
+                    ok_status(&first[1..]).ok_or_else(malformed)?
+                }
+                Some(0xFF) => {
+                    reply.error = Some(server_error(&first));
+                    break;
+                }
+                Some(0xFB) => return Err(ConnError::Unsupported(LOCAL_INFILE_UNSUPPORTED)),
+                _ => {
+                    let columns = Reader::new(&first)
+                        .lenenc_int()
+                        .flatten()
+                        .ok_or_else(malformed)?;
+                    if let Some(all) = all.as_deref_mut() {
+                        *all = control::Rows::default();
+                    }
+                    let (result, end) = self
+                        .read_result_set(columns, capture, binary, all.as_deref_mut())
+                        .await?;
+                    reply.rows += result.rows;
+                    reply.results.push(result);
+                    match end {
+                        Ok(end) => end.status,
+                        Err(error) => {
+                            reply.error = Some(error);
+                            break;
+                        }
+                    }
+                }
+            };
+            self.in_transaction = status & SERVER_STATUS_IN_TRANS != 0;
+            if status & SERVER_MORE_RESULTS_EXISTS == 0 {
+                break;
+            }
+        }
+        reply.transaction_status = if self.in_transaction { b'T' } else { b'I' };
+        Ok(reply)
+    }
+
+    /// Column definitions, rows, and the packet that ends them (an error mid-stream included).
+    async fn read_result_set(
+        &mut self,
+        columns: u64,
+        capture: bool,
+        binary: bool,
+        mut all: Option<&mut control::Rows>,
+    ) -> Result<(QueryResult, Result<ResultEnd, DbError>), ConnError> {
+        let mut result = QueryResult::default();
+        let mut column_types = Vec::new();
+        for _ in 0..columns {
+            let definition = self.read_packet().await?;
+            if capture {
+                let column = rows::parse_column(&definition).ok_or_else(malformed)?;
+                result.columns.push(column.name);
+                column_types.push(column.kind);
+            }
+        }
+        if let Some(all) = all.as_deref_mut() {
+            all.columns = result.columns.clone();
+        }
+        if !self.deprecates_eof() {
+            self.read_packet().await?;
+        }
+        loop {
+            let row = self.read_packet().await?;
+            match row.first() {
+                Some(0xFE) if row.len() < packet::MAX_PAYLOAD => {
+                    let status = end_status(&row, self.deprecates_eof()).ok_or_else(malformed)?;
+                    return Ok((result, Ok(ResultEnd { status })));
+                }
+                Some(0xFF) => return Ok((result, Err(server_error(&row)))),
+                _ => {}
+            }
+            result.rows += 1;
+            if capture {
+                let values = if binary {
+                    rows::binary_row(&row, &column_types)
+                } else {
+                    rows::text_row(&row, column_types.len())
+                };
+                let values = values.ok_or_else(malformed)?;
+                if let Some(all) = all.as_deref_mut() {
+                    all.rows.push(values.clone());
+                }
+                result.last_row = Some(values);
+            }
+        }
+    }
+
+    /// One packet's payload (packets of a payload over 16 MiB joined).
+    async fn read_packet(&mut self) -> Result<BytesMut, ConnError> {
+        let mut payload = self.read_one_packet().await?;
+        let mut length = payload.len();
+        while length == packet::MAX_PAYLOAD {
+            let next = self.read_one_packet().await?;
+            length = next.len();
+            payload.extend_from_slice(&next);
+        }
+        Ok(payload)
+    }
+
+    async fn read_one_packet(&mut self) -> Result<BytesMut, ConnError> {
+        loop {
+            if self.read_buf.len() >= 4 {
+                let header = &self.read_buf[..4];
+                let length = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+                if self.read_buf.len() >= 4 + length {
+                    self.sequence = header[3].wrapping_add(1);
+                    self.read_buf.advance(4);
+                    return Ok(self.read_buf.split_to(length));
+                }
+                self.read_buf.reserve(4 + length - self.read_buf.len());
+            }
+            if let Err(e) = self.fill().await {
+                self.lost = true;
+                return Err(e);
+            }
+        }
+    }
+
+    async fn fill(&mut self) -> Result<(), ConnError> {
+        self.read_buf.reserve(READ_CHUNK);
+        match self.stream.read_some(&mut self.read_buf).await? {
+            0 => Err(ConnError::Protocol(
+                "server closed the connection unexpectedly".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), ConnError> {
+        if let Err(e) = self.stream.write_all(&self.write_buf).await {
+            self.lost = true;
+            return Err(e.into());
+        }
+        self.write_buf.clear();
+        Ok(())
+    }
+}
+
+const LOCAL_INFILE_UNSUPPORTED: &str = "LOAD DATA LOCAL INFILE is not supported, aborting";
+
+/// The server's first packet (HandshakeV10).
+struct Greeting {
+    version: String,
+    capabilities: u32,
+    scramble: Vec<u8>,
+    plugin: String,
+}
+
+fn parse_greeting(payload: &[u8]) -> Option<Greeting> {
+    let mut reader = Reader::new(payload);
+    if reader.u8()? != 10 {
+        return None;
+    }
+    let version = String::from_utf8_lossy(reader.null_terminated()).into_owned();
+    let _connection_id = reader.u32()?;
+    let mut scramble = reader.bytes(8)?.to_vec();
+    reader.u8()?;
+    let low = reader.u16()? as u32;
+    let _charset = reader.u8()?;
+    let _status = reader.u16()?;
+    let high = reader.u16()? as u32;
+    let capabilities = low | (high << 16);
+    let scramble_length = reader.u8()? as usize;
+    reader.bytes(10)?;
+    if capabilities & CLIENT_SECURE_CONNECTION != 0 {
+        let second = scramble_length.saturating_sub(8).max(13);
+        let part = reader.bytes(second.min(reader.rest.len()))?;
+        // The second part ends with a NUL that is not part of the scramble.
+        scramble.extend_from_slice(part.strip_suffix(&[0]).unwrap_or(part));
+    }
+    let plugin = if capabilities & CLIENT_PLUGIN_AUTH != 0 {
+        String::from_utf8_lossy(reader.null_terminated()).into_owned()
+    } else {
+        auth::NATIVE_PASSWORD.to_string()
+    };
+    Some(Greeting {
+        version,
+        capabilities,
+        scramble,
+        plugin,
+    })
+}
+
+fn wanted_capabilities(spec: &MysqlSpec) -> u32 {
+    let mut wanted = CLIENT_LONG_PASSWORD
+        | CLIENT_LONG_FLAG
+        | CLIENT_PROTOCOL_41
+        | CLIENT_TRANSACTIONS
+        | CLIENT_SECURE_CONNECTION
+        | CLIENT_MULTI_RESULTS
+        | CLIENT_PS_MULTI_RESULTS
+        | CLIENT_PLUGIN_AUTH
+        | CLIENT_PLUGIN_AUTH_LENENC_DATA
+        | CLIENT_DEPRECATE_EOF;
+    if !spec.database.is_empty() {
+        wanted |= CLIENT_CONNECT_WITH_DB;
+    }
+    wanted
+}
+
+/// The status flags of an OK packet's body (after its header byte).
+fn ok_status(body: &[u8]) -> Option<u16> {
+    let mut reader = Reader::new(body);
+    reader.lenenc_int()?; // affected rows
+    reader.lenenc_int()?; // last insert id
+    reader.u16()
+}
+
+/// The status flags of the packet that ends a result set: an OK with a 0xFE header when EOF
+/// packets were negotiated away, else an EOF (warnings, then status).
+fn end_status(packet: &[u8], deprecates_eof: bool) -> Option<u16> {
+    if deprecates_eof {
+        return ok_status(&packet[1..]);
+    }
+    let mut reader = Reader::new(&packet[1..]);
+    reader.u16()?;
+    reader.u16()
+}
+
+/// An ERR packet: `0xFF`, the error number, `#` and the SQLSTATE, the message.
+fn server_error(packet: &[u8]) -> DbError {
+    let mut reader = Reader::new(&packet[1..]);
+    let number = reader.u16().unwrap_or(0);
+    let mut sqlstate = "HY000".to_string();
+    if reader.rest.first() == Some(&b'#') && reader.rest.len() >= 6 {
+        sqlstate = String::from_utf8_lossy(&reader.rest[1..6]).into_owned();
+        reader.bytes(6);
+    }
+    DbError::from_mysql(
+        number,
+        sqlstate,
+        String::from_utf8_lossy(reader.rest).into_owned(),
+    )
+}
+
+fn malformed() -> ConnError {
+    ConnError::Protocol("malformed packet from the MySQL server".into())
+}
+
+fn unsupported_plugin(plugin: &str) -> ConnError {
+    ConnError::Protocol(format!(
+        "authentication plugin \"{plugin}\" is not supported; stampede answers {}",
+        auth::SUPPORTED.join(", ")
+    ))
+}
+
+fn clear_text_refused(plugin: &str) -> ConnError {
+    ConnError::Protocol(format!(
+        "{plugin} wants the password in clear text, which stampede sends only over a Unix socket; connect through the server's socket"
+    ))
+}
+
+/// A Unix socket when one is named or the host is `localhost` (as libmysqlclient does), else
+/// TCP without Nagle.
+async fn open(spec: &MysqlSpec) -> Result<Stream, ConnError> {
+    let socket = spec
+        .socket
+        .clone()
+        .or_else(|| (spec.host == "localhost").then(|| std::path::PathBuf::from(DEFAULT_SOCKET)));
+    if let Some(path) = socket {
+        return UnixStream::connect(&path)
+            .await
+            .map(Stream::Unix)
+            .map_err(|e| {
+                ConnError::Protocol(format!(
+                    "could not connect to the server's socket \"{}\": {e}",
+                    path.display()
+                ))
+            });
+    }
+    let stream = TcpStream::connect((spec.host.as_str(), spec.port))
+        .await
+        .map_err(|e| {
+            ConnError::Protocol(format!(
+                "could not connect to {}:{}: {e}",
+                spec.host, spec.port
+            ))
+        })?;
+    stream.set_nodelay(true)?;
+    Ok(Stream::Tcp(stream))
+}

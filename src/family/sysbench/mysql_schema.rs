@@ -1,0 +1,173 @@
+//! sysbench's tables on MySQL/MariaDB, as its `oltp_common.lua` creates them for the mysql
+//! driver: `id INTEGER NOT NULL AUTO_INCREMENT` (without with `--auto-inc=off`), the key
+//! declared in the CREATE TABLE, `/*! ENGINE = innodb */`, rows by multi-row INSERTs, then
+//! the secondary index on k. The rows are the PostgreSQL loader's: ids 1..table_size, k from
+//! the default distribution, c and pad groups of random digits.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::options::OltpOptions;
+use crate::driver::mysql::control::ControlSession;
+use crate::error::Failure;
+use crate::script::extensions::sysbench_random;
+use crate::script::prng::PgPrng;
+use crate::server::mariadb::MysqlSpec;
+
+/// Rows per INSERT: about 200 KB of VALUES, well under any max_allowed_packet.
+const ROWS_PER_INSERT: u32 = 1000;
+
+pub struct MysqlPreparer {
+    pub spec: MysqlSpec,
+    pub options: OltpOptions,
+    pub storage_engine: String,
+    pub connections: usize,
+    pub seed: u64,
+    pub rows_loaded: Arc<AtomicU64>,
+}
+
+/// The sbtest tables of the spec's database, by number.
+pub fn existing_tables(session: &mut ControlSession) -> Result<Vec<u32>, Failure> {
+    let rows = session.rows("SHOW TABLES LIKE 'sbtest%'")?;
+    let mut numbers: Vec<u32> = rows
+        .rows
+        .iter()
+        .filter_map(|row| {
+            row.first()?
+                .as_deref()?
+                .strip_prefix("sbtest")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    numbers.sort_unstable();
+    Ok(numbers)
+}
+
+/// Drops `sbtest1..tables` and any further sbtest tables left behind.
+pub fn cleanup(session: &mut ControlSession, tables: u32) -> Result<Vec<String>, Failure> {
+    let mut numbers: Vec<u32> = (1..=tables).collect();
+    for extra in existing_tables(session)? {
+        if !numbers.contains(&extra) {
+            numbers.push(extra);
+        }
+    }
+    let mut dropped = Vec::new();
+    for t in numbers {
+        session.execute(&format!("DROP TABLE IF EXISTS sbtest{t}"))?;
+        dropped.push(format!("sbtest{t}"));
+    }
+    Ok(dropped)
+}
+
+/// bulk_insert's tables, one per thread.
+pub fn create_bulk_insert_tables(
+    session: &mut ControlSession,
+    threads: u32,
+) -> Result<Vec<String>, Failure> {
+    (1..=threads)
+        .map(|t| {
+            session.execute(&format!(
+                "CREATE TABLE IF NOT EXISTS sbtest{t} (id INTEGER NOT NULL, k INTEGER DEFAULT '0' NOT NULL, PRIMARY KEY (id))"
+            ))?;
+            Ok(format!("sbtest{t}"))
+        })
+        .collect()
+}
+
+/// Callaghan's postwrite on MySQL: `ANALYZE TABLE` refreshes the statistics; `OPTIMIZE
+/// TABLE` (a rebuild under InnoDB) removes what the writes left, as VACUUM does.
+pub fn postwrite(session: &mut ControlSession, tables: u32) -> Result<&'static str, Failure> {
+    for t in 1..=tables {
+        session.execute(&format!("ANALYZE TABLE sbtest{t}"))?;
+        session.execute(&format!("OPTIMIZE TABLE sbtest{t}"))?;
+    }
+    Ok("ANALYZE TABLE + OPTIMIZE TABLE")
+}
+
+impl MysqlPreparer {
+    /// Creates and loads every table, `connections` tables at a time.
+    pub fn prepare(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+        let connections = self.connections.clamp(1, self.options.tables as usize);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..connections)
+                .map(|worker| {
+                    scope.spawn(move || {
+                        let mut session = ControlSession::connect(&self.spec)?;
+                        let tables = (1..=self.options.tables)
+                            .filter(|t| (*t as usize - 1) % connections == worker);
+                        for table in tables {
+                            self.create_table(&mut session, table, announce)?;
+                        }
+                        Ok::<(), Failure>(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|worker| worker.join().expect("loader thread"))
+        })
+    }
+
+    fn create_table(
+        &self,
+        session: &mut ControlSession,
+        table: u32,
+        announce: &(dyn Fn(String) + Sync),
+    ) -> Result<(), Failure> {
+        let o = &self.options;
+        let name = format!("sbtest{table}");
+        announce(format!("Creating table '{name}'..."));
+        let id_def = if o.auto_inc {
+            "INTEGER NOT NULL AUTO_INCREMENT"
+        } else {
+            "INTEGER NOT NULL"
+        };
+        let id_index = if o.secondary {
+            "KEY xid"
+        } else {
+            "PRIMARY KEY"
+        };
+        session.execute(&format!(
+            "CREATE TABLE {name}(\n  id {id_def},\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  {id_index} (id)\n) /*! ENGINE = {} */ ",
+            self.storage_engine
+        ))?;
+        if o.table_size > 0 {
+            announce(format!("Inserting {} records into '{name}'", o.table_size));
+            self.insert_rows(session, &name, table)?;
+        }
+        if o.create_secondary {
+            announce(format!("Creating a secondary index on '{name}'..."));
+            session.execute(&format!("CREATE INDEX k_{table} ON {name}(k)"))?;
+        }
+        Ok(())
+    }
+
+    fn insert_rows(
+        &self,
+        session: &mut ControlSession,
+        name: &str,
+        table: u32,
+    ) -> Result<(), Failure> {
+        // The PostgreSQL loader's stream per table, so both engines hold the same rows.
+        let mut rng = PgPrng::seeded(self.seed ^ (table as u64).wrapping_mul(0x9E37_79B9));
+        let size = self.options.table_size;
+        let mut id = 1;
+        while id <= size {
+            let end = (id + ROWS_PER_INSERT - 1).min(size);
+            let mut sql = format!("INSERT INTO {name}(id, k, c, pad) VALUES");
+            for row in id..=end {
+                let k = super::schema::draw(&mut rng, &self.options, size as i64);
+                let c = sysbench_random::digit_groups(&mut rng, 10);
+                let pad = sysbench_random::digit_groups(&mut rng, 5);
+                let separator = if row == id { "" } else { "," };
+                sql.push_str(&format!("{separator}({row}, {k}, '{c}', '{pad}')"));
+            }
+            session.execute(&sql)?;
+            self.rows_loaded
+                .fetch_add((end - id + 1) as u64, Ordering::Relaxed);
+            id = end + 1;
+        }
+        Ok(())
+    }
+}

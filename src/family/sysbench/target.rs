@@ -1,0 +1,172 @@
+//! Where sysbench's tables live: PostgreSQL (`--db-driver pgsql`, the default) or
+//! MySQL/MariaDB (`--db-driver mysql`), with sysbench's own options for each.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use super::args::SysbenchArgs;
+use super::mysql_schema::{self, MysqlPreparer};
+use super::options::OltpOptions;
+use super::schema::{self, Preparer};
+use crate::driver::mysql::control::ControlSession;
+use crate::driver::RunPlan;
+use crate::error::Failure;
+use crate::pg::control_runtime;
+use crate::server::mariadb::MysqlSpec;
+use crate::server::resolve_target;
+use crate::server::target::{ConnFlags, ConnSpec};
+
+#[derive(Debug, Clone)]
+pub enum SysbenchTarget {
+    Postgres(ConnSpec),
+    Mysql {
+        spec: MysqlSpec,
+        storage_engine: String,
+    },
+}
+
+impl SysbenchTarget {
+    pub fn from_args(args: &SysbenchArgs) -> Result<SysbenchTarget, Failure> {
+        match args.db_driver.as_str() {
+            "pgsql" => postgres(args).map(SysbenchTarget::Postgres),
+            "mysql" => Ok(SysbenchTarget::Mysql {
+                spec: MysqlSpec {
+                    socket: args.mysql_socket.clone(),
+                    host: args.mysql_host.clone(),
+                    port: args.mysql_port,
+                    user: args.mysql_user.clone(),
+                    password: args.mysql_password.clone(),
+                    database: args.mysql_db.clone(),
+                },
+                storage_engine: args.mysql_storage_engine.clone(),
+            }),
+            other => Err(Failure::input(format!(
+                "--db-driver {other} is not supported; use pgsql (PostgreSQL) or mysql (MySQL, MariaDB)"
+            ))),
+        }
+    }
+
+    /// The PostgreSQL connection a run plan carries (a placeholder for MySQL).
+    pub fn conn_spec(&self) -> ConnSpec {
+        match self {
+            SysbenchTarget::Postgres(conn) => conn.clone(),
+            SysbenchTarget::Mysql { .. } => ConnSpec::other_engine(),
+        }
+    }
+
+    /// Points a run plan's clients at this target.
+    pub fn direct(&self, plan: &mut RunPlan) {
+        if let SysbenchTarget::Mysql { spec, .. } = self {
+            plan.mysql = Some(spec.clone());
+        }
+    }
+
+    /// The sbtest tables that exist, by number.
+    pub fn existing_tables(&self) -> Result<Vec<u32>, Failure> {
+        match self {
+            SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
+                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
+                schema::existing_tables(&client).await
+            }),
+            SysbenchTarget::Mysql { spec, .. } => {
+                mysql_schema::existing_tables(&mut ControlSession::connect(spec)?)
+            }
+        }
+    }
+
+    /// Refuses to run before prepare: every table the test reads must exist.
+    pub fn check_prepared(&self, tables: u32) -> Result<(), Failure> {
+        let existing = self.existing_tables()?;
+        schema::require_tables(&existing, tables)
+    }
+
+    /// Creates and loads the tables, `connections` at a time.
+    pub fn prepare(
+        &self,
+        options: &OltpOptions,
+        connections: usize,
+        seed: u64,
+        announce: &(dyn Fn(String) + Sync),
+    ) -> Result<(), Failure> {
+        let rows_loaded = Arc::new(AtomicU64::new(0));
+        match self {
+            SysbenchTarget::Postgres(conn) => {
+                let preparer = Preparer {
+                    conn: conn.clone(),
+                    options: options.clone(),
+                    connections,
+                    seed,
+                    rows_loaded,
+                };
+                control_runtime().block_on(preparer.prepare(announce))
+            }
+            SysbenchTarget::Mysql {
+                spec,
+                storage_engine,
+            } => MysqlPreparer {
+                spec: spec.clone(),
+                options: options.clone(),
+                storage_engine: storage_engine.clone(),
+                connections,
+                seed,
+                rows_loaded,
+            }
+            .prepare(announce),
+        }
+    }
+
+    /// Callaghan's postwrite step; says what it did.
+    pub fn postwrite(&self, tables: u32) -> Result<String, Failure> {
+        match self {
+            SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
+                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
+                let vacuum = schema::postwrite(&client, tables).await?;
+                Ok(format!("{vacuum}, CHECKPOINT"))
+            }),
+            SysbenchTarget::Mysql { spec, .. } => {
+                let done = mysql_schema::postwrite(&mut ControlSession::connect(spec)?, tables)?;
+                Ok(done.to_string())
+            }
+        }
+    }
+
+    /// bulk_insert's tables, one per thread.
+    pub fn create_bulk_insert_tables(&self, threads: u32) -> Result<Vec<String>, Failure> {
+        match self {
+            SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
+                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
+                schema::create_bulk_insert_tables(&client, threads).await
+            }),
+            SysbenchTarget::Mysql { spec, .. } => mysql_schema::create_bulk_insert_tables(
+                &mut ControlSession::connect(spec)?,
+                threads,
+            ),
+        }
+    }
+
+    /// Drops the tables (and any further sbtest tables).
+    pub fn cleanup(&self, tables: u32) -> Result<Vec<String>, Failure> {
+        match self {
+            SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
+                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
+                schema::cleanup(&client, tables).await
+            }),
+            SysbenchTarget::Mysql { spec, .. } => {
+                mysql_schema::cleanup(&mut ControlSession::connect(spec)?, tables)
+            }
+        }
+    }
+}
+
+fn postgres(args: &SysbenchArgs) -> Result<ConnSpec, Failure> {
+    let mut conn = resolve_target(&ConnFlags {
+        host: args.pgsql_host.clone(),
+        port: args.pgsql_port.clone(),
+        user: args.pgsql_user.clone(),
+        dbname: args.pgsql_db.clone(),
+    })?;
+    if args.pgsql_password.is_some() {
+        conn.password = args.pgsql_password.clone();
+    }
+    Ok(conn)
+}

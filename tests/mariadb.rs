@@ -1,0 +1,373 @@
+//! The second engine against a real MariaDB (Debian's mariadb-server, managed by stampede's
+//! own server code): the statements `stampede sysbench --db-driver mysql` sends, checked
+//! against the real sysbench's in the server's general log; the tables prepare creates; the
+//! counts the report prints, checked against the server's own counters; and bad input.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Output;
+
+use common::mariadb::{create_database, mariadb, socket, sql};
+use common::{assert_refused, stampede, stderr, stdout};
+
+/// The server's global counters and general log see every test: one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    mariadb();
+    guard
+}
+
+fn connection(db: &str) -> Vec<String> {
+    connection_as("root", db)
+}
+
+fn connection_as(user: &str, db: &str) -> Vec<String> {
+    vec![
+        "--db-driver=mysql".into(),
+        format!("--mysql-socket={}", socket()),
+        format!("--mysql-user={user}"),
+        format!("--mysql-db={db}"),
+    ]
+}
+
+fn stampede_sysbench(db: &str, args: &[&str]) -> Output {
+    let mut all: Vec<String> = vec!["sysbench".into()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    all.extend(connection(db));
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    stampede(&refs)
+}
+
+fn real_sysbench(db: &str, args: &[&str]) -> Output {
+    real_sysbench_as("root", db, args)
+}
+
+fn real_sysbench_as(user: &str, db: &str, args: &[&str]) -> Output {
+    let output = std::process::Command::new("sysbench")
+        .args(connection_as(user, db))
+        .args(args)
+        .output()
+        .expect("sysbench runs");
+    assert!(
+        output.status.success(),
+        "sysbench {args:?}: {}",
+        stdout(&output)
+    );
+    output
+}
+
+fn succeeded(output: Output, what: &str) -> Output {
+    assert!(
+        output.status.success(),
+        "{what}: {}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    output
+}
+
+/// Literals replaced by `?`: the shape of a statement, as a digest has it.
+fn normalize(statement: &str) -> String {
+    let mut out = String::new();
+    let mut chars = statement.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            while let Some(next) = chars.next() {
+                match next {
+                    '\\' => {
+                        chars.next();
+                    }
+                    '\'' => break,
+                    _ => {}
+                }
+            }
+            out.push('?');
+        } else if c.is_ascii_digit() && !out.ends_with(|p: char| p.is_alphanumeric() || p == '_') {
+            while chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_digit() || *n == '.')
+            {
+                chars.next();
+            }
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The account whose statements the general log is read for (other tests run beside).
+const LOGGED_USER: &str = "sb_log";
+
+/// What a tool sent as `LOGGED_USER` while the general log was on: (command type,
+/// normalized statement) and how often, for the statements on sysbench's tables and the
+/// transaction brackets.
+fn logged_statements(run: impl FnOnce()) -> BTreeMap<(String, String), usize> {
+    sql(
+        "",
+        "SET GLOBAL log_output='TABLE'; TRUNCATE mysql.general_log; SET GLOBAL general_log=ON",
+    );
+    run();
+    sql("", "SET GLOBAL general_log=OFF");
+    let log = sql(
+        "",
+        &format!("SELECT command_type, REPLACE(REPLACE(argument, '\\n', ' '), '\\t', ' ') FROM mysql.general_log WHERE command_type IN ('Prepare', 'Execute', 'Query') AND user_host LIKE '{LOGGED_USER}[%'"),
+    );
+    let mut counts = BTreeMap::new();
+    for line in log.lines() {
+        let Some((kind, statement)) = line.split_once('\t') else {
+            continue;
+        };
+        let relevant = (statement.contains("sbtest") && !statement.starts_with("SHOW"))
+            || statement == "BEGIN"
+            || statement == "COMMIT";
+        if relevant {
+            *counts
+                .entry((kind.to_string(), normalize(statement)))
+                .or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+#[test]
+fn oltp_read_write_sends_sysbenchs_statements_per_event() {
+    let _serial = exclusive();
+    let db = create_database("sb_statements");
+    sql("", &format!("CREATE USER IF NOT EXISTS '{LOGGED_USER}'@'localhost'; GRANT ALL ON {db}.* TO '{LOGGED_USER}'@'localhost'"));
+    let table = ["--tables=1", "--table-size=200"];
+    real_sysbench(&db, &[&table[..], &["oltp_read_write", "prepare"]].concat());
+    for mode in ["auto", "disable"] {
+        let ps_mode = format!("--db-ps-mode={mode}");
+        let run = [
+            &table[..],
+            &["--events=20", "--threads=1", ps_mode.as_str()],
+        ]
+        .concat();
+        let theirs = logged_statements(|| {
+            real_sysbench_as(
+                LOGGED_USER,
+                &db,
+                &[&run[..], &["oltp_read_write", "run"]].concat(),
+            );
+        });
+        let ours = logged_statements(|| {
+            let mut args: Vec<String> =
+                vec!["sysbench".into(), "run".into(), "oltp_read_write".into()];
+            args.extend(run.iter().map(|a| a.to_string()));
+            args.extend(connection_as(LOGGED_USER, &db));
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            succeeded(stampede(&refs), "stampede sysbench run");
+        });
+        assert!(!theirs.is_empty(), "the general log recorded sysbench");
+        assert_eq!(ours, theirs, "--db-ps-mode={mode}");
+        // 20 events of 14 reads, 4 writes and BEGIN/COMMIT.
+        let executed: usize = ours
+            .iter()
+            .filter(|((kind, _), _)| kind != "Prepare")
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(executed, 20 * 20, "--db-ps-mode={mode}: {ours:#?}");
+    }
+}
+
+#[test]
+fn prepare_creates_sysbenchs_tables_and_rows() {
+    let _serial = exclusive();
+    let theirs = create_database("sb_theirs");
+    let ours = create_database("sb_ours");
+    let table = ["--tables=2", "--table-size=500"];
+    real_sysbench(
+        &theirs,
+        &[&table[..], &["oltp_read_write", "prepare"]].concat(),
+    );
+    let output = succeeded(
+        stampede_sysbench(
+            &ours,
+            &[&["prepare", "oltp_read_write"], &table[..]].concat(),
+        ),
+        "prepare",
+    );
+    assert_eq!(
+        stdout(&output),
+        "Creating table 'sbtest1'...\nInserting 500 records into 'sbtest1'\nCreating a secondary index on 'sbtest1'...\nCreating table 'sbtest2'...\nInserting 500 records into 'sbtest2'\nCreating a secondary index on 'sbtest2'...\n"
+    );
+    for t in 1..=2 {
+        // The same definition, but for the AUTO_INCREMENT counter's position.
+        let definition = |db: &str| {
+            let text = sql(db, &format!("SHOW CREATE TABLE sbtest{t}"));
+            text.split_whitespace()
+                .filter(|word| !word.starts_with("AUTO_INCREMENT="))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(definition(&ours), definition(&theirs));
+        let stats = "SELECT COUNT(*), MIN(id), MAX(id), COUNT(DISTINCT id), MIN(LENGTH(c)), MAX(LENGTH(pad)), MIN(k) >= 1, MAX(k) <= 500";
+        assert_eq!(
+            sql(&ours, &format!("{stats} FROM sbtest{t}")).trim(),
+            "500\t1\t500\t500\t119\t59\t1\t1"
+        );
+    }
+    let output = succeeded(
+        stampede_sysbench(&ours, &["cleanup", "--tables=2"]),
+        "cleanup",
+    );
+    assert_eq!(
+        stdout(&output),
+        "Dropping table 'sbtest1'...\nDropping table 'sbtest2'...\n"
+    );
+    assert_eq!(sql(&ours, "SHOW TABLES").trim(), "");
+}
+
+/// The server's Com_* counters over a run, for the counts the report prints.
+fn counters() -> BTreeMap<String, u64> {
+    sql("", "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit', 'Com_select', 'Com_stmt_execute', 'Com_update', 'Com_insert', 'Com_delete', 'Com_begin')")
+        .lines()
+        .filter_map(|line| {
+            let (name, value) = line.split_once('\t')?;
+            Some((name.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_reported_counts_are_the_servers() {
+    let _serial = exclusive();
+    let db = create_database("sb_counts");
+    let table = ["--tables=1", "--table-size=1000"];
+    succeeded(
+        stampede_sysbench(&db, &[&["prepare", "oltp_read_write"], &table[..]].concat()),
+        "prepare",
+    );
+    let before = counters();
+    // One thread: a deadlock's rolled-back statements would reach the server uncounted.
+    let output = succeeded(
+        stampede_sysbench(
+            &db,
+            &[
+                &["run", "oltp_read_write", "--time=2", "--threads=1"],
+                &table[..],
+            ]
+            .concat(),
+        ),
+        "run",
+    );
+    let after = counters();
+    let delta = |name: &str| after[name] - before[name];
+    let text = stdout(&output);
+    let reported = |label: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line in {text}"));
+        line.split_whitespace()
+            .find_map(|w| w.parse().ok())
+            .expect("a count")
+    };
+    // Every statement is a prepared execution; every event commits once.
+    let transactions = reported("transactions:");
+    assert!(transactions > 0, "{text}");
+    assert_eq!(delta("Com_commit"), transactions, "{text}");
+    // The control connection's SHOW TABLES is the one query outside the run.
+    assert_eq!(delta("Com_stmt_execute"), reported("total:"), "{text}");
+    assert_eq!(
+        delta("Com_update") + delta("Com_insert") + delta("Com_delete"),
+        reported("write:")
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let _serial = exclusive();
+    let db = create_database("sb_bad");
+    assert_refused(
+        &stampede(&["sysbench", "run", "oltp_point_select", "--db-driver=oracle"]),
+        "--db-driver oracle is not supported; use pgsql (PostgreSQL) or mysql (MySQL, MariaDB)",
+        "unknown driver",
+    );
+    let output = stampede_sysbench(&db, &["run", "oltp_point_select", "--time=1"]);
+    assert_refused(
+        &output,
+        "table sbtest1 does not exist; run `stampede sysbench prepare --tables 1` first",
+        "not prepared",
+    );
+    let output = stampede(&[
+        "sysbench",
+        "run",
+        "oltp_point_select",
+        "--db-driver=mysql",
+        "--mysql-socket=/nonexistent/mysqld.sock",
+        "--mysql-user=root",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with("stampede: error: could not connect to MySQL/MariaDB at root@/nonexistent/mysqld.sock (socket): could not connect to the server's socket \"/nonexistent/mysqld.sock\":"),
+        "{}",
+        stderr(&output)
+    );
+    // A wrong password: the server's own words, and no password in them.
+    sql("", "CREATE USER IF NOT EXISTS 'sb_pw'@'localhost' IDENTIFIED BY 'right-pw'; GRANT ALL ON *.* TO 'sb_pw'@'localhost'");
+    let output = stampede(&[
+        "sysbench",
+        "prepare",
+        "oltp_point_select",
+        "--db-driver=mysql",
+        &format!("--mysql-socket={}", socket()),
+        "--mysql-user=sb_pw",
+        "--mysql-password=wrong-pw",
+        &format!("--mysql-db={db}"),
+    ]);
+    assert_refused(
+        &output,
+        &format!("could not connect to MySQL/MariaDB at sb_pw@{} (socket): ERROR 1045 (28000): Access denied for user 'sb_pw'@'localhost' (using password: YES)", socket()),
+        "wrong password",
+    );
+}
+
+#[test]
+fn a_password_account_over_tcp_runs_in_both_protocols() {
+    let _serial = exclusive();
+    let server = mariadb();
+    let db = create_database("sb_tcp");
+    sql("", "CREATE USER IF NOT EXISTS 'sb_tcp'@'127.0.0.1' IDENTIFIED BY 'tcp-secret'; GRANT ALL ON sb_tcp.* TO 'sb_tcp'@'127.0.0.1'");
+    let tcp = [
+        "--db-driver=mysql".to_string(),
+        "--mysql-host=127.0.0.1".to_string(),
+        format!("--mysql-port={}", server.port),
+        "--mysql-user=sb_tcp".to_string(),
+        "--mysql-password=tcp-secret".to_string(),
+        format!("--mysql-db={db}"),
+    ];
+    let run = |args: &[&str]| {
+        let mut all: Vec<&str> = vec!["sysbench"];
+        all.extend(args);
+        all.extend(tcp.iter().map(String::as_str));
+        stampede(&all)
+    };
+    succeeded(
+        run(&["prepare", "oltp_point_select", "--table-size=100"]),
+        "prepare",
+    );
+    for mode in ["auto", "disable"] {
+        let ps_mode = format!("--db-ps-mode={mode}");
+        let output = succeeded(
+            run(&[
+                "run",
+                "oltp_point_select",
+                "--table-size=100",
+                "--events=50",
+                &ps_mode,
+            ]),
+            "run",
+        );
+        assert!(
+            stdout(&output).contains("transactions:                        50 "),
+            "{}",
+            stdout(&output)
+        );
+    }
+}
