@@ -52,31 +52,30 @@ impl Client {
             let conn = self.mysql.as_mut().expect("connected");
             conn.query(&self.last_simple_sql, capture).await
         } else {
-            let prepared = self
-                .prepared_command(plan, sql, script_index, command_index)
+            self.prepare_command(plan, sql, script_index, command_index)
                 .await?;
-            let values: Vec<&Value> = prepared
-                .params
-                .iter()
-                .map(|slot| &self.variables[*slot])
-                .collect();
+            let prepared = self.mysql_statements[script_index][command_index]
+                .as_ref()
+                .expect("prepared");
+            let variables = &self.variables;
+            let values = prepared.params.iter().map(|slot| &variables[*slot]);
             let conn = self.mysql.as_mut().expect("connected");
-            conn.execute(prepared.statement, &values, capture).await
+            conn.execute(prepared.statement, values, capture).await
         };
         self.handle_reply(plan, sql, reply, script_index, command_index)
             .await
     }
 
-    /// The command's prepared statement, prepared now if this connection has not yet.
-    async fn prepared_command(
+    /// Prepares the command's statement if this connection has not yet.
+    async fn prepare_command(
         &mut self,
         plan: &RunPlan,
         sql: &SqlCommand,
         script_index: usize,
         command_index: usize,
-    ) -> Result<PreparedCommand, TryOutcome> {
-        if let Some(prepared) = &self.mysql_statements[script_index][command_index] {
-            return Ok(prepared.clone());
+    ) -> Result<(), TryOutcome> {
+        if self.mysql_statements[script_index][command_index].is_some() {
+            return Ok(());
         }
         let (text, params) = with_markers(sql);
         // One server-side statement per distinct text, as sysbench prepares each of its
@@ -98,9 +97,9 @@ impl Client {
                 statement
             }
         };
-        let prepared = PreparedCommand { statement, params };
-        self.mysql_statements[script_index][command_index] = Some(prepared.clone());
-        Ok(prepared)
+        self.mysql_statements[script_index][command_index] =
+            Some(PreparedCommand { statement, params });
+        Ok(())
     }
 }
 

@@ -265,7 +265,7 @@ impl MyConn {
     pub async fn execute(
         &mut self,
         statement: Prepared,
-        values: &[&Value],
+        values: impl ExactSizeIterator<Item = &Value> + Clone,
         capture: bool,
     ) -> Result<Reply, ConnError> {
         let mut payload = std::mem::take(&mut self.payload);
@@ -323,7 +323,9 @@ impl MyConn {
             let first = self.read_packet().await?;
             let status = match first.first() {
                 Some(0x00) => {
-                    reply.results.push(QueryResult::default());
+                    if capture {
+                        reply.results.push(QueryResult::default());
+                    }
                     ok_status(&first[1..]).ok_or_else(malformed)?
                 }
                 Some(0xFF) => {
@@ -343,7 +345,10 @@ impl MyConn {
                         .read_result_set(columns, capture, binary, all.as_deref_mut())
                         .await?;
                     reply.rows += result.rows;
-                    reply.results.push(result);
+                    // Results are kept only for \gset/\aset and control work.
+                    if capture {
+                        reply.results.push(result);
+                    }
                     match end {
                         Ok(end) => end.status,
                         Err(error) => {
@@ -373,12 +378,14 @@ impl MyConn {
         let mut result = QueryResult::default();
         let mut column_types = Vec::new();
         for _ in 0..columns {
-            let definition = self.read_packet().await?;
+            let length = self.buffer_packet().await?;
             if capture {
-                let column = rows::parse_column(&definition).ok_or_else(malformed)?;
+                let definition = &self.read_buf[4..4 + length];
+                let column = rows::parse_column(definition).ok_or_else(malformed)?;
                 result.columns.push(column.name);
                 column_types.push(column.kind);
             }
+            self.read_buf.advance(4 + length);
         }
         if let Some(all) = all.as_deref_mut() {
             all.columns = result.columns.clone();
@@ -387,21 +394,39 @@ impl MyConn {
             self.read_packet().await?;
         }
         loop {
-            let row = self.read_packet().await?;
+            // Rows are read where they lie in the buffer: no copy, no split per row.
+            let length = self.buffer_packet().await?;
+            let joined;
+            let row: &[u8] = if length == packet::MAX_PAYLOAD {
+                joined = self.read_packet().await?;
+                &joined
+            } else {
+                &self.read_buf[4..4 + length]
+            };
+            let consumed = if length == packet::MAX_PAYLOAD {
+                0
+            } else {
+                4 + length
+            };
             match row.first() {
                 Some(0xFE) if row.len() < packet::MAX_PAYLOAD => {
-                    let status = end_status(&row, self.deprecates_eof()).ok_or_else(malformed)?;
+                    let status = end_status(row, self.deprecates_eof()).ok_or_else(malformed)?;
+                    self.read_buf.advance(consumed);
                     return Ok((result, Ok(ResultEnd { status })));
                 }
-                Some(0xFF) => return Ok((result, Err(server_error(&row)))),
+                Some(0xFF) => {
+                    let error = server_error(row);
+                    self.read_buf.advance(consumed);
+                    return Ok((result, Err(error)));
+                }
                 _ => {}
             }
             result.rows += 1;
             if capture {
                 let values = if binary {
-                    rows::binary_row(&row, &column_types)
+                    rows::binary_row(row, &column_types)
                 } else {
-                    rows::text_row(&row, column_types.len())
+                    rows::text_row(row, column_types.len())
                 };
                 let values = values.ok_or_else(malformed)?;
                 if let Some(all) = all.as_deref_mut() {
@@ -409,6 +434,7 @@ impl MyConn {
                 }
                 result.last_row = Some(values);
             }
+            self.read_buf.advance(consumed);
         }
     }
 
@@ -425,14 +451,21 @@ impl MyConn {
     }
 
     async fn read_one_packet(&mut self) -> Result<BytesMut, ConnError> {
+        let length = self.buffer_packet().await?;
+        self.read_buf.advance(4);
+        Ok(self.read_buf.split_to(length))
+    }
+
+    /// Waits until one whole packet is in the buffer and returns its payload's length; the
+    /// packet (header included) stays at the buffer's front.
+    async fn buffer_packet(&mut self) -> Result<usize, ConnError> {
         loop {
             if self.read_buf.len() >= 4 {
                 let header = &self.read_buf[..4];
                 let length = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
                 if self.read_buf.len() >= 4 + length {
                     self.sequence = header[3].wrapping_add(1);
-                    self.read_buf.advance(4);
-                    return Ok(self.read_buf.split_to(length));
+                    return Ok(length);
                 }
                 self.read_buf.reserve(4 + length - self.read_buf.len());
             }

@@ -160,16 +160,19 @@ fn time_of_day(reader: &mut Reader) -> Option<String> {
 }
 
 /// COM_STMT_EXECUTE's parameter block: NULL bitmap, "types follow", the types, the values.
-pub fn put_bound_values(payload: &mut Vec<u8>, values: &[&Value]) {
+pub fn put_bound_values<'v>(
+    payload: &mut Vec<u8>,
+    values: impl ExactSizeIterator<Item = &'v Value> + Clone,
+) {
     let bitmap_start = payload.len();
     payload.resize(bitmap_start + values.len().div_ceil(8), 0);
-    for (i, value) in values.iter().enumerate() {
+    for (i, value) in values.clone().enumerate() {
         if matches!(value, Value::Null | Value::Unset) {
             payload[bitmap_start + i / 8] |= 1 << (i % 8);
         }
     }
     payload.push(1);
-    for value in values {
+    for value in values.clone() {
         payload.push(bound_type(value));
         payload.push(0);
     }
@@ -237,9 +240,9 @@ mod tests {
     #[test]
     fn bound_values_mark_nulls_and_carry_their_types() {
         let text = Value::Text(Arc::new("ab".into()));
-        let values = [&Value::Int(7), &Value::Null, &text];
+        let values = [Value::Int(7), Value::Null, text];
         let mut payload = Vec::new();
-        put_bound_values(&mut payload, &values);
+        put_bound_values(&mut payload, values.iter());
         let mut expected = vec![0b010, 1, TYPE_LONGLONG, 0, TYPE_NULL, 0, TYPE_STRING, 0];
         expected.extend_from_slice(&7i64.to_le_bytes());
         expected.extend_from_slice(&[2, b'a', b'b']);
