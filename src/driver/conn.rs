@@ -17,7 +17,7 @@ use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
 use super::stats::FailureKind;
-use super::stream::{open_stream, Stream};
+use super::stream::{open_stream, Stream, READ_CHUNK};
 use crate::server::target::ConnSpec;
 use crate::tls::SslMode;
 
@@ -222,8 +222,6 @@ pub struct PgConn {
     lost: bool,
 }
 
-const READ_CHUNK: usize = 16 * 1024;
-
 impl PgConn {
     pub async fn connect(spec: &ConnSpec) -> Result<PgConn, ConnError> {
         match PgConn::connect_once(spec, false).await {
@@ -353,13 +351,7 @@ impl PgConn {
     }
 
     async fn fill(&mut self) -> Result<(), ConnError> {
-        self.read_buf.reserve(READ_CHUNK);
-        match self.stream.read_some(&mut self.read_buf).await? {
-            0 => Err(ConnError::Protocol(
-                "server closed the connection unexpectedly".into(),
-            )),
-            _ => Ok(()),
-        }
+        self.stream.fill(&mut self.read_buf).await
     }
 
     pub async fn flush(&mut self) -> Result<(), ConnError> {

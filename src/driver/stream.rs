@@ -18,7 +18,21 @@ pub enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
+/// How much room a read offers at least.
+pub const READ_CHUNK: usize = 16 * 1024;
+
 impl Stream {
+    /// Reads at least one byte more into `buf`; a closed connection is an error.
+    pub async fn fill(&mut self, buf: &mut BytesMut) -> Result<(), ConnError> {
+        buf.reserve(READ_CHUNK);
+        match self.read_some(buf).await? {
+            0 => Err(ConnError::Protocol(
+                "server closed the connection unexpectedly".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Reads what has arrived into `buf` (0 when the peer closed). On a raw socket, one
     /// readiness wait and one read; a short read marks the socket drained without a syscall.
     pub async fn read_some(&mut self, buf: &mut BytesMut) -> io::Result<usize> {

@@ -16,7 +16,7 @@ use bytes::{Buf, BytesMut};
 use tokio::net::{TcpStream, UnixStream};
 
 use super::conn::{ConnError, DbError, QueryResult, Reply};
-use super::stream::Stream;
+use super::stream::{Stream, READ_CHUNK};
 use crate::script::Value;
 use crate::server::mariadb::MysqlSpec;
 use packet::{put_lenenc_bytes, put_packet, Reader};
@@ -46,7 +46,6 @@ const COM_STMT_EXECUTE: u8 = 0x17;
 
 /// utf8mb4_general_ci: every server from MySQL 5.5 and MariaDB 5.5 has it.
 const CHARSET_UTF8MB4: u8 = 45;
-const READ_CHUNK: usize = 16 * 1024;
 
 /// A statement the server prepared on this connection.
 #[derive(Debug, Clone, Copy)]
@@ -477,13 +476,7 @@ impl MyConn {
     }
 
     async fn fill(&mut self) -> Result<(), ConnError> {
-        self.read_buf.reserve(READ_CHUNK);
-        match self.stream.read_some(&mut self.read_buf).await? {
-            0 => Err(ConnError::Protocol(
-                "server closed the connection unexpectedly".into(),
-            )),
-            _ => Ok(()),
-        }
+        self.stream.fill(&mut self.read_buf).await
     }
 
     async fn flush(&mut self) -> Result<(), ConnError> {
