@@ -23,6 +23,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sysbench_vs_stampede import abba  # noqa: E402  (the same ABBA order as on PostgreSQL)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
 
@@ -92,15 +95,6 @@ def run(tool, test, threads, server, args):
     if not queries or not events:
         sys.exit(f"no queries/transactions line in:\n{output}")
     return float(queries.group(1)), cpu / max(int(events.group(1)), 1)
-
-
-def abba(rounds, measure):
-    results = {"sysbench": [], "stampede": []}
-    for round_index in range(rounds):
-        order = ["sysbench", "stampede"] if round_index % 2 == 0 else ["stampede", "sysbench"]
-        for tool in order + order[::-1]:
-            results[tool].append(measure(tool))
-    return results
 
 
 def main():

@@ -784,7 +784,7 @@ impl Client {
         command_index: usize,
     ) -> Result<(), ConnError> {
         if plan.protocol == Protocol::Simple {
-            let text = self.inline_variables(plan, sql);
+            let text = self.inline_variables(plan, sql, false);
             self.debug(plan, || format!("sending {text}"));
             let conn = self.conn.as_mut().expect("connected");
             conn.queue_simple_query(&text)?;
@@ -916,7 +916,9 @@ impl Client {
     }
 
     /// Simple mode: variables are substituted into the text; unknown names stay as written.
-    fn inline_variables(&self, plan: &RunPlan, sql: &SqlCommand) -> String {
+    /// pgbench inlines text as it is; `quote_text` makes it a quoted literal (MySQL's
+    /// `--db-ps-mode=disable`, whose statements sysbench sends that way).
+    fn inline_variables(&self, plan: &RunPlan, sql: &SqlCommand, quote_text: bool) -> String {
         let mut text = String::with_capacity(sql.parameterized.len() + 16);
         for piece in &sql.pieces {
             match piece {
@@ -926,6 +928,7 @@ impl Client {
                         text.push(':');
                         text.push_str(&plan.variables.names()[*slot]);
                     }
+                    Value::Text(value) if quote_text => mysql::push_quoted(&mut text, value),
                     value => value.write_text(&mut text),
                 },
             }

@@ -10,7 +10,6 @@ use crate::driver::conn::ConnError;
 use crate::driver::mysql::{MyConn, Prepared};
 use crate::driver::plan::{Protocol, RunPlan};
 use crate::script::ast::{SqlCommand, SqlPiece, VarSlot};
-use crate::script::Value;
 use crate::server::mariadb::MysqlSpec;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -46,7 +45,7 @@ impl Client {
     ) -> Result<(), TryOutcome> {
         let capture = sql.store.is_some();
         let reply = if plan.protocol == Protocol::Simple {
-            let text = inline_literals(&self.variables, plan, sql);
+            let text = self.inline_variables(plan, sql, true);
             self.debug(plan, || format!("sending {text}"));
             self.last_simple_sql = text;
             let conn = self.mysql.as_mut().expect("connected");
@@ -120,30 +119,9 @@ pub fn with_markers(sql: &SqlCommand) -> (String, Vec<VarSlot>) {
     (text, params)
 }
 
-/// Simple mode on MySQL: values inlined as SQL literals (text quoted and escaped), as
-/// sysbench's driver does with prepared statements disabled.
-fn inline_literals(variables: &[Value], plan: &RunPlan, sql: &SqlCommand) -> String {
-    let mut text = String::with_capacity(sql.parameterized.len() + 16);
-    for piece in &sql.pieces {
-        match piece {
-            SqlPiece::Text(t) => text.push_str(t),
-            SqlPiece::Var(slot) => match &variables[*slot] {
-                // As pgbench: a variable never set stays as written.
-                Value::Unset => {
-                    text.push(':');
-                    text.push_str(&plan.variables.names()[*slot]);
-                }
-                Value::Text(value) => push_quoted(&mut text, value),
-                value => value.write_text(&mut text),
-            },
-        }
-    }
-    text
-}
-
 /// A string literal in single quotes, with the characters MySQL's parser treats specially
 /// escaped (mysql_real_escape_string's set).
-fn push_quoted(out: &mut String, value: &str) {
+pub(super) fn push_quoted(out: &mut String, value: &str) {
     out.push('\'');
     for c in value.chars() {
         match c {

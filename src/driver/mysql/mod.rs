@@ -74,10 +74,16 @@ struct ResultEnd {
 }
 
 impl MyConn {
+    /// Connects and logs in; `timeout` covers both, so a server that accepts but never
+    /// greets cannot hang the caller.
     pub async fn connect(spec: &MysqlSpec, timeout: Duration) -> Result<MyConn, ConnError> {
-        let stream = tokio::time::timeout(timeout, open(spec))
+        tokio::time::timeout(timeout, MyConn::connect_and_login(spec))
             .await
-            .map_err(|_| ConnError::Protocol("timeout expired".into()))??;
+            .map_err(|_| ConnError::Protocol("timeout expired".into()))?
+    }
+
+    async fn connect_and_login(spec: &MysqlSpec) -> Result<MyConn, ConnError> {
+        let stream = open(spec).await?;
         let mut conn = MyConn {
             stream,
             read_buf: BytesMut::with_capacity(READ_CHUNK),
@@ -631,4 +637,38 @@ async fn open(spec: &MysqlSpec) -> Result<Stream, ConnError> {
         })?;
     stream.set_nodelay(true)?;
     Ok(Stream::Tcp(stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer that accepts and never sends its greeting: the timeout ends the wait.
+    #[test]
+    fn a_silent_server_times_out() {
+        let dir = std::env::temp_dir().join(format!("stampede-silent-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mysqld.sock");
+        let _ = std::fs::remove_file(&path);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let result = runtime.block_on(async {
+            let listener = tokio::net::UnixListener::bind(&path).unwrap();
+            let accept = tokio::spawn(async move { listener.accept().await });
+            let spec = MysqlSpec {
+                socket: Some(path.clone()),
+                ..MysqlSpec::localhost("root", "")
+            };
+            let result = MyConn::connect(&spec, Duration::from_millis(200)).await;
+            drop(accept);
+            result
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        match result {
+            Err(e) => assert_eq!(e.to_string(), "timeout expired"),
+            Ok(_) => panic!("connected to a silent server"),
+        }
+    }
 }
