@@ -371,3 +371,89 @@ fn a_password_account_over_tcp_runs_in_both_protocols() {
         );
     }
 }
+
+fn stampede_dbstress(action: &str, db: &str, args: &[&str]) -> Output {
+    let socket = socket();
+    let mut all = vec![
+        "dbstress", action, "--engine", "mariadb", "--socket", &socket, "-U", "root", "-d", db,
+    ];
+    all.extend(args);
+    stampede(&all)
+}
+
+/// dbSTRESS on its original engine: the same rows as on PostgreSQL (one digest over every
+/// HISTORY row, computed by each server), and the report's transactions equal to the server's
+/// commits.
+#[test]
+fn dbstress_loads_the_same_rows_as_on_postgresql_and_counts_commits() {
+    let _one = exclusive();
+    let db = create_database("dbstress_same");
+    succeeded(
+        stampede_dbstress("prepare", &db, &["--objects", "300"]),
+        "prepare",
+    );
+    let pg = common::server();
+    let pg_db = pg.create_database("dbstress_same");
+    succeeded(
+        common::stampede_on("dbstress", &pg_db, &["prepare", "--objects", "300"]),
+        "prepare on PostgreSQL",
+    );
+    let mariadb_digest = sql(
+        &db,
+        "SET SESSION group_concat_max_len = 100000000; \
+         SELECT MD5(GROUP_CONCAT(CONCAT_WS('|', ref_object, horder, ref_stat, begin_date, end_date, note) \
+         ORDER BY ref_object + 0, horder SEPARATOR ',')), COUNT(*) FROM history1",
+    );
+    let pg_digest = pg.psql(
+        &pg_db,
+        // bpchar keeps its padding in concat_ws; text (as MariaDB returns CHAR) does not.
+        "SELECT md5(string_agg(concat_ws('|', ref_object::text, horder, ref_stat::text, begin_date::text, \
+         end_date::text, note::text), ',' \
+         ORDER BY ref_object::int, horder)) || E'\\t' || count(*) FROM history1",
+    );
+    assert_eq!(mariadb_digest.trim(), pg_digest.trim());
+    assert!(
+        mariadb_digest.trim().ends_with("\t6000"),
+        "{mariadb_digest}"
+    );
+    for table in ["zone1", "section1", "stat1", "object1"] {
+        let count = sql(&db, &format!("SELECT COUNT(*) FROM {table}"));
+        let expected = pg.psql(&pg_db, &format!("SELECT count(*) FROM {table}"));
+        assert_eq!(count.trim(), expected.trim(), "{table}");
+    }
+
+    for prepared in [false, true] {
+        let json =
+            std::env::temp_dir().join(format!("stampede-dbstress-{}.json", std::process::id()));
+        let before = counters();
+        let mut args = vec!["--mode", "rw", "--sessions", "1", "--time", "2", "--json"];
+        let json_path = json.to_str().unwrap().to_string();
+        args.push(&json_path);
+        if prepared {
+            args.push("--prepared");
+        }
+        succeeded(stampede_dbstress("run", &db, &args), "run");
+        let after = counters();
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let delta = |name: &str| after[name] - before.get(name).copied().unwrap_or(0);
+        let transactions = report["transactions"].as_u64().unwrap();
+        assert!(transactions > 0);
+        assert_eq!(delta("Com_commit"), transactions, "prepared: {prepared}");
+        let statements = report["statements"]["SEL1"]["calls"].as_u64().unwrap() * 7;
+        if prepared {
+            assert_eq!(delta("Com_stmt_execute"), statements);
+        } else {
+            assert_eq!(delta("Com_update"), transactions);
+        }
+        let _ = std::fs::remove_file(json);
+    }
+    succeeded(stampede_dbstress("cleanup", &db, &[]), "cleanup");
+    assert_eq!(sql(&db, "SHOW TABLES").trim(), "");
+    let refused = stampede(&["dbstress", "run", "--engine", "oracle"]);
+    assert_refused(
+        &refused,
+        "--engine oracle: use postgres or mariadb (MariaDB, MySQL)",
+        "an unknown engine",
+    );
+}

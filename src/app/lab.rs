@@ -14,7 +14,7 @@ use crate::family::{self, api::LabWorkload};
 use crate::lab::executor::{Lab, LabOutcome};
 use crate::lab::plan::Plan;
 use crate::lab::spec::{self, LabSpec};
-use crate::lab::target::PostgresTargets;
+use crate::lab::target::ManagedTargets;
 use crate::report::table;
 use crate::store::{unix_now, Location, Store};
 
@@ -130,7 +130,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
     let mut lab = Lab::prepare(
         &spec,
         workloads,
-        &PostgresTargets,
+        &ManagedTargets,
         resume,
         keep_going,
         stop,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::script::ast::VarSlot;
 use crate::script::{Script, Value, VarTable};
+use crate::server::endpoint::Endpoint;
 use crate::server::mariadb::MysqlSpec;
 use crate::server::target::ConnSpec;
 
@@ -174,7 +175,7 @@ impl RunPlan {
     /// driver, and pgbench's defaults for the rest (no rate or latency limit, no log,
     /// one-second intervals, text results, errors abort the client).
     pub fn for_workload(
-        conn: &ConnSpec,
+        target: &Endpoint,
         clients: usize,
         limit: RunLimit,
         protocol: Protocol,
@@ -184,9 +185,13 @@ impl RunPlan {
     ) -> RunPlan {
         let client_id = variables.slot("client_id");
         let default_seed = variables.slot("default_seed");
+        let (conn, mysql) = match target {
+            Endpoint::Postgres(conn) => (conn.clone(), None),
+            Endpoint::Mysql(spec) => (ConnSpec::other_engine(), Some(spec.clone())),
+        };
         RunPlan {
-            conn: conn.clone(),
-            mysql: None,
+            conn,
+            mysql,
             clients,
             threads: clients,
             limit,
@@ -245,7 +250,7 @@ mod tests {
                 tls: Default::default(),
             };
             let mut plan = RunPlan::for_workload(
-                &conn,
+                &Endpoint::Postgres(conn),
                 clients,
                 RunLimit::TransactionsPerClient(1),
                 Protocol::Simple,

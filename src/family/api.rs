@@ -13,7 +13,7 @@ use crate::analysis::verdict::Direction;
 use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::common::options::OptionsError;
-use crate::server::target::ConnSpec;
+use crate::server::endpoint::{Endpoint, Engine};
 use crate::store::{RunMetrics, SeriesRow};
 
 /// A lab workload a family offers: its name in a spec, what it accepts, how to make it.
@@ -25,6 +25,9 @@ pub struct LabWorkloadKind {
     pub protocols: &'static [Protocol],
     /// The protocol of a spec that gives none.
     pub default_protocol: Protocol,
+    /// The engines it runs on; a lab that puts it on another target's engine is refused at
+    /// `lab plan`, naming both.
+    pub engines: &'static [Engine],
     /// Makes the workload from the spec's `options = { ... }`, refusing unknown or bad ones.
     pub create: CreateWorkload,
     /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),
@@ -47,9 +50,15 @@ pub type CreateWorkload = fn(&toml::Table) -> Result<Box<dyn LabWorkload>, Optio
 /// Every protocol: for workloads whose statements go through the driver's protocol choice.
 pub const ALL_PROTOCOLS: &[Protocol] = &[Protocol::Simple, Protocol::Extended, Protocol::Prepared];
 
+/// PostgreSQL and MariaDB/MySQL: workloads whose statements and loader exist for both.
+pub const BOTH_ENGINES: &[Engine] = &[Engine::Postgres, Engine::Mariadb];
+
+/// PostgreSQL only.
+pub const POSTGRES_ONLY: &[Engine] = &[Engine::Postgres];
+
 /// One measured run.
 pub struct RunRequest<'a> {
-    pub conn: &'a ConnSpec,
+    pub conn: &'a Endpoint,
     pub scale: i64,
     pub clients: usize,
     pub threads: usize,
@@ -92,7 +101,7 @@ pub trait FamilyWorkload {
     fn default_variants(&self) -> Vec<String>;
     /// Loads the dataset at `scale` into the connected, empty database; `note` tells the user
     /// what a long load is doing (the lab prints it on lines of its own, never beside a run's).
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure>;
+    fn load(&self, conn: &Endpoint, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure>;
     /// Whether runs of this variant change the data, so that each needs a pristine copy.
     fn writes(&self, variant: &Self::Variant) -> bool;
     /// The group a variant belongs to in relative-throughput tables (for sysbench's suite:
@@ -108,7 +117,7 @@ pub trait FamilyWorkload {
     /// `note` tells the user about anything that takes a while.
     fn between_steps(
         &self,
-        _conn: &ConnSpec,
+        _conn: &Endpoint,
         _previous: &Self::Variant,
         _next: &Self::Variant,
         _scale: i64,
@@ -132,7 +141,7 @@ pub trait LabWorkload {
     /// Checks a variant before anything starts.
     fn check_variant(&self, name: &str) -> Result<(), Failure>;
     fn default_variants(&self) -> Vec<String>;
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure>;
+    fn load(&self, conn: &Endpoint, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure>;
     /// Whether runs of a variant change the data (a variant that cannot be read is taken to).
     fn writes(&self, name: &str) -> bool;
     /// The variant's group in relative-throughput tables, stored as the cell's family.
@@ -140,7 +149,7 @@ pub trait LabWorkload {
     fn sequential(&self) -> bool;
     fn between_steps(
         &self,
-        conn: &ConnSpec,
+        conn: &Endpoint,
         previous: &str,
         next: &str,
         scale: i64,
@@ -163,7 +172,7 @@ impl<W: FamilyWorkload> LabWorkload for W {
         FamilyWorkload::default_variants(self)
     }
 
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+    fn load(&self, conn: &Endpoint, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         FamilyWorkload::load(self, conn, scale, note)
     }
 
@@ -185,7 +194,7 @@ impl<W: FamilyWorkload> LabWorkload for W {
 
     fn between_steps(
         &self,
-        conn: &ConnSpec,
+        conn: &Endpoint,
         previous: &str,
         next: &str,
         scale: i64,

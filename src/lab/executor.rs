@@ -10,16 +10,15 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Cell, Plan, PlannedRun};
 use super::spec::{LabSpec, Scale};
-use super::target::{LabServer, Targets};
-use super::window::{OpenWindow, WindowProbes};
+use super::target::{LabServer, TargetBinaries, Targets};
+use super::window::{OpenWindow, RunProbes};
 use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{LabWorkload, RunObserver, RunRequest};
-use crate::server::binaries::Binaries;
+use crate::server::endpoint::Endpoint;
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
 use crate::server::setup::SetupEvent;
-use crate::server::target::ConnSpec;
 use crate::store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store};
 
 /// What the lab tells its caller as it goes.
@@ -50,8 +49,8 @@ pub enum LabEvent<'a> {
 
 /// Opens the probes' window when the workload's warmup ends and relays its seconds.
 struct Observer<'e, 'f> {
-    probes: Option<WindowProbes>,
-    window: Option<OpenWindow>,
+    probes: Option<Box<dyn RunProbes>>,
+    window: Option<Box<dyn OpenWindow>>,
     on_event: &'e mut dyn FnMut(LabEvent<'f>),
 }
 
@@ -84,7 +83,7 @@ pub struct Lab<'a> {
     workloads: Vec<Box<dyn LabWorkload>>,
     targets: &'a dyn Targets,
     /// Per target: its binaries, or why they could not be had.
-    binaries: Vec<Result<Binaries, Failure>>,
+    binaries: Vec<Result<TargetBinaries, Failure>>,
     servers: Vec<Option<TargetServer>>,
     /// Skip a target that cannot be provisioned instead of stopping the lab.
     keep_going: bool,
@@ -129,7 +128,7 @@ impl<'a> Lab<'a> {
                 w.check_variant(script)?;
             }
         }
-        let binaries: Vec<Result<Binaries, Failure>> = spec
+        let binaries: Vec<Result<TargetBinaries, Failure>> = spec
             .targets
             .iter()
             .map(|t| targets.resolve(t, &mut |event| on_event(LabEvent::Setup(event))))
@@ -378,11 +377,10 @@ impl<'a> Lab<'a> {
                 window: None,
                 on_event: &mut *on_event,
             };
-            let measured = self.workloads[cell.workload].run(&cell.script, &request, &mut observer);
-            if let (Ok(_), Some(window), Some(probes)) =
-                (&measured, observer.window, &observer.probes)
-            {
-                window.close(probes, &mut record);
+            let measured =
+                self.workloads[cell.workload].run(&cell.variant, &request, &mut observer);
+            if let (Ok(_), Some(window)) = (&measured, observer.window) {
+                window.close(&mut record);
             }
             measured
         });
@@ -415,7 +413,7 @@ impl<'a> Lab<'a> {
     }
 
     /// The probes for a run on `conn`, unless the spec turned them off.
-    fn window_probes(&self, target: usize, conn: &ConnSpec) -> Option<WindowProbes> {
+    fn window_probes(&self, target: usize, conn: &Endpoint) -> Option<Box<dyn RunProbes>> {
         let server = self.servers[target].as_ref()?;
         self.spec
             .probes
@@ -474,12 +472,12 @@ impl<'a> Lab<'a> {
         run: &PlannedRun,
         cell: &Cell,
         scale: i64,
-    ) -> Result<(ConnSpec, i64), Failure> {
+    ) -> Result<(Endpoint, i64), Failure> {
         let server = self.servers[cell.target].as_ref().expect("provisioned");
         let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
         let fresh_copy = match run.step {
             Some(step) => step.after.is_none(),
-            None => self.workloads[cell.workload].writes(&cell.script),
+            None => self.workloads[cell.workload].writes(&cell.variant),
         };
         if fresh_copy {
             server.copy_database(&dataset, RUN_COPY)?;
@@ -507,11 +505,11 @@ impl<'a> Lab<'a> {
         let server = self.servers[cell.target].as_ref().expect("provisioned");
         // Untracked: the step's own statements stay out of the next run's statistics.
         let conn = server.conn(RUN_COPY);
-        let previous = &self.plan.cells[previous].script;
+        let previous = &self.plan.cells[previous].variant;
         self.workloads[cell.workload].between_steps(
             &conn,
             previous,
-            &cell.script,
+            &cell.variant,
             scale,
             &mut |note| on_event(LabEvent::Note(note)),
         )
@@ -527,7 +525,7 @@ impl<'a> Lab<'a> {
         }
         let spec = &self.spec.targets[target];
         let binaries = self.binaries[target].as_ref().map_err(Clone::clone)?;
-        let note = format!("starting target {} ({})", spec.name, binaries.version);
+        let note = format!("starting target {} ({})", spec.name, binaries.version());
         on_event(LabEvent::Note(&note));
         let config = ServerConfig {
             profile: &spec.profile,
@@ -541,7 +539,7 @@ impl<'a> Lab<'a> {
                 .provision(binaries, &self.server_root.join(&spec.name), &config)
                 .map_err(|e| {
                     e.map_message(|text| {
-                        format!("target \"{}\" ({}): {text}", spec.name, binaries.version)
+                        format!("target \"{}\" ({}): {text}", spec.name, binaries.version())
                     })
                 })?,
             datasets: HashMap::new(),
@@ -715,7 +713,7 @@ fn cell_records(
             script: c.script.clone(),
             scale: c.scale.to_string(),
             clients: c.clients,
-            family: workloads[c.workload].group(&c.script),
+            family: workloads[c.workload].group(&c.variant),
         })
         .collect()
 }

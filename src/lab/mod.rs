@@ -2,7 +2,9 @@
 //! interleaved plan, run on managed servers, resumable, recorded in the results database.
 
 pub mod executor;
+pub mod mariadb_target;
 pub mod plan;
+pub mod setting_names;
 pub mod spec;
 pub mod target;
 pub mod window;

@@ -17,7 +17,11 @@ pub struct Cell {
     pub key: String,
     pub target: usize,
     pub workload: usize,
+    /// As reports name it: the variant, followed by `@protocol` when the spec measures one
+    /// workload under two protocols.
     pub script: String,
+    /// The workload's variant, as its family reads it.
+    pub variant: String,
     pub scale: Scale,
     pub clients: usize,
 }
@@ -69,14 +73,16 @@ fn expand(spec: &LabSpec) -> Vec<Cell> {
             for scale in &workload.scales {
                 for clients in &workload.clients {
                     for (t, target) in spec.targets.iter().enumerate() {
+                        let label = workload.script_label(script);
                         cells.push(Cell {
                             key: format!(
-                                "{}/{}/{}/{scale}/{clients}",
-                                target.name, workload.name, script
+                                "{}/{}/{label}/{scale}/{clients}",
+                                target.name, workload.name
                             ),
                             target: t,
                             workload: w,
-                            script: script.clone(),
+                            script: label,
+                            variant: script.clone(),
                             scale: *scale,
                             clients: *clients,
                         });

@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::driver::Protocol;
 use crate::family::{self, api::LabWorkloadKind};
+pub use crate::server::endpoint::Engine;
 pub use crate::server::profile::Profile;
 pub use crate::server::provision::BinarySource;
 pub use crate::store::Location;
@@ -36,6 +37,7 @@ struct SpecFile {
 struct TargetFile {
     name: Spanned<String>,
     postgres: Option<Spanned<toml::Value>>,
+    mariadb: Option<Spanned<String>>,
     profile: Option<Spanned<String>>,
     #[serde(default)]
     settings: BTreeMap<String, toml::Value>,
@@ -64,12 +66,37 @@ enum ScaleFile {
     Class(String),
 }
 
+/// A target's server: PostgreSQL from one of its binary sources, or MariaDB/MySQL.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerSource {
+    Postgres(BinarySource),
+    /// "system", or a directory holding `mariadbd`/`mysqld` (itself, or its bin/ or sbin/).
+    Mariadb(String),
+}
+
+impl ServerSource {
+    pub fn engine(&self) -> Engine {
+        match self {
+            ServerSource::Postgres(_) => Engine::Postgres,
+            ServerSource::Mariadb(_) => Engine::Mariadb,
+        }
+    }
+
+    /// As the spec names it: "system", a path, a version.
+    pub fn spec_text(&self) -> String {
+        match self {
+            ServerSource::Postgres(source) => source.spec_text(),
+            ServerSource::Mariadb(source) => source.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TargetSpec {
     pub name: String,
-    pub postgres: BinarySource,
+    pub server: ServerSource,
     pub profile: Profile,
-    /// Overrides on top of the profile, as postgresql.conf values.
+    /// Overrides on top of the profile, as postgresql.conf (or my.cnf) values.
     pub settings: Vec<(String, String)>,
     /// Pin the server to these CPUs.
     pub cpus: Option<Vec<usize>>,
@@ -113,6 +140,16 @@ pub struct WorkloadSpec {
     /// The workload's own options, as its family's `create` reads them (checked when the spec
     /// is read).
     pub options: toml::Table,
+    /// `@protocol`, when the spec measures this workload under two protocols (two
+    /// `[[workload]]`s of one name): its cells' scripts carry it, so both are kept apart.
+    pub script_suffix: Option<String>,
+}
+
+impl WorkloadSpec {
+    /// The script as cells, results and reports name it.
+    pub fn script_label(&self, script: &str) -> String {
+        format!("{script}{}", self.script_suffix.as_deref().unwrap_or(""))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -241,6 +278,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     };
     let targets = targets(&source, &file, base)?;
     let workloads = workloads(&source, &file, base)?;
+    check_engines(&source, &file, &targets, &workloads)?;
     Ok(LabSpec {
         name,
         runs,
@@ -282,9 +320,21 @@ fn targets(
             return Err(source.at(&target.name, format!("duplicate target name \"{name}\"")));
         }
         seen.push(name.clone());
+        let server = match (&target.postgres, &target.mariadb) {
+            (Some(_), Some(mariadb)) => {
+                return Err(source.at(
+                    mariadb,
+                    format!("target \"{name}\": give postgres or mariadb, not both"),
+                ))
+            }
+            (_, Some(mariadb)) => ServerSource::Mariadb(mariadb_source(source, mariadb, base)?),
+            (postgres, None) => {
+                ServerSource::Postgres(postgres_source(source, postgres.as_ref(), base)?)
+            }
+        };
         targets.push(TargetSpec {
             name,
-            postgres: postgres_source(source, target.postgres.as_ref(), base)?,
+            server,
             profile: profile(source, target.profile.as_ref(), base)?,
             settings: settings(source, target)?,
             cpus: cpu_list(source, target.cpus.as_ref(), "cpus")?,
@@ -333,6 +383,29 @@ fn postgres_source(
             ),
         )),
     }
+}
+
+/// `mariadb = "system"` or a directory of a MariaDB/MySQL installation, relative to the spec.
+fn mariadb_source(
+    source: &Source<'_>,
+    value: &Spanned<String>,
+    base: &Path,
+) -> Result<String, SpecError> {
+    let text = value.get_ref().trim();
+    if text == "system" {
+        return Ok(text.into());
+    }
+    let dir = base.join(text);
+    if !dir.is_dir() {
+        return Err(source.at(
+            value,
+            format!(
+                "mariadb: \"{}\" is neither \"system\" nor a directory holding mariadbd or mysqld",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir.display().to_string())
 }
 
 /// `postgres = { source = "…", cflags = "…", configure = […], patches = […] }`: a build from
@@ -475,13 +548,32 @@ fn workloads(
     if file.workloads.is_empty() {
         return Err(source.error(0, "no [[workload]]: a lab needs at least one workload"));
     }
-    let specs = file
+    let mut specs = file
         .workloads
         .iter()
         .map(|w| workload(source, w, base))
         .collect::<Result<Vec<_>, _>>()?;
+    mark_protocols(&mut specs);
     check_cells_unique(source, file, &specs)?;
     Ok(specs)
+}
+
+/// Gives the scripts of a workload measured under more than one protocol their protocol's
+/// name, so that seed 003's plain and prepared columns fit in one lab.
+fn mark_protocols(specs: &mut [WorkloadSpec]) {
+    let effective = |spec: &WorkloadSpec| {
+        spec.protocol
+            .or_else(|| family::lab_workload(&spec.name).map(|kind| kind.default_protocol))
+    };
+    let protocols: Vec<Option<Protocol>> = specs.iter().map(effective).collect();
+    for index in 0..specs.len() {
+        let mixed = specs.iter().zip(&protocols).any(|(other, protocol)| {
+            other.name == specs[index].name && *protocol != protocols[index]
+        });
+        if let (true, Some(protocol)) = (mixed, protocols[index]) {
+            specs[index].script_suffix = Some(format!("@{}", protocol.name()));
+        }
+    }
 }
 
 /// Refuses a cell (workload, script, scale, clients) listed twice, within one `[[workload]]` or
@@ -505,7 +597,7 @@ fn check_cells_unique(
                 for clients in &spec.clients {
                     let cell = (
                         spec.name.clone(),
-                        script.to_string(),
+                        spec.script_label(script),
                         scale.to_string(),
                         *clients,
                     );
@@ -626,6 +718,7 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         protocol,
         client_cpus: cpu_list(source, w.client_cpus.as_ref(), "client_cpus")?,
         options: workload_options(source, w, kind)?,
+        script_suffix: None,
     })
 }
 
@@ -661,6 +754,49 @@ fn protocol(
         ));
     }
     Ok(Some(protocol))
+}
+
+/// Refuses a workload on a target whose engine it cannot run on, and PostgreSQL's extended
+/// protocol on MariaDB/MySQL: every workload runs on every target.
+fn check_engines(
+    source: &Source<'_>,
+    file: &SpecFile,
+    targets: &[TargetSpec],
+    workloads: &[WorkloadSpec],
+) -> Result<(), SpecError> {
+    for (spec, w) in workloads.iter().zip(&file.workloads) {
+        let Some(kind) = family::lab_workload(&spec.name) else {
+            continue;
+        };
+        for target in targets {
+            let engine = target.server.engine();
+            if !kind.engines.contains(&engine) {
+                let runs_on: Vec<&str> = kind.engines.iter().map(|e| e.name()).collect();
+                return Err(source.at(
+                    &w.name,
+                    format!(
+                        "workload \"{}\" runs on {} only, and target \"{}\" is {}: every workload runs on every target, so put them in labs of their own",
+                        spec.name,
+                        runs_on.join(" and "),
+                        target.name,
+                        engine.name()
+                    ),
+                ));
+            }
+            if engine == Engine::Mariadb && spec.protocol == Some(Protocol::Extended) {
+                let at = w.protocol.as_ref().expect("a protocol was given");
+                return Err(source.at(
+                    at,
+                    format!(
+                        "protocol: \"extended\" is PostgreSQL's extended query protocol; target \"{}\" is {}: use \"simple\" or \"prepared\"",
+                        target.name,
+                        engine.name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// "60s", "5m", "1h", "500ms", "1m30s".
@@ -742,7 +878,10 @@ clients = [1, 4]
         assert!(spec.targets[0]
             .settings
             .contains(&("fsync".into(), "off".into())));
-        assert_eq!(spec.targets[1].postgres, BinarySource::Version("16".into()));
+        assert_eq!(
+            spec.targets[1].server,
+            ServerSource::Postgres(BinarySource::Version("16".into()))
+        );
         assert_eq!(
             spec.workloads[0].scales,
             vec![Scale::Fixed(1), Scale::Buffers]
@@ -809,13 +948,13 @@ clients = [1, 4]
         )
         .unwrap();
         assert_eq!(
-            spec.targets[1].postgres,
-            BinarySource::Build(crate::server::build::BuildRequest {
+            spec.targets[1].server,
+            ServerSource::Postgres(BinarySource::Build(crate::server::build::BuildRequest {
                 source: dir.join("pg.tar.bz2"),
                 cflags: Some("-O2".into()),
                 configure: vec!["--enable-debug".into()],
                 patches: vec![],
-            })
+            }))
         );
         let error = |text: &str| parse(&dir.join("lab.toml"), &with(text)).unwrap_err().0;
         assert!(error("{ source = \"pg.tar.bz2\", cflag = \"-O2\" }")

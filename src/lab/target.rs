@@ -6,31 +6,49 @@
 
 use std::path::Path;
 
-use super::spec::TargetSpec;
-use super::window::WindowProbes;
+use super::spec::{ServerSource, TargetSpec};
+use super::window::{RunProbes, WindowProbes};
 use crate::error::Failure;
 use crate::pg::control::{query_rows, query_string, sql};
 use crate::probe::plans;
 use crate::server::binaries::Binaries;
+use crate::server::endpoint::Endpoint;
+use crate::server::mariadb::managed::MariadbBinaries;
 use crate::server::profile::Machine;
 use crate::server::provision::{ProvisionedServer, ServerConfig};
 use crate::server::setup::SetupEvent;
-use crate::server::target::ConnSpec;
 use crate::store::{SettingRow, TargetRecord};
+
+/// A target's server binaries, of either engine.
+#[derive(Debug, Clone)]
+pub enum TargetBinaries {
+    Postgres(Binaries),
+    Mariadb(MariadbBinaries),
+}
+
+impl TargetBinaries {
+    /// As notes name it: "15.4", "10.11.6-MariaDB-0+deb12u1".
+    pub fn version(&self) -> &str {
+        match self {
+            TargetBinaries::Postgres(binaries) => &binaries.version,
+            TargetBinaries::Mariadb(binaries) => &binaries.version,
+        }
+    }
+}
 
 /// Resolves and provisions the targets of a lab spec.
 pub trait Targets {
     /// The target's binaries, checked before the lab starts (a download or a build happens
-    /// here, told to `events`).
+    /// here, told to `events`), with the target's settings checked against them.
     fn resolve(
         &self,
         spec: &TargetSpec,
         events: &mut dyn FnMut(SetupEvent<'_>),
-    ) -> Result<Binaries, Failure>;
+    ) -> Result<TargetBinaries, Failure>;
     /// Starts the target's server under `root` (initialised there once, reused on resume).
     fn provision(
         &self,
-        binaries: &Binaries,
+        binaries: &TargetBinaries,
         root: &Path,
         config: &ServerConfig<'_>,
     ) -> Result<Box<dyn LabServer>, Failure>;
@@ -41,21 +59,22 @@ pub trait LabServer {
     /// Provenance and every setting, for the results database.
     fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure>;
     /// A control session on `database`, kept out of the statement statistics.
-    fn conn(&self, database: &str) -> ConnSpec;
+    fn conn(&self, database: &str) -> Endpoint;
     /// The measured workload's sessions on `database`.
-    fn workload_conn(&self, database: &str) -> ConnSpec;
+    fn workload_conn(&self, database: &str) -> Endpoint;
     /// Whether `database` holds a dataset whose load completed.
     fn has_dataset(&self, database: &str) -> bool;
     /// An empty `database`, replacing any of that name.
     fn create_empty(&self, database: &str) -> Result<(), Failure>;
-    /// After a load: statement statistics on, VACUUM FREEZE ANALYZE, the completion marker,
-    /// a checkpoint.
+    /// After a load: statement statistics on, VACUUM FREEZE ANALYZE (ANALYZE TABLE), the
+    /// completion marker, a checkpoint.
     fn seal_dataset(&self, database: &str) -> Result<(), Failure>;
     /// `copy` as a fresh copy of `template`, replacing any of that name.
     fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure>;
     fn drop_database(&self, database: &str) -> Result<(), Failure>;
     fn checkpoint(&self) -> Result<(), Failure>;
     fn database_bytes(&self, database: &str) -> Result<u64, Failure>;
+    /// The server's buffer cache: shared_buffers, InnoDB's buffer pool.
     fn shared_buffers_bytes(&self) -> Result<u64, Failure>;
     /// The machine the server's data lives on (RAM, free disk) for scale classes.
     fn machine(&self) -> Machine;
@@ -66,20 +85,21 @@ pub trait LabServer {
     fn log_tail(&self, lines: usize) -> String;
     fn stop(&self);
     /// The probes around a run on `run` (its database), when the server can be probed.
-    fn window_probes(&self, run: &ConnSpec) -> Option<WindowProbes>;
+    fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>>;
     /// The plan of `statement` in `database`, when it can be explained.
     fn explain(&self, database: &str, statement: &str) -> Option<String>;
 }
 
-/// PostgreSQL servers from the spec's binary source (system, bin dir, download).
-pub struct PostgresTargets;
+/// Managed servers from the spec's sources: PostgreSQL (system, bin dir, download, build) and
+/// MariaDB/MySQL (system, bin dir).
+pub struct ManagedTargets;
 
-impl Targets for PostgresTargets {
+impl Targets for ManagedTargets {
     fn resolve(
         &self,
         spec: &TargetSpec,
         events: &mut dyn FnMut(SetupEvent<'_>),
-    ) -> Result<Binaries, Failure> {
+    ) -> Result<TargetBinaries, Failure> {
         let mut named = |event: SetupEvent<'_>| match event {
             SetupEvent::Note(note) => events(SetupEvent::Note(&format!(
                 "target \"{}\": {note}",
@@ -87,27 +107,43 @@ impl Targets for PostgresTargets {
             ))),
             download => events(download),
         };
-        spec.postgres.resolve(&mut named).map_err(|e| {
+        let binaries = match &spec.server {
+            ServerSource::Postgres(source) => {
+                source.resolve(&mut named).map(TargetBinaries::Postgres)
+            }
+            ServerSource::Mariadb(source) => {
+                MariadbBinaries::find(source).map(TargetBinaries::Mariadb)
+            }
+        };
+        let in_target = |e: Failure| {
             e.into_input()
                 .map_message(|text| format!("target \"{}\": {text}", spec.name))
-        })
+        };
+        let binaries = binaries.map_err(in_target)?;
+        super::setting_names::check(&binaries, &spec.settings).map_err(in_target)?;
+        Ok(binaries)
     }
 
     fn provision(
         &self,
-        binaries: &Binaries,
+        binaries: &TargetBinaries,
         root: &Path,
         config: &ServerConfig<'_>,
     ) -> Result<Box<dyn LabServer>, Failure> {
-        Ok(Box::new(ProvisionedServer::provision(
-            binaries, root, config,
-        )?))
+        Ok(match binaries {
+            TargetBinaries::Postgres(binaries) => {
+                Box::new(ProvisionedServer::provision(binaries, root, config)?)
+            }
+            TargetBinaries::Mariadb(binaries) => Box::new(
+                super::mariadb_target::LabMariadb::provision(binaries, root, config)?,
+            ),
+        })
     }
 }
 
 impl LabServer for ProvisionedServer {
     fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure> {
-        let admin = self.conn("postgres");
+        let admin = self.pg_conn("postgres");
         let server_version = query_string(&admin, "SELECT version()")?;
         let pg_config = query_string(
             &admin,
@@ -128,8 +164,11 @@ impl LabServer for ProvisionedServer {
         .collect();
         Ok(TargetRecord {
             name: spec.name.clone(),
-            postgres: spec.postgres.spec_text(),
-            binary_source: spec.postgres.provenance(&self.cluster.binaries.bin_dir),
+            postgres: spec.server.spec_text(),
+            binary_source: match &spec.server {
+                ServerSource::Postgres(source) => source.provenance(&self.cluster.binaries.bin_dir),
+                ServerSource::Mariadb(_) => unreachable!("a PostgreSQL target"),
+            },
             bin_dir: self.cluster.binaries.bin_dir.display().to_string(),
             server_version,
             pg_config,
@@ -139,17 +178,17 @@ impl LabServer for ProvisionedServer {
         })
     }
 
-    fn conn(&self, database: &str) -> ConnSpec {
-        ProvisionedServer::conn(self, database)
+    fn conn(&self, database: &str) -> Endpoint {
+        Endpoint::Postgres(self.pg_conn(database))
     }
 
-    fn workload_conn(&self, database: &str) -> ConnSpec {
-        ProvisionedServer::workload_conn(self, database)
+    fn workload_conn(&self, database: &str) -> Endpoint {
+        Endpoint::Postgres(ProvisionedServer::workload_conn(self, database))
     }
 
     fn has_dataset(&self, database: &str) -> bool {
         query_string(
-            &self.conn(database),
+            &self.pg_conn(database),
             "SELECT count(*)::text FROM stampede_dataset",
         )
         .is_ok_and(|n| n == "1")
@@ -158,13 +197,13 @@ impl LabServer for ProvisionedServer {
     fn create_empty(&self, database: &str) -> Result<(), Failure> {
         self.drop_database(database)?;
         sql(
-            &self.conn("postgres"),
+            &self.pg_conn("postgres"),
             &format!("CREATE DATABASE {database}"),
         )
     }
 
     fn seal_dataset(&self, database: &str) -> Result<(), Failure> {
-        let conn = self.conn(database);
+        let conn = self.pg_conn(database);
         sql(&conn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
         sql(&conn, "VACUUM (FREEZE, ANALYZE)")?;
         sql(
@@ -177,7 +216,7 @@ impl LabServer for ProvisionedServer {
     fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure> {
         self.drop_database(copy)?;
         sql(
-            &self.conn("postgres"),
+            &self.pg_conn("postgres"),
             &format!(
                 "CREATE DATABASE {copy} TEMPLATE {template}{}",
                 self.file_copy_clause()
@@ -187,18 +226,18 @@ impl LabServer for ProvisionedServer {
 
     fn drop_database(&self, database: &str) -> Result<(), Failure> {
         sql(
-            &self.conn("postgres"),
+            &self.pg_conn("postgres"),
             &format!("DROP DATABASE IF EXISTS {database}"),
         )
     }
 
     fn checkpoint(&self) -> Result<(), Failure> {
-        sql(&self.conn("postgres"), "CHECKPOINT")
+        sql(&self.pg_conn("postgres"), "CHECKPOINT")
     }
 
     fn database_bytes(&self, database: &str) -> Result<u64, Failure> {
         let text = query_string(
-            &self.conn(database),
+            &self.pg_conn(database),
             "SELECT pg_database_size(current_database())::text",
         )?;
         text.parse()
@@ -207,7 +246,7 @@ impl LabServer for ProvisionedServer {
 
     fn shared_buffers_bytes(&self) -> Result<u64, Failure> {
         query_string(
-            &self.conn("postgres"),
+            &self.pg_conn("postgres"),
             "SELECT pg_size_bytes(current_setting('shared_buffers'))::text",
         )?
         .parse()
@@ -234,16 +273,16 @@ impl LabServer for ProvisionedServer {
         let _ = self.cluster.stop();
     }
 
-    fn window_probes(&self, run: &ConnSpec) -> Option<WindowProbes> {
-        Some(WindowProbes {
-            run: self.conn(&run.dbname),
-            admin: self.conn("postgres"),
+    fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
+        Some(Box::new(WindowProbes {
+            run: self.pg_conn(run.database()),
+            admin: self.pg_conn("postgres"),
             data_dir: self.cluster.data_dir(),
             server_version_num: self.version_num,
-        })
+        }))
     }
 
     fn explain(&self, database: &str, statement: &str) -> Option<String> {
-        plans::explain(&self.conn(database), statement)
+        plans::explain(&self.pg_conn(database), statement)
     }
 }

@@ -1,19 +1,36 @@
 //! The probes around a run's measured window. Opening it (after the warmup's sessions have
-//! ended and flushed their statistics) resets pg_stat_statements, snapshots every counter and
-//! starts the sampler; closing it (after the run's sessions have ended) takes the counters'
-//! change, the statements, the per-second series and the wait-event samples. Probe failures
-//! leave the run's own numbers intact and its probe rows empty.
+//! ended and flushed their statistics) resets the statement statistics, snapshots every
+//! counter and starts the sampler; closing it (after the run's sessions have ended) takes the
+//! counters' change, the statements, the per-second series and the wait-event samples. Probe
+//! failures leave the run's own numbers intact and its probe rows empty. Each engine has its
+//! probes (PostgreSQL's views, MariaDB's status and performance_schema); the lab sees these
+//! traits.
 
 use crate::error::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::probe::mariadb::{self as mariadb_probe, MariadbSampler};
 use crate::probe::sampler::Sampler;
 use crate::probe::{cluster_stats, cpu, delta, os, run_stats};
+use crate::server::mariadb::MysqlSpec;
 use crate::server::target::ConnSpec;
 use crate::store::{CounterRow, RunRecord};
 
-/// Where the probes look.
+/// A server's probes for one run.
+pub trait RunProbes {
+    /// Opens the measured window: statistics reset, counters read, sampler started.
+    fn open(&self) -> Result<Box<dyn OpenWindow>, Failure>;
+}
+
+/// A measured window being watched.
+pub trait OpenWindow {
+    /// Fills the record's probe fields.
+    fn close(self: Box<Self>, record: &mut RunRecord);
+}
+
+/// Where PostgreSQL's probes look.
+#[derive(Clone)]
 pub struct WindowProbes {
     /// The run's database: its counters and statements.
     pub run: ConnSpec,
@@ -24,15 +41,16 @@ pub struct WindowProbes {
     pub server_version_num: i64,
 }
 
-pub struct OpenWindow {
+struct PostgresWindow {
+    probes: WindowProbes,
     before: Vec<CounterRow>,
     sampler: Sampler,
 }
 
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
-impl WindowProbes {
-    pub fn open(&self) -> Result<OpenWindow, Failure> {
+impl RunProbes for WindowProbes {
+    fn open(&self) -> Result<Box<dyn OpenWindow>, Failure> {
         run_stats::wait_for_sessions_to_end(&self.run, SETTLE_LIMIT);
         run_stats::reset_statements(&self.run)?;
         let before = self.counters()?;
@@ -42,9 +60,15 @@ impl WindowProbes {
             self.data_dir.clone(),
             self.server_version_num,
         );
-        Ok(OpenWindow { before, sampler })
+        Ok(Box::new(PostgresWindow {
+            probes: self.clone(),
+            before,
+            sampler,
+        }))
     }
+}
 
+impl WindowProbes {
     /// Every cumulative counter now: the run database's, the cluster's, the machine's and the
     /// driver's own CPU.
     fn counters(&self) -> Result<Vec<CounterRow>, Failure> {
@@ -54,21 +78,27 @@ impl WindowProbes {
             self.server_version_num,
         )?);
         all.extend(os::counters(&self.data_dir));
-        let driver = cpu::process_cpu();
-        for (name, time) in [("cpu_user_s", driver.user), ("cpu_system_s", driver.system)] {
-            all.push(CounterRow {
-                source: "driver".into(),
-                name: name.into(),
-                value: time.as_secs_f64(),
-            });
-        }
+        all.extend(driver_cpu());
         Ok(all)
     }
 }
 
-impl OpenWindow {
-    /// Fills the record's probe fields.
-    pub fn close(self, probes: &WindowProbes, record: &mut RunRecord) {
+/// The driver's own CPU time so far.
+fn driver_cpu() -> Vec<CounterRow> {
+    let driver = cpu::process_cpu();
+    [("cpu_user_s", driver.user), ("cpu_system_s", driver.system)]
+        .into_iter()
+        .map(|(name, time)| CounterRow {
+            source: "driver".into(),
+            name: name.into(),
+            value: time.as_secs_f64(),
+        })
+        .collect()
+}
+
+impl OpenWindow for PostgresWindow {
+    fn close(self: Box<Self>, record: &mut RunRecord) {
+        let probes = &self.probes;
         let samples = self.sampler.finish();
         record.wait_events = samples.wait_events;
         record.counter_series = samples.counter_series;
@@ -82,5 +112,61 @@ impl OpenWindow {
         }
         record.counters.extend(samples.own_cost);
         record.statements = run_stats::statements(&probes.run).unwrap_or_default();
+    }
+}
+
+/// Where a MariaDB/MySQL server's probes look.
+#[derive(Clone)]
+pub struct MariadbProbes {
+    /// A control session's account on the server, with the run's database.
+    pub run: MysqlSpec,
+    pub data_dir: PathBuf,
+}
+
+struct MariadbWindow {
+    probes: MariadbProbes,
+    before: Vec<CounterRow>,
+    sampler: MariadbSampler,
+}
+
+impl RunProbes for MariadbProbes {
+    fn open(&self) -> Result<Box<dyn OpenWindow>, Failure> {
+        mariadb_probe::wait_for_sessions_to_end(&self.run, SETTLE_LIMIT);
+        mariadb_probe::reset_statements(&self.run)?;
+        let before = self.counters()?;
+        let sampler = MariadbSampler::start(self.run.clone(), self.data_dir.clone());
+        Ok(Box::new(MariadbWindow {
+            probes: self.clone(),
+            before,
+            sampler,
+        }))
+    }
+}
+
+impl MariadbProbes {
+    /// The server's status counters, the machine's and the driver's own CPU.
+    fn counters(&self) -> Result<Vec<CounterRow>, Failure> {
+        let mut all = mariadb_probe::global_status(&self.run)?;
+        all.extend(os::counters(&self.data_dir));
+        all.extend(driver_cpu());
+        Ok(all)
+    }
+}
+
+impl OpenWindow for MariadbWindow {
+    fn close(self: Box<Self>, record: &mut RunRecord) {
+        let probes = &self.probes;
+        let samples = self.sampler.finish();
+        record.wait_events = samples.wait_events;
+        record.counter_series = samples.counter_series;
+        mariadb_probe::wait_for_sessions_to_end(&probes.run, SETTLE_LIMIT);
+        if let Ok(after) = probes.counters() {
+            record.counters = delta(&self.before, &after)
+                .into_iter()
+                .filter(|c| c.value != 0.0)
+                .collect();
+        }
+        record.counters.extend(samples.own_cost);
+        record.statements = mariadb_probe::statements(&probes.run).unwrap_or_default();
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod cluster_stats;
 pub mod cpu;
+pub mod mariadb;
 pub mod os;
 pub mod pgstat;
 pub mod plans;

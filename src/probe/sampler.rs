@@ -235,7 +235,7 @@ async fn backend_pid(client: &tokio_postgres::Client) -> Option<i32> {
 }
 
 /// CPU seconds of the calling thread.
-fn thread_cpu_s() -> f64 {
+pub(crate) fn thread_cpu_s() -> f64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0.0, |time| {
         time.tv_sec() as f64 + time.tv_nsec() as f64 / 1e9
     })

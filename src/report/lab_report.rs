@@ -158,6 +158,19 @@ fn report_warnings(
     let names: Vec<&str> = targets.iter().map(String::as_str).collect();
     let mut out: Vec<String> = why
         .iter()
+        .filter(|p| p.cross_engine)
+        .map(|panel| {
+            format!(
+                "\"{}\" ({}) and \"{}\" ({}) are different engines: settings, plans and statistics are engine-specific, so \"Why\" shows each one's configured settings side by side rather than a diff, and statements are matched by their normalised text",
+                panel.target,
+                super::why::engine_of(&panel.version).unwrap_or("?"),
+                inputs.base,
+                super::why::engine_of(&panel.base_version).unwrap_or("?"),
+            )
+        })
+        .collect();
+    out.extend(why
+        .iter()
         .filter(|p| !p.other_settings.is_empty())
         .map(|panel| {
             format!(
@@ -166,8 +179,7 @@ fn report_warnings(
                 inputs.base,
                 panel.other_settings.len()
             )
-        })
-        .collect();
+        }));
     out.extend(warnings::warnings(&WarningInputs {
         runs: inputs.runs,
         targets: &names,
@@ -264,13 +276,22 @@ fn summaries(runs: &[StoredRun], metric: Metric) -> Vec<CellSummary> {
         .collect()
 }
 
+/// Statements matched with the base's by their normalised text (`matching_text`), so that one
+/// statement as pg_stat_statements and as performance_schema's digests print it is one.
 fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<StatementChange> {
     type Key = (String, CellKey, String);
     let mut per_run: BTreeMap<Key, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut shown: BTreeMap<Key, String> = BTreeMap::new();
     for (run, statement) in rows {
-        let entry = per_run
-            .entry((run.target.clone(), cell_of(run), statement.query.clone()))
-            .or_default();
+        let key = (
+            run.target.clone(),
+            cell_of(run),
+            matching_text(&statement.query),
+        );
+        shown
+            .entry(key.clone())
+            .or_insert_with(|| statement.query.clone());
+        let entry = per_run.entry(key).or_default();
         // A time the results database does not hold counts for nothing.
         entry.0.extend(statement.mean_ms);
         entry.1.extend(statement.stddev_ms);
@@ -282,12 +303,13 @@ fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<Stat
     let change = |value: f64, base: f64| (base > 0.0).then(|| (value / base - 1.0) * 100.0);
     medians
         .iter()
-        .map(|((target, cell, query), (mean, stddev))| {
-            let base_values = medians.get(&(base.to_string(), cell.clone(), query.clone()));
+        .map(|(key, (mean, stddev))| {
+            let (target, cell, matching) = key;
+            let base_values = medians.get(&(base.to_string(), cell.clone(), matching.clone()));
             StatementChange {
                 target: target.clone(),
                 cell: cell.clone(),
-                query: query.clone(),
+                query: shown[key].clone(),
                 mean_ms: *mean,
                 stddev_ms: *stddev,
                 mean_change_pct: base_values.and_then(|b| change(*mean, b.0)),
@@ -295,6 +317,45 @@ fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<Stat
             }
         })
         .collect()
+}
+
+/// A statement's text with what differs between engines' normalisations taken out: case,
+/// quoting, spacing, placeholders (`$1`, `?`), PostgreSQL casts, an INSERT's value list.
+pub fn matching_text(query: &str) -> String {
+    let mut text = String::with_capacity(query.len());
+    let mut chars = query.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '`' | '"' => {}
+            '$' if chars.peek().is_some_and(char::is_ascii_digit) => {
+                while chars.peek().is_some_and(char::is_ascii_digit) {
+                    chars.next();
+                }
+                text.push('?');
+            }
+            ':' if chars.peek() == Some(&':') => {
+                chars.next();
+                while chars
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_')
+                {
+                    chars.next();
+                }
+            }
+            c => text.extend(c.to_lowercase()),
+        }
+    }
+    let mut words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for punctuation in ["(", ")", ",", ".", "=", ";"] {
+        words = words
+            .replace(&format!(" {punctuation}"), punctuation)
+            .replace(&format!("{punctuation} "), punctuation);
+    }
+    let words = words.trim_end_matches(';').to_string();
+    match words.find("values(") {
+        Some(at) if words.starts_with("insert") => format!("{}values(...)", &words[..at]),
+        _ => words,
+    }
 }
 
 fn efficiency(
@@ -355,4 +416,24 @@ pub(super) fn cell_text(cell: &CellKey) -> String {
         "{} {} scale {} × {} clients",
         cell.workload, cell.script, cell.scale, cell.clients
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_statement_as_both_engines_print_it_matches() {
+        let postgres = "SELECT S.REF, S.NAME FROM history1 H, stat1 S WHERE S.REF = H.REF_STAT AND H.REF_OBJECT = $1::bpchar ORDER BY H.HORDER";
+        let mariadb = "SELECT `S` . `REF` , `S` . `NAME` FROM `history1` `H` , `stat1` `S` WHERE `S` . `REF` = `H` . `REF_STAT` AND `H` . `REF_OBJECT` = ? ORDER BY `H` . `HORDER` ";
+        assert_eq!(matching_text(postgres), matching_text(mariadb));
+        assert_eq!(
+            matching_text("INSERT INTO `history1` VALUES (...) "),
+            matching_text("INSERT INTO history1 VALUES ($1::bpchar, $2, $3::bpchar)")
+        );
+        assert_ne!(
+            matching_text("SELECT c FROM t1"),
+            matching_text("SELECT c FROM t2")
+        );
+    }
 }

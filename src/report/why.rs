@@ -47,6 +47,9 @@ pub struct WhyPanel {
     pub target: String,
     pub base_version: String,
     pub version: String,
+    /// The two targets are different engines: `configured_settings` holds each side's own
+    /// configured settings side by side (no name is shared), and nothing is diffed.
+    pub cross_engine: bool,
     /// Set in a configuration file (the lab's profile or the spec's settings) on either side.
     pub configured_settings: Vec<SettingDiff>,
     /// Differences nobody configured: defaults of another version or build.
@@ -60,6 +63,15 @@ pub struct WhyPanel {
 impl WhyPanel {
     /// The two kinds of setting difference, titled, for rendering.
     pub fn setting_groups(&self) -> [(&'static str, &[SettingDiff]); 2] {
+        if self.cross_engine {
+            return [
+                (
+                    "Each engine's configured settings, side by side (engine-specific: not a diff)",
+                    &self.configured_settings,
+                ),
+                ("", &[]),
+            ];
+        }
         [
             ("Configured settings that differ", &self.configured_settings),
             (
@@ -94,23 +106,71 @@ pub fn panel(inputs: &WhyInputs<'_>, base: &str, target: &str) -> WhyPanel {
     };
     let (base_version, base_settings) = find(base);
     let (version, settings) = find(target);
-    let (configured_settings, other_settings) = setting_diffs(base_settings, settings)
-        .into_iter()
-        .partition(|d| {
-            [&d.base_source, &d.other_source]
-                .iter()
-                .any(|s| s.as_deref() == Some("configuration file"))
-        });
+    let cross_engine = engine_of(&base_version) != engine_of(&version);
+    let (configured_settings, other_settings) = if cross_engine {
+        (side_by_side(base_settings, settings), Vec::new())
+    } else {
+        configured_apart(setting_diffs(base_settings, settings))
+    };
     WhyPanel {
         target: target.to_string(),
         base_version,
         version,
+        cross_engine,
         configured_settings,
         other_settings,
         plan_differences: plan_diffs(inputs.plans, base, target),
         base_waits: top_waits(inputs.waits, base),
         waits: top_waits(inputs.waits, target),
     }
+}
+
+/// The engine a `version()` string names; None when the version was not captured.
+pub fn engine_of(version: &str) -> Option<&'static str> {
+    if version.is_empty() {
+        None
+    } else if version.starts_with("PostgreSQL") {
+        Some("PostgreSQL")
+    } else if version.contains("MariaDB") {
+        Some("MariaDB")
+    } else {
+        Some("MySQL")
+    }
+}
+
+/// Each side's settings set in a configuration file, the base's first.
+fn side_by_side(base: &[SettingRow], other: &[SettingRow]) -> Vec<SettingDiff> {
+    let configured = |rows: &[SettingRow]| -> Vec<SettingRow> {
+        rows.iter()
+            .filter(|row| row.source.as_deref() == Some("configuration file"))
+            .filter(|row| !INFRASTRUCTURE.contains(&row.name.as_str()))
+            .cloned()
+            .collect()
+    };
+    let base_rows = configured(base).into_iter().map(|row| SettingDiff {
+        base: with_unit(&row),
+        base_source: row.source.clone(),
+        name: row.name,
+        other: None,
+        other_source: None,
+    });
+    let other_rows = configured(other).into_iter().map(|row| SettingDiff {
+        other: with_unit(&row),
+        other_source: row.source.clone(),
+        name: row.name,
+        base: None,
+        base_source: None,
+    });
+    base_rows.chain(other_rows).collect()
+}
+
+/// The differences set in a configuration file on either side, apart from the rest.
+fn configured_apart(diffs: Vec<SettingDiff>) -> (Vec<SettingDiff>, Vec<SettingDiff>) {
+    diffs.into_iter().partition(|d| {
+        [&d.base_source, &d.other_source]
+            .iter()
+            .any(|s| s.as_deref() == Some("configuration file"))
+    })
 }
 
 /// What the why panel says of a target without wait-event samples (probes off, or a server

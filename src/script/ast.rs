@@ -186,6 +186,9 @@ pub enum Function {
     SbBulkValues,
     /// TPC-C's C_LAST of a number 0..999 (stampede's extension, for the client-mode TPROC-C).
     TpccLastName,
+    /// A value as text (stampede's extension): a MySQL prepared statement binds it as a
+    /// string, so that a CHAR key compared with it is looked up by its index.
+    Text,
 }
 
 /// How many arguments a named function takes.
@@ -200,7 +203,7 @@ pub enum Arity {
 }
 
 /// Functions callable by name, with their arity (pgbench's PGBENCH_FUNCTIONS table).
-pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 30] = [
+pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 31] = [
     ("abs", Function::Abs, Arity::Exactly(1)),
     ("least", Function::Least, Arity::AtLeastOne),
     ("greatest", Function::Greatest, Arity::AtLeastOne),
@@ -239,6 +242,7 @@ pub const NAMED_FUNCTIONS: [(&str, Function, Arity); 30] = [
     ("sb_bulk_rows", Function::SbBulkRows, Arity::Exactly(2)),
     ("sb_bulk_values", Function::SbBulkValues, Arity::Exactly(2)),
     ("tpcc_last_name", Function::TpccLastName, Arity::Exactly(1)),
+    ("text", Function::Text, Arity::Exactly(1)),
 ];
 
 impl Function {

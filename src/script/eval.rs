@@ -304,6 +304,11 @@ fn call(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Eval
             .map(|text| Value::Text(std::sync::Arc::new(text))),
         TpccLastName => tpcc_names::last_name(to_int(&values[0])?)
             .map(|text| Value::Text(std::sync::Arc::new(text))),
+        Text => {
+            let mut text = String::new();
+            values[0].write_text(&mut text);
+            Ok(Value::Text(std::sync::Arc::new(text)))
+        }
         Pow => Ok(Value::Double(
             to_double(&values[0])?.powf(to_double(&values[1])?),
         )),

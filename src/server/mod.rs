@@ -6,6 +6,7 @@ pub mod build;
 pub mod cluster;
 pub mod conninfo;
 pub mod download;
+pub mod endpoint;
 pub mod managed;
 pub mod mariadb;
 pub mod profile;

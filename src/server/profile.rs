@@ -32,8 +32,8 @@ pub struct Machine {
     pub free_disk_bytes: u64,
 }
 
-const MB: u64 = 1024 * 1024;
-const GB: u64 = 1024 * MB;
+pub(crate) const MB: u64 = 1024 * 1024;
+pub(crate) const GB: u64 = 1024 * MB;
 
 impl Machine {
     pub fn probe(data_root: &Path) -> Machine {
@@ -59,7 +59,7 @@ pub fn free_disk(path: &Path) -> Option<u64> {
 }
 
 /// postgresql.conf sizes in whole megabytes, which every version accepts.
-fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     format!("{}MB", (bytes / MB).max(1))
 }
 
@@ -144,7 +144,11 @@ pub fn settings(
     };
     all.extend(needs);
     all.extend(overrides.iter().cloned());
-    // Keep the last value of each name, in first-seen order.
+    Ok(merge(all))
+}
+
+/// The last value of each name, in first-seen order.
+pub fn merge(all: Vec<(String, String)>) -> Vec<(String, String)> {
     let mut merged: Vec<(String, String)> = Vec::new();
     for (name, value) in all {
         match merged.iter_mut().find(|(n, _)| *n == name) {
@@ -152,7 +156,7 @@ pub fn settings(
             None => merged.push((name, value)),
         }
     }
-    Ok(merged)
+    merged
 }
 
 #[cfg(test)]

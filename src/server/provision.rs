@@ -150,17 +150,17 @@ impl ProvisionedServer {
             superuser,
             version_num: 0,
         };
-        server.version_num = server_version_num(&server.conn("postgres"))?;
+        server.version_num = server_version_num(&server.pg_conn("postgres"))?;
         Ok(server)
     }
 
     /// Whether the server answers (a process check alone can be fooled by an unreaped one).
     pub fn alive(&self) -> bool {
-        query_string(&self.conn("postgres"), "SELECT 1").is_ok()
+        query_string(&self.pg_conn("postgres"), "SELECT 1").is_ok()
     }
 
     /// A control session: setup, probes; kept out of pg_stat_statements.
-    pub fn conn(&self, database: &str) -> ConnSpec {
+    pub fn pg_conn(&self, database: &str) -> ConnSpec {
         self.workload_conn(database).untracked()
     }
 

@@ -4,6 +4,8 @@
 use clap::{ArgAction, Args};
 
 use crate::error::Failure;
+use crate::server::endpoint::Endpoint;
+use crate::server::mariadb::MysqlSpec;
 use crate::server::resolve_target;
 use crate::server::target::{ConnFlags, ConnSpec};
 
@@ -26,6 +28,57 @@ pub struct ConnectionArgs {
     /// Database name, or a postgresql:// URI
     #[arg(short = 'd', long)]
     pub dbname: Option<String>,
+}
+
+/// The connection flags of a workload that runs on either engine: `--engine mariadb` reads
+/// `-h -p -U -d` as the MySQL client does (`localhost` is the server's socket).
+#[derive(Debug, Args)]
+pub struct EngineConnectionArgs {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// postgres, or mariadb for a MariaDB/MySQL server (password from MYSQL_PWD)
+    #[arg(long, default_value = "postgres")]
+    pub engine: String,
+    /// MariaDB/MySQL: the server's Unix socket file (default: localhost's, /run/mysqld/mysqld.sock)
+    #[arg(long, value_name = "FILE")]
+    pub socket: Option<std::path::PathBuf>,
+}
+
+/// Where a command for either engine connects.
+pub fn endpoint(args: &EngineConnectionArgs) -> Result<Endpoint, Failure> {
+    match args.engine.as_str() {
+        "postgres" | "postgresql" => connection(&args.connection).map(Endpoint::Postgres),
+        "mariadb" | "mysql" => mysql_spec(args).map(Endpoint::Mysql),
+        other => Err(Failure::input(format!(
+            "--engine {other}: use postgres or mariadb (MariaDB, MySQL)"
+        ))),
+    }
+}
+
+/// The MySQL client's defaults: localhost (its socket), port 3306, the login name.
+fn mysql_spec(args: &EngineConnectionArgs) -> Result<MysqlSpec, Failure> {
+    let flags = &args.connection;
+    let port = match &flags.port {
+        Some(text) => text
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| Failure::input(format!("invalid port number: \"{text}\"")))?,
+        None => 3306,
+    };
+    let login = std::env::var("USER")
+        .ok()
+        .or_else(crate::sys::effective_user_name)
+        .unwrap_or_else(|| "root".into());
+    let user = flags.user.clone().unwrap_or(login);
+    Ok(MysqlSpec {
+        socket: args.socket.clone(),
+        host: flags.host.clone().unwrap_or_else(|| "localhost".into()),
+        port,
+        database: flags.dbname.clone().unwrap_or_else(|| user.clone()),
+        user,
+        password: std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty()),
+    })
 }
 
 pub fn connection(args: &ConnectionArgs) -> Result<ConnSpec, Failure> {

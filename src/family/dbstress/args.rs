@@ -1,8 +1,9 @@
-//! `stampede dbstress prepare|run|cleanup`: dbSTRESS (seed 003) on PostgreSQL.
+//! `stampede dbstress prepare|run|cleanup`: dbSTRESS (seed 003) on PostgreSQL or, with
+//! `--engine mariadb`, on MariaDB/MySQL.
 
 use clap::{Args, Subcommand};
 
-pub use crate::family::common::connection::ConnectionArgs;
+pub use crate::family::common::connection::EngineConnectionArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum DbstressAction {
@@ -16,13 +17,13 @@ pub enum DbstressAction {
     Run(Box<RunArgs>),
     /// Drop the dbSTRESS tables
     #[command(disable_help_flag = true)]
-    Cleanup(ConnectionArgs),
+    Cleanup(EngineConnectionArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
     #[command(flatten)]
-    pub connection: ConnectionArgs,
+    pub connection: EngineConnectionArgs,
     /// Objects per set (HISTORY gets 20 rows per object)
     #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true)]
     pub objects: i64,
@@ -40,7 +41,7 @@ pub struct PrepareArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub connection: ConnectionArgs,
+    pub connection: EngineConnectionArgs,
     /// ro (SEL1 + SEL2) or rw (the reads, and every --rw-ratio-th transaction an UPDATE and a
     /// DELETE + INSERT of history rows)
     #[arg(long, default_value = "ro")]

@@ -11,13 +11,15 @@ use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScri
 use crate::driver::stats::CommandStats;
 use crate::driver::{self, RunResult};
 use crate::error::{CommandResult, Failure};
-use crate::family::common::connection::{connection, positive};
+use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure::LatencySummary;
 use crate::family::dbstress::args::{DbstressAction, PrepareArgs, RunArgs};
+use crate::family::dbstress::mysql;
 use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, STATEMENTS};
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error, visible_tables};
 use crate::script::{parse_script, Value, VarTable};
+use crate::server::endpoint::Endpoint;
 use crate::server::target::ConnSpec;
 
 /// Five tables per set: a thousand sets are 5,000 tables, more than any study asks for.
@@ -30,7 +32,7 @@ pub fn run(action: &DbstressAction) -> CommandResult {
     match action {
         DbstressAction::Prepare(args) => prepare(args),
         DbstressAction::Run(args) => run_sessions(args),
-        DbstressAction::Cleanup(args) => cleanup(&connection(args)?),
+        DbstressAction::Cleanup(args) => cleanup(&endpoint(args)?),
     }
 }
 
@@ -45,9 +47,9 @@ fn prepare(args: &PrepareArgs) -> CommandResult {
         Some(t) => positive::<usize>(t, "threads")?,
         None => crate::probe::cpu::cores(),
     };
-    let conn = connection(&args.connection)?;
+    let target = endpoint(&args.connection)?;
     let started = std::time::Instant::now();
-    prepare_tables(&conn, objects, sets, threads, args.history_unique)?;
+    prepare_tables(&target, objects, sets, threads, args.history_unique)?;
     eprintln!(
         "prepared {sets} set(s) of {objects} object(s) in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -58,6 +60,19 @@ fn prepare(args: &PrepareArgs) -> CommandResult {
 /// Creates and fills the tables of `sets` sets of `objects` objects, then indexes, ANALYZE and
 /// the marker; refuses a database that has them.
 pub fn prepare_tables(
+    target: &Endpoint,
+    objects: i64,
+    sets: u32,
+    threads: usize,
+    history_unique: bool,
+) -> Result<(), Failure> {
+    match target {
+        Endpoint::Postgres(conn) => prepare_postgres(conn, objects, sets, threads, history_unique),
+        Endpoint::Mysql(spec) => mysql::prepare(spec, objects, sets, threads, history_unique),
+    }
+}
+
+fn prepare_postgres(
     conn: &ConnSpec,
     objects: i64,
     sets: u32,
@@ -157,14 +172,16 @@ async fn execute(client: &Client, sql: &str) -> Result<(), Failure> {
         .map_err(|e| sql_error(sql, e))
 }
 
-/// (objects, sets) that `prepare` recorded at `conn`, or the message to prepare first.
-pub fn read_prepared_size(conn: &ConnSpec) -> Result<(i64, u32), Failure> {
-    control_runtime().block_on(async {
-        let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
-        prepared_size(&client)
-            .await
-            .ok_or_else(|| Failure::input(NOT_PREPARED))
-    })
+/// (objects, sets) that `prepare` recorded at `target`, or the message to prepare first.
+pub fn read_prepared_size(target: &Endpoint) -> Result<(i64, u32), Failure> {
+    let size = match target {
+        Endpoint::Postgres(conn) => control_runtime().block_on(async {
+            let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
+            Ok::<_, Failure>(prepared_size(&client).await)
+        })?,
+        Endpoint::Mysql(spec) => mysql::prepared_size(spec)?,
+    };
+    size.ok_or_else(|| Failure::input(NOT_PREPARED))
 }
 
 /// (objects, sets) that `prepare` recorded, if it finished here.
@@ -181,16 +198,21 @@ async fn existing_tables(client: &Client) -> Result<Vec<String>, Failure> {
     let pattern = format!("^((zone|section|stat|object|history)[0-9]+|{MARKER})$");
     visible_tables(client, &pattern).await
 }
-fn cleanup(conn: &ConnSpec) -> CommandResult {
-    control_runtime().block_on(async {
-        let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
-        let tables = existing_tables(&client).await?;
-        for table in &tables {
-            execute(&client, &format!("DROP TABLE {table}")).await?;
-        }
-        eprintln!("dropped {} table(s)", tables.len());
-        Ok(())
-    })
+
+fn cleanup(target: &Endpoint) -> CommandResult {
+    let dropped = match target {
+        Endpoint::Postgres(conn) => control_runtime().block_on(async {
+            let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
+            let tables = existing_tables(&client).await?;
+            for table in &tables {
+                execute(&client, &format!("DROP TABLE {table}")).await?;
+            }
+            Ok::<_, Failure>(tables.len())
+        })?,
+        Endpoint::Mysql(spec) => mysql::cleanup(spec)?,
+    };
+    eprintln!("dropped {dropped} table(s)");
+    Ok(())
 }
 
 /// What a run is asked for.
@@ -207,8 +229,8 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     let sessions = positive::<u32>(args.sessions, "sessions")?;
     let seconds = positive::<u64>(args.time, "time")?;
     let rw_ratio = positive::<u32>(args.rw_ratio, "rw-ratio")?;
-    let conn = connection(&args.connection)?;
-    let (objects, sets) = read_prepared_size(&conn)?;
+    let target = endpoint(&args.connection)?;
+    let (objects, sets) = read_prepared_size(&target)?;
     let settings = Settings {
         shape: TransactionShape {
             mode,
@@ -231,7 +253,7 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
             .unwrap_or_else(crate::family::common::measure::seed),
     };
     println!("{}", heading(&settings));
-    let plan = plan(&conn, &settings)?;
+    let plan = plan(&target, &settings)?;
     let scripts = plan.scripts.clone();
     let result = driver::run(plan, &mut |_| {})?;
     if result.aborted_clients > 0 {
@@ -283,19 +305,19 @@ fn heading(settings: &Settings) -> String {
 }
 
 /// One script per set, equally weighted; each session counts its transactions from 0.
-pub fn plan(conn: &ConnSpec, settings: &Settings) -> Result<RunPlan, Failure> {
+pub fn plan(target: &Endpoint, settings: &Settings) -> Result<RunPlan, Failure> {
     let mut variables = VarTable::default();
     let mut scripts = Vec::new();
     for set in 1..=settings.sets {
         let name = format!("set {set}");
-        let text = statements::script(set, &settings.shape);
+        let text = statements::script(set, &settings.shape, target.engine());
         let script = parse_script(&name, &name, &text, &mut variables)
             .map_err(|e| Failure::input(format!("internal script {name}: {e}")))?;
         scripts.push(WeightedScript { script, weight: 1 });
     }
     let counter = variables.slot("txn_number");
     let mut plan = RunPlan::for_workload(
-        conn,
+        target,
         settings.shape.sessions as usize,
         RunLimit::Duration(Duration::from_secs(settings.seconds)),
         settings.protocol,

@@ -7,11 +7,12 @@ use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
+    BOTH_ENGINES,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, on_off, OptionsError};
 use crate::family::dbstress::statements::{Mode, TransactionShape};
-use crate::server::target::ConnSpec;
+use crate::server::endpoint::Endpoint;
 
 /// `options = { ... }`: seed 003's transaction shape beyond the mode.
 #[derive(serde::Deserialize)]
@@ -42,6 +43,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "dbstress",
     protocols: ALL_PROTOCOLS,
     default_protocol: Protocol::Prepared,
+    engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(DbstressLab::new(options)?)),
     metrics: &[],
 }];
@@ -80,7 +82,7 @@ impl FamilyWorkload for DbstressLab {
 
     fn load(
         &self,
-        conn: &ConnSpec,
+        conn: &Endpoint,
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {

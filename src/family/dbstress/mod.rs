@@ -4,4 +4,5 @@
 pub mod args;
 pub mod command;
 pub mod lab;
+pub mod mysql;
 pub mod statements;

@@ -1,9 +1,13 @@
-//! dbSTRESS (Dimitri Kravtchuk's benchmark, seed 003) on PostgreSQL: its five tables per object
-//! set, generated on the server, and its transactions as one driver script per set.
+//! dbSTRESS (Dimitri Kravtchuk's benchmark, seed 003) on PostgreSQL and MariaDB/MySQL: its five
+//! tables per object set, generated on the server, and its transactions as one driver script
+//! per set. Both engines get the same rows and the same statements; only casts and the row
+//! generator differ.
 //!
 //! What is known of the original: the tables and statements of its sysbench port
 //! (`dbSTRESS-common.lua`, MySQL-only DDL); see the README for what this implementation chose
 //! where the original kit is not public.
+
+use crate::server::endpoint::Engine;
 
 /// The marker `prepare` leaves, with the object count and the number of sets.
 pub const MARKER: &str = "dbstress_info";
@@ -65,6 +69,56 @@ pub fn load_objects(set: u32, first: i64, last: i64) -> [String; 2] {
         ),
     ]
 }
+
+/// `WITH RECURSIVE name(n)` counting `first..=last`: MariaDB/MySQL's generate_series (MySQL caps
+/// the recursion at 1,000 rows by default, so ranges stay below that).
+fn numbers_mysql(name: &str, first: i64, last: i64) -> String {
+    format!("{name}(n) AS (SELECT {first} UNION ALL SELECT n + 1 FROM {name} WHERE n < {last})")
+}
+
+/// `load_reference_tables` on MariaDB/MySQL, the same rows.
+pub fn load_reference_tables_mysql(set: u32) -> [String; 3] {
+    [
+        format!(
+            "INSERT INTO zone{set} WITH RECURSIVE {} SELECT n, CONCAT('Zone ', n) FROM z",
+            numbers_mysql("z", 0, 9)
+        ),
+        format!(
+            "INSERT INTO section{set} WITH RECURSIVE {} SELECT n, n DIV 10, CONCAT('Section ', n) FROM s",
+            numbers_mysql("s", 0, 99)
+        ),
+        format!(
+            "INSERT INTO stat{set} WITH RECURSIVE {} SELECT n, CONCAT('Stat ', n), n FROM s",
+            numbers_mysql("s", 0, 999)
+        ),
+    ]
+}
+
+/// `load_objects` on MariaDB/MySQL, the same rows.
+pub fn load_objects_mysql(set: u32, first: i64, last: i64) -> [String; 2] {
+    let objects = numbers_mysql("o", first, last);
+    let day = |offset: &str| {
+        format!("DATE_FORMAT(DATE '2000-01-01' + INTERVAL ({offset}) DAY, '%Y%m%d')")
+    };
+    [
+        format!(
+            "INSERT INTO object{set} WITH RECURSIVE {objects} SELECT n, n % 100, CONCAT('Object ', n), \
+             CONCAT({}, '1200'), RPAD(MD5(n), 100, MD5(n + 1)) FROM o",
+            day("n % 3650")
+        ),
+        format!(
+            "INSERT INTO history{set} WITH RECURSIVE {objects}, {} \
+             SELECT o.n, h.n, (o.n * 31 + h.n * 17) % 1000, CONCAT({}, '0800'), CONCAT({}, '1800'), \
+             RPAD(MD5(o.n * {HISTORY_PER_OBJECT} + h.n), 100, MD5(h.n)) FROM o, h",
+            numbers_mysql("h", 1, HISTORY_PER_OBJECT),
+            day("(o.n + h.n) % 3650"),
+            day("(o.n + h.n) % 3650 + 30")
+        ),
+    ]
+}
+
+/// Objects per generated range on MariaDB/MySQL (below the recursion cap).
+pub const MYSQL_OBJECTS_PER_INSERT: i64 = 500;
 
 /// The indexes: unique on the refs, HISTORY (ref_object, horder), unique only with `unique`
 /// (the port's `--hpk`).
@@ -131,9 +185,13 @@ pub const STATEMENTS: [&str; 5] = ["SEL1", "SEL2", "UPDATE", "DELETE", "INSERT"]
 /// Set `set`'s script: SEL1 and SEL2, then in RW every `rw_ratio`-th transaction of a session the
 /// UPDATE of a history row and the DELETE and INSERT of another; the session counts its
 /// transactions in `:txn_number` (0 at the start).
-pub fn script(set: u32, shape: &TransactionShape) -> String {
+///
+/// The CHAR keys are compared with text: on PostgreSQL by a `::bpchar` cast, on MariaDB/MySQL
+/// by drawing the object numbers as text, which a prepared statement binds as a string (a CHAR
+/// column compared with a number is converted row by row, and its index is not used).
+pub fn script(set: u32, shape: &TransactionShape, engine: Engine) -> String {
     let lock = if shape.for_update { " FOR UPDATE" } else { "" };
-    let mut text = object_draws(shape);
+    let mut text = object_draws(shape, engine);
     let (sel1, sel2, update, replace) = if shape.same_ref {
         ("oref", "oref", "oref", "oref")
     } else {
@@ -167,12 +225,15 @@ pub fn script(set: u32, shape: &TransactionShape) -> String {
         ));
     }
     text.push_str("\\set txn_number :txn_number + 1\n");
-    text
+    match engine {
+        Engine::Postgres => text,
+        Engine::Mariadb => text.replace("::bpchar", ""),
+    }
 }
 
 /// The object numbers a transaction works on: uniform over all objects, or over the session's
 /// slice of them with `anti_dead`.
-fn object_draws(shape: &TransactionShape) -> String {
+fn object_draws(shape: &TransactionShape, engine: Engine) -> String {
     let (low, high) = if shape.anti_dead {
         let slice = (shape.objects / i64::from(shape.sessions.max(1))).max(1);
         (
@@ -196,7 +257,10 @@ fn object_draws(shape: &TransactionShape) -> String {
     };
     names
         .iter()
-        .map(|name| format!("\\set {name} random({low}, {high})\n"))
+        .map(|name| match engine {
+            Engine::Postgres => format!("\\set {name} random({low}, {high})\n"),
+            Engine::Mariadb => format!("\\set {name} text(random({low}, {high}))\n"),
+        })
         .collect()
 }
 
@@ -218,9 +282,12 @@ mod tests {
                     sessions: 4,
                     objects: 1000,
                 };
-                let text = script(1, &shape);
-                parse_script("dbstress", "dbstress", &text, &mut VarTable::default())
-                    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+                for engine in [Engine::Postgres, Engine::Mariadb] {
+                    let text = script(1, &shape, engine);
+                    parse_script("dbstress", "dbstress", &text, &mut VarTable::default())
+                        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+                    assert_eq!(text.contains("::bpchar"), engine == Engine::Postgres);
+                }
             }
         }
     }

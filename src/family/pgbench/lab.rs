@@ -11,7 +11,7 @@ use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest,
-    ALL_PROTOCOLS,
+    ALL_PROTOCOLS, POSTGRES_ONLY,
 };
 use crate::family::common::measure::{measure_after_warmup, RunOutcome};
 use crate::family::common::options::{self, OptionsError};
@@ -20,7 +20,7 @@ use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::builtins::{self, Builtin};
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
-use crate::server::target::ConnSpec;
+use crate::server::endpoint::Endpoint;
 
 /// Which of the pgbench-schema workloads: pgbench's own, seed 002's variant with four extra
 /// indexes, or seed 002's analytical queries.
@@ -41,6 +41,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         name: "pgbench",
         protocols: ALL_PROTOCOLS,
         default_protocol: Protocol::Prepared,
+        engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("pgbench", Flavor::Plain, options),
         metrics: &[],
     },
@@ -48,6 +49,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         name: "pgbench-extra-indexes",
         protocols: ALL_PROTOCOLS,
         default_protocol: Protocol::Prepared,
+        engines: POSTGRES_ONLY,
         create: |options| {
             PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
         },
@@ -57,6 +59,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         name: "analytics",
         protocols: ALL_PROTOCOLS,
         default_protocol: Protocol::Prepared,
+        engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("analytics", Flavor::Analytics, options),
         metrics: &[],
     },
@@ -120,7 +123,8 @@ impl FamilyWorkload for PgbenchLab {
         }
     }
 
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+    fn load(&self, conn: &Endpoint, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+        let conn = conn.postgres("pgbench")?;
         let mut steps = parse_steps(InitStep::DEFAULT)?;
         if self.flavor == Flavor::ExtraIndexes {
             steps.push(InitStep::ExtraIndexes);
@@ -174,13 +178,11 @@ impl FamilyWorkload for PgbenchLab {
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, Failure> {
+        let conn = request.conn.postgres("pgbench")?;
         // Through the path of `stampede pgbench`, so the lab measures what the command does.
         measure_after_warmup(request, observer, &mut |seconds, on_event| {
-            let report = pgbench_run::benchmark(
-                &run_spec(variant, request, seconds),
-                request.conn,
-                on_event,
-            )?;
+            let report =
+                pgbench_run::benchmark(&run_spec(variant, request, seconds), conn, on_event)?;
             let cpu = &report.client_cpu;
             Ok(RunOutcome {
                 aborted_clients: report.aborted_clients,

@@ -192,9 +192,15 @@ pub fn test_plan(
         protocol
     };
     let clients = threads as usize;
-    let conn = target.conn_spec();
-    let mut plan = RunPlan::for_workload(&conn, clients, limit, protocol, scripts, variables, seed);
-    target.direct(&mut plan);
+    let mut plan = RunPlan::for_workload(
+        &target.endpoint(),
+        clients,
+        limit,
+        protocol,
+        scripts,
+        variables,
+        seed,
+    );
     for (slot, value) in initial {
         plan.initial_values[slot] = Value::Int(value);
     }

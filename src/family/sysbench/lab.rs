@@ -12,6 +12,7 @@ use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
+    BOTH_ENGINES,
 };
 use crate::family::common::measure as lab_run;
 use crate::family::common::options::{self, OptionsError};
@@ -19,8 +20,7 @@ use crate::family::sysbench::args::SysbenchArgs;
 use crate::family::sysbench::catalog;
 use crate::family::sysbench::microbench::{self, Group, MicroTest};
 use crate::family::sysbench::options::{OltpOptions, RandKind};
-use crate::family::sysbench::schema::{self, Preparer};
-use crate::server::target::ConnSpec;
+use crate::server::endpoint::Endpoint;
 
 /// Rows per table per unit of a lab's `scale`.
 pub const ROWS_PER_SCALE: i64 = 10_000;
@@ -67,6 +67,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         name: "sysbench",
         protocols: ALL_PROTOCOLS,
         default_protocol: Protocol::Prepared,
+        engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(SysbenchLab::new(options)?)),
         metrics: &[],
     },
@@ -74,6 +75,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         name: "sysbench-microbench",
         protocols: ALL_PROTOCOLS,
         default_protocol: Protocol::Prepared,
+        engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(MicrobenchLab::new(options)?)),
         metrics: &[],
     },
@@ -162,7 +164,7 @@ impl FamilyWorkload for SysbenchLab {
 
     fn load(
         &self,
-        conn: &ConnSpec,
+        conn: &Endpoint,
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {
@@ -201,7 +203,7 @@ impl FamilyWorkload for MicrobenchLab {
 
     fn load(
         &self,
-        conn: &ConnSpec,
+        conn: &Endpoint,
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {
@@ -222,7 +224,7 @@ impl FamilyWorkload for MicrobenchLab {
 
     fn between_steps(
         &self,
-        conn: &ConnSpec,
+        conn: &Endpoint,
         previous: &MicroTest,
         next: &MicroTest,
         scale: i64,
@@ -235,13 +237,8 @@ impl FamilyWorkload for MicrobenchLab {
         let settle = self
             .settle
             .unwrap_or_else(|| microbench::default_settle_s(options.tables, options.table_size));
-        let vacuum = crate::pg::control_runtime().block_on(async {
-            let client = schema::connect(conn).await?;
-            schema::postwrite(&client, options.tables).await
-        })?;
-        note(&format!(
-            "postwrite: {vacuum}, CHECKPOINT, settle {settle} s"
-        ));
+        let done = SysbenchTarget::of(conn).postwrite(options.tables)?;
+        note(&format!("postwrite: {done}, settle {settle} s"));
         std::thread::sleep(Duration::from_secs(settle));
         Ok(())
     }
@@ -258,15 +255,8 @@ impl FamilyWorkload for MicrobenchLab {
 }
 
 /// Loads the sbtest tables with `sysbench prepare`'s loader.
-fn load(conn: &ConnSpec, options: &OltpOptions) -> Result<(), Failure> {
-    let preparer = Preparer {
-        conn: conn.clone(),
-        options: options.clone(),
-        connections: crate::probe::cpu::cores(),
-        seed: 1,
-        rows_loaded: Default::default(),
-    };
-    crate::pg::control_runtime().block_on(preparer.prepare(&|_| {}))
+fn load(conn: &Endpoint, options: &OltpOptions) -> Result<(), Failure> {
+    SysbenchTarget::of(conn).prepare(options, crate::probe::cpu::cores(), 1, &|_| {})
 }
 
 /// The warmup, then the measured run of sysbench test `test`, through the plans of
@@ -278,7 +268,7 @@ fn measure(
     options: &OltpOptions,
 ) -> Result<Measurement, Failure> {
     let protocol = request.protocol;
-    let target = SysbenchTarget::Postgres(request.conn.clone());
+    let target = SysbenchTarget::of(request.conn);
     lab_run::warmup_and_measure(request, observer, &|seconds| {
         let limit = RunLimit::Duration(Duration::from_secs(seconds));
         let planned = test_plan(

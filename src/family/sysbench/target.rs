@@ -9,9 +9,9 @@ use super::mysql_schema::{self, MysqlPreparer};
 use super::options::OltpOptions;
 use super::schema::{self, Preparer};
 use crate::driver::mysql::control::ControlSession;
-use crate::driver::RunPlan;
 use crate::error::Failure;
 use crate::pg::control_runtime;
+use crate::server::endpoint::Endpoint;
 use crate::server::mariadb::MysqlSpec;
 use crate::server::resolve_target;
 use crate::server::target::{ConnFlags, ConnSpec};
@@ -46,18 +46,22 @@ impl SysbenchTarget {
         }
     }
 
-    /// The PostgreSQL connection a run plan carries (a placeholder for MySQL).
-    pub fn conn_spec(&self) -> ConnSpec {
-        match self {
-            SysbenchTarget::Postgres(conn) => conn.clone(),
-            SysbenchTarget::Mysql { .. } => ConnSpec::other_engine(),
+    /// The target of a lab run: sysbench's default storage engine on MySQL.
+    pub fn of(endpoint: &Endpoint) -> SysbenchTarget {
+        match endpoint {
+            Endpoint::Postgres(conn) => SysbenchTarget::Postgres(conn.clone()),
+            Endpoint::Mysql(spec) => SysbenchTarget::Mysql {
+                spec: spec.clone(),
+                storage_engine: "innodb".into(),
+            },
         }
     }
 
-    /// Points a run plan's clients at this target.
-    pub fn direct(&self, plan: &mut RunPlan) {
-        if let SysbenchTarget::Mysql { spec, .. } = self {
-            plan.mysql = Some(spec.clone());
+    /// Where a run plan's clients connect.
+    pub fn endpoint(&self) -> Endpoint {
+        match self {
+            SysbenchTarget::Postgres(conn) => Endpoint::Postgres(conn.clone()),
+            SysbenchTarget::Mysql { spec, .. } => Endpoint::Mysql(spec.clone()),
         }
     }
 

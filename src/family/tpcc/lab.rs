@@ -10,11 +10,13 @@ use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
+    POSTGRES_ONLY,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::scripts::{Mix, Mode, WarehouseChoice};
+use crate::server::endpoint::Endpoint;
 use crate::server::target::ConnSpec;
 
 pub struct TpccLab {
@@ -27,6 +29,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "tpcc",
     protocols: &[Protocol::Simple, Protocol::Prepared],
     default_protocol: Protocol::Simple,
+    engines: POSTGRES_ONLY,
     create: |options| Ok(Box::new(TpccLab::new(options)?)),
     metrics: &[
         // HammerDB's New-Orders per minute and all transactions per minute.
@@ -63,10 +66,11 @@ impl FamilyWorkload for TpccLab {
 
     fn load(
         &self,
-        conn: &ConnSpec,
+        conn: &Endpoint,
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {
+        let conn = conn.postgres("TPROC-C")?;
         let loader = Loader {
             conn: conn.clone(),
             warehouses: scale,
@@ -106,11 +110,12 @@ impl FamilyWorkload for TpccLab {
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, Failure> {
+        let conn = request.conn.postgres("TPROC-C")?;
         let seed = lab_run::seed();
-        let constants = run_constants(request.conn, seed)?;
+        let constants = run_constants(conn, seed)?;
         let mut counted = CountedWindow {
             inner: observer,
-            conn: request.conn,
+            conn,
             before: None,
         };
         let mut measurement = warmup_and_measure(request, &mut counted, &|seconds| {
@@ -125,12 +130,12 @@ impl FamilyWorkload for TpccLab {
                 keying_thinking: None,
                 seed,
             };
-            plan(request.conn, request.scale, constants, &settings)
+            plan(conn, request.scale, constants, &settings)
         })?;
         let before = counted
             .before
             .ok_or_else(|| Failure::run("the measured window never opened"))??;
-        let after = read_counters(request.conn)?;
+        let after = read_counters(conn)?;
         let (nopm, tpm) = before.per_minute(&after, measurement.metrics.duration_s / 60.0);
         measurement.metrics.workload = vec![("nopm".into(), nopm), ("tpm".into(), tpm)];
         Ok(measurement)

@@ -21,6 +21,7 @@ use crate::pg::control::server_version_num;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::{parse_script, VarTable};
+use crate::server::endpoint::Endpoint;
 use crate::server::target::ConnSpec;
 
 /// The virtual users' application_name, to wait for their sessions to end.
@@ -227,7 +228,7 @@ pub fn plan(
     let mut conn = conn.clone();
     conn.application_name = APPLICATION.into();
     let mut plan = RunPlan::for_workload(
-        &conn,
+        &Endpoint::Postgres(conn),
         settings.vu,
         settings.limit,
         settings.protocol(),

@@ -13,9 +13,10 @@ use super::{dataset_name, Lab, LabEvent, LabOutcome, RUN_COPY};
 use crate::error::{Failure, Kind};
 use crate::family::api::{FamilyWorkload, Measurement, RunObserver, RunRequest};
 use crate::lab::spec::{self, LabSpec, TargetSpec};
-use crate::lab::target::{LabServer, Targets};
-use crate::lab::window::WindowProbes;
+use crate::lab::target::{LabServer, TargetBinaries, Targets};
+use crate::lab::window::RunProbes;
 use crate::server::binaries::Binaries;
+use crate::server::endpoint::Endpoint;
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
 use crate::server::setup::SetupEvent;
@@ -62,22 +63,22 @@ impl Targets for FakeTargets {
         &self,
         spec: &TargetSpec,
         _events: &mut dyn FnMut(SetupEvent<'_>),
-    ) -> Result<Binaries, Failure> {
+    ) -> Result<TargetBinaries, Failure> {
         if spec.name.starts_with("broken") {
             return Err(Failure::input(format!(
                 "target \"{}\": no binaries here",
                 spec.name
             )));
         }
-        Ok(Binaries {
+        Ok(TargetBinaries::Postgres(Binaries {
             bin_dir: PathBuf::from("/fake/bin"),
             version: "fake 1.0".into(),
-        })
+        }))
     }
 
     fn provision(
         &self,
-        _binaries: &Binaries,
+        _binaries: &TargetBinaries,
         root: &Path,
         _config: &ServerConfig<'_>,
     ) -> Result<Box<dyn LabServer>, Failure> {
@@ -101,7 +102,7 @@ impl LabServer for FakeServer {
     fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure> {
         Ok(TargetRecord {
             name: spec.name.clone(),
-            postgres: spec.postgres.spec_text(),
+            postgres: spec.server.spec_text(),
             binary_source: "fake".into(),
             bin_dir: "/fake/bin".into(),
             server_version: "fake 1.0".into(),
@@ -112,12 +113,12 @@ impl LabServer for FakeServer {
         })
     }
 
-    fn conn(&self, database: &str) -> ConnSpec {
+    fn conn(&self, database: &str) -> Endpoint {
         self.workload_conn(database)
     }
 
-    fn workload_conn(&self, database: &str) -> ConnSpec {
-        ConnSpec {
+    fn workload_conn(&self, database: &str) -> Endpoint {
+        Endpoint::Postgres(ConnSpec {
             host: self.name.clone(),
             port: 1,
             user: "fake".into(),
@@ -127,7 +128,7 @@ impl LabServer for FakeServer {
             connect_timeout: None,
             options: None,
             tls: Default::default(),
-        }
+        })
     }
 
     fn has_dataset(&self, database: &str) -> bool {
@@ -195,7 +196,7 @@ impl LabServer for FakeServer {
         self.journal.log(format!("stop {}", self.name));
     }
 
-    fn window_probes(&self, _run: &ConnSpec) -> Option<WindowProbes> {
+    fn window_probes(&self, _run: &Endpoint) -> Option<Box<dyn RunProbes>> {
         None
     }
 
@@ -216,7 +217,8 @@ struct FakeWorkload {
 impl FamilyWorkload for FakeWorkload {
     type Variant = String;
 
-    fn load(&self, conn: &ConnSpec, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+    fn load(&self, conn: &Endpoint, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+        let conn = conn.postgres("the fake")?;
         note("loading");
         self.journal
             .log(format!("load {}/{} scale {scale}", conn.host, conn.dbname));
@@ -254,7 +256,7 @@ impl FamilyWorkload for FakeWorkload {
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, Failure> {
         self.runs.set(self.runs.get() + 1);
-        let conn = request.conn;
+        let conn = request.conn.postgres("the fake")?;
         self.journal.log(format!(
             "run {}/{} {} c{} s{}",
             conn.host, conn.dbname, variant, request.clients, request.scale

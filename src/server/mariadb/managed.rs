@@ -282,7 +282,10 @@ impl MariadbServer {
             text.push_str(&format!("basedir = {}\n", base.display()));
         }
         for (name, value) in &self.settings {
-            text.push_str(&format!("{name} = {value}\n"));
+            match value.as_str() {
+                "" => text.push_str(&format!("{name}\n")),
+                value => text.push_str(&format!("{name} = {value}\n")),
+            }
         }
         let path = self.config_file();
         std::fs::write(&path, text).map_err(|e| {

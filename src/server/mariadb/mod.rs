@@ -2,6 +2,7 @@
 //! workloads; the driver's `mysql` module speaks the protocol.
 
 pub mod managed;
+pub mod profile;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,487 @@
+//! The lab with a second engine, as seed 003 compared them: a PostgreSQL target beside a
+//! MariaDB target (Debian's mariadb-server, provisioned by the lab), dbSTRESS read-only and
+//! read+write in both protocols and sysbench's point select; each engine's probes checked
+//! against its own counters; the cross-engine report in Chromium; faults (SIGTERM and resume, a
+//! killed mariadbd); and the specs refused before anything starts.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{stampede_command, stderr, stdout};
+
+fn lab_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stampede-labmdb-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The servers run as unprivileged users, which must reach the directory.
+    let _ = Command::new("chmod").arg("755").arg(&dir).status();
+    dir
+}
+
+fn sqlite(db: &Path, query: &str) -> Vec<Vec<String>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut statement = conn.prepare(query).unwrap();
+    let columns = statement.column_count();
+    statement
+        .query_map([], |row| {
+            (0..columns)
+                .map(|i| {
+                    row.get::<_, rusqlite::types::Value>(i).map(|v| match v {
+                        rusqlite::types::Value::Null => "NULL".to_string(),
+                        rusqlite::types::Value::Integer(i) => i.to_string(),
+                        rusqlite::types::Value::Real(r) => r.to_string(),
+                        rusqlite::types::Value::Text(t) => t,
+                        rusqlite::types::Value::Blob(_) => "blob".into(),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn number(text: &str) -> f64 {
+    text.parse()
+        .unwrap_or_else(|_| panic!("a number: {text:?}"))
+}
+
+/// Stops whatever servers a lab left under `dir` (after a failed assertion), then removes it.
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let walk = walkdir(&self.0);
+        for pid_file in walk.iter().filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n == "mysqld.pid" || n == "postmaster.pid")
+        }) {
+            let pid = std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
+            if let Some(pid) = pid {
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+const TWO_ENGINES: &str = r#"name = "pg-vs-mariadb"
+runs = 1
+duration = "2s"
+warmup = "1s"
+seed = 3
+
+[[target]]
+name = "pg15"
+postgres = "system"
+settings = { fsync = false }
+
+[[target]]
+name = "mariadb"
+mariadb = "system"
+profile = "tuned"
+settings = { innodb_buffer_pool_size = "256M", innodb_flush_log_at_trx_commit = 2 }
+
+[[workload]]
+name = "dbstress"
+scripts = ["ro", "rw"]
+scale = [1000]
+clients = [1, 4]
+protocol = "prepared"
+
+[[workload]]
+name = "dbstress"
+scripts = ["ro", "rw"]
+scale = [1000]
+clients = [1, 4]
+protocol = "simple"
+
+[[workload]]
+name = "sysbench"
+scripts = ["oltp_point_select"]
+scale = [1]
+clients = [1, 4]
+"#;
+
+#[test]
+fn a_postgresql_and_a_mariadb_target_run_seed_003s_matrix() {
+    let dir = lab_dir("two");
+    let _cleanup = Cleanup(dir.clone());
+    let spec = dir.join("lab.toml");
+    std::fs::write(&spec, TWO_ENGINES).unwrap();
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("pg-vs-mariadb.db");
+    let runs = sqlite(
+        &db,
+        "SELECT c.target, c.script, c.clients, r.status, r.transactions, r.id FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY r.id",
+    );
+    assert_eq!(runs.len(), 20, "{runs:?}");
+    assert!(runs.iter().all(|r| r[3] == "completed"), "{runs:?}");
+    for script in [
+        "ro@prepared",
+        "rw@prepared",
+        "ro@simple",
+        "rw@simple",
+        "oltp_point_select",
+    ] {
+        assert_eq!(
+            runs.iter().filter(|r| r[1] == script).count(),
+            4,
+            "{script}"
+        );
+    }
+
+    // The MariaDB target: its provenance, every variable, the configured ones marked.
+    let target = sqlite(
+        &db,
+        "SELECT server_version, binary_source, restore_method, profile FROM targets WHERE name = 'mariadb'",
+    );
+    assert!(target[0][0].contains("MariaDB"), "{target:?}");
+    assert_eq!(target[0][1], "MariaDB (system packages)");
+    assert_eq!(target[0][3], "tuned");
+    let setting = |name: &str| {
+        sqlite(
+            &db,
+            &format!(
+                "SELECT s.setting, s.source FROM target_settings s JOIN targets t ON t.id = s.target_id
+                 WHERE t.name = 'mariadb' AND s.name = '{name}'"
+            ),
+        )
+    };
+    assert_eq!(
+        setting("innodb_buffer_pool_size")[0],
+        ["268435456", "configuration file"]
+    );
+    assert_eq!(
+        setting("innodb_flush_method")[0],
+        ["O_DIRECT", "configuration file"]
+    );
+    assert_eq!(
+        setting("performance_schema")[0],
+        ["ON", "configuration file"]
+    );
+    assert_eq!(setting("autocommit")[0][1], "default");
+
+    // Each MariaDB run's counters against the transactions the driver counted, on one client
+    // (the probes' own statements are SELECTs and commit nothing).
+    let counter = |run: &str, name: &str| {
+        sqlite(
+            &db,
+            &format!(
+                "SELECT coalesce(sum(value), 0) FROM run_counters WHERE run_id = {run} AND source = 'global_status' AND name = '{name}'"
+            ),
+        )[0][0]
+            .clone()
+    };
+    let mariadb_run = |script: &str| {
+        runs.iter()
+            .find(|r| r[0] == "mariadb" && r[1] == script && r[2] == "1")
+            .unwrap()
+            .clone()
+    };
+    for script in ["rw@prepared", "rw@simple"] {
+        let run = mariadb_run(script);
+        let transactions = number(&run[4]);
+        let commits = number(&counter(&run[5], "Com_commit"));
+        assert!(
+            (transactions..=transactions + 1.0).contains(&commits),
+            "{script}: {commits} commits for {transactions} transactions"
+        );
+        let updates = number(&counter(&run[5], "Com_update"))
+            + number(&counter(&run[5], "Com_stmt_execute")) / 7.0;
+        assert!(updates >= transactions, "{script}: {updates}");
+    }
+    let prepared = mariadb_run("ro@prepared");
+    let executes = number(&counter(&prepared[5], "Com_stmt_execute"));
+    let transactions = number(&prepared[4]);
+    assert!(
+        (2.0 * transactions..=2.0 * transactions + 2.0).contains(&executes),
+        "{executes} executions for {transactions} read-only transactions"
+    );
+    // Digests: the simple protocol's statements, counted as the driver counted them.
+    let simple = mariadb_run("ro@simple");
+    let sel1 = sqlite(
+        &db,
+        &format!(
+            "SELECT calls, query FROM run_statements WHERE run_id = {} AND query LIKE 'SELECT `S` . `REF` , `S` . `NAME` , `Z`%'",
+            simple[5]
+        ),
+    );
+    assert_eq!(sel1.len(), 1, "{sel1:?}");
+    let calls = number(&sel1[0][0]);
+    let transactions = number(&simple[4]);
+    assert!(
+        (transactions..=transactions + 1.0).contains(&calls),
+        "{calls} SEL1 calls for {transactions} transactions"
+    );
+    // Thread states sampled, and the OS counters, for both engines.
+    for target in ["pg15", "mariadb"] {
+        let waits = sqlite(
+            &db,
+            &format!(
+                "SELECT count(*) FROM run_wait_events w JOIN runs r ON r.id = w.run_id JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}'"
+            ),
+        );
+        assert!(number(&waits[0][0]) > 0.0, "{target}: no wait samples");
+        let os = sqlite(
+            &db,
+            &format!(
+                "SELECT count(*) FROM run_counters k JOIN runs r ON r.id = k.run_id JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}' AND k.source = 'os'"
+            ),
+        );
+        assert!(number(&os[0][0]) > 0.0, "{target}: no OS counters");
+    }
+
+    // The report: the cross-engine warning, settings side by side, statements matched.
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--base", "pg15"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    let text = stdout(&report);
+    assert!(
+        text.contains("\"mariadb\" (MariaDB) and \"pg15\" (PostgreSQL) are different engines: settings, plans and statistics are engine-specific"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Each engine's configured settings, side by side"),
+        "{text}"
+    );
+    assert!(!text.contains("setting(s) nobody configured"), "{text}");
+    let html = dir.join("report.html");
+    let output = stampede_command(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "pg15",
+        "-o",
+        html.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("are different engines"));
+    assert!(page.contains("innodb_buffer_pool_size"));
+    common::browser::assert_renders(&html, &page);
+}
+
+#[test]
+fn a_killed_mariadb_is_recorded_and_restarted_and_a_sigterm_resumes() {
+    let dir = lab_dir("faults");
+    let _cleanup = Cleanup(dir.clone());
+    let spec = dir.join("lab.toml");
+    std::fs::write(
+        &spec,
+        "name = \"faults\"\nruns = 3\nduration = \"3s\"\nwarmup = \"0s\"\nseed = 1\n\
+         [[target]]\nname = \"mariadb\"\nmariadb = \"system\"\n\
+         [[workload]]\nname = \"dbstress\"\nscripts = [\"ro\"]\nscale = [500]\nclients = [2]\n",
+    )
+    .unwrap();
+    let db = dir.join("faults.db");
+    let finished_runs = || {
+        db.exists()
+            .then(|| sqlite(&db, "SELECT count(*) FROM runs")[0][0].clone())
+            .map_or(0, |n| n.parse::<usize>().unwrap())
+    };
+    let wait_for = |runs: usize| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while finished_runs() < runs {
+            assert!(Instant::now() < deadline, "the lab made no progress");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+
+    // SIGTERM during the second run: it is recorded as interrupted, the server stopped.
+    let child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(1);
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let interrupted = child.wait_with_output().unwrap();
+    assert_eq!(
+        interrupted.status.code(),
+        Some(2),
+        "{}",
+        stderr(&interrupted)
+    );
+    let statuses = sqlite(&db, "SELECT status FROM runs ORDER BY id");
+    assert_eq!(statuses, [["completed"], ["interrupted"]]);
+    let pid_file = dir.join("faults.db.servers/mariadb/run/mysqld.pid");
+    assert!(!pid_file.exists(), "the server was stopped");
+
+    // Resume, and kill mariadbd in the middle of the next run.
+    let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Past the dataset check and into the measured window.
+    std::thread::sleep(Duration::from_millis(2000));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let finished = resumed.wait_with_output().unwrap();
+    assert!(finished.status.success(), "{}", stderr(&finished));
+    assert!(
+        stderr(&finished).contains("resuming: 1 of 3 runs already finished"),
+        "{}",
+        stderr(&finished)
+    );
+    let runs = sqlite(
+        &db,
+        "SELECT status, coalesce(error, '') FROM runs ORDER BY id",
+    );
+    let failed: Vec<&Vec<String>> = runs.iter().filter(|r| r[0] == "failed").collect();
+    assert_eq!(failed.len(), 1, "{runs:?}");
+    let error = &failed[0][1];
+    assert!(
+        error.contains("the server was not running (the server was restarted); server log tail:"),
+        "{error}"
+    );
+    assert!(error.contains("mariadbd"), "the error log's tail: {error}");
+    // After the restart the last run completes on the restarted server.
+    assert_eq!(
+        runs.iter().filter(|r| r[0] == "completed").count(),
+        2,
+        "{runs:?}"
+    );
+    assert_eq!(runs.last().unwrap()[0], "completed", "{runs:?}");
+}
+
+/// `lab plan SPEC` refuses it: exit 1, exactly `message`, nothing written.
+fn assert_plan_refused(dir: &Path, spec_text: &str, message: &str) {
+    assert_refused(dir, "plan", spec_text, message)
+}
+
+/// `lab COMMAND SPEC` refuses it: exit 1, exactly `message`, nothing written.
+fn assert_refused(dir: &Path, command: &str, spec_text: &str, message: &str) {
+    let spec = dir.join("bad.toml");
+    std::fs::write(&spec, spec_text).unwrap();
+    let output = stampede_command(&["lab", command, spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output).trim(),
+        format!(
+            "stampede: error: {}",
+            message.replace("SPEC", &spec.display().to_string())
+        )
+    );
+    assert!(!dir.join("bad.db").exists());
+    assert!(!dir.join("bad.db.servers").exists());
+}
+
+#[test]
+fn specs_that_mix_engines_wrongly_are_refused_before_anything_starts() {
+    let dir = lab_dir("refused");
+    let _cleanup = Cleanup(dir.clone());
+    let header = "name = \"bad\"\nduration = \"1s\"\n[[target]]\nname = \"pg\"\n[[target]]\nname = \"mdb\"\nmariadb = \"system\"\n";
+    assert_plan_refused(
+        &dir,
+        &format!("{header}[[workload]]\nname = \"pgbench\"\nclients = [1]\n"),
+        "SPEC:9:8: workload \"pgbench\" runs on PostgreSQL only, and target \"mdb\" is MariaDB/MySQL: every workload runs on every target, so put them in labs of their own",
+    );
+    assert_plan_refused(
+        &dir,
+        &format!("{header}[[workload]]\nname = \"tpcc\"\nclients = [1]\n"),
+        "SPEC:9:8: workload \"tpcc\" runs on PostgreSQL only, and target \"mdb\" is MariaDB/MySQL: every workload runs on every target, so put them in labs of their own",
+    );
+    assert_plan_refused(
+        &dir,
+        &format!("{header}[[workload]]\nname = \"dbstress\"\nclients = [1]\nprotocol = \"extended\"\n"),
+        "SPEC:11:12: protocol: \"extended\" is PostgreSQL's extended query protocol; target \"mdb\" is MariaDB/MySQL: use \"simple\" or \"prepared\"",
+    );
+    assert_plan_refused(
+        &dir,
+        "name = \"bad\"\nduration = \"1s\"\n[[target]]\nname = \"both\"\npostgres = \"system\"\nmariadb = \"system\"\n[[workload]]\nname = \"dbstress\"\nclients = [1]\n",
+        "SPEC:6:11: target \"both\": give postgres or mariadb, not both",
+    );
+    assert_plan_refused(
+        &dir,
+        "name = \"bad\"\nduration = \"1s\"\n[[target]]\nname = \"m\"\nmariadb = \"no/such/dir\"\n[[workload]]\nname = \"dbstress\"\nclients = [1]\n",
+        &format!(
+            "SPEC:5:11: mariadb: \"{}\" is neither \"system\" nor a directory holding mariadbd or mysqld",
+            dir.join("no/such/dir").display()
+        ),
+    );
+    // Settings are checked against each server binary's own list of names.
+    let version = String::from_utf8(
+        Command::new("mariadbd")
+            .arg("--version")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let version = version
+        .split_whitespace()
+        .skip_while(|w| *w != "Ver")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let with_settings = |pg: &str, mdb: &str| {
+        format!(
+            "name = \"bad\"\nduration = \"1s\"\n[[target]]\nname = \"pg\"\nsettings = {{ {pg} }}\n[[target]]\nname = \"mdb\"\nmariadb = \"system\"\nsettings = {{ {mdb} }}\n[[workload]]\nname = \"dbstress\"\nclients = [1]\n"
+        )
+    };
+    assert_refused(
+        &dir,
+        "run",
+        &with_settings("fsync = false", "shared_buffers = \"1GB\""),
+        &format!("target \"mdb\": settings.shared_buffers: not a variable of mariadbd {version} (`/usr/sbin/mariadbd --verbose --help` lists them); PostgreSQL settings belong on a target with postgres = …"),
+    );
+    let output = Command::new("/usr/lib/postgresql/15/bin/postgres")
+        .arg("--version")
+        .output()
+        .unwrap();
+    let pg_version = stdout(&output)
+        .trim()
+        .trim_start_matches("postgres (PostgreSQL) ")
+        .to_string();
+    assert_refused(
+        &dir,
+        "run",
+        &with_settings("innodb_buffer_pool_size = \"1G\"", "innodb-io-capacity = 500"),
+        &format!("target \"pg\": settings.innodb_buffer_pool_size: not a setting of PostgreSQL {pg_version} (`postgres --describe-config` lists them); MariaDB/MySQL variables belong on a target with mariadb = …"),
+    );
+}
