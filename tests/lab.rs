@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{stampede_command, stderr, stdout};
+use common::{sqlite, stampede_command, stderr, stdout};
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::{Cluster, OsUser};
 use stampede::server::download;
@@ -66,29 +66,6 @@ fn assert_lab_refused(spec: &Path, message: &str) {
         format!("stampede: error: {message}")
     );
     assert!(!spec.with_extension("db").exists());
-}
-
-fn sqlite(db: &Path, query: &str) -> Vec<Vec<String>> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut statement = conn.prepare(query).unwrap();
-    let columns = statement.column_count();
-    statement
-        .query_map([], |row| {
-            (0..columns)
-                .map(|i| {
-                    row.get::<_, rusqlite::types::Value>(i).map(|v| match v {
-                        rusqlite::types::Value::Null => "NULL".to_string(),
-                        rusqlite::types::Value::Integer(i) => i.to_string(),
-                        rusqlite::types::Value::Real(r) => r.to_string(),
-                        rusqlite::types::Value::Text(t) => t,
-                        rusqlite::types::Value::Blob(_) => "blob".into(),
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 /// Stops a lab cluster at `root` (made with `binaries`, the system's by default) if it runs.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{stampede_command, stderr, stdout};
+use common::{sqlite, stampede_command, stderr, stdout};
 
 fn lab_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("stampede-labmdb-{name}-{}", std::process::id()));
@@ -19,29 +19,6 @@ fn lab_dir(name: &str) -> PathBuf {
     // The servers run as unprivileged users, which must reach the directory.
     let _ = Command::new("chmod").arg("755").arg(&dir).status();
     dir
-}
-
-fn sqlite(db: &Path, query: &str) -> Vec<Vec<String>> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut statement = conn.prepare(query).unwrap();
-    let columns = statement.column_count();
-    statement
-        .query_map([], |row| {
-            (0..columns)
-                .map(|i| {
-                    row.get::<_, rusqlite::types::Value>(i).map(|v| match v {
-                        rusqlite::types::Value::Null => "NULL".to_string(),
-                        rusqlite::types::Value::Integer(i) => i.to_string(),
-                        rusqlite::types::Value::Real(r) => r.to_string(),
-                        rusqlite::types::Value::Text(t) => t,
-                        rusqlite::types::Value::Blob(_) => "blob".into(),
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 fn number(text: &str) -> f64 {
@@ -92,7 +69,7 @@ fn walkdir(dir: &Path) -> Vec<PathBuf> {
 
 const TWO_ENGINES: &str = r#"name = "pg-vs-mariadb"
 runs = 1
-duration = "2s"
+duration = "1s"
 warmup = "1s"
 seed = 3
 

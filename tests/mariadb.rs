@@ -457,3 +457,72 @@ fn dbstress_loads_the_same_rows_as_on_postgresql_and_counts_commits() {
         "an unknown engine",
     );
 }
+
+/// MariaDB's ed25519 plugin over TCP: the right password runs, a wrong one is the server's
+/// access-denied error.
+#[test]
+fn an_ed25519_account_authenticates() {
+    let _serial = exclusive();
+    let server = mariadb();
+    let db = create_database("sb_ed");
+    sql(
+        "",
+        "INSTALL PLUGIN IF NOT EXISTS ed25519 SONAME 'auth_ed25519'; \
+         CREATE USER IF NOT EXISTS 'sb_ed'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('ed-secret'); \
+         GRANT ALL ON sb_ed.* TO 'sb_ed'@'127.0.0.1'",
+    );
+    let run = |password: &str, args: &[&str]| {
+        let port = format!("--mysql-port={}", server.port);
+        let password = format!("--mysql-password={password}");
+        let database = format!("--mysql-db={db}");
+        let mut all: Vec<&str> = vec!["sysbench"];
+        all.extend(args);
+        all.extend([
+            "--db-driver=mysql",
+            "--mysql-host=127.0.0.1",
+            &port,
+            "--mysql-user=sb_ed",
+            &password,
+            &database,
+        ]);
+        stampede(&all)
+    };
+    succeeded(
+        run(
+            "ed-secret",
+            &["prepare", "oltp_point_select", "--table-size=100"],
+        ),
+        "prepare as an ed25519 account",
+    );
+    let output = succeeded(
+        run(
+            "ed-secret",
+            &[
+                "run",
+                "oltp_point_select",
+                "--table-size=100",
+                "--events=20",
+            ],
+        ),
+        "run as an ed25519 account",
+    );
+    assert!(stdout(&output).contains("transactions:                        20 "));
+    let refused = run(
+        "wrong",
+        &[
+            "run",
+            "oltp_point_select",
+            "--table-size=100",
+            "--events=20",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("ERROR 1045 (28000): Access denied for user 'sb_ed'@'localhost'")
+            || stderr(&refused)
+                .contains("ERROR 1045 (28000): Access denied for user 'sb_ed'@'127.0.0.1'"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!stderr(&refused).contains("wrong"));
+}

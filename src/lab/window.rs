@@ -10,7 +10,7 @@ use crate::error::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::probe::mariadb::{self as mariadb_probe, MariadbSampler};
+use crate::probe::mariadb as mariadb_probe;
 use crate::probe::sampler::Sampler;
 use crate::probe::{cluster_stats, cpu, delta, os, run_stats};
 use crate::server::mariadb::MysqlSpec;
@@ -126,7 +126,7 @@ pub struct MariadbProbes {
 struct MariadbWindow {
     probes: MariadbProbes,
     before: Vec<CounterRow>,
-    sampler: MariadbSampler,
+    sampler: Sampler,
 }
 
 impl RunProbes for MariadbProbes {
@@ -134,7 +134,7 @@ impl RunProbes for MariadbProbes {
         mariadb_probe::wait_for_sessions_to_end(&self.run, SETTLE_LIMIT);
         mariadb_probe::reset_statements(&self.run)?;
         let before = self.counters()?;
-        let sampler = MariadbSampler::start(self.run.clone(), self.data_dir.clone());
+        let sampler = mariadb_probe::start_sampler(self.run.clone(), self.data_dir.clone());
         Ok(Box::new(MariadbWindow {
             probes: self.clone(),
             before,

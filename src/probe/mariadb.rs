@@ -10,11 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::sampler::{thread_cpu_s, Samples, TICK};
+use super::sampler::{thread_cpu_s, Sampler, Samples, TICK};
 use super::{delta, os};
 use crate::driver::mysql::control::ControlSession;
 use crate::error::Failure;
@@ -157,37 +155,10 @@ pub fn wait_for_sessions_to_end(run: &MysqlSpec, limit: Duration) {
     }
 }
 
-/// Samples the run's threads by command and state, and the machine's and the server's
-/// counters each second, until finished.
-pub struct MariadbSampler {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Samples>>,
-}
-
-impl MariadbSampler {
-    pub fn start(run: MysqlSpec, data_dir: PathBuf) -> MariadbSampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::spawn(move || sample(&run, &data_dir, &flag));
-        MariadbSampler {
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    pub fn finish(mut self) -> Samples {
-        self.stop.store(true, Ordering::SeqCst);
-        self.handle
-            .take()
-            .and_then(|handle| handle.join().ok())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for MariadbSampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
+/// Samples the run's threads by command and state ten times a second, and the machine's and
+/// the server's counters each second, until finished.
+pub fn start_sampler(run: MysqlSpec, data_dir: PathBuf) -> Sampler {
+    Sampler::spawn(move |stop| sample(&run, &data_dir, stop))
 }
 
 /// Status counters worth a per-second series beside the OS's.

@@ -31,12 +31,24 @@ pub struct Samples {
     pub own_cost: Vec<CounterRow>,
 }
 
+/// A sampling thread: it samples until told to finish, then hands its samples over.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<Samples>>,
 }
 
 impl Sampler {
+    /// Runs `sample` on a thread of its own; it returns when the flag it is given is set.
+    pub fn spawn(sample: impl FnOnce(&AtomicBool) -> Samples + Send + 'static) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || sample(&flag));
+        Sampler {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
     /// Starts sampling the sessions of `database` through `admin` (a connection to another
     /// database of the same server), the checkpointer's counters, and the OS counters of the
     /// disk holding `data_dir`; the queries follow the server's version.
@@ -46,21 +58,15 @@ impl Sampler {
         data_dir: PathBuf,
         server_version_num: i64,
     ) -> Sampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::spawn(move || {
+        Sampler::spawn(move |stop| {
             let sources = Sources {
                 database: &database,
                 data_dir: &data_dir,
                 checkpoint_query: super::cluster_stats::checkpoint_query(server_version_num),
                 server_version_num,
             };
-            sample(&admin, &sources, &flag)
-        });
-        Sampler {
-            stop,
-            handle: Some(handle),
-        }
+            sample(&admin, &sources, stop)
+        })
     }
 
     pub fn finish(mut self) -> Samples {

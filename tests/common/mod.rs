@@ -243,3 +243,27 @@ pub fn pg15_tarball() -> PathBuf {
             )
         })
 }
+
+/// Rows of a query on a SQLite results database, every value as text (NULL as "NULL").
+pub fn sqlite(db: &std::path::Path, query: &str) -> Vec<Vec<String>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut statement = conn.prepare(query).unwrap();
+    let columns = statement.column_count();
+    statement
+        .query_map([], |row| {
+            (0..columns)
+                .map(|i| {
+                    row.get::<_, rusqlite::types::Value>(i).map(|v| match v {
+                        rusqlite::types::Value::Null => "NULL".to_string(),
+                        rusqlite::types::Value::Integer(i) => i.to_string(),
+                        rusqlite::types::Value::Real(r) => r.to_string(),
+                        rusqlite::types::Value::Text(t) => t,
+                        rusqlite::types::Value::Blob(_) => "blob".into(),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}

@@ -6,9 +6,13 @@ use sha2::{Digest, Sha256};
 pub const NATIVE_PASSWORD: &str = "mysql_native_password";
 pub const CACHING_SHA2: &str = "caching_sha2_password";
 pub const CLEAR_PASSWORD: &str = "mysql_clear_password";
+/// MariaDB's ed25519 plugin, as the client side is named.
+pub const ED25519: &str = "client_ed25519";
+/// The length of the ed25519 plugin's nonce.
+pub const ED25519_NONCE: usize = 32;
 
 /// The plugins this client answers; any other is refused by name.
-pub const SUPPORTED: [&str; 3] = [NATIVE_PASSWORD, CACHING_SHA2, CLEAR_PASSWORD];
+pub const SUPPORTED: [&str; 4] = [NATIVE_PASSWORD, CACHING_SHA2, CLEAR_PASSWORD, ED25519];
 
 /// What a plugin sends first for `password` and the server's 20-byte `scramble`.
 pub fn first_response(plugin: &str, password: &str, scramble: &[u8]) -> Vec<u8> {
@@ -18,6 +22,7 @@ pub fn first_response(plugin: &str, password: &str, scramble: &[u8]) -> Vec<u8> 
     match plugin {
         NATIVE_PASSWORD => native_password(password.as_bytes(), scramble),
         CACHING_SHA2 => caching_sha2(password.as_bytes(), scramble),
+        ED25519 => ed25519(password.as_bytes(), scramble),
         _ => clear_password(password),
     }
 }
@@ -51,6 +56,19 @@ fn caching_sha2(password: &[u8], scramble: &[u8]) -> Vec<u8> {
     stage1.iter().zip(mask.iter()).map(|(a, b)| a ^ b).collect()
 }
 
+/// MariaDB's ed25519: the nonce signed with Ed25519, the secret key expanded from
+/// SHA512(password) (where standard Ed25519 expands a 32-byte seed); the server keeps the public
+/// key. Only the signature is sent.
+fn ed25519(password: &[u8], nonce: &[u8]) -> Vec<u8> {
+    use ed25519_dalek::hazmat::{raw_sign, ExpandedSecretKey};
+    let expanded: [u8; 64] = sha2::Sha512::digest(password).into();
+    let secret = ExpandedSecretKey::from_bytes(&expanded);
+    let public = ed25519_dalek::VerifyingKey::from(&secret);
+    raw_sign::<sha2::Sha512>(&secret, nonce, &public)
+        .to_bytes()
+        .to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +94,21 @@ mod tests {
         let mask = hasher.finalize();
         let stage1: Vec<u8> = answer.iter().zip(mask.iter()).map(|(a, b)| a ^ b).collect();
         assert_eq!(Sha1::digest(&stage1).as_slice(), stored.as_slice());
+    }
+
+    /// The signature verifies under the public key MariaDB stores for the password
+    /// (`SELECT ed25519_password('secret')` is its base64).
+    #[test]
+    fn ed25519_signs_the_nonce_with_the_password_key() {
+        use ed25519_dalek::hazmat::ExpandedSecretKey;
+        let nonce = [9u8; ED25519_NONCE];
+        let signature = ed25519(b"secret", &nonce);
+        assert_eq!(signature.len(), 64);
+        let expanded: [u8; 64] = sha2::Sha512::digest(b"secret").into();
+        let public = ed25519_dalek::VerifyingKey::from(&ExpandedSecretKey::from_bytes(&expanded));
+        let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
+        assert!(public.verify_strict(&nonce, &signature).is_ok());
+        assert!(public.verify_strict(&[8u8; 32], &signature).is_err());
     }
 
     #[test]

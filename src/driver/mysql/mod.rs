@@ -130,8 +130,9 @@ impl MyConn {
         }
         let password = spec.password.as_deref().unwrap_or("");
         let mut plugin = greeting.plugin.clone();
-        if !auth::SUPPORTED.contains(&plugin.as_str()) {
-            // The server's default plugin is only a proposal; the account's decides.
+        if !auth::SUPPORTED.contains(&plugin.as_str()) || plugin == auth::ED25519 {
+            // The server's default plugin is only a proposal; the account's decides (and
+            // ed25519's nonce comes with the switch to it, not in the greeting).
             plugin = auth::NATIVE_PASSWORD.to_string();
         }
         let answer = auth::first_response(&plugin, password, &greeting.scramble);
@@ -182,7 +183,15 @@ impl MyConn {
                 Some(0xFE) => {
                     let mut reader = Reader::new(&reply[1..]);
                     plugin = String::from_utf8_lossy(reader.null_terminated()).into_owned();
-                    let scramble = reader.null_terminated().to_vec();
+                    // ed25519's nonce is raw bytes (NULs among them); the others' scramble ends at one.
+                    let scramble = if plugin == auth::ED25519 {
+                        reader
+                            .bytes(auth::ED25519_NONCE)
+                            .unwrap_or_default()
+                            .to_vec()
+                    } else {
+                        reader.null_terminated().to_vec()
+                    };
                     if !auth::SUPPORTED.contains(&plugin.as_str()) {
                         return Err(unsupported_plugin(&plugin));
                     }
