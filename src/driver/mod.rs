@@ -18,6 +18,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use crate::error::Failure;
 use crate::probe::cpu::{process_cpu, CpuTimes};
 use crate::script::prng::PgPrng;
@@ -71,6 +73,10 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
     let start_failed = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = mpsc::channel();
+    let ticks: Vec<Arc<Notify>> = thread_clients
+        .iter()
+        .map(|_| Arc::new(Notify::new()))
+        .collect();
     let launch = Instant::now();
     let mut handles = Vec::new();
     for (index, (clients, randoms)) in clients.into_iter().zip(thread_randoms).enumerate() {
@@ -83,6 +89,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             barrier: barrier.clone(),
             start_failed: start_failed.clone(),
             messages: sender.clone(),
+            tick: ticks[index].clone(),
         };
         let plan = plan.clone();
         let handle = std::thread::Builder::new()
@@ -93,6 +100,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     }
     drop(sender);
     barrier.wait();
+    let ticker = Ticker::new(plan.interval, ticks);
     let initial_connection_time = launch.elapsed();
     let start_unix_s = EpochClock::now().unix_us(Instant::now()) as f64 / 1e6;
     let cpu_start = process_cpu();
@@ -100,7 +108,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         start_unix_s,
         interval_s: plan.interval.as_secs_f64(),
     };
-    let intervals = collect_intervals(&receiver, thread_clients.len(), timeline, on_event);
+    let intervals = collect_intervals(&receiver, ticker, timeline, on_event);
     let results: Vec<ThreadResult> = handles
         .into_iter()
         .map(|h| h.join().expect("driver thread panicked"))
@@ -208,15 +216,24 @@ struct Timeline {
 /// reported it (or finished).
 fn collect_intervals(
     receiver: &mpsc::Receiver<ThreadMessage>,
-    threads: usize,
+    mut ticker: Ticker,
     timeline: Timeline,
     on_event: &mut dyn FnMut(DriverEvent<'_>),
 ) -> Vec<IntervalReport> {
+    let threads = ticker.threads.len();
     let mut next_expected = vec![0u64; threads];
     let mut finished = vec![false; threads];
     let mut pending: std::collections::BTreeMap<u64, ScriptStats> = Default::default();
     let mut emitted = Vec::new();
-    while let Ok(message) = receiver.recv() {
+    loop {
+        let message = match receiver.recv_timeout(ticker.until_next()) {
+            Ok(message) => message,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                ticker.tick();
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         match message {
             ThreadMessage::Interval {
                 thread,
@@ -250,6 +267,36 @@ fn collect_intervals(
         }
     }
     emitted
+}
+
+/// Wakes every thread once per interval, a little after the interval's end, so that a thread
+/// whose clients complete nothing (all waiting on locks, say) still closes its intervals.
+struct Ticker {
+    next: Instant,
+    interval: Duration,
+    threads: Vec<Arc<Notify>>,
+}
+
+impl Ticker {
+    /// Threads take their start right after the barrier, as the caller does; the margin
+    /// covers the difference.
+    fn new(interval: Duration, threads: Vec<Arc<Notify>>) -> Ticker {
+        let margin = interval / 20;
+        Ticker {
+            next: Instant::now() + interval + margin,
+            interval,
+            threads,
+        }
+    }
+
+    fn until_next(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
+
+    fn tick(&mut self) {
+        self.threads.iter().for_each(|thread| thread.notify_one());
+        self.next += self.interval;
+    }
 }
 
 fn merge_results(

@@ -8,15 +8,16 @@
 mod auth;
 pub mod control;
 mod packet;
+mod reply;
 mod rows;
 
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
 
-use super::conn::{ConnError, DbError, QueryResult, Reply};
-use super::stream::{Stream, READ_CHUNK};
+use super::conn::{ConnError, DbError, Reply};
+use super::stream::{Stream, UnixSocket, READ_CHUNK};
 use crate::script::Value;
 use crate::server::mariadb::MysqlSpec;
 use packet::{put_lenenc_bytes, put_packet, Reader};
@@ -37,7 +38,6 @@ const CLIENT_PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
 const CLIENT_DEPRECATE_EOF: u32 = 0x100_0000;
 
 const SERVER_STATUS_IN_TRANS: u16 = 0x1;
-const SERVER_MORE_RESULTS_EXISTS: u16 = 0x8;
 
 const COM_QUIT: u8 = 0x01;
 const COM_QUERY: u8 = 0x03;
@@ -66,11 +66,6 @@ pub struct MyConn {
     /// The last status the server reported: inside a transaction or not.
     in_transaction: bool,
     lost: bool,
-}
-
-/// What a result set ends with, and the packets before its rows.
-struct ResultEnd {
-    status: u16,
 }
 
 impl MyConn {
@@ -330,126 +325,21 @@ impl MyConn {
         &mut self,
         capture: bool,
         binary: bool,
-        mut all: Option<&mut control::Rows>,
+        all: Option<&mut control::Rows>,
     ) -> Result<Reply, ConnError> {
-        let mut reply = Reply::default();
-        loop {
-            let first = self.read_packet().await?;
-            let status = match first.first() {
-                Some(0x00) => {
-                    if capture {
-                        reply.results.push(QueryResult::default());
-                    }
-                    ok_status(&first[1..]).ok_or_else(malformed)?
-                }
-                Some(0xFF) => {
-                    reply.error = Some(server_error(&first));
-                    break;
-                }
-                Some(0xFB) => return Err(ConnError::Unsupported(LOCAL_INFILE_UNSUPPORTED)),
-                _ => {
-                    let columns = Reader::new(&first)
-                        .lenenc_int()
-                        .flatten()
-                        .ok_or_else(malformed)?;
-                    if let Some(all) = all.as_deref_mut() {
-                        *all = control::Rows::default();
-                    }
-                    let (result, end) = self
-                        .read_result_set(columns, capture, binary, all.as_deref_mut())
-                        .await?;
-                    reply.rows += result.rows;
-                    // Results are kept only for \gset/\aset and control work.
-                    if capture {
-                        reply.results.push(result);
-                    }
-                    match end {
-                        Ok(end) => end.status,
-                        Err(error) => {
-                            reply.error = Some(error);
-                            break;
-                        }
-                    }
-                }
-            };
-            self.in_transaction = status & SERVER_STATUS_IN_TRANS != 0;
-            if status & SERVER_MORE_RESULTS_EXISTS == 0 {
-                break;
+        let mut parser = reply::ReplyParser::new(capture, binary, self.deprecates_eof(), all);
+        while !parser.parse(&mut self.read_buf)? {
+            if let Err(e) = self.fill().await {
+                self.lost = true;
+                return Err(e);
             }
         }
+        if let Some(status) = parser.last_status {
+            self.in_transaction = status & SERVER_STATUS_IN_TRANS != 0;
+        }
+        let mut reply = parser.into_reply();
         reply.transaction_status = if self.in_transaction { b'T' } else { b'I' };
         Ok(reply)
-    }
-
-    /// Column definitions, rows, and the packet that ends them (an error mid-stream included).
-    async fn read_result_set(
-        &mut self,
-        columns: u64,
-        capture: bool,
-        binary: bool,
-        mut all: Option<&mut control::Rows>,
-    ) -> Result<(QueryResult, Result<ResultEnd, DbError>), ConnError> {
-        let mut result = QueryResult::default();
-        let mut column_types = Vec::new();
-        for _ in 0..columns {
-            let length = self.buffer_packet().await?;
-            if capture {
-                let definition = &self.read_buf[4..4 + length];
-                let column = rows::parse_column(definition).ok_or_else(malformed)?;
-                result.columns.push(column.name);
-                column_types.push(column.kind);
-            }
-            self.read_buf.advance(4 + length);
-        }
-        if let Some(all) = all.as_deref_mut() {
-            all.columns = result.columns.clone();
-        }
-        if !self.deprecates_eof() {
-            self.read_packet().await?;
-        }
-        loop {
-            // Rows are read where they lie in the buffer: no copy, no split per row.
-            let length = self.buffer_packet().await?;
-            let joined;
-            let row: &[u8] = if length == packet::MAX_PAYLOAD {
-                joined = self.read_packet().await?;
-                &joined
-            } else {
-                &self.read_buf[4..4 + length]
-            };
-            let consumed = if length == packet::MAX_PAYLOAD {
-                0
-            } else {
-                4 + length
-            };
-            match row.first() {
-                Some(0xFE) if row.len() < packet::MAX_PAYLOAD => {
-                    let status = end_status(row, self.deprecates_eof()).ok_or_else(malformed)?;
-                    self.read_buf.advance(consumed);
-                    return Ok((result, Ok(ResultEnd { status })));
-                }
-                Some(0xFF) => {
-                    let error = server_error(row);
-                    self.read_buf.advance(consumed);
-                    return Ok((result, Err(error)));
-                }
-                _ => {}
-            }
-            result.rows += 1;
-            if capture {
-                let values = if binary {
-                    rows::binary_row(row, &column_types)
-                } else {
-                    rows::text_row(row, column_types.len())
-                };
-                let values = values.ok_or_else(malformed)?;
-                if let Some(all) = all.as_deref_mut() {
-                    all.rows.push(values.clone());
-                }
-                result.last_row = Some(values);
-            }
-            self.read_buf.advance(consumed);
-        }
     }
 
     /// One packet's payload (packets of a payload over 16 MiB joined).
@@ -626,7 +516,7 @@ async fn open(spec: &MysqlSpec) -> Result<Stream, ConnError> {
         .clone()
         .or_else(|| (spec.host == "localhost").then(|| std::path::PathBuf::from(DEFAULT_SOCKET)));
     if let Some(path) = socket {
-        return UnixStream::connect(&path)
+        return UnixSocket::connect(&path)
             .await
             .map(Stream::Unix)
             .map_err(|e| {
