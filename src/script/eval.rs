@@ -42,6 +42,12 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
                 call_with_values(*function, &values, ctx)
             }
             [a, b] => {
+                // `:tnum = 2`, `:aid + 1`: integer operands read in place, no recursion.
+                if let (Some(l), Some(r)) = (int_operand(a, ctx), int_operand(b, ctx)) {
+                    if let Some(value) = int_fast_path(*function, l, r) {
+                        return Ok(value);
+                    }
+                }
                 let values = [evaluate(a, ctx)?, evaluate(b, ctx)?];
                 if let [Value::Int(l), Value::Int(r)] = values {
                     if let Some(value) = int_fast_path(*function, l, r) {
@@ -59,15 +65,31 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
         Expr::Call(_, args) if args.len() > MAX_FUNCTION_ARGUMENTS => Err(format!(
             "too many function arguments, maximum is {MAX_FUNCTION_ARGUMENTS}"
         )),
-        // Up to pgbench's limit the arguments fit on the stack: sysbench's default
-        // sb_rand_special takes five, once or more per statement.
-        Expr::Call(function, args) => {
-            let mut values: [Value; MAX_FUNCTION_ARGUMENTS] = Default::default();
-            for (value, arg) in values.iter_mut().zip(args) {
-                *value = evaluate(arg, ctx)?;
-            }
-            call_with_values(*function, &values[..args.len()], ctx)
-        }
+        Expr::Call(function, args) => evaluate_many(*function, args, ctx),
+    }
+}
+
+/// A call of four or more arguments. Up to pgbench's limit they fit on the stack (sysbench's
+/// default sb_rand_special takes five, once or more per statement); kept out of `evaluate`
+/// so that its frame stays small.
+#[inline(never)]
+fn evaluate_many(function: Function, args: &[Expr], ctx: &mut EvalContext<'_>) -> EvalResult {
+    let mut values: [Value; MAX_FUNCTION_ARGUMENTS] = Default::default();
+    for (value, arg) in values.iter_mut().zip(args) {
+        *value = evaluate(arg, ctx)?;
+    }
+    call_with_values(function, &values[..args.len()], ctx)
+}
+
+/// An integer constant or a variable holding an integer, read without evaluating.
+fn int_operand(expr: &Expr, ctx: &EvalContext<'_>) -> Option<i64> {
+    match expr {
+        Expr::Constant(Value::Int(value)) => Some(*value),
+        Expr::Var(slot) => match ctx.variables[*slot] {
+            Value::Int(value) => Some(value),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
