@@ -133,18 +133,10 @@ impl Stream {
         }
     }
 
-    pub async fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+    pub async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
             Stream::Unix(unix) => unix.write_all(data).await,
-            Stream::Tcp(s) => {
-                // A statement fits the socket's buffer: one try_write, without a future.
-                match s.try_write(data) {
-                    Ok(n) => data = &data[n..],
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
-                }
-                s.write_all(data).await
-            }
+            Stream::Tcp(s) => s.write_all(data).await,
             Stream::Tls(s) => {
                 s.write_all(data).await?;
                 // rustls holds records until flushed.
