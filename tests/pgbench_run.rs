@@ -491,3 +491,74 @@ fn latency_limit_counts_late_and_skips_under_a_slow_server() {
     let _ = std::fs::remove_file(json);
     let _ = std::fs::remove_file(script);
 }
+
+/// Progress comes on time while no transaction completes: every client sleeps 2.5 s in the
+/// server, yet the 1.0 s line arrives before the first transaction ends (the collector's
+/// tick closes the threads' idle intervals), reporting no transactions.
+#[test]
+fn progress_comes_on_time_while_no_transaction_completes() {
+    use std::io::{BufRead, BufReader};
+    let server = server();
+    let db = server.create_database("run_idle_progress");
+    let script = std::env::temp_dir().join(format!("stampede-idle-{}.sql", std::process::id()));
+    std::fs::write(&script, "SELECT pg_sleep(2.5);\n").unwrap();
+    let flags = server.flags(&db);
+    let mut args = vec!["pgbench", "-n", "-f", script.to_str().unwrap()];
+    args.extend(["-c", "2", "-j", "2", "-T", "3", "-P", "1"]);
+    args.extend(flags.iter().map(String::as_str));
+    let started = std::time::Instant::now();
+    let mut child = common::stampede_command(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut first_progress = None;
+    let mut all = Vec::new();
+    for line in lines.map_while(Result::ok) {
+        if line.starts_with("progress: 1.0 s") {
+            first_progress = Some((started.elapsed(), line.clone()));
+        }
+        all.push(line);
+    }
+    assert!(child.wait().unwrap().success(), "{all:?}");
+    let (at, line) = first_progress.unwrap_or_else(|| panic!("no 1.0 s progress: {all:?}"));
+    assert!(line.starts_with("progress: 1.0 s, 0.0 tps"), "{line}");
+    assert!(
+        at < std::time::Duration::from_millis(2300),
+        "the 1.0 s line came {at:?} after the start, after the first transaction ended"
+    );
+}
+
+/// A statement far larger than the Unix socket's buffer (4 MiB against some 200 KiB) goes out
+/// whole through the path where a write would block: the server stores its exact length.
+#[test]
+fn a_statement_larger_than_the_socket_buffer_arrives_whole() {
+    let server = server();
+    let db = server.create_database("run_big_statement");
+    server.psql(&db, "CREATE TABLE sizes (n int)");
+    let script = std::env::temp_dir().join(format!("stampede-big-{}.sql", std::process::id()));
+    let literal = "x".repeat(4 << 20);
+    std::fs::write(
+        &script,
+        format!("INSERT INTO sizes SELECT length('{literal}');\n"),
+    )
+    .unwrap();
+    for protocol in ["simple", "prepared"] {
+        let output = run(
+            &db,
+            &[
+                "-n",
+                "-f",
+                script.to_str().unwrap(),
+                "-t",
+                "3",
+                "-M",
+                protocol,
+            ],
+        );
+        assert!(output.status.success(), "{protocol}: {}", stderr(&output));
+    }
+    let stored = server.psql(&db, "SELECT count(*), min(n), max(n) FROM sizes");
+    assert_eq!(stored.trim(), format!("6|{}|{}", 4 << 20, 4 << 20));
+}
