@@ -497,15 +497,31 @@ fn latency_limit_counts_late_and_skips_under_a_slow_server() {
 /// tick closes the threads' idle intervals), reporting no transactions.
 #[test]
 fn progress_comes_on_time_while_no_transaction_completes() {
-    use std::io::{BufRead, BufReader};
     let server = server();
     let db = server.create_database("run_idle_progress");
+    progress_comes_on_time(&server.flags(&db), "socket");
+    progress_comes_on_time(&[tcp_uri(server, &db)], "TCP");
+}
+
+/// `postgresql://user:password@127.0.0.1:port/db` for the test server.
+fn tcp_uri(server: &common::TestServer, db: &str) -> String {
+    format!(
+        "postgresql://{}:{}@127.0.0.1:{}/{db}",
+        server.user,
+        common::PASSWORD,
+        server.port()
+    )
+}
+
+/// Two threads of one client each (each waits for its server alone, out of the reactor): the
+/// 1.0 s line still comes before the first 2.5 s transaction ends.
+fn progress_comes_on_time(connection: &[String], over: &str) {
+    use std::io::{BufRead, BufReader};
     let script = std::env::temp_dir().join(format!("stampede-idle-{}.sql", std::process::id()));
     std::fs::write(&script, "SELECT pg_sleep(2.5);\n").unwrap();
-    let flags = server.flags(&db);
     let mut args = vec!["pgbench", "-n", "-f", script.to_str().unwrap()];
     args.extend(["-c", "2", "-j", "2", "-T", "3", "-P", "1"]);
-    args.extend(flags.iter().map(String::as_str));
+    args.extend(connection.iter().map(String::as_str));
     let started = std::time::Instant::now();
     let mut child = common::stampede_command(&args)
         .stdout(std::process::Stdio::null())
@@ -521,17 +537,20 @@ fn progress_comes_on_time_while_no_transaction_completes() {
         }
         all.push(line);
     }
-    assert!(child.wait().unwrap().success(), "{all:?}");
-    let (at, line) = first_progress.unwrap_or_else(|| panic!("no 1.0 s progress: {all:?}"));
-    assert!(line.starts_with("progress: 1.0 s, 0.0 tps"), "{line}");
+    assert!(child.wait().unwrap().success(), "{over}: {all:?}");
+    let (at, line) = first_progress.unwrap_or_else(|| panic!("{over}: no 1.0 s progress: {all:?}"));
+    assert!(
+        line.starts_with("progress: 1.0 s, 0.0 tps"),
+        "{over}: {line}"
+    );
     assert!(
         at < std::time::Duration::from_millis(2300),
-        "the 1.0 s line came {at:?} after the start, after the first transaction ended"
+        "{over}: the 1.0 s line came {at:?} after the start, after the first transaction ended"
     );
 }
 
-/// A statement far larger than the Unix socket's buffer (4 MiB against some 200 KiB) goes out
-/// whole through the path where a write would block: the server stores its exact length.
+/// A statement far larger than a socket's buffer (4 MiB against some 200 KiB) goes out whole
+/// through the paths where a write would block: the server stores its exact length.
 #[test]
 fn a_statement_larger_than_the_socket_buffer_arrives_whole() {
     let server = server();
@@ -544,21 +563,23 @@ fn a_statement_larger_than_the_socket_buffer_arrives_whole() {
         format!("INSERT INTO sizes SELECT length('{literal}');\n"),
     )
     .unwrap();
-    for protocol in ["simple", "prepared"] {
-        let output = run(
-            &db,
-            &[
-                "-n",
-                "-f",
-                script.to_str().unwrap(),
-                "-t",
-                "3",
-                "-M",
-                protocol,
-            ],
-        );
-        assert!(output.status.success(), "{protocol}: {}", stderr(&output));
+    // One client on one thread (its socket out of the reactor) and two on one (in it), over
+    // the Unix socket and over TCP.
+    let uri = tcp_uri(server, &db);
+    let socket = server.flags(&db);
+    let mut runs = 0;
+    for connection in [&socket[..], &[uri][..]] {
+        for protocol in ["simple", "prepared"] {
+            for clients in ["1", "2"] {
+                let mut args = vec!["pgbench", "-n", "-f", script.to_str().unwrap(), "-t", "2"];
+                args.extend(["-M", protocol, "-c", clients, "-j", "1"]);
+                args.extend(connection.iter().map(String::as_str));
+                let output = stampede(&args);
+                assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+                runs += 2 * clients.parse::<usize>().unwrap();
+            }
+        }
     }
     let stored = server.psql(&db, "SELECT count(*), min(n), max(n) FROM sizes");
-    assert_eq!(stored.trim(), format!("6|{}|{}", 4 << 20, 4 << 20));
+    assert_eq!(stored.trim(), format!("{runs}|{}|{}", 4 << 20, 4 << 20));
 }

@@ -350,6 +350,12 @@ impl PgConn {
         self.lost
     }
 
+    /// The socket leaves the runtime's reactor: blocking reads and writes for a thread's only
+    /// client (`Stream::go_solo`).
+    pub fn go_solo(&mut self) -> Result<(), ConnError> {
+        self.stream.go_solo().map_err(ConnError::Io)
+    }
+
     async fn fill(&mut self) -> Result<(), ConnError> {
         self.stream.fill(&mut self.read_buf).await
     }

@@ -4,6 +4,7 @@
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::unix::AsyncFd;
@@ -19,6 +20,8 @@ pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixSocket),
     Tls(Box<TlsStream<TcpStream>>),
+    /// The connection of a thread's only client, out of the runtime's reactor (`go_solo`).
+    Solo(SoloSocket),
 }
 
 /// A Unix socket watched for readability only. tokio's `UnixStream` also registers for
@@ -69,27 +72,119 @@ impl UnixSocket {
         }
     }
 
-    async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
-        const WAIT_MS: u16 = 10;
-        let mut socket = self.socket.get_ref();
-        while !data.is_empty() {
-            match socket.write(data) {
-                Ok(n) => data = &data[n..],
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let mut wanted = [nix::poll::PollFd::new(
-                        socket.as_fd(),
-                        nix::poll::PollFlags::POLLOUT,
-                    )];
-                    nix::poll::poll(&mut wanted, WAIT_MS).map_err(io::Error::from)?;
-                    // Between waits this thread's other clients go on.
-                    tokio::task::yield_now().await;
+    async fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        write_unix(self.socket.get_ref(), data).await
+    }
+}
+
+/// Writes to a non-blocking Unix socket; a write that would block waits in poll(2), 10 ms at
+/// a time, letting this thread's other clients go on between waits.
+async fn write_unix(
+    mut socket: &std::os::unix::net::UnixStream,
+    mut data: &[u8],
+) -> io::Result<()> {
+    const WAIT_MS: u16 = 10;
+    while !data.is_empty() {
+        match socket.write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut wanted = [nix::poll::PollFd::new(
+                    socket.as_fd(),
+                    nix::poll::PollFlags::POLLOUT,
+                )];
+                nix::poll::poll(&mut wanted, WAIT_MS).map_err(io::Error::from)?;
+                tokio::task::yield_now().await;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A socket read and written outside the runtime's reactor, for a thread that runs one client.
+///
+/// Such a thread has nothing else to do while its client waits for the server, so the reactor
+/// is pure overhead there: a statement cost a write, an epoll_wait and a read, plus the
+/// runtime's park, wakeup and task poll (some 2,000 instructions a statement under callgrind).
+/// Here the thread waits in the kernel itself, as sysbench's and pgbench's single-connection
+/// loops do. A wait ends after `SOLO_WAKE` even without a reply and yields, so that the
+/// thread's other task (the interval ticker) still runs while a statement takes long.
+pub struct SoloSocket {
+    socket: SoloFd,
+    scratch: Box<[u8]>,
+}
+
+/// TCP is read with blocking calls: a write, then a read that sleeps until the reply, two
+/// syscalls a statement. A Unix socket is not: its reader's wait queue is also woken each time
+/// the server consumes what was sent (the writable signal), so a blocking read woke 1.7 times a
+/// statement on oltp_point_select. It stays non-blocking and waits in poll(2) for input alone,
+/// which filters that signal out (as libmariadb does).
+enum SoloFd {
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+/// How long a solo wait lasts before it lets the thread's other tasks run. The collector ticks
+/// a twentieth of an interval after its end; this bounds how much later a thread whose client
+/// is inside a long statement closes the interval.
+const SOLO_WAKE: Duration = Duration::from_millis(50);
+
+impl SoloSocket {
+    fn new(socket: SoloFd) -> io::Result<SoloSocket> {
+        if let SoloFd::Tcp(tcp) = &socket {
+            tcp.set_nonblocking(false)?;
+            tcp.set_read_timeout(Some(SOLO_WAKE))?;
+        }
+        Ok(SoloSocket {
+            socket,
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+        })
+    }
+
+    async fn read_some(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        loop {
+            let read = match &self.socket {
+                SoloFd::Tcp(tcp) => (&*tcp).read(&mut self.scratch),
+                SoloFd::Unix(unix) => match wait_readable(unix.as_fd()) {
+                    Ok(true) => (&*unix).read(&mut self.scratch),
+                    Ok(false) => Err(io::ErrorKind::WouldBlock.into()),
+                    Err(e) => Err(e),
+                },
+            };
+            match read {
+                Ok(n) => {
+                    buf.extend_from_slice(&self.scratch[..n]);
+                    return Ok(n);
                 }
+                Err(e) if is_timeout(&e) => tokio::task::yield_now().await,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
     }
+
+    async fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        match &self.socket {
+            SoloFd::Tcp(tcp) => (&*tcp).write_all(data),
+            SoloFd::Unix(unix) => write_unix(unix, data).await,
+        }
+    }
+}
+
+/// poll(2) for input alone, up to `SOLO_WAKE`: false when the time ran out.
+fn wait_readable(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<bool> {
+    let mut wanted = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLIN)];
+    let timeout = nix::poll::PollTimeout::try_from(SOLO_WAKE).expect("50 ms fits");
+    Ok(nix::poll::poll(&mut wanted, timeout).map_err(io::Error::from)? > 0)
+}
+
+/// A blocking socket's read timeout (EAGAIN), or a wait that ran out.
+fn is_timeout(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// How much room a read offers at least.
@@ -113,6 +208,7 @@ impl Stream {
         let tcp = match self {
             Stream::Tls(tls) => return tls.read_buf(buf).await,
             Stream::Unix(unix) => return unix.read_some(buf).await,
+            Stream::Solo(solo) => return solo.read_some(buf).await,
             Stream::Tcp(tcp) => tcp,
         };
         loop {
@@ -133,9 +229,24 @@ impl Stream {
         }
     }
 
+    /// For a thread's only client: the socket leaves the reactor (`SoloSocket`). TLS stays as
+    /// it is. Called after the handshake, whose timeout needs the runtime's timer.
+    pub fn go_solo(&mut self) -> io::Result<()> {
+        let socket = match self {
+            Stream::Tcp(tcp) => SoloFd::Tcp(tcp.as_fd().try_clone_to_owned()?.into()),
+            Stream::Unix(unix) => SoloFd::Unix(unix.socket.get_ref().try_clone()?),
+            Stream::Tls(_) | Stream::Solo(_) => return Ok(()),
+        };
+        // Dropping the registered stream takes its fd out of epoll and closes it; the
+        // duplicate goes on with the same connection.
+        *self = Stream::Solo(SoloSocket::new(socket)?);
+        Ok(())
+    }
+
     pub async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
             Stream::Unix(unix) => unix.write_all(data).await,
+            Stream::Solo(solo) => solo.write_all(data).await,
             Stream::Tcp(s) => s.write_all(data).await,
             Stream::Tls(s) => {
                 s.write_all(data).await?;

@@ -243,6 +243,9 @@ pub fn run_thread(plan: Arc<RunPlan>, setup: ThreadSetup) -> ThreadResult {
 
 async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult {
     let mut connect_error = None;
+    if let [only] = setup.clients.as_mut_slice() {
+        only.solo = true;
+    }
     if !plan.connect_per_transaction {
         let attempts = setup.clients.iter_mut().map(|c| {
             let plan = &plan;

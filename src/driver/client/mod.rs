@@ -60,6 +60,8 @@ pub struct Client {
     pub variables: Vec<Value>,
     pub random: PgPrng,
     pub conn: Option<PgConn>,
+    /// The thread runs this client alone: its connections leave the reactor (`go_solo`).
+    pub solo: bool,
     /// The connection when the plan's target is MySQL/MariaDB (then `conn` stays None).
     mysql: Option<MyConn>,
     /// Per script and command: the statement prepared on the MySQL connection and the
@@ -99,6 +101,7 @@ impl Client {
             variables,
             random,
             conn: None,
+            solo: false,
             mysql: None,
             mysql_statements: plan
                 .scripts
@@ -141,7 +144,11 @@ impl Client {
         if let Some(target) = &plan.mysql {
             return self.connect_mysql(plan, target).await;
         }
-        self.conn = Some(PgConn::connect(&plan.conn).await?);
+        let mut conn = PgConn::connect(&plan.conn).await?;
+        if self.solo {
+            conn.go_solo()?;
+        }
+        self.conn = Some(conn);
         self.prepared.iter_mut().for_each(|p| p.fill(false));
         Ok(())
     }

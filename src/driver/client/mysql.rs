@@ -28,7 +28,11 @@ impl Client {
         target: &MysqlSpec,
     ) -> Result<(), ConnError> {
         let timeout = plan.conn.connect_timeout.unwrap_or(CONNECT_TIMEOUT);
-        self.mysql = Some(MyConn::connect(target, timeout).await?);
+        let mut conn = MyConn::connect(target, timeout).await?;
+        if self.solo {
+            conn.go_solo()?;
+        }
+        self.mysql = Some(conn);
         self.mysql_statements
             .iter_mut()
             .for_each(|statements| statements.fill(None));

@@ -104,6 +104,12 @@ impl MyConn {
         self.lost
     }
 
+    /// The socket leaves the runtime's reactor: blocking reads and writes for a thread's only
+    /// client (`Stream::go_solo`).
+    pub fn go_solo(&mut self) -> Result<(), ConnError> {
+        self.stream.go_solo().map_err(ConnError::Io)
+    }
+
     /// The server said the session is inside a transaction.
     pub fn in_transaction(&self) -> bool {
         self.in_transaction
