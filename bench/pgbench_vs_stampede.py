@@ -4,7 +4,7 @@
 Starts its own PostgreSQL (initdb as the `postgres` user when run as root) on 127.0.0.1:15700,
 then measures, alternating the two tools so drift hits both alike:
   * init at scale 50:        stampede seconds / pgbench seconds        (goal <= 0.5)
-  * select-only, prepared, TCP, -j 2, c=8 and c=32:
+  * select-only, prepared, TCP, -j 2, c=8 and c=32, and c=4 -j 4 (a thread per client):
                              stampede tps / pgbench tps                 (goal >= 1.00)
                              client CPU us per transaction, both from wait4 rusage (user+sys)
   * tpcb-like, prepared, TCP, c=8, -j 2: tps ratio                      (goal >= 1.00)
@@ -143,6 +143,10 @@ def main():
             compare_runs(f"select-only prepared c={clients} j=2",
                          ["-S", "-M", "prepared", "-c", str(clients), "-j", "2", "-T", secs, "-n"], "bench",
                          opts.rounds)
+        # A thread per client: stampede's solo path (driver/stream.rs, SoloSocket).
+        compare_runs("select-only prepared c=4 j=4",
+                     ["-S", "-M", "prepared", "-c", "4", "-j", "4", "-T", secs, "-n"], "bench",
+                     opts.rounds)
         compare_runs("tpcb-like prepared c=8 j=2",
                      ["-M", "prepared", "-c", "8", "-j", "2", "-T", secs], "bench", opts.rounds)
         interpreter = write_script("interpreter.sql", INTERPRETER_SCRIPT)

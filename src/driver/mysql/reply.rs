@@ -61,17 +61,26 @@ impl<'a> ReplyParser<'a> {
         }
     }
 
-    /// Consumes every complete packet in `buf`; true when the reply is complete.
+    /// Consumes every complete packet in `buf`; true when the reply is complete. The buffer
+    /// advances once, past all of them (a dbSTRESS transaction's replies hold some 40 packets).
     pub fn parse(&mut self, buf: &mut BytesMut) -> Result<bool, ConnError> {
-        while let Some((payload, consumed)) = peek_payload(buf) {
-            let done = self.step(&payload)?;
-            drop(payload);
-            buf.advance(consumed);
-            if done {
-                return Ok(true);
+        let mut consumed = 0;
+        let outcome = loop {
+            let Some((payload, length)) = peek_payload(&buf[consumed..]) else {
+                break Ok(false);
+            };
+            match self.step(&payload) {
+                Ok(done) => {
+                    consumed += length;
+                    if done {
+                        break Ok(true);
+                    }
+                }
+                Err(e) => break Err(e),
             }
-        }
-        Ok(false)
+        };
+        buf.advance(consumed);
+        outcome
     }
 
     pub fn into_reply(self) -> Reply {
