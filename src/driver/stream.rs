@@ -73,21 +73,23 @@ impl UnixSocket {
     }
 
     async fn write_all(&self, data: &[u8]) -> io::Result<()> {
-        write_unix(self.socket.get_ref(), data).await
+        write_waiting(self.socket.get_ref(), data).await
     }
 }
 
-/// Writes to a non-blocking Unix socket; a write that would block waits in poll(2), 10 ms at
-/// a time, letting this thread's other clients go on between waits.
-async fn write_unix(
-    mut socket: &std::os::unix::net::UnixStream,
-    mut data: &[u8],
-) -> io::Result<()> {
+/// Writes to a socket outside the reactor: a non-blocking Unix socket, or a solo TCP socket
+/// whose send timeout ran out. A write that would block waits in poll(2), 10 ms at a time, and
+/// lets this thread's other tasks (clients, the interval ticker) go on between waits.
+async fn write_waiting<S>(mut socket: S, mut data: &[u8]) -> io::Result<()>
+where
+    S: Write + AsFd,
+{
     const WAIT_MS: u16 = 10;
     while !data.is_empty() {
         match socket.write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            Err(e) if is_timeout(&e) => {
                 let mut wanted = [nix::poll::PollFd::new(
                     socket.as_fd(),
                     nix::poll::PollFlags::POLLOUT,
@@ -115,8 +117,8 @@ pub struct SoloSocket {
     scratch: Box<[u8]>,
 }
 
-/// TCP is read with blocking calls: a write, then a read that sleeps until the reply, two
-/// syscalls a statement. A Unix socket is not: its reader's wait queue is also woken each time
+/// TCP is read and written with blocking calls (both with `SOLO_WAKE` as their timeout): a
+/// write, then a read that sleeps until the reply, two syscalls a statement. A Unix socket is not: its reader's wait queue is also woken each time
 /// the server consumes what was sent (the writable signal), so a blocking read woke 1.7 times a
 /// statement on oltp_point_select. It stays non-blocking and waits in poll(2) for input alone,
 /// which filters that signal out (as libmariadb does).
@@ -135,6 +137,8 @@ impl SoloSocket {
         if let SoloFd::Tcp(tcp) = &socket {
             tcp.set_nonblocking(false)?;
             tcp.set_read_timeout(Some(SOLO_WAKE))?;
+            // A server that stops reading must not stop the thread's interval ticker either.
+            tcp.set_write_timeout(Some(SOLO_WAKE))?;
         }
         Ok(SoloSocket {
             socket,
@@ -166,8 +170,8 @@ impl SoloSocket {
 
     async fn write_all(&self, data: &[u8]) -> io::Result<()> {
         match &self.socket {
-            SoloFd::Tcp(tcp) => (&*tcp).write_all(data),
-            SoloFd::Unix(unix) => write_unix(unix, data).await,
+            SoloFd::Tcp(tcp) => write_waiting(tcp, data).await,
+            SoloFd::Unix(unix) => write_waiting(unix, data).await,
         }
     }
 }
