@@ -225,13 +225,44 @@ fn prepare_creates_sysbenchs_tables_and_rows() {
 
 /// The server's Com_* counters over a run, for the counts the report prints.
 fn counters() -> BTreeMap<String, u64> {
-    sql("", "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit', 'Com_select', 'Com_stmt_execute', 'Com_update', 'Com_insert', 'Com_delete', 'Com_begin')")
+    status(&[
+        "Com_commit",
+        "Com_select",
+        "Com_stmt_execute",
+        "Com_update",
+        "Com_insert",
+        "Com_delete",
+        "Com_begin",
+    ])
+}
+
+/// Global status counters by name.
+fn status(names: &[&str]) -> BTreeMap<String, u64> {
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    sql(
+        "",
+        &format!(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ({})",
+            quoted.join(", ")
+        ),
+    )
+    .lines()
+    .filter_map(|line| {
+        let (name, value) = line.split_once('\t')?;
+        Some((name.to_string(), value.parse().ok()?))
+    })
+    .collect()
+}
+
+/// The count on a report line that starts with `label`.
+fn reported(text: &str, label: &str) -> u64 {
+    let line = text
         .lines()
-        .filter_map(|line| {
-            let (name, value) = line.split_once('\t')?;
-            Some((name.to_string(), value.parse().ok()?))
-        })
-        .collect()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} line in {text}"));
+    line.split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .expect("a count")
 }
 
 #[test]
@@ -259,15 +290,7 @@ fn the_reported_counts_are_the_servers() {
     let after = counters();
     let delta = |name: &str| after[name] - before[name];
     let text = stdout(&output);
-    let reported = |label: &str| -> u64 {
-        let line = text
-            .lines()
-            .find(|l| l.trim_start().starts_with(label))
-            .unwrap_or_else(|| panic!("no {label} line in {text}"));
-        line.split_whitespace()
-            .find_map(|w| w.parse().ok())
-            .expect("a count")
-    };
+    let reported = |label: &str| reported(&text, label);
     // Every statement is a prepared execution; every event commits once.
     let transactions = reported("transactions:");
     assert!(transactions > 0, "{text}");
@@ -278,6 +301,139 @@ fn the_reported_counts_are_the_servers() {
         delta("Com_update") + delta("Com_insert") + delta("Com_delete"),
         reported("write:")
     );
+}
+
+/// Eight threads updating ten rows deadlock: every deadlock InnoDB counts is one of
+/// sysbench's "ignored errors", and the event is tried again until it commits.
+#[test]
+fn ignored_errors_are_the_servers_deadlocks() {
+    let _serial = exclusive();
+    let db = create_database("sb_deadlocks");
+    let table = [
+        "--tables=1",
+        "--table-size=10",
+        "--range-size=5",
+        "--rand-type=uniform",
+    ];
+    succeeded(
+        stampede_sysbench(&db, &[&["prepare", "oltp_read_write"], &table[..]].concat()),
+        "prepare",
+    );
+    let before = status(&["Innodb_deadlocks", "Com_commit"]);
+    // A number of events, not a time: no transaction is cut off mid-retry at the end.
+    let output = succeeded(
+        stampede_sysbench(
+            &db,
+            &[
+                &["run", "oltp_read_write", "--events=3000", "--threads=8"],
+                &table[..],
+            ]
+            .concat(),
+        ),
+        "run",
+    );
+    let after = status(&["Innodb_deadlocks", "Com_commit"]);
+    let text = stdout(&output);
+    let deadlocks = after["Innodb_deadlocks"] - before["Innodb_deadlocks"];
+    assert!(deadlocks > 0, "ten rows, eight threads: {text}");
+    assert_eq!(reported(&text, "ignored errors:"), deadlocks, "{text}");
+    assert_eq!(reported(&text, "transactions:"), 3000, "{text}");
+    assert_eq!(after["Com_commit"] - before["Com_commit"], 3000, "{text}");
+
+    // --mysql-ignore-errors=none: a deadlocked event fails instead of starting again; it is
+    // still counted, and only the others commit.
+    let before = status(&["Innodb_deadlocks", "Com_commit"]);
+    let output = succeeded(
+        stampede_sysbench(
+            &db,
+            &[
+                &[
+                    "run",
+                    "oltp_read_write",
+                    "--events=3000",
+                    "--threads=8",
+                    "--mysql-ignore-errors=none",
+                ],
+                &table[..],
+            ]
+            .concat(),
+        ),
+        "run, no error ignored",
+    );
+    let after = status(&["Innodb_deadlocks", "Com_commit"]);
+    let text = stdout(&output);
+    let deadlocks = after["Innodb_deadlocks"] - before["Innodb_deadlocks"];
+    assert!(deadlocks > 0, "{text}");
+    assert_eq!(reported(&text, "ignored errors:"), deadlocks, "{text}");
+    let committed = reported(&text, "transactions:");
+    assert_eq!(committed + deadlocks, 3000, "{text}");
+    assert_eq!(
+        after["Com_commit"] - before["Com_commit"],
+        committed,
+        "{text}"
+    );
+}
+
+/// The microbenchmark suite on MariaDB: every test in Callaghan's order, and postwrite as his
+/// MySQL runs do it (ANALYZE TABLE, then OPTIMIZE TABLE), seen in the server's counters.
+#[test]
+fn microbench_suite_runs_with_analyze_and_optimize() {
+    let _serial = exclusive();
+    let db = create_database("sb_suite");
+    let table = ["--tables=2", "--table-size=2000"];
+    succeeded(
+        stampede_sysbench(&db, &[&["prepare", "oltp_read_write"], &table[..]].concat()),
+        "prepare",
+    );
+    let json = std::env::temp_dir().join(format!("stampede-my-suite-{}.json", std::process::id()));
+    let json_arg = format!("--json={}", json.display());
+    let before = status(&["Com_analyze", "Com_optimize"]);
+    let output = succeeded(
+        stampede_sysbench(
+            &db,
+            &[
+                &[
+                    "run",
+                    "--suite=microbench",
+                    "--threads=2",
+                    "--read-secs=1",
+                    "--write-secs=1",
+                    "--postwrite-settle=0",
+                    &json_arg,
+                ],
+                &table[..],
+            ]
+            .concat(),
+        ),
+        "suite",
+    );
+    let after = status(&["Com_analyze", "Com_optimize"]);
+    let text = stdout(&output);
+    let names: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names.len(), 48, "47 tests and postwrite: {text}");
+    let postwrite = names.iter().position(|n| *n == "postwrite:").unwrap();
+    assert_eq!(names[postwrite - 1], "read-write_range=100");
+    assert_eq!(names[postwrite + 1], "scan_range=100");
+    assert!(
+        text.contains("postwrite: ANALYZE TABLE + OPTIMIZE TABLE, settle 0 s"),
+        "{text}"
+    );
+    // Once per table, and only in postwrite.
+    assert_eq!(after["Com_analyze"] - before["Com_analyze"], 2);
+    assert_eq!(after["Com_optimize"] - before["Com_optimize"], 2);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let tests = report["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 47);
+    assert!(
+        tests.iter().all(|t| t["events"].as_u64().unwrap() > 0),
+        "every test ran: {text}"
+    );
+    let _ = std::fs::remove_file(json);
 }
 
 #[test]
@@ -294,6 +450,20 @@ fn bad_input_is_refused_before_anything_runs() {
         &output,
         "table sbtest1 does not exist; run `stampede sysbench prepare --tables 1` first",
         "not prepared",
+    );
+    let output = stampede_sysbench(
+        &db,
+        &[
+            "run",
+            "oltp_point_select",
+            "--time=1",
+            "--mysql-ignore-errors=1213,dead",
+        ],
+    );
+    assert_refused(
+        &output,
+        "--mysql-ignore-errors: \"dead\" is not a MySQL error number; give numbers separated by commas, all or none",
+        "an ignored error that is not a number",
     );
     let output = stampede(&[
         "sysbench",

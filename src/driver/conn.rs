@@ -23,6 +23,17 @@ use crate::tls::SslMode;
 
 const MYSQL_DEADLOCK: u16 = 1213;
 const MYSQL_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// ER_CHECKREAD, "Record has changed since last read": MariaDB's write conflict under
+/// `innodb_snapshot_isolation` (on by default from 11.6).
+const MYSQL_RECORD_CHANGED: u16 = 1020;
+
+/// The MySQL errors after which a transaction is tried again: sysbench's
+/// `--mysql-ignore-errors`, whose default this is.
+pub const MYSQL_RETRIED_BY_DEFAULT: [u16; 3] = [
+    MYSQL_DEADLOCK,
+    MYSQL_RECORD_CHANGED,
+    MYSQL_LOCK_WAIT_TIMEOUT,
+];
 
 /// pgbench's words for a script statement that starts a COPY.
 const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
@@ -95,21 +106,22 @@ impl DbError {
         }
     }
 
-    /// Serialization failure or deadlock (on MySQL also a lock wait timeout, which sysbench
-    /// and HammerDB treat alike): the failures counted and tried again instead of aborting.
+    /// Serialization failure or deadlock (on MySQL also a lock wait timeout and a changed
+    /// record, which sysbench treats alike): the failures counted and tried again instead of
+    /// aborting. A run may choose other MySQL errors (`ErrorPolicy::retries`).
     pub fn is_retryable(&self) -> bool {
         match self.mysql_errno {
-            Some(number) => matches!(number, MYSQL_DEADLOCK | MYSQL_LOCK_WAIT_TIMEOUT),
+            Some(number) => MYSQL_RETRIED_BY_DEFAULT.contains(&number),
             None => self.code == "40001" || self.code == "40P01",
         }
     }
 
-    /// How a retryable failure is counted: a lock wait timeout counts with serialization
-    /// failures, as both are a conflict that a later try may not meet.
+    /// How a retryable failure is counted: a lock wait timeout and a changed record count with
+    /// serialization failures, as each is a conflict that a later try may not meet.
     pub fn failure_kind(&self) -> FailureKind {
         match self.mysql_errno {
             Some(MYSQL_DEADLOCK) => FailureKind::Deadlock,
-            Some(MYSQL_LOCK_WAIT_TIMEOUT) => FailureKind::Serialization,
+            Some(MYSQL_LOCK_WAIT_TIMEOUT | MYSQL_RECORD_CHANGED) => FailureKind::Serialization,
             Some(_) => FailureKind::Other,
             None => FailureKind::of_sqlstate(&self.code),
         }

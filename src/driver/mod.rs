@@ -24,7 +24,9 @@ use crate::error::Failure;
 use crate::probe::cpu::{process_cpu, CpuTimes};
 use crate::script::prng::PgPrng;
 use crate::script::Value;
-pub use plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, TxnLogSpec, WeightedScript};
+pub use plan::{
+    ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, TxnLogSpec, WeightedScript,
+};
 pub use stats::{CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats};
 use thread::{ThreadMessage, ThreadResult, ThreadSetup};
 use txlog::{EpochClock, TxnLog};

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::conn::{DbError, MYSQL_RETRIED_BY_DEFAULT};
 use crate::script::ast::VarSlot;
 use crate::script::{Script, Value, VarTable};
 use crate::server::endpoint::Endpoint;
@@ -55,9 +56,22 @@ pub struct WeightedScript {
     pub weight: u32,
 }
 
+/// Which MySQL errors restart a transaction (sysbench's `--mysql-ignore-errors`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MysqlRetried {
+    Listed(Vec<u16>),
+    All,
+}
+
+impl Default for MysqlRetried {
+    fn default() -> Self {
+        MysqlRetried::Listed(MYSQL_RETRIED_BY_DEFAULT.to_vec())
+    }
+}
+
 /// What a client does when a statement fails (pgbench's `--max-tries`, `--continue-on-error`,
 /// `--verbose-errors`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorPolicy {
     /// Tries per transaction after serialization or deadlock failures; 0 means no limit other
     /// than `-L` and `-T`.
@@ -69,6 +83,8 @@ pub struct ErrorPolicy {
     /// When the server drops a client's connection (a terminated backend, a restart), count the
     /// transaction as failed and connect again instead of aborting the client.
     pub reconnect: bool,
+    /// The MySQL errors tried again (PostgreSQL's are serialization failures and deadlocks).
+    pub mysql_retried: MysqlRetried,
 }
 
 impl ErrorPolicy {
@@ -81,6 +97,16 @@ impl ErrorPolicy {
             continue_on_error: true,
             verbose: false,
             reconnect: true,
+            mysql_retried: MysqlRetried::default(),
+        }
+    }
+
+    /// Whether a failure is one that is tried again (up to `max_tries`).
+    pub fn retries(&self, error: &DbError) -> bool {
+        match (error.mysql_errno, &self.mysql_retried) {
+            (Some(_), MysqlRetried::All) => true,
+            (Some(number), MysqlRetried::Listed(numbers)) => numbers.contains(&number),
+            (None, _) => error.is_retryable(),
         }
     }
 }
@@ -92,6 +118,7 @@ impl Default for ErrorPolicy {
             continue_on_error: false,
             verbose: false,
             reconnect: false,
+            mysql_retried: MysqlRetried::default(),
         }
     }
 }
@@ -264,5 +291,24 @@ mod tests {
         assert_eq!(spread(4, 3), vec![2, 1, 1]);
         assert_eq!(spread(2, 8), vec![1, 1]);
         assert_eq!(spread(32, 2), vec![16, 16]);
+    }
+
+    #[test]
+    fn mysql_errors_retried_are_the_listed_ones_and_postgresqls_stay_fixed() {
+        let mysql = |number| DbError::from_mysql(number, "HY000".into(), "m".into());
+        let mut policy = ErrorPolicy::default();
+        assert!(policy.retries(&mysql(1213)) && policy.retries(&mysql(1020)));
+        assert!(policy.retries(&mysql(1205)) && !policy.retries(&mysql(1062)));
+        policy.mysql_retried = MysqlRetried::Listed(vec![1062]);
+        assert!(policy.retries(&mysql(1062)) && !policy.retries(&mysql(1213)));
+        policy.mysql_retried = MysqlRetried::All;
+        assert!(policy.retries(&mysql(1146)));
+        let postgres = |code: &str| DbError::from_mysql(0, code.into(), "m".into());
+        let mut deadlock = postgres("40P01");
+        deadlock.mysql_errno = None;
+        let mut unique = postgres("23505");
+        unique.mysql_errno = None;
+        policy.mysql_retried = MysqlRetried::Listed(vec![]);
+        assert!(policy.retries(&deadlock) && !policy.retries(&unique));
     }
 }

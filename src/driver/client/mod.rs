@@ -210,7 +210,7 @@ impl Client {
                     abort_after: None,
                 };
             }
-            let retry = error.is_retryable() && may_retry(plan, tries, scheduled, now);
+            let retry = plan.errors.retries(&error) && may_retry(plan, tries, scheduled, now);
             if plan.errors.verbose {
                 self.note_retry_decision(plan, retry, tries, scheduled, now);
             }
@@ -611,7 +611,7 @@ impl Client {
         command_index: usize,
     ) -> TryOutcome {
         let message = error.render(self.sent_text(plan, script_index, command_index));
-        if !error.is_retryable() && !plan.errors.continue_on_error {
+        if !plan.errors.retries(&error) && !plan.errors.continue_on_error {
             return abort_sql(self.id, script_index, command_index, message);
         }
         if plan.errors.verbose {

@@ -408,7 +408,7 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
             max_tries,
             continue_on_error: args.continue_on_error,
             verbose: args.verbose_errors,
-            reconnect: false,
+            ..ErrorPolicy::default()
         },
         failures_detailed: args.failures_detailed,
         report_per_command: args.report_per_command,

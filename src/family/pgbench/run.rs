@@ -425,7 +425,7 @@ fn build_plan(
         latency_limit: spec
             .latency_limit_ms
             .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
-        errors: spec.errors,
+        errors: spec.errors.clone(),
         report_per_command: spec.report_per_command,
         log: spec.log.as_ref().map(|log| TxnLogSpec {
             prefix: log.prefix.clone(),

@@ -310,6 +310,16 @@ pub struct SysbenchArgs {
     )]
     #[serde(skip)]
     pub mysql_storage_engine: String,
+    /// MySQL/MariaDB errors after which the event starts again, counted as ignored errors:
+    /// numbers separated by commas, "all" or "none"; any other error fails the event
+    #[arg(
+        long = "mysql-ignore-errors",
+        alias = "mysql_ignore_errors",
+        value_name = "LIST",
+        default_value = "1213,1020,1205"
+    )]
+    #[serde(skip)]
+    pub mysql_ignore_errors: String,
 }
 
 impl Default for SysbenchArgs {

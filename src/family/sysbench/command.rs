@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::driver::{
-    self, DriverEvent, ErrorPolicy, Protocol, RunLimit, RunPlan, RunResult, WeightedScript,
+    self, DriverEvent, ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, RunResult,
+    WeightedScript,
 };
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::positive;
@@ -132,6 +133,33 @@ fn protocol(mode: &str) -> Result<Protocol, Failure> {
     }
 }
 
+/// `--max-tries` and `--mysql-ignore-errors` over the family's surviving policy.
+fn error_policy(args: &SysbenchArgs) -> Result<ErrorPolicy, Failure> {
+    let mut policy = ErrorPolicy::surviving(args.max_tries);
+    policy.mysql_retried = mysql_ignored(&args.mysql_ignore_errors)?;
+    Ok(policy)
+}
+
+/// sysbench's `--mysql-ignore-errors`: error numbers separated by commas, or all, or none.
+fn mysql_ignored(list: &str) -> Result<MysqlRetried, Failure> {
+    match list.trim() {
+        "all" => return Ok(MysqlRetried::All),
+        "none" | "" => return Ok(MysqlRetried::Listed(Vec::new())),
+        _ => {}
+    }
+    list.split(',')
+        .map(|number| {
+            number.trim().parse::<u16>().map_err(|_| {
+                Failure::input(format!(
+                    "--mysql-ignore-errors: \"{}\" is not a MySQL error number; give numbers separated by commas, all or none",
+                    number.trim()
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(MysqlRetried::Listed)
+}
+
 /// How the run ends: sysbench's --time (10 s by default) or --events over all threads.
 fn limit(args: &SysbenchArgs, threads: u32) -> Result<RunLimit, Failure> {
     match (args.events, args.time) {
@@ -211,9 +239,10 @@ pub fn test_plan(
     plan.threads = clients;
     plan.closing_script = test.closing.as_ref().map(|_| 1);
     plan.binary_results = true;
-    // sysbench retries nothing and has no reconnect on PostgreSQL; a serious run survives a
-    // restart.
-    plan.errors = ErrorPolicy::surviving(1);
+    // sysbench restarts an event after an error it ignores (deadlocks and serialization
+    // failures; on MySQL, its --mysql-ignore-errors) until it succeeds. Other errors fail the
+    // event and the run goes on, and unlike sysbench a serious run survives a restart.
+    plan.errors = ErrorPolicy::surviving(0);
     Ok(TestPlan { test, plan })
 }
 
@@ -248,7 +277,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     let TestPlan { test, mut plan } =
         test_plan(name, &options, &target, threads, protocol, limit, seed)?;
     plan.rate = (args.rate > 0.0).then_some(args.rate);
-    plan.errors.max_tries = args.max_tries;
+    plan.errors = error_policy(args)?;
     // bulk_insert writes to a table per thread.
     let tables = if name == "bulk_insert" {
         threads
@@ -328,6 +357,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
     let base = oltp_options(args)?;
     let threads = positive::<u32>(args.threads, "threads")?;
     let protocol = protocol(&args.db_ps_mode)?;
+    let errors = error_policy(args)?;
     let settle = args
         .postwrite_settle
         .unwrap_or_else(|| microbench::default_settle_s(base.tables, base.table_size));
@@ -367,6 +397,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
             mut plan,
         } = test_plan(test.lua, &options, &target, threads, protocol, limit, seed)?;
         plan.stop = Some(stop.clone());
+        plan.errors = errors.clone();
         let result = driver::run(plan, &mut |_| {})?;
         let line = SuiteLine::new(&test, &generated, threads, &options, &result);
         println!("{}", line.text());
