@@ -436,6 +436,85 @@ fn microbench_suite_runs_with_analyze_and_optimize() {
     let _ = std::fs::remove_file(json);
 }
 
+/// Prepared statements as Connector/C runs them on MariaDB: parameter types sent once, and
+/// the column definitions skipped while unchanged (MARIADB_CLIENT_CACHE_METADATA). Captured
+/// rows still carry every column, also after ALTER TABLE changes them; the server's own byte
+/// count shows the definitions sent once after the change, then skipped.
+#[test]
+fn prepared_statements_skip_unchanged_metadata_and_follow_a_changed_table() {
+    use stampede::driver::conn::QueryResult;
+    use stampede::driver::mysql::{MyConn, Prepared};
+    use stampede::script::Value;
+
+    /// One execute with capture: its result and the bytes the server sent for it (plus the
+    /// status query's own reply, the same each time).
+    async fn execute(conn: &mut MyConn, statement: Prepared, id: i64) -> (QueryResult, u64) {
+        let status = "SHOW SESSION STATUS LIKE 'Bytes_sent'";
+        let bytes_sent = |rows: stampede::driver::mysql::control::Rows| -> u64 {
+            rows.rows[0][1].as_deref().unwrap().parse().unwrap()
+        };
+        let before = bytes_sent(conn.query_all(status).await.unwrap().unwrap());
+        let values = [Value::Int(id)];
+        let mut reply = conn.execute(statement, values.iter(), true).await.unwrap();
+        let after = bytes_sent(conn.query_all(status).await.unwrap().unwrap());
+        (reply.results.remove(0), after - before)
+    }
+
+    let _serial = exclusive();
+    let db = create_database("sb_metadata");
+    sql(
+        &db,
+        "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20)); INSERT INTO t VALUES (1, 'one'), (2, 'two')",
+    );
+    let mut spec = mariadb().spec();
+    spec.database = db.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut conn = MyConn::connect(&spec, std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        let statement = conn
+            .prepare("SELECT * FROM t WHERE id = ?")
+            .await
+            .unwrap()
+            .unwrap();
+        let mut sizes = Vec::new();
+        for (id, name) in [(1, "one"), (2, "two"), (1, "one")] {
+            let (result, size) = execute(&mut conn, statement, id).await;
+            assert_eq!(result.columns, vec!["id", "name"]);
+            let row = vec![Some(id.to_string()), Some(name.to_string())];
+            assert_eq!(result.last_row, Some(row));
+            sizes.push(size);
+        }
+        // The prepare described the columns: no execute sends them again (the status value's
+        // own digits may grow by one).
+        let spread = sizes.iter().max().unwrap() - sizes.iter().min().unwrap();
+        assert!(spread <= 2, "{sizes:?}");
+
+        sql(&db, "ALTER TABLE t ADD COLUMN extra INT NOT NULL DEFAULT 7");
+        let row = Some(vec![Some("2".into()), Some("two".into()), Some("7".into())]);
+        let (changed, described) = execute(&mut conn, statement, 2).await;
+        let (same, skipped) = execute(&mut conn, statement, 2).await;
+        for result in [&changed, &same] {
+            assert_eq!(result.columns, vec!["id", "name", "extra"]);
+            assert_eq!(result.last_row, row);
+        }
+        // Three column definitions of some 40 bytes each, then none.
+        assert!(
+            described > skipped + 3 * 30,
+            "{described} against {skipped}"
+        );
+        assert!(
+            skipped.abs_diff(sizes[1]) < 10,
+            "{skipped} against {sizes:?}"
+        );
+        conn.close().await;
+    });
+}
+
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
     let _serial = exclusive();

@@ -36,6 +36,10 @@ const CLIENT_PS_MULTI_RESULTS: u32 = 0x4_0000;
 const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
 const CLIENT_PLUGIN_AUTH_LENENC_DATA: u32 = 0x20_0000;
 const CLIENT_DEPRECATE_EOF: u32 = 0x100_0000;
+/// MariaDB's extended capability (the upper 32 bits, sent in the handshake's reserved bytes
+/// when the server leaves CLIENT_MYSQL, bit 0, clear): a prepared statement's execute omits
+/// its column definitions while they are unchanged (MariaDB 10.6+), as Connector/C asks.
+const MARIADB_CLIENT_CACHE_METADATA: u32 = 0x10;
 
 const SERVER_STATUS_IN_TRANS: u16 = 0x1;
 
@@ -52,6 +56,18 @@ const CHARSET_UTF8MB4: u8 = 45;
 pub struct Prepared {
     pub id: u32,
     pub params: u16,
+    /// Its place in the connection's `statements`.
+    slot: u32,
+}
+
+/// What the connection remembers of a prepared statement between executions.
+#[derive(Default)]
+struct StatementState {
+    /// The parameter types last sent: an execute with the same types omits them.
+    bound_types: Vec<u8>,
+    /// The columns as the server last described them (prepare or execute), for an execute
+    /// whose metadata the server skipped.
+    columns: Vec<rows::Column>,
 }
 
 pub struct MyConn {
@@ -62,6 +78,9 @@ pub struct MyConn {
     payload: Vec<u8>,
     sequence: u8,
     capabilities: u32,
+    /// MariaDB's extended capabilities both sides have (MARIADB_CLIENT_CACHE_METADATA).
+    mariadb_capabilities: u32,
+    statements: Vec<StatementState>,
     server_version: String,
     /// The last status the server reported: inside a transaction or not.
     in_transaction: bool,
@@ -86,6 +105,8 @@ impl MyConn {
             payload: Vec::with_capacity(256),
             sequence: 0,
             capabilities: 0,
+            mariadb_capabilities: 0,
+            statements: Vec::new(),
             server_version: String::new(),
             in_transaction: false,
             lost: false,
@@ -123,6 +144,7 @@ impl MyConn {
         let greeting = parse_greeting(&greeting).ok_or_else(malformed)?;
         self.server_version = greeting.version.clone();
         self.capabilities = wanted_capabilities(spec) & greeting.capabilities;
+        self.mariadb_capabilities = MARIADB_CLIENT_CACHE_METADATA & greeting.mariadb_capabilities;
         if self.capabilities & CLIENT_PROTOCOL_41 == 0 {
             return Err(ConnError::Protocol(format!(
                 "server {} predates the 4.1 protocol",
@@ -148,7 +170,8 @@ impl MyConn {
         payload.extend_from_slice(&self.capabilities.to_le_bytes());
         payload.extend_from_slice(&(packet::MAX_PAYLOAD as u32).to_le_bytes());
         payload.push(CHARSET_UTF8MB4);
-        payload.extend_from_slice(&[0; 23]);
+        payload.extend_from_slice(&[0; 19]);
+        payload.extend_from_slice(&self.mariadb_capabilities.to_le_bytes());
         payload.extend_from_slice(spec.user.as_bytes());
         payload.push(0);
         if self.capabilities & CLIENT_PLUGIN_AUTH_LENENC_DATA != 0 {
@@ -260,23 +283,33 @@ impl MyConn {
             return Err(malformed());
         };
         // Parameter definitions, then column definitions, each list ended by an EOF packet
-        // unless the EOF was negotiated away.
-        for count in [params, columns] {
+        // unless the EOF was negotiated away. The columns are kept: the first execute may
+        // skip them.
+        let mut state = StatementState::default();
+        for (count, are_columns) in [(params, false), (columns, true)] {
             if count == 0 {
                 continue;
             }
             for _ in 0..count {
-                self.read_packet().await?;
+                let definition = self.read_packet().await?;
+                if are_columns && self.caches_metadata() {
+                    state
+                        .columns
+                        .push(rows::parse_column(&definition).ok_or_else(malformed)?);
+                }
             }
             if !self.deprecates_eof() {
                 self.read_packet().await?;
             }
         }
-        Ok(Ok(Prepared { id, params }))
+        let slot = self.statements.len() as u32;
+        self.statements.push(state);
+        Ok(Ok(Prepared { id, params, slot }))
     }
 
     /// COM_STMT_EXECUTE with the values bound by type: integers as BIGINT, doubles as DOUBLE,
-    /// text as strings, NULL in the null bitmap, as libmysqlclient's typed binds do.
+    /// text as strings, NULL in the null bitmap, as libmysqlclient's typed binds do; the types
+    /// only when they differ from the last execute's, as Connector/C sends them.
     pub async fn execute(
         &mut self,
         statement: Prepared,
@@ -289,14 +322,28 @@ impl MyConn {
         payload.extend_from_slice(&statement.id.to_le_bytes());
         payload.push(0); // no cursor
         payload.extend_from_slice(&1u32.to_le_bytes()); // iteration count
+        let state = &mut self.statements[statement.slot as usize];
         if statement.params > 0 {
-            rows::put_bound_values(&mut payload, values);
+            rows::put_bound_values(&mut payload, values, &mut state.bound_types);
         }
         self.sequence = 0;
         put_packet(&mut self.write_buf, &mut self.sequence, &payload);
         self.payload = payload;
         self.flush().await?;
-        self.read_results(capture, true).await
+        if !self.caches_metadata() {
+            return self.read_results(capture, true).await;
+        }
+        let slot = statement.slot as usize;
+        let mut columns = std::mem::take(&mut self.statements[slot].columns);
+        let reply = self
+            .read_results_with(capture, true, None, Some(&mut columns))
+            .await;
+        self.statements[slot].columns = columns;
+        reply
+    }
+
+    fn caches_metadata(&self) -> bool {
+        self.mariadb_capabilities & MARIADB_CLIENT_CACHE_METADATA != 0
     }
 
     /// Runs a statement whose result is of no interest, for control work (DDL, loading).
@@ -333,7 +380,24 @@ impl MyConn {
         binary: bool,
         all: Option<&mut control::Rows>,
     ) -> Result<Reply, ConnError> {
-        let mut parser = reply::ReplyParser::new(capture, binary, self.deprecates_eof(), all);
+        self.read_results_with(capture, binary, all, None).await
+    }
+
+    /// As `read_results_into`; `columns`, for an execute, holds the statement's columns as the
+    /// server last described them and receives any new description.
+    async fn read_results_with(
+        &mut self,
+        capture: bool,
+        binary: bool,
+        all: Option<&mut control::Rows>,
+        columns: Option<&mut Vec<rows::Column>>,
+    ) -> Result<Reply, ConnError> {
+        let format = reply::Format {
+            binary,
+            deprecates_eof: self.deprecates_eof(),
+            metadata_flag: self.caches_metadata(),
+        };
+        let mut parser = reply::ReplyParser::new(capture, format, all, columns);
         while !parser.parse(&mut self.read_buf)? {
             if let Err(e) = self.fill().await {
                 self.lost = true;
@@ -406,6 +470,8 @@ const LOCAL_INFILE_UNSUPPORTED: &str = "LOAD DATA LOCAL INFILE is not supported,
 struct Greeting {
     version: String,
     capabilities: u32,
+    /// MariaDB's extended capabilities (0 from MySQL).
+    mariadb_capabilities: u32,
     scramble: Vec<u8>,
     plugin: String,
 }
@@ -425,7 +491,12 @@ fn parse_greeting(payload: &[u8]) -> Option<Greeting> {
     let high = reader.u16()? as u32;
     let capabilities = low | (high << 16);
     let scramble_length = reader.u8()? as usize;
-    reader.bytes(10)?;
+    let reserved = reader.bytes(10)?;
+    let mariadb_capabilities = if capabilities & CLIENT_LONG_PASSWORD == 0 {
+        u32::from_le_bytes(reserved[6..10].try_into().ok()?)
+    } else {
+        0
+    };
     if capabilities & CLIENT_SECURE_CONNECTION != 0 {
         let second = scramble_length.saturating_sub(8).max(13);
         let part = reader.bytes(second.min(reader.rest.len()))?;
@@ -440,6 +511,7 @@ fn parse_greeting(payload: &[u8]) -> Option<Greeting> {
     Some(Greeting {
         version,
         capabilities,
+        mariadb_capabilities,
         scramble,
         plugin,
     })

@@ -27,12 +27,25 @@ enum Phase {
     Rows,
 }
 
+/// How the server frames this connection's replies.
+#[derive(Debug, Clone, Copy)]
+pub struct Format {
+    /// Binary rows (an execute's) rather than text rows.
+    pub binary: bool,
+    /// No EOF packet after column definitions; an OK packet ends the rows.
+    pub deprecates_eof: bool,
+    /// MARIADB_CLIENT_CACHE_METADATA: a column count is followed by a "metadata follows" byte.
+    pub metadata_flag: bool,
+}
+
 pub struct ReplyParser<'a> {
     capture: bool,
-    binary: bool,
-    deprecates_eof: bool,
+    format: Format,
     /// Control work: every row of the last result.
     all: Option<&'a mut Rows>,
+    /// An execute's: the statement's columns as last described, replaced by a new
+    /// description, and used when the server skips it.
+    statement_columns: Option<&'a mut Vec<rows::Column>>,
     phase: Phase,
     reply: Reply,
     result: QueryResult,
@@ -44,15 +57,15 @@ pub struct ReplyParser<'a> {
 impl<'a> ReplyParser<'a> {
     pub fn new(
         capture: bool,
-        binary: bool,
-        deprecates_eof: bool,
+        format: Format,
         all: Option<&'a mut Rows>,
+        statement_columns: Option<&'a mut Vec<rows::Column>>,
     ) -> ReplyParser<'a> {
         ReplyParser {
             capture,
-            binary,
-            deprecates_eof,
+            format,
             all,
+            statement_columns,
             phase: Phase::Start,
             reply: Reply::default(),
             result: QueryResult::default(),
@@ -92,10 +105,15 @@ impl<'a> ReplyParser<'a> {
         match self.phase {
             Phase::Start => self.start(packet),
             Phase::Columns { left } => {
-                if self.capture {
+                if self.capture || self.statement_columns.is_some() {
                     let column = rows::parse_column(packet).ok_or_else(malformed)?;
-                    self.result.columns.push(column.name);
-                    self.column_types.push(column.kind);
+                    if let Some(described) = self.statement_columns.as_deref_mut() {
+                        described.push(column.clone());
+                    }
+                    if self.capture {
+                        self.result.columns.push(column.name);
+                        self.column_types.push(column.kind);
+                    }
                 }
                 self.after_column(left - 1);
                 Ok(false)
@@ -123,19 +141,41 @@ impl<'a> ReplyParser<'a> {
             }
             Some(0xFB) => Err(ConnError::Unsupported(LOCAL_INFILE_UNSUPPORTED)),
             _ => {
-                let columns = Reader::new(packet)
-                    .lenenc_int()
-                    .flatten()
-                    .ok_or_else(malformed)?;
+                let mut reader = Reader::new(packet);
+                let columns = reader.lenenc_int().flatten().ok_or_else(malformed)?;
+                let described = !self.format.metadata_flag || reader.u8() != Some(0);
                 self.result = QueryResult::default();
                 self.column_types.clear();
                 if let Some(all) = self.all.as_deref_mut() {
                     *all = Rows::default();
                 }
-                self.after_column(columns);
+                if described {
+                    if let Some(statement_columns) = self.statement_columns.as_deref_mut() {
+                        statement_columns.clear();
+                    }
+                    self.after_column(columns);
+                } else {
+                    self.reuse_statement_columns(columns)?;
+                }
                 Ok(false)
             }
         }
+    }
+
+    /// The server skipped the column definitions: they are the statement's last ones.
+    fn reuse_statement_columns(&mut self, count: u64) -> Result<(), ConnError> {
+        let known = self.statement_columns.as_deref().ok_or_else(malformed)?;
+        if known.len() as u64 != count {
+            return Err(malformed());
+        }
+        if self.capture {
+            for column in known {
+                self.result.columns.push(column.name.clone());
+                self.column_types.push(column.kind);
+            }
+        }
+        self.after_column(0);
+        Ok(())
     }
 
     /// With `left` column definitions still to come, what comes next.
@@ -147,7 +187,7 @@ impl<'a> ReplyParser<'a> {
         if let Some(all) = self.all.as_deref_mut() {
             all.columns = self.result.columns.clone();
         }
-        self.phase = if self.deprecates_eof {
+        self.phase = if self.format.deprecates_eof {
             Phase::Rows
         } else {
             Phase::ColumnsEof
@@ -157,7 +197,7 @@ impl<'a> ReplyParser<'a> {
     fn row(&mut self, row: &[u8]) -> Result<bool, ConnError> {
         match row.first() {
             Some(0xFE) if row.len() < MAX_PAYLOAD => {
-                let status = end_status(row, self.deprecates_eof).ok_or_else(malformed)?;
+                let status = end_status(row, self.format.deprecates_eof).ok_or_else(malformed)?;
                 self.keep_result();
                 return Ok(self.result_ended(status));
             }
@@ -170,7 +210,7 @@ impl<'a> ReplyParser<'a> {
         }
         self.result.rows += 1;
         if self.capture {
-            let values = if self.binary {
+            let values = if self.format.binary {
                 rows::binary_row(row, &self.column_types)
             } else {
                 rows::text_row(row, self.column_types.len())
@@ -253,7 +293,12 @@ mod tests {
             b"\x05hello",
             b"\xfe\x00\x00\x02\x00\x00\x00",
         ]);
-        let mut parser = ReplyParser::new(true, false, true, None);
+        let text = Format {
+            binary: false,
+            deprecates_eof: true,
+            metadata_flag: false,
+        };
+        let mut parser = ReplyParser::new(true, text, None, None);
         let mut buf = BytesMut::new();
         let mut done = false;
         for byte in whole.iter() {
@@ -270,6 +315,49 @@ mod tests {
             reply.results[0].last_row,
             Some(vec![Some("hello".to_string())])
         );
+    }
+
+    /// MARIADB_CLIENT_CACHE_METADATA: an execute whose column count says "metadata follows"
+    /// replaces the statement's columns; one that says not reads its rows with them.
+    #[test]
+    fn skipped_metadata_reuses_the_statements_last_columns() {
+        let binary = Format {
+            binary: true,
+            deprecates_eof: true,
+            metadata_flag: true,
+        };
+        let column = |name: &[u8]| {
+            let mut packet = b"\x03def\x00\x00\x00".to_vec();
+            packet.push(name.len() as u8);
+            packet.extend_from_slice(name);
+            packet.extend_from_slice(b"\x01n\x0c\x3f\x00\x14\x00\x00\x00\x08\x00\x00\x00\x00\x00");
+            packet
+        };
+        let row = |value: i64| {
+            let mut packet = vec![0x00, 0x00];
+            packet.extend_from_slice(&value.to_le_bytes());
+            packet
+        };
+        let end: &[u8] = b"\xfe\x00\x00\x02\x00\x00\x00";
+        let parse = |packets: &[&[u8]], known: &mut Vec<rows::Column>| {
+            let mut parser = ReplyParser::new(true, binary, None, Some(known));
+            assert!(parser.parse(&mut framed(packets)).unwrap());
+            parser.into_reply()
+        };
+        let mut known = Vec::new();
+        let reply = parse(&[b"\x01\x01", &column(b"a"), &row(5), end], &mut known);
+        assert_eq!(reply.results[0].columns, vec!["a".to_string()]);
+        assert_eq!(known.len(), 1);
+        let reply = parse(&[b"\x01\x00", &row(6), end], &mut known);
+        assert_eq!(reply.results[0].columns, vec!["a".to_string()]);
+        assert_eq!(reply.results[0].last_row, Some(vec![Some("6".to_string())]));
+        // A new description (the table changed) replaces the old one.
+        let reply = parse(&[b"\x01\x01", &column(b"b"), &row(7), end], &mut known);
+        assert_eq!(reply.results[0].columns, vec!["b".to_string()]);
+        assert_eq!(known[0].name, "b");
+        // A skipped description that does not match what is known is refused.
+        let mut parser = ReplyParser::new(true, binary, None, Some(&mut known));
+        assert!(parser.parse(&mut framed(&[b"\x02\x00"])).is_err());
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub struct ColumnKind {
     pub unsigned: bool,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
     pub name: String,
     pub kind: ColumnKind,
@@ -159,10 +160,12 @@ fn time_of_day(reader: &mut Reader) -> Option<String> {
     Some(text)
 }
 
-/// COM_STMT_EXECUTE's parameter block: NULL bitmap, "types follow", the types, the values.
+/// COM_STMT_EXECUTE's parameter block: NULL bitmap, "types follow", the types (only when they
+/// differ from `last_types`, the ones the server has; updated), the values.
 pub fn put_bound_values<'v>(
     payload: &mut Vec<u8>,
     values: impl ExactSizeIterator<Item = &'v Value> + Clone,
+    last_types: &mut Vec<u8>,
 ) {
     let bitmap_start = payload.len();
     payload.resize(bitmap_start + values.len().div_ceil(8), 0);
@@ -171,10 +174,17 @@ pub fn put_bound_values<'v>(
             payload[bitmap_start + i / 8] |= 1 << (i % 8);
         }
     }
-    payload.push(1);
-    for value in values.clone() {
-        payload.push(bound_type(value));
+    let types = values.clone().map(bound_type);
+    if types.clone().eq(last_types.iter().copied()) {
         payload.push(0);
+    } else {
+        payload.push(1);
+        last_types.clear();
+        for type_code in types {
+            payload.push(type_code);
+            payload.push(0);
+            last_types.push(type_code);
+        }
     }
     for value in values {
         match value {
@@ -242,10 +252,33 @@ mod tests {
         let text = Value::Text(Arc::new("ab".into()));
         let values = [Value::Int(7), Value::Null, text];
         let mut payload = Vec::new();
-        put_bound_values(&mut payload, values.iter());
+        let mut sent_types = Vec::new();
+        put_bound_values(&mut payload, values.iter(), &mut sent_types);
         let mut expected = vec![0b010, 1, TYPE_LONGLONG, 0, TYPE_NULL, 0, TYPE_STRING, 0];
         expected.extend_from_slice(&7i64.to_le_bytes());
         expected.extend_from_slice(&[2, b'a', b'b']);
         assert_eq!(payload, expected);
+
+        // The same types again: "types follow" is 0 and none are sent.
+        payload.clear();
+        put_bound_values(&mut payload, values.iter(), &mut sent_types);
+        let mut expected = vec![0b010, 0];
+        expected.extend_from_slice(&7i64.to_le_bytes());
+        expected.extend_from_slice(&[2, b'a', b'b']);
+        assert_eq!(payload, expected);
+
+        // A value of another type: all of them again.
+        let values = [
+            Value::Int(7),
+            Value::Int(8),
+            Value::Text(Arc::new("ab".into())),
+        ];
+        payload.clear();
+        put_bound_values(&mut payload, values.iter(), &mut sent_types);
+        assert_eq!(
+            &payload[..8],
+            &[0, 1, TYPE_LONGLONG, 0, TYPE_LONGLONG, 0, TYPE_STRING, 0]
+        );
+        assert_eq!(sent_types, vec![TYPE_LONGLONG, TYPE_LONGLONG, TYPE_STRING]);
     }
 }
