@@ -303,75 +303,64 @@ fn the_reported_counts_are_the_servers() {
     );
 }
 
-/// Eight threads updating ten rows deadlock: every deadlock InnoDB counts is one of
-/// sysbench's "ignored errors", and the event is tried again until it commits.
-#[test]
-fn ignored_errors_are_the_servers_deadlocks() {
-    let _serial = exclusive();
-    let db = create_database("sb_deadlocks");
+/// oltp_read_write with `extra` options on ten rows at eight threads, by a number of events
+/// (no transaction is cut off mid-retry at the end): its report, and the server's deadlocks
+/// and commits over it.
+fn deadlocking_run(db: &str, extra: &[&str]) -> (String, u64, u64) {
     let table = [
         "--tables=1",
         "--table-size=10",
         "--range-size=5",
         "--rand-type=uniform",
     ];
-    succeeded(
-        stampede_sysbench(&db, &[&["prepare", "oltp_read_write"], &table[..]].concat()),
-        "prepare",
-    );
-    let before = status(&["Innodb_deadlocks", "Com_commit"]);
-    // A number of events, not a time: no transaction is cut off mid-retry at the end.
+    let run = ["run", "oltp_read_write", "--events=3000", "--threads=8"];
+    let counters = ["Innodb_deadlocks", "Com_commit"];
+    let before = status(&counters);
     let output = succeeded(
+        stampede_sysbench(db, &[&run[..], &table[..], extra].concat()),
+        "run",
+    );
+    let after = status(&counters);
+    let delta = |name: &str| after[name] - before[name];
+    (
+        stdout(&output),
+        delta("Innodb_deadlocks"),
+        delta("Com_commit"),
+    )
+}
+
+/// Eight threads updating ten rows deadlock: every deadlock InnoDB counts is one of
+/// sysbench's "ignored errors", and the event is tried again until it commits.
+#[test]
+fn ignored_errors_are_the_servers_deadlocks() {
+    let _serial = exclusive();
+    let db = create_database("sb_deadlocks");
+    succeeded(
         stampede_sysbench(
             &db,
             &[
-                &["run", "oltp_read_write", "--events=3000", "--threads=8"],
-                &table[..],
-            ]
-            .concat(),
+                "prepare",
+                "oltp_read_write",
+                "--tables=1",
+                "--table-size=10",
+            ],
         ),
-        "run",
+        "prepare",
     );
-    let after = status(&["Innodb_deadlocks", "Com_commit"]);
-    let text = stdout(&output);
-    let deadlocks = after["Innodb_deadlocks"] - before["Innodb_deadlocks"];
+    let (text, deadlocks, commits) = deadlocking_run(&db, &[]);
     assert!(deadlocks > 0, "ten rows, eight threads: {text}");
     assert_eq!(reported(&text, "ignored errors:"), deadlocks, "{text}");
     assert_eq!(reported(&text, "transactions:"), 3000, "{text}");
-    assert_eq!(after["Com_commit"] - before["Com_commit"], 3000, "{text}");
+    assert_eq!(commits, 3000, "{text}");
 
     // --mysql-ignore-errors=none: a deadlocked event fails instead of starting again; it is
     // still counted, and only the others commit.
-    let before = status(&["Innodb_deadlocks", "Com_commit"]);
-    let output = succeeded(
-        stampede_sysbench(
-            &db,
-            &[
-                &[
-                    "run",
-                    "oltp_read_write",
-                    "--events=3000",
-                    "--threads=8",
-                    "--mysql-ignore-errors=none",
-                ],
-                &table[..],
-            ]
-            .concat(),
-        ),
-        "run, no error ignored",
-    );
-    let after = status(&["Innodb_deadlocks", "Com_commit"]);
-    let text = stdout(&output);
-    let deadlocks = after["Innodb_deadlocks"] - before["Innodb_deadlocks"];
+    let (text, deadlocks, commits) = deadlocking_run(&db, &["--mysql-ignore-errors=none"]);
     assert!(deadlocks > 0, "{text}");
     assert_eq!(reported(&text, "ignored errors:"), deadlocks, "{text}");
     let committed = reported(&text, "transactions:");
     assert_eq!(committed + deadlocks, 3000, "{text}");
-    assert_eq!(
-        after["Com_commit"] - before["Com_commit"],
-        committed,
-        "{text}"
-    );
+    assert_eq!(commits, committed, "{text}");
 }
 
 /// The microbenchmark suite on MariaDB: every test in Callaghan's order, and postwrite as his
@@ -409,11 +398,7 @@ fn microbench_suite_runs_with_analyze_and_optimize() {
     );
     let after = status(&["Com_analyze", "Com_optimize"]);
     let text = stdout(&output);
-    let names: Vec<&str> = text
-        .lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().next().unwrap())
-        .collect();
+    let names = common::suite_steps(&text);
     assert_eq!(names.len(), 48, "47 tests and postwrite: {text}");
     let postwrite = names.iter().position(|n| *n == "postwrite:").unwrap();
     assert_eq!(names[postwrite - 1], "read-write_range=100");

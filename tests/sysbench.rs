@@ -450,11 +450,7 @@ fn microbench_suite_runs_in_order_with_postwrite() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    let names: Vec<&str> = text
-        .lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().next().unwrap())
-        .collect();
+    let names = common::suite_steps(&text);
     assert_eq!(names.len(), 48, "47 tests and postwrite: {text}");
     assert_eq!(names[0], "point-query.pre_range=100");
     let postwrite = names.iter().position(|n| *n == "postwrite:").unwrap();

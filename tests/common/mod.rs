@@ -213,6 +213,15 @@ pub fn assert_refused(output: &Output, message: &str, context: &str) {
     );
 }
 
+/// The first word of each line after the header of `sysbench run --suite`: the tests' labels
+/// and "postwrite:", in the order they ran.
+pub fn suite_steps(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect()
+}
+
 /// The value after `prefix` on the line that starts with it, e.g. `tps = ` → "123.4".
 pub fn line_value(text: &str, prefix: &str) -> Option<String> {
     text.lines()
