@@ -303,11 +303,12 @@ mod tests {
         assert!(policy.retries(&mysql(1062)) && !policy.retries(&mysql(1213)));
         policy.mysql_retried = MysqlRetried::All;
         assert!(policy.retries(&mysql(1146)));
-        let postgres = |code: &str| DbError::from_mysql(0, code.into(), "m".into());
-        let mut deadlock = postgres("40P01");
-        deadlock.mysql_errno = None;
-        let mut unique = postgres("23505");
-        unique.mysql_errno = None;
+        let postgres = |code: &str| DbError {
+            mysql_errno: None,
+            code: code.into(),
+            ..mysql(0)
+        };
+        let (deadlock, unique) = (postgres("40P01"), postgres("23505"));
         policy.mysql_retried = MysqlRetried::Listed(vec![]);
         assert!(policy.retries(&deadlock) && !policy.retries(&unique));
     }

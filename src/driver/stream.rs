@@ -118,9 +118,9 @@ pub struct SoloSocket {
 }
 
 /// TCP is read and written with blocking calls (both with `SOLO_WAKE` as their timeout): a
-/// write, then a read that sleeps until the reply, two syscalls a statement. A Unix socket is not: its reader's wait queue is also woken each time
-/// the server consumes what was sent (the writable signal), so a blocking read woke 1.7 times a
-/// statement on oltp_point_select. It stays non-blocking and waits in poll(2) for input alone,
+/// write, then a read that sleeps until the reply, two syscalls a statement. A Unix socket is
+/// not: its reader's wait queue is also woken each time the server consumes what was sent (the
+/// writable signal), so a blocking read woke 1.7 times a statement on oltp_point_select. It stays non-blocking and waits in poll(2) for input alone,
 /// which filters that signal out (as libmariadb does).
 enum SoloFd {
     Tcp(std::net::TcpStream),
