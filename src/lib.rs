@@ -1,22 +1,25 @@
-//! stampede: a PostgreSQL benchmark lab in one binary.
+//! stampede: a benchmark lab for PostgreSQL and MariaDB/MySQL in one binary.
 //!
 //! Data flows left to right: spec (`app::cli`, `lab::spec`) → plan (`lab`) → `server` →
 //! workload (`family`) → `driver` → `probe` → `store` → `analysis` → `report`. `app` holds the
 //! generic commands; each workload family keeps everything of its own under `family/<name>/`.
+//!
+//! The layers below this crate are crates of their own (`crates/`), so none of them can import
+//! anything above it; they are re-exported here under the names the code uses.
 
 #![forbid(unsafe_code)]
 
-pub mod analysis;
+pub use stampede_base::{cpu, duration, error, signals, sys};
+pub use stampede_script as script;
+pub use stampede_stats as analysis;
+
 pub mod app;
 pub mod driver;
-pub mod error;
 pub mod family;
 pub mod lab;
 pub mod pg;
 pub mod probe;
 pub mod report;
-pub mod script;
 pub mod server;
 pub mod store;
-pub mod sys;
 pub mod tls;

@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stampede::script::eval::{evaluate, EvalContext};
-use stampede::script::prng::PgPrng;
-use stampede::script::{parse_script, CommandKind, Value, VarTable};
+use stampede_script::eval::{evaluate, EvalContext};
+use stampede_script::prng::PgPrng;
+use stampede_script::{parse_script, CommandKind, Value, VarTable};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

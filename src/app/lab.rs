@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::progress::Progress;
-use super::signals::watch_signals;
+use crate::signals::watch_signals;
 use super::{CommandResult, Failure};
 use crate::analysis::{median, range};
 use crate::app::cli::LabAction;

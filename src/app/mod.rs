@@ -8,6 +8,5 @@ pub mod progress;
 pub mod quickstart;
 pub mod report;
 pub mod server;
-pub mod signals;
 
 pub use crate::error::{CommandResult, Failure};

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use crate::error::Failure;
-use crate::probe::cpu::{process_cpu, CpuTimes};
+use crate::cpu::{process_cpu, CpuTimes};
 use crate::script::prng::PgPrng;
 use crate::script::Value;
 pub use plan::{

@@ -169,7 +169,7 @@ impl<'a> Lab<'a> {
             .save_cells(lab_id, &cell_records(spec, &plan, &workloads))
             .map_err(Failure::into_input)?;
         store
-            .record_client_cores(lab_id, crate::probe::cpu::cores())
+            .record_client_cores(lab_id, crate::cpu::cores())
             .map_err(Failure::into_input)?;
         let server_root = spec.server_root.clone();
         Ok(Lab {

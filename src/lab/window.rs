@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use crate::probe::mariadb as mariadb_probe;
 use crate::probe::sampler::Sampler;
-use crate::probe::{cluster_stats, cpu, delta, os, run_stats};
+use crate::cpu;
+use crate::probe::{cluster_stats, delta, os, run_stats};
 use crate::server::mariadb::MysqlSpec;
 use crate::server::target::ConnSpec;
 use crate::store::{CounterRow, RunRecord};

@@ -2,7 +2,6 @@
 //! operating system's counters, wait-event samples and plans.
 
 pub mod cluster_stats;
-pub mod cpu;
 pub mod mariadb;
 pub mod os;
 pub mod pgstat;

@@ -402,7 +402,7 @@ impl Builder<'_> {
     }
 
     fn make(&self, build: &Path) -> Result<(), Failure> {
-        let jobs = format!("-j{}", crate::probe::cpu::cores());
+        let jobs = format!("-j{}", crate::cpu::cores());
         let mut server = Command::new("make");
         server.current_dir(build).arg(&jobs);
         self.logged(Step::Make, "make", server)?;

@@ -45,7 +45,7 @@ fn prepare(args: &PrepareArgs) -> CommandResult {
     let sets = sets as u32;
     let threads = match args.threads {
         Some(t) => positive::<usize>(t, "threads")?,
-        None => crate::probe::cpu::cores(),
+        None => crate::cpu::cores(),
     };
     let target = endpoint(&args.connection)?;
     let started = std::time::Instant::now();

@@ -86,7 +86,7 @@ impl FamilyWorkload for DbstressLab {
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {
-        prepare_tables(conn, scale, 1, crate::probe::cpu::cores(), false)
+        prepare_tables(conn, scale, 1, crate::cpu::cores(), false)
     }
 
     fn writes(&self, mode: &Mode) -> bool {

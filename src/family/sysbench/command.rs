@@ -285,7 +285,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         options.tables
     };
     target.check_prepared(tables).map_err(Failure::into_input)?;
-    let stop = crate::app::signals::watch_signals();
+    let stop = crate::signals::watch_signals();
     plan.stop = Some(stop.clone());
     println!(
         "Running the test with following options:\nNumber of threads: {threads}\n{}Initializing random number generator from seed ({seed}).\n",
@@ -365,7 +365,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
     target
         .check_prepared(base.tables)
         .map_err(Failure::into_input)?;
-    let stop = crate::app::signals::watch_signals();
+    let stop = crate::signals::watch_signals();
     let seed = seed(args);
     let mut results = Vec::new();
     println!("{}", sysbench_report::SUITE_HEADER);

@@ -256,7 +256,7 @@ impl FamilyWorkload for MicrobenchLab {
 
 /// Loads the sbtest tables with `sysbench prepare`'s loader.
 fn load(conn: &Endpoint, options: &OltpOptions) -> Result<(), Failure> {
-    SysbenchTarget::of(conn).prepare(options, crate::probe::cpu::cores(), 1, &|_| {})
+    SysbenchTarget::of(conn).prepare(options, crate::cpu::cores(), 1, &|_| {})
 }
 
 /// The warmup, then the measured run of sysbench test `test`, through the plans of

@@ -26,7 +26,7 @@ fn build(args: &BuildArgs) -> CommandResult {
     let warehouses = positive::<i64>(args.warehouses, "warehouses")?;
     let threads = match args.threads {
         Some(t) => positive::<usize>(t, "threads")?,
-        None => crate::probe::cpu::cores(),
+        None => crate::cpu::cores(),
     };
     let conn = connection(&args.connection)?;
     let partitions = if args.partition {

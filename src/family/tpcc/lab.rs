@@ -74,7 +74,7 @@ impl FamilyWorkload for TpccLab {
         let loader = Loader {
             conn: conn.clone(),
             warehouses: scale,
-            connections: crate::probe::cpu::cores(),
+            connections: crate::cpu::cores(),
             seed: 1,
             partitions: 1,
             now_unix_us: (crate::store::unix_now() * 1e6) as i64,

@@ -61,7 +61,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
         let load_c_last = load_c_last(&client).await;
         Ok::<_, Failure>((client, warehouses, load_c_last))
     })?;
-    let stop = crate::app::signals::watch_signals();
+    let stop = crate::signals::watch_signals();
     let constants =
         NurandConstants::for_run(&mut TpccRandom::seeded(settings.seed).prng, load_c_last);
     println!(
@@ -119,7 +119,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
 fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     let vu = positive::<usize>(args.vu, "vu")?;
     let duration = |text: &str, name: &str| {
-        crate::lab::spec::parse_duration(text).ok_or_else(|| {
+        crate::duration::parse_duration(text).ok_or_else(|| {
             Failure::input(format!(
                 "--{name} \"{text}\": give a duration such as 90s, 5m or 1h"
             ))
@@ -236,7 +236,7 @@ pub fn plan(
         variables,
         settings.seed,
     );
-    plan.threads = settings.vu.min(crate::probe::cpu::cores());
+    plan.threads = settings.vu.min(crate::cpu::cores());
     plan.pauses = settings.keying_thinking.map(|scale| {
         KEYING_THINKING_S
             .iter()

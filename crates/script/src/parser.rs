@@ -497,9 +497,9 @@ fn parse_expression(
     text: &str,
     command: &str,
     vars: &mut VarTable,
-) -> Result<crate::script::ast::Expr, ScriptError> {
+) -> Result<crate::ast::Expr, ScriptError> {
     ExprParser::parse(text, vars)
-        .map(crate::script::eval::fold_constants)
+        .map(crate::eval::fold_constants)
         .map_err(|e| {
             scanner.error(
                 offset + e.column,
@@ -740,7 +740,7 @@ fn parse_sleep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::script::ast::Expr;
+    use crate::ast::Expr;
 
     fn parse(text: &str) -> Result<(Script, VarTable), ScriptError> {
         let mut vars = VarTable::default();
@@ -779,7 +779,7 @@ mod tests {
     fn precedence_follows_sql() {
         let mut vars = VarTable::default();
         let expr = ExprParser::parse("1 + 2 * 3 = 7 AND NOT 1 > 2", &mut vars).unwrap();
-        let Expr::Call(crate::script::ast::Function::And, _) = expr else {
+        let Expr::Call(crate::ast::Function::And, _) = expr else {
             panic!("AND must be the root: {expr:?}")
         };
     }
@@ -883,7 +883,7 @@ mod tests {
         let mut vars = VarTable::default();
         assert_eq!(
             ExprParser::parse("-9223372036854775808", &mut vars).unwrap(),
-            Expr::Constant(crate::script::Value::Int(i64::MIN))
+            Expr::Constant(crate::Value::Int(i64::MIN))
         );
         assert!(ExprParser::parse("9223372036854775808", &mut vars).is_err());
     }

@@ -110,8 +110,9 @@ impl Failure {
         }
     }
 
-    /// The PostgreSQL error behind this failure, if one is: to react to an SQLSTATE.
-    pub fn postgres_error(&self) -> Option<&tokio_postgres::Error> {
+    /// The error of type `E` behind this failure, if one is (a PostgreSQL error, to react to
+    /// its SQLSTATE).
+    pub fn cause<E: StdError + 'static>(&self) -> Option<&E> {
         self.source.as_ref()?.downcast_ref()
     }
 }
@@ -155,6 +156,7 @@ mod tests {
         assert_eq!(failure.kind(), Kind::Input);
         assert_eq!(failure.to_string(), "could not read x");
         assert_eq!(failure.source().unwrap().to_string(), "no such file");
-        assert!(failure.postgres_error().is_none());
+        assert!(failure.cause::<std::fmt::Error>().is_none());
+        assert!(failure.cause::<std::io::Error>().is_some());
     }
 }

@@ -2,7 +2,7 @@
 //! master branch), drawn from pgbench's PRNG: the same shapes, so that a workload touches the
 //! same rows as often as under sysbench; the sequences themselves differ.
 
-use crate::script::prng::PgPrng;
+use crate::prng::PgPrng;
 
 /// A uniform double in [0, 1).
 fn unit(rng: &mut PgPrng) -> f64 {
@@ -163,14 +163,14 @@ mod tests {
 
     #[test]
     fn calls_are_never_folded_into_constants() {
-        use crate::script::ast::{Expr, Function};
-        use crate::script::Value;
+        use crate::ast::{Expr, Function};
+        use crate::Value;
         let call = Expr::Call(
             Function::SbUniform,
             vec![Expr::Constant(Value::Int(1)), Expr::Constant(Value::Int(9))],
         );
         assert!(matches!(
-            crate::script::eval::fold_constants(call),
+            crate::eval::fold_constants(call),
             Expr::Call(..)
         ));
     }

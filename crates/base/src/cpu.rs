@@ -1,4 +1,4 @@
-//! CPU time of this process (all threads), from getrusage.
+//! CPU time of this process (all threads), from getrusage, and the cores it may run on.
 
 use std::time::Duration;
 

@@ -1,0 +1,11 @@
+//! What every layer of stampede shares and none owns: the failure type that decides exit codes,
+//! the operating system's calls (users, CPU pinning, CPU time, cores), SIGINT/SIGTERM as a flag,
+//! and durations as specs and options write them.
+
+#![forbid(unsafe_code)]
+
+pub mod cpu;
+pub mod duration;
+pub mod error;
+pub mod signals;
+pub mod sys;
