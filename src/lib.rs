@@ -10,6 +10,8 @@
 #![forbid(unsafe_code)]
 
 pub use stampede_base::{cpu, duration, error, signals, sys};
+pub use stampede_conn as conn;
+pub use stampede_conn::{pg, tls};
 pub use stampede_script as script;
 pub use stampede_stats as analysis;
 
@@ -17,9 +19,7 @@ pub mod app;
 pub mod driver;
 pub mod family;
 pub mod lab;
-pub mod pg;
 pub mod probe;
 pub mod report;
 pub mod server;
 pub mod store;
-pub mod tls;

@@ -11,7 +11,7 @@ use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
 use crate::family::pgbench::{init as pgbench_init, run as pgbench_run};
 use crate::report::table;
 use crate::server::resolve_target;
-use crate::server::target::ConnFlags;
+use crate::conn::ConnFlags;
 
 const CLIENT_COUNTS: [usize; 3] = [1, 4, 16];
 const WORKLOADS: [&str; 2] = ["select-only", "tpcb-like"];

@@ -18,7 +18,7 @@ use postgres_protocol::IsNull;
 
 use super::stats::FailureKind;
 use super::stream::{open_stream, Stream, READ_CHUNK};
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 use crate::tls::SslMode;
 
 const MYSQL_DEADLOCK: u16 = 1213;

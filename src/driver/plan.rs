@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::conn::{DbError, MYSQL_RETRIED_BY_DEFAULT};
 use crate::script::ast::VarSlot;
 use crate::script::{Script, Value, VarTable};
-use crate::server::endpoint::Endpoint;
-use crate::server::mariadb::MysqlSpec;
-use crate::server::target::ConnSpec;
+use crate::conn::Endpoint;
+use crate::conn::MysqlSpec;
+use crate::conn::ConnSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn clients_spread_evenly_and_threads_are_capped() {
         let spread = |clients, threads| {
-            let conn = crate::server::target::ConnSpec {
+            let conn = crate::conn::ConnSpec {
                 host: "/tmp".into(),
                 port: 1,
                 user: "u".into(),

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use super::conn::ConnError;
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 use crate::tls::SslMode;
 
 pub enum Stream {

@@ -13,7 +13,7 @@ use crate::analysis::verdict::Direction;
 use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::common::options::OptionsError;
-use crate::server::endpoint::{Endpoint, Engine};
+use crate::conn::{Endpoint, Engine};
 use crate::store::{RunMetrics, SeriesRow};
 
 /// A lab workload a family offers: its name in a spec, what it accepts, how to make it.

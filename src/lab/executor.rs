@@ -15,7 +15,7 @@ use super::window::{OpenWindow, RunProbes};
 use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{LabWorkload, RunObserver, RunRequest};
-use crate::server::endpoint::Endpoint;
+use crate::conn::Endpoint;
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
 use crate::server::setup::SetupEvent;

@@ -12,7 +12,7 @@ use toml::Spanned;
 use crate::duration::parse_duration;
 use crate::driver::Protocol;
 use crate::family::{self, api::LabWorkloadKind};
-pub use crate::server::endpoint::Engine;
+pub use crate::conn::Engine;
 pub use crate::server::profile::Profile;
 pub use crate::server::provision::BinarySource;
 pub use crate::store::Location;

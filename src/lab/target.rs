@@ -12,7 +12,7 @@ use crate::error::Failure;
 use crate::pg::control::{query_rows, query_string, sql};
 use crate::probe::plans;
 use crate::server::binaries::Binaries;
-use crate::server::endpoint::Endpoint;
+use crate::conn::Endpoint;
 use crate::server::mariadb::managed::MariadbBinaries;
 use crate::server::profile::Machine;
 use crate::server::provision::{ProvisionedServer, ServerConfig};

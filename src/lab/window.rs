@@ -14,8 +14,8 @@ use crate::probe::mariadb as mariadb_probe;
 use crate::probe::sampler::Sampler;
 use crate::cpu;
 use crate::probe::{cluster_stats, delta, os, run_stats};
-use crate::server::mariadb::MysqlSpec;
-use crate::server::target::ConnSpec;
+use crate::conn::MysqlSpec;
+use crate::conn::ConnSpec;
 use crate::store::{CounterRow, RunRecord};
 
 /// A server's probes for one run.

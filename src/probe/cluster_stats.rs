@@ -4,7 +4,7 @@
 
 use crate::error::Failure;
 use crate::pg::control::named_rows;
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 use crate::store::CounterRow;
 
 /// (view, first major that has it, columns that identify a row rather than count).

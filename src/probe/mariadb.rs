@@ -16,7 +16,7 @@ use super::sampler::{thread_cpu_s, Sampler, Samples, TICK};
 use super::{delta, os};
 use crate::driver::mysql::control::ControlSession;
 use crate::error::Failure;
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::MysqlSpec;
 use crate::store::{CounterRow, StatementRow, WaitSample};
 
 /// `counters.source` of `SHOW GLOBAL STATUS`.

@@ -3,7 +3,7 @@
 //! the generic plan, and EXPLAIN EXECUTE it with NULL parameters; nothing is executed.
 
 use crate::pg::control::named_rows;
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 
 /// Statements that have a plan; transaction control and utility statements do not.
 fn plannable(query: &str) -> bool {

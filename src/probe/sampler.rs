@@ -15,7 +15,7 @@ use tokio_postgres::SimpleQueryMessage;
 
 use super::cluster_stats::CHECKPOINT_SERIES;
 use super::{delta, os};
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 use crate::store::{CounterRow, WaitSample};
 
 pub const TICK: Duration = Duration::from_millis(100);

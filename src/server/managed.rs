@@ -10,7 +10,7 @@ use super::binaries::Binaries;
 use super::cluster::{Cluster, OsUser};
 use super::provision::{free_port, random_password};
 use super::setup::SetupEvent;
-use super::target::ConnSpec;
+use crate::conn::ConnSpec;
 
 const STATE_FILE: &str = "stampede-server.json";
 const DATABASE: &str = "stampede";

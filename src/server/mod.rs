@@ -4,19 +4,16 @@
 pub mod binaries;
 pub mod build;
 pub mod cluster;
-pub mod conninfo;
 pub mod download;
-pub mod endpoint;
 pub mod managed;
 pub mod mariadb;
 pub mod profile;
 pub mod provision;
 pub mod setup;
-pub mod target;
 
 use crate::error::Failure;
 use managed::{default_home, ManagedServer};
-use target::{ConnFlags, ConnSpec};
+use crate::conn::{ConnFlags, ConnSpec};
 
 /// The connection to use: the one the user gave, or else the managed default server (started or
 /// created as needed, announced in one line on stderr).

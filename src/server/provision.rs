@@ -12,7 +12,7 @@ use super::binaries::Binaries;
 use super::cluster::{Cluster, OsUser};
 use super::profile::{self, Machine, Profile};
 use super::setup::SetupEvent;
-use super::target::ConnSpec;
+use crate::conn::ConnSpec;
 use crate::pg::control::{query_string, server_version_num};
 
 /// `targets.binary_source` of binaries downloaded from Maven Central (zonky's builds).

@@ -21,7 +21,7 @@ impl Postgres {
         let fail =
             |e: &dyn std::fmt::Display| format!("could not open results database {location}: {e}");
         // libpq's reading of the URL: PG* defaults, sslmode and the rest of its parameters.
-        let spec = crate::server::target::ConnSpec::from_conninfo(url).map_err(|e| fail(&e))?;
+        let spec = crate::conn::ConnSpec::from_conninfo(url).map_err(|e| fail(&e))?;
         let client = crate::pg::control_runtime().block_on(async {
             let (client, connection) = spec.connect_control().await?;
             tokio::spawn(connection);

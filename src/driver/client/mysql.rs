@@ -10,7 +10,7 @@ use crate::driver::conn::ConnError;
 use crate::driver::mysql::{MyConn, Prepared};
 use crate::driver::plan::{Protocol, RunPlan};
 use crate::script::ast::{SqlCommand, SqlPiece, VarSlot};
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::MysqlSpec;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 

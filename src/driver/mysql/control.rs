@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::MyConn;
 use crate::driver::conn::{ConnError, DbError};
 use crate::error::Failure;
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::MysqlSpec;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 

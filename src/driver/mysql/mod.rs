@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use super::conn::{ConnError, DbError, Reply};
 use super::stream::{Stream, UnixSocket, READ_CHUNK};
 use crate::script::Value;
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::MysqlSpec;
 use packet::{put_lenenc_bytes, put_packet, Reader};
 
 /// Where libmysqlclient looks for the server's socket when the host is `localhost`.

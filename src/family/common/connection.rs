@@ -4,10 +4,10 @@
 use clap::{ArgAction, Args};
 
 use crate::error::Failure;
-use crate::server::endpoint::Endpoint;
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::Endpoint;
+use crate::conn::MysqlSpec;
 use crate::server::resolve_target;
-use crate::server::target::{ConnFlags, ConnSpec};
+use crate::conn::{ConnFlags, ConnSpec};
 
 /// Where the database is; unset ones follow PG* variables, or the managed default server.
 /// `-h` is the host, as in pgbench and psql, so help is `-?`/`--help`: a command that

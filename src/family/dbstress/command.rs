@@ -19,8 +19,8 @@ use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, 
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error, visible_tables};
 use crate::script::{parse_script, Value, VarTable};
-use crate::server::endpoint::Endpoint;
-use crate::server::target::ConnSpec;
+use crate::conn::Endpoint;
+use crate::conn::ConnSpec;
 
 /// Five tables per set: a thousand sets are 5,000 tables, more than any study asks for.
 const MAX_SETS: i64 = 1000;

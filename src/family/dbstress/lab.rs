@@ -12,7 +12,7 @@ use crate::family::api::{
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, on_off, OptionsError};
 use crate::family::dbstress::statements::{Mode, TransactionShape};
-use crate::server::endpoint::Endpoint;
+use crate::conn::Endpoint;
 
 /// `options = { ... }`: seed 003's transaction shape beyond the mode.
 #[derive(serde::Deserialize)]

@@ -5,7 +5,7 @@
 use super::statements::{self, MARKER, MYSQL_OBJECTS_PER_INSERT};
 use crate::driver::mysql::control::ControlSession;
 use crate::error::Failure;
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::MysqlSpec;
 
 /// Creates and fills `sets` sets of `objects` objects; refuses a database that has them.
 pub fn prepare(

@@ -7,7 +7,7 @@
 //! (`dbSTRESS-common.lua`, MySQL-only DDL); see the README for what this implementation chose
 //! where the original kit is not public.
 
-use crate::server::endpoint::Engine;
+use crate::conn::Engine;
 
 /// The marker `prepare` leaves, with the object count and the number of sets.
 pub const MARKER: &str = "dbstress_info";

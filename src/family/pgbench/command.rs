@@ -8,7 +8,7 @@ use crate::family::pgbench::builtins;
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
 use crate::server::resolve_target;
-use crate::server::target::ConnFlags;
+use crate::conn::ConnFlags;
 
 pub struct InitSpec {
     pub steps: Vec<InitStep>,

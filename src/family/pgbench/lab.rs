@@ -20,7 +20,7 @@ use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::builtins::{self, Builtin};
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
-use crate::server::endpoint::Endpoint;
+use crate::conn::Endpoint;
 
 /// Which of the pgbench-schema workloads: pgbench's own, seed 002's variant with four extra
 /// indexes, or seed 002's analytical queries.

@@ -16,7 +16,7 @@ use super::schema::{
     self, PartitionMethod, SchemaOptions, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH,
 };
 use crate::family::pgbench::analytics;
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitStep {

@@ -27,7 +27,7 @@ use crate::probe::statement_window::{self, StatementTotals};
 use crate::script::ast::SqlPiece;
 use crate::script::parser::MAX_ARGS;
 use crate::script::{parse_script, CommandKind, Script, Value, VarTable};
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 
 pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
     let exit_on_abort = spec.exit_on_abort;

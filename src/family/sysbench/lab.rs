@@ -20,7 +20,7 @@ use crate::family::sysbench::args::SysbenchArgs;
 use crate::family::sysbench::catalog;
 use crate::family::sysbench::microbench::{self, Group, MicroTest};
 use crate::family::sysbench::options::{OltpOptions, RandKind};
-use crate::server::endpoint::Endpoint;
+use crate::conn::Endpoint;
 
 /// Rows per table per unit of a lab's `scale`.
 pub const ROWS_PER_SCALE: i64 = 10_000;

@@ -12,7 +12,7 @@ use crate::driver::mysql::control::ControlSession;
 use crate::error::Failure;
 use crate::script::extensions::sysbench_random;
 use crate::script::prng::PgPrng;
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::MysqlSpec;
 
 /// Rows per INSERT: about 200 KB of VALUES, well under any max_allowed_packet.
 const ROWS_PER_INSERT: u32 = 1000;

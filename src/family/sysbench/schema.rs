@@ -16,7 +16,7 @@ use super::options::{OltpOptions, RandKind};
 use crate::pg::{connect_quietly, sql_error, visible_tables};
 use crate::script::extensions::sysbench_random;
 use crate::script::prng::PgPrng;
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 
 const COPY_CHUNK_ROWS: u32 = 20_000;
 

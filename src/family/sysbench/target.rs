@@ -11,10 +11,10 @@ use super::schema::{self, Preparer};
 use crate::driver::mysql::control::ControlSession;
 use crate::error::Failure;
 use crate::pg::control_runtime;
-use crate::server::endpoint::Endpoint;
-use crate::server::mariadb::MysqlSpec;
+use crate::conn::Endpoint;
+use crate::conn::MysqlSpec;
 use crate::server::resolve_target;
-use crate::server::target::{ConnFlags, ConnSpec};
+use crate::conn::{ConnFlags, ConnSpec};
 
 #[derive(Debug, Clone)]
 pub enum SysbenchTarget {

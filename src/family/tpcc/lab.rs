@@ -16,8 +16,8 @@ use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::scripts::{Mix, Mode, WarehouseChoice};
-use crate::server::endpoint::Endpoint;
-use crate::server::target::ConnSpec;
+use crate::conn::Endpoint;
+use crate::conn::ConnSpec;
 
 pub struct TpccLab {
     mix: Mix,

@@ -17,7 +17,7 @@ use super::random::{NurandConstants, TpccRandom};
 use super::{procedures, schema};
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::extensions::tpcc_names::last_name;
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 
 pub const ITEMS: i64 = 100_000;
 pub const DISTRICTS: i64 = 10;

@@ -21,8 +21,8 @@ use crate::pg::control::server_version_num;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::{parse_script, VarTable};
-use crate::server::endpoint::Endpoint;
-use crate::server::target::ConnSpec;
+use crate::conn::Endpoint;
+use crate::conn::ConnSpec;
 
 /// The virtual users' application_name, to wait for their sessions to end.
 const APPLICATION: &str = "stampede-tpcc";

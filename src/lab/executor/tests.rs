@@ -16,11 +16,11 @@ use crate::lab::spec::{self, LabSpec, TargetSpec};
 use crate::lab::target::{LabServer, TargetBinaries, Targets};
 use crate::lab::window::RunProbes;
 use crate::server::binaries::Binaries;
-use crate::server::endpoint::Endpoint;
+use crate::conn::Endpoint;
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
 use crate::server::setup::SetupEvent;
-use crate::server::target::ConnSpec;
+use crate::conn::ConnSpec;
 use crate::store::{RunMetrics, TargetRecord};
 
 /// What the fakes did, in order, one line per action.

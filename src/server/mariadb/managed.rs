@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::MysqlSpec;
+use crate::conn::MysqlSpec;
 use crate::error::Failure;
 use crate::server::cluster::OsUser;
 

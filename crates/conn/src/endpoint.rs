@@ -2,9 +2,9 @@
 //! family that runs on both engines picks its statements and loader by it, and one that runs
 //! on PostgreSQL alone says so instead of connecting.
 
-use super::mariadb::MysqlSpec;
-use super::target::ConnSpec;
-use crate::error::Failure;
+use crate::mysql::MysqlSpec;
+use crate::postgres::ConnSpec;
+use stampede_base::error::Failure;
 
 /// A database engine stampede drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

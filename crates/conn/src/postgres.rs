@@ -2,7 +2,7 @@
 //! flags < a libpq URI or `key=value` string given as the database name; passwords from the
 //! connection string, `PGPASSWORD` or `.pgpass`. The password never appears in `Display`.
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 use crate::tls::{PgTlsConnector, PgTlsStream, SslMode, TlsSettings};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ fn env_value(name: &str) -> Option<String> {
 fn os_user_name() -> String {
     env_value("USER")
         .or_else(|| env_value("LOGNAME"))
-        .or_else(crate::sys::effective_user_name)
+        .or_else(stampede_base::sys::effective_user_name)
         .unwrap_or_else(|| "postgres".into())
 }
 
@@ -161,7 +161,7 @@ impl ConnSpec {
 
     fn apply_conninfo(&mut self, conninfo: &str) -> Result<(), Failure> {
         let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
-        for (key, value) in super::conninfo::parse(conninfo).map_err(invalid)? {
+        for (key, value) in crate::conninfo::parse(conninfo).map_err(invalid)? {
             match key.as_str() {
                 "host" | "hostaddr" => self.host = value,
                 "port" => self.port = parse_port(&value)?,
