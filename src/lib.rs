@@ -14,6 +14,7 @@ pub use stampede_conn as conn;
 pub use stampede_conn::{pg, tls};
 pub use stampede_script as script;
 pub use stampede_stats as analysis;
+pub use stampede_wire as wire;
 
 pub mod app;
 pub mod driver;

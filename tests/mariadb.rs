@@ -427,15 +427,15 @@ fn microbench_suite_runs_with_analyze_and_optimize() {
 /// count shows the definitions sent once after the change, then skipped.
 #[test]
 fn prepared_statements_skip_unchanged_metadata_and_follow_a_changed_table() {
-    use stampede::driver::conn::QueryResult;
-    use stampede::driver::mysql::{MyConn, Prepared};
+    use stampede::wire::QueryResult;
+    use stampede::wire::mysql::{MyConn, Prepared};
     use stampede::script::Value;
 
     /// One execute with capture: its result and the bytes the server sent for it (plus the
     /// status query's own reply, the same each time).
     async fn execute(conn: &mut MyConn, statement: Prepared, id: i64) -> (QueryResult, u64) {
         let status = "SHOW SESSION STATUS LIKE 'Bytes_sent'";
-        let bytes_sent = |rows: stampede::driver::mysql::control::Rows| -> u64 {
+        let bytes_sent = |rows: stampede::wire::mysql::control::Rows| -> u64 {
             rows.rows[0][1].as_deref().unwrap().parse().unwrap()
         };
         let before = bytes_sent(conn.query_all(status).await.unwrap().unwrap());

@@ -3,13 +3,9 @@
 //! events and returns numbers; it never prints.
 
 pub mod client;
-pub mod conn;
-mod error_position;
-pub mod mysql;
 mod pauses;
 pub mod plan;
 pub mod stats;
-mod stream;
 mod thread;
 pub mod txlog;
 

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::conn::{DbError, MYSQL_RETRIED_BY_DEFAULT};
+use crate::wire::mysql;
+use crate::wire::DbError;
 use crate::script::ast::VarSlot;
 use crate::script::{Script, Value, VarTable};
 use crate::conn::Endpoint;
@@ -65,7 +66,7 @@ pub enum MysqlRetried {
 
 impl Default for MysqlRetried {
     fn default() -> Self {
-        MysqlRetried::Listed(MYSQL_RETRIED_BY_DEFAULT.to_vec())
+        MysqlRetried::Listed(mysql::RETRIED_BY_DEFAULT.to_vec())
     }
 }
 

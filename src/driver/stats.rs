@@ -2,6 +2,7 @@
 //! sums, not from histogram buckets). Everything merges, so threads never share state.
 
 use hdrhistogram::Histogram;
+pub use crate::wire::FailureKind;
 
 /// Longest latency the histograms hold exactly: one hour, in microseconds. Longer ones are
 /// clamped to it (and still counted in the sums exactly).
@@ -89,33 +90,6 @@ pub struct FailureCounts {
     pub serialization: u64,
     pub deadlock: u64,
     pub other: u64,
-}
-
-/// pgbench's classes of failed transactions, from the SQLSTATE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    Serialization,
-    Deadlock,
-    Other,
-}
-
-impl FailureKind {
-    pub fn of_sqlstate(sqlstate: &str) -> FailureKind {
-        match sqlstate {
-            "40001" => FailureKind::Serialization,
-            "40P01" => FailureKind::Deadlock,
-            _ => FailureKind::Other,
-        }
-    }
-
-    /// The word pgbench's `-l --failures-detailed` log writes in the latency column.
-    pub fn log_name(self) -> &'static str {
-        match self {
-            FailureKind::Serialization => "serialization",
-            FailureKind::Deadlock => "deadlock",
-            FailureKind::Other => "other",
-        }
-    }
 }
 
 impl FailureCounts {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::spec::TargetSpec;
 use super::target::LabServer;
 use super::window::{MariadbProbes, RunProbes};
-use crate::driver::mysql::control::ControlSession;
+use crate::wire::mysql::control::ControlSession;
 use crate::error::Failure;
 use crate::conn::Endpoint;
 use crate::server::mariadb::managed::{Flavor, MariadbBinaries, MariadbServer};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::sampler::{thread_cpu_s, Sampler, Samples, TICK};
 use super::{delta, os};
-use crate::driver::mysql::control::ControlSession;
+use crate::wire::mysql::control::ControlSession;
 use crate::error::Failure;
 use crate::conn::MysqlSpec;
 use crate::store::{CounterRow, StatementRow, WaitSample};

@@ -7,8 +7,8 @@ mod mysql;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::conn::{ConnError, DbError, PgConn, QueryResult, Reply};
-use super::mysql::MyConn;
+use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply};
+use crate::wire::mysql::MyConn;
 use super::plan::{Protocol, RunPlan};
 use super::stats::{CommandStats, FailureKind};
 use crate::script::ast::{
@@ -68,7 +68,7 @@ pub struct Client {
     /// variables bound to its `?` markers, in order.
     mysql_statements: Vec<Vec<Option<mysql::PreparedCommand>>>,
     /// The statements prepared on the MySQL connection, by text.
-    mysql_by_text: std::collections::HashMap<String, crate::driver::mysql::Prepared>,
+    mysql_by_text: std::collections::HashMap<String, crate::wire::mysql::Prepared>,
     /// Which statements this connection has prepared, per script and command.
     prepared: Vec<Vec<bool>>,
     /// Prepared-statement names, per script and command, built once.

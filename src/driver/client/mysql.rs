@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::{abort_sql, Client, TryOutcome};
-use crate::driver::conn::ConnError;
-use crate::driver::mysql::{MyConn, Prepared};
+use crate::wire::ConnError;
+use crate::wire::mysql::{MyConn, Prepared};
 use crate::driver::plan::{Protocol, RunPlan};
 use crate::script::ast::{SqlCommand, SqlPiece, VarSlot};
 use crate::conn::MysqlSpec;

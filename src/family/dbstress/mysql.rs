@@ -3,7 +3,7 @@
 //! objects over `threads` sessions, then the indexes, `ANALYZE TABLE` and the marker.
 
 use super::statements::{self, MARKER, MYSQL_OBJECTS_PER_INSERT};
-use crate::driver::mysql::control::ControlSession;
+use crate::wire::mysql::control::ControlSession;
 use crate::error::Failure;
 use crate::conn::MysqlSpec;
 

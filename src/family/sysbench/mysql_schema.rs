@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::options::OltpOptions;
-use crate::driver::mysql::control::ControlSession;
+use crate::wire::mysql::control::ControlSession;
 use crate::error::Failure;
 use crate::script::extensions::sysbench_random;
 use crate::script::prng::PgPrng;

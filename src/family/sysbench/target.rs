@@ -8,7 +8,7 @@ use super::args::SysbenchArgs;
 use super::mysql_schema::{self, MysqlPreparer};
 use super::options::OltpOptions;
 use super::schema::{self, Preparer};
-use crate::driver::mysql::control::ControlSession;
+use crate::wire::mysql::control::ControlSession;
 use crate::error::Failure;
 use crate::pg::control_runtime;
 use crate::conn::Endpoint;

@@ -351,7 +351,7 @@ impl MariadbServer {
     }
 
     fn accepts_connections(&self) -> bool {
-        crate::driver::mysql::control::ControlSession::connect(&self.spec())
+        crate::wire::mysql::control::ControlSession::connect(&self.spec())
             .and_then(|mut session| session.execute("SELECT 1"))
             .is_ok()
     }

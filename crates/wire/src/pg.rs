@@ -6,7 +6,6 @@
 //! Authentication covers trust, password, md5 and SCRAM-SHA-256; TLS as `sslmode` asks
 //! (`stream.rs`).
 
-use std::io;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
@@ -16,48 +15,17 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use super::stats::FailureKind;
-use super::stream::{open_stream, Stream, READ_CHUNK};
-use crate::conn::ConnSpec;
-use crate::tls::SslMode;
-
-const MYSQL_DEADLOCK: u16 = 1213;
-const MYSQL_LOCK_WAIT_TIMEOUT: u16 = 1205;
-/// ER_CHECKREAD, "Record has changed since last read": MariaDB's write conflict under
-/// `innodb_snapshot_isolation` (on by default from 11.6).
-const MYSQL_RECORD_CHANGED: u16 = 1020;
-
-/// The MySQL errors after which a transaction is tried again: sysbench's
-/// `--mysql-ignore-errors`, whose default this is.
-pub const MYSQL_RETRIED_BY_DEFAULT: [u16; 3] = [
-    MYSQL_DEADLOCK,
-    MYSQL_RECORD_CHANGED,
-    MYSQL_LOCK_WAIT_TIMEOUT,
-];
+use crate::reply::{ConnError, DbError, QueryResult, Reply};
+use crate::stream::{open_stream, Stream, READ_CHUNK};
+use stampede_conn::ConnSpec;
+use stampede_conn::tls::SslMode;
 
 /// pgbench's words for a script statement that starts a COPY.
 const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
 
-/// An error the server reported (`ErrorResponse`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DbError {
-    pub severity: String,
-    pub code: String,
-    pub message: String,
-    /// The fields libpq prints after the message at its default verbosity, in its order:
-    /// DETAIL, HINT, QUERY (an internal query) and CONTEXT.
-    pub details: Vec<(&'static str, String)>,
-    /// Where in the statement (1-based, in characters) the error lies, if the server said.
-    pub position: Option<u32>,
-    /// The same within an internal query (the QUERY field), e.g. a PL/pgSQL statement.
-    pub internal_position: Option<u32>,
-    /// A MySQL/MariaDB server's error number (1213 deadlock, 1205 lock wait timeout); `code`
-    /// then holds its SQLSTATE.
-    pub mysql_errno: Option<u16>,
-}
-
 impl DbError {
-    fn from_body(body: &ErrorResponseBody) -> DbError {
+    /// A PostgreSQL `ErrorResponse`'s fields.
+    pub(crate) fn from_body(body: &ErrorResponseBody) -> DbError {
         let mut error = DbError {
             severity: String::new(),
             code: String::new(),
@@ -92,137 +60,6 @@ impl DbError {
         error.details.sort_by_key(|(label, _)| rank(label));
         error
     }
-
-    /// A MySQL/MariaDB ERR packet's number, SQLSTATE and message.
-    pub fn from_mysql(number: u16, sqlstate: String, message: String) -> DbError {
-        DbError {
-            severity: "ERROR".to_string(),
-            code: sqlstate,
-            message,
-            details: Vec::new(),
-            position: None,
-            internal_position: None,
-            mysql_errno: Some(number),
-        }
-    }
-
-    /// Serialization failure or deadlock (on MySQL also a lock wait timeout and a changed
-    /// record, which sysbench treats alike): the failures counted and tried again instead of
-    /// aborting. A run may choose other MySQL errors (`ErrorPolicy::retries`).
-    pub fn is_retryable(&self) -> bool {
-        match self.mysql_errno {
-            Some(number) => MYSQL_RETRIED_BY_DEFAULT.contains(&number),
-            None => self.code == "40001" || self.code == "40P01",
-        }
-    }
-
-    /// How a retryable failure is counted: a lock wait timeout and a changed record count with
-    /// serialization failures, as each is a conflict that a later try may not meet.
-    pub fn failure_kind(&self) -> FailureKind {
-        match self.mysql_errno {
-            Some(MYSQL_DEADLOCK) => FailureKind::Deadlock,
-            Some(MYSQL_LOCK_WAIT_TIMEOUT | MYSQL_RECORD_CHANGED) => FailureKind::Serialization,
-            Some(_) => FailureKind::Other,
-            None => FailureKind::of_sqlstate(&self.code),
-        }
-    }
-}
-
-impl DbError {
-    /// libpq's PQerrorMessage at the default verbosity, without its final newline. `query` is
-    /// the statement as sent: a position in it is shown as libpq's `LINE n:` line and caret;
-    /// without it, as " at character N" after the message, as libpq does then.
-    pub fn render(&self, query: Option<&str>) -> String {
-        if let Some(number) = self.mysql_errno {
-            // The mysql client's form.
-            return format!("ERROR {number} ({}): {}", self.code, self.message);
-        }
-        let mut text = format!("{}:  {}", self.severity, self.message);
-        let internal_query = self
-            .details
-            .iter()
-            .find(|(label, _)| *label == "QUERY")
-            .map(|(_, query)| query.as_str());
-        let cursor = match (self.position, self.internal_position) {
-            (Some(position), _) => match query {
-                Some(query) => Some((query, position)),
-                None => {
-                    text.push_str(&format!(" at character {position}"));
-                    None
-                }
-            },
-            (None, Some(position)) => match internal_query {
-                Some(query) => Some((query, position)),
-                None => {
-                    text.push_str(&format!(" at character {position}"));
-                    None
-                }
-            },
-            (None, None) => None,
-        };
-        text.push('\n');
-        if let Some((query, position)) = cursor {
-            text.push_str(&super::error_position::render(query, position as usize));
-        }
-        for (label, value) in &self.details {
-            text.push_str(&format!("{label}:  {value}\n"));
-        }
-        text.pop();
-        text
-    }
-}
-
-impl std::fmt::Display for DbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.render(None))
-    }
-}
-
-#[derive(Debug)]
-pub enum ConnError {
-    Io(io::Error),
-    Server(DbError),
-    Protocol(String),
-    /// A statement whose reply the driver does not handle (pgbench's: COPY); the client aborts
-    /// with this message alone, as pgbench does.
-    Unsupported(&'static str),
-}
-
-impl std::fmt::Display for ConnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConnError::Io(e) => write!(f, "{e}"),
-            // The mysql client's form (number and SQLSTATE) for MySQL; libpq's message alone.
-            ConnError::Server(e) if e.mysql_errno.is_some() => write!(f, "{}", e.render(None)),
-            ConnError::Server(e) => write!(f, "{}", e.message),
-            ConnError::Protocol(m) => write!(f, "{m}"),
-            ConnError::Unsupported(m) => write!(f, "{m}"),
-        }
-    }
-}
-
-impl From<io::Error> for ConnError {
-    fn from(e: io::Error) -> Self {
-        ConnError::Io(e)
-    }
-}
-
-/// What came back for one Sync (or one simple Query): rows and the first error, if any.
-#[derive(Debug, Default)]
-pub struct Reply {
-    pub rows: u64,
-    pub error: Option<DbError>,
-    /// Transaction status from ReadyForQuery: b'I' idle, b'T' in a block, b'E' failed block.
-    pub transaction_status: u8,
-    /// With capture on: each query's column names, row count and last row (text; None = NULL).
-    pub results: Vec<QueryResult>,
-}
-
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct QueryResult {
-    pub columns: Vec<String>,
-    pub rows: u64,
-    pub last_row: Option<Vec<Option<String>>>,
 }
 
 pub struct PgConn {

@@ -12,9 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::conn::ConnError;
-use crate::conn::ConnSpec;
-use crate::tls::SslMode;
+use crate::reply::ConnError;
+use stampede_conn::ConnSpec;
+use stampede_conn::tls::SslMode;
 
 pub enum Stream {
     Tcp(TcpStream),
@@ -291,10 +291,10 @@ pub async fn open_stream(spec: &ConnSpec, force_tls: bool) -> Result<Stream, Con
         }
         return Ok(Stream::Tcp(stream));
     }
-    let config = crate::tls::cached_client_config(&spec.tls)
+    let config = stampede_conn::tls::cached_client_config(&spec.tls)
         .map_err(ConnError::Protocol)?
         .ok_or_else(|| ConnError::Protocol("TLS is disabled by sslmode".into()))?;
-    let name = crate::tls::server_name(&spec.host).map_err(ConnError::Protocol)?;
+    let name = stampede_conn::tls::server_name(&spec.host).map_err(ConnError::Protocol)?;
     let tls = tokio_rustls::TlsConnector::from(config)
         .connect(name, stream)
         .await

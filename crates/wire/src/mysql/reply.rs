@@ -10,7 +10,7 @@ use bytes::{Buf, BytesMut};
 use super::control::Rows;
 use super::packet::{Reader, MAX_PAYLOAD};
 use super::{end_status, malformed, ok_status, rows, server_error, LOCAL_INFILE_UNSUPPORTED};
-use crate::driver::conn::{ConnError, QueryResult, Reply};
+use crate::reply::{ConnError, QueryResult, Reply};
 
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x8;
 
@@ -270,7 +270,7 @@ fn packet_at(buf: &[u8], offset: usize) -> Option<(usize, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::mysql::packet::put_packet;
+    use crate::mysql::packet::put_packet;
 
     fn framed(payloads: &[&[u8]]) -> BytesMut {
         let mut out = BytesMut::new();

@@ -1,7 +1,7 @@
 //! Column definitions, text and binary rows, and the values bound to a prepared statement.
 
 use super::packet::Reader;
-use crate::script::Value;
+use stampede_script::Value;
 
 const TYPE_TINY: u8 = 0x01;
 const TYPE_SHORT: u8 = 0x02;

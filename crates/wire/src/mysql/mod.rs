@@ -1,9 +1,10 @@
-//! A minimal MySQL client-protocol connection for the measured path, as `conn.rs` is for
+//! A minimal MySQL client-protocol connection for the measured path, as `pg.rs` is for
 //! PostgreSQL: commands written into one buffer, replies read off the socket by the caller's
 //! task, no channel or background task between. The text protocol (COM_QUERY) serves `simple`;
 //! server-side prepared statements (COM_STMT_PREPARE / COM_STMT_EXECUTE, binary rows) serve
 //! `prepared`. Authentication: mysql_native_password, caching_sha2_password (its full
-//! exchange over a Unix socket) and mysql_clear_password over a Unix socket.
+//! exchange over a Unix socket), MariaDB's client_ed25519, and mysql_clear_password over a
+//! Unix socket. The server's error numbers that a run retries are classified here.
 
 mod auth;
 pub mod control;
@@ -16,11 +17,33 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use tokio::net::TcpStream;
 
-use super::conn::{ConnError, DbError, Reply};
-use super::stream::{Stream, UnixSocket, READ_CHUNK};
-use crate::script::Value;
-use crate::conn::MysqlSpec;
+use crate::reply::{ConnError, DbError, FailureKind, Reply};
+use crate::stream::{Stream, UnixSocket, READ_CHUNK};
+use stampede_conn::MysqlSpec;
+use stampede_script::Value;
 use packet::{put_lenenc_bytes, put_packet, Reader};
+
+/// ER_LOCK_DEADLOCK.
+pub const DEADLOCK: u16 = 1213;
+/// ER_LOCK_WAIT_TIMEOUT.
+pub const LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// ER_CHECKREAD, "Record has changed since last read": MariaDB's write conflict under
+/// `innodb_snapshot_isolation` (on by default from 11.6).
+pub const RECORD_CHANGED: u16 = 1020;
+
+/// The MySQL errors after which a transaction is tried again: sysbench's
+/// `--mysql-ignore-errors`, whose default this is.
+pub const RETRIED_BY_DEFAULT: [u16; 3] = [DEADLOCK, RECORD_CHANGED, LOCK_WAIT_TIMEOUT];
+
+/// How a failure with this error number is counted: a lock wait timeout and a changed record
+/// count with serialization failures, as each is a conflict that a later try may not meet.
+pub fn failure_kind(number: u16) -> FailureKind {
+    match number {
+        DEADLOCK => FailureKind::Deadlock,
+        LOCK_WAIT_TIMEOUT | RECORD_CHANGED => FailureKind::Serialization,
+        _ => FailureKind::Other,
+    }
+}
 
 /// Where libmysqlclient looks for the server's socket when the host is `localhost`.
 pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use super::MyConn;
-use crate::driver::conn::{ConnError, DbError};
-use crate::error::Failure;
-use crate::conn::MysqlSpec;
+use crate::reply::{ConnError, DbError};
+use stampede_base::error::Failure;
+use stampede_conn::MysqlSpec;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -97,5 +97,5 @@ pub fn sql_failure(sql: &str, error: &DbError) -> Failure {
 /// Runs a future to completion on the control runtime from synchronous code (never from a
 /// task of that runtime).
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    crate::pg::control_runtime().block_on(future)
+    stampede_conn::pg::control_runtime().block_on(future)
 }

@@ -1,0 +1,17 @@
+//! The wire protocols on the measured path: PostgreSQL's (`pg`) and MySQL's (`mysql`), each a
+//! connection that writes protocol messages straight into one buffer and reads replies itself
+//! (no channel or background task between the caller and the socket), over one socket type
+//! (`stream`: TCP, Unix, TLS, and a thread's only connection waiting in the kernel). What a
+//! statement brings back on either engine is in `reply`. Also MySQL's control session, as the
+//! server's own protocol serves setup and probes there.
+
+#![forbid(unsafe_code)]
+
+mod error_position;
+pub mod mysql;
+pub mod pg;
+pub mod reply;
+mod stream;
+
+pub use pg::PgConn;
+pub use reply::{ConnError, DbError, FailureKind, QueryResult, Reply};
