@@ -25,7 +25,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
+# STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
+STAMPEDE = os.environ.get("STAMPEDE", os.path.join(ROOT, "target", "release", "stampede"))
 WORK = "/tmp/stampede-bench-probes"
 
 SPEC = """name = "{name}"

@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sysbench_vs_stampede import abba  # noqa: E402  (the same ABBA order as on PostgreSQL)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
+# STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
+STAMPEDE = os.environ.get("STAMPEDE", os.path.join(ROOT, "target", "release", "stampede"))
 
 
 class MariaDb:

@@ -26,7 +26,8 @@ import time
 from pgserver import Server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
+# STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
+STAMPEDE = os.environ.get("STAMPEDE", os.path.join(ROOT, "target", "release", "stampede"))
 SERVER = Server(15700, "/tmp/stampede-bench-15700")
 DATA = SERVER.root
 

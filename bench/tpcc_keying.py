@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pgserver import Server  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
+# STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
+STAMPEDE = os.environ.get("STAMPEDE", os.path.join(ROOT, "target", "release", "stampede"))
 # (transaction, weight %, keying s, mean think s): mix 45/43/4/4/4, New-Order split 99:1.
 PAUSES = [("new-order", 44.55, 18, 12), ("new-order-rollback", 0.45, 18, 12),
           ("payment", 43, 3, 12), ("order-status", 4, 2, 5), ("delivery", 4, 2, 10),

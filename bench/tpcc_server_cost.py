@@ -32,7 +32,8 @@ from pgserver import Server  # noqa: E402
 from tpcc_client_cpu import server_cpu_s  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STAMPEDE = os.path.join(ROOT, "target", "release", "stampede")
+# STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
+STAMPEDE = os.environ.get("STAMPEDE", os.path.join(ROOT, "target", "release", "stampede"))
 TYPES = [("new-order", "100,0,0,0,0", "neword"), ("payment", "0,100,0,0,0", "payment"),
          ("order-status", "0,0,100,0,0", "ostat"), ("delivery", "0,0,0,100,0", "delivery"),
          ("stock-level", "0,0,0,0,100", "slev")]

@@ -14,6 +14,7 @@ pub use stampede_conn as conn;
 pub use stampede_conn::{pg, tls};
 pub use stampede_script as script;
 pub use stampede_stats as analysis;
+pub use stampede_store as store;
 pub use stampede_wire as wire;
 
 pub mod app;
@@ -23,4 +24,3 @@ pub mod lab;
 pub mod probe;
 pub mod report;
 pub mod server;
-pub mod store;

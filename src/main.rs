@@ -1,4 +1,4 @@
-//! stampede: a PostgreSQL benchmark lab in one binary.
+//! stampede: a benchmark lab for PostgreSQL and MariaDB/MySQL in one binary.
 
 use clap::{CommandFactory, FromArgMatches};
 
@@ -42,6 +42,8 @@ fn run() -> Result<(), Failure> {
         TopCommand::Sysbench { action } => sysbench::command::run(action),
         TopCommand::Tpcc { action } => tpcc::command::run(action),
         TopCommand::Dbstress { action } => dbstress::command::run(action),
+        TopCommand::Completions { shell } => app::shell::completions(*shell),
+        TopCommand::Man { dir } => app::shell::man(dir.as_deref()),
     }
 }
 

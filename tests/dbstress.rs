@@ -35,10 +35,7 @@ fn calls(db: &str, pattern: &str) -> i64 {
 }
 
 fn reset_statements(db: &str) {
-    server().psql(
-        db,
-        "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)",
-    );
+    server().reset_statements(db);
 }
 
 fn run_json(db: &str, args: &[&str]) -> serde_json::Value {

@@ -5,21 +5,18 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
-use common::{sqlite, stampede_command, stderr, stdout};
+use common::{
+    lab_sessions_running, number, sqlite, stampede_command, stderr, stdout, wait_until, LabDir,
+    Watch,
+};
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::{Cluster, OsUser};
 use stampede::server::download;
 
-fn lab_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stampede-lab-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    // The clusters run as the server user, which must reach the directory.
-    let _ = Command::new("chmod").arg("755").arg(&dir).status();
-    dir
+fn lab_dir(name: &str) -> LabDir {
+    LabDir::new(&format!("lab-{name}"))
 }
 
 /// small-buffers has a small WAL budget, so checkpoints happen during the runs and the
@@ -94,14 +91,13 @@ impl Drop for Cleanup {
         for target in ["small-buffers", "tuned"] {
             stop_cluster(servers.join(target), None);
         }
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
 #[test]
 fn plan_shows_interleaved_order_without_running_anything() {
     let dir = lab_dir("plan");
-    let _cleanup = Cleanup(dir.clone());
+    let _cleanup = Cleanup(dir.to_path_buf());
     let spec = write_spec(&dir, 2, "2s");
     let output = stampede_command(&["lab", "plan", spec.to_str().unwrap()])
         .output()
@@ -133,7 +129,7 @@ fn plan_shows_interleaved_order_without_running_anything() {
 #[test]
 fn spec_errors_name_the_line_and_start_nothing() {
     let dir = lab_dir("bad");
-    let _cleanup = Cleanup(dir.clone());
+    let _cleanup = Cleanup(dir.to_path_buf());
     let spec = write_spec(&dir, 2, "2s");
     let text = std::fs::read_to_string(&spec)
         .unwrap()
@@ -155,41 +151,26 @@ fn spec_errors_name_the_line_and_start_nothing() {
 #[test]
 fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     let dir = lab_dir("run");
-    let _cleanup = Cleanup(dir.clone());
+    let _cleanup = Cleanup(dir.to_path_buf());
     let spec = write_spec(&dir, 2, "2s");
     let db = dir.join("two-configs.db");
 
-    // Start, then SIGTERM once the third run is under way.
-    let child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+    // Start, then SIGTERM once the third run is under way (its line is out: the lab has
+    // passed its last check for a signal before the run, so the run records the signal).
+    let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let started = db.exists()
-            && sqlite(&db, "SELECT count(*) FROM runs")
-                .first()
-                .is_some_and(|r| r[0] == "2");
-        if started {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the lab made no progress");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut progress = Watch::new(child.stderr.take().unwrap());
+    progress.wait_for("run 3/8:");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let interrupted = child.wait_with_output().unwrap();
-    assert_eq!(
-        interrupted.status.code(),
-        Some(2),
-        "{}",
-        stderr(&interrupted)
-    );
+    let status = child.wait().unwrap();
+    let interrupted_stderr = progress.finish();
+    assert_eq!(status.code(), Some(2), "{interrupted_stderr}");
     assert!(
-        stderr(&interrupted).contains("stampede lab resume"),
-        "{}",
-        stderr(&interrupted)
+        interrupted_stderr.contains("stampede lab resume"),
+        "{interrupted_stderr}"
     );
     let before: Vec<Vec<String>> = sqlite(
         &db,
@@ -203,26 +184,17 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     assert_eq!(completed_before.len(), 2, "{before:?}");
     assert_eq!(before.last().unwrap()[2], "interrupted", "{before:?}");
 
-    // Kill one target's postmaster in the middle of the next run.
+    // Kill the tuned target's postmaster while its clients run the script's statements.
     let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid_file = dir.join("two-configs.db.servers/tuned/data/postmaster.pid");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let running = sqlite(&db, "SELECT count(*) FROM runs WHERE status = 'completed'")[0][0]
-            .parse::<usize>()
-            .unwrap();
-        if running >= 3 && pid_file.exists() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "resume made no progress");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_millis(1200));
-    let pid: i32 = std::fs::read_to_string(&pid_file)
+    let tuned_data = dir.join("two-configs.db.servers/tuned/data");
+    wait_until("the tuned target's clients running tpcb-like", || {
+        lab_sessions_running(&tuned_data, "^(UPDATE|SELECT|INSERT) .*pgbench_") > 0
+    });
+    let pid: i32 = std::fs::read_to_string(tuned_data.join("postmaster.pid"))
         .unwrap()
         .lines()
         .next()
@@ -249,7 +221,7 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     }
     let failed: Vec<_> = runs.iter().filter(|r| r[2] == "failed").collect();
     let completed = runs.iter().filter(|r| r[2] == "completed").count();
-    assert!(failed.len() <= 1, "{runs:?}");
+    assert_eq!(failed.len(), 1, "the run the kill fell in: {runs:?}");
     assert_eq!(
         completed + failed.len(),
         8,
@@ -358,11 +330,6 @@ fn sorted_median(sorted: &[f64]) -> f64 {
     } else {
         (sorted[middle - 1] + sorted[middle]) / 2.0
     }
-}
-
-fn number(text: &str) -> f64 {
-    text.parse()
-        .unwrap_or_else(|_| panic!("not a number: {text}"))
 }
 
 /// Cluster, OS and driver counters, wait-event samples and plans, each checked against a
@@ -820,7 +787,6 @@ clients = [2]
         assert!(text.contains(target), "{target} in the report");
     }
     common::browser::assert_renders(&html, &text);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A target whose server cannot start: without `--keep-going` the lab stops naming it and the
@@ -890,7 +856,6 @@ clients = [1, 2]
         "SELECT count(*) FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = 'good' AND r.status = 'completed'",
     );
     assert_eq!(good[0][0], "2");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A version Maven Central does not have: exit 1 naming the version, nothing written.
@@ -915,7 +880,6 @@ fn an_unknown_version_is_refused_before_anything_starts() {
         stderr(&output)
     );
     assert!(!dir.join("dl.db").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Results in a shared PostgreSQL database (the test server), given by a URL with a password
@@ -1003,7 +967,6 @@ fn results_go_to_a_postgresql_database_without_its_password() {
         (reported_p99 - median).abs() <= 1e-9 * median,
         "{reported_p99} vs {stored:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A sysbench workload in a lab: sysbench's options from the spec, tables loaded once, the
@@ -1062,7 +1025,6 @@ fn a_sysbench_workload_runs_in_the_lab() {
     assert_eq!(calls[0][1], "2", "one statement per table: {calls:?}");
     let extra = number(&calls[0][0]) - transactions;
     assert!((0.0..=2.0).contains(&extra), "{extra}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// The microbench suite in the lab: its steps run in order on one data copy per target, the
@@ -1174,7 +1136,6 @@ fn the_microbench_suite_runs_as_one_sequence_per_target() {
         "6",
         "the replaced steps' old results are gone"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// TPROC-C in the lab: built once per target and warehouse count (every run on a fresh copy, as
@@ -1278,7 +1239,6 @@ fn a_tpcc_workload_runs_in_the_lab() {
         .find(|s| s["cell"]["script"] == "client")
         .map(|s| s["median"].as_f64().unwrap());
     assert_eq!(client_nopm, Some(metric(&runs[0][1], "nopm")), "{report}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Seed 002's workloads in the lab: the analytics queries a cell each (family "analytics", no
@@ -1344,7 +1304,6 @@ fn seed_002s_workloads_run_in_the_lab() {
         // Give or take the query in flight when the window closed.
         assert!((0.0..=1.0).contains(&extra), "{run:?}: {extra}");
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// dbSTRESS in the lab: prepared once per target and object count; a read+write cell whose
@@ -1405,7 +1364,6 @@ fn a_dbstress_workload_runs_in_the_lab() {
         (transactions / 3.0 - 2.0..=transactions / 3.0 + 1.0).contains(&writes),
         "{writes} writes of {transactions}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Seed 004's example end to end at a tiny size: every target it names (10.23 as the base
@@ -1482,7 +1440,6 @@ fn the_seed_004_example_runs_end_to_end_at_a_tiny_size() {
             "pg{major} in the report"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A run whose script fails on a live server is recorded as failed (the lab asks the server
@@ -1519,5 +1476,4 @@ fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
         "SELECT c.script LIKE '%div.sql', r.status FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY 1 DESC",
     );
     assert_eq!(runs, [["1", "failed"], ["0", "completed"]]);
-    let _ = std::fs::remove_dir_all(&dir);
 }

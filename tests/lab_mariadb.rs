@@ -8,22 +8,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{sqlite, stampede_command, stderr, stdout};
+use common::{number, sqlite, stampede_command, stderr, stdout, wait_until, LabDir, Watch};
 
-fn lab_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stampede-labmdb-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    // The servers run as unprivileged users, which must reach the directory.
-    let _ = Command::new("chmod").arg("755").arg(&dir).status();
-    dir
-}
-
-fn number(text: &str) -> f64 {
-    text.parse()
-        .unwrap_or_else(|_| panic!("a number: {text:?}"))
+fn lab_dir(name: &str) -> LabDir {
+    LabDir::new(&format!("labmdb-{name}"))
 }
 
 /// Stops whatever servers a lab left under `dir` (after a failed assertion), then removes it.
@@ -31,11 +21,14 @@ struct Cleanup(PathBuf);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let walk = walkdir(&self.0);
-        for pid_file in walk.iter().filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n == "mysqld.pid" || n == "postmaster.pid")
-        }) {
+        let pid_files: Vec<PathBuf> = walkdir(&self.0)
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n == "mysqld.pid" || n == "postmaster.pid")
+            })
+            .collect();
+        for pid_file in &pid_files {
             let pid = std::fs::read_to_string(pid_file)
                 .ok()
                 .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
@@ -43,8 +36,13 @@ impl Drop for Cleanup {
                 unsafe { libc::kill(pid, libc::SIGTERM) };
             }
         }
-        std::thread::sleep(Duration::from_secs(2));
-        let _ = std::fs::remove_dir_all(&self.0);
+        // The lab's directory goes once the servers have left it (their pid files gone).
+        for _ in 0..500 {
+            if !pid_files.iter().any(|file| file.exists()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -108,7 +106,7 @@ clients = [1, 4]
 #[test]
 fn a_postgresql_and_a_mariadb_target_run_seed_003s_matrix() {
     let dir = lab_dir("two");
-    let _cleanup = Cleanup(dir.clone());
+    let _cleanup = Cleanup(dir.to_path_buf());
     let spec = dir.join("lab.toml");
     std::fs::write(&spec, TWO_ENGINES).unwrap();
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
@@ -273,7 +271,7 @@ fn a_postgresql_and_a_mariadb_target_run_seed_003s_matrix() {
 #[test]
 fn a_killed_mariadb_is_recorded_and_restarted_and_a_sigterm_resumes() {
     let dir = lab_dir("faults");
-    let _cleanup = Cleanup(dir.clone());
+    let _cleanup = Cleanup(dir.to_path_buf());
     let spec = dir.join("lab.toml");
     std::fs::write(
         &spec,
@@ -283,53 +281,34 @@ fn a_killed_mariadb_is_recorded_and_restarted_and_a_sigterm_resumes() {
     )
     .unwrap();
     let db = dir.join("faults.db");
-    let finished_runs = || {
-        db.exists()
-            .then(|| sqlite(&db, "SELECT count(*) FROM runs")[0][0].clone())
-            .map_or(0, |n| n.parse::<usize>().unwrap())
-    };
-    let wait_for = |runs: usize| {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while finished_runs() < runs {
-            assert!(Instant::now() < deadline, "the lab made no progress");
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    };
-
-    // SIGTERM during the second run: it is recorded as interrupted, the server stopped.
-    let child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+    // SIGTERM once the second run's line is out (the lab has passed its last check for a
+    // signal before that run): it is recorded as interrupted, the server stopped.
+    let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(1);
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut progress = Watch::new(child.stderr.take().unwrap());
+    progress.wait_for("run 2/3:");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let interrupted = child.wait_with_output().unwrap();
-    assert_eq!(
-        interrupted.status.code(),
-        Some(2),
-        "{}",
-        stderr(&interrupted)
-    );
+    let status = child.wait().unwrap();
+    let interrupted_stderr = progress.finish();
+    assert_eq!(status.code(), Some(2), "{interrupted_stderr}");
     let statuses = sqlite(&db, "SELECT status FROM runs ORDER BY id");
     assert_eq!(statuses, [["completed"], ["interrupted"]]);
     let pid_file = dir.join("faults.db.servers/mariadb/run/mysqld.pid");
     assert!(!pid_file.exists(), "the server was stopped");
 
-    // Resume, and kill mariadbd in the middle of the next run.
+    // Resume, and kill mariadbd while the run's two sessions execute its statements.
     let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !pid_file.exists() {
-        assert!(Instant::now() < deadline, "the server did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // Past the dataset check and into the measured window.
-    std::thread::sleep(Duration::from_millis(2000));
+    let socket = dir.join("faults.db.servers/mariadb/run/mysqld.sock");
+    wait_until("the run's two sessions executing on mariadbd", || {
+        sessions_running(&socket, "stampede_dbstress_s500") >= 2
+    });
     let pid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
@@ -391,7 +370,7 @@ fn assert_refused(dir: &Path, command: &str, spec_text: &str, message: &str) {
 #[test]
 fn specs_that_mix_engines_wrongly_are_refused_before_anything_starts() {
     let dir = lab_dir("refused");
-    let _cleanup = Cleanup(dir.clone());
+    let _cleanup = Cleanup(dir.to_path_buf());
     let header = "name = \"bad\"\nduration = \"1s\"\n[[target]]\nname = \"pg\"\n[[target]]\nname = \"mdb\"\nmariadb = \"system\"\n";
     assert_plan_refused(
         &dir,
@@ -461,4 +440,23 @@ fn specs_that_mix_engines_wrongly_are_refused_before_anything_starts() {
         &with_settings("innodb_buffer_pool_size = \"1G\"", "innodb-io-capacity = 500"),
         &format!("target \"pg\": settings.innodb_buffer_pool_size: not a setting of PostgreSQL {pg_version} (`postgres --describe-config` lists them); MariaDB/MySQL variables belong on a target with mariadb = …"),
     );
+}
+
+/// The sessions of a lab's MariaDB executing a statement in database `db`, the caller's own
+/// aside; 0 while the server is down.
+fn sessions_running(socket: &Path, db: &str) -> usize {
+    let output = Command::new("mariadb")
+        .args(["--batch", "--skip-column-names", "-uroot"])
+        .arg(format!("--socket={}", socket.display()))
+        .arg("-e")
+        .arg(format!(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() \
+             AND DB = '{db}' AND COMMAND IN ('Query', 'Execute')"
+        ))
+        .output()
+        .expect("the mariadb client runs");
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
 }

@@ -427,9 +427,9 @@ fn microbench_suite_runs_with_analyze_and_optimize() {
 /// count shows the definitions sent once after the change, then skipped.
 #[test]
 fn prepared_statements_skip_unchanged_metadata_and_follow_a_changed_table() {
-    use stampede::wire::QueryResult;
-    use stampede::wire::mysql::{MyConn, Prepared};
     use stampede::script::Value;
+    use stampede::wire::mysql::{MyConn, Prepared};
+    use stampede::wire::QueryResult;
 
     /// One execute with capture: its result and the bytes the server sent for it (plus the
     /// status query's own reply, the same each time).

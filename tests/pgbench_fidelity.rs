@@ -220,7 +220,7 @@ fn an_error_with_a_statement_position_shows_the_line_and_a_caret_as_libpq_does()
 }
 
 /// Script errors pgbench finds while reading a script: the same status (1) and the same first
-/// line, in pgbench's words (the caret's column differs: README).
+/// line, in pgbench's words (the caret's column differs: docs/pgbench.md).
 #[test]
 fn script_errors_are_reported_in_pgbench_words_before_connecting() {
     let db = server().create_database("fidelity_script_errors");

@@ -16,7 +16,7 @@ use std::process::Command;
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::OsUser;
 
-/// Assertions where stampede differs from pgbench 15 on purpose (README, "Differences from
+/// Assertions where stampede differs from pgbench 15 on purpose (docs/pgbench.md, "Differences from
 /// pgbench"), by name with the exit status dropped from status checks, and why.
 const DELIBERATE: &[(&str, &str)] = &[
     (

@@ -1,5 +1,6 @@
 //! The registry of lab workloads is the one list: `lab plan` accepts exactly its names, the
-//! README documents them, and a workload refuses what it would not honour before anything starts.
+//! lab's page (docs/lab.md) documents them, and a workload refuses what it would not honour
+//! before anything starts.
 
 mod common;
 
@@ -46,12 +47,12 @@ fn every_registered_workload_is_accepted_by_the_lab_and_documented() {
     let registered: Vec<&str> = lab_workloads().map(|kind| kind.name).collect();
     assert!(registered.len() >= 7, "{registered:?}");
     assert_eq!(accepted_names(), registered);
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let row = readme
+    let lab_doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/lab.md")).unwrap();
+    let row = lab_doc
         .lines()
         .find(|line| line.starts_with("| `[[workload]] name` |"))
-        .expect("the README's workload key row");
+        .expect("docs/lab.md's workload key row");
     for name in &registered {
         assert!(
             row.contains(&format!("`\"{name}\"`")),

@@ -1,4 +1,5 @@
-//! Command-line definitions. Parsing only: turning flags into specs happens in `commands/`.
+//! Command-line definitions. Parsing only: each command's module (`app/`, `family/<name>/`)
+//! turns its flags into a spec.
 
 use clap::{Parser, Subcommand};
 
@@ -8,8 +9,8 @@ use crate::family::{dbstress, pgbench, sysbench, tpcc};
 #[command(
     name = "stampede",
     version,
-    about = "A PostgreSQL benchmark lab in one binary",
-    long_about = "A PostgreSQL benchmark lab in one binary.\n\nWith no connection options and no PG* environment variables, commands use the managed default server (created on first use)."
+    about = "A benchmark lab for PostgreSQL and MariaDB/MySQL in one binary",
+    long_about = "A benchmark lab for PostgreSQL and MariaDB/MySQL in one binary.\n\nWith no connection options and no PG* environment variables, commands use the managed default server (created on first use)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -60,6 +61,18 @@ pub enum TopCommand {
     Server {
         #[command(subcommand)]
         action: ServerAction,
+    },
+    /// Print shell completions for bash, zsh, fish, elvish or powershell
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff; `stampede man | man -l -` to read it), or write every page
+    Man {
+        /// Write stampede.1 and a page per subcommand (stampede-pgbench.1, …) into this directory
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
     },
 }
 

@@ -6,13 +6,15 @@ use std::path::Path;
 
 use super::{CommandResult, Failure};
 use crate::app::cli::CompareArgs;
+use crate::family;
 use crate::report::comparison::{self, CellComparison, Metric};
 use crate::report::table;
 use crate::report::warnings::{self, WarningInputs};
 use crate::store::{Location, Store, StoredRun};
 
 pub fn run(args: &CompareArgs) -> CommandResult {
-    let metric = Metric::parse(&args.metric).map_err(Failure::input)?;
+    let metric =
+        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
     let LoadedLab {
         mut store,
         id,

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::progress::Progress;
-use crate::signals::watch_signals;
 use super::{CommandResult, Failure};
 use crate::analysis::{median, range};
 use crate::app::cli::LabAction;
@@ -16,6 +15,7 @@ use crate::lab::plan::Plan;
 use crate::lab::spec::{self, LabSpec};
 use crate::lab::target::ManagedTargets;
 use crate::report::table;
+use crate::signals::watch_signals;
 use crate::store::{unix_now, Location, Store};
 
 pub fn run(action: &LabAction) -> CommandResult {

@@ -8,5 +8,6 @@ pub mod progress;
 pub mod quickstart;
 pub mod report;
 pub mod server;
+pub mod shell;
 
 pub use crate::error::{CommandResult, Failure};

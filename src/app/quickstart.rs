@@ -3,6 +3,7 @@
 
 use super::{CommandResult, Failure};
 use crate::app::cli::QuickstartArgs;
+use crate::conn::ConnFlags;
 use crate::driver::Protocol;
 use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::command::{InitSpec, RunSpec};
@@ -11,7 +12,6 @@ use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
 use crate::family::pgbench::{init as pgbench_init, run as pgbench_run};
 use crate::report::table;
 use crate::server::resolve_target;
-use crate::conn::ConnFlags;
 
 const CLIENT_COUNTS: [usize; 3] = [1, 4, 16];
 const WORKLOADS: [&str; 2] = ["select-only", "tpcb-like"];

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use super::compare::{check_targets, load_lab, LoadedLab};
 use super::{CommandResult, Failure};
 use crate::app::cli::ReportArgs;
+use crate::family;
 use crate::probe::cluster_stats::CHECKPOINT_SERIES;
 use crate::report::comparison::{cell_of, Metric};
 use crate::report::lab_report::{self, Inputs};
@@ -29,7 +30,8 @@ fn format_of(output: Option<&std::path::Path>) -> String {
 }
 
 pub fn run(args: &ReportArgs) -> CommandResult {
-    let metric = Metric::parse(&args.metric).map_err(Failure::input)?;
+    let metric =
+        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
     let format = args
         .format
         .clone()

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::error::Failure;
 use crate::cpu::{process_cpu, CpuTimes};
+use crate::error::Failure;
 use crate::script::prng::PgPrng;
 use crate::script::Value;
 pub use plan::{

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use crate::wire::mysql;
-use crate::wire::DbError;
-use crate::script::ast::VarSlot;
-use crate::script::{Script, Value, VarTable};
+use crate::conn::ConnSpec;
 use crate::conn::Endpoint;
 use crate::conn::MysqlSpec;
-use crate::conn::ConnSpec;
+use crate::script::ast::VarSlot;
+use crate::script::{Script, Value, VarTable};
+use crate::wire::mysql;
+use crate::wire::DbError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {

@@ -9,11 +9,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::analysis::verdict::Direction;
+use crate::conn::{Endpoint, Engine};
 use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::common::options::OptionsError;
-use crate::conn::{Endpoint, Engine};
+pub use crate::report::comparison::WorkloadMetric;
 use crate::store::{RunMetrics, SeriesRow};
 
 /// A lab workload a family offers: its name in a spec, what it accepts, how to make it.
@@ -33,14 +33,6 @@ pub struct LabWorkloadKind {
     /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),
     /// which `compare` and `report` can rank by with `--metric`.
     pub metrics: &'static [WorkloadMetric],
-}
-
-/// A number a workload reports for each run, and which way is better.
-#[derive(Debug, PartialEq, Eq)]
-pub struct WorkloadMetric {
-    /// As stored (`run_metrics.name`) and as `--metric` takes it.
-    pub name: &'static str,
-    pub direction: Direction,
 }
 
 /// Makes a lab workload from the spec's `options = { ... }`, read with

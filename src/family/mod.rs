@@ -40,3 +40,19 @@ pub fn workload_metrics() -> Vec<&'static WorkloadMetric> {
     }
     metrics
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::verdict::Direction;
+
+    #[test]
+    fn tpcc_declares_nopm_and_tpm_once_each_higher_being_better() {
+        let metrics = workload_metrics();
+        let names: Vec<&str> = metrics.iter().map(|metric| metric.name).collect();
+        assert_eq!(names, ["nopm", "tpm"]);
+        assert!(metrics
+            .iter()
+            .all(|metric| metric.direction == Direction::HigherIsBetter));
+    }
+}

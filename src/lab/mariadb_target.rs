@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 use super::spec::TargetSpec;
 use super::target::LabServer;
 use super::window::{MariadbProbes, RunProbes};
-use crate::wire::mysql::control::ControlSession;
-use crate::error::Failure;
 use crate::conn::Endpoint;
-use crate::server::mariadb::managed::{Flavor, MariadbBinaries, MariadbServer};
 use crate::conn::MysqlSpec;
+use crate::error::Failure;
+use crate::server::mariadb::managed::{Flavor, MariadbBinaries, MariadbServer};
 use crate::server::mariadb::profile;
 use crate::server::profile::Machine;
 use crate::server::provision::{free_port, ServerConfig};
 use crate::store::{SettingRow, TargetRecord};
+use crate::wire::mysql::control::ControlSession;
 
 /// How a run's pristine copy is made, as reports name it.
 const RESTORE_METHOD: &str = "CREATE TABLE … LIKE + INSERT … SELECT";

@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::duration::parse_duration;
-use crate::driver::Protocol;
-use crate::family::{self, api::LabWorkloadKind};
 pub use crate::conn::Engine;
+use crate::driver::Protocol;
+use crate::duration::parse_duration;
+use crate::family::{self, api::LabWorkloadKind};
 pub use crate::server::profile::Profile;
 pub use crate::server::provision::BinarySource;
 pub use crate::store::Location;
@@ -799,7 +799,6 @@ fn check_engines(
     }
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -8,11 +8,11 @@ use std::path::Path;
 
 use super::spec::{ServerSource, TargetSpec};
 use super::window::{RunProbes, WindowProbes};
+use crate::conn::Endpoint;
 use crate::error::Failure;
 use crate::pg::control::{query_rows, query_string, sql};
 use crate::probe::plans;
 use crate::server::binaries::Binaries;
-use crate::conn::Endpoint;
 use crate::server::mariadb::managed::MariadbBinaries;
 use crate::server::profile::Machine;
 use crate::server::provision::{ProvisionedServer, ServerConfig};

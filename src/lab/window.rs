@@ -10,12 +10,12 @@ use crate::error::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::conn::ConnSpec;
+use crate::conn::MysqlSpec;
+use crate::cpu;
 use crate::probe::mariadb as mariadb_probe;
 use crate::probe::sampler::Sampler;
-use crate::cpu;
 use crate::probe::{cluster_stats, delta, os, run_stats};
-use crate::conn::MysqlSpec;
-use crate::conn::ConnSpec;
 use crate::store::{CounterRow, RunRecord};
 
 /// A server's probes for one run.

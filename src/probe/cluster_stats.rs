@@ -2,9 +2,9 @@
 //! background writer (all), the checkpointer (17+), WAL (14+) and I/O by backend type, object
 //! and context (16+). Every numeric column is a counter; read before and after a run.
 
+use crate::conn::ConnSpec;
 use crate::error::Failure;
 use crate::pg::control::named_rows;
-use crate::conn::ConnSpec;
 use crate::store::CounterRow;
 
 /// (view, first major that has it, columns that identify a row rather than count).

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use super::sampler::{thread_cpu_s, Sampler, Samples, TICK};
 use super::{delta, os};
-use crate::wire::mysql::control::ControlSession;
-use crate::error::Failure;
 use crate::conn::MysqlSpec;
+use crate::error::Failure;
 use crate::store::{CounterRow, StatementRow, WaitSample};
+use crate::wire::mysql::control::ControlSession;
 
 /// `counters.source` of `SHOW GLOBAL STATUS`.
 pub const STATUS_SOURCE: &str = "global_status";

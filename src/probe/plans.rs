@@ -2,8 +2,8 @@
 //! (constants as $n). A generic plan works on every major: PREPARE the normalized text, force
 //! the generic plan, and EXPLAIN EXECUTE it with NULL parameters; nothing is executed.
 
-use crate::pg::control::named_rows;
 use crate::conn::ConnSpec;
+use crate::pg::control::named_rows;
 
 /// Statements that have a plan; transaction control and utility statements do not.
 fn plannable(query: &str) -> bool {

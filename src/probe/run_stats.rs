@@ -5,8 +5,8 @@
 use crate::error::Failure;
 use std::time::{Duration, Instant};
 
-use crate::pg::control::{query_rows, query_string, server_version_num, sql};
 use crate::conn::ConnSpec;
+use crate::pg::control::{query_rows, query_string, server_version_num, sql};
 use crate::store::{CounterRow, StatementRow};
 
 /// pg_stat_database's counters that a run moves.

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
-use crate::family::{self, api::WorkloadMetric};
 use crate::store::{RunStatus, StoredRun};
 
 /// What a cell is, apart from its target.
@@ -20,6 +19,15 @@ pub struct CellKey {
     pub clients: i64,
 }
 
+/// A number a workload reports for each run beyond tps and latency (TPROC-C's NOPM), and which
+/// way is better: the families declare theirs, the commands hand them to `Metric::parse`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct WorkloadMetric {
+    /// As stored (`run_metrics.name`) and as `--metric` takes it.
+    pub name: &'static str,
+    pub direction: Direction,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     Tps,
@@ -29,8 +37,8 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub fn parse(name: &str) -> Result<Metric, String> {
-        let declared = family::workload_metrics();
+    /// `tps`, `p99` or one of the metrics the workloads declare.
+    pub fn parse(name: &str, declared: &[&'static WorkloadMetric]) -> Result<Metric, String> {
         match name {
             "tps" => Ok(Metric::Tps),
             "p99" => Ok(Metric::P99),
@@ -177,19 +185,30 @@ pub fn targets(runs: &[StoredRun]) -> Vec<String> {
 mod tests {
     use super::*;
 
+    const NOPM: WorkloadMetric = WorkloadMetric {
+        name: "nopm",
+        direction: Direction::HigherIsBetter,
+    };
+    const LATENCY: WorkloadMetric = WorkloadMetric {
+        name: "wait",
+        direction: Direction::LowerIsBetter,
+    };
+
     #[test]
-    fn workload_metrics_come_from_the_registry_with_their_direction() {
-        let nopm = Metric::parse("nopm").unwrap();
+    fn declared_metrics_are_parsed_with_their_direction() {
+        let declared = [&NOPM, &LATENCY];
+        let nopm = Metric::parse("nopm", &declared).unwrap();
         assert_eq!(nopm.name(), "nopm");
         assert_eq!(nopm.direction(), Direction::HigherIsBetter);
-        assert_eq!(Metric::parse("tpm").unwrap().name(), "tpm");
+        let wait = Metric::parse("wait", &declared).unwrap();
+        assert_eq!(wait.direction(), Direction::LowerIsBetter);
         assert_eq!(
-            Metric::parse("p99").unwrap().direction(),
+            Metric::parse("p99", &declared).unwrap().direction(),
             Direction::LowerIsBetter
         );
         assert_eq!(
-            Metric::parse("qps").unwrap_err(),
-            "unknown metric \"qps\"; use tps, p99, nopm or tpm"
+            Metric::parse("qps", &declared).unwrap_err(),
+            "unknown metric \"qps\"; use tps, p99, nopm or wait"
         );
     }
 }

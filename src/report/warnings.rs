@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::comparison::{by_cell, cell_of, CellComparison, CellKey, Metric};
 use crate::analysis::coefficient_of_variation;
-use crate::server::provision::ZONKY_BINARIES;
+use crate::store::ZONKY_BINARIES;
 use crate::store::{RunStatus, StoredRun, TargetBuild};
 
 /// Cells whose spread across repetitions exceeds this coefficient of variation are flagged.

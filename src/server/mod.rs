@@ -11,9 +11,9 @@ pub mod profile;
 pub mod provision;
 pub mod setup;
 
+use crate::conn::{ConnFlags, ConnSpec};
 use crate::error::Failure;
 use managed::{default_home, ManagedServer};
-use crate::conn::{ConnFlags, ConnSpec};
 
 /// The connection to use: the one the user gave, or else the managed default server (started or
 /// created as needed, announced in one line on stderr).

@@ -1,6 +1,6 @@
 //! Configuration profiles for managed clusters: `untuned` (initdb's defaults plus what the lab
 //! needs), `tuned` (seed 001's "starter" tuning scaled to this machine), or a postgresql.conf
-//! fragment. Every value and its rule is listed in the README.
+//! fragment. Every value and its rule is listed in docs/lab.md.
 
 use crate::error::Failure;
 use std::path::{Path, PathBuf};

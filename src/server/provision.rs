@@ -14,9 +14,7 @@ use super::profile::{self, Machine, Profile};
 use super::setup::SetupEvent;
 use crate::conn::ConnSpec;
 use crate::pg::control::{query_string, server_version_num};
-
-/// `targets.binary_source` of binaries downloaded from Maven Central (zonky's builds).
-pub const ZONKY_BINARIES: &str = "zonky (Maven Central)";
+use crate::store::ZONKY_BINARIES;
 
 /// Where a target's server binaries come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -276,3 +276,150 @@ pub fn sqlite(db: &std::path::Path, query: &str) -> Vec<Vec<String>> {
         .collect::<Result<_, _>>()
         .unwrap()
 }
+
+/// A lab's directory under the system's temp dir, reachable by the server users (0755), and
+/// removed when dropped: after a failed assertion too. Declare it before any guard that stops
+/// the lab's servers, so the servers stop first.
+pub struct LabDir(PathBuf);
+
+impl LabDir {
+    pub fn new(name: &str) -> LabDir {
+        let dir = std::env::temp_dir().join(format!("stampede-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let _ = Command::new("chmod").arg("755").arg(&dir).status();
+        LabDir(dir)
+    }
+}
+
+impl std::ops::Deref for LabDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for LabDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for LabDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A number from a query's text output.
+pub fn number(text: &str) -> f64 {
+    text.parse()
+        .unwrap_or_else(|_| panic!("a number: {text:?}"))
+}
+
+/// Polls `event` until it holds. The deadline only ends a hung run (a lab that makes no
+/// progress); it is no assertion on how long the event takes.
+pub fn wait_until(what: &str, mut event: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while !event() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A child's output stream read on a thread as it comes, so that a test can wait for the text
+/// that marks an event (a lab's `run 3/8:` line, a sysbench interval line) and place a fault
+/// there, then take the whole text.
+pub struct Watch {
+    chunks: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Watch {
+    pub fn new(mut stream: impl std::io::Read + Send + 'static) -> Watch {
+        let (send, chunks) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read @ 1..) = stream.read(&mut buffer) {
+                let text = String::from_utf8_lossy(&buffer[..read]).into_owned();
+                if send.send(text).is_err() {
+                    break;
+                }
+            }
+        });
+        Watch {
+            chunks,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits until `text` has appeared in the stream (panics if the stream ends without it).
+    pub fn wait_for(&mut self, text: &str) {
+        while !self.seen.contains(text) {
+            match self.chunks.recv() {
+                Ok(chunk) => self.seen.push_str(&chunk),
+                Err(_) => panic!("the stream ended without {text:?}: {}", self.seen),
+            }
+        }
+    }
+
+    /// Everything the stream carried, once it has ended.
+    pub fn finish(mut self) -> String {
+        while let Ok(chunk) = self.chunks.recv() {
+            self.seen.push_str(&chunk);
+        }
+        self.seen
+    }
+}
+
+/// The client sessions running one of `statement_pattern`'s statements (a POSIX regular
+/// expression over `pg_stat_activity.query`) on a lab's cluster, reached through the
+/// `postmaster.pid` in `data_dir` (port on line 4, socket directory on line 5); 0 when the
+/// server is not up.
+pub fn lab_sessions_running(data_dir: &std::path::Path, statement_pattern: &str) -> usize {
+    let Ok(pid_file) = std::fs::read_to_string(data_dir.join("postmaster.pid")) else {
+        return 0;
+    };
+    let lines: Vec<&str> = pid_file.lines().collect();
+    let (Some(port), Some(socket)) = (lines.get(3), lines.get(4)) else {
+        return 0;
+    };
+    let output = Command::new("psql")
+        .args(["-X", "-q", "-A", "-t", "-h", socket, "-p", port, "-U"])
+        .arg(lab_superuser())
+        .args(["-d", "postgres", "-c"])
+        .arg(format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
+             AND pid <> pg_backend_pid() AND state = 'active' AND query ~ '{statement_pattern}'"
+        ))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .expect("psql runs");
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+/// The superuser of a lab's clusters, as `server/provision.rs` chooses it: the server user
+/// when stampede runs as root, else the user running it.
+fn lab_superuser() -> String {
+    match OsUser::for_server() {
+        Ok(Some(user)) => user.name,
+        _ => std::env::var("USER").unwrap_or_else(|_| "postgres".into()),
+    }
+}
+
+impl TestServer {
+    /// Resets pg_stat_statements for database `db` alone.
+    pub fn reset_statements(&self, db: &str) {
+        self.psql(
+            db,
+            "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)",
+        );
+    }
+}

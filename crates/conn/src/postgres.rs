@@ -2,8 +2,8 @@
 //! flags < a libpq URI or `key=value` string given as the database name; passwords from the
 //! connection string, `PGPASSWORD` or `.pgpass`. The password never appears in `Display`.
 
-use stampede_base::error::Failure;
 use crate::tls::{PgTlsConnector, PgTlsStream, SslMode, TlsSettings};
+use stampede_base::error::Failure;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -17,8 +17,8 @@ use postgres_protocol::IsNull;
 
 use crate::reply::{ConnError, DbError, QueryResult, Reply};
 use crate::stream::{open_stream, Stream, READ_CHUNK};
-use stampede_conn::ConnSpec;
 use stampede_conn::tls::SslMode;
+use stampede_conn::ConnSpec;
 
 /// pgbench's words for a script statement that starts a COPY.
 const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";

@@ -13,8 +13,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use crate::reply::ConnError;
-use stampede_conn::ConnSpec;
 use stampede_conn::tls::SslMode;
+use stampede_conn::ConnSpec;
 
 pub enum Stream {
     Tcp(TcpStream),

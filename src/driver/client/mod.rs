@@ -7,8 +7,6 @@ mod mysql;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply};
-use crate::wire::mysql::MyConn;
 use super::plan::{Protocol, RunPlan};
 use super::stats::{CommandStats, FailureKind};
 use crate::script::ast::{
@@ -18,6 +16,8 @@ use crate::script::eval::{evaluate, to_int, truth, EvalContext};
 use crate::script::parser::valid_variable_name;
 use crate::script::prng::PgPrng;
 use crate::script::Value;
+use crate::wire::mysql::MyConn;
+use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply};
 
 /// How one script run ended.
 pub enum TxnOutcome {

@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use super::{abort_sql, Client, TryOutcome};
-use crate::wire::ConnError;
-use crate::wire::mysql::{MyConn, Prepared};
+use crate::conn::MysqlSpec;
 use crate::driver::plan::{Protocol, RunPlan};
 use crate::script::ast::{SqlCommand, SqlPiece, VarSlot};
-use crate::conn::MysqlSpec;
+use crate::wire::mysql::{MyConn, Prepared};
+use crate::wire::ConnError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -3,11 +3,11 @@
 
 use clap::{ArgAction, Args};
 
-use crate::error::Failure;
 use crate::conn::Endpoint;
 use crate::conn::MysqlSpec;
-use crate::server::resolve_target;
 use crate::conn::{ConnFlags, ConnSpec};
+use crate::error::Failure;
+use crate::server::resolve_target;
 
 /// Where the database is; unset ones follow PG* variables, or the managed default server.
 /// `-h` is the host, as in pgbench and psql, so help is `-?`/`--help`: a command that

@@ -7,6 +7,8 @@ use std::time::Duration;
 use futures_util::future::try_join_all;
 use tokio_postgres::Client;
 
+use crate::conn::ConnSpec;
+use crate::conn::Endpoint;
 use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::CommandStats;
 use crate::driver::{self, RunResult};
@@ -19,8 +21,6 @@ use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, 
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error, visible_tables};
 use crate::script::{parse_script, Value, VarTable};
-use crate::conn::Endpoint;
-use crate::conn::ConnSpec;
 
 /// Five tables per set: a thousand sets are 5,000 tables, more than any study asks for.
 const MAX_SETS: i64 = 1000;

@@ -3,6 +3,7 @@
 //! simple; `options = { rw_ratio = 5, same_ref = true, for_update = true, anti_dead = true }`.
 
 use super::command::{plan, prepare_tables, Settings};
+use crate::conn::Endpoint;
 use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{
@@ -12,7 +13,6 @@ use crate::family::api::{
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, on_off, OptionsError};
 use crate::family::dbstress::statements::{Mode, TransactionShape};
-use crate::conn::Endpoint;
 
 /// `options = { ... }`: seed 003's transaction shape beyond the mode.
 #[derive(serde::Deserialize)]

@@ -4,7 +4,7 @@
 //! generator differ.
 //!
 //! What is known of the original: the tables and statements of its sysbench port
-//! (`dbSTRESS-common.lua`, MySQL-only DDL); see the README for what this implementation chose
+//! (`dbSTRESS-common.lua`, MySQL-only DDL); see docs/dbstress.md for what this implementation chose
 //! where the original kit is not public.
 
 use crate::conn::Engine;

@@ -1,6 +1,7 @@
 //! `stampede pgbench`: checks options with pgbench's rules and wording, then initializes or runs.
 
 use super::{init as pgbench_init, run as pgbench_run};
+use crate::conn::ConnFlags;
 use crate::driver::{ErrorPolicy, Protocol};
 use crate::error::{CommandResult, Failure};
 use crate::family::pgbench::args::{PgbenchArgs, ScriptChoice};
@@ -8,7 +9,6 @@ use crate::family::pgbench::builtins;
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
 use crate::server::resolve_target;
-use crate::conn::ConnFlags;
 
 pub struct InitSpec {
     pub steps: Vec<InitStep>,

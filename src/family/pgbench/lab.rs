@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::command::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run};
+use crate::conn::Endpoint;
 use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::api::{
@@ -20,7 +21,6 @@ use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::builtins::{self, Builtin};
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
-use crate::conn::Endpoint;
 
 /// Which of the pgbench-schema workloads: pgbench's own, seed 002's variant with four extra
 /// indexes, or seed 002's analytical queries.

@@ -15,8 +15,8 @@ use crate::pg::{connect_quietly, sql_error};
 use super::schema::{
     self, PartitionMethod, SchemaOptions, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH,
 };
-use crate::family::pgbench::analytics;
 use crate::conn::ConnSpec;
+use crate::family::pgbench::analytics;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitStep {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio_postgres::Client;
 
 use super::command::{RunSpec, VacuumBeforeRun};
+use crate::conn::ConnSpec;
 use crate::driver::Protocol;
 use crate::driver::{
     self, CommandStats, DriverEvent, RunLimit, RunPlan, RunResult, ScriptStats, TxnLogSpec,
@@ -27,7 +28,6 @@ use crate::probe::statement_window::{self, StatementTotals};
 use crate::script::ast::SqlPiece;
 use crate::script::parser::MAX_ARGS;
 use crate::script::{parse_script, CommandKind, Script, Value, VarTable};
-use crate::conn::ConnSpec;
 
 pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
     let exit_on_abort = spec.exit_on_abort;

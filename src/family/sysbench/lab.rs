@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::command::{oltp_options, test_plan};
 use super::target::SysbenchTarget;
+use crate::conn::Endpoint;
 use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
@@ -20,7 +21,6 @@ use crate::family::sysbench::args::SysbenchArgs;
 use crate::family::sysbench::catalog;
 use crate::family::sysbench::microbench::{self, Group, MicroTest};
 use crate::family::sysbench::options::{OltpOptions, RandKind};
-use crate::conn::Endpoint;
 
 /// Rows per table per unit of a lab's `scale`.
 pub const ROWS_PER_SCALE: i64 = 10_000;

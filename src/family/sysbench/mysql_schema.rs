@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::options::OltpOptions;
-use crate::wire::mysql::control::ControlSession;
+use crate::conn::MysqlSpec;
 use crate::error::Failure;
 use crate::script::extensions::sysbench_random;
 use crate::script::prng::PgPrng;
-use crate::conn::MysqlSpec;
+use crate::wire::mysql::control::ControlSession;
 
 /// Rows per INSERT: about 200 KB of VALUES, well under any max_allowed_packet.
 const ROWS_PER_INSERT: u32 = 1000;

@@ -13,10 +13,10 @@ use futures_util::SinkExt;
 use tokio_postgres::Client;
 
 use super::options::{OltpOptions, RandKind};
+use crate::conn::ConnSpec;
 use crate::pg::{connect_quietly, sql_error, visible_tables};
 use crate::script::extensions::sysbench_random;
 use crate::script::prng::PgPrng;
-use crate::conn::ConnSpec;
 
 const COPY_CHUNK_ROWS: u32 = 20_000;
 

@@ -8,13 +8,13 @@ use super::args::SysbenchArgs;
 use super::mysql_schema::{self, MysqlPreparer};
 use super::options::OltpOptions;
 use super::schema::{self, Preparer};
-use crate::wire::mysql::control::ControlSession;
-use crate::error::Failure;
-use crate::pg::control_runtime;
 use crate::conn::Endpoint;
 use crate::conn::MysqlSpec;
-use crate::server::resolve_target;
 use crate::conn::{ConnFlags, ConnSpec};
+use crate::error::Failure;
+use crate::pg::control_runtime;
+use crate::server::resolve_target;
+use crate::wire::mysql::control::ControlSession;
 
 #[derive(Debug, Clone)]
 pub enum SysbenchTarget {

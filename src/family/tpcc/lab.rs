@@ -6,6 +6,8 @@
 
 use super::run::{plan, read_counters, run_constants, Counters, Settings};
 use crate::analysis::verdict::Direction;
+use crate::conn::ConnSpec;
+use crate::conn::Endpoint;
 use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
@@ -16,8 +18,6 @@ use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::scripts::{Mix, Mode, WarehouseChoice};
-use crate::conn::Endpoint;
-use crate::conn::ConnSpec;
 
 pub struct TpccLab {
     mix: Mix,

@@ -15,9 +15,9 @@ use tokio_postgres::{Client, CopyInSink};
 use super::copy::BinaryRows;
 use super::random::{NurandConstants, TpccRandom};
 use super::{procedures, schema};
+use crate::conn::ConnSpec;
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::extensions::tpcc_names::last_name;
-use crate::conn::ConnSpec;
 
 pub const ITEMS: i64 = 100_000;
 pub const DISTRICTS: i64 = 10;

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 use super::command::{checked_warehouses, load_c_last};
+use crate::conn::ConnSpec;
+use crate::conn::Endpoint;
 use crate::driver::plan::{ErrorPolicy, Pauses, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::ScriptStats;
 use crate::driver::{self, DriverEvent, RunResult};
@@ -21,8 +23,6 @@ use crate::pg::control::server_version_num;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::{parse_script, VarTable};
-use crate::conn::Endpoint;
-use crate::conn::ConnSpec;
 
 /// The virtual users' application_name, to wait for their sessions to end.
 const APPLICATION: &str = "stampede-tpcc";

@@ -10,17 +10,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::{dataset_name, Lab, LabEvent, LabOutcome, RUN_COPY};
+use crate::conn::ConnSpec;
+use crate::conn::Endpoint;
 use crate::error::{Failure, Kind};
 use crate::family::api::{FamilyWorkload, Measurement, RunObserver, RunRequest};
 use crate::lab::spec::{self, LabSpec, TargetSpec};
 use crate::lab::target::{LabServer, TargetBinaries, Targets};
 use crate::lab::window::RunProbes;
 use crate::server::binaries::Binaries;
-use crate::conn::Endpoint;
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
 use crate::server::setup::SetupEvent;
-use crate::conn::ConnSpec;
 use crate::store::{RunMetrics, TargetRecord};
 
 /// What the fakes did, in order, one line per action.

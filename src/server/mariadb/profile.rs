@@ -1,7 +1,7 @@
 //! Configuration profiles for managed MariaDB/MySQL servers, the counterparts of the
 //! PostgreSQL ones: `untuned` (the server's defaults plus what the lab needs), `tuned` (the
 //! usual InnoDB starter rules scaled to this machine), or a my.cnf fragment. Every value and
-//! its rule is listed in the README.
+//! its rule is listed in docs/lab.md.
 
 use std::path::Path;
 

@@ -1,8 +1,8 @@
 //! Control-plane SQL against a target (setup, loading checks, probes): one short connection
 //! per call on the shared control runtime, errors as one line. Never on the measured path.
 
-use stampede_base::error::Failure;
 use crate::postgres::ConnSpec;
+use stampede_base::error::Failure;
 
 /// Control-plane SQL in a session of its own, closed (Terminate sent) before returning.
 fn with_client<T>(

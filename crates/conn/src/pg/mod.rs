@@ -6,8 +6,8 @@ pub mod control;
 
 use tokio_postgres::Client;
 
-use stampede_base::error::Failure;
 use crate::postgres::ConnSpec;
+use stampede_base::error::Failure;
 
 /// A control session: connected, with notices below warnings silenced. A failure is a run
 /// failure; callers for which the target is the user's input say so (`Failure::into_input`).

@@ -169,10 +169,7 @@ mod tests {
             Function::SbUniform,
             vec![Expr::Constant(Value::Int(1)), Expr::Constant(Value::Int(9))],
         );
-        assert!(matches!(
-            crate::eval::fold_constants(call),
-            Expr::Call(..)
-        ));
+        assert!(matches!(crate::eval::fold_constants(call), Expr::Call(..)));
     }
 
     #[test]

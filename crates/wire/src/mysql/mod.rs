@@ -19,9 +19,9 @@ use tokio::net::TcpStream;
 
 use crate::reply::{ConnError, DbError, FailureKind, Reply};
 use crate::stream::{Stream, UnixSocket, READ_CHUNK};
+use packet::{put_lenenc_bytes, put_packet, Reader};
 use stampede_conn::MysqlSpec;
 use stampede_script::Value;
-use packet::{put_lenenc_bytes, put_packet, Reader};
 
 /// ER_LOCK_DEADLOCK.
 pub const DEADLOCK: u16 = 1213;

@@ -10,9 +10,13 @@ mod schema;
 mod sqlite;
 mod write;
 
-use crate::error::Failure;
+/// `targets.binary_source` of binaries downloaded from Maven Central (zonky's builds): reports
+/// tell them from the system's, a bin/ path's and built binaries by it.
+pub const ZONKY_BINARIES: &str = "zonky (Maven Central)";
+
 pub use database::Location;
 use database::{Database, Row, Value};
+use stampede_base::error::Failure;
 
 pub struct Store {
     db: Box<dyn Database>,
