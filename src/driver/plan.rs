@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use crate::conn::ConnSpec;
 use crate::conn::Endpoint;
-use crate::conn::MysqlSpec;
 use crate::script::ast::VarSlot;
 use crate::script::{Script, Value, VarTable};
 use crate::wire::mysql;
@@ -150,10 +148,8 @@ impl TxnLogSpec {
 
 #[derive(Debug, Clone)]
 pub struct RunPlan {
-    pub conn: ConnSpec,
-    /// Set when the target is MySQL/MariaDB: clients speak its protocol to this server, and
-    /// `conn` only lends its connect timeout.
-    pub mysql: Option<MysqlSpec>,
+    /// The server the clients connect to; its engine decides the protocol they speak.
+    pub endpoint: Endpoint,
     pub clients: usize,
     pub threads: usize,
     pub limit: RunLimit,
@@ -213,13 +209,8 @@ impl RunPlan {
     ) -> RunPlan {
         let client_id = variables.slot("client_id");
         let default_seed = variables.slot("default_seed");
-        let (conn, mysql) = match target {
-            Endpoint::Postgres(conn) => (conn.clone(), None),
-            Endpoint::Mysql(spec) => (ConnSpec::other_engine(), Some(spec.clone())),
-        };
         RunPlan {
-            conn,
-            mysql,
+            endpoint: target.clone(),
             clients,
             threads: clients,
             limit,

@@ -130,7 +130,7 @@ impl LabServer for LabMariadb {
         let binaries = &self.server.binaries;
         Ok(TargetRecord {
             name: spec.name.clone(),
-            postgres: spec.server.spec_text(),
+            server: spec.server.spec_text(),
             binary_source: format!(
                 "{} ({})",
                 match binaries.flavor {

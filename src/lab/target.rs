@@ -164,7 +164,7 @@ impl LabServer for ProvisionedServer {
         .collect();
         Ok(TargetRecord {
             name: spec.name.clone(),
-            postgres: spec.server.spec_text(),
+            server: spec.server.spec_text(),
             binary_source: match &spec.server {
                 ServerSource::Postgres(source) => source.provenance(&self.cluster.binaries.bin_dir),
                 ServerSource::Mariadb(_) => unreachable!("a PostgreSQL target"),

@@ -92,22 +92,6 @@ fn parse_port(text: &str) -> Result<u16, Failure> {
 }
 
 impl ConnSpec {
-    /// The PostgreSQL side of a run plan whose target is another engine: nothing connects to
-    /// it.
-    pub fn other_engine() -> ConnSpec {
-        ConnSpec {
-            host: String::new(),
-            port: 0,
-            user: String::new(),
-            dbname: String::new(),
-            password: None,
-            application_name: "stampede".into(),
-            connect_timeout: None,
-            options: None,
-            tls: TlsSettings::default(),
-        }
-    }
-
     pub fn resolve(flags: &ConnFlags) -> Result<ConnSpec, Failure> {
         let mut spec = ConnSpec {
             host: env_value("PGHOST")

@@ -43,7 +43,9 @@ pub struct TargetSettings {
 #[derive(Debug, Clone, Default)]
 pub struct TargetRecord {
     pub name: String,
-    pub postgres: String,
+    /// The server as the spec gives it: its `postgres` or `mariadb` value (`system`, a bin/
+    /// path, a version, a build).
+    pub server: String,
     pub binary_source: String,
     pub bin_dir: String,
     pub server_version: String,
@@ -461,5 +463,39 @@ mod tests {
         // Reopening applies no migration twice.
         Store::open(&Location::Sqlite(path.clone())).unwrap();
         let _ = std::fs::remove_file(path);
+    }
+
+    /// A database written before migration 6 keeps its targets' server text, under the new
+    /// column name, and records the new version.
+    #[test]
+    fn version_5_targets_keep_their_server_under_its_new_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v5.db");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                .unwrap();
+            for (index, sql) in schema::MIGRATIONS.iter().take(5).enumerate() {
+                conn.execute_batch(sql).unwrap();
+                conn.execute("INSERT INTO schema_version VALUES (?1)", [index + 1])
+                    .unwrap();
+            }
+            conn.execute_batch(
+                "INSERT INTO labs (id, name, spec, seed, created_unix_s) VALUES (1, 'l', 's', 1, 0);
+                 INSERT INTO targets (lab_id, name, postgres, profile) VALUES (1, 'pg16', '16', 'tuned');",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(&Location::Sqlite(path.clone())).unwrap();
+        let server = store
+            .db
+            .query("SELECT server FROM targets WHERE name = 'pg16'", &[])
+            .unwrap();
+        assert_eq!(text(&server[0], 0), "16");
+        let version = store
+            .db
+            .query("SELECT max(version) FROM schema_version", &[])
+            .unwrap();
+        assert_eq!(int(&version[0], 0), 6);
     }
 }

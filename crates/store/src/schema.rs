@@ -142,4 +142,9 @@ CREATE TABLE run_metrics (
     PRIMARY KEY (run_id, name)
 );
 "#,
+    // 6: a target's server as the spec gives it, of either engine (the spec's `postgres` or
+    // `mariadb` value): the column was named for PostgreSQL alone.
+    r#"
+ALTER TABLE targets RENAME COLUMN postgres TO server;
+"#,
 ];

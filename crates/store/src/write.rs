@@ -36,9 +36,9 @@ impl Store {
     pub fn save_target(&mut self, lab: i64, target: &TargetRecord) -> Result<(), Failure> {
         self.transaction("targets", |db| {
             let rows = db.query(
-                "INSERT INTO targets (lab_id, name, postgres, binary_source, bin_dir, server_version, pg_config, profile, restore_method)
+                "INSERT INTO targets (lab_id, name, server, binary_source, bin_dir, server_version, pg_config, profile, restore_method)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                 ON CONFLICT (lab_id, name) DO UPDATE SET postgres = excluded.postgres,
+                 ON CONFLICT (lab_id, name) DO UPDATE SET server = excluded.server,
                    binary_source = excluded.binary_source, bin_dir = excluded.bin_dir,
                    server_version = excluded.server_version, pg_config = excluded.pg_config,
                    profile = excluded.profile, restore_method = excluded.restore_method
@@ -46,7 +46,7 @@ impl Store {
                 &[
                     lab.into(),
                     (&target.name).into(),
-                    (&target.postgres).into(),
+                    (&target.server).into(),
                     (&target.binary_source).into(),
                     (&target.bin_dir).into(),
                     (&target.server_version).into(),

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Protocol, RunPlan};
 use super::stats::{CommandStats, FailureKind};
+use crate::conn::Endpoint;
 use crate::script::ast::{
     Command, CommandKind, Expr, ResultStore, ShellWord, SleepArg, SqlCommand, SqlPiece,
 };
@@ -18,6 +19,23 @@ use crate::script::prng::PgPrng;
 use crate::script::Value;
 use crate::wire::mysql::MyConn;
 use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply};
+
+/// A client's connection: the protocol of the plan's engine.
+enum Connection {
+    Postgres(PgConn),
+    Mysql(MyConn),
+}
+
+/// The PostgreSQL connection, for what only PostgreSQL's protocol does (extended queries,
+/// pipelines); an error, not a panic, when the client is not connected to PostgreSQL.
+fn postgres(conn: &mut Option<Connection>) -> Result<&mut PgConn, ConnError> {
+    match conn {
+        Some(Connection::Postgres(conn)) => Ok(conn),
+        _ => Err(ConnError::Protocol(
+            "not connected to a PostgreSQL server".into(),
+        )),
+    }
+}
 
 /// How one script run ended.
 pub enum TxnOutcome {
@@ -59,11 +77,9 @@ pub struct Client {
     pub id: usize,
     pub variables: Vec<Value>,
     pub random: PgPrng,
-    pub conn: Option<PgConn>,
+    conn: Option<Connection>,
     /// The thread runs this client alone: its connections leave the reactor (`go_solo`).
     pub solo: bool,
-    /// The connection when the plan's target is MySQL/MariaDB (then `conn` stays None).
-    mysql: Option<MyConn>,
     /// Per script and command: the statement prepared on the MySQL connection and the
     /// variables bound to its `?` markers, in order.
     mysql_statements: Vec<Vec<Option<mysql::PreparedCommand>>>,
@@ -102,7 +118,6 @@ impl Client {
             random,
             conn: None,
             solo: false,
-            mysql: None,
             mysql_statements: plan
                 .scripts
                 .iter()
@@ -141,34 +156,37 @@ impl Client {
     }
 
     pub async fn connect(&mut self, plan: &RunPlan) -> Result<(), ConnError> {
-        if let Some(target) = &plan.mysql {
-            return self.connect_mysql(plan, target).await;
-        }
-        let mut conn = PgConn::connect(&plan.conn).await?;
+        let target = match &plan.endpoint {
+            Endpoint::Postgres(target) => target,
+            Endpoint::Mysql(target) => return self.connect_mysql(target).await,
+        };
+        let mut conn = PgConn::connect(target).await?;
         if self.solo {
             conn.go_solo()?;
         }
-        self.conn = Some(conn);
+        self.conn = Some(Connection::Postgres(conn));
         self.prepared.iter_mut().for_each(|p| p.fill(false));
         Ok(())
     }
 
     pub fn is_connected(&self) -> bool {
-        self.conn.is_some() || self.mysql.is_some()
+        self.conn.is_some()
     }
 
     /// Whether the server dropped this client's connection.
     pub fn connection_lost(&self) -> bool {
-        self.conn.as_ref().is_some_and(PgConn::is_lost)
-            || self.mysql.as_ref().is_some_and(MyConn::is_lost)
+        match &self.conn {
+            Some(Connection::Postgres(conn)) => conn.is_lost(),
+            Some(Connection::Mysql(conn)) => conn.is_lost(),
+            None => false,
+        }
     }
 
     pub async fn disconnect(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            conn.close().await;
-        }
-        if let Some(conn) = self.mysql.take() {
-            conn.close().await;
+        match self.conn.take() {
+            Some(Connection::Postgres(conn)) => conn.close().await,
+            Some(Connection::Mysql(conn)) => conn.close().await,
+            None => {}
         }
     }
 
@@ -517,7 +535,7 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TryOutcome> {
-        if self.mysql.is_some() {
+        if let Some(Connection::Mysql(_)) = self.conn {
             return self
                 .run_mysql_sql(plan, sql, script_index, command_index)
                 .await;
@@ -540,11 +558,15 @@ impl Client {
             // Results are read at \endpipeline.
             return Ok(());
         }
-        let conn = self.conn.as_mut().expect("connected");
-        if plan.protocol != Protocol::Simple {
-            conn.queue_sync();
-        }
-        let reply = conn.round_trip(sql.store.is_some()).await;
+        let reply = match postgres(&mut self.conn) {
+            Ok(conn) => {
+                if plan.protocol != Protocol::Simple {
+                    conn.queue_sync();
+                }
+                conn.round_trip(sql.store.is_some()).await
+            }
+            Err(e) => Err(e),
+        };
         if plan.debug {
             // pgbench says it once per result and once more for the end of the results.
             let results = reply.as_ref().map_or(1, |reply| reply.results.len().max(1));
@@ -621,10 +643,12 @@ impl Client {
             ));
         }
         if transaction_status != b'I' {
-            let rolled_back = match (self.conn.as_mut(), self.mysql.as_mut()) {
-                (Some(conn), _) => conn.execute_simple("ROLLBACK").await.map(|_| ()),
-                (None, Some(conn)) => conn.execute_simple("ROLLBACK").await.map(|_| ()),
-                (None, None) => Ok(()),
+            let rolled_back = match self.conn.as_mut() {
+                Some(Connection::Postgres(conn)) => {
+                    conn.execute_simple("ROLLBACK").await.map(|_| ())
+                }
+                Some(Connection::Mysql(conn)) => conn.execute_simple("ROLLBACK").await.map(|_| ()),
+                None => Ok(()),
             };
             if let Err(e) = rolled_back {
                 return TryOutcome::aborted(format!(
@@ -661,7 +685,7 @@ impl Client {
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TryOutcome> {
-        if plan.mysql.is_some() {
+        if let Endpoint::Mysql(_) = plan.endpoint {
             return Err(self.command_failed(
                 "startpipeline",
                 command_index,
@@ -735,7 +759,9 @@ impl Client {
             ));
         };
         *syncs += 1;
-        self.conn.as_mut().expect("connected").queue_sync();
+        postgres(&mut self.conn)
+            .map_err(|e| abort_sql(self.id, script_index, command_index, e.to_string()))?
+            .queue_sync();
         Ok(())
     }
 
@@ -756,7 +782,7 @@ impl Client {
         };
         let abort =
             |id: usize, message: String| abort_sql(id, script_index, command_index, message);
-        let conn = self.conn.as_mut().expect("connected");
+        let conn = postgres(&mut self.conn).map_err(|e| abort(self.id, e.to_string()))?;
         conn.queue_sync();
         conn.flush()
             .await
@@ -793,8 +819,7 @@ impl Client {
         if plan.protocol == Protocol::Simple {
             let text = self.inline_variables(plan, sql, false);
             self.debug(plan, || format!("sending {text}"));
-            let conn = self.conn.as_mut().expect("connected");
-            conn.queue_simple_query(&text)?;
+            postgres(&mut self.conn)?.queue_simple_query(&text)?;
             self.last_simple_sql = text;
             return Ok(());
         }
@@ -802,7 +827,7 @@ impl Client {
         if plan.debug {
             self.debug_sending(plan, sql, script_index, command_index);
         }
-        let conn = self.conn.as_mut().expect("connected");
+        let conn = postgres(&mut self.conn)?;
         let statement = if plan.protocol == Protocol::Prepared {
             let name = self.statement_names[script_index][command_index].as_str();
             let prepared = &mut self.prepared[script_index][command_index];

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{abort_sql, Client, TryOutcome};
+use super::{abort_sql, Client, Connection, TryOutcome};
 use crate::conn::MysqlSpec;
 use crate::driver::plan::{Protocol, RunPlan};
 use crate::script::ast::{SqlCommand, SqlPiece, VarSlot};
@@ -22,17 +22,12 @@ pub struct PreparedCommand {
 }
 
 impl Client {
-    pub(super) async fn connect_mysql(
-        &mut self,
-        plan: &RunPlan,
-        target: &MysqlSpec,
-    ) -> Result<(), ConnError> {
-        let timeout = plan.conn.connect_timeout.unwrap_or(CONNECT_TIMEOUT);
-        let mut conn = MyConn::connect(target, timeout).await?;
+    pub(super) async fn connect_mysql(&mut self, target: &MysqlSpec) -> Result<(), ConnError> {
+        let mut conn = MyConn::connect(target, CONNECT_TIMEOUT).await?;
         if self.solo {
             conn.go_solo()?;
         }
-        self.mysql = Some(conn);
+        self.conn = Some(Connection::Mysql(conn));
         self.mysql_statements
             .iter_mut()
             .for_each(|statements| statements.fill(None));
@@ -52,8 +47,10 @@ impl Client {
             let text = self.inline_variables(plan, sql, true);
             self.debug(plan, || format!("sending {text}"));
             self.last_simple_sql = text;
-            let conn = self.mysql.as_mut().expect("connected");
-            conn.query(&self.last_simple_sql, capture).await
+            match mysql(&mut self.conn) {
+                Ok(conn) => conn.query(&self.last_simple_sql, capture).await,
+                Err(e) => Err(e),
+            }
         } else {
             self.prepare_command(plan, sql, script_index, command_index)
                 .await?;
@@ -62,8 +59,10 @@ impl Client {
                 .expect("prepared");
             let variables = &self.variables;
             let values = prepared.params.iter().map(|slot| &variables[*slot]);
-            let conn = self.mysql.as_mut().expect("connected");
-            conn.execute(prepared.statement, values, capture).await
+            match mysql(&mut self.conn) {
+                Ok(conn) => conn.execute(prepared.statement, values, capture).await,
+                Err(e) => Err(e),
+            }
         };
         self.handle_reply(plan, sql, reply, script_index, command_index)
             .await
@@ -89,8 +88,8 @@ impl Client {
                 self.debug(plan, || {
                     format!("preparing P_{script_index}_{command_index}")
                 });
-                let conn = self.mysql.as_mut().expect("connected");
                 let abort = |message| abort_sql(self.id, script_index, command_index, message);
+                let conn = mysql(&mut self.conn).map_err(|e| abort(e.to_string()))?;
                 let statement = match conn.prepare(&text).await {
                     Ok(Ok(statement)) => statement,
                     Ok(Err(error)) => return Err(abort(error.render(Some(&text)))),
@@ -103,6 +102,16 @@ impl Client {
         self.mysql_statements[script_index][command_index] =
             Some(PreparedCommand { statement, params });
         Ok(())
+    }
+}
+
+/// The MySQL connection; an error, not a panic, when the client is not connected to MySQL.
+fn mysql(conn: &mut Option<Connection>) -> Result<&mut MyConn, ConnError> {
+    match conn {
+        Some(Connection::Mysql(conn)) => Ok(conn),
+        _ => Err(ConnError::Protocol(
+            "not connected to a MySQL server".into(),
+        )),
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_postgres::Client;
 
 use super::command::{RunSpec, VacuumBeforeRun};
-use crate::conn::ConnSpec;
+use crate::conn::{ConnSpec, Endpoint};
 use crate::driver::Protocol;
 use crate::driver::{
     self, CommandStats, DriverEvent, RunLimit, RunPlan, RunResult, ScriptStats, TxnLogSpec,
@@ -404,8 +404,7 @@ fn build_plan(
         initial_values[*slot] = value.clone();
     }
     RunPlan {
-        conn: target.clone(),
-        mysql: None,
+        endpoint: Endpoint::Postgres(target.clone()),
         clients: spec.clients,
         threads: spec.threads,
         limit: match spec.duration_secs {

@@ -102,7 +102,7 @@ impl LabServer for FakeServer {
     fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure> {
         Ok(TargetRecord {
             name: spec.name.clone(),
-            postgres: spec.server.spec_text(),
+            server: spec.server.spec_text(),
             binary_source: "fake".into(),
             bin_dir: "/fake/bin".into(),
             server_version: "fake 1.0".into(),
