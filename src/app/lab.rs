@@ -9,6 +9,7 @@ use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::analysis::{median, range};
 use crate::app::cli::LabAction;
+use crate::duration::human;
 use crate::family::{self, api::LabWorkload};
 use crate::lab::executor::{Lab, LabOutcome};
 use crate::lab::plan::Plan;
@@ -112,15 +113,6 @@ fn plan(path: &Path) -> CommandResult {
         if overhead.is_some() { "measured by earlier runs" } else { "assumed" },
     );
     Ok(())
-}
-
-pub fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..=119 => format!("{s} s"),
-        120..=7199 => format!("{} min {} s", s / 60, s % 60),
-        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
-    }
 }
 
 fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {

@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 
-use super::lab::human;
+use crate::duration::human;
 use crate::lab::executor::LabEvent;
 use crate::server::setup::SetupLine;
 use crate::store::RunStatus;

@@ -1,4 +1,5 @@
-//! Durations as specs and options write them: "60s", "5m", "1h", "500ms", "1m30s".
+//! Durations as specs and options write them ("60s", "5m", "1h", "500ms", "1m30s") and as
+//! progress lines show them ("2 min 49 s").
 
 use std::time::Duration;
 
@@ -33,6 +34,16 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         };
     }
     Some(total)
+}
+
+/// A duration as progress lines and plans show it: seconds, then minutes, then hours.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+mod classify;
 mod error_position;
 pub mod mysql;
 pub mod pg;

@@ -1,10 +1,8 @@
 //! What a statement brings back on either engine: the rows, the captured results, the
-//! server's error, and how a failed transaction is counted (pgbench's classes). Each engine's
-//! own error codes are classified in its module (`pg`, `mysql`).
+//! server's error, and how a failed transaction is counted (pgbench's classes). Which error
+//! counts how is `classify.rs`'s question.
 
 use std::io;
-
-use crate::mysql;
 
 /// pgbench's classes of failed transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,25 +61,6 @@ impl DbError {
             position: None,
             internal_position: None,
             mysql_errno: Some(number),
-        }
-    }
-
-    /// Serialization failure or deadlock (on MySQL also a lock wait timeout and a changed
-    /// record, which sysbench treats alike): the failures counted and tried again instead of
-    /// aborting. A run may choose other MySQL errors (`ErrorPolicy::retries`).
-    pub fn is_retryable(&self) -> bool {
-        match self.mysql_errno {
-            Some(number) => mysql::RETRIED_BY_DEFAULT.contains(&number),
-            None => FailureKind::of_sqlstate(&self.code) != FailureKind::Other,
-        }
-    }
-
-    /// How a retryable failure is counted: a lock wait timeout and a changed record count with
-    /// serialization failures, as each is a conflict that a later try may not meet.
-    pub fn failure_kind(&self) -> FailureKind {
-        match self.mysql_errno {
-            Some(number) => mysql::failure_kind(number),
-            None => FailureKind::of_sqlstate(&self.code),
         }
     }
 }

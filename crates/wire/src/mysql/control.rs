@@ -10,12 +10,7 @@ use stampede_conn::MysqlSpec;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A text result: column names and every row (None = NULL).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rows {
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Option<String>>>,
-}
+pub use super::rows::Rows;
 
 pub struct ControlSession {
     conn: Option<MyConn>,

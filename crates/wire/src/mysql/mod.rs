@@ -45,6 +45,35 @@ pub fn failure_kind(number: u16) -> FailureKind {
     }
 }
 
+/// How a reply is framed, as a connection negotiates it, and whether its results are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyFraming {
+    /// An execute's binary rows rather than a query's text rows.
+    pub binary: bool,
+    /// CLIENT_DEPRECATE_EOF: an OK packet, not an EOF packet, ends the rows.
+    pub deprecates_eof: bool,
+    /// MARIADB_CLIENT_CACHE_METADATA: a "metadata follows" byte after the column count.
+    pub metadata_flag: bool,
+    /// Keep each result's columns and last row (`\gset`).
+    pub capture: bool,
+}
+
+/// Parses `bytes` as a server's reply the way a connection reads it: `Ok(None)` when more
+/// bytes are needed. For the fuzz target: whatever the bytes, this returns, never panics.
+pub fn parse_reply(bytes: &[u8], framing: ReplyFraming) -> Result<Option<Reply>, ConnError> {
+    let format = reply::Format {
+        binary: framing.binary,
+        deprecates_eof: framing.deprecates_eof,
+        metadata_flag: framing.metadata_flag,
+    };
+    let mut all = rows::Rows::default();
+    let mut columns = Vec::new();
+    let mut parser =
+        reply::ReplyParser::new(framing.capture, format, Some(&mut all), Some(&mut columns));
+    let mut buf = BytesMut::from(bytes);
+    Ok(parser.parse(&mut buf)?.then(|| parser.into_reply()))
+}
+
 /// Where libmysqlclient looks for the server's socket when the host is `localhost`.
 pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";
 
@@ -276,13 +305,10 @@ impl MyConn {
     }
 
     /// COM_QUERY keeping every row of the last result, for control work.
-    pub async fn query_all(
-        &mut self,
-        sql: &str,
-    ) -> Result<Result<control::Rows, DbError>, ConnError> {
+    pub async fn query_all(&mut self, sql: &str) -> Result<Result<rows::Rows, DbError>, ConnError> {
         self.start_command(COM_QUERY, sql.as_bytes());
         self.flush().await?;
-        let mut all = control::Rows::default();
+        let mut all = rows::Rows::default();
         let reply = self.read_results_into(true, false, Some(&mut all)).await?;
         Ok(match reply.error {
             Some(error) => Err(error),
@@ -401,7 +427,7 @@ impl MyConn {
         &mut self,
         capture: bool,
         binary: bool,
-        all: Option<&mut control::Rows>,
+        all: Option<&mut rows::Rows>,
     ) -> Result<Reply, ConnError> {
         self.read_results_with(capture, binary, all, None).await
     }
@@ -412,7 +438,7 @@ impl MyConn {
         &mut self,
         capture: bool,
         binary: bool,
-        all: Option<&mut control::Rows>,
+        all: Option<&mut rows::Rows>,
         columns: Option<&mut Vec<rows::Column>>,
     ) -> Result<Reply, ConnError> {
         let format = reply::Format {
@@ -642,6 +668,38 @@ async fn open(spec: &MysqlSpec) -> Result<Stream, ConnError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A whole OK packet is a reply, a cut one asks for more, an ERR packet is the server's
+    /// error with its number and SQLSTATE; bytes that are no reply end in an error.
+    #[test]
+    fn replies_parse_from_bytes_alone() {
+        let framing = ReplyFraming {
+            binary: false,
+            deprecates_eof: true,
+            metadata_flag: false,
+            capture: false,
+        };
+        let ok = [7, 0, 0, 1, 0x00, 0, 0, 0x02, 0, 0, 0];
+        let reply = parse_reply(&ok, framing).unwrap().expect("a whole reply");
+        assert!(reply.error.is_none());
+        assert!(parse_reply(&ok[..6], framing).unwrap().is_none());
+        let mut err = vec![0xff, 0x28, 0x04, b'#'];
+        err.extend_from_slice(b"42000syntax");
+        let mut framed = vec![err.len() as u8, 0, 0, 1];
+        framed.extend(err);
+        let reply = parse_reply(&framed, framing)
+            .unwrap()
+            .expect("a whole reply");
+        let error = reply.error.expect("the server's error");
+        assert_eq!(
+            (error.mysql_errno, error.code.as_str()),
+            (Some(1064), "42000")
+        );
+        assert_eq!(error.message, "syntax");
+        // A column count of 1 followed by a packet that is no column definition.
+        let garbage = [1, 0, 0, 1, 0x01, 1, 0, 0, 2, 0xfe];
+        assert!(parse_reply(&garbage, framing).is_err());
+    }
 
     /// A peer that accepts and never sends its greeting: the timeout ends the wait.
     #[test]

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 
 use bytes::{Buf, BytesMut};
 
-use super::control::Rows;
 use super::packet::{Reader, MAX_PAYLOAD};
+use super::rows::Rows;
 use super::{end_status, malformed, ok_status, rows, server_error, LOCAL_INFILE_UNSUPPORTED};
 use crate::reply::{ConnError, QueryResult, Reply};
 

@@ -3,6 +3,13 @@
 use super::packet::Reader;
 use stampede_script::Value;
 
+/// A text result: column names and every row (None = NULL).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
 const TYPE_TINY: u8 = 0x01;
 const TYPE_SHORT: u8 = 0x02;
 const TYPE_LONG: u8 = 0x03;
