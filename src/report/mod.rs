@@ -1,5 +1,6 @@
-//! Output: pgbench-compatible text, stampede's extra lines, JSON, terminal tables. Renders
-//! numbers it is given; never queries a server or drives load.
+//! Output of labs: verdict and relative tables, the Why panel, latency and series charts as
+//! inline SVG in one HTML file, Markdown, CSV, JSON and terminal tables. Renders numbers it is
+//! given; never queries a server or drives load. (A single run's report lives with its family.)
 
 pub mod comparison;
 pub mod html;

@@ -1,4 +1,5 @@
-//! `stampede tpcc build|check|drop`: HammerDB TPROC-C's schema and data.
+//! `stampede tpcc build|run|check|drop`: HammerDB TPROC-C's schema and data, its run, its
+//! checks.
 
 use clap::{Args, Subcommand};
 

@@ -1,4 +1,4 @@
-//! `stampede tpcc build|check|drop`.
+//! `stampede tpcc build|run|check|drop`.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
