@@ -5,6 +5,7 @@
 //! workload `tpcc`.
 
 pub mod args;
+pub mod built;
 pub mod check;
 pub mod client_scripts;
 pub mod command;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::Client;
 
-use super::command::{checked_warehouses, load_c_last};
+use super::built::{checked_warehouses, load_c_last};
 use crate::conn::ConnSpec;
 use crate::conn::Endpoint;
 use crate::driver::plan::{ErrorPolicy, Pauses, Protocol, RunLimit, RunPlan, WeightedScript};

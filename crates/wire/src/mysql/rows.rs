@@ -156,8 +156,9 @@ fn time_of_day(reader: &mut Reader) -> Option<String> {
     let body = reader.bytes(length)?;
     let mut fields = Reader::new(body);
     let negative = fields.u8().unwrap_or(0) == 1;
-    let days = fields.u32().unwrap_or(0);
-    let hours = days * 24 + fields.u8().unwrap_or(0) as u32;
+    // In u64: a server's days (at most 34 for MySQL's TIME range) cannot overflow the hours.
+    let days = u64::from(fields.u32().unwrap_or(0));
+    let hours = days * 24 + u64::from(fields.u8().unwrap_or(0));
     let (minute, second) = (fields.u8().unwrap_or(0), fields.u8().unwrap_or(0));
     let sign = if negative { "-" } else { "" };
     let mut text = format!("{sign}{hours:02}:{minute:02}:{second:02}");
@@ -251,6 +252,22 @@ mod tests {
                 Some(u64::MAX.to_string()),
                 Some("2024-11-25 13:05:09".to_string())
             ]
+        );
+    }
+
+    /// TIME's days times 24 in u64: a (broken) server's 4-byte day count does not overflow
+    /// (found by fuzz/mysql_reply).
+    #[test]
+    fn a_time_with_any_day_count_is_read() {
+        let body = [8, 0, 0xff, 0xff, 0xff, 0xff, 23, 59, 58];
+        assert_eq!(
+            time_of_day(&mut Reader::new(&body)).as_deref(),
+            Some("103079215103:59:58")
+        );
+        let minus_one_day = [8, 1, 1, 0, 0, 0, 2, 3, 4];
+        assert_eq!(
+            time_of_day(&mut Reader::new(&minus_one_day)).as_deref(),
+            Some("-26:03:04")
         );
     }
 
