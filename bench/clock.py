@@ -69,15 +69,9 @@ def main():
     SERVER.init()
     SERVER.start()
     try:
-        SERVER.psql("postgres", "CREATE DATABASE bench")
-        subprocess.run(["pgbench", "-i", "-q", "-s", "1"] + SERVER.conn("bench"), check=True,
-                       capture_output=True)
-        sleep_script = os.path.join(SERVER.root, "sleep.sql")
-        with open(sleep_script, "w") as f:
-            f.write("\\set x random(1, 10)\nSELECT :x;\n\\sleep 2 ms\n")
-        idle_script = os.path.join(SERVER.root, "idle.sql")
-        with open(idle_script, "w") as f:
-            f.write("SELECT pg_sleep(2.5);\n")
+        SERVER.pgbench_database("bench", 1)
+        sleep_script = SERVER.write_file("sleep.sql", "\\set x random(1, 10)\nSELECT :x;\n\\sleep 2 ms\n")
+        idle_script = SERVER.write_file("idle.sql", "SELECT pg_sleep(2.5);\n")
         print(f"server: {SERVER.bindir}, 127.0.0.1:{SERVER.port}; {opts.rounds} rounds, alternating")
         for r in range(opts.rounds):
             order = ("pgbench", "stampede") if r % 2 == 0 else ("stampede", "pgbench")

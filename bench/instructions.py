@@ -7,7 +7,8 @@ Starts its own PostgreSQL on 127.0.0.1:15720 and runs `stampede pgbench -t N` un
 `valgrind --tool=callgrind` for each binary and case: select-only prepared with one client
 on one thread (the solo socket path) and four clients on one thread (the reactor path), the
 10 `\\set` script (the interpreter) and a pipeline of 16 SELECTs. Prints Ir per transaction
-and the ratio new / old.
+and the ratio new / old. The counts include the process's start (connecting, parsing the
+options), spread over the transactions: compare at the same --transactions, in the thousands.
 
 Usage: STAMPEDE=new/stampede bench/instructions.py --against old/stampede [--transactions 5000]
 """
@@ -56,15 +57,9 @@ def main():
     SERVER.init()
     SERVER.start()
     try:
-        SERVER.psql("postgres", "CREATE DATABASE bench")
-        subprocess.run(["pgbench", "-i", "-q", "-s", "1"] + SERVER.conn("bench"), check=True,
-                       capture_output=True)
-        script = os.path.join(SERVER.root, "interpreter.sql")
-        with open(script, "w") as f:
-            f.write(INTERPRETER_SCRIPT)
-        pipeline = os.path.join(SERVER.root, "pipeline.sql")
-        with open(pipeline, "w") as f:
-            f.write(PIPELINE_SCRIPT)
+        SERVER.pgbench_database("bench", 1)
+        script = SERVER.write_file("interpreter.sql", INTERPRETER_SCRIPT)
+        pipeline = SERVER.write_file("pipeline.sql", PIPELINE_SCRIPT)
         n = opts.transactions
         cases = [
             ("select-only prepared c=1 j=1", ["-S", "-M", "prepared", "-c", "1", "-j", "1", "-t", str(n), "-n"], n),

@@ -55,3 +55,16 @@ class Server:
     def psql(self, db, sql):
         subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"] + self.conn(db)[:-1] + ["-d", db, "-c", sql],
                        check=True, capture_output=True)
+
+    def pgbench_database(self, db, scale):
+        """Creates `db` and initializes pgbench's tables in it with the system's pgbench."""
+        self.psql("postgres", f"CREATE DATABASE {db}")
+        subprocess.run(["pgbench", "-i", "-q", "-s", str(scale)] + self.conn(db), check=True,
+                       capture_output=True)
+
+    def write_file(self, name, text):
+        """A file in the server's folder (removed with it); returns its path."""
+        path = os.path.join(self.root, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
