@@ -3,6 +3,8 @@
 //! Variables are resolved to slots (indexes into a client's variable table) when a script is
 //! compiled, so the per-transaction path never looks a name up.
 
+use std::collections::HashMap;
+
 use super::value::Value;
 
 /// Where a command starts in its source, for error messages (`file:line:col`).
@@ -270,5 +272,31 @@ impl Function {
             .iter()
             .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, f, a)| (*f, *a))
+    }
+}
+
+/// Variable names of all scripts of a run, mapped to slots in each client's variable table.
+#[derive(Debug, Default, Clone)]
+pub struct VarTable {
+    names: Vec<String>,
+    index: HashMap<String, VarSlot>,
+}
+
+impl VarTable {
+    pub fn slot(&mut self, name: &str) -> VarSlot {
+        if let Some(slot) = self.index.get(name) {
+            return *slot;
+        }
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<VarSlot> {
+        self.index.get(name).copied()
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
     }
 }

@@ -653,8 +653,8 @@ fn debug(value: &Value, ctx: &EvalContext<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ast::VarTable;
     use crate::expr::ExprParser;
-    use crate::parser::VarTable;
 
     fn folded(text: &str) -> Expr {
         let mut vars = VarTable::default();

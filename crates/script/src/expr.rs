@@ -1,8 +1,8 @@
 //! Lexer and Pratt parser for `\set` expressions, with pgbench's (SQL's) operator precedence:
 //! `OR` < `AND` < `NOT` < comparisons < bitwise (`| # & << >>`) < `+ -` < `* / %` < unary.
 
+use super::ast::VarTable;
 use super::ast::{Arity, Expr, Function};
-use super::parser::VarTable;
 use super::value::Value;
 
 #[derive(Debug, Clone, PartialEq)]

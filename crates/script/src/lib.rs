@@ -9,6 +9,6 @@ pub mod parser;
 pub mod prng;
 pub mod value;
 
-pub use ast::{Command, CommandKind, Script};
-pub use parser::{parse_script, ScriptError, VarTable};
+pub use ast::{Command, CommandKind, Script, VarTable};
+pub use parser::{parse_script, ScriptError};
 pub use value::Value;

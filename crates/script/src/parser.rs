@@ -2,40 +2,13 @@
 //! psql-derived scanner does: SQL ends at a `;` outside quotes, comments and parentheses; a
 //! backslash outside quotes starts a meta-command that runs to the end of the line.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use super::ast::{
     Command, CommandKind, ResultStore, Script, ShellWord, SleepArg, SleepUnit, Span, SqlCommand,
-    SqlPiece, VarSlot,
+    SqlPiece, VarTable,
 };
 use super::expr::ExprParser;
-
-/// Variable names of all scripts of a run, mapped to slots in each client's variable table.
-#[derive(Debug, Default, Clone)]
-pub struct VarTable {
-    names: Vec<String>,
-    index: HashMap<String, VarSlot>,
-}
-
-impl VarTable {
-    pub fn slot(&mut self, name: &str) -> VarSlot {
-        if let Some(slot) = self.index.get(name) {
-            return *slot;
-        }
-        self.names.push(name.to_string());
-        self.index.insert(name.to_string(), self.names.len() - 1);
-        self.names.len() - 1
-    }
-
-    pub fn lookup(&self, name: &str) -> Option<VarSlot> {
-        self.index.get(name).copied()
-    }
-
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-}
 
 /// A script error located in its source, printed as `source:line:column: message` followed by the
 /// offending line and a caret.
