@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::command::InitSpec;
+use super::spec::InitSpec;
 use crate::conn::ConnSpec;
 use crate::error::{CommandResult, Failure};
 use crate::family::pgbench::loader::{InitStep, Loader};

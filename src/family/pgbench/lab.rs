@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::command::{InitSpec, RunSpec, VacuumBeforeRun};
+use super::spec::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run};
 use crate::conn::Endpoint;
 use crate::driver::Protocol;

@@ -12,3 +12,4 @@ pub mod loader;
 pub mod report;
 pub mod run;
 pub mod schema;
+pub mod spec;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio_postgres::Client;
 
-use super::command::{RunSpec, VacuumBeforeRun};
+use super::spec::{RunSpec, VacuumBeforeRun};
 use crate::conn::{ConnSpec, Endpoint};
 use crate::driver::Protocol;
 use crate::driver::{
