@@ -4,7 +4,7 @@
 //! the server). New-Order sends its lines as arrays to set-wise statements and Delivery is one
 //! statement over the ten districts, since the script language has no loops.
 
-use super::scripts::{Inputs, MAX_ORDER_LINES};
+use super::inputs::{Inputs, MAX_ORDER_LINES};
 
 /// Delivery visits every district of the warehouse (clause 2.7.4.2).
 const DISTRICTS: i64 = 10;

@@ -16,8 +16,9 @@ use crate::family::api::{
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
+use crate::family::tpcc::inputs::WarehouseChoice;
 use crate::family::tpcc::load::Loader;
-use crate::family::tpcc::scripts::{Mix, Mode, WarehouseChoice};
+use crate::family::tpcc::scripts::{Mix, Mode};
 
 pub struct TpccLab {
     mix: Mix,

@@ -10,6 +10,7 @@ pub mod check;
 pub mod client_scripts;
 pub mod command;
 pub mod copy;
+pub mod inputs;
 pub mod lab;
 pub mod load;
 pub mod procedures;
