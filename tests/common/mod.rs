@@ -356,12 +356,22 @@ impl Watch {
         }
     }
 
-    /// Waits until `text` has appeared in the stream (panics if the stream ends without it).
+    /// Waits until `text` has appeared in the stream; panics if the stream ends without it or
+    /// a hung child prints nothing for 180 s (a deadline for a hang, not a timing assertion).
     pub fn wait_for(&mut self, text: &str) {
+        use std::sync::mpsc::RecvTimeoutError;
         while !self.seen.contains(text) {
-            match self.chunks.recv() {
+            match self
+                .chunks
+                .recv_timeout(std::time::Duration::from_secs(180))
+            {
                 Ok(chunk) => self.seen.push_str(&chunk),
-                Err(_) => panic!("the stream ended without {text:?}: {}", self.seen),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("nothing more came, and no {text:?}: {}", self.seen)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("the stream ended without {text:?}: {}", self.seen)
+                }
             }
         }
     }
