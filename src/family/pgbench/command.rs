@@ -1,7 +1,7 @@
 //! `stampede pgbench`: checks options with pgbench's rules and wording, then initializes or runs.
 
 use super::spec::{InitSpec, LogOptions, RunSpec, VacuumBeforeRun};
-use super::{init as pgbench_init, run as pgbench_run};
+use super::{init as pgbench_init, plan as pgbench_plan, run as pgbench_run};
 use crate::conn::ConnFlags;
 use crate::driver::{ErrorPolicy, Protocol};
 use crate::error::{CommandResult, Failure};
@@ -45,7 +45,7 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
     } else {
         let spec = run_spec(args, choices)?;
         // A script error is reported before any server is connected to or started.
-        pgbench_run::check_scripts(&spec)?;
+        pgbench_plan::check_scripts(&spec)?;
         let target = resolve_target(&flags)?;
         pgbench_run::run(&spec, &target)
     }

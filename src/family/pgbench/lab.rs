@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::spec::{InitSpec, RunSpec, VacuumBeforeRun};
-use super::{init as pgbench_init, run as pgbench_run};
+use super::{init as pgbench_init, run as pgbench_run, setup as pgbench_setup};
 use crate::conn::Endpoint;
 use crate::driver::Protocol;
 use crate::error::Failure;
@@ -145,7 +145,7 @@ impl FamilyWorkload for PgbenchLab {
         pgbench_init::run(&spec, conn, note)?;
         if self.flavor == Flavor::Analytics {
             // Part of the dataset, so that no run pays for it.
-            pgbench_run::create_accounts_copy_blocking(conn, note)?;
+            pgbench_setup::create_accounts_copy_blocking(conn, note)?;
         }
         Ok(())
     }

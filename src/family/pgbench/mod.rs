@@ -4,12 +4,16 @@
 
 pub mod analytics;
 pub mod args;
+pub mod assemble;
 pub mod builtins;
 pub mod command;
 pub mod init;
 pub mod lab;
 pub mod loader;
+pub mod plan;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod schema;
+pub mod setup;
 pub mod spec;
