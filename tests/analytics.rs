@@ -1,11 +1,11 @@
-//! Seed 002's additions to pgbench: `pgbench -i --extra-indexes` and the analytics builtins,
+//! Study 002's additions to pgbench: `pgbench -i --extra-indexes` and the analytics builtins,
 //! against the test server.
 
 mod common;
 
-use common::{assert_refused, server, stampede, stderr};
+use common::{assert_refused, server, stampede, stderr, TempFile};
 
-/// Seed 002's statements, as its author ran them (query 4 with the column its text lost).
+/// Study 002's statements, as its author ran them (query 4 with the column its text lost).
 const SEED_QUERIES: [&str; 4] = [
     "SELECT avg(abalance) FROM pgbench_accounts JOIN pgbench_branches USING (bid) WHERE bid % 2 = 0",
     "SELECT COUNT(DISTINCT aid) FROM pgbench_accounts",
@@ -31,7 +31,7 @@ fn extra_index_definitions(db: &str) -> String {
 }
 
 #[test]
-fn extra_indexes_are_the_ones_seed_002_created() {
+fn extra_indexes_are_the_ones_study_002_created() {
     let s = server();
     let db = s.create_database("extra_indexes");
     let output = pgbench(&db, &["-i", "-s", "1", "--extra-indexes"]);
@@ -65,7 +65,7 @@ fn extra_indexes_are_the_ones_seed_002_created() {
 }
 
 #[test]
-fn analytics_run_seed_002s_queries_and_report_their_server_times() {
+fn analytics_run_study_002s_queries_and_report_their_server_times() {
     let s = server();
     let db = s.create_database("analytics");
     s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
@@ -80,7 +80,7 @@ fn analytics_run_seed_002s_queries_and_report_their_server_times() {
         &db,
         "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)",
     );
-    let json = std::env::temp_dir().join(format!("stampede-analytics-{}.json", std::process::id()));
+    let json = TempFile::new("analytics.json");
     let output = pgbench(
         &db,
         &[
@@ -109,7 +109,6 @@ fn analytics_run_seed_002s_queries_and_report_their_server_times() {
     );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(json);
     let scripts = report["scripts"].as_array().unwrap();
     for (index, script) in scripts.iter().enumerate() {
         let name = script["name"].as_str().unwrap();

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{server, stampede, stampede_with_env, stderr, stdout};
+use common::{server, stampede, stampede_with_env, stderr, stdout, LabDir, TempFile};
 
 fn assert_rejected(output: &std::process::Output, expected: &str) {
     let err = stderr(output);
@@ -92,7 +92,7 @@ fn option_errors_use_pgbench_wording() {
         ),
     ];
     for (args, expected) in cases {
-        let json = std::env::temp_dir().join(format!("stampede-bad-{}.json", std::process::id()));
+        let json = TempFile::new("bad.json");
         let mut full = vec!["pgbench", "--json", json.to_str().unwrap()];
         if args[0] == "-i" {
             full.clear();
@@ -108,8 +108,7 @@ fn option_errors_use_pgbench_wording() {
 
 #[test]
 fn script_errors_point_at_line_and_column() {
-    let script =
-        std::env::temp_dir().join(format!("stampede-bad-script-{}.sql", std::process::id()));
+    let script = TempFile::new("bad-script.sql");
     std::fs::write(&script, "\\set x 1\n\\set y (2 + :x\n").unwrap();
     let output = stampede(&[
         "pgbench",
@@ -130,7 +129,6 @@ fn script_errors_point_at_line_and_column() {
         "{err}"
     );
     assert!(err.contains("^ error found here"), "caret expected: {err}");
-    let _ = std::fs::remove_file(script);
 }
 
 #[test]
@@ -213,7 +211,7 @@ fn uri_with_password_connects_over_tcp() {
 fn sql_error_during_run_aborts_with_exit_code_2() {
     let server = server();
     let db = server.create_database("bad_sql_run");
-    let script = std::env::temp_dir().join(format!("stampede-abort-{}.sql", std::process::id()));
+    let script = TempFile::new("abort.sql");
     std::fs::write(&script, "SELECT * FROM no_such_table;\n").unwrap();
     let flags = server.flags(&db);
     let mut args = vec![
@@ -238,14 +236,11 @@ fn sql_error_during_run_aborts_with_exit_code_2() {
         err.contains("Run was aborted; the above results are incomplete."),
         "{err}"
     );
-    let _ = std::fs::remove_file(script);
 }
 
 #[test]
 fn a_run_that_cannot_connect_leaves_no_log_files() {
-    let dir = std::env::temp_dir().join(format!("stampede-bad-log-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = LabDir::new("bad-log");
     let server = server();
     let prefix = dir.join("log");
     let output = stampede(&[
@@ -267,5 +262,4 @@ fn a_run_that_cannot_connect_leaves_no_log_files() {
     assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert!(left.is_empty(), "log files left behind: {left:?}");
-    let _ = std::fs::remove_dir_all(dir);
 }

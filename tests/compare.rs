@@ -2,19 +2,17 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{stampede, stderr, stdout};
+use common::{stampede, stderr, stdout, TempFile};
 use stampede::store::{
     CellRecord, CounterRow, Location, RunMetrics, RunRecord, RunStatus, SeriesRow, Store,
     TargetRecord,
 };
 
-fn temp_path(name: &str) -> PathBuf {
+fn temp_path(name: &str) -> TempFile {
     // The name ends the path: browsers read the type of a file from its extension.
-    let path = std::env::temp_dir().join(format!("stampede-compare-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path
+    TempFile::new(&format!("compare-{name}"))
 }
 
 fn cell(target: &str, clients: usize) -> CellRecord {
@@ -155,7 +153,6 @@ fn verdicts_on_known_answers() {
             .any(|l| l.split_whitespace().nth(3) == Some("1") && l.ends_with("faster")),
         "{text}"
     );
-    let _ = std::fs::remove_file(db);
 }
 
 #[test]
@@ -203,9 +200,6 @@ fn bad_results_and_targets_are_refused() {
         "{}",
         stderr(&output)
     );
-    for path in [garbage, known] {
-        let _ = std::fs::remove_file(path);
-    }
 }
 
 /// `report` in its three formats: the same verdicts and numbers in each.
@@ -417,9 +411,6 @@ fn report_formats_carry_the_same_numbers() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(std::fs::read_to_string(&html_file).unwrap(), html);
-    for path in [db, file, html_file] {
-        let _ = std::fs::remove_file(path);
-    }
 }
 
 /// The HTML report in a real browser: it renders with no console errors, every chart has a
@@ -442,7 +433,4 @@ fn html_report_renders_in_headless_chromium() {
     assert!(output.status.success(), "{}", stderr(&output));
     let html = std::fs::read_to_string(&html_path).unwrap();
     common::browser::assert_renders(&html_path, &html);
-    for path in [db, html_path] {
-        let _ = std::fs::remove_file(path);
-    }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_refused, server, stampede_on, stderr, stdout};
+use common::{assert_refused, server, stampede_on, stderr, stdout, TempFile};
 
 fn dbstress(db: &str, args: &[&str]) -> std::process::Output {
     stampede_on("dbstress", db, args)
@@ -39,19 +39,14 @@ fn reset_statements(db: &str) {
 }
 
 fn run_json(db: &str, args: &[&str]) -> serde_json::Value {
-    let json = std::env::temp_dir().join(format!(
-        "stampede-dbstress-{db}-{}.json",
-        std::process::id()
-    ));
+    let json = TempFile::new(&format!("dbstress-{db}.json"));
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.extend(["--json", json.to_str().unwrap()]);
     let output = dbstress(db, &all);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("TPS"), "{}", stdout(&output));
-    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(json);
-    report
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
 }
 
 #[test]

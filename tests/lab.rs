@@ -1241,18 +1241,18 @@ fn a_tpcc_workload_runs_in_the_lab() {
     assert_eq!(client_nopm, Some(metric(&runs[0][1], "nopm")), "{report}");
 }
 
-/// Seed 002's workloads in the lab: the analytics queries a cell each (family "analytics", no
+/// Study 002's workloads in the lab: the analytics queries a cell each (family "analytics", no
 /// data copy per run: they only read), each run's statements holding its query as many times
 /// as the driver ran it; pgbench over the extra indexes beside them; a bad query is refused.
 #[test]
-fn seed_002s_workloads_run_in_the_lab() {
-    let dir = lab_dir("seed002");
-    let spec = dir.join("seed002.toml");
+fn study_002s_workloads_run_in_the_lab() {
+    let dir = lab_dir("study002");
+    let spec = dir.join("study002.toml");
     let write = |queries: &str| {
         std::fs::write(
             &spec,
             format!(
-                "name = \"seed002\"\nruns = 1\nduration = \"1s\"\n[[target]]\nname = \"t\"\nsettings = {{ fsync = false }}\n\
+                "name = \"study002\"\nruns = 1\nduration = \"1s\"\n[[target]]\nname = \"t\"\nsettings = {{ fsync = false }}\n\
                  [[workload]]\nname = \"analytics\"\n{queries}scale = [1]\nclients = [1]\n\
                  [[workload]]\nname = \"pgbench-extra-indexes\"\nscripts = [\"simple-update\"]\nscale = [1]\nclients = [1]\n"
             ),
@@ -1267,7 +1267,7 @@ fn seed_002s_workloads_run_in_the_lab() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    let db = dir.join("seed002.db");
+    let db = dir.join("study002.db");
     let runs = sqlite(
         &db,
         "SELECT c.workload, c.script, c.family, r.id, r.transactions FROM runs r
@@ -1366,14 +1366,14 @@ fn a_dbstress_workload_runs_in_the_lab() {
     );
 }
 
-/// Seed 004's example end to end at a tiny size: every target it names (10.23 as the base
+/// Study 004's example end to end at a tiny size: every target it names (10.23 as the base
 /// against 11 … 18, zonky builds), three of the suite's microbenchmarks (a write, a point
 /// query, a scan) for one second each, no settling after postwrite; then its report.
 #[test]
-fn the_seed_004_example_runs_end_to_end_at_a_tiny_size() {
-    let dir = lab_dir("seed004");
+fn the_study_004_example_runs_end_to_end_at_a_tiny_size() {
+    let dir = lab_dir("study004");
     let example =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/seed004-microbench-versions.toml");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/study004-microbench-versions.toml");
     let text = std::fs::read_to_string(example).unwrap();
     let tiny = [
         ("duration = \"20s\"", "duration = \"1s\""),
@@ -1386,12 +1386,12 @@ fn the_seed_004_example_runs_end_to_end_at_a_tiny_size() {
         assert!(text.contains(from), "the example has {from}");
         text.replace(from, to)
     });
-    let spec = dir.join("seed004-microbench-versions.toml");
+    let spec = dir.join("study004-microbench-versions.toml");
     std::fs::write(&spec, tiny).unwrap();
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .output()
         .unwrap();
-    let db = dir.join("seed004-microbench-versions.db");
+    let db = dir.join("study004-microbench-versions.db");
     let majors = ["10", "11", "12", "13", "14", "15", "16", "17", "18"];
     let cached = download::cached_versions(&download::cache_root());
     for major in majors {
@@ -1400,7 +1400,7 @@ fn the_seed_004_example_runs_end_to_end_at_a_tiny_size() {
             .find(|(v, _)| v.starts_with(&format!("{major}.")))
             .and_then(|(_, bin)| Binaries::at(bin).ok());
         let root = dir
-            .join("seed004-microbench-versions.db.servers")
+            .join("study004-microbench-versions.db.servers")
             .join(format!("pg{major}"));
         stop_cluster(root, bin);
     }
@@ -1421,7 +1421,7 @@ fn the_seed_004_example_runs_end_to_end_at_a_tiny_size() {
     );
     assert!(base[0][0].starts_with("PostgreSQL 10.23 "), "{base:?}");
 
-    let report = dir.join("seed004.md");
+    let report = dir.join("study004.md");
     let output = stampede_command(&[
         "report",
         db.to_str().unwrap(),

@@ -1,4 +1,4 @@
-//! The lab with a second engine, as seed 003 compared them: a PostgreSQL target beside a
+//! The lab with a second engine, as study 003 compared them: a PostgreSQL target beside a
 //! MariaDB target (Debian's mariadb-server, provisioned by the lab), dbSTRESS read-only and
 //! read+write in both protocols and sysbench's point select; each engine's probes checked
 //! against its own counters; the cross-engine report in Chromium; faults (SIGTERM and resume, a
@@ -104,7 +104,7 @@ clients = [1, 4]
 "#;
 
 #[test]
-fn a_postgresql_and_a_mariadb_target_run_seed_003s_matrix() {
+fn a_postgresql_and_a_mariadb_target_run_study_003s_matrix() {
     let dir = lab_dir("two");
     let _cleanup = Cleanup(dir.to_path_buf());
     let spec = dir.join("lab.toml");

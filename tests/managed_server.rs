@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{stampede_with_env, stderr, stdout};
+use common::{stampede_with_env, stderr, stdout, LabDir};
 
 /// Each test creates a default server, which picks the first free port: one at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -11,9 +11,9 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn default_server_lifecycle() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let home = format!("/tmp/stampede-home-test-{}", std::process::id());
-    let _ = std::fs::remove_dir_all(&home);
-    let env = [("STAMPEDE_HOME", home.as_str())];
+    let home_dir = LabDir::new("home-test");
+    let home = home_dir.to_str().unwrap();
+    let env = [("STAMPEDE_HOME", home)];
     let status = stampede_with_env(&["server", "status"], &env);
     assert!(
         stdout(&status).contains("no managed default server"),
@@ -51,18 +51,16 @@ fn default_server_lifecycle() {
     let destroy = stampede_with_env(&["server", "destroy"], &env);
     assert!(destroy.status.success(), "{}", stderr(&destroy));
     assert!(!std::path::Path::new(&data_dir).exists());
-    let _ = std::fs::remove_dir_all(&home);
 }
 
 #[test]
 fn quickstart_prints_one_table() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let home = format!("/tmp/stampede-quickstart-test-{}", std::process::id());
-    let _ = std::fs::remove_dir_all(&home);
-    let env = [("STAMPEDE_HOME", home.as_str())];
+    let home_dir = LabDir::new("quickstart-test");
+    let home = home_dir.to_str().unwrap();
+    let env = [("STAMPEDE_HOME", home)];
     let output = stampede_with_env(&["quickstart", "--seconds", "1", "--scale", "1"], &env);
     let _ = stampede_with_env(&["server", "destroy"], &env);
-    let _ = std::fs::remove_dir_all(&home);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("workload     clients"), "{text}");
@@ -81,23 +79,17 @@ fn quickstart_prints_one_table() {
 #[test]
 fn quickstart_on_a_machine_without_postgresql_downloads_the_newest_major() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let home = format!("/tmp/stampede-bare-test-{}", std::process::id());
-    let _ = std::fs::remove_dir_all(&home);
+    let home_dir = LabDir::new("bare-test");
+    let home = home_dir.to_str().unwrap();
     let cache = format!("{home}/cache");
     let env = [
-        ("STAMPEDE_HOME", home.as_str()),
+        ("STAMPEDE_HOME", home),
         ("STAMPEDE_CACHE", cache.as_str()),
         ("STAMPEDE_HIDE_SYSTEM_PG", "1"),
     ];
-    std::fs::create_dir_all(&home).unwrap();
-    let _ = std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&home)
-        .status();
     let output = stampede_with_env(&["quickstart", "--seconds", "1", "--scale", "1"], &env);
     let status = stdout(&stampede_with_env(&["server", "status"], &env));
     let _ = stampede_with_env(&["server", "destroy"], &env);
-    let _ = std::fs::remove_dir_all(&home);
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");
     assert!(

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::process::Output;
 
 use common::mariadb::{create_database, mariadb, socket, sql};
-use common::{assert_refused, stampede, stderr, stdout};
+use common::{assert_refused, stampede, stderr, stdout, TempFile};
 
 /// The server's global counters and general log see every test: one test at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -374,7 +374,7 @@ fn microbench_suite_runs_with_analyze_and_optimize() {
         stampede_sysbench(&db, &[&["prepare", "oltp_read_write"], &table[..]].concat()),
         "prepare",
     );
-    let json = std::env::temp_dir().join(format!("stampede-my-suite-{}.json", std::process::id()));
+    let json = TempFile::new("my-suite.json");
     let json_arg = format!("--json={}", json.display());
     let before = status(&["Com_analyze", "Com_optimize"]);
     let output = succeeded(
@@ -418,7 +418,6 @@ fn microbench_suite_runs_with_analyze_and_optimize() {
         tests.iter().all(|t| t["events"].as_u64().unwrap() > 0),
         "every test ran: {text}"
     );
-    let _ = std::fs::remove_file(json);
 }
 
 /// Prepared statements as Connector/C runs them on MariaDB: parameter types sent once, and
@@ -657,8 +656,7 @@ fn dbstress_loads_the_same_rows_as_on_postgresql_and_counts_commits() {
     }
 
     for prepared in [false, true] {
-        let json =
-            std::env::temp_dir().join(format!("stampede-dbstress-{}.json", std::process::id()));
+        let json = TempFile::new("dbstress.json");
         let before = counters();
         let mut args = vec!["--mode", "rw", "--sessions", "1", "--time", "2", "--json"];
         let json_path = json.to_str().unwrap().to_string();
@@ -680,7 +678,6 @@ fn dbstress_loads_the_same_rows_as_on_postgresql_and_counts_commits() {
         } else {
             assert_eq!(delta("Com_update"), transactions);
         }
-        let _ = std::fs::remove_file(json);
     }
     succeeded(stampede_dbstress("cleanup", &db, &[]), "cleanup");
     assert_eq!(sql(&db, "SHOW TABLES").trim(), "");

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{line_value, server, stampede, stderr, stdout};
+use common::{line_value, server, stampede, stderr, stdout, TempFile};
 
 fn init(db: &str, scale: &str) {
     let server = server();
@@ -26,10 +26,8 @@ fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn json_file(name: &str) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("stampede-{name}-{}.json", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path
+fn json_file(name: &str) -> TempFile {
+    TempFile::new(&format!("{name}.json"))
 }
 
 #[test]
@@ -77,7 +75,6 @@ fn tpcb_balances_agree_and_history_matches_reported_transactions() {
     assert_eq!(doc["transactions"], reported);
     assert_eq!(doc["transaction_type"], "<builtin: TPC-B (sort of)>");
     assert_eq!(doc["query_mode"], "prepared");
-    let _ = std::fs::remove_file(json);
 }
 
 #[test]
@@ -148,7 +145,6 @@ fn transaction_count_matches_server_commit_counter() {
     );
     assert_eq!(doc["server_counters"]["connection_starts"], 3);
     assert!(stdout(&output).contains(&format!("server counters: {delta} commits, 0 rollbacks")));
-    let _ = std::fs::remove_file(json);
 }
 
 #[test]
@@ -272,7 +268,6 @@ fn mixed_builtins_json_has_scripts_series_and_consistent_numbers() {
         server.psql(&db, "select count(*) from pgbench_history"),
         total.to_string()
     );
-    let _ = std::fs::remove_file(json);
 }
 
 #[test]
@@ -301,7 +296,7 @@ fn custom_script_with_define_runs() {
     let server = server();
     let db = server.create_database("run_script");
     init(&db, "1");
-    let script = std::env::temp_dir().join(format!("stampede-script-{}.sql", std::process::id()));
+    let script = TempFile::new("script.sql");
     std::fs::write(
         &script,
         "\\set n :base + 2 * 3\nINSERT INTO pgbench_history (tid, bid, aid, delta) VALUES (:client_id, 1, 1, :n);\n",
@@ -328,7 +323,6 @@ fn custom_script_with_define_runs() {
         ),
         "10|16|16|2"
     );
-    let _ = std::fs::remove_file(script);
 }
 
 #[test]
@@ -336,7 +330,7 @@ fn pipelines_send_every_statement_and_sync_points_commit() {
     let server = server();
     let db = server.create_database("run_pipeline");
     server.psql(&db, "CREATE TABLE log (client int, n int)");
-    let script = std::env::temp_dir().join(format!("stampede-pipeline-{}.sql", std::process::id()));
+    let script = TempFile::new("pipeline.sql");
     std::fs::write(
         &script,
         "\\startpipeline\nINSERT INTO log VALUES (:client_id, 1);\nINSERT INTO log VALUES (:client_id, 2);\n\\syncpipeline\nINSERT INTO log VALUES (:client_id, 3);\n\\endpipeline\n",
@@ -378,7 +372,6 @@ fn pipelines_send_every_statement_and_sync_points_commit() {
     );
     assert_eq!(simple.status.code(), Some(2));
     assert!(stderr(&simple).contains("cannot use pipeline mode with the simple query protocol"));
-    let _ = std::fs::remove_file(script);
 }
 
 #[test]
@@ -436,14 +429,13 @@ fn rate_limit_holds_the_rate_and_reports_lag() {
         (transactions - pgbench_transactions).abs() <= 2,
         "same seed, same schedule: {transactions} vs pgbench's {pgbench_transactions}"
     );
-    let _ = std::fs::remove_file(json);
 }
 
 #[test]
 fn latency_limit_counts_late_and_skips_under_a_slow_server() {
     let server = server();
     let db = server.create_database("run_latency_limit");
-    let script = std::env::temp_dir().join(format!("stampede-slow-{}.sql", std::process::id()));
+    let script = TempFile::new("slow.sql");
     std::fs::write(&script, "SELECT pg_sleep(0.02);\n").unwrap();
     let json = json_file("limit");
     let output = run(
@@ -488,8 +480,6 @@ fn latency_limit_counts_late_and_skips_under_a_slow_server() {
         )),
         "{text}"
     );
-    let _ = std::fs::remove_file(json);
-    let _ = std::fs::remove_file(script);
 }
 
 /// Progress comes on time while no transaction completes: every client sleeps 2.5 s in the
@@ -571,7 +561,7 @@ fn a_statement_larger_than_the_socket_buffer_arrives_whole() {
     let server = server();
     let db = server.create_database("run_big_statement");
     server.psql(&db, "CREATE TABLE sizes (n int)");
-    let script = std::env::temp_dir().join(format!("stampede-big-{}.sql", std::process::id()));
+    let script = TempFile::new("big.sql");
     let literal = "x".repeat(4 << 20);
     std::fs::write(
         &script,

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{line_value, server, stampede, stderr, stdout};
+use common::{line_value, server, stampede, stderr, stdout, LabDir};
 
 fn run(db: &str, extra: &[&str]) -> std::process::Output {
     let flags = server().flags(db);
@@ -16,11 +16,8 @@ fn run(db: &str, extra: &[&str]) -> std::process::Output {
     stampede(&args)
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stampede-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> LabDir {
+    LabDir::new(name)
 }
 
 fn write_script(dir: &Path, name: &str, text: &str) -> String {
@@ -143,7 +140,6 @@ fn retries_match_the_servers_serialization_errors() {
         commands[2]["text"],
         "SELECT bbalance FROM pgbench_branches WHERE bid = :bid;"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -168,7 +164,6 @@ fn without_retries_failures_are_counted_and_rolled_back() {
         .filter(|l| l.contains("ends the failed transaction (try 1/1)"))
         .count();
     assert_eq!(notices as u64, failed);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -219,7 +214,6 @@ fn continue_on_error_counts_other_failures_the_server_saw() {
     assert_eq!(exited.status.code(), Some(2));
     assert!(stdout(&exited).is_empty(), "{}", stdout(&exited));
     assert!(stderr(&exited).contains("division by zero"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// `-l` with retries and `-R`: the same fields per line as the real pgbench writes.
@@ -288,7 +282,6 @@ fn transaction_log_matches_pgbench_layout() {
     for numbers in per_client.values() {
         assert_eq!(numbers, &(1..=25).collect::<Vec<u64>>());
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// With the same `--random-seed`, `--sampling-rate` keeps the same transactions as pgbench
@@ -336,7 +329,6 @@ fn sampling_keeps_the_transactions_pgbench_keeps() {
     let theirs = sampled("theirs", true);
     assert!(ours.len() > 75 && ours.len() < 175, "{}", ours.len());
     assert_eq!(ours, theirs);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -392,7 +384,6 @@ fn aggregate_log_lines_add_up_to_the_summary() {
         logged <= total && logged * 3 >= total,
         "{logged} of {total}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -445,5 +436,4 @@ fn per_command_report_and_progress_timestamps() {
     assert_eq!(progress.len(), 2, "{}", stderr(&output));
     assert!(progress.iter().all(|t| *t < now && *t > now - 30.0));
     assert!((progress[1] - progress[0] - 1.0).abs() < 1e-6);
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -6,14 +6,11 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{stampede, stderr};
+use common::{stampede, stderr, LabDir};
 use stampede::family::lab_workloads;
 
-fn spec_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stampede-registry-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn spec_dir(name: &str) -> LabDir {
+    LabDir::new(&format!("registry-{name}"))
 }
 
 fn spec(workload: &str, extra: &str) -> String {
@@ -35,7 +32,6 @@ fn accepted_names() -> Vec<String> {
         .split("known workloads are ")
         .nth(1)
         .unwrap_or_else(|| panic!("no list of workloads in {text}"));
-    let _ = std::fs::remove_dir_all(dir);
     list.trim()
         .split(", ")
         .map(|name| name.trim_matches('"').to_string())
@@ -66,7 +62,6 @@ fn every_registered_workload_is_accepted_by_the_lab_and_documented() {
         std::fs::write(&path, spec(name, "")).unwrap();
         let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
         assert!(output.status.success(), "{name}: {}", stderr(&output));
-        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
@@ -95,10 +90,9 @@ fn a_protocol_a_workload_does_not_honour_is_refused_at_its_key() {
         let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
         assert!(output.status.success(), "{}", stderr(&output));
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Each seed's study ships as an example spec, and every one of them plans.
+/// Each study ships as an example spec, and every one of them plans.
 #[test]
 fn every_example_spec_plans() {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
@@ -109,15 +103,15 @@ fn every_example_spec_plans() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
         .collect();
     specs.sort();
-    // A seed may have several (seed 003: statistics targets, and PostgreSQL against MariaDB).
-    let mut seeds: Vec<String> = specs
+    // A study may have several (study 003: statistics targets, and PostgreSQL against MariaDB).
+    let mut studies: Vec<String> = specs
         .iter()
-        .map(|path| path.file_name().unwrap().to_string_lossy()[..7].to_string())
+        .map(|path| path.file_name().unwrap().to_string_lossy()[..8].to_string())
         .collect();
-    seeds.dedup();
+    studies.dedup();
     assert_eq!(
-        seeds,
-        ["seed000", "seed001", "seed002", "seed003", "seed004"]
+        studies,
+        ["study000", "study001", "study002", "study003", "study004"]
     );
     for spec in &specs {
         let output = stampede(&["lab", "plan", spec.to_str().unwrap()]);

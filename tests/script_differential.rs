@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{server, stampede, stderr};
+use common::{server, stampede, stderr, TempFile};
 
 fn debug_lines(output: &std::process::Output) -> Vec<String> {
     String::from_utf8_lossy(&output.stderr)
@@ -120,7 +120,6 @@ fn several_clients_and_transactions_draw_the_same_numbers() {
 fn evaluation_errors_abort_like_pgbench() {
     let server = server();
     let db = server.create_database("differential_errors");
-    let dir = std::env::temp_dir();
     for (name, body) in [
         ("div", "\\set x 1 / 0\n"),
         ("overflow", "\\set x 9223372036854775807 * 2\n"),
@@ -129,7 +128,7 @@ fn evaluation_errors_abort_like_pgbench() {
         ("gaussian", "\\set x random_gaussian(1, 10, 1.5)\n"),
         ("empty", "\\set x random(5, 1)\n"),
     ] {
-        let path = dir.join(format!("stampede-eval-{name}-{}.sql", std::process::id()));
+        let path = TempFile::new(&format!("eval-{name}.sql"));
         std::fs::write(&path, body).unwrap();
         let script = path.to_str().unwrap();
         let theirs = server.pgbench(&db, &["-n", "-t", "1", "-f", script]);
@@ -157,6 +156,5 @@ fn evaluation_errors_abort_like_pgbench() {
             "{name}: pgbench said {reason:?}, we said {}",
             stderr(&ours)
         );
-        let _ = std::fs::remove_file(path);
     }
 }

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{pg15_tarball as tarball, stampede_with_env, stderr, stdout};
+use common::{pg15_tarball as tarball, stampede_with_env, stderr, stdout, LabDir};
 
 /// A cache of the tests' own, kept between test runs so that a second `cargo test` is a hit.
 fn cache() -> PathBuf {
@@ -51,12 +51,8 @@ fn assert_nothing_cached_for(message: &str) {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-fn work_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stampede-build-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let _ = Command::new("chmod").arg("755").arg(&dir).status();
-    dir
+fn work_dir(name: &str) -> LabDir {
+    LabDir::new(&format!("build-{name}"))
 }
 
 #[test]
@@ -159,7 +155,6 @@ clients = [2]
         "{}",
         stdout(&report)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn stop(root: &Path, bin_dir: Option<PathBuf>) {
@@ -252,7 +247,6 @@ fn a_patch_that_does_not_apply_fails_naming_the_file_and_hunk_and_leaves_no_entr
         .map(Result::unwrap)
         .collect();
     assert_eq!(completed, ["system"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -296,7 +290,6 @@ fn what_is_not_a_source_tree_is_refused() {
             file.display()
         )
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

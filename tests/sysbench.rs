@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{server, stampede, stderr, stdout};
+use common::{server, stampede, stderr, stdout, TempFile};
 
 fn connection(db: &str) -> Vec<String> {
     let s = server();
@@ -342,7 +342,7 @@ fn json_and_intervals_agree_with_the_server() {
     let prepare = sysbench(&db, &["prepare", "--table-size", "1000"]);
     assert!(prepare.status.success(), "{}", stderr(&prepare));
     reset_statements(&db);
-    let json = std::env::temp_dir().join(format!("stampede-sb-{}.json", std::process::id()));
+    let json = TempFile::new("sb.json");
     let output = sysbench(
         &db,
         &[
@@ -386,7 +386,6 @@ fn json_and_intervals_agree_with_the_server() {
             && p("p95") <= p("p99")
             && p("p99") <= p("max")
     );
-    let _ = std::fs::remove_file(json);
 }
 
 #[test]
@@ -444,7 +443,7 @@ fn microbench_suite_runs_in_order_with_postwrite() {
             .unwrap()
     };
     let checkpoints_before = checkpoints();
-    let json = std::env::temp_dir().join(format!("stampede-suite-{}.json", std::process::id()));
+    let json = TempFile::new("suite.json");
     let output = sysbench(
         &db,
         &[
@@ -527,7 +526,6 @@ fn microbench_suite_runs_in_order_with_postwrite() {
         stderr(&unknown).trim(),
         "stampede: error: unknown suite \"nope\"; the suites are: microbench"
     );
-    let _ = std::fs::remove_file(json);
 }
 
 /// The server ends both sessions mid-run (pg_terminate_backend): each client counts one
@@ -538,8 +536,7 @@ fn a_lost_connection_reconnects_and_is_counted() {
     let db = s.create_database("sb_reconnect");
     let prepare = sysbench(&db, &["prepare", "--table-size", "1000"]);
     assert!(prepare.status.success(), "{}", stderr(&prepare));
-    let json =
-        std::env::temp_dir().join(format!("stampede-sb-reconnect-{}.json", std::process::id()));
+    let json = TempFile::new("sb-reconnect.json");
     let mut args: Vec<String> = [
         "sysbench",
         "run",
@@ -620,7 +617,6 @@ fn a_lost_connection_reconnects_and_is_counted() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["reconnects"], 2);
     assert_eq!(report["errors"], 2);
-    let _ = std::fs::remove_file(json);
 }
 
 /// bulk_insert: a table per thread, rows (n, n) buffered and sent as multi-row INSERTs of

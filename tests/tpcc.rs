@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_refused, server, stampede_on, stderr, stdout};
+use common::{assert_refused, server, stampede_on, stderr, stdout, TempFile};
 use stampede::family::tpcc::scripts::NAMES as TRANSACTIONS;
 
 const NOT_BUILT: &str =
@@ -239,7 +239,7 @@ fn order_line_is_hash_partitioned_from_200_warehouses_only() {
 /// (NOPM from district.d_next_o_id, the orders table, TPM), and returns the JSON report.
 fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value {
     let s = server();
-    let json = std::env::temp_dir().join(format!("stampede-tpcc-{db}.json"));
+    let json = TempFile::new(&format!("tpcc-{db}.json"));
     let mut all: Vec<&str> = vec!["run", "--rampup", "0s"];
     all.extend(args);
     all.extend(["--json", json.to_str().unwrap()]);
@@ -250,7 +250,6 @@ fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value 
     assert!(text.contains("TEST RESULT : System achieved "), "{text}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(json);
     let count = |name: &str| report["transactions"][name]["count"].as_i64().unwrap();
     let all: i64 = TRANSACTIONS.iter().map(|n| count(n)).sum();
     assert_eq!(all, transactions, "{report}");
@@ -434,8 +433,7 @@ fn keying_and_thinking_hold_the_rate_the_pauses_imply() {
     let build = tpcc(&db, &["build", "--warehouses", "1", "--seed", "6"]);
     assert!(build.status.success(), "{}", stderr(&build));
     const SCALE: f64 = 0.02;
-    let json =
-        std::env::temp_dir().join(format!("stampede-tpcc-keying-{}.json", std::process::id()));
+    let json = TempFile::new("tpcc-keying.json");
     let output = tpcc(
         &db,
         &[
@@ -465,7 +463,6 @@ fn keying_and_thinking_hold_the_rate_the_pauses_imply() {
     );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(json);
     // (weight, keying s, think s) per transaction, HammerDB's seconds, mix 45/43/4/4/4.
     let pauses = [
         (44.55, 18.0, 12.0),

@@ -560,7 +560,7 @@ fn workloads(
 }
 
 /// Gives the scripts of a workload measured under more than one protocol their protocol's
-/// name, so that seed 003's plain and prepared columns fit in one lab.
+/// name, so that study 003's plain and prepared columns fit in one lab.
 fn mark_protocols(specs: &mut [WorkloadSpec]) {
     let effective = |spec: &WorkloadSpec| {
         spec.protocol

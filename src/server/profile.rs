@@ -1,5 +1,5 @@
 //! Configuration profiles for managed clusters: `untuned` (initdb's defaults plus what the lab
-//! needs), `tuned` (seed 001's "starter" tuning scaled to this machine), or a postgresql.conf
+//! needs), `tuned` (study 001's "starter" tuning scaled to this machine), or a postgresql.conf
 //! fragment. Every value and its rule is listed in docs/lab.md.
 
 use crate::error::Failure;
@@ -78,7 +78,7 @@ pub fn lab_needs(max_clients: usize) -> Vec<(String, String)> {
     ]
 }
 
-/// Seed 001's starter tuning, scaled from its 96-core, 384 GB machine to this one.
+/// Study 001's starter tuning, scaled from its 96-core, 384 GB machine to this one.
 pub fn tuned(machine: &Machine, max_connections: usize) -> Vec<(String, String)> {
     let ram = machine.ram_bytes;
     let shared_buffers = ram / 4;

@@ -305,6 +305,12 @@ impl AsRef<std::path::Path> for LabDir {
     }
 }
 
+impl AsRef<std::ffi::OsStr> for LabDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
 impl Drop for LabDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -431,5 +437,47 @@ impl TestServer {
             db,
             "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)",
         );
+    }
+}
+
+/// A file in the system's temp dir, named `stampede-<name>` with this process's id, absent at
+/// first and removed when dropped: after a failed assertion too.
+pub struct TempFile(PathBuf);
+
+impl TempFile {
+    pub fn new(name: &str) -> TempFile {
+        let (stem, extension) = match name.rsplit_once('.') {
+            Some((stem, extension)) => (stem, format!(".{extension}")),
+            None => (name, String::new()),
+        };
+        let path =
+            std::env::temp_dir().join(format!("stampede-{stem}-{}{extension}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        TempFile(path)
+    }
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempFile {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempFile {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }

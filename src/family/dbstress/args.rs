@@ -1,4 +1,4 @@
-//! `stampede dbstress prepare|run|cleanup`: dbSTRESS (seed 003) on PostgreSQL or, with
+//! `stampede dbstress prepare|run|cleanup`: dbSTRESS (study 003) on PostgreSQL or, with
 //! `--engine mariadb`, on MariaDB/MySQL.
 
 use clap::{Args, Subcommand};

@@ -1,6 +1,6 @@
 //! `stampede dbstress prepare|run|cleanup`: dbSTRESS's tables generated on the server, and
 //! sessions running its read-only or read+write transactions through the driver, reported as
-//! seed 003 did: TPS and response times, per statement as well.
+//! study 003 did: TPS and response times, per statement as well.
 
 use std::time::Duration;
 

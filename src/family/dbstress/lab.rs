@@ -1,4 +1,4 @@
-//! dbSTRESS as a lab workload, as seed 003 ran it: `scale` is the object count (one set),
+//! dbSTRESS as a lab workload, as study 003 ran it: `scale` is the object count (one set),
 //! `clients` the sessions, `scripts` the modes (`ro`, `rw`), the lab's `protocol` prepared or
 //! simple; `options = { rw_ratio = 5, same_ref = true, for_update = true, anti_dead = true }`.
 
@@ -14,7 +14,7 @@ use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, on_off, OptionsError};
 use crate::family::dbstress::statements::{Mode, TransactionShape};
 
-/// `options = { ... }`: seed 003's transaction shape beyond the mode.
+/// `options = { ... }`: study 003's transaction shape beyond the mode.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DbstressLab {
@@ -38,7 +38,7 @@ impl Default for DbstressLab {
     }
 }
 
-/// dbSTRESS, plain (simple) or prepared as seed 003 ran it.
+/// dbSTRESS, plain (simple) or prepared as study 003 ran it.
 pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "dbstress",
     protocols: ALL_PROTOCOLS,

@@ -1,4 +1,4 @@
-//! dbSTRESS (seed 003): its five tables and statements, the `stampede dbstress` command and the
+//! dbSTRESS (study 003): its five tables and statements, the `stampede dbstress` command and the
 //! lab workload `dbstress`.
 
 pub mod args;

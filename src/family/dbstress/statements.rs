@@ -1,4 +1,4 @@
-//! dbSTRESS (Dimitri Kravtchuk's benchmark, seed 003) on PostgreSQL and MariaDB/MySQL: its five
+//! dbSTRESS (Dimitri Kravtchuk's benchmark, study 003) on PostgreSQL and MariaDB/MySQL: its five
 //! tables per object set, generated on the server, and its transactions as one driver script
 //! per set. Both engines get the same rows and the same statements; only casts and the row
 //! generator differ.

@@ -1,11 +1,11 @@
-//! Seed 002's analytical queries over the pgbench schema, and its four extra indexes.
+//! Study 002's analytical queries over the pgbench schema, and its four extra indexes.
 //!
 //! The queries scan whole tables or an index range instead of single rows; queries 3 and 4 join
-//! pgbench_accounts with a copy of itself, `pgbench_accounts_copy`, which seed 002 created with
-//! a unique index on aid. Seed 002's query 4 lost the column in its WHERE clause
+//! pgbench_accounts with a copy of itself, `pgbench_accounts_copy`, which study 002 created with
+//! a unique index on aid. Study 002's query 4 lost the column in its WHERE clause
 //! (`WHERE % 10 = 0`); it is `aid % 10 = 0` here, as query 3's `aid % 2 = 0` suggests.
 
-/// (builtin name, description, SQL): seed 002's queries 1-4.
+/// (builtin name, description, SQL): study 002's queries 1-4.
 pub const QUERIES: [(&str, &str, &str); 4] = [
     (
         "analytics-q1",
@@ -33,7 +33,7 @@ pub const QUERIES: [(&str, &str, &str); 4] = [
 /// statistics), with the weight given.
 pub const ALL: &str = "analytics";
 
-/// Creates the accounts copy the joins need when it is missing (seed 002's statements), and
+/// Creates the accounts copy the joins need when it is missing (study 002's statements), and
 /// analyzes it so that the joins are planned from statistics.
 pub const ACCOUNTS_COPY: [&str; 3] = [
     "CREATE TABLE IF NOT EXISTS pgbench_accounts_copy AS SELECT * FROM pgbench_accounts",
@@ -41,7 +41,7 @@ pub const ACCOUNTS_COPY: [&str; 3] = [
     "ANALYZE pgbench_accounts_copy",
 ];
 
-/// Seed 002's extra indexes, with the names PostgreSQL gives `CREATE INDEX ON …` without one.
+/// Study 002's extra indexes, with the names PostgreSQL gives `CREATE INDEX ON …` without one.
 pub const EXTRA_INDEXES: [&str; 4] = [
     "CREATE INDEX pgbench_accounts_bid_idx ON pgbench_accounts (bid)",
     "CREATE INDEX pgbench_history_tid_idx ON pgbench_history (tid)",

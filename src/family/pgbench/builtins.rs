@@ -1,5 +1,5 @@
 //! pgbench's builtin scripts, as script text run by the same engine as user scripts, and
-//! seed 002's analytical queries (`analytics-q1..q4`).
+//! study 002's analytical queries (`analytics-q1..q4`).
 
 use crate::family::pgbench::analytics;
 
@@ -54,7 +54,7 @@ SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
     analytics_query(3),
 ];
 
-/// Seed 002's analytical query `index` as a builtin of one statement.
+/// Study 002's analytical query `index` as a builtin of one statement.
 const fn analytics_query(index: usize) -> Builtin {
     let (name, description, script) = analytics::QUERIES[index];
     Builtin {

@@ -1,5 +1,5 @@
 //! The pgbench family as a lab workload: loads with stampede's pgbench loader, runs through the
-//! same path as `stampede pgbench`, and keeps only what follows the warmup. Seed 002's two
+//! same path as `stampede pgbench`, and keeps only what follows the warmup. Study 002's two
 //! variants share it: `pgbench-extra-indexes` (pgbench's scripts over four more indexes) and
 //! `analytics` (its four queries, a variant each, over a dataset with the accounts copy).
 
@@ -22,8 +22,8 @@ use crate::family::pgbench::builtins::{self, Builtin};
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
 
-/// Which of the pgbench-schema workloads: pgbench's own, seed 002's variant with four extra
-/// indexes, or seed 002's analytical queries.
+/// Which of the pgbench-schema workloads: pgbench's own, study 002's variant with four extra
+/// indexes, or study 002's analytical queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     Plain,
@@ -81,7 +81,7 @@ impl PgbenchLab {
     }
 }
 
-/// What one run executes: a builtin (seed 002's queries are builtins too) or a script file.
+/// What one run executes: a builtin (study 002's queries are builtins too) or a script file.
 pub enum PgbenchVariant {
     Builtin(&'static Builtin),
     File(String),
@@ -192,7 +192,7 @@ impl FamilyWorkload for PgbenchLab {
     }
 }
 
-/// Seed 002's queries, each a variant of its own (a cell per query).
+/// Study 002's queries, each a variant of its own (a cell per query).
 fn analytics_variants() -> Vec<String> {
     analytics::QUERIES
         .iter()

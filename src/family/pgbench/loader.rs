@@ -27,7 +27,7 @@ pub enum InitStep {
     Vacuum,
     PrimaryKeys,
     ForeignKeys,
-    /// Seed 002's four extra indexes (`--extra-indexes`; no step letter, pgbench has none).
+    /// Study 002's four extra indexes (`--extra-indexes`; no step letter, pgbench has none).
     ExtraIndexes,
 }
 

@@ -1,4 +1,4 @@
-//! pgbench's TPC-B-like family and seed 002's additions on its tables: the `stampede pgbench`
+//! pgbench's TPC-B-like family and study 002's additions on its tables: the `stampede pgbench`
 //! command (flags, init, run, report), its tables and loader (`-i`), its builtin scripts, the
 //! analytical queries, and the lab workloads `pgbench`, `pgbench-extra-indexes` and `analytics`.
 

@@ -121,7 +121,7 @@ pub struct PgbenchReport {
     /// `-r`: per script, per command.
     pub commands: Option<Vec<Vec<CommandReport>>>,
     pub series: Vec<SeriesPoint>,
-    /// Seed 002's analytics: pg_stat_statements over the run (calls, mean and stddev).
+    /// Study 002's analytics: pg_stat_statements over the run (calls, mean and stddev).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub statements: Option<Vec<StatementWindow>>,
 }
@@ -223,7 +223,7 @@ pub fn summary_text(report: &PgbenchReport) -> String {
     out
 }
 
-/// Seed 002's result table: pg_stat_statements' execution times over the run, per statement.
+/// Study 002's result table: pg_stat_statements' execution times over the run, per statement.
 fn statement_lines(statements: &[StatementWindow], line: &mut dyn FnMut(String)) {
     line("pg_stat_statements during the run (execution time, ms):".into());
     line(format!(

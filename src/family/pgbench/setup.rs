@@ -32,7 +32,7 @@ pub struct ServerSetup {
     pub partitions: Option<(String, i64)>,
     probe: XactProbe,
     counters_before: Option<XactCounters>,
-    /// pg_stat_statements before the run, for runs of seed 002's analytics queries.
+    /// pg_stat_statements before the run, for runs of study 002's analytics queries.
     statements_before: Option<Vec<StatementTotals>>,
 }
 
@@ -137,7 +137,7 @@ async fn accounts_copy_missing(client: &Client) -> Result<bool, Failure> {
         .map_err(|e| sql_error("to_regclass", e))
 }
 
-/// Seed 002's copy of pgbench_accounts, which analytics queries 3 and 4 join with.
+/// Study 002's copy of pgbench_accounts, which analytics queries 3 and 4 join with.
 async fn create_accounts_copy(client: &Client) -> Result<(), Failure> {
     for statement in analytics::ACCOUNTS_COPY {
         client

@@ -1,6 +1,6 @@
-//! TPROC-C as a lab workload, the way seed 001 ran HammerDB: `scale` is the warehouse count,
+//! TPROC-C as a lab workload, the way study 001 ran HammerDB: `scale` is the warehouse count,
 //! `clients` the virtual users, `scripts` the modes (`server`, `client`), the lab's warmup the rampup;
-//! every run gets a fresh copy of the built database, as seed 001 restored a base backup for
+//! every run gets a fresh copy of the built database, as study 001 restored a base backup for
 //! every virtual-user count. `options = { mix = "45,43,4,4,4" }` picks another mix than HammerDB's. Each run stores
 //! HammerDB's NOPM and TPM (`run_metrics`), from the server's counters around the measured run.
 

@@ -1,4 +1,4 @@
-//! TPROC-C, HammerDB's TPC-C-derived workload: the schema of seed 001, TPC-C's data rules, a
+//! TPROC-C, HammerDB's TPC-C-derived workload: the schema of study 001, TPC-C's data rules, a
 //! parallel binary-COPY loader, the consistency conditions, and the five transactions as
 //! PL/pgSQL procedures with the driver scripts that call them (server mode) or the same
 //! statements sent by the driver (client mode); the `stampede tpcc` command and the lab

@@ -1,4 +1,4 @@
-//! The TPROC-C tables exactly as seed 001's Appendix A defines them (HammerDB's model with
+//! The TPROC-C tables exactly as study 001's Appendix A defines them (HammerDB's model with
 //! PostgreSQL types and columns ordered for alignment), their keys and the two secondary
 //! indexes, order_line hash-partitioned by warehouse as HammerDB does at 200 warehouses and
 //! more, and a marker recording what was built.

@@ -92,7 +92,7 @@ pub const KEYING_THINKING_S: [(f64, f64); 6] = [
 /// How the transactions reach the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// One `CALL` of a PL/pgSQL procedure per transaction, as HammerDB (seed 001).
+    /// One `CALL` of a PL/pgSQL procedure per transaction, as HammerDB (study 001).
     Server,
     /// The procedures' statements, prepared and sent one by one by stampede.
     Client,
