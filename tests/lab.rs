@@ -146,6 +146,20 @@ fn spec_errors_name_the_line_and_start_nothing() {
     );
     assert!(!dir.join("two-configs.db").exists());
     assert!(!dir.join("two-configs.db.servers").exists());
+    // The auto keys: each refused with its place and key, before anything starts.
+    let good = std::fs::read_to_string(write_spec(&dir, 2, "2s")).unwrap();
+    for (from, to, message) in [
+        ("runs = 2", "runs = \"sometimes\"", "lab.toml:2:8: runs: \"sometimes\" is neither a number of runs nor \"auto\""),
+        ("runs = 2", "runs = \"auto\"\nprecision = \"0%\"", "lab.toml:3:13: precision: \"0%\" is not a percentage above 0% and below 100% (e.g. \"3%\")"),
+        ("runs = 2", "runs = \"auto\"\nprecision = \"-2%\"", "lab.toml:3:13: precision: \"-2%\" is not a percentage above 0% and below 100% (e.g. \"3%\")"),
+        ("runs = 2", "runs = \"auto\"\nmax_runs = 1", "lab.toml:3:12: max_runs: must be from 5 (the rounds an auto lab takes before it trusts an interval) to 10000"),
+        ("runs = 2", "runs = 2\nbudget = \"2h\"", "lab.toml:3:10: budget: only with runs = \"auto\" (a fixed count runs every cell that often)"),
+    ] {
+        std::fs::write(&spec, good.replace(from, to)).unwrap();
+        assert_lab_refused(&spec, &format!("{}/{message}", dir.display()));
+        assert!(!dir.join("two-configs.db").exists());
+        assert!(!dir.join("two-configs.db.servers").exists());
+    }
 }
 
 #[test]
@@ -915,7 +929,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
         "{printed}"
     );
     let query = |sql: &str| server.psql(&results_db, sql);
-    assert_eq!(query("SELECT max(version) FROM schema_version"), "6");
+    assert_eq!(query("SELECT max(version) FROM schema_version"), "7");
     assert_eq!(
         query("SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0"),
         "2"
@@ -1476,4 +1490,80 @@ fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
         "SELECT c.script LIKE '%div.sql', r.status FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY 1 DESC",
     );
     assert_eq!(runs, [["1", "failed"], ["0", "completed"]]);
+}
+
+/// `runs = "auto"` on two identical targets: each round runs both, the cell stops once its
+/// paired interval is within the precision (from round 5 on), the database says why and after
+/// how many rounds, and `lab resume` makes the same decision from the stored runs and runs
+/// nothing more.
+#[test]
+fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
+    let dir = lab_dir("auto");
+    let spec = dir.join("auto.toml");
+    std::fs::write(
+        &spec,
+        "name = \"auto\"\nruns = \"auto\"\nprecision = \"50%\"\nmax_runs = 8\nduration = \"1s\"\nseed = 3\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[target]]\nname = \"b\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n",
+    )
+    .unwrap();
+    let plan = stampede_command(&["lab", "plan", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&plan).contains("2 cells × at most 8 runs = at most 16 runs"),
+        "{}",
+        stdout(&plan)
+    );
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    for target in ["a", "b"] {
+        stop_cluster(dir.join(format!("auto.db.servers/{target}")), None);
+    }
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(
+        log.contains("runs = \"auto\": each cell runs round after round until every target's ratio to \"a\" is known to ±50% (95% interval, from round 5 on), at most 8 rounds"),
+        "{log}"
+    );
+    let db = dir.join("auto.db");
+    let cells = sqlite(&db, "SELECT key, stopped, rounds FROM cells ORDER BY key");
+    assert_eq!(cells.len(), 2);
+    let rounds = &cells[0][2];
+    for cell in &cells {
+        assert_eq!(cell[1], "precision", "{cells:?}\n{log}");
+        assert_eq!(&cell[2], rounds);
+    }
+    let rounds: usize = rounds.parse().unwrap();
+    assert!((5..=8).contains(&rounds), "{rounds}");
+    assert!(
+        log.contains("decided: pgbench/select-only/1/1 to ±")
+            && log.contains(&format!("after {rounds} rounds")),
+        "{log}"
+    );
+    // Every round ran both targets; none ran after the decision.
+    let runs = sqlite(
+        &db,
+        "SELECT c.target, count(*), max(r.repetition) FROM runs r JOIN cells c ON c.id = r.cell_id \
+         WHERE r.status = 'completed' GROUP BY c.target ORDER BY c.target",
+    );
+    let expected: Vec<Vec<String>> = ["a", "b"]
+        .iter()
+        .map(|t| vec![t.to_string(), rounds.to_string(), (rounds - 1).to_string()])
+        .collect();
+    assert_eq!(runs, expected);
+    let resumed_log = stderr(&resumed);
+    assert!(resumed.status.success(), "{resumed_log}");
+    assert!(
+        resumed_log.contains("decided: pgbench/select-only/1/1 to ±")
+            && !resumed_log.contains(" rep "),
+        "{resumed_log}"
+    );
+    let total = sqlite(&db, "SELECT count(*) FROM runs");
+    assert_eq!(total[0][0], (2 * rounds).to_string());
 }

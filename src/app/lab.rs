@@ -14,7 +14,7 @@ use crate::family::{self, api::LabWorkload};
 use crate::lab::executor::{Lab, LabOutcome};
 use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::plan::Plan;
-use crate::lab::spec::{self, LabSpec};
+use crate::lab::spec::{self, AutoRuns, LabSpec};
 use crate::report::table;
 use crate::signals::watch_signals;
 use crate::store::{unix_now, Location, Store};
@@ -101,8 +101,9 @@ fn plan(path: &Path) -> CommandResult {
         .map(Duration::from_secs_f64);
     let per_run = overhead.unwrap_or(DEFAULT_RUN_OVERHEAD);
     let total = plan.measuring_time(&spec) + per_run * plan.runs.len() as u32;
+    let at_most = if spec.auto.is_some() { "at most " } else { "" };
     println!(
-        "{} cells × {} runs = {} runs; order seed {}; estimated {} ({} measuring, {:.1} s overhead per run {}), plus loading each dataset once",
+        "{} cells × {at_most}{} runs = {at_most}{} runs; order seed {}; estimated {at_most}{} ({} measuring, {:.1} s overhead per run {}), plus loading each dataset once",
         plan.cells.len(),
         spec.runs,
         plan.runs.len(),
@@ -112,6 +113,9 @@ fn plan(path: &Path) -> CommandResult {
         per_run.as_secs_f64(),
         if overhead.is_some() { "measured by earlier runs" } else { "assumed" },
     );
+    if let Some(auto) = &spec.auto {
+        println!("{}", auto_rule(&spec, auto));
+    }
     Ok(())
 }
 
@@ -128,9 +132,13 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
         stop,
         &mut |event| progress.show(event),
     )?;
+    if let Some(auto) = &spec.auto {
+        eprintln!("{}", auto_rule(&spec, auto));
+    }
     eprintln!(
-        "lab \"{}\": {} runs, results in {}",
+        "lab \"{}\": {}{} runs, results in {}",
         spec.name,
+        if spec.auto.is_some() { "at most " } else { "" },
         lab.plan().runs.len(),
         spec.results
     );
@@ -201,5 +209,18 @@ fn results_table(spec: &LabSpec, plan: &Plan, outcome: &LabOutcome) -> String {
             "p99 ms",
         ],
         &rows,
+    )
+}
+
+/// What `runs = "auto"` will do, in one sentence.
+fn auto_rule(spec: &LabSpec, auto: &AutoRuns) -> String {
+    format!(
+        "runs = \"auto\": each cell runs round after round until every target's ratio to \"{}\" is known to ±{}% (95% interval, from round {} on), at most {} rounds{}",
+        spec.targets[0].name,
+        auto.precision * 100.0,
+        crate::analysis::stopping::MIN_ROUNDS,
+        spec.runs,
+        auto.budget
+            .map_or(String::new(), |budget| format!(", until {} of measuring", human(budget)))
     )
 }

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::plan::{Cell, Plan, PlannedRun};
+use super::rounds::{GroupState, Rounds};
 use super::spec::{LabSpec, Scale};
 use super::target::{LabServer, TargetBinaries, Targets};
 use super::window::{OpenWindow, RunProbes};
+use crate::analysis::stopping::Stop;
 use crate::conn::Endpoint;
 use crate::driver::Protocol;
 use crate::error::Failure;
@@ -92,6 +94,8 @@ pub struct Lab<'a> {
     stop: Arc<AtomicBool>,
     /// Root of the lab's clusters: `<results>.servers/`.
     server_root: PathBuf,
+    /// `runs = "auto"`: which rounds still run.
+    rounds: Option<Rounds>,
 }
 
 /// How the lab ended.
@@ -185,6 +189,7 @@ impl<'a> Lab<'a> {
             keep_going,
             stop,
             server_root,
+            rounds: spec.auto.map(|auto| Rounds::new(spec, auto)),
         })
     }
 
@@ -242,6 +247,9 @@ impl<'a> Lab<'a> {
             if self.stop.load(Ordering::SeqCst) {
                 return Ok((true, failed, skipped));
             }
+            if self.round_not_needed(run, on_event)? {
+                continue;
+            }
             let target = self.plan.cells[run.cell].target;
             if self.broken[target].is_some() {
                 skipped[target] += 1;
@@ -283,7 +291,68 @@ impl<'a> Lab<'a> {
                 RunStatus::Completed => {}
             }
         }
+        self.record_caps(on_event)?;
         Ok((false, failed, skipped))
+    }
+
+    /// An auto lab's judgement before a unit's round: true when the unit runs no more rounds.
+    fn round_not_needed(
+        &mut self,
+        run: &PlannedRun,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<bool, Failure> {
+        let Some(rounds) = &mut self.rounds else {
+            return Ok(false);
+        };
+        if rounds.is_stopped(run.unit) {
+            return Ok(true);
+        }
+        if !rounds.needs_judging(run.unit, run.repetition) {
+            return Ok(false);
+        }
+        let completed = self.store.completed_runs(self.lab_id)?;
+        let Some((stop, states)) =
+            rounds.stop_before(&self.plan, run.unit, run.repetition, &completed)
+        else {
+            return Ok(false);
+        };
+        self.record_stop(stop, &states, on_event)?;
+        Ok(true)
+    }
+
+    /// At the end of an auto lab, the units still undecided stopped at the cap.
+    fn record_caps(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<(), Failure> {
+        let Some(rounds) = &self.rounds else {
+            return Ok(());
+        };
+        let completed = self.store.completed_runs(self.lab_id)?;
+        let undecided: Vec<Vec<GroupState>> = (0..self.plan.units.len())
+            .filter(|unit| !rounds.is_stopped(*unit))
+            .map(|unit| rounds.judge(&self.plan, unit, self.spec.runs, &completed))
+            .collect();
+        for states in undecided {
+            self.record_stop(Stop::Cap, &states, on_event)?;
+        }
+        Ok(())
+    }
+
+    /// Stores why each group of a unit stopped, and says so.
+    fn record_stop(
+        &mut self,
+        stop: Stop,
+        states: &[GroupState],
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<(), Failure> {
+        for state in states {
+            for &cell in &state.cells {
+                let key = &self.plan.cells[cell].key;
+                self.store
+                    .record_stop(self.lab_id, key, stop.name(), state.rounds)?;
+            }
+            let note = stop_note(&self.plan.cells[state.cells[0]], stop, state);
+            on_event(LabEvent::Note(&note));
+        }
+        Ok(())
     }
 
     /// The runs still to do, in order. A sequence with any step unfinished runs again from its
@@ -642,6 +711,25 @@ impl std::ops::Deref for TargetServer {
 
 /// The database a run that writes (or a sequence) works on: a copy of the loaded dataset.
 const RUN_COPY: &str = "stampede_run";
+
+/// "decided: pgbench/select-only/10/1 to ±2.7% after 7 rounds" and the like.
+fn stop_note(cell: &Cell, stop: Stop, state: &GroupState) -> String {
+    let group = cell
+        .key
+        .split_once('/')
+        .map_or(cell.key.as_str(), |(_, rest)| rest);
+    let precision = state
+        .precision
+        .map_or("no interval".to_string(), |p| format!("±{:.1}%", p * 100.0));
+    let rounds = state.rounds;
+    match stop {
+        Stop::Precise => format!("decided: {group} to {precision} after {rounds} rounds"),
+        Stop::Cap => format!("stopped at the cap: {group} at {precision} after {rounds} rounds"),
+        Stop::Budget => {
+            format!("stopped by the budget: {group} at {precision} after {rounds} rounds")
+        }
+    }
+}
 
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

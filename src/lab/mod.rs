@@ -5,6 +5,7 @@ pub mod executor;
 pub mod managed_targets;
 pub mod mariadb_target;
 pub mod plan;
+pub mod rounds;
 pub mod setting_names;
 pub mod spec;
 pub mod target;

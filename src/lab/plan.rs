@@ -29,8 +29,10 @@ pub struct Cell {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlannedRun {
     pub cell: usize,
-    /// 0-based repetition.
+    /// 0-based repetition: the round.
     pub repetition: u32,
+    /// The unit the run belongs to (`Plan::units`): the cells that run together in a round.
+    pub unit: usize,
     /// For a step of a sequence: where it belongs (None for independent runs).
     pub step: Option<Step>,
 }
@@ -49,6 +51,9 @@ pub struct Step {
 pub struct Plan {
     pub cells: Vec<Cell>,
     pub runs: Vec<PlannedRun>,
+    /// Per unit, its groups; per group, its cells (one per target, in the spec's order). An auto
+    /// lab decides a group from its targets' runs and stops a unit when all its groups stop.
+    pub units: Vec<Vec<Vec<usize>>>,
     pub seed: u64,
 }
 
@@ -56,8 +61,14 @@ impl Plan {
     /// `sequential[w]`: whether workload w's variants are steps of one sequence.
     pub fn new(spec: &LabSpec, seed: u64, sequential: &[bool]) -> Plan {
         let cells = expand(spec);
-        let runs = order(spec, &cells, seed, sequential);
-        Plan { cells, runs, seed }
+        let units = units(spec, &cells, sequential);
+        let runs = order(spec, &cells, &units, seed, sequential);
+        Plan {
+            cells,
+            runs,
+            units,
+            seed,
+        }
     }
 
     /// Wall time of the measuring alone (warmup + duration per run).
@@ -98,14 +109,20 @@ fn expand(spec: &LabSpec) -> Vec<Cell> {
 /// sequential workload the groups of all its steps at one scale and client count, in step
 /// order. Units are shuffled per repetition; within a group the targets run forward on even
 /// repetitions and backward on odd ones.
-fn order(spec: &LabSpec, cells: &[Cell], seed: u64, sequential: &[bool]) -> Vec<PlannedRun> {
-    let units = units(spec, cells, sequential);
+fn order(
+    spec: &LabSpec,
+    cells: &[Cell],
+    units: &[Vec<Vec<usize>>],
+    seed: u64,
+    sequential: &[bool],
+) -> Vec<PlannedRun> {
     let mut random = PgPrng::seeded(seed);
     let mut runs = Vec::new();
     for repetition in 0..spec.runs {
-        let mut shuffled = units.clone();
+        let mut shuffled: Vec<usize> = (0..units.len()).collect();
         shuffle(&mut shuffled, &mut random);
-        for unit in shuffled {
+        for unit_index in shuffled {
+            let unit = units[unit_index].clone();
             let ordered = sequential[cells[unit[0][0]].workload];
             // Per target: (position of its first step, cell of its latest step).
             let mut chains: Vec<Option<(usize, usize)>> = vec![None; spec.targets.len()];
@@ -127,6 +144,7 @@ fn order(spec: &LabSpec, cells: &[Cell], seed: u64, sequential: &[bool]) -> Vec<
                     runs.push(PlannedRun {
                         cell,
                         repetition,
+                        unit: unit_index,
                         step,
                     });
                 }

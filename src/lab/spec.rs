@@ -21,7 +21,10 @@ pub use crate::store::Location;
 #[serde(deny_unknown_fields)]
 struct SpecFile {
     name: Spanned<String>,
-    runs: Option<Spanned<i64>>,
+    runs: Option<Spanned<toml::Value>>,
+    precision: Option<Spanned<String>>,
+    max_runs: Option<Spanned<i64>>,
+    budget: Option<Spanned<String>>,
     duration: Spanned<String>,
     warmup: Option<Spanned<String>>,
     results: Option<String>,
@@ -156,7 +159,10 @@ impl WorkloadSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabSpec {
     pub name: String,
+    /// Rounds planned: the fixed count, or for `runs = "auto"` the cap (`max_runs`).
     pub runs: u32,
+    /// `runs = "auto"`: when a cell stops before the cap.
+    pub auto: Option<AutoRuns>,
     pub duration: Duration,
     pub warmup: Duration,
     pub results: Location,
@@ -172,6 +178,20 @@ pub struct LabSpec {
     /// The file's text, stored with the results (a results URL's password masked).
     pub text: String,
 }
+
+/// `runs = "auto"`: every undecided cell runs once more per round, and stops when the ratio of
+/// each target to the first is known to `precision`, at `runs` rounds, or when the lab has
+/// measured for `budget`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AutoRuns {
+    /// Relative half-width of the 95% interval (0.03 for ±3%).
+    pub precision: f64,
+    pub budget: Option<Duration>,
+}
+
+pub const DEFAULT_RUNS: u32 = 3;
+pub const DEFAULT_PRECISION: f64 = 0.03;
+pub const DEFAULT_MAX_RUNS: u32 = 15;
 
 /// A spec error: `file:line:col: message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,13 +244,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         let offset = e.span().map_or(0, |s| s.start);
         source.error(offset, e.message().trim())
     })?;
-    let runs = match &file.runs {
-        Some(runs) if *runs.get_ref() < 1 => {
-            return Err(source.at(runs, "runs: must be at least 1"))
-        }
-        Some(runs) => *runs.get_ref() as u32,
-        None => 3,
-    };
+    let (runs, auto) = run_count(&source, &file)?;
     let duration = parse_duration(file.duration.get_ref())
         .filter(|d| !d.is_zero())
         .ok_or_else(|| {
@@ -283,6 +297,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     Ok(LabSpec {
         name,
         runs,
+        auto,
         duration,
         warmup,
         results,
@@ -293,6 +308,103 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         workloads,
         text,
     })
+}
+
+/// `runs`: a count, or "auto" with its precision, cap and budget; those three only with "auto".
+fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRuns>), SpecError> {
+    let auto = match &file.runs {
+        None => false,
+        Some(runs) => match runs.get_ref() {
+            toml::Value::Integer(n) if *n < 1 => {
+                return Err(source.at(runs, "runs: must be at least 1"))
+            }
+            toml::Value::Integer(n) if *n > i64::from(u32::MAX) => {
+                return Err(source.at(runs, "runs: too many"))
+            }
+            toml::Value::Integer(_) => false,
+            toml::Value::String(text) if text == "auto" => true,
+            other => {
+                return Err(source.at(
+                    runs,
+                    format!("runs: {other} is neither a number of runs nor \"auto\""),
+                ))
+            }
+        },
+    };
+    if !auto {
+        let only_auto = [
+            file.precision
+                .as_ref()
+                .map(|p| (p.span().start, "precision")),
+            file.max_runs.as_ref().map(|m| (m.span().start, "max_runs")),
+            file.budget.as_ref().map(|b| (b.span().start, "budget")),
+        ];
+        if let Some((offset, key)) = only_auto.into_iter().flatten().min() {
+            return Err(source.error(
+                offset,
+                format!(
+                    "{key}: only with runs = \"auto\" (a fixed count runs every cell that often)"
+                ),
+            ));
+        }
+        let runs = match file.runs.as_ref().map(Spanned::get_ref) {
+            Some(toml::Value::Integer(n)) => *n as u32,
+            _ => DEFAULT_RUNS,
+        };
+        return Ok((runs, None));
+    }
+    let precision = match &file.precision {
+        None => DEFAULT_PRECISION,
+        Some(p) => parse_percent(p.get_ref())
+            .filter(|fraction| *fraction > 0.0 && *fraction < 1.0)
+            .ok_or_else(|| {
+                source.at(
+                    p,
+                    format!(
+                        "precision: \"{}\" is not a percentage above 0% and below 100% (e.g. \"3%\")",
+                        p.get_ref()
+                    ),
+                )
+            })?,
+    };
+    let minimum = crate::analysis::stopping::MIN_ROUNDS as i64;
+    let max_runs = match &file.max_runs {
+        None => DEFAULT_MAX_RUNS,
+        Some(m) if *m.get_ref() < minimum || *m.get_ref() > 10_000 => {
+            return Err(source.at(
+                m,
+                format!("max_runs: must be from {minimum} (the rounds an auto lab takes before it trusts an interval) to 10000"),
+            ))
+        }
+        Some(m) => *m.get_ref() as u32,
+    };
+    let budget = match &file.budget {
+        None => None,
+        Some(b) => Some(
+            parse_duration(b.get_ref())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    source.at(
+                        b,
+                        format!(
+                            "budget: \"{}\" is not a duration (e.g. \"2h\", \"90m\")",
+                            b.get_ref()
+                        ),
+                    )
+                })?,
+        ),
+    };
+    Ok((max_runs, Some(AutoRuns { precision, budget })))
+}
+
+/// "2%", "2.5 %" → 0.02, 0.025.
+fn parse_percent(text: &str) -> Option<f64> {
+    let number = text.trim().strip_suffix('%')?.trim();
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite())
+        .map(|n| n / 100.0)
 }
 
 fn targets(
@@ -857,10 +969,78 @@ clients = [1, 4]
     }
 
     #[test]
+    fn auto_runs_take_precision_cap_and_budget() {
+        let spec = parse(
+            Path::new("lab.toml"),
+            &GOOD.replace("runs = 2", "runs = \"auto\""),
+        )
+        .unwrap();
+        assert_eq!(spec.runs, DEFAULT_MAX_RUNS);
+        assert_eq!(
+            spec.auto,
+            Some(AutoRuns {
+                precision: DEFAULT_PRECISION,
+                budget: None
+            })
+        );
+        let text = GOOD.replace(
+            "runs = 2",
+            "runs = \"auto\"\nprecision = \"2.5%\"\nmax_runs = 20\nbudget = \"2h\"",
+        );
+        let spec = parse(Path::new("lab.toml"), &text).unwrap();
+        assert_eq!(spec.runs, 20);
+        assert_eq!(
+            spec.auto,
+            Some(AutoRuns {
+                precision: 0.025,
+                budget: Some(Duration::from_secs(7200))
+            })
+        );
+        assert_eq!(spec_of_fixed().auto, None);
+    }
+
+    fn spec_of_fixed() -> LabSpec {
+        parse(Path::new("lab.toml"), GOOD).unwrap()
+    }
+
+    #[test]
+    fn bad_auto_runs_are_refused_with_their_key() {
+        let auto = |extra: &str| GOOD.replace("runs = 2", &format!("runs = \"auto\"\n{extra}"));
+        assert_eq!(
+            error(&GOOD.replace("runs = 2", "runs = \"sometimes\"")),
+            "lab.toml:3:8: runs: \"sometimes\" is neither a number of runs nor \"auto\""
+        );
+        assert_eq!(
+            error(&auto("precision = \"0%\"")),
+            "lab.toml:4:13: precision: \"0%\" is not a percentage above 0% and below 100% (e.g. \"3%\")"
+        );
+        assert_eq!(
+            error(&auto("precision = \"-2%\"")),
+            "lab.toml:4:13: precision: \"-2%\" is not a percentage above 0% and below 100% (e.g. \"3%\")"
+        );
+        assert_eq!(
+            error(&auto("max_runs = 1")),
+            "lab.toml:4:12: max_runs: must be from 5 (the rounds an auto lab takes before it trusts an interval) to 10000"
+        );
+        assert_eq!(
+            error(&auto("budget = \"soon\"")),
+            "lab.toml:4:10: budget: \"soon\" is not a duration (e.g. \"2h\", \"90m\")"
+        );
+        assert_eq!(
+            error(&GOOD.replace("runs = 2", "runs = 2\nbudget = \"2h\"")),
+            "lab.toml:4:10: budget: only with runs = \"auto\" (a fixed count runs every cell that often)"
+        );
+        assert_eq!(
+            error(&GOOD.replace("runs = 2", "precision = \"2%\"")),
+            "lab.toml:3:13: precision: only with runs = \"auto\" (a fixed count runs every cell that often)"
+        );
+    }
+
+    #[test]
     fn errors_name_line_and_key() {
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
-            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `duration`, `warmup`, `results`, `seed`, `probes`, `target`, `workload`"
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `results`, `seed`, `probes`, `target`, `workload`"
         );
         assert_eq!(
             error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),

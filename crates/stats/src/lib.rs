@@ -1,6 +1,9 @@
 //! Statistics over stored results: medians, spreads, and (in `verdict`) confidence intervals
 //! and verdicts. Computes; never renders or queries a server.
 
+pub mod paired;
+pub mod stopping;
+pub mod student;
 pub mod verdict;
 
 /// The median (mean of the middle two for an even count); None when empty.

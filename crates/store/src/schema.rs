@@ -147,4 +147,10 @@ CREATE TABLE run_metrics (
     r#"
 ALTER TABLE targets RENAME COLUMN postgres TO server;
 "#,
+    // 7: `runs = "auto"`: why each cell stopped (precision, cap or budget) and after how many
+    // rounds; NULL in a lab of fixed runs and while the cell goes on.
+    r#"
+ALTER TABLE cells ADD COLUMN stopped TEXT;
+ALTER TABLE cells ADD COLUMN rounds INTEGER;
+"#,
 ];

@@ -95,6 +95,28 @@ impl Store {
         })
     }
 
+    /// An auto lab's cell stopped: why (`precision`, `cap`, `budget`) and after how many rounds.
+    pub fn record_stop(
+        &mut self,
+        lab: i64,
+        cell_key: &str,
+        stopped: &str,
+        rounds: u32,
+    ) -> Result<(), Failure> {
+        self.transaction("cells", |db| {
+            db.execute(
+                "UPDATE cells SET stopped = ?3, rounds = ?4 WHERE lab_id = ?1 AND key = ?2",
+                &[
+                    lab.into(),
+                    cell_key.into(),
+                    stopped.into(),
+                    Value::Int(rounds.into()),
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Writes one run with its series, counters, statements and samples in one transaction.
     pub fn record_run(&mut self, lab: i64, run: &RunRecord) -> Result<(), Failure> {
         self.transaction("runs", |db| {
