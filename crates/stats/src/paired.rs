@@ -15,7 +15,7 @@
 //! `Inconclusive` otherwise.
 
 use super::student;
-use super::verdict::{Direction, Verdict, ALPHA, EQUIVALENCE};
+use super::verdict::{decide, Direction, Verdict, ALPHA};
 
 /// Fewer pairs than this give no verdict: a t interval on one or two differences is too
 /// dependent on how far apart two numbers happened to fall.
@@ -83,7 +83,7 @@ pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction) -> Option<Pair
     let verdict = if logs.len() < MIN_PAIRS {
         Verdict::NeedRuns(MIN_PAIRS)
     } else {
-        decide(p_value, interval, direction)
+        decide(p_value, interval.0, interval.1, direction)
     };
     Some(PairedComparison {
         pairs: logs.len(),
@@ -93,21 +93,6 @@ pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction) -> Option<Pair
         log_ratio_sd: Some(sd),
         verdict,
     })
-}
-
-fn decide(p_value: f64, (low, high): (f64, f64), direction: Direction) -> Verdict {
-    if p_value < ALPHA && (low > 1.0 || high < 1.0) {
-        return match (low > 1.0, direction) {
-            (true, Direction::HigherIsBetter) | (false, Direction::LowerIsBetter) => {
-                Verdict::Better
-            }
-            _ => Verdict::Worse,
-        };
-    }
-    if p_value >= ALPHA && low >= 1.0 - EQUIVALENCE && high <= 1.0 + EQUIVALENCE {
-        return Verdict::NoDifference;
-    }
-    Verdict::Inconclusive
 }
 
 #[cfg(test)]

@@ -74,7 +74,8 @@ pub fn compare(base: &[f64], other: &[f64], direction: Direction) -> Option<Comp
     })
 }
 
-fn decide(p_value: f64, low: f64, high: f64, direction: Direction) -> Verdict {
+/// The verdict from a test's p-value and the interval of the ratio (shared with `paired`).
+pub(crate) fn decide(p_value: f64, low: f64, high: f64, direction: Direction) -> Verdict {
     let excludes_one = low > 1.0 || high < 1.0;
     if p_value < ALPHA && excludes_one {
         let higher = low > 1.0;
