@@ -217,7 +217,8 @@ fn auto_rule(spec: &LabSpec, auto: &AutoRuns) -> String {
     format!(
         "runs = \"auto\": each cell runs round after round until every target's ratio to \"{}\" is known to ±{}% (95% interval, from round {} on), at most {} rounds{}",
         spec.targets[0].name,
-        auto.precision * 100.0,
+        // 0.99 * 100 is 98.99999999999999: print the percentage to a tenth, as given.
+        (auto.precision * 1000.0).round() / 10.0,
         crate::analysis::stopping::MIN_ROUNDS,
         spec.runs,
         auto.budget
