@@ -1567,6 +1567,34 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         .map(|t| vec![t.to_string(), rounds.to_string(), (rounds - 1).to_string()])
         .collect();
     assert_eq!(runs, expected);
+    // The precision it printed, from the stored tps: the t interval of ln(b / a) per round,
+    // with scipy's t.ppf(0.975, df).
+    let tps = sqlite(
+        &db,
+        "SELECT a.tps, b.tps FROM runs a JOIN cells ca ON ca.id = a.cell_id \
+         JOIN runs b ON b.repetition = a.repetition JOIN cells cb ON cb.id = b.cell_id \
+         WHERE ca.target = 'a' AND cb.target = 'b' ORDER BY a.repetition",
+    );
+    let logs: Vec<f64> = tps
+        .iter()
+        .map(|pair| (number(&pair[1]) / number(&pair[0])).ln())
+        .collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let sd = (logs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let t = [
+        2.7764451051977934,
+        2.5705818356363146,
+        2.4469118511449786,
+        2.364624251592784,
+    ][logs.len() - 5];
+    let precision = (t * sd / n.sqrt()).exp() - 1.0;
+    assert!(
+        log.contains(&format!("±{:.1}% after {rounds} rounds", precision * 100.0)),
+        "±{:.1}%: {log}",
+        precision * 100.0
+    );
+    assert!(log.contains("(ETA ≤ "), "{log}");
     let resumed_log = stderr(&resumed);
     assert!(resumed.status.success(), "{resumed_log}");
     assert!(

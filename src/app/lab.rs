@@ -214,14 +214,21 @@ fn results_table(spec: &LabSpec, plan: &Plan, outcome: &LabOutcome) -> String {
 
 /// What `runs = "auto"` will do, in one sentence.
 fn auto_rule(spec: &LabSpec, auto: &AutoRuns) -> String {
+    let budget = auto.budget.map_or(String::new(), |budget| {
+        format!(", until {} of measuring", human(budget))
+    });
+    if spec.targets.len() == 1 {
+        return format!(
+            "runs = \"auto\" with one target: there is no ratio to decide, so every cell runs {} rounds{budget}",
+            spec.runs
+        );
+    }
     format!(
-        "runs = \"auto\": each cell runs round after round until every target's ratio to \"{}\" is known to ±{}% (95% interval, from round {} on), at most {} rounds{}",
+        "runs = \"auto\": each cell runs round after round until every target's ratio to \"{}\" is known to ±{}% (95% interval, from round {} on), at most {} rounds{budget}",
         spec.targets[0].name,
         // 0.99 * 100 is 98.99999999999999: print the percentage to a tenth, as given.
         (auto.precision * 1000.0).round() / 10.0,
         crate::analysis::stopping::MIN_ROUNDS,
         spec.runs,
-        auto.budget
-            .map_or(String::new(), |budget| format!(", until {} of measuring", human(budget)))
     )
 }

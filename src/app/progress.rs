@@ -47,12 +47,17 @@ impl Progress {
                 cell,
                 repetition,
                 eta,
+                eta_at_most,
             } => {
                 let line = format!(
                     "run {position}/{total}: {} rep {}{}",
                     cell.key,
                     repetition + 1,
-                    eta.map_or(String::new(), |d| format!(" (ETA {})", human(d)))
+                    eta.map_or(String::new(), |d| format!(
+                        " (ETA {}{})",
+                        if eta_at_most { "≤ " } else { "" },
+                        human(d)
+                    ))
                 );
                 eprint!("{line} ... ");
                 self.open_line = Some(line);

@@ -36,6 +36,8 @@ pub enum LabEvent<'a> {
         repetition: u32,
         /// Time left, from the runs measured so far in this invocation.
         eta: Option<Duration>,
+        /// `runs = "auto"`: the ETA counts rounds that may not run, so it is an upper bound.
+        eta_at_most: bool,
     },
     /// One measured second of the current run.
     Second {
@@ -264,6 +266,7 @@ impl<'a> Lab<'a> {
                 cell: &cell,
                 repetition: run.repetition,
                 eta,
+                eta_at_most: self.rounds.is_some(),
             });
             let record = match self.measure(*position, run, &cell, on_event) {
                 Ok(record) => record,

@@ -10,12 +10,10 @@ use std::time::Duration;
 
 use super::plan::Plan;
 use super::spec::{AutoRuns, LabSpec};
-use crate::analysis::paired::compare_paired;
-use crate::analysis::stopping::{should_stop, Stop, StoppingRule};
-use crate::analysis::verdict::Direction;
+use crate::analysis::stopping::{self, should_stop, Stop, StoppingRule};
 use crate::store::RunSummary;
 
-/// A group's state after a number of rounds: decided (and why) or still going.
+/// A group's state after a number of rounds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupState {
     /// The group's cells, one per target (the first is the base).
@@ -24,7 +22,8 @@ pub struct GroupState {
     pub rounds: u32,
     /// The widest relative half-width among the targets' intervals against the base.
     pub precision: Option<f64>,
-    pub stopped: Option<Stop>,
+    /// Whether every target's interval reached the precision (from the fifth round on).
+    pub precise: bool,
 }
 
 pub struct Rounds {
@@ -73,7 +72,7 @@ impl Rounds {
     ) -> Option<(Stop, Vec<GroupState>)> {
         self.judged.insert((unit, repetition));
         let states = self.judge(plan, unit, repetition, completed);
-        let stop = if states.iter().all(|s| s.stopped == Some(Stop::Precise)) {
+        let stop = if states.iter().all(|s| s.precise) {
             Some(Stop::Precise)
         } else if self.budget_spent(completed) {
             Some(Stop::Budget)
@@ -113,28 +112,18 @@ impl Rounds {
                     })
                     .collect();
                 // A lone target has nothing to be compared with: its rounds are its runs.
-                let rounds = match comparisons.iter().map(Vec::len).min() {
-                    Some(pairs) => pairs as u32,
-                    None => (0..repetition)
+                let rounds = if comparisons.is_empty() {
+                    (0..repetition)
                         .filter(|&round| value(group[0], round).is_some())
-                        .count() as u32,
+                        .count()
+                } else {
+                    stopping::rounds(&comparisons)
                 };
-                let precision = comparisons
-                    .iter()
-                    .map(|pairs| {
-                        compare_paired(pairs, Direction::HigherIsBetter).and_then(|c| c.precision())
-                    })
-                    .try_fold(None, |widest: Option<f64>, reached| {
-                        let reached = reached?;
-                        Some(Some(widest.map_or(reached, |w| w.max(reached))))
-                    })
-                    .flatten();
                 GroupState {
                     cells: group.clone(),
-                    rounds,
-                    precision,
-                    stopped: should_stop(&comparisons, &self.rule)
-                        .filter(|stop| *stop == Stop::Precise),
+                    rounds: rounds as u32,
+                    precision: stopping::widest_precision(&comparisons),
+                    precise: should_stop(&comparisons, &self.rule) == Some(Stop::Precise),
                 }
             })
             .collect()
@@ -144,5 +133,78 @@ impl Rounds {
     fn budget_spent(&self, completed: &[RunSummary]) -> bool {
         self.budget
             .is_some_and(|budget| self.run_time * completed.len() as u32 >= budget)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::spec::parse;
+    use std::path::Path;
+
+    fn spec(targets: &[&str], extra: &str) -> LabSpec {
+        let mut text =
+            format!("name = \"t\"\nruns = \"auto\"\nmax_runs = 8\nduration = \"10s\"\n{extra}\n");
+        for target in targets {
+            text.push_str(&format!("[[target]]\nname = \"{target}\"\n"));
+        }
+        text.push_str(
+            "[[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n",
+        );
+        parse(Path::new("t.toml"), &text).unwrap()
+    }
+
+    /// Completed runs: per round, each cell's tps in the plan's cell order.
+    fn runs(plan: &Plan, rounds: &[&[f64]]) -> Vec<RunSummary> {
+        let mut completed = Vec::new();
+        for (round, values) in rounds.iter().enumerate() {
+            for (cell, tps) in plan.cells.iter().zip(*values) {
+                completed.push(RunSummary {
+                    cell_key: cell.key.clone(),
+                    repetition: round as u32,
+                    tps: Some(*tps),
+                    p99_ms: None,
+                });
+            }
+        }
+        completed
+    }
+
+    #[test]
+    fn a_unit_stops_once_its_pairs_are_precise_and_drift_does_not_matter() {
+        let spec = spec(&["a", "b"], "precision = \"3%\"");
+        let plan = Plan::new(&spec, 1, &[false]);
+        let mut rounds = Rounds::new(&spec, spec.auto.unwrap());
+        // The machine's speed doubles and halves between rounds; b is 10% faster in each.
+        let speeds = [1000.0, 2000.0, 500.0, 1500.0, 800.0];
+        let pairs: Vec<[f64; 2]> = speeds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| [*s, s * if i % 2 == 0 { 1.10 } else { 1.11 }])
+            .collect();
+        let values: Vec<&[f64]> = pairs.iter().map(|p| &p[..]).collect();
+        let completed = runs(&plan, &values);
+        assert!(rounds.needs_judging(0, 4));
+        assert_eq!(rounds.stop_before(&plan, 0, 4, &completed[..8]), None);
+        assert!(!rounds.needs_judging(0, 4));
+        let (stop, states) = rounds.stop_before(&plan, 0, 5, &completed).unwrap();
+        assert_eq!(stop, Stop::Precise);
+        assert_eq!(states[0].rounds, 5);
+        assert!(states[0].precision.unwrap() < 0.01, "{states:?}");
+        assert!(rounds.is_stopped(0));
+    }
+
+    #[test]
+    fn the_budget_stops_an_undecided_unit_and_a_lone_target_counts_its_runs() {
+        // 10 s runs, 30 s budget: three completed runs spend it.
+        let spec = spec(&["a"], "budget = \"30s\"");
+        let plan = Plan::new(&spec, 1, &[false]);
+        let mut rounds = Rounds::new(&spec, spec.auto.unwrap());
+        let completed = runs(&plan, &[&[100.0], &[300.0]]);
+        assert_eq!(rounds.stop_before(&plan, 0, 2, &completed), None);
+        let completed = runs(&plan, &[&[100.0], &[300.0], &[200.0]]);
+        let (stop, states) = rounds.stop_before(&plan, 0, 3, &completed).unwrap();
+        assert_eq!(stop, Stop::Budget);
+        assert_eq!((states[0].rounds, states[0].precision), (3, None));
     }
 }

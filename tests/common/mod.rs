@@ -282,6 +282,33 @@ pub fn sqlite(db: &std::path::Path, query: &str) -> Vec<Vec<String>> {
 /// the lab's servers, so the servers stop first.
 pub struct LabDir(PathBuf);
 
+/// A path guard reads as the path it guards, wherever a path or an argument is taken.
+macro_rules! reads_as_its_path {
+    ($guard:ty) => {
+        impl std::ops::Deref for $guard {
+            type Target = std::path::Path;
+            fn deref(&self) -> &std::path::Path {
+                &self.0
+            }
+        }
+
+        impl AsRef<std::path::Path> for $guard {
+            fn as_ref(&self) -> &std::path::Path {
+                &self.0
+            }
+        }
+
+        impl AsRef<std::ffi::OsStr> for $guard {
+            fn as_ref(&self) -> &std::ffi::OsStr {
+                self.0.as_os_str()
+            }
+        }
+    };
+}
+
+reads_as_its_path!(LabDir);
+reads_as_its_path!(TempFile);
+
 impl LabDir {
     pub fn new(name: &str) -> LabDir {
         let dir = std::env::temp_dir().join(format!("stampede-{name}-{}", std::process::id()));
@@ -289,25 +316,6 @@ impl LabDir {
         std::fs::create_dir_all(&dir).unwrap();
         let _ = Command::new("chmod").arg("755").arg(&dir).status();
         LabDir(dir)
-    }
-}
-
-impl std::ops::Deref for LabDir {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for LabDir {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::ffi::OsStr> for LabDir {
-    fn as_ref(&self) -> &std::ffi::OsStr {
-        self.0.as_os_str()
     }
 }
 
@@ -454,25 +462,6 @@ impl TempFile {
             std::env::temp_dir().join(format!("stampede-{stem}-{}{extension}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         TempFile(path)
-    }
-}
-
-impl std::ops::Deref for TempFile {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for TempFile {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::ffi::OsStr> for TempFile {
-    fn as_ref(&self) -> &std::ffi::OsStr {
-        self.0.as_os_str()
     }
 }
 

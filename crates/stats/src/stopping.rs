@@ -51,20 +51,71 @@ impl Stop {
 /// Whether a cell stops after the rounds in `comparisons` (per target other than the base,
 /// its (base, other) pairs in round order); None while it goes on.
 pub fn should_stop(comparisons: &[Vec<(f64, f64)>], rule: &StoppingRule) -> Option<Stop> {
-    let rounds = comparisons.iter().map(Vec::len).min().unwrap_or(0);
+    let rounds = rounds(comparisons);
     let precise = rounds >= MIN_ROUNDS
-        && comparisons.iter().all(|pairs| {
-            compare_paired(pairs, Direction::HigherIsBetter)
-                .as_ref()
-                .and_then(PairedComparison::precision)
-                .is_some_and(|reached| reached <= rule.precision)
-        });
+        && widest_precision(comparisons).is_some_and(|reached| reached <= rule.precision);
     if precise {
         Some(Stop::Precise)
     } else if rounds >= rule.max_rounds {
         Some(Stop::Cap)
     } else {
         None
+    }
+}
+
+/// The rounds every comparison has a pair for; 0 without a comparison.
+pub fn rounds(comparisons: &[Vec<(f64, f64)>]) -> usize {
+    comparisons.iter().map(Vec::len).min().unwrap_or(0)
+}
+
+/// The widest relative half-width among the comparisons' intervals: the precision the cell has
+/// reached. None without a comparison, or while one of them has no interval yet.
+pub fn widest_precision(comparisons: &[Vec<(f64, f64)>]) -> Option<f64> {
+    comparisons
+        .iter()
+        .map(|pairs| {
+            compare_paired(pairs, Direction::HigherIsBetter)
+                .as_ref()
+                .and_then(PairedComparison::precision)
+        })
+        .try_fold(None, |widest: Option<f64>, reached| {
+            let reached = reached?;
+            Some(Some(widest.map_or(reached, |w| w.max(reached))))
+        })
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: StoppingRule = StoppingRule {
+        precision: 0.03,
+        max_rounds: 8,
+    };
+
+    #[test]
+    fn a_cell_stops_on_width_from_the_fifth_round_or_at_the_cap() {
+        // Log ratios alternating ±0.01: precise from the first round, but trusted from round 5.
+        let tight: Vec<(f64, f64)> = (0..6)
+            .map(|i| (100.0, 100.0 * if i % 2 == 0 { 1.01 } else { 0.99 }))
+            .collect();
+        assert_eq!(should_stop(&[tight[..4].to_vec()], &RULE), None);
+        assert_eq!(
+            should_stop(&[tight[..5].to_vec()], &RULE),
+            Some(Stop::Precise)
+        );
+        // Two targets against the base: the wider one decides.
+        let wide: Vec<(f64, f64)> = (0..8)
+            .map(|i| (100.0, 100.0 * if i % 2 == 0 { 1.2 } else { 0.8 }))
+            .collect();
+        let both = [tight[..5].to_vec(), wide[..5].to_vec()];
+        assert_eq!(should_stop(&both, &RULE), None);
+        assert!(widest_precision(&both).unwrap() > 0.1);
+        assert_eq!(should_stop(&[wide], &RULE), Some(Stop::Cap));
+        // A lone target: nothing to compare, only the cap stops it.
+        assert_eq!(widest_precision(&[]), None);
+        assert_eq!(should_stop(&[], &RULE), None);
     }
 }
 
