@@ -75,8 +75,9 @@ fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRe
     }
 }
 
-/// Target "a" and "b": at 1 client b is 20% faster (5 runs each), at 2 clients they are the
-/// same, at 4 clients each has 3 runs, and one run of b failed.
+/// Target "a" and "b": at 1 client b is 20% faster (5 rounds; its third run stalled for a
+/// second), at 2 clients they are the same, at 4 clients each has 3 runs in rounds that do not pair up (b's in rounds 3–5: the
+/// unpaired analysis), and one run of b failed.
 fn synthetic(path: &Path) {
     let mut store = Store::open(&Location::Sqlite(path.to_path_buf())).unwrap();
     let (lab, _) = store.lab("synthetic", "spec", 1).unwrap();
@@ -104,10 +105,15 @@ fn synthetic(path: &Path) {
     ];
     for (target, clients, values) in data {
         let c = cell(target, clients);
+        let first_round = if (target, clients) == ("b", 4) { 3 } else { 0 };
         for (i, tps) in values.iter().enumerate() {
-            store
-                .record_run(lab, &run(&c, i as u32, RunStatus::Completed, *tps))
-                .unwrap();
+            let round = first_round + i as u32;
+            let mut record = run(&c, round, RunStatus::Completed, *tps);
+            if (target, clients, round) == ("b", 1, 2) {
+                // A second without a transaction: the Noise section flags the run.
+                record.series[3].tps = 0.0;
+            }
+            store.record_run(lab, &record).unwrap();
         }
     }
     store
@@ -128,11 +134,29 @@ fn verdicts_on_known_answers() {
             .unwrap_or_else(|| panic!("no row for {clients} clients: {text}"))
             .to_string()
     };
+    // The first lines say what was decided, before the table.
+    assert!(
+        text.starts_with("b against a on pgbench: tps 1.20× on select-only scale 1 × 1 clients (±1.2%, 5 rounds); no detectable difference on 1 other cell; 1 cell undecided (need ≥ 4 runs).\n"),
+        "{text}"
+    );
     let one = line("1");
-    assert!(one.contains("5/5"), "{one}");
+    assert!(one.contains("5 pairs"), "{one}");
     assert!(one.contains("100.5") && one.contains("120.5"), "{one}");
-    assert!(one.contains(&format!("{:.3}", 120.5 / 100.5)), "{one}");
+    // The geometric mean of the rounds' ratios, with the paired t interval (scipy:
+    // exp(mean ± t(0.975, 4) · sd / √5) of the log ratios = 1.1846–1.2136).
+    let ratios = [
+        120.0 / 100.0,
+        121.0 / 101.0,
+        119.0 / 99.0,
+        122.0 / 100.5,
+        120.5 / 102.0,
+    ];
+    let geometric_mean = (ratios.iter().map(|r: &f64| r.ln()).sum::<f64>() / 5.0).exp();
+    assert!(one.contains(&format!("{geometric_mean:.3}")), "{one}");
+    assert!(one.contains("1.185–1.214"), "{one}");
     assert!(one.ends_with("faster"), "{one}");
+    assert!(line("2").contains("0.998–1.002"), "{}", line("2"));
+    assert!(line("4").contains(" 3/3 "), "{}", line("4"));
     assert!(
         line("2").ends_with("no detectable difference"),
         "{}",
@@ -227,7 +251,13 @@ fn report_formats_carry_the_same_numbers() {
     assert_eq!(one["cell"]["clients"], 1);
     assert_eq!(one["verdict"], "faster");
     let ratio = one["ratio"].as_f64().unwrap();
-    assert!((ratio - 120.5 / 100.5).abs() < 1e-12);
+    assert!((ratio - 1.1990230462436626).abs() < 1e-12, "{ratio}");
+    assert_eq!(one["pairs"], 5);
+    assert_eq!(cells[2]["pairs"], serde_json::Value::Null);
+    assert_eq!(
+        json["headline"][0],
+        "b against a on pgbench: tps 1.20× on select-only scale 1 × 1 clients (±1.2%, 5 rounds); no detectable difference on 1 other cell; 1 cell undecided (need ≥ 4 runs)."
+    );
     let warnings: Vec<&str> = json["warnings"]
         .as_array()
         .unwrap()
@@ -243,6 +273,45 @@ fn report_formats_carry_the_same_numbers() {
             "1 cell(s) of \"b\" vs \"a\" have too few runs for a verdict: need ≥ 4 per side",
         ]
     );
+    // Noise: the paired ratios' spread (the sd of the rounds' log ratios), a drift chart per
+    // cell, and the run with a stalled second flagged with its causes, but not left out.
+    let noise = &json["noise"];
+    let logs: Vec<f64> = [
+        120.0 / 100.0,
+        121.0 / 101.0,
+        119.0 / 99.0,
+        122.0 / 100.5,
+        120.5 / 102.0,
+    ]
+    .iter()
+    .map(|r: &f64| r.ln())
+    .collect();
+    let mean = logs.iter().sum::<f64>() / 5.0;
+    let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+    let spread = noise["cells"][0]["paired_ratio_sd_pct"].as_f64().unwrap();
+    assert!((spread - (sd.exp() - 1.0) * 100.0).abs() < 1e-9, "{spread}");
+    assert_eq!(
+        noise["cells"][2]["paired_ratio_sd_pct"],
+        serde_json::Value::Null
+    );
+    assert_eq!(noise["drift"].as_array().unwrap().len(), 3);
+    let four = &noise["drift"][2];
+    assert_eq!(four["rounds"], serde_json::json!([0, 1, 2, 3, 4, 5]));
+    assert_eq!(four["lines"][0]["values"][3], serde_json::Value::Null);
+    assert_eq!(four["lines"][1]["values"][3], 400.0);
+    let flagged = noise["flagged"].as_array().unwrap();
+    assert_eq!(flagged.len(), 1, "{flagged:?}");
+    assert_eq!(flagged[0]["target"], "b");
+    assert_eq!(flagged[0]["round"], 2);
+    assert_eq!(
+        flagged[0]["causes"],
+        serde_json::json!([
+            "a stall: 1 second(s) without a transaction (second 3)",
+            "a checkpoint completed inside the window (second 2)"
+        ])
+    );
+    assert_eq!(one["pairs"], 5, "a flagged run stays in the analysis");
+
     // Relative throughput by family: the three ratios of b's cells.
     let family = &json["families"][0];
     assert_eq!(family["family"], "read");
@@ -279,7 +348,13 @@ fn report_formats_carry_the_same_numbers() {
 
     let markdown = report("md");
     assert!(
-        markdown.starts_with("# Lab \"synthetic\": against a (tps)"),
+        markdown.contains("## Noise\n") && markdown.contains("- **Flagged:** run "),
+        "{markdown}"
+    );
+    assert!(
+        markdown.starts_with(
+            "# Lab \"synthetic\": against a (tps)\n\n**b against a on pgbench: tps 1.20×"
+        ),
         "{markdown}"
     );
     assert!(
@@ -319,6 +394,10 @@ fn report_formats_carry_the_same_numbers() {
     // HTML: one file, contents linked to sections, a chart line per target, the same numbers.
     let html = report("html");
     assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    let headline = html
+        .find(r#"<p class="headline">b against a on pgbench: tps 1.20×"#)
+        .expect("a headline");
+    assert!(headline < html.find(r#"<div class="warning">"#).unwrap());
     assert!(html.contains(r##"<a href="#vs-b">b vs a</a>"##) && html.contains(r#"<h2 id="vs-b">"#));
     assert!(html.contains(r#"<div class="warning">Warning: 1 run(s) of &quot;b&quot; failed"#));
     assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
@@ -343,6 +422,14 @@ fn report_formats_carry_the_same_numbers() {
         6,
         "p50, p95, p99 per target"
     );
+    assert_eq!(
+        section("noise")
+            .matches(r#"<polyline class="series""#)
+            .count(),
+        6,
+        "a drift line per target in each of the 3 cells"
+    );
+    assert!(section("noise").contains("a stall: 1 second(s) without a transaction"));
     let series_html = section("series");
     assert_eq!(series_html.matches(r#"<line class="mark""#).count(), 2);
     assert!(series_html.contains("second 2: 1 checkpoint(s) completed, 640 buffers written"));
@@ -411,6 +498,73 @@ fn report_formats_carry_the_same_numbers() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(std::fs::read_to_string(&html_file).unwrap(), html);
+}
+
+/// `--exclude-run`: the run is left out of the analysis (its partner then stands unpaired and
+/// is dropped from the pairs), both commands say so, and an unknown run id is refused.
+#[test]
+fn an_excluded_run_leaves_the_analysis_and_is_listed() {
+    let db = temp_path("exclude.db");
+    synthetic(&db);
+    let json = |extra: &[&str]| {
+        let mut args = vec!["report", db.to_str().unwrap(), "--format", "json"];
+        args.extend(extra);
+        let output = stampede(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_str::<serde_json::Value>(&stdout(&output)).unwrap()
+    };
+    let flagged = json(&[])["noise"]["flagged"][0]["run_id"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    let report = json(&["--exclude-run", &flagged]);
+    let one = &report["comparisons"][0]["cells"][0];
+    assert_eq!(one["pairs"], 4);
+    assert_eq!(one["other_runs"], 4);
+    assert_eq!(
+        report["noise"]["excluded"][0]["run_id"].to_string(),
+        flagged
+    );
+    assert_eq!(report["noise"]["flagged"], serde_json::json!([]));
+    let warning = format!(
+        "run {flagged} (\"b\" pgbench select-only scale 1 × 1 clients, round 3) excluded from the analysis by --exclude-run; its round's other runs stay, unpaired"
+    );
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| *w == *warning),
+        "{}",
+        report["warnings"]
+    );
+    let output = stampede(&[
+        "compare",
+        db.to_str().unwrap(),
+        "a",
+        "b",
+        "--exclude-run",
+        &flagged,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains(&format!("warning: {warning}")), "{text}");
+    assert!(text.contains("4 pairs"), "{text}");
+
+    let output = stampede(&[
+        "compare",
+        db.to_str().unwrap(),
+        "a",
+        "b",
+        "--exclude-run",
+        "999999",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: --exclude-run 999999: lab \"synthetic\" has no run 999999"
+    );
+    assert!(stdout(&output).is_empty());
 }
 
 /// The HTML report in a real browser: it renders with no console errors, every chart has a

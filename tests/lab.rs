@@ -307,7 +307,9 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     }
     check_probes(&db, completed);
     check_report(&db);
-    // The final table has one row per cell: its median, min and max tps are the stored runs'.
+    // The final table has one row per cell, named with its workload: its median, min and max
+    // tps are the stored runs', and beside the other target's cells the ratio to the base's
+    // is the geometric mean of the rounds' ratios.
     let table = stdout(&finished);
     let rows: Vec<Vec<&str>> = table
         .lines()
@@ -315,24 +317,42 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(rows.len(), 4, "{table}");
-    for row in &rows {
-        let (target, clients) = (row[0], row[3]);
-        let mut tps: Vec<f64> = sqlite(
+    let tps_of = |target: &str, clients: &str| -> Vec<Vec<String>> {
+        sqlite(
             &db,
-            &format!("SELECT r.tps FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}' AND c.clients = {clients} AND r.status = 'completed'"),
+            &format!("SELECT r.repetition, r.tps FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}' AND c.clients = {clients} AND r.status = 'completed'"),
         )
-        .iter()
-        .map(|r| number(&r[0]))
-        .collect();
+    };
+    for row in &rows {
+        let (target, clients) = (row[0], row[4]);
+        assert_eq!(row[1], "pgbench", "{row:?}");
+        let mut tps: Vec<f64> = tps_of(target, clients)
+            .iter()
+            .map(|r| number(&r[1]))
+            .collect();
         tps.sort_by(f64::total_cmp);
-        assert_eq!(row[4], tps.len().to_string(), "{row:?}");
+        assert_eq!(row[5], tps.len().to_string(), "{row:?}");
         let median = sorted_median(&tps);
-        assert_eq!(row[5], format!("{median:.0}"), "{row:?} vs {tps:?}");
+        assert_eq!(row[6], format!("{median:.0}"), "{row:?} vs {tps:?}");
         assert_eq!(
-            row[6],
+            row[7],
             format!("{:.0}–{:.0}", tps[0], tps[tps.len() - 1]),
             "{row:?}"
         );
+        if target == "small-buffers" {
+            assert_eq!(row[9], "base", "{row:?}");
+            continue;
+        }
+        let base = tps_of("small-buffers", clients);
+        let logs: Vec<f64> = tps_of(target, clients)
+            .iter()
+            .filter_map(|r| {
+                let partner = base.iter().find(|b| b[0] == r[0])?;
+                Some((number(&r[1]) / number(&partner[1])).ln())
+            })
+            .collect();
+        let ratio = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+        assert_eq!(row[9], format!("{ratio:.3}×"), "{row:?}");
     }
 }
 

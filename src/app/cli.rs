@@ -90,6 +90,9 @@ pub struct CompareArgs {
     /// What to rank by (see `metric_help`)
     #[arg(long, default_value = "tps", help = metric_help())]
     pub metric: String,
+    /// Leave a run out of the analysis (repeatable), e.g. one the report's Noise section flags
+    #[arg(long = "exclude-run", value_name = "RUN_ID")]
+    pub exclude_runs: Vec<i64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,6 +119,10 @@ pub struct ReportArgs {
     /// median run in the base's cell with the most clients)
     #[arg(long = "series-run", value_name = "RUN_ID")]
     pub series_runs: Vec<i64>,
+    /// Leave a run out of the analysis (repeatable), e.g. one the Noise section flags; the
+    /// report lists it
+    #[arg(long = "exclude-run", value_name = "RUN_ID")]
+    pub exclude_runs: Vec<i64>,
 }
 
 #[derive(Debug, clap::Args)]

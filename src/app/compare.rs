@@ -8,6 +8,7 @@ use super::{CommandResult, Failure};
 use crate::app::cli::CompareArgs;
 use crate::family;
 use crate::report::comparison::{self, CellComparison, Metric};
+use crate::report::headline;
 use crate::report::table;
 use crate::report::warnings::{self, WarningInputs};
 use crate::store::{Location, Store, StoredRun};
@@ -20,9 +21,13 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         id,
         name: lab_name,
         runs,
-    } = load_lab(&args.results, args.lab.as_deref())?;
+        excluded,
+    } = load_lab(&args.results, args.lab.as_deref(), &args.exclude_runs)?;
     check_targets(&runs, &lab_name, &[&args.base, &args.other])?;
     let rows = comparison::compare_targets(&runs, &args.base, &args.other, metric);
+    for sentence in headline::sentences(&args.other, &args.base, metric.name(), &rows) {
+        println!("{sentence}");
+    }
     let mut warnings = warnings::warnings(&WarningInputs {
         runs: &runs,
         targets: &[&args.base, &args.other],
@@ -31,6 +36,7 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         builds: &store.lab_builds(id)?,
     });
     warnings.extend(warnings::too_few_runs(&args.other, &args.base, &rows));
+    warnings.extend(warnings::excluded_runs(&excluded));
     for warning in warnings {
         println!("warning: {warning}");
     }
@@ -41,30 +47,53 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         )));
     }
     println!(
-        "lab \"{lab_name}\": {} vs base {} ({}; 95% bootstrap interval of the median ratio, Mann-Whitney U at α = 0.05)",
+        "lab \"{lab_name}\": {} vs base {} ({}; {})",
         args.other,
         args.base,
-        metric.name()
+        metric.name(),
+        method(&rows)
     );
-    print!("{}", table::render(&HEADER, &terminal_rows(&rows)));
+    let stops = rows.iter().any(|c| c.stopped.is_some());
+    let header: Vec<&str> = HEADER
+        .iter()
+        .copied()
+        .chain(stops.then_some("stopped"))
+        .collect();
+    print!("{}", table::render(&header, &terminal_rows(&rows, stops)));
     println!("{}", tally(&rows));
     Ok(())
 }
 
-pub const HEADER: [&str; 11] = [
-    "workload", "script", "scale", "clients", "runs", "base", "other", "ratio", "95% CI", "p",
+/// The analyses the rows used, in words.
+fn method(rows: &[CellComparison]) -> String {
+    let paired = rows.iter().filter(|c| c.pairs.is_some()).count();
+    let mut methods = Vec::new();
+    if paired > 0 {
+        methods.push("paired rounds: geometric mean of the rounds' ratios, 95% t interval");
+    }
+    if paired < rows.len() {
+        methods.push(
+            "unpaired runs: 95% bootstrap interval of the median ratio, Mann-Whitney U at α = 0.05",
+        );
+    }
+    methods.join("; ")
+}
+
+pub const HEADER: [&str; 12] = [
+    "workload", "script", "scale", "clients", "runs", "base", "other", "ratio", "95% CI", "±", "p",
     "verdict",
 ];
 
-pub fn terminal_rows(rows: &[CellComparison]) -> Vec<Vec<String>> {
+/// With `stops`, why an auto lab stopped the cell.
+pub fn terminal_rows(rows: &[CellComparison], stops: bool) -> Vec<Vec<String>> {
     rows.iter()
         .map(|c| {
-            vec![
+            let mut row = vec![
                 c.cell.workload.clone(),
                 c.cell.script.clone(),
                 c.cell.scale.clone(),
                 c.cell.clients.to_string(),
-                format!("{}/{}", c.base_runs, c.other_runs),
+                c.runs_text(),
                 format!("{:.1}", c.base_median),
                 format!("{:.1}", c.other_median),
                 format!("{:.3}", c.ratio),
@@ -72,9 +101,14 @@ pub fn terminal_rows(rows: &[CellComparison]) -> Vec<Vec<String>> {
                     (Some(low), Some(high)) => format!("{low:.3}–{high:.3}"),
                     _ => "-".into(),
                 },
+                c.precision_text(),
                 format!("{:.3}", c.p_value),
                 c.verdict.clone(),
-            ]
+            ];
+            if stops {
+                row.push(c.stop_text().unwrap_or_else(|| "-".into()));
+            }
+            row
         })
         .collect()
 }
@@ -92,24 +126,39 @@ pub fn tally(rows: &[CellComparison]) -> String {
         .join(", ")
 }
 
-/// A lab chosen in an existing results database, with its runs.
+/// A lab chosen in an existing results database, with its runs: those the user excluded
+/// apart.
 pub struct LoadedLab {
     pub store: Store,
     pub id: i64,
     pub name: String,
     pub runs: Vec<StoredRun>,
+    pub excluded: Vec<StoredRun>,
 }
 
-pub fn load_lab(results: &str, lab: Option<&str>) -> Result<LoadedLab, Failure> {
+/// Opens the lab; every id in `exclude` must name one of its runs.
+pub fn load_lab(results: &str, lab: Option<&str>, exclude: &[i64]) -> Result<LoadedLab, Failure> {
     let location = Location::parse(results, Path::new("."));
     let mut store = Store::open_existing(&location)?;
     let (id, name) = choose_lab(&mut store, lab, &location)?;
-    let runs = store.lab_runs(id)?;
+    let (excluded, runs): (Vec<StoredRun>, Vec<StoredRun>) = store
+        .lab_runs(id)?
+        .into_iter()
+        .partition(|run| exclude.contains(&run.id));
+    if let Some(unknown) = exclude
+        .iter()
+        .find(|wanted| !excluded.iter().any(|run| run.id == **wanted))
+    {
+        return Err(Failure::input(format!(
+            "--exclude-run {unknown}: lab \"{name}\" has no run {unknown}"
+        )));
+    }
     Ok(LoadedLab {
         store,
         id,
         name,
         runs,
+        excluded,
     })
 }
 

@@ -1,17 +1,16 @@
 //! `stampede lab plan|run|resume`: spec in, plan or results out.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use std::time::Duration;
 
+use super::lab_results;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
-use crate::analysis::{median, range};
 use crate::app::cli::LabAction;
 use crate::duration::human;
 use crate::family::{self, api::LabWorkload};
-use crate::lab::executor::{Lab, LabOutcome};
+use crate::lab::executor::Lab;
 use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::plan::Plan;
 use crate::lab::spec::{self, AutoRuns, LabSpec};
@@ -143,7 +142,10 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
         spec.results
     );
     let outcome = lab.run(&mut |event| progress.show(event))?;
-    print!("{}", results_table(&spec, lab.plan(), &outcome));
+    print!(
+        "{}",
+        lab_results::table(&spec, lab.plan(), &outcome.completed)
+    );
     if outcome.interrupted {
         return Err(Failure::interrupted(format!(
             "interrupted; completed runs are saved: continue with `stampede lab resume {}`",
@@ -169,47 +171,6 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
         );
     }
     Ok(())
-}
-
-/// Per cell: runs, median tps, min–max, median p99.
-fn results_table(spec: &LabSpec, plan: &Plan, outcome: &LabOutcome) -> String {
-    let mut by_cell: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for run in &outcome.completed {
-        let entry = by_cell.entry(run.cell_key.as_str()).or_default();
-        entry.0.extend(run.tps);
-        entry.1.extend(run.p99_ms);
-    }
-    let rows: Vec<Vec<String>> = plan
-        .cells
-        .iter()
-        .filter_map(|cell| {
-            let (tps, p99) = by_cell.get(cell.key.as_str())?;
-            let (low, high) = range(tps)?;
-            Some(vec![
-                spec.targets[cell.target].name.clone(),
-                cell.script.clone(),
-                cell.scale.to_string(),
-                cell.clients.to_string(),
-                tps.len().to_string(),
-                format!("{:.0}", median(tps)?),
-                format!("{low:.0}–{high:.0}"),
-                format!("{:.3}", median(p99)?),
-            ])
-        })
-        .collect();
-    table::render(
-        &[
-            "target",
-            "script",
-            "scale",
-            "clients",
-            "runs",
-            "median tps",
-            "min–max",
-            "p99 ms",
-        ],
-        &rows,
-    )
 }
 
 /// What `runs = "auto"` will do, in one sentence.

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod compare;
 pub mod lab;
+pub mod lab_results;
 pub mod progress;
 pub mod quickstart;
 pub mod report;

@@ -10,6 +10,7 @@ use crate::family;
 use crate::probe::cluster_stats::CHECKPOINT_SERIES;
 use crate::report::comparison::{cell_of, Metric};
 use crate::report::lab_report::{self, Inputs};
+use crate::report::noise::RunProbes;
 use crate::report::series::{self, RunSeries};
 use crate::report::why::WhyInputs;
 use crate::report::{html, text};
@@ -47,7 +48,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
             )))
         }
     };
-    let mut lab = load_lab(&args.results, args.lab.as_deref())?;
+    let mut lab = load_lab(&args.results, args.lab.as_deref(), &args.exclude_runs)?;
     let base = match &args.base {
         Some(base) => base.clone(),
         None => lab
@@ -66,6 +67,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     let client_cores = lab.store.client_cores(lab.id)?;
     let builds = lab.store.lab_builds(lab.id)?;
     let series = load_series(&mut lab, &base, &args.series_runs)?;
+    let probes = load_probes(&mut lab)?;
     let report = lab_report::build(Inputs {
         lab: &lab.name,
         base: &base,
@@ -81,6 +83,8 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         client_cores,
         builds: &builds,
         series,
+        excluded: &lab.excluded,
+        probes: &probes,
     });
     let text = render(&report);
     match &args.output {
@@ -91,6 +95,51 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         }
     }
 }
+
+/// What the probes saw in every run: stalls, checkpoints, steal time.
+fn load_probes(lab: &mut LoadedLab) -> Result<RunProbes, Failure> {
+    let (source, [completed, _]) = CHECKPOINT_SERIES;
+    let by_run = |rows: Vec<(i64, u64)>| {
+        let mut out: HashMap<i64, Vec<u64>> = HashMap::new();
+        for (run, second) in rows {
+            out.entry(run).or_default().push(second);
+        }
+        out
+    };
+    let cpu = |store: &mut crate::store::Store, name: &str| -> Result<HashMap<i64, f64>, Failure> {
+        Ok(store
+            .lab_counter_series_sums(lab.id, "os", name)?
+            .into_iter()
+            .collect())
+    };
+    let steal = cpu(&mut lab.store, "cpu_steal_s")?;
+    let mut total: HashMap<i64, f64> = HashMap::new();
+    for name in OS_CPU_TIMES {
+        for (run, seconds) in cpu(&mut lab.store, name)? {
+            *total.entry(run).or_default() += seconds;
+        }
+    }
+    Ok(RunProbes {
+        stall_seconds: by_run(lab.store.lab_stall_seconds(lab.id)?),
+        checkpoint_seconds: by_run(lab.store.lab_counter_seconds(lab.id, source, completed)?),
+        steal_share: steal
+            .into_iter()
+            .filter_map(|(run, steal)| {
+                let total = total.get(&run).copied().filter(|t| *t > 0.0)?;
+                Some((run, steal / total))
+            })
+            .collect(),
+    })
+}
+
+/// The machine's CPU time by state, as the OS probe stores it: their sum is the CPU time.
+const OS_CPU_TIMES: [&str; 5] = [
+    "cpu_user_s",
+    "cpu_system_s",
+    "cpu_idle_s",
+    "cpu_iowait_s",
+    "cpu_steal_s",
+];
 
 /// The runs to chart second by second: the ones asked for, or by default each target's median
 /// run of the base's busiest cell.

@@ -1,10 +1,17 @@
 //! Target against base, cell by cell, from a lab's stored runs: the model that `compare` prints
 //! and `report` renders. Computes from stored numbers only.
+//!
+//! The runs of one cell in one round (the same repetition) ran back to back, so they are a
+//! pair: when the two targets' runs pair up, the ratio comes from the rounds' own ratios
+//! (`paired`), and the machine's drift between rounds cancels. Runs that do not pair up (a
+//! target added to the lab later, or a lab resumed after its partner's runs were lost) get
+//! benchstat's unpaired analysis, as every lab did before.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::analysis::paired::{compare_paired, PairedComparison};
 use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
 use crate::store::{RunStatus, StoredRun};
 
@@ -96,6 +103,43 @@ pub struct CellComparison {
     pub verdict: String,
     /// Set when the runs are too few for any verdict: runs needed per side.
     pub runs_needed: Option<usize>,
+    /// Rounds analysed as pairs; None when the runs did not pair up (the unpaired analysis).
+    pub pairs: Option<usize>,
+    /// How far the interval reaches from the ratio, relative (0.03 for ±3%).
+    pub precision: Option<f64>,
+    /// Standard deviation of the rounds' log ratios: the noise that pairing leaves.
+    pub log_ratio_sd: Option<f64>,
+    /// In an auto lab: why the cell stopped (precision, cap, budget) and after how many rounds.
+    pub stopped: Option<String>,
+    pub rounds: Option<u32>,
+}
+
+impl CellComparison {
+    /// "4.2% after 8 rounds (precision)": how far the cell was measured, when an auto lab
+    /// stopped it.
+    pub fn stop_text(&self) -> Option<String> {
+        let stopped = self.stopped.as_deref()?;
+        let rounds = self.rounds.unwrap_or(0);
+        Some(format!("{stopped} after {rounds} rounds"))
+    }
+
+    /// "5 pairs" when the rounds were paired, "5/4" (base/other runs) otherwise.
+    pub fn runs_text(&self) -> String {
+        match self.pairs {
+            Some(pairs) => format!("{pairs} pairs"),
+            None => format!("{}/{}", self.base_runs, self.other_runs),
+        }
+    }
+
+    /// "±1.5%": the precision reached; "-" without an interval.
+    pub fn precision_text(&self) -> String {
+        self.precision
+            .map_or("-".into(), |p| format!("±{:.1}%", p * 100.0))
+    }
+
+    pub fn is_decided(&self) -> bool {
+        self.verdict == "faster" || self.verdict == "slower"
+    }
 }
 
 /// Every cell both targets completed, in cell order.
@@ -105,16 +149,64 @@ pub fn compare_targets(
     other: &str,
     metric: Metric,
 ) -> Vec<CellComparison> {
-    let base_cells = by_cell(runs, base, metric);
-    let other_cells = by_cell(runs, other, metric);
+    let base_cells = rounds_by_cell(runs, base, metric);
+    let other_cells = rounds_by_cell(runs, other, metric);
     base_cells
         .iter()
-        .filter_map(|(cell, base_values)| {
-            let other_values = other_cells.get(cell)?;
-            let c = verdict::compare(base_values, other_values, metric.direction())?;
-            Some(row(cell, base_values.len(), other_values.len(), &c))
+        .filter_map(|(cell, base_rounds)| {
+            let other_rounds = other_cells.get(cell)?;
+            compare_cell(cell, base_rounds, other_rounds, metric.direction())
+        })
+        .map(|mut row| {
+            let stop = runs
+                .iter()
+                .find(|r| r.target == other && cell_of(r) == row.cell && r.stopped.is_some());
+            if let Some(run) = stop {
+                row.stopped = run.stopped.clone();
+                row.rounds = run.rounds;
+            }
+            row
         })
         .collect()
+}
+
+/// Paired when every run of the side with fewer runs has its partner in the same round.
+fn compare_cell(
+    cell: &CellKey,
+    base_rounds: &BTreeMap<u32, f64>,
+    other_rounds: &BTreeMap<u32, f64>,
+    direction: Direction,
+) -> Option<CellComparison> {
+    let base_values: Vec<f64> = base_rounds.values().copied().collect();
+    let other_values: Vec<f64> = other_rounds.values().copied().collect();
+    let pairs: Vec<(f64, f64)> = base_rounds
+        .iter()
+        .filter_map(|(round, base)| Some((*base, *other_rounds.get(round)?)))
+        .collect();
+    let unpaired = verdict::compare(&base_values, &other_values, direction)?;
+    let mut row = row(cell, base_values.len(), other_values.len(), &unpaired);
+    let pair_up = !pairs.is_empty() && pairs.len() == base_values.len().min(other_values.len());
+    if let Some(paired) = pair_up.then(|| compare_paired(&pairs, direction)).flatten() {
+        take_paired(&mut row, &paired);
+    }
+    Some(row)
+}
+
+/// The paired analysis replaces the unpaired ratio, interval, test and verdict; the medians
+/// stay as the description of each side.
+fn take_paired(row: &mut CellComparison, paired: &PairedComparison) {
+    row.pairs = Some(paired.pairs);
+    row.ratio = paired.ratio;
+    row.ci_low = paired.interval.map(|i| i.0);
+    row.ci_high = paired.interval.map(|i| i.1);
+    row.p_value = paired.p_value;
+    row.verdict = verdict_text(&paired.verdict);
+    row.runs_needed = match paired.verdict {
+        Verdict::NeedRuns(n) => Some(n),
+        _ => None,
+    };
+    row.precision = paired.precision();
+    row.log_ratio_sd = paired.log_ratio_sd;
 }
 
 fn row(cell: &CellKey, base_runs: usize, other_runs: usize, c: &Comparison) -> CellComparison {
@@ -133,6 +225,13 @@ fn row(cell: &CellKey, base_runs: usize, other_runs: usize, c: &Comparison) -> C
             Verdict::NeedRuns(n) => Some(n),
             _ => None,
         },
+        pairs: None,
+        precision: c
+            .interval
+            .map(|(low, high)| (high / c.ratio - 1.0).max(1.0 - low / c.ratio)),
+        log_ratio_sd: None,
+        stopped: None,
+        rounds: None,
     }
 }
 
@@ -144,6 +243,27 @@ pub fn verdict_text(verdict: &Verdict) -> String {
         Verdict::Inconclusive => "inconclusive".into(),
         Verdict::NeedRuns(n) => format!("need ≥ {n} runs"),
     }
+}
+
+/// The target's completed runs' values per cell, by round (repetition).
+fn rounds_by_cell(
+    runs: &[StoredRun],
+    target: &str,
+    metric: Metric,
+) -> BTreeMap<CellKey, BTreeMap<u32, f64>> {
+    let mut cells: BTreeMap<CellKey, BTreeMap<u32, f64>> = BTreeMap::new();
+    for run in runs
+        .iter()
+        .filter(|r| r.target == target && r.status == RunStatus::Completed)
+    {
+        if let Some(value) = metric.of(run) {
+            cells
+                .entry(cell_of(run))
+                .or_default()
+                .insert(run.repetition, value);
+        }
+    }
+    cells
 }
 
 /// The target's completed runs' values per cell.

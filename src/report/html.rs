@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::comparison::CellKey;
 use super::lab_report::{cell_text, optional, LabReport};
+use super::noise_view;
 use super::series::RunSeries;
 use super::svg::{self, escape, Line, Mark, RatioBar, Spread, ValueBar};
 use super::why::WhyPanel;
@@ -14,7 +15,7 @@ const STYLE: &str = "body{font-family:sans-serif;max-width:960px;margin:2em auto
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}\
 th{background:#f3f3f3}td.text{text-align:left}.warning{background:#fff4d6;border-left:4px solid #e0a000;padding:6px 10px;margin:4px 0}\
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\
-code{font-size:12px}";
+code{font-size:12px}.headline{font-size:17px;font-weight:bold;margin:.4em 0}";
 
 fn table(header: &[&str], rows: &[Vec<(String, bool)>]) -> String {
     let mut out = String::from("<table><tr>");
@@ -69,6 +70,13 @@ pub fn to_html(report: &LabReport) -> String {
             report.series.iter().map(series_chart).collect(),
         ));
     }
+    if !report.noise.drift.is_empty() {
+        sections.push((
+            "noise".into(),
+            "Noise".into(),
+            noise_view::html(&report.noise, &report.metric, table),
+        ));
+    }
     if !report.statements.is_empty() {
         sections.push(("statements".into(), "Statements".into(), statements(report)));
     }
@@ -87,6 +95,9 @@ pub fn to_html(report: &LabReport) -> String {
         ));
     }
     let mut body = format!("<h1>{}</h1>", escape(&title));
+    for sentence in &report.headline {
+        let _ = write!(body, r#"<p class="headline">{}</p>"#, escape(sentence));
+    }
     for warning in &report.warnings {
         let _ = write!(
             body,
@@ -347,13 +358,14 @@ fn comparison_section(report: &LabReport, target: &str) -> String {
             interval: c.ci_low.zip(c.ci_high),
         })
         .collect();
+    let stops = comparison.cells.iter().any(|c| c.stopped.is_some());
     let rows: Vec<Vec<(String, bool)>> = comparison
         .cells
         .iter()
         .map(|c| {
-            vec![
+            let mut row = vec![
                 (cell_text(&c.cell), true),
-                (format!("{}/{}", c.base_runs, c.other_runs), false),
+                (c.runs_text(), false),
                 (format!("{:.1}", c.base_median), false),
                 (format!("{:.1}", c.other_median), false),
                 (format!("{:.3}", c.ratio), false),
@@ -361,18 +373,22 @@ fn comparison_section(report: &LabReport, target: &str) -> String {
                     format!("{}–{}", optional(c.ci_low, 3), optional(c.ci_high, 3)),
                     false,
                 ),
+                (c.precision_text(), false),
                 (format!("{:.3}", c.p_value), false),
-                (c.verdict.clone(), true),
-            ]
+            ];
+            if stops {
+                row.push((c.stop_text().unwrap_or_else(|| "-".into()), true));
+            }
+            row.push((c.verdict.clone(), true));
+            row
         })
         .collect();
-    svg::ratio_bars(&bars)
-        + &table(
-            &[
-                "cell", "runs", "base", "other", "ratio", "95% CI", "p", "verdict",
-            ],
-            &rows,
-        )
+    let mut header = vec!["cell", "runs", "base", "other", "ratio", "95% CI", "±", "p"];
+    if stops {
+        header.push("stopped");
+    }
+    header.push("verdict");
+    svg::ratio_bars(&bars) + &table(&header, &rows)
 }
 
 fn statements(report: &LabReport) -> String {

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::comparison::{self, cell_of, CellComparison, CellKey, Metric};
+use super::headline;
+use super::noise::{self, Noise, NoiseInputs, RunProbes};
 use super::series::RunSeries;
 use super::warnings::{self, WarningInputs};
 use super::why::{self, WhyInputs, WhyPanel};
@@ -19,6 +21,8 @@ pub struct LabReport {
     pub lab: String,
     pub base: String,
     pub metric: String,
+    /// What was decided, one sentence per target and workload: the answer first.
+    pub headline: Vec<String>,
     pub method: &'static str,
     pub warnings: Vec<String>,
     /// Every target's cells: the metric's median and spread over completed runs.
@@ -33,6 +37,8 @@ pub struct LabReport {
     pub efficiency: Vec<Efficiency>,
     /// Per target against the base: settings, plans and waits that differ.
     pub why: Vec<WhyPanel>,
+    /// Where the noise comes from: spreads, drift per cell, flagged and excluded runs.
+    pub noise: Noise,
 }
 
 #[derive(Debug, Serialize)]
@@ -101,7 +107,7 @@ pub struct Efficiency {
     pub client_cpu_share: Option<f64>,
 }
 
-pub const METHOD: &str = "medians over runs; ratio = other / base with a 95% percentile-bootstrap interval (10,000 resamples); verdict needs the Mann-Whitney U test (two-sided, α = 0.05) and the interval to agree";
+pub const METHOD: &str = "runs of one round are a pair: ratio = geometric mean of the rounds' other / base ratios with a 95% Student t interval, verdict from the paired t test (two-sided, α = 0.05) and the interval; cells whose runs do not pair up: medians, ratio of medians with a 95% percentile-bootstrap interval (10,000 resamples), verdict needs the Mann-Whitney U test and the interval to agree";
 
 pub struct Inputs<'a> {
     pub lab: &'a str,
@@ -114,6 +120,9 @@ pub struct Inputs<'a> {
     pub client_cores: Option<i64>,
     pub builds: &'a [crate::store::TargetBuild],
     pub series: Vec<RunSeries>,
+    /// Runs the user left out (`--exclude-run`): not in `runs`, listed in the Noise section.
+    pub excluded: &'a [StoredRun],
+    pub probes: &'a RunProbes,
 }
 
 pub fn build(inputs: Inputs<'_>) -> LabReport {
@@ -130,10 +139,26 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         .iter()
         .map(|t| why::panel(&inputs.why, inputs.base, t))
         .collect();
+    let headline = comparisons
+        .iter()
+        .flat_map(|c| headline::sentences(&c.target, inputs.base, inputs.metric.name(), &c.cells))
+        .collect();
+    let noise = noise::noise(&NoiseInputs {
+        runs: inputs.runs,
+        excluded: inputs.excluded,
+        base: inputs.base,
+        comparisons: comparisons
+            .iter()
+            .map(|c| (c.target.as_str(), c.cells.as_slice()))
+            .collect(),
+        metric: inputs.metric,
+        probes: inputs.probes,
+    });
     LabReport {
         lab: inputs.lab.to_string(),
         base: inputs.base.to_string(),
         metric: inputs.metric.name().to_string(),
+        headline,
         method: METHOD,
         warnings: report_warnings(&inputs, &targets, &comparisons, &why),
         summaries: summaries(inputs.runs, inputs.metric),
@@ -144,6 +169,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         statements: statement_changes(inputs.statements, inputs.base),
         efficiency: efficiency(inputs.runs, inputs.counters, inputs.client_cores),
         why,
+        noise,
     }
 }
 
@@ -192,6 +218,7 @@ fn report_warnings(
             .iter()
             .filter_map(|c| warnings::too_few_runs(&c.target, inputs.base, &c.cells)),
     );
+    out.extend(warnings::excluded_runs(inputs.excluded));
     out
 }
 

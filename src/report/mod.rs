@@ -3,8 +3,11 @@
 //! given; never queries a server or drives load. (A single run's report lives with its family.)
 
 pub mod comparison;
+pub mod headline;
 pub mod html;
 pub mod lab_report;
+pub mod noise;
+pub mod noise_view;
 pub mod series;
 pub mod svg;
 pub mod table;

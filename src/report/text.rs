@@ -3,6 +3,7 @@
 
 use super::comparison::CellKey;
 use super::lab_report::{cell_text, optional, LabReport};
+use super::noise_view;
 use super::why::WhyPanel;
 
 /// A Markdown document that fits a pull-request comment.
@@ -11,6 +12,9 @@ pub fn to_markdown(report: &LabReport) -> String {
         "# Lab \"{}\": against {} ({})\n\n",
         report.lab, report.base, report.metric
     );
+    for sentence in &report.headline {
+        out += &format!("**{sentence}**\n\n");
+    }
     for warning in &report.warnings {
         out += &format!("> **Warning:** {warning}\n");
     }
@@ -20,18 +24,28 @@ pub fn to_markdown(report: &LabReport) -> String {
     out += &format!("Method: {}.\n\n", report.method);
     for target in &report.comparisons {
         out += &format!("## {} vs {}\n\n", target.target, report.base);
-        out += "| cell | runs | base | other | ratio | 95% CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n";
+        let stops = target.cells.iter().any(|c| c.stopped.is_some());
+        out += if stops {
+            "| cell | runs | base | other | ratio | 95% CI | ± | p | stopped | verdict |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        } else {
+            "| cell | runs | base | other | ratio | 95% CI | ± | p | verdict |\n|---|---|---|---|---|---|---|---|---|\n"
+        };
         for c in &target.cells {
+            let stopped = if stops {
+                format!(" {} |", c.stop_text().unwrap_or_else(|| "-".into()))
+            } else {
+                String::new()
+            };
             out += &format!(
-                "| {} | {}/{} | {:.1} | {:.1} | {:.3} | {}–{} | {:.3} | {} |\n",
+                "| {} | {} | {:.1} | {:.1} | {:.3} | {}–{} | {} | {:.3} |{stopped} {} |\n",
                 cell_text(&c.cell),
-                c.base_runs,
-                c.other_runs,
+                c.runs_text(),
                 c.base_median,
                 c.other_median,
                 c.ratio,
                 optional(c.ci_low, 3),
                 optional(c.ci_high, 3),
+                c.precision_text(),
                 c.p_value,
                 c.verdict
             );
@@ -41,6 +55,7 @@ pub fn to_markdown(report: &LabReport) -> String {
     out += &families_markdown(report);
     out += &latency_markdown(report);
     out += &series_markdown(report);
+    out += &noise_view::markdown(&report.noise);
     if !report.statements.is_empty() {
         out += "## Statements (pg_stat_statements)\n\n| target | cell | statement | mean ms | Δ mean vs base | stddev ms | Δ stddev vs base |\n|---|---|---|---|---|---|---|\n";
         for s in &report.statements {
@@ -267,11 +282,16 @@ pub fn to_csv(report: &LabReport) -> String {
                 ("other_runs", c.other_runs.to_string()),
                 ("base_median", c.base_median.to_string()),
                 ("other_median", c.other_median.to_string()),
+                ("pairs", c.pairs.map_or(String::new(), |n| n.to_string())),
                 ("ratio", c.ratio.to_string()),
                 ("ci_low", number(c.ci_low)),
                 ("ci_high", number(c.ci_high)),
+                ("precision", number(c.precision)),
+                ("log_ratio_sd", number(c.log_ratio_sd)),
                 ("p_value", c.p_value.to_string()),
                 ("verdict", c.verdict.clone()),
+                ("stopped", c.stopped.clone().unwrap_or_default()),
+                ("rounds", c.rounds.map_or(String::new(), |n| n.to_string())),
             ];
             for (measure, value) in measures {
                 push(
@@ -354,6 +374,9 @@ pub fn to_csv(report: &LabReport) -> String {
                 );
             }
         }
+    }
+    for (section, target, cell, item, measure, value) in noise_view::csv_rows(&report.noise) {
+        push(section, &target, &cell, &item, &measure, value);
     }
     for st in &report.statements {
         let measures = [

@@ -207,6 +207,33 @@ fn flag_difference(what: &str, a: &str, b: &str) -> String {
     format!("{what} \"{}\" vs \"{}\"", only(a, b), only(b, a))
 }
 
+/// "run 17 (b pgbench select-only scale 1 × 1 clients, round 3) is excluded …": a run left out
+/// is never left out silently.
+pub fn excluded_runs(excluded: &[StoredRun]) -> Option<String> {
+    if excluded.is_empty() {
+        return None;
+    }
+    let runs: Vec<String> = excluded
+        .iter()
+        .map(|run| {
+            format!(
+                "run {} (\"{}\" {} {} scale {} × {} clients, round {})",
+                run.id,
+                run.target,
+                run.workload,
+                run.script,
+                run.scale,
+                run.clients,
+                run.repetition + 1
+            )
+        })
+        .collect();
+    Some(format!(
+        "{} excluded from the analysis by --exclude-run; its round's other runs stay, unpaired",
+        runs.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -221,6 +221,10 @@ pub struct StoredRun {
     pub client_cpu_us_per_txn: Option<f64>,
     /// The workload's own metrics (`RunMetrics::workload`); filled by `lab_runs` only.
     pub workload_metrics: Vec<(String, f64)>,
+    /// In an auto lab, why the run's cell stopped (`precision`, `cap`, `budget`) and after how
+    /// many rounds; None in a lab of fixed runs and while the cell goes on.
+    pub stopped: Option<String>,
+    pub rounds: Option<u32>,
 }
 
 impl StoredRun {

@@ -306,6 +306,44 @@ impl Store {
         Ok(rows.iter().map(|r| (int(r, 0), real(r, 1))).collect())
     }
 
+    /// Per completed run of the lab, the seconds in which one per-second counter moved:
+    /// (run id, second), in order.
+    pub fn lab_counter_seconds(
+        &mut self,
+        lab: i64,
+        source: &str,
+        name: &str,
+    ) -> Result<Vec<(i64, u64)>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT s.run_id, s.second FROM run_counter_series s
+                 JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'completed' AND s.source = ?2 AND s.name = ?3
+                   AND s.value > 0
+                 ORDER BY s.run_id, s.second",
+                &[lab.into(), source.into(), name.into()],
+            )
+            .map_err(db_error("counter series"))?;
+        Ok(rows.iter().map(|r| (int(r, 0), int(r, 1) as u64)).collect())
+    }
+
+    /// Per completed run of the lab, the seconds of its measured window without a single
+    /// transaction: (run id, second), in order.
+    pub fn lab_stall_seconds(&mut self, lab: i64) -> Result<Vec<(i64, u64)>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT s.run_id, s.second FROM run_series s
+                 JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'completed' AND s.tps = 0
+                 ORDER BY s.run_id, s.second",
+                &[lab.into()],
+            )
+            .map_err(db_error("series"))?;
+        Ok(rows.iter().map(|r| (int(r, 0), int(r, 1) as u64)).collect())
+    }
+
     /// One counter of a run per second: (second, change during it).
     pub fn run_counter_series(
         &mut self,
@@ -339,8 +377,9 @@ impl Store {
 /// The columns `stored_run` reads, first in a query over `runs r JOIN cells c`; a query's own
 /// columns follow from index `RUN_COLUMN_COUNT`.
 const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.workload), c.script, c.scale, c.clients,
-     r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn";
-const RUN_COLUMN_COUNT: usize = 15;
+     r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn,
+     c.stopped, c.rounds";
+const RUN_COLUMN_COUNT: usize = 17;
 
 fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
     let number = |i: usize| optional(r, i);
@@ -367,5 +406,10 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
         p99_ms: number(13),
         client_cpu_us_per_txn: number(14),
         workload_metrics: Vec::new(),
+        stopped: r.get(15).and_then(Value::as_string),
+        rounds: r
+            .get(16)
+            .and_then(Value::as_i64)
+            .map(|rounds| rounds as u32),
     })
 }

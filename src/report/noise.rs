@@ -1,0 +1,301 @@
+//! Where a lab's noise comes from: per cell the spread the pairing leaves, each run's metric in
+//! the order the lab ran them (a drift chart per cell, one line per target), and the runs that
+//! stand out, with the likely cause where the probes show one. No run is dropped here: a
+//! flagged run stays in the analysis unless the user excludes it (`--exclude-run`), and the
+//! report lists what was excluded.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::comparison::{cell_of, CellComparison, CellKey, Metric};
+use crate::analysis::{coefficient_of_variation, median};
+use crate::store::{RunStatus, StoredRun};
+
+/// A run whose log value is further than this many robust standard deviations (1.4826 MAD)
+/// from its cell's median is flagged: for normal noise, 1 run in 2,000.
+const OUTLIER_Z: f64 = 3.5;
+/// The robust spread is taken as at least this (2%): runs that agree to a fraction of a
+/// percent would otherwise flag a run 1% off.
+const SPREAD_FLOOR: f64 = 0.02;
+/// Runs a cell needs before its median and spread can flag one.
+const MIN_RUNS_TO_FLAG: usize = 4;
+/// Steal time above this share of the machine's CPU time is named as a cause.
+const STEAL_SHARE: f64 = 0.05;
+
+#[derive(Debug, Default, Serialize)]
+pub struct Noise {
+    pub cells: Vec<CellNoise>,
+    pub drift: Vec<DriftChart>,
+    pub flagged: Vec<FlaggedRun>,
+    /// Runs the user left out of the analysis (`--exclude-run`).
+    pub excluded: Vec<ExcludedRun>,
+}
+
+/// A target's cell against the base's: how much the runs vary, and how much of it pairing
+/// leaves.
+#[derive(Debug, Serialize)]
+pub struct CellNoise {
+    pub target: String,
+    pub cell: CellKey,
+    pub pairs: Option<usize>,
+    /// Standard deviation of the rounds' ratios, in percent (exp(sd of log ratios) − 1).
+    pub paired_ratio_sd_pct: Option<f64>,
+    /// Coefficient of variation of each side's runs, in percent.
+    pub base_cv_pct: Option<f64>,
+    pub other_cv_pct: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DriftChart {
+    pub cell: CellKey,
+    pub rounds: Vec<u32>,
+    pub lines: Vec<DriftLine>,
+}
+
+/// A target's runs of one cell, per round (None where the round has no completed run).
+#[derive(Debug, Serialize)]
+pub struct DriftLine {
+    pub target: String,
+    pub values: Vec<Option<f64>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FlaggedRun {
+    pub run_id: i64,
+    pub target: String,
+    pub cell: CellKey,
+    pub round: u32,
+    pub value: f64,
+    /// How far from the median of its target's cell, in percent.
+    pub deviation_pct: f64,
+    pub causes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ExcludedRun {
+    pub run_id: i64,
+    pub target: String,
+    pub cell: CellKey,
+    pub round: u32,
+}
+
+/// What the probes saw in each run's measured window, by run id.
+#[derive(Debug, Default)]
+pub struct RunProbes {
+    /// Seconds with no transaction at all.
+    pub stall_seconds: HashMap<i64, Vec<u64>>,
+    /// Seconds in which a checkpoint completed.
+    pub checkpoint_seconds: HashMap<i64, Vec<u64>>,
+    /// Steal time as a share of the machine's CPU time over the window.
+    pub steal_share: HashMap<i64, f64>,
+}
+
+/// What `noise` reads: the lab's runs (the excluded ones apart) and its comparisons.
+pub struct NoiseInputs<'a> {
+    pub runs: &'a [StoredRun],
+    pub excluded: &'a [StoredRun],
+    pub base: &'a str,
+    /// Per target other than the base, its cells against the base's.
+    pub comparisons: Vec<(&'a str, &'a [CellComparison])>,
+    pub metric: Metric,
+    pub probes: &'a RunProbes,
+}
+
+pub fn noise(inputs: &NoiseInputs<'_>) -> Noise {
+    let NoiseInputs {
+        runs,
+        excluded,
+        metric,
+        probes,
+        ..
+    } = *inputs;
+    let values = values(runs, metric);
+    Noise {
+        cells: inputs
+            .comparisons
+            .iter()
+            .flat_map(|(target, cells)| cell_noise(&values, inputs.base, target, cells))
+            .collect(),
+        drift: drift_charts(runs, &values),
+        flagged: flagged_runs(runs, &values, metric, probes),
+        excluded: excluded
+            .iter()
+            .map(|run| ExcludedRun {
+                run_id: run.id,
+                target: run.target.clone(),
+                cell: cell_of(run),
+                round: run.repetition,
+            })
+            .collect(),
+    }
+}
+
+/// The completed runs' values per (cell, target), by round.
+type Values = BTreeMap<(CellKey, String), BTreeMap<u32, f64>>;
+
+fn values(runs: &[StoredRun], metric: Metric) -> Values {
+    let mut out = Values::new();
+    for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
+        if let Some(value) = metric.of(run) {
+            out.entry((cell_of(run), run.target.clone()))
+                .or_default()
+                .insert(run.repetition, value);
+        }
+    }
+    out
+}
+
+fn cell_noise(
+    values: &Values,
+    base: &str,
+    target: &str,
+    cells: &[CellComparison],
+) -> Vec<CellNoise> {
+    let cv = |cell: &CellKey, name: &str| {
+        let side = values.get(&(cell.clone(), name.to_string()))?;
+        coefficient_of_variation(&side.values().copied().collect::<Vec<_>>()).map(|v| v * 100.0)
+    };
+    cells
+        .iter()
+        .map(|c| CellNoise {
+            target: target.to_string(),
+            cell: c.cell.clone(),
+            pairs: c.pairs,
+            paired_ratio_sd_pct: c.log_ratio_sd.map(|sd| (sd.exp() - 1.0) * 100.0),
+            base_cv_pct: cv(&c.cell, base),
+            other_cv_pct: cv(&c.cell, target),
+        })
+        .collect()
+}
+
+/// Per cell, every target's runs in round order.
+fn drift_charts(runs: &[StoredRun], values: &Values) -> Vec<DriftChart> {
+    type Rounds<'v> = &'v BTreeMap<u32, f64>;
+    let mut per_cell: BTreeMap<&CellKey, Vec<(&str, Rounds<'_>)>> = BTreeMap::new();
+    let order = super::comparison::targets(runs);
+    for ((cell, target), rounds) in values {
+        per_cell.entry(cell).or_default().push((target, rounds));
+    }
+    for lines in per_cell.values_mut() {
+        lines.sort_by_key(|(target, _)| order.iter().position(|t| t == target));
+    }
+    per_cell
+        .into_iter()
+        .map(|(cell, lines)| {
+            let mut rounds: Vec<u32> = lines.iter().flat_map(|(_, r)| r.keys().copied()).collect();
+            rounds.sort_unstable();
+            rounds.dedup();
+            let lines = lines
+                .into_iter()
+                .map(|(target, values)| DriftLine {
+                    target: target.to_string(),
+                    values: rounds.iter().map(|r| values.get(r).copied()).collect(),
+                })
+                .collect();
+            DriftChart {
+                cell: cell.clone(),
+                rounds,
+                lines,
+            }
+        })
+        .collect()
+}
+
+/// Runs far from their cell's median, and runs in which the probes saw a stall.
+fn flagged_runs(
+    runs: &[StoredRun],
+    values: &Values,
+    metric: Metric,
+    probes: &RunProbes,
+) -> Vec<FlaggedRun> {
+    let mut flagged = Vec::new();
+    for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
+        let Some(value) = metric.of(run) else {
+            continue;
+        };
+        let cell = cell_of(run);
+        let Some(side) = values.get(&(cell.clone(), run.target.clone())) else {
+            continue;
+        };
+        let logs: Vec<f64> = side.values().map(|v| v.ln()).collect();
+        let Some(center) = median(&logs) else {
+            continue;
+        };
+        let deviations: Vec<f64> = logs.iter().map(|l| (l - center).abs()).collect();
+        let spread = (1.4826 * median(&deviations).unwrap_or(0.0)).max(SPREAD_FLOOR);
+        let outlier =
+            logs.len() >= MIN_RUNS_TO_FLAG && (value.ln() - center).abs() / spread > OUTLIER_Z;
+        let stalled = probes.stall_seconds.contains_key(&run.id);
+        if !outlier && !stalled {
+            continue;
+        }
+        let mut causes = causes(run.id, probes);
+        if causes.is_empty() {
+            causes.push(round_cause(run, values));
+        }
+        flagged.push(FlaggedRun {
+            run_id: run.id,
+            target: run.target.clone(),
+            cell,
+            round: run.repetition,
+            value,
+            deviation_pct: ((value.ln() - center).exp() - 1.0) * 100.0,
+            causes,
+        });
+    }
+    flagged
+}
+
+/// What the probes show for a run: stalls, checkpoints, steal time.
+fn causes(run: i64, probes: &RunProbes) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(seconds) = probes.stall_seconds.get(&run) {
+        out.push(format!(
+            "a stall: {} second(s) without a transaction ({})",
+            seconds.len(),
+            seconds_text(seconds)
+        ));
+    }
+    if let Some(seconds) = probes.checkpoint_seconds.get(&run) {
+        out.push(format!(
+            "a checkpoint completed inside the window ({})",
+            seconds_text(seconds)
+        ));
+    }
+    if let Some(share) = probes.steal_share.get(&run).filter(|s| **s > STEAL_SHARE) {
+        out.push(format!(
+            "steal time: {:.0}% of the machine's CPU time",
+            share * 100.0
+        ));
+    }
+    out
+}
+
+/// Without a probe's cause: whether the other targets' runs of the same round moved alike
+/// (the machine's phase, which pairing cancels) or not (the run's own noise).
+fn round_cause(run: &StoredRun, values: &Values) -> String {
+    let cell = cell_of(run);
+    let direction = |target: &str| -> Option<f64> {
+        let side = values.get(&(cell.clone(), target.to_string()))?;
+        let center = median(&side.values().map(|v| v.ln()).collect::<Vec<_>>())?;
+        Some(side.get(&run.repetition)?.ln() - center)
+    };
+    let own = direction(&run.target).unwrap_or(0.0);
+    let partners: Vec<f64> = values
+        .keys()
+        .filter(|(c, target)| *c == cell && *target != run.target)
+        .filter_map(|(_, target)| direction(target))
+        .collect();
+    if !partners.is_empty() && partners.iter().all(|p| p.signum() == own.signum()) {
+        "no probe shows a cause; the other targets' runs of the same round moved the same way: a phase of the machine, which pairing cancels".into()
+    } else {
+        "no probe shows a cause; the other targets' runs of the same round did not move with it: the run's own noise".into()
+    }
+}
+
+fn seconds_text(seconds: &[u64]) -> String {
+    let shown: Vec<String> = seconds.iter().take(5).map(u64::to_string).collect();
+    let more = if seconds.len() > 5 { ", …" } else { "" };
+    format!("second {}{more}", shown.join(", "))
+}

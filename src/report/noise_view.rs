@@ -1,0 +1,235 @@
+//! The Noise section in each format: Markdown, CSV rows and HTML (with a drift chart per
+//! cell). JSON is the model itself.
+
+use std::fmt::Write;
+
+use super::comparison::CellKey;
+use super::lab_report::{cell_text, optional};
+use super::noise::{FlaggedRun, Noise};
+use super::svg::{self, escape, Line, Spread};
+
+const INTRO: &str = "How much the runs vary, and how much of it the pairing of rounds leaves: \
+the paired ratio's spread is what the verdicts' intervals are made of. Flagged runs stay in the \
+analysis unless excluded with --exclude-run.";
+
+pub fn markdown(noise: &Noise) -> String {
+    if noise.cells.is_empty() && noise.flagged.is_empty() && noise.excluded.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("## Noise\n\n{INTRO}\n\n");
+    if !noise.cells.is_empty() {
+        out += "| target | cell | pairs | paired ratio sd | base runs CV | other runs CV |\n|---|---|---|---|---|---|\n";
+        for c in &noise.cells {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                c.target,
+                cell_text(&c.cell),
+                c.pairs.map_or("-".into(), |n| n.to_string()),
+                percent(c.paired_ratio_sd_pct),
+                percent(c.base_cv_pct),
+                percent(c.other_cv_pct)
+            );
+        }
+        out += "\n";
+    }
+    for run in &noise.flagged {
+        let _ = writeln!(out, "- **Flagged:** {}", flagged_text(run));
+    }
+    for run in &noise.excluded {
+        let _ = writeln!(
+            out,
+            "- **Excluded:** run {} (\"{}\" {}, round {})",
+            run.run_id,
+            run.target,
+            cell_text(&run.cell),
+            run.round + 1
+        );
+    }
+    if !noise.flagged.is_empty() || !noise.excluded.is_empty() {
+        out += "\n";
+    }
+    out
+}
+
+/// (section, target, cell, item, measure, value) rows: one number (or cause) per row.
+pub fn csv_rows(noise: &Noise) -> Vec<(&'static str, String, CellKey, String, String, String)> {
+    let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    let mut rows = Vec::new();
+    for c in &noise.cells {
+        for (measure, value) in [
+            ("paired_ratio_sd_pct", c.paired_ratio_sd_pct),
+            ("base_cv_pct", c.base_cv_pct),
+            ("other_cv_pct", c.other_cv_pct),
+        ] {
+            rows.push((
+                "noise",
+                c.target.clone(),
+                c.cell.clone(),
+                String::new(),
+                measure.to_string(),
+                number(value),
+            ));
+        }
+    }
+    for chart in &noise.drift {
+        for line in &chart.lines {
+            for (round, value) in chart.rounds.iter().zip(&line.values) {
+                rows.push((
+                    "drift",
+                    line.target.clone(),
+                    chart.cell.clone(),
+                    format!("round {}", round + 1),
+                    "value".into(),
+                    number(*value),
+                ));
+            }
+        }
+    }
+    for run in &noise.flagged {
+        let item = format!("run {}", run.run_id);
+        rows.push((
+            "flagged",
+            run.target.clone(),
+            run.cell.clone(),
+            item.clone(),
+            "deviation_pct".into(),
+            run.deviation_pct.to_string(),
+        ));
+        for cause in &run.causes {
+            rows.push((
+                "flagged",
+                run.target.clone(),
+                run.cell.clone(),
+                item.clone(),
+                "cause".into(),
+                cause.clone(),
+            ));
+        }
+    }
+    for run in &noise.excluded {
+        rows.push((
+            "excluded",
+            run.target.clone(),
+            run.cell.clone(),
+            format!("run {}", run.run_id),
+            "round".into(),
+            (run.round + 1).to_string(),
+        ));
+    }
+    rows
+}
+
+/// The section's body: the spreads, a drift chart per cell, the flagged and excluded runs.
+pub fn html(
+    noise: &Noise,
+    metric: &str,
+    table: impl Fn(&[&str], &[Vec<(String, bool)>]) -> String,
+) -> String {
+    let mut out = format!("<p>{}</p>", escape(INTRO));
+    if !noise.cells.is_empty() {
+        let rows: Vec<Vec<(String, bool)>> = noise
+            .cells
+            .iter()
+            .map(|c| {
+                vec![
+                    (c.target.clone(), true),
+                    (cell_text(&c.cell), true),
+                    (c.pairs.map_or("-".into(), |n| n.to_string()), false),
+                    (percent(c.paired_ratio_sd_pct), false),
+                    (percent(c.base_cv_pct), false),
+                    (percent(c.other_cv_pct), false),
+                ]
+            })
+            .collect();
+        out += &table(
+            &[
+                "target",
+                "cell",
+                "pairs",
+                "paired ratio sd",
+                "base runs CV",
+                "other runs CV",
+            ],
+            &rows,
+        );
+    }
+    if !noise.flagged.is_empty() {
+        out += r#"<h3>Flagged runs</h3><ul class="flagged">"#;
+        for run in &noise.flagged {
+            let _ = write!(out, "<li>{}</li>", escape(&flagged_text(run)));
+        }
+        out += "</ul>";
+    }
+    if !noise.excluded.is_empty() {
+        out += "<h3>Excluded runs</h3><ul>";
+        for run in &noise.excluded {
+            let _ = write!(
+                out,
+                "<li>run {} ({} {}, round {}): left out with --exclude-run</li>",
+                run.run_id,
+                escape(&run.target),
+                escape(&cell_text(&run.cell)),
+                run.round + 1
+            );
+        }
+        out += "</ul>";
+    }
+    for chart in &noise.drift {
+        let labels: Vec<String> = chart.rounds.iter().map(|r| (r + 1).to_string()).collect();
+        let lines: Vec<Line> = chart
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(color, line)| Line {
+                name: line.target.clone(),
+                color,
+                dash: None,
+                points: line
+                    .values
+                    .iter()
+                    .map(|v| {
+                        v.map(|value| Spread {
+                            median: value,
+                            min: value,
+                            max: value,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let legend: Vec<String> = chart.lines.iter().map(|l| escape(&l.target)).collect();
+        let _ = write!(
+            out,
+            r#"<h3 class="drift">Drift: {} — {metric} per round, in the lab's order ({})</h3>{}"#,
+            escape(&cell_text(&chart.cell)),
+            legend.join(", "),
+            svg::line_chart(metric, &labels, &lines)
+        );
+    }
+    out
+}
+
+/// "run 17, \"b\" pgbench select-only scale 1 × 1 clients, round 3: 812.0 (−31.2% from its
+/// cell's median): a stall: 2 second(s) without a transaction (second 3, 4)".
+fn flagged_text(run: &FlaggedRun) -> String {
+    format!(
+        "run {}, \"{}\" {}, round {}: {:.1} ({:+.1}% from its cell's median): {}",
+        run.run_id,
+        run.target,
+        cell_text(&run.cell),
+        run.round + 1,
+        run.value,
+        run.deviation_pct,
+        run.causes.join("; ")
+    )
+}
+
+fn percent(value: Option<f64>) -> String {
+    let text = optional(value, 1);
+    if value.is_some() {
+        text + "%"
+    } else {
+        text
+    }
+}
