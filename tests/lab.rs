@@ -949,7 +949,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
         "{printed}"
     );
     let query = |sql: &str| server.psql(&results_db, sql);
-    assert_eq!(query("SELECT max(version) FROM schema_version"), "7");
+    assert_eq!(query("SELECT max(version) FROM schema_version"), "8");
     assert_eq!(
         query("SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0"),
         "2"
@@ -1623,4 +1623,85 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
     );
     let total = sqlite(&db, "SELECT count(*) FROM runs");
     assert_eq!(total[0][0], (2 * rounds).to_string());
+
+    // `compare` says how far each cell was measured and why it stopped.
+    let compared = stampede_command(&["compare", db.to_str().unwrap(), "a", "b"])
+        .output()
+        .unwrap();
+    let text = stdout(&compared);
+    assert!(
+        text.contains(&format!("{rounds} pairs"))
+            && text.contains(&format!("{stopped} after {rounds} rounds")),
+        "{text}"
+    );
+    assert!(
+        text.starts_with("b against a on pgbench: ")
+            && text.contains(&format!("±{:.1}%", precision * 100.0)),
+        "{text}"
+    );
+
+    // `lab calibrate`: "a" against an identical twin, 3 paired rounds; the printed spread is
+    // the sd of the stored rounds' ln(twin / a), and `lab plan` estimates from it.
+    let calibrated =
+        stampede_command(&["lab", "calibrate", spec.to_str().unwrap(), "--rounds", "3"])
+            .output()
+            .unwrap();
+    for target in ["a", "a-twin"] {
+        stop_cluster(
+            dir.join(format!("auto.db.servers/calibration/{target}")),
+            None,
+        );
+    }
+    assert!(calibrated.status.success(), "{}", stderr(&calibrated));
+    let pairs = sqlite(
+        &db,
+        "SELECT a.tps, b.tps FROM runs a JOIN cells ca ON ca.id = a.cell_id \
+         JOIN runs b ON b.repetition = a.repetition JOIN cells cb ON cb.id = b.cell_id \
+         JOIN labs l ON l.id = ca.lab_id AND l.id = cb.lab_id \
+         WHERE l.name = 'auto (calibration)' AND ca.target = 'a' AND cb.target = 'a-twin' \
+         AND a.status = 'completed' AND b.status = 'completed' ORDER BY a.repetition",
+    );
+    assert_eq!(pairs.len(), 3, "{pairs:?}");
+    let logs: Vec<f64> = pairs
+        .iter()
+        .map(|pair| (number(&pair[1]) / number(&pair[0])).ln())
+        .collect();
+    let mean = logs.iter().sum::<f64>() / 3.0;
+    let sd = (logs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+    let stored = sqlite(
+        &db,
+        "SELECT lab_name, workload, script, clients, rounds, log_ratio_sd FROM calibrations",
+    );
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(stored[0][..5], ["auto", "pgbench", "select-only", "1", "3"]);
+    assert!(
+        (number(&stored[0][5]) - sd).abs() < 1e-9,
+        "{stored:?} vs {sd}"
+    );
+    let table = stdout(&calibrated);
+    let row: Vec<&str> = table
+        .lines()
+        .find(|l| l.starts_with("pgbench"))
+        .unwrap_or_else(|| panic!("{table}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row[5],
+        format!("{:.1}%", (sd.exp() - 1.0) * 100.0),
+        "{table}"
+    );
+    let plan = stampede_command(&["lab", "plan", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&plan).contains("with the stored calibration (1 s runs): about "),
+        "{}",
+        stdout(&plan)
+    );
+    // The calibration lab stored beside the lab does not make `report` ask which lab.
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    assert!(stdout(&report).contains("\"lab\": \"auto\""));
 }

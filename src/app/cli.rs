@@ -190,6 +190,14 @@ pub enum LabAction {
         #[arg(long)]
         keep_going: bool,
     },
+    /// Measure the lab's noise: its base target against an identical twin in paired rounds,
+    /// every cell; prints and stores the detectable change and the rounds an auto lab needs
+    Calibrate {
+        spec: std::path::PathBuf,
+        /// Paired rounds per cell (run again with more to extend a stored calibration)
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(3..=1000))]
+        rounds: u32,
+    },
 }
 
 /// `--metric`'s help: tps and p99, then the metrics the workloads declare, from the registry.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{CommandResult, Failure};
+use super::{calibrate, CommandResult, Failure};
 use crate::app::cli::CompareArgs;
 use crate::family;
 use crate::report::comparison::{self, CellComparison, Metric};
@@ -201,10 +201,19 @@ fn choose_lab(
                 ))
             }),
         None if labs.len() == 1 => Ok(labs[0].clone()),
+        // A lab's calibration (`lab calibrate`) is stored beside it: the lab is still the one.
+        None if measured(&labs).len() == 1 => Ok(measured(&labs)[0].clone()),
         None if labs.is_empty() => Err(Failure::input(format!("{location} holds no lab yet"))),
         None => Err(Failure::input(format!(
             "{location} holds several labs; choose one with --lab: {}",
             names()
         ))),
     }
+}
+
+/// The labs that are not another lab's calibration.
+fn measured(labs: &[(i64, String)]) -> Vec<&(i64, String)> {
+    labs.iter()
+        .filter(|(_, name)| !calibrate::is_calibration(name))
+        .collect()
 }

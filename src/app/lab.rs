@@ -4,6 +4,7 @@ use std::path::Path;
 
 use std::time::Duration;
 
+use super::calibrate;
 use super::lab_results;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
@@ -23,12 +24,13 @@ pub fn run(action: &LabAction) -> CommandResult {
         LabAction::Plan { spec } => plan(spec),
         LabAction::Run { spec, keep_going } => execute(spec, false, *keep_going),
         LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going),
+        LabAction::Calibrate { spec, rounds } => calibrate::calibrate(spec, *rounds),
     }
 }
 
 /// The spec and one workload implementation per `[[workload]]`; a workload without `scripts`
 /// gets its default variants.
-fn load_spec(path: &Path) -> Result<(LabSpec, Vec<Box<dyn LabWorkload>>), Failure> {
+pub(super) fn load_spec(path: &Path) -> Result<(LabSpec, Vec<Box<dyn LabWorkload>>), Failure> {
     let mut spec = spec::load(path).map_err(|e| Failure::input(e.to_string()))?;
     let workloads = workloads(&spec)?;
     for (workload, implementation) in spec.workloads.iter_mut().zip(&workloads) {
@@ -114,6 +116,14 @@ fn plan(path: &Path) -> CommandResult {
     );
     if let Some(auto) = &spec.auto {
         println!("{}", auto_rule(&spec, auto));
+        let calibrations = match stored.as_mut() {
+            Some(store) => store.calibrations(&spec.name)?,
+            None => Vec::new(),
+        };
+        println!(
+            "{}",
+            calibrate::auto_estimate(&spec, &plan, auto, &calibrations, per_run)
+        );
     }
     Ok(())
 }

@@ -236,6 +236,20 @@ impl StoredRun {
     }
 }
 
+/// One cell's noise as `lab calibrate` measured it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    pub workload: String,
+    pub script: String,
+    pub scale: String,
+    pub clients: i64,
+    pub duration_s: f64,
+    pub rounds: u32,
+    pub log_ratio_sd: f64,
+    pub run_cv: Option<f64>,
+    pub measured_unix_s: f64,
+}
+
 /// A completed run's headline numbers, for the end-of-lab table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {

@@ -365,6 +365,32 @@ impl Store {
             .collect())
     }
 
+    /// The calibration stored for a spec's name, cell by cell.
+    pub fn calibrations(&mut self, lab_name: &str) -> Result<Vec<Calibration>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT workload, script, scale, clients, duration_s, rounds, log_ratio_sd, run_cv, measured_unix_s
+                 FROM calibrations WHERE lab_name = ?1 ORDER BY workload, script, scale, clients",
+                &[lab_name.into()],
+            )
+            .map_err(db_error("calibrations"))?;
+        Ok(rows
+            .iter()
+            .map(|r| Calibration {
+                workload: text(r, 0),
+                script: text(r, 1),
+                scale: text(r, 2),
+                clients: int(r, 3),
+                duration_s: real(r, 4),
+                rounds: int(r, 5) as u32,
+                log_ratio_sd: real(r, 6),
+                run_cv: optional(r, 7),
+                measured_unix_s: real(r, 8),
+            })
+            .collect())
+    }
+
     pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, Failure> {
         let rows = self
             .db

@@ -153,4 +153,21 @@ ALTER TABLE targets RENAME COLUMN postgres TO server;
 ALTER TABLE cells ADD COLUMN stopped TEXT;
 ALTER TABLE cells ADD COLUMN rounds INTEGER;
 "#,
+    // 8: `lab calibrate`: per cell of a spec, the noise an A/A lab (the base target against an
+    // identical twin) measured, which `lab plan` turns into an auto lab's expected rounds.
+    r#"
+CREATE TABLE calibrations (
+    lab_name    TEXT NOT NULL,          -- the spec's name (the A/A lab is stored beside it)
+    workload    TEXT NOT NULL,
+    script      TEXT NOT NULL,
+    scale       TEXT NOT NULL,
+    clients     INTEGER NOT NULL,
+    duration_s  REAL NOT NULL,          -- the runs' measured window
+    rounds      INTEGER NOT NULL,       -- paired rounds measured
+    log_ratio_sd REAL NOT NULL,         -- sd of the rounds' ln(twin / base)
+    run_cv      REAL,                   -- the base's runs' coefficient of variation
+    measured_unix_s REAL NOT NULL,
+    PRIMARY KEY (lab_name, workload, script, scale, clients)
+);
+"#,
 ];

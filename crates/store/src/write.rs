@@ -117,6 +117,43 @@ impl Store {
         })
     }
 
+    /// A spec's calibration, replacing the one before it cell by cell.
+    pub fn record_calibration(
+        &mut self,
+        lab_name: &str,
+        cells: &[Calibration],
+    ) -> Result<(), Failure> {
+        self.transaction("calibrations", |db| {
+            for c in cells {
+                let key = [
+                    lab_name.into(),
+                    (&c.workload).into(),
+                    (&c.script).into(),
+                    (&c.scale).into(),
+                    c.clients.into(),
+                ];
+                db.execute(
+                    "DELETE FROM calibrations WHERE lab_name = ?1 AND workload = ?2 AND script = ?3 AND scale = ?4 AND clients = ?5",
+                    &key,
+                )?;
+                let mut values = key.to_vec();
+                values.extend([
+                    Value::Real(c.duration_s),
+                    Value::Int(c.rounds.into()),
+                    Value::Real(c.log_ratio_sd),
+                    c.run_cv.map_or(Value::Null, Value::Real),
+                    Value::Real(c.measured_unix_s),
+                ]);
+                db.execute(
+                    "INSERT INTO calibrations (lab_name, workload, script, scale, clients, duration_s, rounds, log_ratio_sd, run_cv, measured_unix_s)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    &values,
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// Writes one run with its series, counters, statements and samples in one transaction.
     pub fn record_run(&mut self, lab: i64, run: &RunRecord) -> Result<(), Failure> {
         self.transaction("runs", |db| {
