@@ -80,8 +80,12 @@ def run_lab(work, name, runs_line, duration):
     n = len(logs)
     mean = sum(logs) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    precision = math.exp(t975(n - 1) * sd / math.sqrt(n)) - 1
-    return {"rounds": n, "precision": precision, "minutes": minutes, "sd": sd}
+    half_width = t975(n - 1) * sd / math.sqrt(n)
+    precision = math.exp(half_width) - 1
+    # Identical targets: an interval that excludes 1 is a false verdict.
+    verdict = "faster/slower (false)" if abs(mean) > half_width else "not decided (right)"
+    return {"rounds": n, "precision": precision, "minutes": minutes, "sd": sd,
+            "verdict": verdict}
 
 
 def main():
@@ -102,12 +106,12 @@ def main():
              f'runs = "auto"\nprecision = "2%"\nmax_runs = {args.cap}', args.auto_duration),
         ]
         results = {}
-        print(f"{'design':<28} {'rounds':>6} {'paired sd':>9} {'precision':>9} {'minutes':>8}")
+        print(f"{'design':<28} {'rounds':>6} {'paired sd':>9} {'precision':>9} {'minutes':>8}  verdict")
         for label, name, runs_line, duration in designs:
             r = run_lab(work, name, runs_line, duration)
             results[name] = r
             print(f"{label:<28} {r['rounds']:>6} {r['sd']:>9.4f} {r['precision'] * 100:>8.1f}% "
-                  f"{r['minutes']:>8.1f}")
+                  f"{r['minutes']:>8.1f}  {r['verdict']}")
         fixed, auto2 = results["fixed"], results["auto2"]
         print(f"goal: auto to +-2% in less time than the fixed design to its precision: "
               f"{auto2['minutes'] / fixed['minutes']:.2f}x the time "

@@ -9,7 +9,6 @@ use std::process::Stdio;
 
 use common::{
     lab_sessions_running, number, sqlite, stampede_command, stderr, stdout, wait_until, LabDir,
-    Watch,
 };
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::{Cluster, OsUser};
@@ -171,16 +170,8 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
 
     // Start, then SIGTERM once the third run is under way (its line is out: the lab has
     // passed its last check for a signal before the run, so the run records the signal).
-    let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut progress = Watch::new(child.stderr.take().unwrap());
-    progress.wait_for("run 3/8:");
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    let interrupted_stderr = progress.finish();
+    let (status, interrupted_stderr) =
+        common::interrupt_when(&["lab", "run", spec.to_str().unwrap()], "run 3/8:");
     assert_eq!(status.code(), Some(2), "{interrupted_stderr}");
     assert!(
         interrupted_stderr.contains("stampede lab resume"),
@@ -1477,16 +1468,19 @@ fn the_study_004_example_runs_end_to_end_at_a_tiny_size() {
 }
 
 /// A run whose script fails on a live server is recorded as failed (the lab asks the server
-/// whether it is still up, which it is) and the lab goes on with the next run.
+/// whether it is still up, which it is) and the lab goes on with the next run. A run whose
+/// script stalls (`\sleep` longer than a second) is flagged in the report's Noise section with
+/// its stalled seconds, and the report renders in Chromium with its drift charts.
 #[test]
 fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
     let dir = lab_dir("failing-script");
     std::fs::write(dir.join("div.sql"), "SELECT 1/0;\n").unwrap();
+    std::fs::write(dir.join("stall.sql"), "\\sleep 2000 ms\nSELECT 1;\n").unwrap();
     let spec = dir.join("f.toml");
     std::fs::write(
         &spec,
-        "name = \"f\"\nruns = 1\nduration = \"1s\"\nseed = 2\n[[target]]\nname = \"t\"\nsettings = { fsync = false }\n\
-         [[workload]]\nname = \"pgbench\"\nscripts = [\"div.sql\", \"select-only\"]\nclients = [1]\n",
+        "name = \"f\"\nruns = 1\nduration = \"3s\"\nseed = 2\n[[target]]\nname = \"t\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"div.sql\", \"select-only\", \"stall.sql\"]\nclients = [1]\n",
     )
     .unwrap();
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
@@ -1505,17 +1499,47 @@ fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
         log.contains("stampede: 1 run(s) failed; their errors are in "),
         "{log}"
     );
+    let db = dir.join("f.db");
     let runs = sqlite(
-        &dir.join("f.db"),
+        &db,
         "SELECT c.script LIKE '%div.sql', r.status FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY 1 DESC",
     );
-    assert_eq!(runs, [["1", "failed"], ["0", "completed"]]);
+    assert_eq!(
+        runs,
+        [["1", "failed"], ["0", "completed"], ["0", "completed"]]
+    );
+    // The stalled seconds, as the stored series has them (a transaction every 2 s leaves
+    // some whole seconds without one).
+    let stalled: Vec<String> = sqlite(
+        &db,
+        "SELECT s.second FROM run_series s JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id \
+         WHERE c.script LIKE '%stall.sql' AND s.tps = 0 ORDER BY s.second",
+    )
+    .into_iter()
+    .map(|row| row[0].clone())
+    .collect();
+    assert!(!stalled.is_empty(), "no stalled second stored");
+    let html = dir.join("f.html");
+    let output = stampede_command(&["report", db.to_str().unwrap(), "-o", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let cause = format!(
+        "a stall: {} second(s) without a transaction (second {}",
+        stalled.len(),
+        stalled[0]
+    );
+    assert!(page.contains(&cause), "{cause}");
+    assert!(page.contains(r#"<h3 class="drift">Drift: "#));
+    common::browser::assert_renders(&html, &page);
 }
 
 /// `runs = "auto"` on two identical targets: each round runs both, the cell stops once its
 /// paired interval is within the precision (from round 5 on), the database says why and after
-/// how many rounds, and `lab resume` makes the same decision from the stored runs and runs
-/// nothing more.
+/// how many rounds; a lab interrupted in round 3 resumes its rounds from the stored ones, and a
+/// second `lab resume` makes the same decision and runs nothing more. Then `compare` and
+/// `lab calibrate` on it.
 #[test]
 fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
     let dir = lab_dir("auto");
@@ -1536,7 +1560,15 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         "{}",
         stdout(&plan)
     );
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+    // SIGTERM in round 3; `lab resume` goes on with the rounds from the stored ones.
+    let (status, interrupted) =
+        common::interrupt_when(&["lab", "run", spec.to_str().unwrap()], "run 5/");
+    assert_eq!(status.code(), Some(2), "{interrupted}");
+    assert!(
+        interrupted.contains("runs = \"auto\": each cell runs round after round until every target's ratio to \"a\" is known to ±99% (95% interval, from round 5 on), at most 8 rounds"),
+        "{interrupted}"
+    );
+    let output = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
         .output()
         .unwrap();
     let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
@@ -1548,7 +1580,7 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");
     assert!(
-        log.contains("runs = \"auto\": each cell runs round after round until every target's ratio to \"a\" is known to ±99% (95% interval, from round 5 on), at most 8 rounds"),
+        log.contains("resuming: 4 of 16 runs already finished"),
         "{log}"
     );
     let db = dir.join("auto.db");
@@ -1593,7 +1625,8 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         &db,
         "SELECT a.tps, b.tps FROM runs a JOIN cells ca ON ca.id = a.cell_id \
          JOIN runs b ON b.repetition = a.repetition JOIN cells cb ON cb.id = b.cell_id \
-         WHERE ca.target = 'a' AND cb.target = 'b' ORDER BY a.repetition",
+         WHERE ca.target = 'a' AND cb.target = 'b' AND a.status = 'completed' \
+         AND b.status = 'completed' ORDER BY a.repetition",
     );
     let logs: Vec<f64> = tps
         .iter()
@@ -1621,7 +1654,7 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         resumed_log.contains(said) && !resumed_log.contains(" rep "),
         "{resumed_log}"
     );
-    let total = sqlite(&db, "SELECT count(*) FROM runs");
+    let total = sqlite(&db, "SELECT count(*) FROM runs WHERE status = 'completed'");
     assert_eq!(total[0][0], (2 * rounds).to_string());
 
     // `compare` says how far each cell was measured and why it stopped.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{number, sqlite, stampede_command, stderr, stdout, wait_until, LabDir, Watch};
+use common::{number, sqlite, stampede_command, stderr, stdout, wait_until, LabDir};
 
 fn lab_dir(name: &str) -> LabDir {
     LabDir::new(&format!("labmdb-{name}"))
@@ -283,16 +283,8 @@ fn a_killed_mariadb_is_recorded_and_restarted_and_a_sigterm_resumes() {
     let db = dir.join("faults.db");
     // SIGTERM once the second run's line is out (the lab has passed its last check for a
     // signal before that run): it is recorded as interrupted, the server stopped.
-    let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut progress = Watch::new(child.stderr.take().unwrap());
-    progress.wait_for("run 2/3:");
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    let interrupted_stderr = progress.finish();
+    let (status, interrupted_stderr) =
+        common::interrupt_when(&["lab", "run", spec.to_str().unwrap()], "run 2/3:");
     assert_eq!(status.code(), Some(2), "{interrupted_stderr}");
     let statuses = sqlite(&db, "SELECT status FROM runs ORDER BY id");
     assert_eq!(statuses, [["completed"], ["interrupted"]]);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::lab::load_spec;
+use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::analysis::calibration::{detectable_change, rounds_for_precision};

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use super::calibrate;
 use super::lab_results;
+use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::app::cli::LabAction;
 use crate::duration::human;
-use crate::family::{self, api::LabWorkload};
 use crate::lab::executor::Lab;
 use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::plan::Plan;
-use crate::lab::spec::{self, AutoRuns, LabSpec};
+use crate::lab::spec::{AutoRuns, LabSpec};
 use crate::report::table;
 use crate::signals::watch_signals;
 use crate::store::{unix_now, Location, Store};
@@ -26,29 +26,6 @@ pub fn run(action: &LabAction) -> CommandResult {
         LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going),
         LabAction::Calibrate { spec, rounds } => calibrate::calibrate(spec, *rounds),
     }
-}
-
-/// The spec and one workload implementation per `[[workload]]`; a workload without `scripts`
-/// gets its default variants.
-pub(super) fn load_spec(path: &Path) -> Result<(LabSpec, Vec<Box<dyn LabWorkload>>), Failure> {
-    let mut spec = spec::load(path).map_err(|e| Failure::input(e.to_string()))?;
-    let workloads = workloads(&spec)?;
-    for (workload, implementation) in spec.workloads.iter_mut().zip(&workloads) {
-        if workload.scripts.is_empty() {
-            workload.scripts = implementation.default_variants();
-        }
-    }
-    Ok((spec, workloads))
-}
-
-fn workloads(spec: &LabSpec) -> Result<Vec<Box<dyn LabWorkload>>, Failure> {
-    spec.workloads
-        .iter()
-        .map(|w| {
-            let kind = family::lab_workload(&w.name).expect("the spec admits only known workloads");
-            (kind.create)(&w.options).map_err(|e| Failure::input(e.message))
-        })
-        .collect()
 }
 
 /// Seconds a lab run takes beyond its measuring, for estimates before any run was measured.

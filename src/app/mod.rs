@@ -6,6 +6,7 @@ pub mod cli;
 pub mod compare;
 pub mod lab;
 pub mod lab_results;
+pub mod lab_spec;
 pub mod progress;
 pub mod quickstart;
 pub mod report;

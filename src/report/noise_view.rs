@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::comparison::CellKey;
 use super::lab_report::{cell_text, optional};
-use super::noise::{FlaggedRun, Noise};
+use super::noise::{ExcludedRun, FlaggedRun, Noise};
 use super::svg::{self, escape, Line, Spread};
 
 const INTRO: &str = "How much the runs vary, and how much of it the pairing of rounds leaves: \
@@ -18,18 +18,12 @@ pub fn markdown(noise: &Noise) -> String {
     }
     let mut out = format!("## Noise\n\n{INTRO}\n\n");
     if !noise.cells.is_empty() {
-        out += "| target | cell | pairs | paired ratio sd | base runs CV | other runs CV |\n|---|---|---|---|---|---|\n";
-        for c in &noise.cells {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} |",
-                c.target,
-                cell_text(&c.cell),
-                c.pairs.map_or("-".into(), |n| n.to_string()),
-                percent(c.paired_ratio_sd_pct),
-                percent(c.base_cv_pct),
-                percent(c.other_cv_pct)
-            );
+        out += &format!(
+            "| {} |\n|---|---|---|---|---|---|\n",
+            CELL_HEADER.join(" | ")
+        );
+        for row in cell_rows(noise) {
+            let _ = writeln!(out, "| {} |", row.join(" | "));
         }
         out += "\n";
     }
@@ -37,14 +31,7 @@ pub fn markdown(noise: &Noise) -> String {
         let _ = writeln!(out, "- **Flagged:** {}", flagged_text(run));
     }
     for run in &noise.excluded {
-        let _ = writeln!(
-            out,
-            "- **Excluded:** run {} (\"{}\" {}, round {})",
-            run.run_id,
-            run.target,
-            cell_text(&run.cell),
-            run.round + 1
-        );
+        let _ = writeln!(out, "- **Excluded:** {}", excluded_text(run));
     }
     if !noise.flagged.is_empty() || !noise.excluded.is_empty() {
         out += "\n";
@@ -128,31 +115,16 @@ pub fn html(
 ) -> String {
     let mut out = format!("<p>{}</p>", escape(INTRO));
     if !noise.cells.is_empty() {
-        let rows: Vec<Vec<(String, bool)>> = noise
-            .cells
-            .iter()
-            .map(|c| {
-                vec![
-                    (c.target.clone(), true),
-                    (cell_text(&c.cell), true),
-                    (c.pairs.map_or("-".into(), |n| n.to_string()), false),
-                    (percent(c.paired_ratio_sd_pct), false),
-                    (percent(c.base_cv_pct), false),
-                    (percent(c.other_cv_pct), false),
-                ]
+        let rows: Vec<Vec<(String, bool)>> = cell_rows(noise)
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .enumerate()
+                    .map(|(column, text)| (text, column < 2))
+                    .collect()
             })
             .collect();
-        out += &table(
-            &[
-                "target",
-                "cell",
-                "pairs",
-                "paired ratio sd",
-                "base runs CV",
-                "other runs CV",
-            ],
-            &rows,
-        );
+        out += &table(&CELL_HEADER, &rows);
     }
     if !noise.flagged.is_empty() {
         out += r#"<h3>Flagged runs</h3><ul class="flagged">"#;
@@ -166,11 +138,8 @@ pub fn html(
         for run in &noise.excluded {
             let _ = write!(
                 out,
-                "<li>run {} ({} {}, round {}): left out with --exclude-run</li>",
-                run.run_id,
-                escape(&run.target),
-                escape(&cell_text(&run.cell)),
-                run.round + 1
+                "<li>{}: left out with --exclude-run</li>",
+                escape(&excluded_text(run))
             );
         }
         out += "</ul>";
@@ -208,6 +177,44 @@ pub fn html(
         );
     }
     out
+}
+
+const CELL_HEADER: [&str; 6] = [
+    "target",
+    "cell",
+    "pairs",
+    "paired ratio sd",
+    "base runs CV",
+    "other runs CV",
+];
+
+/// Per target's cell: the columns of `CELL_HEADER`.
+fn cell_rows(noise: &Noise) -> Vec<[String; 6]> {
+    noise
+        .cells
+        .iter()
+        .map(|c| {
+            [
+                c.target.clone(),
+                cell_text(&c.cell),
+                c.pairs.map_or("-".into(), |n| n.to_string()),
+                percent(c.paired_ratio_sd_pct),
+                percent(c.base_cv_pct),
+                percent(c.other_cv_pct),
+            ]
+        })
+        .collect()
+}
+
+/// "run 17 (\"b\" pgbench select-only scale 1 × 1 clients, round 3)".
+fn excluded_text(run: &ExcludedRun) -> String {
+    format!(
+        "run {} (\"{}\" {}, round {})",
+        run.run_id,
+        run.target,
+        cell_text(&run.cell),
+        run.round + 1
+    )
 }
 
 /// "run 17, \"b\" pgbench select-only scale 1 × 1 clients, round 3: 812.0 (−31.2% from its

@@ -182,6 +182,21 @@ pub fn stampede_command(args: &[&str]) -> Command {
     command
 }
 
+/// Runs stampede with `args`, sends it SIGTERM once `text` is out on its standard error, and
+/// returns its exit status with all it printed there.
+pub fn interrupt_when(args: &[&str], text: &str) -> (std::process::ExitStatus, String) {
+    let mut child = stampede_command(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = Watch::new(child.stderr.take().unwrap());
+    progress.wait_for(text);
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    (status, progress.finish())
+}
+
 pub fn stampede_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = stampede_command(args);
     for (key, value) in env {
