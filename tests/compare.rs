@@ -294,6 +294,12 @@ fn report_formats_carry_the_same_numbers() {
         noise["cells"][2]["paired_ratio_sd_pct"],
         serde_json::Value::Null
     );
+    // Each side's runs' coefficient of variation (sample sd / mean), a's at 1 client.
+    let a: [f64; 5] = [100.0, 101.0, 99.0, 100.5, 102.0];
+    let a_mean = a.iter().sum::<f64>() / 5.0;
+    let a_sd = (a.iter().map(|v| (v - a_mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+    let base_cv = noise["cells"][0]["base_cv_pct"].as_f64().unwrap();
+    assert!((base_cv - a_sd / a_mean * 100.0).abs() < 1e-9, "{base_cv}");
     assert_eq!(noise["drift"].as_array().unwrap().len(), 3);
     let four = &noise["drift"][2];
     assert_eq!(four["rounds"], serde_json::json!([0, 1, 2, 3, 4, 5]));

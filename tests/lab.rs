@@ -1723,6 +1723,22 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         format!("{:.1}%", (sd.exp() - 1.0) * 100.0),
         "{table}"
     );
+    // The change a lab of the spec's 8 runs detects (80% power): (t.975 + t.8 at 7 df, scipy
+    // t.ppf) · sd / √8; and the rounds ±99% needs: the first n from 5 whose t interval fits.
+    let detectable = ((2.364624251592784 + 0.8960296443137515) * sd / 8f64.sqrt()).exp() - 1.0;
+    assert_eq!(row[7], format!("{:.1}%", detectable * 100.0), "{table}");
+    let needed = (5..=8usize)
+        .find(|&n| {
+            let t = [
+                2.7764451051977934,
+                2.5705818356363146,
+                2.4469118511449786,
+                2.364624251592784,
+            ][n - 5];
+            (t * sd / (n as f64).sqrt()).exp() - 1.0 <= 0.99
+        })
+        .map_or("> 8".to_string(), |n| n.to_string());
+    assert_eq!(row[8..].join(" "), needed, "{table}");
     let plan = stampede_command(&["lab", "plan", spec.to_str().unwrap()])
         .output()
         .unwrap();

@@ -13,6 +13,8 @@ use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::analysis::calibration::{detectable_change, rounds_for_precision};
 use crate::analysis::coefficient_of_variation;
+use crate::analysis::paired::compare_paired;
+use crate::analysis::verdict::Direction;
 use crate::duration::human;
 use crate::lab::executor::Lab;
 use crate::lab::managed_targets::ManagedTargets;
@@ -25,7 +27,9 @@ use crate::store::{unix_now, Calibration, RunStatus, Store, StoredRun};
 pub fn calibrate(path: &Path, rounds: u32) -> CommandResult {
     let (spec, workloads) = load_spec(path)?;
     let twin = twin_spec(&spec, rounds);
-    let resume = Store::open(&twin.results)?.find_lab(&twin.name)?.is_some();
+    // Opened only when it exists: a spec whose targets cannot be provisioned leaves no file.
+    let resume =
+        twin.results.exists() && Store::open(&twin.results)?.find_lab(&twin.name)?.is_some();
     eprintln!(
         "calibrating lab \"{}\": \"{}\" against an identical twin \"{}\", {rounds} paired rounds of each of its cells{}",
         spec.name,
@@ -128,7 +132,7 @@ fn calibrations(runs: &[StoredRun], twin: &LabSpec) -> Vec<Calibration> {
                 .values()
                 .filter_map(|[base, other]| Some(((*base)?, (*other)?)))
                 .collect();
-            let logs: Vec<f64> = pairs.iter().map(|(b, o)| (o / b).ln()).collect();
+            let paired = compare_paired(&pairs, Direction::HigherIsBetter)?;
             let base_values: Vec<f64> = pairs.iter().map(|(b, _)| *b).collect();
             Some(Calibration {
                 workload,
@@ -137,21 +141,12 @@ fn calibrations(runs: &[StoredRun], twin: &LabSpec) -> Vec<Calibration> {
                 clients,
                 duration_s: twin.duration.as_secs_f64(),
                 rounds: pairs.len() as u32,
-                log_ratio_sd: sample_sd(&logs)?,
+                log_ratio_sd: paired.log_ratio_sd?,
                 run_cv: coefficient_of_variation(&base_values),
                 measured_unix_s,
             })
         })
         .collect()
-}
-
-fn sample_sd(values: &[f64]) -> Option<f64> {
-    if values.len() < 2 {
-        return None;
-    }
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    Some((values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt())
 }
 
 /// Per cell: the noise, the change a lab of the spec's runs detects, the rounds for the

@@ -17,7 +17,7 @@ use crate::lab::plan::Plan;
 use crate::lab::spec::{AutoRuns, LabSpec};
 use crate::report::table;
 use crate::signals::watch_signals;
-use crate::store::{unix_now, Location, Store};
+use crate::store::{unix_now, Store};
 
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
@@ -36,11 +36,11 @@ fn plan(path: &Path) -> CommandResult {
     let (spec, workloads) = load_spec(path)?;
     // The order a resumed lab would use, when the results database already knows the lab.
     // A SQLite file that does not exist yet is not created by planning.
-    let exists = match &spec.results {
-        Location::Sqlite(path) => path.exists(),
-        Location::Postgres(_) => true,
-    };
-    let mut stored = exists.then(|| Store::open(&spec.results).ok()).flatten();
+    let mut stored = spec
+        .results
+        .exists()
+        .then(|| Store::open(&spec.results).ok())
+        .flatten();
     let known = stored
         .as_mut()
         .and_then(|s| s.find_lab(&spec.name).ok().flatten());

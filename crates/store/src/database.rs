@@ -13,6 +13,15 @@ pub enum Location {
 }
 
 impl Location {
+    /// Whether the results may already be there without creating anything: a SQLite file that
+    /// exists, or any PostgreSQL database (which only connecting would tell).
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::Sqlite(path) => path.exists(),
+            Location::Postgres(_) => true,
+        }
+    }
+
     /// `postgres://` and `postgresql://` URLs name a PostgreSQL database; anything else is a
     /// SQLite file (relative paths against `base`).
     pub fn parse(text: &str, base: &std::path::Path) -> Location {
