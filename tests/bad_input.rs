@@ -26,8 +26,12 @@ fn assert_rejected(output: &std::process::Output, expected: &str) {
 /// Options are checked before any connection, so these need no server.
 #[test]
 fn option_errors_use_pgbench_wording() {
-    let cases: [(&[&str], &str); 21] = [
+    let cases: [(&[&str], &str); 22] = [
         (&["-R", "0"], "invalid rate limit: \"0\""),
+        (
+            &["--stall-timeout", "soon"],
+            "invalid stall timeout: \"soon\" (a duration such as 90s or 5m, or 0 to wait forever)",
+        ),
         (&["-L", "-1"], "invalid latency limit: \"-1\""),
         (&["-c", "0"], "-c/--clients must be in range 1..2147483647"),
         (&["-j", "0"], "-j/--jobs must be in range 1..2147483647"),

@@ -436,6 +436,14 @@ fn report_formats_carry_the_same_numbers() {
         "a drift line per target in each of the 3 cells"
     );
     assert!(section("noise").contains("a stall: 1 second(s) without a transaction"));
+    // The flagged run is ringed on its cell's drift chart, with its causes as the tooltip.
+    assert_eq!(
+        section("noise")
+            .matches(r#"<circle class="marked""#)
+            .count(),
+        1
+    );
+    assert!(section("noise").contains("<title>flagged: run "));
     let series_html = section("series");
     assert_eq!(series_html.matches(r#"<line class="mark""#).count(), 2);
     assert!(series_html.contains("second 2: 1 checkpoint(s) completed, 640 buffers written"));

@@ -1560,6 +1560,9 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         "{}",
         stdout(&plan)
     );
+    // A process spinning beside the lab: the Noise section must count its CPU as other
+    // processes' (checked at the end against its own CPU time).
+    let spinner = Spinner::start();
     // SIGTERM in round 3; `lab resume` goes on with the rounds from the stored ones.
     let (status, interrupted) =
         common::interrupt_when(&["lab", "run", spec.to_str().unwrap()], "run 5/");
@@ -1574,6 +1577,7 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
     let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
         .output()
         .unwrap();
+    let spinner_share = spinner.stop();
     for target in ["a", "b"] {
         stop_cluster(dir.join(format!("auto.db.servers/{target}")), None);
     }
@@ -1753,4 +1757,169 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         .unwrap();
     assert!(report.status.success(), "{}", stderr(&report));
     assert!(stdout(&report).contains("\"lab\": \"auto\""));
+    // Other processes' CPU during the runs: at least the spinner's share of the machine (the
+    // rest of the suite running beside may add to it), less slack for the time between runs.
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let other = json["noise"]["cells"][0]["other_processes_cpu_pct"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{}", json["noise"]));
+    assert!(
+        other >= 50.0 * spinner_share && other <= 100.0,
+        "other processes {other}% against the spinner's {:.1}%",
+        spinner_share * 100.0
+    );
+}
+
+/// A real difference: the same server with index scans turned off, so that select-only reads
+/// the whole of pgbench_accounts for each transaction (hundreds of times the work: a difference
+/// no contention on a shared CI machine can hide). The auto lab decides it "slower" with the
+/// interval below 1, stores why the cell stopped and after how many rounds, and the report's
+/// ratio and headline agree with the stored tps.
+#[test]
+fn an_auto_lab_decides_a_real_difference_in_its_direction() {
+    let dir = lab_dir("auto-ab");
+    let spec = dir.join("ab.toml");
+    std::fs::write(
+        &spec,
+        "name = \"ab\"\nruns = \"auto\"\nprecision = \"15%\"\nmax_runs = 6\nduration = \"1s\"\nseed = 5\n\
+         [[target]]\nname = \"indexed\"\nsettings = { fsync = false }\n\
+         [[target]]\nname = \"seqscan\"\n\
+         settings = { fsync = false, enable_indexscan = false, enable_bitmapscan = false, enable_indexonlyscan = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
+    )
+    .unwrap();
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    for target in ["indexed", "seqscan"] {
+        stop_cluster(dir.join(format!("ab.db.servers/{target}")), None);
+    }
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("ab.db");
+    let cells = sqlite(&db, "SELECT DISTINCT stopped, rounds FROM cells");
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    let rounds: usize = cells[0][1].parse().unwrap();
+    match cells[0][0].as_str() {
+        "precision" => assert!((5..=6).contains(&rounds), "{cells:?}"),
+        "cap" => assert_eq!(rounds, 6),
+        other => panic!("stopped by {other}"),
+    }
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let cell = &json["comparisons"][0]["cells"][0];
+    assert_eq!(cell["verdict"], "slower", "{cell}");
+    assert_eq!(cell["pairs"], rounds, "{cell}");
+    // The ratio from the stored tps: the geometric mean of the rounds' seqscan / indexed.
+    let tps = sqlite(
+        &db,
+        "SELECT a.tps, b.tps FROM runs a JOIN cells ca ON ca.id = a.cell_id \
+         JOIN runs b ON b.repetition = a.repetition JOIN cells cb ON cb.id = b.cell_id \
+         WHERE ca.target = 'indexed' AND cb.target = 'seqscan' AND a.status = 'completed' \
+         AND b.status = 'completed'",
+    );
+    let mean_log = tps
+        .iter()
+        .map(|pair| (number(&pair[1]) / number(&pair[0])).ln())
+        .sum::<f64>()
+        / tps.len() as f64;
+    let ratio = cell["ratio"].as_f64().unwrap();
+    assert!((ratio - mean_log.exp()).abs() < 1e-9, "{cell} vs {tps:?}");
+    assert!(cell["ci_high"].as_f64().unwrap() < 1.0, "{cell}");
+    assert!(
+        json["headline"][0].as_str().is_some_and(|h| h
+            .starts_with("seqscan against indexed on pgbench: tps 0.")
+            && h.contains(&format!(" {rounds} rounds)"))),
+        "{}",
+        json["headline"]
+    );
+}
+
+/// The watchdog in a lab: the first run's backends are stopped (SIGSTOP, a server that hangs);
+/// after `stall_timeout` the run is recorded failed with "no progress" and what the sampler
+/// saw, and the lab goes on: the next run completes.
+#[test]
+fn a_lab_run_whose_server_hangs_fails_and_the_lab_goes_on() {
+    let dir = lab_dir("stall");
+    let spec = dir.join("stall.toml");
+    std::fs::write(
+        &spec,
+        "name = \"stall\"\nruns = 2\nduration = \"6s\"\nstall_timeout = \"2s\"\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
+    )
+    .unwrap();
+    let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = common::Watch::new(child.stderr.take().unwrap());
+    let data = dir.join("stall.db.servers/a/data");
+    let mut pids = Vec::new();
+    wait_until("the first run's two sessions", || {
+        pids = common::lab_session_pids(&data, "query ~ '^SELECT abalance'");
+        pids.len() == 2
+    });
+    let frozen = common::Frozen::stop(pids);
+    progress.wait_for("no progress for 2 s");
+    drop(frozen);
+    let status = child.wait().unwrap();
+    let log = progress.finish();
+    stop_cluster(dir.join("stall.db.servers/a"), None);
+    assert!(status.success(), "{log}");
+    let runs = sqlite(
+        &dir.join("stall.db"),
+        "SELECT repetition, status, error FROM runs ORDER BY repetition",
+    );
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0][1], "failed", "{runs:?}");
+    assert!(
+        runs[0][2].starts_with(
+            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned"
+        ) && runs[0][2].contains("; the sampler saw "),
+        "{runs:?}"
+    );
+    assert_eq!(runs[1][1], "completed", "{runs:?}");
+}
+
+/// A shell loop that spins until stopped; `stop` gives its CPU time as a share of all the
+/// machine's CPU time over its life (read from /proc/<pid>/stat, as `ps` does).
+struct Spinner {
+    child: std::process::Child,
+    started: std::time::Instant,
+}
+
+impl Spinner {
+    fn start() -> Spinner {
+        let child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        Spinner {
+            child,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn stop(self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .collect();
+        // utime and stime, in clock ticks of 1/100 s (USER_HZ on Linux).
+        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+        let wall = self.started.elapsed().as_secs_f64();
+        let cores = std::thread::available_parallelism().unwrap().get() as f64;
+        ticks / 100.0 / (wall * cores)
+    }
+}
+
+/// A failed assertion must not leave the loop spinning.
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

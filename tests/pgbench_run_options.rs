@@ -437,3 +437,57 @@ fn per_command_report_and_progress_timestamps() {
     assert!(progress.iter().all(|t| *t < now && *t > now - 30.0));
     assert!((progress[1] - progress[0] - 1.0).abs() < 1e-6);
 }
+
+/// The watchdog. With every backend of a run stopped (SIGSTOP: a server that hangs), pgbench
+/// waits forever; `stampede pgbench` abandons the run once a client has waited
+/// `--stall-timeout` for the server: exit 2, saying how many clients were stuck, and no report.
+#[test]
+fn a_run_whose_server_hangs_is_abandoned_after_the_stall_timeout() {
+    let s = server();
+    let db = s.create_database("stall_watchdog");
+    let init = s.pgbench(&db, &["-i", "-q"]);
+    assert!(init.status.success(), "{}", stderr(&init));
+    let mut args = vec!["pgbench", "-S", "-c", "2", "-j", "2", "-T", "30"];
+    args.extend(["--stall-timeout", "2s"]);
+    let flags = s.flags(&db);
+    args.extend(flags.iter().map(String::as_str));
+    let mut child = common::stampede_command(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let backends = format!(
+        "SELECT pid FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'stampede'"
+    );
+    let mut pids = Vec::new();
+    common::wait_until("the run's two sessions", || {
+        pids = s
+            .psql("postgres", &backends)
+            .lines()
+            .filter_map(|l| l.parse().ok())
+            .collect();
+        pids.len() == 2
+    });
+    let frozen = common::Frozen::stop(pids);
+    let stopped_at = std::time::Instant::now();
+    // A minute ends a hung run (the failure this test is about) rather than the suite.
+    while child.try_wait().unwrap().is_none() && stopped_at.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let waited = stopped_at.elapsed();
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    drop(frozen);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stdout(&output).contains("tps = "), "{}", stdout(&output));
+    // Long before -T 30 ends: the timeout and the collector's once-a-second look, with slack
+    // for a busy machine (a deadline for a hang, not a timing assertion).
+    assert!(waited.as_secs() < 20, "{waited:?}");
+}

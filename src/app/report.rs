@@ -10,11 +10,11 @@ use crate::family;
 use crate::probe::cluster_stats::CHECKPOINT_SERIES;
 use crate::report::comparison::{cell_of, Metric};
 use crate::report::lab_report::{self, Inputs};
-use crate::report::noise::RunProbes;
+use crate::report::noise::{self, RunProbes};
 use crate::report::series::{self, RunSeries};
 use crate::report::why::WhyInputs;
 use crate::report::{html, text};
-use crate::store::{RunStatus, StoredRun};
+use crate::store::{CounterRow, RunStatus, StoredRun};
 
 /// The format an output file's extension names; Markdown for standard output and other names.
 fn format_of(output: Option<&std::path::Path>) -> String {
@@ -67,7 +67,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     let client_cores = lab.store.client_cores(lab.id)?;
     let builds = lab.store.lab_builds(lab.id)?;
     let series = load_series(&mut lab, &base, &args.series_runs)?;
-    let probes = load_probes(&mut lab)?;
+    let probes = load_probes(&mut lab, &counters)?;
     let report = lab_report::build(Inputs {
         lab: &lab.name,
         base: &base,
@@ -96,8 +96,11 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     }
 }
 
-/// What the probes saw in every run: stalls, checkpoints, steal time.
-fn load_probes(lab: &mut LoadedLab) -> Result<RunProbes, Failure> {
+/// What the probes saw in every run: stalls, checkpoints, steal time, other processes' CPU.
+fn load_probes(
+    lab: &mut LoadedLab,
+    counters: &[(StoredRun, CounterRow)],
+) -> Result<RunProbes, Failure> {
     let (source, [completed, _]) = CHECKPOINT_SERIES;
     let by_run = |rows: Vec<(i64, u64)>| {
         let mut out: HashMap<i64, Vec<u64>> = HashMap::new();
@@ -129,6 +132,10 @@ fn load_probes(lab: &mut LoadedLab) -> Result<RunProbes, Failure> {
                 Some((run, steal / total))
             })
             .collect(),
+        other_cpu_share: noise::other_cpu_shares(
+            counters.iter().map(|(run, counter)| (run.id, counter)),
+            &OS_CPU_TIMES,
+        ),
     })
 }
 

@@ -75,6 +75,10 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         .iter()
         .map(|_| Arc::new(Notify::new()))
         .collect();
+    let abandons: Vec<Arc<Notify>> = thread_clients
+        .iter()
+        .map(|_| Arc::new(Notify::new()))
+        .collect();
     let launch = Instant::now();
     let mut handles = Vec::new();
     for (index, (clients, randoms)) in clients.into_iter().zip(thread_randoms).enumerate() {
@@ -88,6 +92,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             start_failed: start_failed.clone(),
             messages: sender.clone(),
             tick: ticks[index].clone(),
+            abandon: abandons[index].clone(),
         };
         let plan = plan.clone();
         let handle = std::thread::Builder::new()
@@ -106,7 +111,11 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         start_unix_s,
         interval_s: plan.interval.as_secs_f64(),
     };
-    let intervals = collect_intervals(&receiver, ticker, timeline, on_event);
+    let watchdog = Watchdog {
+        timeout: plan.stall_timeout,
+        threads: abandons,
+    };
+    let intervals = collect_intervals(&receiver, ticker, timeline, &watchdog, on_event);
     let results: Vec<ThreadResult> = handles
         .into_iter()
         .map(|h| h.join().expect("driver thread panicked"))
@@ -124,6 +133,15 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     }
     if let Some(error) = results.iter().find_map(|r| r.log_error.clone()) {
         return Err(Failure::run(error));
+    }
+    let abandoned: usize = results.iter().map(|r| r.abandoned_clients).sum();
+    if let (true, Some(timeout)) = (abandoned > 0, plan.stall_timeout) {
+        return Err(Failure::run(format!(
+            "no progress for {} s: {abandoned} of {} clients waited that long for the server, \
+             and the run was abandoned (their connections closed)",
+            timeout.as_secs_f64(),
+            plan.clients
+        )));
     }
     Ok(merge_results(
         &plan,
@@ -210,15 +228,30 @@ struct Timeline {
     interval_s: f64,
 }
 
+/// Gives up on a run whose clients wait on the server for longer than `timeout`: each thread
+/// is told to drop its clients.
+struct Watchdog {
+    timeout: Option<Duration>,
+    threads: Vec<Arc<Notify>>,
+}
+
+impl Watchdog {
+    fn abandon(&self) {
+        self.threads.iter().for_each(|thread| thread.notify_one());
+    }
+}
+
 /// Merges interval reports from all threads and emits each interval once every thread has
-/// reported it (or finished).
+/// reported it (or finished). A thread reporting a stalled client sets the watchdog off.
 fn collect_intervals(
     receiver: &mpsc::Receiver<ThreadMessage>,
     mut ticker: Ticker,
     timeline: Timeline,
+    watchdog: &Watchdog,
     on_event: &mut dyn FnMut(DriverEvent<'_>),
 ) -> Vec<IntervalReport> {
     let threads = ticker.threads.len();
+    let mut abandoned = false;
     let mut next_expected = vec![0u64; threads];
     let mut finished = vec![false; threads];
     let mut pending: std::collections::BTreeMap<u64, ScriptStats> = Default::default();
@@ -237,9 +270,14 @@ fn collect_intervals(
                 thread,
                 index,
                 stats,
+                stalled_clients,
             } => {
                 pending.entry(index).or_default().merge(&stats);
                 next_expected[thread] = index + 1;
+                if stalled_clients > 0 && watchdog.timeout.is_some() && !abandoned {
+                    abandoned = true;
+                    watchdog.abandon();
+                }
             }
             ThreadMessage::ClientAborted { message } => {
                 on_event(DriverEvent::ClientAborted(&message))

@@ -191,6 +191,20 @@ pub struct RunPlan {
     pub pauses: Option<Vec<Pauses>>,
     /// pgbench's `-d`: each client reports what it executes, sends and receives.
     pub debug: bool,
+    /// The watchdog: a client whose transaction has waited this long ends the run (its
+    /// clients' connections are closed, and the run fails saying how many were stuck), during
+    /// the run and after its end alike. None waits forever, as pgbench does.
+    pub stall_timeout: Option<Duration>,
+}
+
+/// The watchdog's default: a minute, or the run's length when it is longer (a transaction may
+/// legitimately take as long as the run it belongs to).
+pub fn default_stall_timeout(limit: &RunLimit) -> Duration {
+    const MINUTE: Duration = Duration::from_secs(60);
+    match limit {
+        RunLimit::Duration(length) => MINUTE.max(*length),
+        RunLimit::TransactionsPerClient(_) => MINUTE,
+    }
 }
 
 impl RunPlan {
@@ -209,6 +223,7 @@ impl RunPlan {
     ) -> RunPlan {
         let client_id = variables.slot("client_id");
         let default_seed = variables.slot("default_seed");
+        let stall_timeout = Some(default_stall_timeout(&limit));
         RunPlan {
             endpoint: target.clone(),
             clients,
@@ -234,6 +249,7 @@ impl RunPlan {
             cpu_affinity: None,
             pauses: None,
             debug: false,
+            stall_timeout,
         }
     }
 

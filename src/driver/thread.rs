@@ -23,6 +23,9 @@ pub enum ThreadMessage {
         thread: usize,
         index: u64,
         stats: Box<ScriptStats>,
+        /// The thread's clients whose transaction has waited longer than the stall timeout
+        /// when the interval was sent.
+        stalled_clients: usize,
     },
     ClientAborted {
         message: String,
@@ -47,6 +50,8 @@ pub struct ThreadResult {
     /// `-r`: per script and command, over this thread's clients.
     pub command_stats: Vec<Vec<CommandStats>>,
     pub log_error: Option<String>,
+    /// Clients still running when the watchdog abandoned the run (0 when it did not).
+    pub abandoned_clients: usize,
 }
 
 pub struct ThreadSetup {
@@ -62,6 +67,9 @@ pub struct ThreadSetup {
     pub messages: Sender<ThreadMessage>,
     /// Notified by the collector after each interval's end.
     pub tick: Arc<Notify>,
+    /// Notified by the collector when the watchdog gives up on the run: the thread drops its
+    /// clients (closing their connections) and ends.
+    pub abandon: Arc<Notify>,
 }
 
 /// State shared by the tasks of one thread.
@@ -81,6 +89,10 @@ struct ThreadContext {
     command_stats: RefCell<Vec<Vec<CommandStats>>>,
     log: RefCell<Option<TxnLog>>,
     messages: Sender<ThreadMessage>,
+    /// When each of the thread's clients started the transaction it is in, by position
+    /// (client id less `first_client`); None between transactions.
+    in_flight: Vec<Cell<Option<Instant>>>,
+    first_client: usize,
 }
 
 /// `-R`: the thread's Poisson schedule, shared by its clients as in pgbench: each transaction
@@ -129,14 +141,38 @@ impl ThreadContext {
     /// collector hears about every interval from every thread.
     fn flush_before(&self, index: u64) {
         let mut acc = self.stats.borrow_mut();
+        if acc.index >= index {
+            return;
+        }
+        let stalled_clients = self.stalled_clients();
         while acc.index < index {
             let stats = Box::new(std::mem::take(&mut acc.stats));
             let _ = self.messages.send(ThreadMessage::Interval {
                 thread: self.index,
                 index: acc.index,
                 stats,
+                stalled_clients,
             });
             acc.index += 1;
+        }
+    }
+
+    /// Clients whose transaction has waited longer than the stall timeout.
+    fn stalled_clients(&self) -> usize {
+        let Some(timeout) = self.plan.stall_timeout else {
+            return 0;
+        };
+        let now = Instant::now();
+        self.in_flight
+            .iter()
+            .filter(|since| since.get().is_some_and(|at| now - at > timeout))
+            .count()
+    }
+
+    /// Marks the client as in a transaction since `at`, or (None) between transactions.
+    fn set_in_flight(&self, client: &Client, at: Option<Instant>) {
+        if let Some(slot) = self.in_flight.get(client.id - self.first_client) {
+            slot.set(at);
         }
     }
 
@@ -296,14 +332,22 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
             log
         })),
         messages: setup.messages.clone(),
+        in_flight: setup.clients.iter().map(|_| Cell::new(None)).collect(),
+        first_client: setup.clients.first().map_or(0, |c| c.id),
     });
+    let mut abandoned_clients = 0;
     if !failed_elsewhere {
-        let local = tokio::task::LocalSet::new();
+        let mut local = tokio::task::LocalSet::new();
         for client in setup.clients.drain(..) {
             local.spawn_local(client_loop(context.clone(), client));
         }
         local.spawn_local(interval_ticker(context.clone(), setup.tick.clone()));
-        local.await;
+        tokio::select! {
+            () = &mut local => {}
+            () = setup.abandon.notified() => abandoned_clients = context.live_clients.get(),
+        }
+        // Dropping the clients' tasks closes their connections, stuck ones included.
+        drop(local);
     }
     let end_index = context.interval_of(Instant::now()) + 1;
     context.flush_before(end_index);
@@ -328,6 +372,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         connect_error,
         command_stats: context.command_stats.take(),
         log_error,
+        abandoned_clients,
     }
 }
 
@@ -381,9 +426,11 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             break;
         }
         client.statements = 0;
+        context.set_in_flight(&client, Some(begin));
         let result = client
             .run_transaction(&plan, script_index, scheduled.unwrap_or(begin), deadline)
             .await;
+        context.set_in_flight(&client, None);
         let end = Instant::now();
         context.notify(std::mem::take(&mut client.notices));
         if let TxnOutcome::Aborted(message) = result.outcome {

@@ -64,6 +64,8 @@ pub struct RunRequest<'a> {
     pub client_cpus: Option<&'a [usize]>,
     /// Set on SIGINT/SIGTERM: the run stops early and is recorded as interrupted.
     pub stop: Arc<AtomicBool>,
+    /// The driver's watchdog (the spec's `stall_timeout`); None waits forever.
+    pub stall_timeout: Option<Duration>,
 }
 
 pub struct Measurement {

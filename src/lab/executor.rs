@@ -21,7 +21,7 @@ use crate::family::api::{LabWorkload, RunObserver, RunRequest};
 use crate::server::profile::Machine;
 use crate::server::provision::ServerConfig;
 use crate::server::setup::SetupEvent;
-use crate::store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store};
+use crate::store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store, WaitSample};
 
 /// What the lab tells its caller as it goes.
 pub enum LabEvent<'a> {
@@ -443,6 +443,7 @@ impl<'a> Lab<'a> {
                 duration: self.spec.duration,
                 client_cpus: workload.client_cpus.as_deref(),
                 stop: self.stop.clone(),
+                stall_timeout: self.spec.stall_timeout,
             };
             let mut observer = Observer {
                 probes: self.window_probes(cell.target, &conn),
@@ -451,8 +452,13 @@ impl<'a> Lab<'a> {
             };
             let measured =
                 self.workloads[cell.workload].run(&cell.variant, &request, &mut observer);
-            if let (Ok(_), Some(window)) = (&measured, observer.window) {
+            // A failed run keeps what the probes saw too: the waits of a run that hung say
+            // what it waited on.
+            if let Some(window) = observer.window {
                 window.close(&mut record);
+                if let Err(error) = measured {
+                    return Err(error.with_note(&waits_seen(&record.wait_events)));
+                }
             }
             measured
         });
@@ -732,6 +738,33 @@ fn stop_note(cell: &Cell, stop: Stop, state: &GroupState) -> String {
             format!("stopped by the budget: {group} at {precision} after {rounds} rounds")
         }
     }
+}
+
+/// "the sampler saw CPU:CPU 2.0, Lock:transactionid 1.0 sessions on average": the three
+/// states most sessions were in over a failed run's window.
+fn waits_seen(samples: &[WaitSample]) -> String {
+    let mut ticks_per_second: HashMap<u64, u32> = HashMap::new();
+    let mut per_state: HashMap<String, u32> = HashMap::new();
+    for sample in samples {
+        let ticks = ticks_per_second.entry(sample.second).or_default();
+        *ticks = (*ticks).max(sample.ticks);
+        *per_state
+            .entry(format!("{}:{}", sample.wait_event_type, sample.wait_event))
+            .or_default() += sample.samples;
+    }
+    let ticks: u32 = ticks_per_second.values().sum();
+    if ticks == 0 {
+        // Idle sessions are not sampled: the server was not working on any of the queries.
+        return "the sampler saw no session working on a query".into();
+    }
+    let mut states: Vec<(String, u32)> = per_state.into_iter().collect();
+    states.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let shown: Vec<String> = states
+        .iter()
+        .take(3)
+        .map(|(state, samples)| format!("{state} {:.1}", f64::from(*samples) / f64::from(ticks)))
+        .collect();
+    format!("the sampler saw {} sessions on average", shown.join(", "))
 }
 
 fn default_threads() -> usize {

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use crate::conn::Engine;
+use crate::driver::plan::default_stall_timeout;
 use crate::driver::Protocol;
+use crate::driver::RunLimit;
 use crate::duration::parse_duration;
 use crate::family::{self, api::LabWorkloadKind};
 pub use crate::server::profile::Profile;
@@ -27,6 +29,7 @@ struct SpecFile {
     budget: Option<Spanned<String>>,
     duration: Spanned<String>,
     warmup: Option<Spanned<String>>,
+    stall_timeout: Option<Spanned<String>>,
     results: Option<String>,
     seed: Option<u64>,
     probes: Option<bool>,
@@ -165,6 +168,9 @@ pub struct LabSpec {
     pub auto: Option<AutoRuns>,
     pub duration: Duration,
     pub warmup: Duration,
+    /// The driver's watchdog: a run whose client waits this long for the server is ended and
+    /// recorded as failed; None (`stall_timeout = "0"`) waits forever.
+    pub stall_timeout: Option<Duration>,
     pub results: Location,
     /// Where the lab's clusters live: `<results>.servers/` beside a SQLite file, else
     /// `<name>.servers/` beside the spec.
@@ -268,6 +274,22 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         })?,
         None => Duration::ZERO,
     };
+    let stall_timeout = match &file.stall_timeout {
+        Some(given) => match parse_duration(given.get_ref()) {
+            Some(zero) if zero.is_zero() => None,
+            Some(timeout) => Some(timeout),
+            None => {
+                return Err(source.at(
+                    given,
+                    format!(
+                    "stall_timeout: \"{}\" is not a duration (e.g. \"2m\"; \"0\" waits forever)",
+                    given.get_ref()
+                ),
+                ))
+            }
+        },
+        None => Some(default_stall_timeout(&RunLimit::Duration(duration))),
+    };
     let name = file.name.get_ref().trim().to_string();
     if name.is_empty() {
         return Err(source.at(&file.name, "name: must not be empty"));
@@ -300,6 +322,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         auto,
         duration,
         warmup,
+        stall_timeout,
         results,
         server_root,
         seed: file.seed,
@@ -1004,6 +1027,24 @@ clients = [1, 4]
     }
 
     #[test]
+    fn the_stall_timeout_defaults_to_a_minute_or_the_run_and_zero_turns_it_off() {
+        assert_eq!(spec_of_fixed().stall_timeout, Some(Duration::from_secs(60)));
+        let long = GOOD.replace("duration = \"3s\"", "duration = \"5m\"");
+        let spec = parse(Path::new("lab.toml"), &long).unwrap();
+        assert_eq!(spec.stall_timeout, Some(Duration::from_secs(300)));
+        let given =
+            |value: &str| GOOD.replace("runs = 2", &format!("runs = 2\nstall_timeout = {value}"));
+        let spec = parse(Path::new("lab.toml"), &given("\"90s\"")).unwrap();
+        assert_eq!(spec.stall_timeout, Some(Duration::from_secs(90)));
+        let spec = parse(Path::new("lab.toml"), &given("\"0\"")).unwrap();
+        assert_eq!(spec.stall_timeout, None);
+        assert_eq!(
+            error(&given("\"soon\"")),
+            "lab.toml:4:17: stall_timeout: \"soon\" is not a duration (e.g. \"2m\"; \"0\" waits forever)"
+        );
+    }
+
+    #[test]
     fn bad_auto_runs_are_refused_with_their_key() {
         let auto = |extra: &str| GOOD.replace("runs = 2", &format!("runs = \"auto\"\n{extra}"));
         assert_eq!(
@@ -1040,7 +1081,7 @@ clients = [1, 4]
     fn errors_name_line_and_key() {
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
-            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `results`, `seed`, `probes`, `target`, `workload`"
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`"
         );
         assert_eq!(
             error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),

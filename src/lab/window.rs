@@ -15,7 +15,7 @@ use crate::conn::MysqlSpec;
 use crate::cpu;
 use crate::probe::mariadb as mariadb_probe;
 use crate::probe::sampler::Sampler;
-use crate::probe::{cluster_stats, delta, os, run_stats};
+use crate::probe::{cluster_stats, delta, os, run_stats, server_cpu};
 use crate::store::{CounterRow, RunRecord};
 
 /// A server's probes for one run.
@@ -70,8 +70,8 @@ impl RunProbes for WindowProbes {
 }
 
 impl WindowProbes {
-    /// Every cumulative counter now: the run database's, the cluster's, the machine's and the
-    /// driver's own CPU.
+    /// Every cumulative counter now: the run database's, the cluster's, the machine's, the
+    /// server processes' CPU and the driver's own.
     fn counters(&self) -> Result<Vec<CounterRow>, Failure> {
         let mut all = run_stats::database_counters(&self.run)?;
         all.extend(cluster_stats::counters(
@@ -79,6 +79,7 @@ impl WindowProbes {
             self.server_version_num,
         )?);
         all.extend(os::counters(&self.data_dir));
+        all.extend(server_cpu::counters(&self.data_dir));
         all.extend(driver_cpu());
         Ok(all)
     }

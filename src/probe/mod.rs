@@ -8,6 +8,7 @@ pub mod pgstat;
 pub mod plans;
 pub mod run_stats;
 pub mod sampler;
+pub mod server_cpu;
 pub mod statement_window;
 
 use crate::store::CounterRow;

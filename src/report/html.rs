@@ -190,6 +190,7 @@ fn scaling_charts(report: &LabReport) -> String {
                 name: target.to_string(),
                 color,
                 dash: None,
+                marked: Vec::new(),
                 points: clients
                     .iter()
                     .map(|c| {
@@ -252,6 +253,7 @@ fn latency(report: &LabReport) -> String {
                     color,
                     dash: *dash,
                     points,
+                    marked: Vec::new(),
                 });
             }
         }

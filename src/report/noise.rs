@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::comparison::{cell_of, CellComparison, CellKey, Metric};
 use crate::analysis::{coefficient_of_variation, median};
-use crate::store::{RunStatus, StoredRun};
+use crate::store::{CounterRow, RunStatus, StoredRun};
 
 /// A run whose log value is further than this many robust standard deviations (1.4826 MAD)
 /// from its cell's median is flagged: for normal noise, 1 run in 2,000.
@@ -22,6 +22,9 @@ const SPREAD_FLOOR: f64 = 0.02;
 const MIN_RUNS_TO_FLAG: usize = 4;
 /// Steal time above this share of the machine's CPU time is named as a cause.
 const STEAL_SHARE: f64 = 0.05;
+/// Other processes' CPU above this share of the machine's CPU time is named as a cause: on a
+/// quiet machine the kernel's threads and the system's daemons take 1–3%.
+const OTHER_CPU_SHARE: f64 = 0.10;
 
 #[derive(Debug, Default, Serialize)]
 pub struct Noise {
@@ -44,6 +47,10 @@ pub struct CellNoise {
     /// Coefficient of variation of each side's runs, in percent.
     pub base_cv_pct: Option<f64>,
     pub other_cv_pct: Option<f64>,
+    /// The mean share of the machine's CPU time that processes other than the servers and
+    /// stampede took during the cell's runs (both sides), in percent; None without the
+    /// server's CPU probe (a server on another machine).
+    pub other_processes_cpu_pct: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -89,6 +96,9 @@ pub struct RunProbes {
     pub checkpoint_seconds: HashMap<i64, Vec<u64>>,
     /// Steal time as a share of the machine's CPU time over the window.
     pub steal_share: HashMap<i64, f64>,
+    /// The share of the machine's CPU time taken by processes other than the run's server and
+    /// stampede over the window.
+    pub other_cpu_share: HashMap<i64, f64>,
 }
 
 /// What `noise` reads: the lab's runs (the excluded ones apart) and its comparisons.
@@ -115,7 +125,7 @@ pub fn noise(inputs: &NoiseInputs<'_>) -> Noise {
         cells: inputs
             .comparisons
             .iter()
-            .flat_map(|(target, cells)| cell_noise(&values, inputs.base, target, cells))
+            .flat_map(|(target, cells)| cell_noise(inputs, &values, target, cells))
             .collect(),
         drift: drift_charts(runs, &values),
         flagged: flagged_runs(runs, &values, metric, probes),
@@ -147,8 +157,8 @@ fn values(runs: &[StoredRun], metric: Metric) -> Values {
 }
 
 fn cell_noise(
+    inputs: &NoiseInputs<'_>,
     values: &Values,
-    base: &str,
     target: &str,
     cells: &[CellComparison],
 ) -> Vec<CellNoise> {
@@ -163,10 +173,23 @@ fn cell_noise(
             cell: c.cell.clone(),
             pairs: c.pairs,
             paired_ratio_sd_pct: c.log_ratio_sd.map(|sd| (sd.exp() - 1.0) * 100.0),
-            base_cv_pct: cv(&c.cell, base),
+            base_cv_pct: cv(&c.cell, inputs.base),
             other_cv_pct: cv(&c.cell, target),
+            other_processes_cpu_pct: other_processes_cpu(inputs, &c.cell, target),
         })
         .collect()
+}
+
+/// The mean of the other processes' CPU share over the cell's runs on the base and `target`.
+fn other_processes_cpu(inputs: &NoiseInputs<'_>, cell: &CellKey, target: &str) -> Option<f64> {
+    let shares: Vec<f64> = inputs
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Completed)
+        .filter(|r| (r.target == target || r.target == inputs.base) && cell_of(r) == *cell)
+        .filter_map(|r| inputs.probes.other_cpu_share.get(&r.id).copied())
+        .collect();
+    (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64 * 100.0)
 }
 
 /// Per cell, every target's runs in round order.
@@ -247,7 +270,7 @@ fn flagged_runs(
     flagged
 }
 
-/// What the probes show for a run: stalls, checkpoints, steal time.
+/// What the probes show for a run: stalls, checkpoints, steal time, other processes' CPU.
 fn causes(run: i64, probes: &RunProbes) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(seconds) = probes.stall_seconds.get(&run) {
@@ -269,7 +292,48 @@ fn causes(run: i64, probes: &RunProbes) -> Vec<String> {
             share * 100.0
         ));
     }
+    if let Some(share) = probes
+        .other_cpu_share
+        .get(&run)
+        .filter(|s| **s > OTHER_CPU_SHARE)
+    {
+        out.push(format!(
+            "other processes: {:.0}% of the machine's CPU time (neither the server nor stampede)",
+            share * 100.0
+        ));
+    }
     out
+}
+
+/// Per run, the share of the machine's CPU time that neither the run's server (its process
+/// tree) nor stampede used: the machine's busy time less theirs, over all its CPU time (the sum of `os_cpu_times`). Runs
+/// without the server's CPU counters (a server on another machine) have none. The counters
+/// are per transaction, which leaves the shares as they are.
+pub fn other_cpu_shares<'c>(
+    counters: impl IntoIterator<Item = (i64, &'c CounterRow)>,
+    os_cpu_times: &[&str],
+) -> HashMap<i64, f64> {
+    let mut per_run: HashMap<i64, HashMap<(&str, &str), f64>> = HashMap::new();
+    for (run, counter) in counters {
+        per_run.entry(run).or_default().insert(
+            (counter.source.as_str(), counter.name.as_str()),
+            counter.value,
+        );
+    }
+    per_run
+        .into_iter()
+        .filter_map(|(run, values)| {
+            let busy = |source: &str| -> Option<f64> {
+                Some(values.get(&(source, "cpu_user_s"))? + values.get(&(source, "cpu_system_s"))?)
+            };
+            let total: f64 = os_cpu_times
+                .iter()
+                .filter_map(|name| values.get(&("os", *name)))
+                .sum();
+            let other = busy("os")? - busy("server")? - busy("driver").unwrap_or(0.0);
+            (total > 0.0).then(|| (run, other.max(0.0) / total))
+        })
+        .collect()
 }
 
 /// Without a probe's cause: whether the other targets' runs of the same round moved alike
@@ -298,4 +362,53 @@ fn seconds_text(seconds: &[u64]) -> String {
     let shown: Vec<String> = seconds.iter().take(5).map(u64::to_string).collect();
     let more = if seconds.len() > 5 { ", …" } else { "" };
     format!("second {}{more}", shown.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter(source: &str, name: &str, value: f64) -> CounterRow {
+        CounterRow {
+            source: source.into(),
+            name: name.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn other_processes_take_what_the_server_and_stampede_did_not() {
+        // Run 1: 20 s of machine CPU time, 12 busy; the server used 6, stampede 2: 4 s are
+        // other processes', 20%. Run 2 has no server counters (a remote server): no share.
+        let run_1 = [
+            counter("os", "cpu_user_s", 9.0),
+            counter("os", "cpu_system_s", 3.0),
+            counter("os", "cpu_idle_s", 7.5),
+            counter("os", "cpu_iowait_s", 0.5),
+            counter("server", "cpu_user_s", 5.0),
+            counter("server", "cpu_system_s", 1.0),
+            counter("driver", "cpu_user_s", 1.5),
+            counter("driver", "cpu_system_s", 0.5),
+        ];
+        let run_2 = [
+            counter("os", "cpu_user_s", 9.0),
+            counter("os", "cpu_system_s", 3.0),
+        ];
+        let rows = run_1
+            .iter()
+            .map(|c| (1, c))
+            .chain(run_2.iter().map(|c| (2, c)));
+        let times = ["cpu_user_s", "cpu_system_s", "cpu_idle_s", "cpu_iowait_s"];
+        let shares = other_cpu_shares(rows, &times);
+        assert_eq!(shares.len(), 1);
+        assert!((shares[&1] - 0.2).abs() < 1e-12, "{shares:?}");
+        let probes = RunProbes {
+            other_cpu_share: shares,
+            ..RunProbes::default()
+        };
+        assert_eq!(
+            causes(1, &probes),
+            ["other processes: 20% of the machine's CPU time (neither the server nor stampede)"]
+        );
+    }
 }

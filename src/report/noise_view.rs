@@ -19,7 +19,7 @@ pub fn markdown(noise: &Noise) -> String {
     let mut out = format!("## Noise\n\n{INTRO}\n\n");
     if !noise.cells.is_empty() {
         out += &format!(
-            "| {} |\n|---|---|---|---|---|---|\n",
+            "| {} |\n|---|---|---|---|---|---|---|\n",
             CELL_HEADER.join(" | ")
         );
         for row in cell_rows(noise) {
@@ -48,6 +48,7 @@ pub fn csv_rows(noise: &Noise) -> Vec<(&'static str, String, CellKey, String, St
             ("paired_ratio_sd_pct", c.paired_ratio_sd_pct),
             ("base_cv_pct", c.base_cv_pct),
             ("other_cv_pct", c.other_cv_pct),
+            ("other_processes_cpu_pct", c.other_processes_cpu_pct),
         ] {
             rows.push((
                 "noise",
@@ -154,6 +155,7 @@ pub fn html(
                 name: line.target.clone(),
                 color,
                 dash: None,
+                marked: flagged_points(noise, &chart.cell, &chart.rounds, &line.target),
                 points: line
                     .values
                     .iter()
@@ -179,17 +181,37 @@ pub fn html(
     out
 }
 
-const CELL_HEADER: [&str; 6] = [
+/// The drift chart's points of `target`'s flagged runs in `cell`: (index of the round, what
+/// the ring's tooltip says).
+fn flagged_points(
+    noise: &Noise,
+    cell: &CellKey,
+    rounds: &[u32],
+    target: &str,
+) -> Vec<(usize, String)> {
+    noise
+        .flagged
+        .iter()
+        .filter(|run| run.target == target && run.cell == *cell)
+        .filter_map(|run| {
+            let index = rounds.iter().position(|r| *r == run.round)?;
+            Some((index, format!("flagged: {}", flagged_text(run))))
+        })
+        .collect()
+}
+
+const CELL_HEADER: [&str; 7] = [
     "target",
     "cell",
     "pairs",
     "paired ratio sd",
     "base runs CV",
     "other runs CV",
+    "other processes' CPU",
 ];
 
 /// Per target's cell: the columns of `CELL_HEADER`.
-fn cell_rows(noise: &Noise) -> Vec<[String; 6]> {
+fn cell_rows(noise: &Noise) -> Vec<[String; 7]> {
     noise
         .cells
         .iter()
@@ -201,6 +223,7 @@ fn cell_rows(noise: &Noise) -> Vec<[String; 6]> {
                 percent(c.paired_ratio_sd_pct),
                 percent(c.base_cv_pct),
                 percent(c.other_cv_pct),
+                percent(c.other_processes_cpu_pct),
             ]
         })
         .collect()

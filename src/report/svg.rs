@@ -36,6 +36,9 @@ pub struct Line {
     /// An SVG stroke-dasharray, to tell lines of one color apart (e.g. percentiles).
     pub dash: Option<&'static str>,
     pub points: Vec<Option<Spread>>,
+    /// Points to ring in red, by index, with what the ring's tooltip says (e.g. a run the
+    /// report flags).
+    pub marked: Vec<(usize, String)>,
 }
 
 /// Lines over evenly spaced categories (e.g. client counts), each point with a vertical
@@ -96,9 +99,24 @@ pub fn line_chart(y_label: &str, x_labels: &[String], lines: &[Line]) -> String 
                 significant(p.max)
             );
         }
+        for (i, note) in &line.marked {
+            let Some(Some(p)) = line.points.get(*i) else {
+                continue;
+            };
+            let _ = write!(
+                svg,
+                r#"<circle class="marked" cx="{:.1}" cy="{:.1}" r="7" fill="none" stroke="{MARK_COLOR}" stroke-width="2"><title>{}</title></circle>"#,
+                x(*i),
+                y(p.median),
+                escape(note)
+            );
+        }
     }
     svg + "</svg>"
 }
+
+/// The ring around a marked point: red, whatever the line's color.
+const MARK_COLOR: &str = "#d62728";
 
 /// A mark on a time series: the second and what happened then.
 pub struct Mark {

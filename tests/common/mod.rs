@@ -415,33 +415,63 @@ impl Watch {
 }
 
 /// The client sessions running one of `statement_pattern`'s statements (a POSIX regular
-/// expression over `pg_stat_activity.query`) on a lab's cluster, reached through the
-/// `postmaster.pid` in `data_dir` (port on line 4, socket directory on line 5); 0 when the
-/// server is not up.
+/// expression over `pg_stat_activity.query`) on a lab's cluster; 0 when the server is not up.
 pub fn lab_sessions_running(data_dir: &std::path::Path, statement_pattern: &str) -> usize {
+    lab_session_pids(
+        data_dir,
+        &format!("state = 'active' AND query ~ '{statement_pattern}'"),
+    )
+    .len()
+}
+
+/// The process ids of a lab cluster's client sessions (other than the query's own) that match
+/// `condition` (SQL over `pg_stat_activity`), reached through the `postmaster.pid` in
+/// `data_dir` (port on line 4, socket directory on line 5); none when the server is not up.
+pub fn lab_session_pids(data_dir: &std::path::Path, condition: &str) -> Vec<i32> {
     let Ok(pid_file) = std::fs::read_to_string(data_dir.join("postmaster.pid")) else {
-        return 0;
+        return Vec::new();
     };
     let lines: Vec<&str> = pid_file.lines().collect();
     let (Some(port), Some(socket)) = (lines.get(3), lines.get(4)) else {
-        return 0;
+        return Vec::new();
     };
     let output = Command::new("psql")
         .args(["-X", "-q", "-A", "-t", "-h", socket, "-p", port, "-U"])
         .arg(lab_superuser())
         .args(["-d", "postgres", "-c"])
         .arg(format!(
-            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
-             AND pid <> pg_backend_pid() AND state = 'active' AND query ~ '{statement_pattern}'"
+            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' \
+             AND pid <> pg_backend_pid() AND {condition}"
         ))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .output()
         .expect("psql runs");
     String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// Processes stopped with SIGSTOP (a server that hangs), continued when dropped: after a
+/// failed assertion too, so that no test leaves a frozen backend behind.
+pub struct Frozen(pub Vec<i32>);
+
+impl Frozen {
+    pub fn stop(pids: Vec<i32>) -> Frozen {
+        for pid in &pids {
+            unsafe { libc::kill(*pid, libc::SIGSTOP) };
+        }
+        Frozen(pids)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            unsafe { libc::kill(*pid, libc::SIGCONT) };
+        }
+    }
 }
 
 /// The superuser of a lab's clusters, as `server/provision.rs` chooses it: the server user

@@ -81,6 +81,12 @@ impl Failure {
         }
     }
 
+    /// The same failure with `note` after its message ("…; note").
+    pub fn with_note(mut self, note: &str) -> Failure {
+        self.message = format!("{}; {note}", self.message);
+        self
+    }
+
     /// The message alone, for callers that report it inside their own (the lab's run records).
     pub fn into_message(self) -> String {
         self.message

@@ -179,6 +179,7 @@ pub fn warmup_and_measure(
         let mut plan = plan_for(seconds)?;
         plan.threads = request.threads.clamp(1, request.clients);
         plan.stop = Some(request.stop.clone());
+        plan.stall_timeout = request.stall_timeout;
         plan.cpu_affinity = request.client_cpus.map(<[usize]>::to_vec);
         let result = driver::run(plan, on_event)?;
         Ok(RunOutcome {

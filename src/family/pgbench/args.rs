@@ -279,6 +279,14 @@ pub struct PgbenchArgs {
     /// Exit at once, with status 2, when any client aborts
     #[arg(long = "exit-on-abort", help_heading = "Benchmarking options")]
     pub exit_on_abort: bool,
+    /// Abandon the run (status 2) when a client has waited this long for the server, during
+    /// or after -T (default: 60s, or -T when longer; 0 waits forever, as pgbench does)
+    #[arg(
+        long = "stall-timeout",
+        value_name = "DURATION",
+        help_heading = "Benchmarking options"
+    )]
+    pub stall_timeout: Option<String>,
     /// Count SQL errors other than serialization/deadlock as failures instead of aborting
     #[arg(long = "continue-on-error", help_heading = "Benchmarking options")]
     pub continue_on_error: bool,

@@ -210,6 +210,7 @@ fn run_spec(variant: &PgbenchVariant, request: &RunRequest<'_>, seconds: u64) ->
         stop: Some(request.stop.clone()),
         cpu_affinity: request.client_cpus.map(<[usize]>::to_vec),
         untracked_control: true,
+        stall_timeout: request.stall_timeout,
         ..RunSpec::timed(
             vec![(variant.choice(), 1)],
             request.clients,

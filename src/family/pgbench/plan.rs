@@ -151,5 +151,6 @@ pub fn run_plan(spec: &RunSpec, target: &ConnSpec, parsed: ParsedScripts, scale:
         cpu_affinity: spec.cpu_affinity.clone(),
         pauses: None,
         debug: spec.debug,
+        stall_timeout: spec.stall_timeout,
     }
 }

@@ -52,6 +52,8 @@ pub struct RunSpec {
     pub cpu_affinity: Option<Vec<usize>>,
     /// `-d`: print what each client executes, sends and receives.
     pub debug: bool,
+    /// `--stall-timeout`: the driver's watchdog; None waits forever (pgbench's behaviour).
+    pub stall_timeout: Option<std::time::Duration>,
 }
 
 impl RunSpec {
@@ -89,6 +91,9 @@ impl RunSpec {
             cpu_affinity: None,
             untracked_control: false,
             debug: false,
+            stall_timeout: Some(crate::driver::plan::default_stall_timeout(
+                &crate::driver::RunLimit::Duration(std::time::Duration::from_secs(seconds)),
+            )),
         }
     }
 }
