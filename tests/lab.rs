@@ -1884,6 +1884,141 @@ fn a_lab_run_whose_server_hangs_fails_and_the_lab_goes_on() {
     assert_eq!(runs[1][1], "completed", "{runs:?}");
 }
 
+/// Two `lab run`s of one spec at once: the second is refused (exit 1, before it starts
+/// anything) naming the first one's pid, and the first goes on unaffected. A results file that
+/// is another program's SQLite database is refused, and nothing is written into it.
+#[test]
+fn a_second_lab_on_the_same_results_is_refused_while_the_first_runs() {
+    let dir = lab_dir("locked");
+    let spec = dir.join("locked.toml");
+    let text = "name = \"locked\"\nruns = 3\nduration = \"2s\"\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n";
+    std::fs::write(&spec, text).unwrap();
+    let mut first = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = common::Watch::new(first.stderr.take().unwrap());
+    progress.wait_for("run 1/3");
+    let second = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let status = first.wait().unwrap();
+    let log = progress.finish();
+    stop_cluster(dir.join("locked.db.servers/a"), None);
+    assert!(status.success(), "{log}");
+    let refusal = format!(
+        "stampede: error: lab \"locked\" is running as pid {} with these results (lock {}); wait for it to end, or stop it and `stampede lab resume`",
+        first.id(),
+        dir.join("locked.db.lock").display()
+    );
+    for refused in [&second, &resumed] {
+        assert_eq!(refused.status.code(), Some(1), "{}", stderr(refused));
+        assert!(stderr(refused).contains(&refusal), "{}", stderr(refused));
+        assert!(stdout(refused).is_empty(), "{}", stdout(refused));
+    }
+    let runs = sqlite(
+        &dir.join("locked.db"),
+        "SELECT count(*) FROM runs WHERE status = 'completed'",
+    );
+    assert_eq!(runs, [["3"]]);
+
+    // Another program's database as the results: refused, left as it was.
+    let foreign = dir.join("customers.db");
+    sqlite(&foreign, "CREATE TABLE customers (id integer)");
+    let other = dir.join("other.toml");
+    std::fs::write(
+        &other,
+        text.replace(
+            "name = \"locked\"",
+            "name = \"other\"\nresults = \"customers.db\"",
+        ),
+    )
+    .unwrap();
+    let refused = stampede_command(&["lab", "run", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains(&format!(
+            "{} is not a stampede results database (it holds other tables: customers)",
+            foreign.display()
+        )),
+        "{}",
+        stderr(&refused)
+    );
+    let tables = sqlite(&foreign, "SELECT name FROM sqlite_master ORDER BY name");
+    assert_eq!(tables, [["customers"]]);
+}
+
+/// SIGKILL of the lab (the OOM killer, a CI timeout) at three points — while loading, in the
+/// middle of a run, right as a run's result is being written — and `lab resume` after each:
+/// every planned run is recorded exactly once, the orphaned cluster is taken over, and no
+/// cluster is left running at the end.
+#[test]
+fn a_lab_killed_at_any_point_resumes_with_every_run_recorded_once() {
+    let dir = lab_dir("killed");
+    let spec = dir.join("killed.toml");
+    std::fs::write(
+        &spec,
+        "name = \"killed\"\nruns = 3\nduration = \"2s\"\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n",
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let data = dir.join("killed.db.servers/a/data");
+    // SIGKILL once `text` is out and `then` holds.
+    let kill_when = |command: &str, text: &str, then: &dyn Fn() -> bool| {
+        let mut child = stampede_command(&["lab", command, spec])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut progress = common::Watch::new(child.stderr.take().unwrap());
+        progress.wait_for(text);
+        wait_until("the moment to kill", then);
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        child.wait().unwrap();
+        progress.finish()
+    };
+    kill_when("run", "loading pgbench scale 1 on a", &|| true);
+    kill_when("resume", "run 1/3", &|| {
+        !common::lab_session_pids(&data, "query ~ '^SELECT abalance'").is_empty()
+    });
+    // The run's line ends with its tps just before its result is written.
+    let killed_at_write = kill_when("resume", " tps\n", &|| true);
+    let orphan = std::fs::read_to_string(data.join("postmaster.pid")).unwrap_or_default();
+    assert!(
+        !orphan.is_empty(),
+        "a SIGKILL leaves the cluster running: {killed_at_write}"
+    );
+    let finished = stampede_command(&["lab", "resume", spec]).output().unwrap();
+    let running_after = data.join("postmaster.pid").exists();
+    stop_cluster(dir.join("killed.db.servers/a"), None);
+    assert!(finished.status.success(), "{}", stderr(&finished));
+    assert!(!running_after, "the lab left its cluster running");
+    let runs = sqlite(
+        &dir.join("killed.db"),
+        "SELECT repetition, status, count(*) FROM runs GROUP BY repetition, status ORDER BY 1",
+    );
+    assert_eq!(
+        runs,
+        [
+            ["0", "completed", "1"],
+            ["1", "completed", "1"],
+            ["2", "completed", "1"]
+        ],
+        "{}",
+        stderr(&finished)
+    );
+}
+
 /// A shell loop that spins until stopped; `stop` gives its CPU time as a share of all the
 /// machine's CPU time over its life (read from /proc/<pid>/stat, as `ps` does).
 struct Spinner {

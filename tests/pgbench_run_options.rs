@@ -491,3 +491,42 @@ fn a_run_whose_server_hangs_is_abandoned_after_the_stall_timeout() {
     // for a busy machine (a deadline for a hang, not a timing assertion).
     assert!(waited.as_secs() < 20, "{waited:?}");
 }
+
+/// `-l` on a disk that fills (a file size limit stands in for it: writes beyond it fail with
+/// EFBIG): the run stops at once, exit 2, naming the log file, instead of going on without it.
+#[test]
+fn a_transaction_log_that_cannot_be_written_stops_the_run() {
+    let s = server();
+    let db = s.create_database("log_disk_full");
+    let init = s.pgbench(&db, &["-i", "-q"]);
+    assert!(init.status.success(), "{}", stderr(&init));
+    let dir = temp_dir("log-disk-full");
+    let prefix = dir.join("full");
+    // The shell ignores SIGXFSZ (so a write past the limit fails rather than kills) and caps
+    // files at 16 blocks, then becomes stampede: same pid, so the log's name is known.
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", "trap '' XFSZ; ulimit -f 16; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_stampede"))
+        .args(["pgbench", "-S", "-T", "30", "-l", "--log-prefix"])
+        .arg(&prefix)
+        .args(s.flags(&db))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    let started = std::time::Instant::now();
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let expected = format!(
+        "could not write the transaction log \"{}.{pid}\": File too large",
+        prefix.display()
+    );
+    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("tps = "), "{}", stdout(&output));
+    assert!(started.elapsed().as_secs() < 25, "{:?}", started.elapsed());
+}

@@ -309,6 +309,27 @@ fn every_sslmode_connects_or_refuses_as_libpq_does() {
             format!("sslmode=require sslrootcert={wrong_ca}"),
             None,
         ),
+        // hostaddr is where to connect, host what the server is called: verify-full checks
+        // the certificate against the host name, whatever the address.
+        (
+            "localhost",
+            "plain",
+            format!("hostaddr=127.0.0.1 sslmode=verify-full sslrootcert={ca}"),
+            Some(true),
+        ),
+        (
+            "127.0.0.2",
+            "plain",
+            format!("hostaddr=127.0.0.1 sslmode=verify-full sslrootcert={ca}"),
+            None,
+        ),
+        // With an address, the host name is never looked up.
+        (
+            "nosuch.invalid",
+            "plain",
+            "hostaddr=127.0.0.1 sslmode=require".into(),
+            Some(true),
+        ),
         // sslonly may connect only over TLS: allow retries with it, disable cannot.
         ("localhost", "sslonly", "sslmode=disable".into(), None),
         ("localhost", "sslonly", "sslmode=allow".into(), Some(true)),
@@ -458,4 +479,54 @@ fn direct_negotiation_reaches_a_postgresql_17_server() {
         "{}",
         stderr(&weak)
     );
+}
+
+/// `.pgpass` is matched by the host name when `hostaddr` gives the address, as libpq does: an
+/// entry for `localhost` serves `host=localhost hostaddr=127.0.0.1`, with no PGPASSWORD.
+#[test]
+fn pgpass_is_matched_by_host_name_when_hostaddr_is_given() {
+    let binaries = Binaries::find_best().expect("PostgreSQL binaries");
+    let server = start_server(binaries, "pgpass", 15990..15999);
+    let home = empty_home();
+    let pgpass = home.path().join(".pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("localhost:{}:*:plain:{PASSWORD}\n", server.cluster.port),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let conninfo = |tag: &str| {
+        server.conninfo(
+            "localhost",
+            "plain",
+            tag,
+            "hostaddr=127.0.0.1 sslmode=require",
+        )
+    };
+    let theirs = Command::new("psql")
+        .args(["-X", "-q", "-A", "-t", "-c", "SELECT 1"])
+        .arg(conninfo("psql_pgpass"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .output()
+        .expect("psql runs");
+    assert!(theirs.status.success(), "psql: {}", stderr(&theirs));
+    let script = home.path().join("one.sql");
+    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let ours = stampede_with_env(
+        &[
+            "pgbench",
+            "-n",
+            "-t",
+            "1",
+            "-f",
+            script.to_str().unwrap(),
+            &conninfo("stampede_pgpass"),
+        ],
+        &[("HOME", home.path().to_str().unwrap())],
+    );
+    assert!(ours.status.success(), "stampede: {}", stderr(&ours));
+    assert_eq!(server.session_encrypted("stampede_pgpass"), Some(true));
 }

@@ -61,6 +61,14 @@ pub struct RunResult {
     pub command_stats: Vec<Vec<CommandStats>>,
 }
 
+/// How the failure of a run the watchdog abandoned begins.
+const STALLED: &str = "no progress for";
+
+/// Whether `failure` is a run the watchdog abandoned (the lab adds what the server was doing).
+pub fn is_stall(failure: &Failure) -> bool {
+    failure.message().starts_with(STALLED)
+}
+
 /// Runs the plan to completion. Fails before the start if clients cannot connect.
 pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunResult, Failure> {
     let plan = Arc::new(plan);
@@ -79,6 +87,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         .iter()
         .map(|_| Arc::new(Notify::new()))
         .collect();
+    let abandoned = Arc::new(AtomicBool::new(false));
     let launch = Instant::now();
     let mut handles = Vec::new();
     for (index, (clients, randoms)) in clients.into_iter().zip(thread_randoms).enumerate() {
@@ -93,6 +102,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             messages: sender.clone(),
             tick: ticks[index].clone(),
             abandon: abandons[index].clone(),
+            abandoned: abandoned.clone(),
         };
         let plan = plan.clone();
         let handle = std::thread::Builder::new()
@@ -114,8 +124,9 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let watchdog = Watchdog {
         timeout: plan.stall_timeout,
         threads: abandons,
+        abandoned,
     };
-    let intervals = collect_intervals(&receiver, ticker, timeline, &watchdog, on_event);
+    let (intervals, fatal) = collect_intervals(&receiver, ticker, timeline, &watchdog, on_event);
     let results: Vec<ThreadResult> = handles
         .into_iter()
         .map(|h| h.join().expect("driver thread panicked"))
@@ -131,13 +142,13 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         }
         return Err(Failure::run(error));
     }
-    if let Some(error) = results.iter().find_map(|r| r.log_error.clone()) {
+    if let Some(error) = fatal.or_else(|| results.iter().find_map(|r| r.log_error.clone())) {
         return Err(Failure::run(error));
     }
     let abandoned: usize = results.iter().map(|r| r.abandoned_clients).sum();
     if let (true, Some(timeout)) = (abandoned > 0, plan.stall_timeout) {
         return Err(Failure::run(format!(
-            "no progress for {} s: {abandoned} of {} clients waited that long for the server, \
+            "{STALLED} {} s: {abandoned} of {} clients waited that long for the server, \
              and the run was abandoned (their connections closed)",
             timeout.as_secs_f64(),
             plan.clients
@@ -233,25 +244,30 @@ struct Timeline {
 struct Watchdog {
     timeout: Option<Duration>,
     threads: Vec<Arc<Notify>>,
+    abandoned: Arc<AtomicBool>,
 }
 
 impl Watchdog {
     fn abandon(&self) {
+        self.abandoned
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.threads.iter().for_each(|thread| thread.notify_one());
     }
 }
 
 /// Merges interval reports from all threads and emits each interval once every thread has
-/// reported it (or finished). A thread reporting a stalled client sets the watchdog off.
+/// reported it (or finished). A thread reporting a stalled client sets the watchdog off; one
+/// reporting a fatal error ends the run the same way, and the first such error is returned.
 fn collect_intervals(
     receiver: &mpsc::Receiver<ThreadMessage>,
     mut ticker: Ticker,
     timeline: Timeline,
     watchdog: &Watchdog,
     on_event: &mut dyn FnMut(DriverEvent<'_>),
-) -> Vec<IntervalReport> {
+) -> (Vec<IntervalReport>, Option<String>) {
     let threads = ticker.threads.len();
     let mut abandoned = false;
+    let mut fatal = None;
     let mut next_expected = vec![0u64; threads];
     let mut finished = vec![false; threads];
     let mut pending: std::collections::BTreeMap<u64, ScriptStats> = Default::default();
@@ -285,6 +301,13 @@ fn collect_intervals(
             ThreadMessage::ClientNotice { message } => {
                 on_event(DriverEvent::ClientNotice(&message))
             }
+            ThreadMessage::Fatal { message } => {
+                fatal.get_or_insert(message);
+                if !abandoned {
+                    abandoned = true;
+                    watchdog.abandon();
+                }
+            }
             ThreadMessage::Finished { thread } => finished[thread] = true,
         }
         while let Some((&index, _)) = pending.first_key_value() {
@@ -302,7 +325,7 @@ fn collect_intervals(
             emitted.push(report);
         }
     }
-    emitted
+    (emitted, fatal)
 }
 
 /// Wakes every thread once per interval, a little after the interval's end, so that a thread

@@ -275,6 +275,7 @@ mod tests {
         let spread = |clients, threads| {
             let conn = crate::conn::ConnSpec {
                 host: "/tmp".into(),
+                hostaddr: None,
                 port: 1,
                 user: "u".into(),
                 dbname: "d".into(),

@@ -34,6 +34,10 @@ pub enum ThreadMessage {
     ClientNotice {
         message: String,
     },
+    /// An error that ends the whole run (a transaction log that cannot be written).
+    Fatal {
+        message: String,
+    },
     Finished {
         thread: usize,
     },
@@ -70,6 +74,10 @@ pub struct ThreadSetup {
     /// Notified by the collector when the watchdog gives up on the run: the thread drops its
     /// clients (closing their connections) and ends.
     pub abandon: Arc<Notify>,
+    /// Set with that notification, for clients that never yield to be told at their next
+    /// transaction: a thread's only client reads with blocking calls (`go_solo`) and leaves
+    /// the runtime only when a reply is slow to come.
+    pub abandoned: Arc<AtomicBool>,
 }
 
 /// State shared by the tasks of one thread.
@@ -93,6 +101,7 @@ struct ThreadContext {
     /// (client id less `first_client`); None between transactions.
     in_flight: Vec<Cell<Option<Instant>>>,
     first_client: usize,
+    abandoned: Arc<AtomicBool>,
 }
 
 /// `-R`: the thread's Poisson schedule, shared by its clients as in pgbench: each transaction
@@ -220,10 +229,15 @@ impl ThreadContext {
         });
     }
 
+    /// Logs the entry; a log that cannot be written ends the run (the collector abandons it)
+    /// and is written no more.
     fn log(&self, entry: LogEntry) {
-        if let Some(log) = self.log.borrow_mut().as_mut() {
-            log.record(&entry);
-        }
+        let mut log = self.log.borrow_mut();
+        let Some(Err(message)) = log.as_mut().map(|log| log.record(&entry)) else {
+            return;
+        };
+        *log = None;
+        let _ = self.messages.send(ThreadMessage::Fatal { message });
     }
 
     /// `-R -L`: a transaction skipped because it was already too late when due.
@@ -334,6 +348,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         messages: setup.messages.clone(),
         in_flight: setup.clients.iter().map(|_| Cell::new(None)).collect(),
         first_client: setup.clients.first().map_or(0, |c| c.id),
+        abandoned: setup.abandoned.clone(),
     });
     let mut abandoned_clients = 0;
     if !failed_elsewhere {
@@ -360,8 +375,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
     let log_error = context
         .log
         .take()
-        .and_then(|log| log.finish(Instant::now()).err())
-        .map(|e| format!("could not write the transaction log: {e}"));
+        .and_then(|log| log.finish(Instant::now()).err());
     let per_script = context.per_script.take();
     ThreadResult {
         bench_start: start,
@@ -394,6 +408,10 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         }
     }
     while running {
+        if context.abandoned.load(Ordering::Relaxed) {
+            ended_normally = false;
+            break;
+        }
         let finished = match plan.limit {
             RunLimit::Duration(_) => Instant::now() >= deadline.expect("set for durations"),
             RunLimit::TransactionsPerClient(n) => client.processed >= n,

@@ -113,6 +113,7 @@ struct Fields {
 }
 
 pub struct TxnLog {
+    path: String,
     out: BufWriter<File>,
     fields: Fields,
     clock: EpochClock,
@@ -135,6 +136,7 @@ impl TxnLog {
         let file =
             File::create(&path).map_err(|e| format!("could not open logfile \"{path}\": {e}"))?;
         Ok(TxnLog {
+            path,
             out: BufWriter::with_capacity(64 * 1024, file),
             fields: Fields {
                 throttled: plan.rate.is_some(),
@@ -156,33 +158,46 @@ impl TxnLog {
         self.aggregate.start_us = self.clock.unix_us(at) / 1_000_000 * 1_000_000;
     }
 
-    pub fn record(&mut self, entry: &LogEntry) {
+    /// Logs one transaction; a write that fails (a full disk) is an error naming the file.
+    pub fn record(&mut self, entry: &LogEntry) -> Result<(), String> {
         if let Some(rate) = self.sampling_rate {
             if self.sampler.next_f64() > rate {
-                return;
+                return Ok(());
             }
         }
         let now_us = self.clock.unix_us(entry.at);
-        match self.interval_us {
+        let written = match self.interval_us {
             Some(interval) => {
-                self.flush_intervals_before(now_us, interval);
+                let flushed = self.flush_intervals_before(now_us, interval);
                 self.accumulate(entry);
+                flushed
             }
             None => self.write_transaction(entry, now_us),
-        }
+        };
+        written.map_err(|e| self.write_error(&e))
     }
 
     /// Writes the intervals that ended by `at` and closes the file. As in pgbench, the last,
     /// incomplete interval is not written.
-    pub fn finish(mut self, at: Instant) -> std::io::Result<()> {
+    pub fn finish(mut self, at: Instant) -> Result<(), String> {
+        let mut written = Ok(());
         if let Some(interval) = self.interval_us {
             let now_us = self.clock.unix_us(at);
-            self.flush_intervals_before(now_us, interval);
+            written = self.flush_intervals_before(now_us, interval);
         }
-        self.out.flush()
+        written
+            .and_then(|()| self.out.flush())
+            .map_err(|e| self.write_error(&e))
     }
 
-    fn write_transaction(&mut self, entry: &LogEntry, now_us: i64) {
+    fn write_error(&self, error: &std::io::Error) -> String {
+        format!(
+            "could not write the transaction log \"{}\": {error}",
+            self.path
+        )
+    }
+
+    fn write_transaction(&mut self, entry: &LogEntry, now_us: i64) -> std::io::Result<()> {
         let fields = self.fields;
         let out = &mut self.out;
         let (latency, lag) = match entry.outcome {
@@ -193,7 +208,7 @@ impl TxnLog {
             }
             LoggedOutcome::Failed(_) => ("failed".to_string(), 0.0),
         };
-        let _ = write!(
+        write!(
             out,
             "{} {} {latency} {} {} {}",
             entry.client_id,
@@ -201,14 +216,14 @@ impl TxnLog {
             entry.script,
             now_us.div_euclid(1_000_000),
             now_us.rem_euclid(1_000_000)
-        );
+        )?;
         if fields.throttled {
-            let _ = write!(out, " {lag:.0}");
+            write!(out, " {lag:.0}")?;
         }
         if fields.retries {
-            let _ = write!(out, " {}", entry.tries.saturating_sub(1));
+            write!(out, " {}", entry.tries.saturating_sub(1))?;
         }
-        let _ = out.write_all(b"\n");
+        out.write_all(b"\n")
     }
 
     /// pgbench's accumStats.
@@ -238,17 +253,18 @@ impl TxnLog {
     }
 
     /// Writes every interval that ended by `now_us`, empty ones included.
-    fn flush_intervals_before(&mut self, now_us: i64, interval_us: i64) {
+    fn flush_intervals_before(&mut self, now_us: i64, interval_us: i64) -> std::io::Result<()> {
         while self.aggregate.start_us + interval_us <= now_us {
-            self.write_aggregate();
+            self.write_aggregate()?;
             self.aggregate = Aggregate {
                 start_us: self.aggregate.start_us + interval_us,
                 ..Aggregate::default()
             };
         }
+        Ok(())
     }
 
-    fn write_aggregate(&mut self) {
+    fn write_aggregate(&mut self) -> std::io::Result<()> {
         let agg = &self.aggregate;
         let fields = self.fields;
         let (lag, skipped) = (
@@ -273,7 +289,7 @@ impl TxnLog {
         } else {
             (0, 0, 0)
         };
-        let _ = write!(
+        write!(
             self.out,
             "{} {} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {:.0} {skipped} {retried} {retries} {serialization} {deadlock}",
             agg.start_us / 1_000_000,
@@ -286,10 +302,10 @@ impl TxnLog {
             lag.sum2,
             lag.min,
             lag.max,
-        );
+        )?;
         if fields.other_failures {
-            let _ = write!(self.out, " {other}");
+            write!(self.out, " {other}")?;
         }
-        let _ = self.out.write_all(b"\n");
+        self.out.write_all(b"\n")
     }
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::lock::{lock_path, LabLock};
 use super::plan::{Cell, Plan, PlannedRun};
 use super::rounds::{GroupState, Rounds};
 use super::spec::{LabSpec, Scale};
@@ -98,6 +99,8 @@ pub struct Lab<'a> {
     server_root: PathBuf,
     /// `runs = "auto"`: which rounds still run.
     rounds: Option<Rounds>,
+    /// No other lab writes these results while this one runs.
+    _lock: LabLock,
 }
 
 /// How the lab ended.
@@ -129,6 +132,7 @@ impl<'a> Lab<'a> {
         stop: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<Lab<'a>, Failure> {
+        let lock = LabLock::acquire(&lock_path(&spec.results, &spec.server_root), &spec.name)?;
         for (workload, w) in spec.workloads.iter().zip(&workloads) {
             for script in &workload.scripts {
                 w.check_variant(script)?;
@@ -192,6 +196,7 @@ impl<'a> Lab<'a> {
             stop,
             server_root,
             rounds: spec.auto.map(|auto| Rounds::new(spec, auto)),
+            _lock: lock,
         })
     }
 
@@ -452,12 +457,14 @@ impl<'a> Lab<'a> {
             };
             let measured =
                 self.workloads[cell.workload].run(&cell.variant, &request, &mut observer);
-            // A failed run keeps what the probes saw too: the waits of a run that hung say
-            // what it waited on.
+            // A failed run keeps what the probes saw too; a run that hung says what its
+            // sessions waited on.
             if let Some(window) = observer.window {
                 window.close(&mut record);
-                if let Err(error) = measured {
-                    return Err(error.with_note(&waits_seen(&record.wait_events)));
+                if let Err(error) = &measured {
+                    if crate::driver::is_stall(error) {
+                        return Err(error.clone().with_note(&waits_seen(&record.wait_events)));
+                    }
                 }
             }
             measured

@@ -2,6 +2,7 @@
 //! interleaved plan, run on managed servers, resumable, recorded in the results database.
 
 pub mod executor;
+pub mod lock;
 pub mod managed_targets;
 pub mod mariadb_target;
 pub mod plan;

@@ -108,7 +108,7 @@ impl ManagedServer {
             bin_dir: binaries.bin_dir.clone(),
             port: free_port(Some(FIRST_PORT..FIRST_PORT + 500))?,
             superuser: superuser.clone(),
-            password: random_password(),
+            password: random_password()?,
         };
         let cluster = Cluster {
             binaries,
@@ -152,6 +152,7 @@ impl ManagedServer {
     pub fn conn_spec(&self) -> ConnSpec {
         ConnSpec {
             host: self.cluster.socket_dir().display().to_string(),
+            hostaddr: None,
             port: self.state.port,
             user: self.state.superuser.clone(),
             dbname: DATABASE.into(),

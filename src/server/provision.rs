@@ -129,7 +129,7 @@ impl ProvisionedServer {
         )?;
         if !cluster.is_initialized() {
             // Only the local socket (trust) is used by the lab; the TCP password is never kept.
-            let password = random_password();
+            let password = random_password()?;
             let borrowed: Vec<(&str, String)> = settings
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.clone()))
@@ -166,6 +166,7 @@ impl ProvisionedServer {
     pub fn workload_conn(&self, database: &str) -> ConnSpec {
         ConnSpec {
             host: self.cluster.socket_dir().display().to_string(),
+            hostaddr: None,
             port: self.cluster.port,
             user: self.superuser.clone(),
             dbname: database.into(),
@@ -232,11 +233,45 @@ pub fn free_port(range: Option<Range<u16>>) -> Result<u16, Failure> {
     }
 }
 
-/// 36 hex digits from the system's random source.
-pub fn random_password() -> String {
+/// 36 hex digits from the system's random source. A source that cannot be read is an error:
+/// a password made of zeros would look as safe as a random one.
+pub fn random_password() -> Result<String, Failure> {
+    random_password_from(std::path::Path::new("/dev/urandom"))
+}
+
+fn random_password_from(source: &std::path::Path) -> Result<String, Failure> {
     let mut bytes = [0u8; 18];
-    if let Ok(mut urandom) = std::fs::File::open("/dev/urandom") {
-        let _ = std::io::Read::read_exact(&mut urandom, &mut bytes);
+    std::fs::File::open(source)
+        .and_then(|mut random| std::io::Read::read_exact(&mut random, &mut bytes))
+        .map_err(|e| {
+            Failure::run(format!(
+                "could not read {} for the server's password: {e}",
+                source.display()
+            ))
+            .caused_by(e)
+        })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_is_random_hex_or_an_error() {
+        let one = random_password().unwrap();
+        assert_eq!(one.len(), 36);
+        assert!(one.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(one, random_password().unwrap());
+        let missing = std::path::Path::new("/nonexistent/urandom");
+        let error = random_password_from(missing).unwrap_err();
+        assert!(
+            error
+                .message()
+                .starts_with("could not read /nonexistent/urandom for the server's password: "),
+            "{error:?}"
+        );
+        // A source that ends early (an empty file) is refused too, not padded with zeros.
+        assert!(random_password_from(std::path::Path::new("/dev/null")).is_err());
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

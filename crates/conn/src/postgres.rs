@@ -10,8 +10,11 @@ use std::time::Duration;
 
 #[derive(Clone, PartialEq, Eq)]
 pub struct ConnSpec {
-    /// A host name, an IP address, or a directory holding the unix socket.
+    /// A host name, an IP address, or a directory holding the unix socket: what the server is
+    /// called (TLS verification, `.pgpass`), and where to connect unless `hostaddr` is given.
     pub host: String,
+    /// libpq's `hostaddr`: the numeric address to connect to, without a name look-up.
+    pub hostaddr: Option<std::net::IpAddr>,
     pub port: u16,
     pub user: String,
     pub dbname: String,
@@ -83,6 +86,15 @@ fn looks_like_conninfo(text: &str) -> bool {
     text.starts_with("postgresql://") || text.starts_with("postgres://") || text.contains('=')
 }
 
+/// libpq's words for an address it cannot parse.
+fn parse_hostaddr(text: &str) -> Result<std::net::IpAddr, Failure> {
+    text.trim().parse().map_err(|_| {
+        Failure::input(format!(
+            "invalid connection string: could not parse network address \"{text}\""
+        ))
+    })
+}
+
 fn parse_port(text: &str) -> Result<u16, Failure> {
     text.trim()
         .parse::<u16>()
@@ -94,9 +106,10 @@ fn parse_port(text: &str) -> Result<u16, Failure> {
 impl ConnSpec {
     pub fn resolve(flags: &ConnFlags) -> Result<ConnSpec, Failure> {
         let mut spec = ConnSpec {
-            host: env_value("PGHOST")
-                .or_else(|| env_value("PGHOSTADDR"))
-                .unwrap_or_else(default_socket_dir),
+            host: env_value("PGHOST").unwrap_or_default(),
+            hostaddr: env_value("PGHOSTADDR")
+                .map(|addr| parse_hostaddr(&addr))
+                .transpose()?,
             port: env_value("PGPORT").map_or(Ok(5432), |p| parse_port(&p))?,
             user: env_value("PGUSER").unwrap_or_else(os_user_name),
             dbname: String::new(),
@@ -126,6 +139,14 @@ impl ConnSpec {
         if spec.dbname.is_empty() {
             spec.dbname = dbname_env.unwrap_or_else(|| spec.user.clone());
         }
+        // No host: the address names the server (libpq verifies against it), else the
+        // default socket directory.
+        if spec.host.is_empty() {
+            spec.host = match spec.hostaddr {
+                Some(addr) => addr.to_string(),
+                None => default_socket_dir(),
+            };
+        }
         if spec.password.is_none() {
             spec.password = pgpass_lookup(&spec);
         }
@@ -147,7 +168,9 @@ impl ConnSpec {
         let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
         for (key, value) in crate::conninfo::parse(conninfo).map_err(invalid)? {
             match key.as_str() {
-                "host" | "hostaddr" => self.host = value,
+                "host" => self.host = value,
+                "hostaddr" if value.is_empty() => self.hostaddr = None,
+                "hostaddr" => self.hostaddr = Some(parse_hostaddr(&value)?),
                 "port" => self.port = parse_port(&value)?,
                 "user" => self.user = value,
                 "dbname" => self.dbname = value,
@@ -168,8 +191,16 @@ impl ConnSpec {
         Ok(())
     }
 
+    /// A socket directory as the host and no address: libpq connects to an address over TCP
+    /// whatever the host says.
     pub fn is_unix_socket(&self) -> bool {
-        self.host.starts_with('/')
+        self.hostaddr.is_none() && self.host.starts_with('/')
+    }
+
+    /// Where a TCP connection goes: the address when one is given, else the host name.
+    pub fn tcp_target(&self) -> String {
+        self.hostaddr
+            .map_or_else(|| self.host.clone(), |addr| addr.to_string())
     }
 
     pub fn socket_path(&self) -> PathBuf {
@@ -185,6 +216,9 @@ impl ConnSpec {
             .user(&self.user)
             .dbname(&self.dbname)
             .application_name(&self.application_name);
+        if let Some(addr) = self.hostaddr {
+            config.hostaddr(addr);
+        }
         if let Some(password) = &self.password {
             config.password(password);
         }
@@ -246,10 +280,14 @@ impl ConnSpec {
 
 impl fmt::Display for ConnSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "host={}", self.host)?;
+        if let Some(addr) = self.hostaddr {
+            write!(f, " hostaddr={addr}")?;
+        }
         write!(
             f,
-            "host={} port={} user={} dbname={}",
-            self.host, self.port, self.user, self.dbname
+            " port={} user={} dbname={}",
+            self.port, self.user, self.dbname
         )
     }
 }
@@ -335,6 +373,7 @@ mod tests {
     fn display_hides_the_password() {
         let spec = ConnSpec {
             host: "h".into(),
+            hostaddr: None,
             port: 1,
             user: "u".into(),
             dbname: "d".into(),

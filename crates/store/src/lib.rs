@@ -298,8 +298,33 @@ impl Store {
             }
         };
         let mut store = Store { db };
+        if let Location::Sqlite(_) = location {
+            store.refuse_foreign(location)?;
+        }
         store.migrate()?;
         Ok(store)
+    }
+
+    /// A SQLite file that holds tables but not stampede's is another program's database:
+    /// refused before anything is written into it.
+    fn refuse_foreign(&mut self, location: &Location) -> Result<(), Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+                &[],
+            )
+            .map_err(db_error("tables"))?;
+        let tables: Vec<String> = rows.iter().map(|r| text(r, 0)).collect();
+        if tables.is_empty() || tables.iter().any(|t| t == "schema_version") {
+            return Ok(());
+        }
+        let shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
+        Err(Failure::input(format!(
+            "{location} is not a stampede results database (it holds other tables: {}); \
+             stampede writes only into its own results or a new file",
+            shown.join(", ")
+        )))
     }
 
     /// Opens a results database that must exist already (for reading reports): a missing file,

@@ -276,7 +276,7 @@ pub async fn open_stream(spec: &ConnSpec, force_tls: bool) -> Result<Stream, Con
             UnixSocket::connect(&spec.socket_path()).await?,
         ));
     }
-    let mut stream = TcpStream::connect((spec.host.as_str(), spec.port)).await?;
+    let mut stream = TcpStream::connect((spec.tcp_target().as_str(), spec.port)).await?;
     stream.set_nodelay(true)?;
     let mode = spec.tls.mode;
     let wants_tls = force_tls || !matches!(mode, SslMode::Disable | SslMode::Allow);

@@ -120,6 +120,7 @@ impl LabServer for FakeServer {
     fn workload_conn(&self, database: &str) -> Endpoint {
         Endpoint::Postgres(ConnSpec {
             host: self.name.clone(),
+            hostaddr: None,
             port: 1,
             user: "fake".into(),
             dbname: database.into(),
