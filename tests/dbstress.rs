@@ -196,6 +196,10 @@ fn prepare_run_and_cleanup() {
             &["run", "--rw-ratio", "0"][..],
             "--rw-ratio must be at least 1 (not 0)",
         ),
+        (
+            &["run", "--stall-timeout", "soon"][..],
+            "invalid stall timeout: \"soon\" (a duration such as 90s or 5m, or 0 to wait forever)",
+        ),
     ] {
         assert_refused(&dbstress(&db, args), message, &format!("{args:?}"));
     }

@@ -392,7 +392,11 @@ fn json_and_intervals_agree_with_the_server() {
 fn bad_input_is_refused_before_anything_runs() {
     let s = server();
     let db = s.create_database("sb_bad");
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["run", "oltp_read_only", "--stall-timeout", "soon"],
+            "invalid stall timeout: \"soon\" (a duration such as 90s or 5m, or 0 to wait forever)",
+        ),
         (
             &["run", "oltp_nope"],
             "unknown test \"oltp_nope\"; the tests are: oltp_read_only, oltp_read_write, oltp_write_only, oltp_point_select, oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points, select_random_ranges, bulk_insert, oltp_scan, oltp_inlist_select, oltp_inlist_update, oltp_points_covered, oltp_range_covered, oltp_read_only_count",

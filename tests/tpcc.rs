@@ -173,7 +173,11 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
     assert!(output.status.success(), "{}", stdout(&output));
 
     // Bad input: exit 1, nothing written.
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", "--stall-timeout", "soon"],
+            "invalid stall timeout: \"soon\" (a duration such as 90s or 5m, or 0 to wait forever)",
+        ),
         (
             &["check", "--warehouses", "3"],
             "the database was built with 2 warehouse(s), not 3",

@@ -197,6 +197,24 @@ pub struct RunPlan {
     pub stall_timeout: Option<Duration>,
 }
 
+/// `--stall-timeout` as every run command reads it: a duration ("90s", "5m"), 0 for no
+/// watchdog (pgbench's wait forever), by default `default_stall_timeout`.
+pub fn stall_timeout_option(
+    given: Option<&str>,
+    limit: &RunLimit,
+) -> Result<Option<Duration>, String> {
+    let Some(text) = given else {
+        return Ok(Some(default_stall_timeout(limit)));
+    };
+    match crate::duration::parse_duration(text) {
+        Some(d) if d.is_zero() => Ok(None),
+        Some(d) => Ok(Some(d)),
+        None => Err(format!(
+            "invalid stall timeout: \"{text}\" (a duration such as 90s or 5m, or 0 to wait forever)"
+        )),
+    }
+}
+
 /// The watchdog's default: a minute, or the run's length when it is longer (a transaction may
 /// legitimately take as long as the run it belongs to).
 pub fn default_stall_timeout(limit: &RunLimit) -> Duration {

@@ -52,6 +52,10 @@ pub struct RunArgs {
     /// Seconds to run
     #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
     pub time: i64,
+    /// Abandon the run (status 2) when a session has waited this long for the server
+    /// (default: 60s, or --time when longer; 0 waits forever)
+    #[arg(long = "stall-timeout", value_name = "DURATION")]
+    pub stall_timeout: Option<String>,
     /// Prepared statements (the "prep" runs of the 2009 dbSTRESS study) instead of the simple
     /// protocol
     #[arg(long)]

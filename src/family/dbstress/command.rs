@@ -228,6 +228,11 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     let mode = Mode::parse(&args.mode).map_err(Failure::input)?;
     let sessions = positive::<u32>(args.sessions, "sessions")?;
     let seconds = positive::<u64>(args.time, "time")?;
+    let stall_timeout = crate::driver::plan::stall_timeout_option(
+        args.stall_timeout.as_deref(),
+        &RunLimit::Duration(Duration::from_secs(seconds)),
+    )
+    .map_err(Failure::input)?;
     let rw_ratio = positive::<u32>(args.rw_ratio, "rw-ratio")?;
     let target = endpoint(&args.connection)?;
     let (objects, sets) = read_prepared_size(&target)?;
@@ -253,7 +258,8 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
             .unwrap_or_else(crate::family::common::measure::seed),
     };
     println!("{}", heading(&settings));
-    let plan = plan(&target, &settings)?;
+    let mut plan = plan(&target, &settings)?;
+    plan.stall_timeout = stall_timeout;
     let scripts = plan.scripts.clone();
     let result = driver::run(plan, &mut |_| {})?;
     if result.aborted_clients > 0 {

@@ -283,7 +283,13 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         None => None,
     };
     let log = log_options(args, duration_secs)?;
-    let stall_timeout = stall_timeout(args.stall_timeout.as_deref(), duration_secs)?;
+    let limit = match duration_secs {
+        Some(secs) => crate::driver::RunLimit::Duration(std::time::Duration::from_secs(secs)),
+        None => crate::driver::RunLimit::TransactionsPerClient(0),
+    };
+    let stall_timeout =
+        crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)
+            .map_err(Failure::input)?;
     if args.progress_timestamp && progress_secs.is_none() {
         return Err(Failure::input(
             "--progress-timestamp is allowed only under --progress",
@@ -446,29 +452,5 @@ fn parse_seed(seed: &str, origin: &str) -> Result<u64, Failure> {
                  error: error while setting random seed from {origin}"
             ))
         }),
-    }
-}
-
-/// `--stall-timeout`: a duration ("90s", "5m"), 0 for no watchdog; by default a minute, or -T
-/// when longer.
-fn stall_timeout(
-    given: Option<&str>,
-    duration_secs: Option<u64>,
-) -> Result<Option<std::time::Duration>, Failure> {
-    use crate::driver::plan::default_stall_timeout;
-    use crate::driver::RunLimit;
-    let Some(text) = given else {
-        let limit = match duration_secs {
-            Some(secs) => RunLimit::Duration(std::time::Duration::from_secs(secs)),
-            None => RunLimit::TransactionsPerClient(0),
-        };
-        return Ok(Some(default_stall_timeout(&limit)));
-    };
-    match crate::duration::parse_duration(text) {
-        Some(d) if d.is_zero() => Ok(None),
-        Some(d) => Ok(Some(d)),
-        None => Err(Failure::input(format!(
-            "invalid stall timeout: \"{text}\" (a duration such as 90s or 5m, or 0 to wait forever)"
-        ))),
     }
 }

@@ -173,6 +173,11 @@ pub struct SysbenchArgs {
     #[arg(long)]
     #[serde(skip)]
     pub time: Option<u64>,
+    /// stampede's watchdog: abandon the run (status 2) when a thread has waited this long for
+    /// the server (default: 60s, or --time when longer; 0 waits forever)
+    #[arg(long = "stall-timeout", value_name = "DURATION")]
+    #[serde(skip)]
+    pub stall_timeout: Option<String>,
     /// Limit for the total number of events (0: no limit)
     #[arg(long, default_value_t = 0)]
     #[serde(skip)]

@@ -266,6 +266,8 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     let threads = positive::<u32>(args.threads, "threads")?;
     let protocol = protocol(&args.db_ps_mode)?;
     let limit = limit(args, threads)?;
+    let stall_timeout = driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)
+        .map_err(Failure::input)?;
     if !(0.0..=100.0).contains(&args.percentile) {
         return Err(Failure::input(format!(
             "--percentile must be in 0..100 (not {})",
@@ -278,6 +280,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         test_plan(name, &options, &target, threads, protocol, limit, seed)?;
     plan.rate = (args.rate > 0.0).then_some(args.rate);
     plan.errors = error_policy(args)?;
+    plan.stall_timeout = stall_timeout;
     // bulk_insert writes to a table per thread.
     let tables = if name == "bulk_insert" {
         threads

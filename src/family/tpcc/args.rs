@@ -70,6 +70,10 @@ pub struct RunArgs {
     /// The measured time
     #[arg(long, default_value = "5m")]
     pub duration: String,
+    /// Abandon the run (status 2) when a virtual user has waited this long for the server
+    /// (default: 60s, or --duration when longer; 0 waits forever)
+    #[arg(long = "stall-timeout", value_name = "DURATION")]
+    pub stall_timeout: Option<String>,
     /// Each transaction picks a warehouse from the virtual user's share of all warehouses
     /// instead of its home warehouse (HammerDB's all warehouses: more I/O)
     #[arg(long)]

@@ -54,6 +54,9 @@ pub struct Settings {
 
 pub fn run(args: &RunArgs) -> CommandResult {
     let settings = settings(args)?;
+    let stall_timeout =
+        crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
+            .map_err(Failure::input)?;
     let conn = connection(&args.connection)?;
     let runtime = control_runtime();
     let (client, warehouses, load_c_last) = runtime.block_on(async {
@@ -90,12 +93,14 @@ pub fn run(args: &RunArgs) -> CommandResult {
         let mut plan = plan(&conn, warehouses, constants, &settings)?;
         plan.limit = RunLimit::Duration(settings.rampup);
         plan.stop = Some(stop.clone());
+        plan.stall_timeout = stall_timeout;
         let rampup = driver::run(plan, &mut |_| {})?;
         check_aborted(rampup.aborted_clients, "virtual user", "")?;
     }
     let before = runtime.block_on(settled_counters(&client))?;
     let mut plan = plan(&conn, warehouses, constants, &settings)?;
     plan.stop = Some(stop);
+    plan.stall_timeout = stall_timeout;
     let result = driver::run(plan, &mut |event| {
         if let DriverEvent::Interval(interval) = event {
             if (interval.index + 1) % 10 == 0 {
