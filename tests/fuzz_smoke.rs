@@ -10,10 +10,7 @@
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use stampede::script::eval::{evaluate, EvalContext};
-use stampede::script::prng::PgPrng;
-use stampede::script::{parse_script, CommandKind, Value, VarTable};
-use stampede::wire::mysql::{parse_reply, ReplyFraming};
+use stampede::wire::mysql::fuzz_reply;
 
 /// Executions per target: well under a second each in a release build.
 const EXECUTIONS: usize = 1_000_000;
@@ -254,35 +251,7 @@ fn the_script_parser_and_evaluator_never_panic() {
         let Ok(text) = std::str::from_utf8(input) else {
             return false;
         };
-        let mut vars = VarTable::default();
-        let script = match parse_script("fuzz.sql", "fuzz.sql", text, &mut vars) {
-            Ok(script) => script,
-            Err(error) => {
-                let _ = error.to_string();
-                return true;
-            }
-        };
-        let values: Vec<Value> = (0..vars.names().len())
-            .map(|i| Value::Int(i as i64 - 3))
-            .collect();
-        let mut random = PgPrng::seeded(1);
-        for (index, command) in script.commands.iter().enumerate() {
-            let expr = match &command.kind {
-                CommandKind::Set { expr, .. } => expr,
-                CommandKind::If { condition, .. } | CommandKind::Elif { condition, .. } => {
-                    condition
-                }
-                _ => continue,
-            };
-            let mut ctx = EvalContext {
-                variables: &values,
-                variable_names: vars.names(),
-                random: &mut random,
-                script_index: 0,
-                command_index: index,
-            };
-            let _ = evaluate(expr, &mut ctx);
-        }
+        stampede::script::fuzzing::parse_and_evaluate(text);
         true
     });
 }
@@ -314,19 +283,8 @@ fn the_mysql_reply_parser_never_panics() {
         &[ok, err, rows],
         tokens,
         |input| {
-            let Some((&flags, bytes)) = input.split_first() else {
-                return false;
-            };
-            let framing = ReplyFraming {
-                binary: flags & 1 != 0,
-                deprecates_eof: flags & 2 != 0,
-                metadata_flag: flags & 4 != 0,
-                capture: flags & 8 != 0,
-            };
-            let _ = parse_reply(bytes, framing);
-            let cut = usize::from(flags >> 4) * bytes.len() / 16;
-            let _ = parse_reply(&bytes[..cut], framing);
-            true
+            fuzz_reply(input);
+            !input.is_empty()
         },
     );
 }

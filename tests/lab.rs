@@ -18,6 +18,14 @@ fn lab_dir(name: &str) -> LabDir {
     LabDir::new(&format!("lab-{name}"))
 }
 
+/// A lab's folder with its spec (`lab.toml`) written in it.
+fn lab_with_spec(name: &str, text: &str) -> (LabDir, PathBuf) {
+    let dir = lab_dir(name);
+    let spec = dir.join("lab.toml");
+    std::fs::write(&spec, text).unwrap();
+    (dir, spec)
+}
+
 /// small-buffers has a small WAL budget, so checkpoints happen during the runs and the
 /// checkpointer's per-second series has something to show.
 fn write_spec(dir: &Path, runs: u32, duration: &str) -> PathBuf {
@@ -1777,17 +1785,14 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
 /// ratio and headline agree with the stored tps.
 #[test]
 fn an_auto_lab_decides_a_real_difference_in_its_direction() {
-    let dir = lab_dir("auto-ab");
-    let spec = dir.join("ab.toml");
-    std::fs::write(
-        &spec,
+    let (dir, spec) = lab_with_spec(
+        "auto-ab",
         "name = \"ab\"\nruns = \"auto\"\nprecision = \"15%\"\nmax_runs = 6\nduration = \"1s\"\nseed = 5\n\
          [[target]]\nname = \"indexed\"\nsettings = { fsync = false }\n\
          [[target]]\nname = \"seqscan\"\n\
          settings = { fsync = false, enable_indexscan = false, enable_bitmapscan = false, enable_indexonlyscan = false }\n\
          [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
-    )
-    .unwrap();
+    );
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .output()
         .unwrap();
@@ -1841,15 +1846,12 @@ fn an_auto_lab_decides_a_real_difference_in_its_direction() {
 /// saw, and the lab goes on: the next run completes.
 #[test]
 fn a_lab_run_whose_server_hangs_fails_and_the_lab_goes_on() {
-    let dir = lab_dir("stall");
-    let spec = dir.join("stall.toml");
-    std::fs::write(
-        &spec,
+    let (dir, spec) = lab_with_spec(
+        "stall",
         "name = \"stall\"\nruns = 2\nduration = \"6s\"\nstall_timeout = \"2s\"\n\
          [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
          [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
-    )
-    .unwrap();
+    );
     let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1889,12 +1891,10 @@ fn a_lab_run_whose_server_hangs_fails_and_the_lab_goes_on() {
 /// is another program's SQLite database is refused, and nothing is written into it.
 #[test]
 fn a_second_lab_on_the_same_results_is_refused_while_the_first_runs() {
-    let dir = lab_dir("locked");
-    let spec = dir.join("locked.toml");
     let text = "name = \"locked\"\nruns = 3\nduration = \"2s\"\n\
          [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
          [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n";
-    std::fs::write(&spec, text).unwrap();
+    let (dir, spec) = lab_with_spec("locked", text);
     let mut first = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -1962,15 +1962,12 @@ fn a_second_lab_on_the_same_results_is_refused_while_the_first_runs() {
 /// cluster is left running at the end.
 #[test]
 fn a_lab_killed_at_any_point_resumes_with_every_run_recorded_once() {
-    let dir = lab_dir("killed");
-    let spec = dir.join("killed.toml");
-    std::fs::write(
-        &spec,
+    let (dir, spec) = lab_with_spec(
+        "killed",
         "name = \"killed\"\nruns = 3\nduration = \"2s\"\n\
          [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
          [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n",
-    )
-    .unwrap();
+    );
     let spec = spec.to_str().unwrap();
     let data = dir.join("killed.db.servers/a/data");
     // SIGKILL once `text` is out and `then` holds.

@@ -5,6 +5,7 @@ pub mod ast;
 pub mod eval;
 pub mod expr;
 pub mod extensions;
+pub mod fuzzing;
 pub mod parser;
 pub mod prng;
 pub mod value;

@@ -74,6 +74,24 @@ pub fn parse_reply(bytes: &[u8], framing: ReplyFraming) -> Result<Option<Reply>,
     Ok(parser.parse(&mut buf)?.then(|| parser.into_reply()))
 }
 
+/// The fuzzers' entry (cargo-fuzz's target and the CI smoke): the first byte chooses the
+/// framing (bits 0–3) and where the bytes are cut in two reads (bits 4–7), the rest is the
+/// reply. Returns whatever the bytes; a panic is a bug.
+pub fn fuzz_reply(data: &[u8]) {
+    let Some((&flags, bytes)) = data.split_first() else {
+        return;
+    };
+    let framing = ReplyFraming {
+        binary: flags & 1 != 0,
+        deprecates_eof: flags & 2 != 0,
+        metadata_flag: flags & 4 != 0,
+        capture: flags & 8 != 0,
+    };
+    let _ = parse_reply(bytes, framing);
+    let cut = usize::from(flags >> 4) * bytes.len() / 16;
+    let _ = parse_reply(&bytes[..cut], framing);
+}
+
 /// Where libmysqlclient looks for the server's socket when the host is `localhost`.
 pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";
 
