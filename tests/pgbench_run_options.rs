@@ -447,7 +447,8 @@ fn a_run_whose_server_hangs_is_abandoned_after_the_stall_timeout() {
     let db = s.create_database("stall_watchdog");
     let init = s.pgbench(&db, &["-i", "-q"]);
     assert!(init.status.success(), "{}", stderr(&init));
-    let mut args = vec!["pgbench", "-S", "-c", "2", "-j", "2", "-T", "30"];
+    // A transaction count no run reaches: only the watchdog ends this one.
+    let mut args = vec!["pgbench", "-S", "-c", "2", "-j", "2", "-t", "100000000"];
     args.extend(["--stall-timeout", "2s"]);
     let flags = s.flags(&db);
     args.extend(flags.iter().map(String::as_str));
@@ -474,7 +475,6 @@ fn a_run_whose_server_hangs_is_abandoned_after_the_stall_timeout() {
     while child.try_wait().unwrap().is_none() && stopped_at.elapsed().as_secs() < 60 {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let waited = stopped_at.elapsed();
     let _ = child.kill();
     let output = child.wait_with_output().unwrap();
     drop(frozen);
@@ -487,9 +487,6 @@ fn a_run_whose_server_hangs_is_abandoned_after_the_stall_timeout() {
         stderr(&output)
     );
     assert!(!stdout(&output).contains("tps = "), "{}", stdout(&output));
-    // Long before -T 30 ends: the timeout and the collector's once-a-second look, with slack
-    // for a busy machine (a deadline for a hang, not a timing assertion).
-    assert!(waited.as_secs() < 20, "{waited:?}");
 }
 
 /// `-l` on a disk that fills (a file size limit stands in for it: writes beyond it fail with
@@ -508,18 +505,25 @@ fn a_transaction_log_that_cannot_be_written_stops_the_run() {
     command
         .args(["-c", "trap '' XFSZ; ulimit -f 16; exec \"$0\" \"$@\""])
         .arg(env!("CARGO_BIN_EXE_stampede"))
-        .args(["pgbench", "-S", "-T", "30", "-l", "--log-prefix"])
+        // A transaction count no run reaches: only the failed log ends this one.
+        .args(["pgbench", "-S", "-t", "100000000", "-l", "--log-prefix"])
         .arg(&prefix)
         .args(s.flags(&db))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default());
-    let started = std::time::Instant::now();
-    let child = command
+    let mut child = command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id();
+    // Two minutes end a run that did not stop (the failure this test is about) rather than
+    // the suite; it then shows as killed, not as exit 2.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let expected = format!(
@@ -528,5 +532,4 @@ fn a_transaction_log_that_cannot_be_written_stops_the_run() {
     );
     assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
     assert!(!stdout(&output).contains("tps = "), "{}", stdout(&output));
-    assert!(started.elapsed().as_secs() < 25, "{:?}", started.elapsed());
 }
