@@ -291,18 +291,7 @@ mod tests {
     #[test]
     fn clients_spread_evenly_and_threads_are_capped() {
         let spread = |clients, threads| {
-            let conn = crate::conn::ConnSpec {
-                host: "/tmp".into(),
-                hostaddr: None,
-                port: 1,
-                user: "u".into(),
-                dbname: "d".into(),
-                password: None,
-                application_name: "t".into(),
-                connect_timeout: None,
-                options: None,
-                tls: Default::default(),
-            };
+            let conn = crate::conn::ConnSpec::on_socket(std::path::Path::new("/tmp"), 1, "u", "d");
             let mut plan = RunPlan::for_workload(
                 &Endpoint::Postgres(conn),
                 clients,

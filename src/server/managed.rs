@@ -151,16 +151,13 @@ impl ManagedServer {
 
     pub fn conn_spec(&self) -> ConnSpec {
         ConnSpec {
-            host: self.cluster.socket_dir().display().to_string(),
-            hostaddr: None,
-            port: self.state.port,
-            user: self.state.superuser.clone(),
-            dbname: DATABASE.into(),
             password: Some(self.state.password.clone()),
-            application_name: "stampede".into(),
-            connect_timeout: None,
-            options: None,
-            tls: Default::default(),
+            ..ConnSpec::on_socket(
+                &self.cluster.socket_dir(),
+                self.state.port,
+                &self.state.superuser,
+                DATABASE,
+            )
         }
     }
 

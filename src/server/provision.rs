@@ -165,16 +165,14 @@ impl ProvisionedServer {
     /// The measured workload's sessions.
     pub fn workload_conn(&self, database: &str) -> ConnSpec {
         ConnSpec {
-            host: self.cluster.socket_dir().display().to_string(),
-            hostaddr: None,
-            port: self.cluster.port,
-            user: self.superuser.clone(),
-            dbname: database.into(),
-            password: None,
             application_name: "stampede-lab".into(),
             connect_timeout: Some(Duration::from_secs(10)),
-            options: None,
-            tls: Default::default(),
+            ..ConnSpec::on_socket(
+                &self.cluster.socket_dir(),
+                self.cluster.port,
+                &self.superuser,
+                database,
+            )
         }
     }
 

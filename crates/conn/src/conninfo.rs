@@ -130,14 +130,19 @@ fn parse_uri(rest: &str, whole: &str) -> Result<Vec<(String, String)>, String> {
         }
         None => authority,
     };
-    // Several hosts are libpq's failover list; stampede connects to the first.
-    let first = hosts.split(',').next().unwrap_or("");
-    let (host, port) = split_host_port(first);
-    if !host.is_empty() {
-        pairs.push(("host".into(), decode(host, whole)?));
+    // Several hosts are libpq's failover list: the host and port lists, one entry per host.
+    let mut host_list = Vec::new();
+    let mut port_list = Vec::new();
+    for entry in hosts.split(',') {
+        let (host, port) = split_host_port(entry);
+        host_list.push(decode(host, whole)?);
+        port_list.push(decode(port.unwrap_or(""), whole)?);
     }
-    if let Some(port) = port.filter(|p| !p.is_empty()) {
-        pairs.push(("port".into(), decode(port, whole)?));
+    if host_list.iter().any(|host| !host.is_empty()) {
+        pairs.push(("host".into(), host_list.join(",")));
+    }
+    if port_list.iter().any(|port| !port.is_empty()) {
+        pairs.push(("port".into(), port_list.join(",")));
     }
     if !path.is_empty() {
         pairs.push(("dbname".into(), decode(path, whole)?));
@@ -224,8 +229,8 @@ mod tests {
             pairs(&[
                 ("user", "u"),
                 ("password", "p@ss"),
-                ("host", "db.example"),
-                ("port", "6432"),
+                ("host", "db.example,other"),
+                ("port", "6432,"),
                 ("dbname", "bench"),
                 ("sslmode", "require"),
                 ("sslrootcert", "/ca.crt"),

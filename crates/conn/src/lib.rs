@@ -8,6 +8,7 @@
 
 pub mod conninfo;
 pub mod endpoint;
+pub mod hosts;
 pub mod mysql;
 pub mod pg;
 pub mod postgres;
@@ -15,4 +16,4 @@ pub mod tls;
 
 pub use endpoint::{Endpoint, Engine};
 pub use mysql::MysqlSpec;
-pub use postgres::{ConnFlags, ConnSpec, ControlConnection};
+pub use postgres::{ConnFlags, ConnSpec, ConnectError, ControlConnection};

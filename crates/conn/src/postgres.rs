@@ -2,6 +2,10 @@
 //! flags < a libpq URI or `key=value` string given as the database name; passwords from the
 //! connection string, `PGPASSWORD` or `.pgpass`. The password never appears in `Display`.
 
+use crate::hosts::{
+    match_lists, parse_load_balance, shuffled_order, AddressLists, Failover, HostEntry,
+    ServerState, SessionAttrs, SERVER_STATE_QUERY,
+};
 use crate::tls::{PgTlsConnector, PgTlsStream, SslMode, TlsSettings};
 use stampede_base::error::Failure;
 use std::fmt;
@@ -25,6 +29,8 @@ pub struct ConnSpec {
     pub options: Option<String>,
     /// `sslmode` and its companions.
     pub tls: TlsSettings,
+    /// The further hosts of a comma-separated list, `target_session_attrs`, `load_balance_hosts`.
+    pub failover: Failover,
 }
 
 /// A control session's connection future, to be spawned.
@@ -86,31 +92,34 @@ fn looks_like_conninfo(text: &str) -> bool {
     text.starts_with("postgresql://") || text.starts_with("postgres://") || text.contains('=')
 }
 
-/// libpq's words for an address it cannot parse.
-fn parse_hostaddr(text: &str) -> Result<std::net::IpAddr, Failure> {
-    text.trim().parse().map_err(|_| {
-        Failure::input(format!(
-            "invalid connection string: could not parse network address \"{text}\""
-        ))
-    })
-}
-
-fn parse_port(text: &str) -> Result<u16, Failure> {
-    text.trim()
-        .parse::<u16>()
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(|| Failure::run(format!("invalid port number: \"{text}\"")))
-}
-
 impl ConnSpec {
+    /// A server of our own on its unix socket: no password file, no TLS, one host.
+    pub fn on_socket(socket_dir: &Path, port: u16, user: &str, dbname: &str) -> ConnSpec {
+        ConnSpec {
+            host: socket_dir.display().to_string(),
+            hostaddr: None,
+            port,
+            user: user.to_string(),
+            dbname: dbname.to_string(),
+            password: None,
+            application_name: "stampede".into(),
+            connect_timeout: None,
+            options: None,
+            tls: TlsSettings::default(),
+            failover: Failover::default(),
+        }
+    }
+
     pub fn resolve(flags: &ConnFlags) -> Result<ConnSpec, Failure> {
-        let mut spec = ConnSpec {
+        let mut lists = AddressLists {
             host: env_value("PGHOST").unwrap_or_default(),
-            hostaddr: env_value("PGHOSTADDR")
-                .map(|addr| parse_hostaddr(&addr))
-                .transpose()?,
-            port: env_value("PGPORT").map_or(Ok(5432), |p| parse_port(&p))?,
+            hostaddr: env_value("PGHOSTADDR").unwrap_or_default(),
+            port: env_value("PGPORT").unwrap_or_default(),
+        };
+        let mut spec = ConnSpec {
+            host: String::new(),
+            hostaddr: None,
+            port: 0,
             user: env_value("PGUSER").unwrap_or_else(os_user_name),
             dbname: String::new(),
             password: env_value("PGPASSWORD"),
@@ -120,39 +129,82 @@ impl ConnSpec {
                 .map(Duration::from_secs),
             options: env_value("PGOPTIONS"),
             tls: TlsSettings::from_env().map_err(Failure::input)?,
+            failover: Failover::default(),
         };
+        if let Some(attrs) = env_value("PGTARGETSESSIONATTRS") {
+            spec.failover.target_session_attrs =
+                SessionAttrs::parse(&attrs).map_err(Failure::input)?;
+        }
+        if let Some(balance) = env_value("PGLOADBALANCEHOSTS") {
+            spec.failover.load_balance = parse_load_balance(&balance).map_err(Failure::input)?;
+        }
         let dbname_env = env_value("PGDATABASE");
         if let Some(host) = &flags.host {
-            spec.host = host.clone();
+            lists.host = host.clone();
         }
         if let Some(port) = &flags.port {
-            spec.port = parse_port(port)?;
+            lists.port = port.clone();
         }
         if let Some(user) = &flags.user {
             spec.user = user.clone();
         }
         match &flags.dbname {
-            Some(conninfo) if looks_like_conninfo(conninfo) => spec.apply_conninfo(conninfo)?,
+            Some(conninfo) if looks_like_conninfo(conninfo) => {
+                spec.apply_conninfo(conninfo, &mut lists)?
+            }
             Some(name) => spec.dbname = name.clone(),
             None => {}
         }
         if spec.dbname.is_empty() {
             spec.dbname = dbname_env.unwrap_or_else(|| spec.user.clone());
         }
-        // No host: the address names the server (libpq verifies against it), else the
-        // default socket directory.
-        if spec.host.is_empty() {
-            spec.host = match spec.hostaddr {
-                Some(addr) => addr.to_string(),
-                None => default_socket_dir(),
-            };
-        }
-        if spec.password.is_none() {
-            spec.password = pgpass_lookup(&spec);
-        }
+        spec.set_hosts(&lists)?;
         // Certificate files and mode combinations are checked before anything connects.
         spec.tls.client_config().map_err(Failure::input)?;
         Ok(spec)
+    }
+
+    /// The first host goes into `host`/`hostaddr`/`port`, the rest into the failover list;
+    /// each with its `.pgpass` password unless one was given.
+    fn set_hosts(&mut self, lists: &AddressLists) -> Result<(), Failure> {
+        let matched = match_lists(lists).map_err(|message| {
+            if message.starts_with("invalid port number") {
+                Failure::run(message)
+            } else {
+                Failure::input(message)
+            }
+        })?;
+        let explicit_password = self.password.clone();
+        let mut entries = matched.into_iter().map(|(host, hostaddr, port)| {
+            // No host: the address names the server (libpq verifies against it), else the
+            // default socket directory.
+            let host = match (host.is_empty(), hostaddr) {
+                (false, _) => host,
+                (true, Some(addr)) => addr.to_string(),
+                (true, None) => default_socket_dir(),
+            };
+            let mut entry = HostEntry {
+                host,
+                hostaddr,
+                port,
+                password: None,
+            };
+            entry.password = explicit_password
+                .clone()
+                .or_else(|| pgpass_lookup(&entry, &self.dbname, &self.user));
+            entry
+        });
+        let first = entries.next().expect("at least one host");
+        self.failover.more_hosts = entries.collect();
+        self.set_host(first);
+        Ok(())
+    }
+
+    fn set_host(&mut self, entry: HostEntry) {
+        self.host = entry.host;
+        self.hostaddr = entry.hostaddr;
+        self.port = entry.port;
+        self.password = entry.password;
     }
 
     /// A connection string alone (a results database's URL): libpq's defaults and `PG*`
@@ -164,14 +216,13 @@ impl ConnSpec {
         })
     }
 
-    fn apply_conninfo(&mut self, conninfo: &str) -> Result<(), Failure> {
+    fn apply_conninfo(&mut self, conninfo: &str, lists: &mut AddressLists) -> Result<(), Failure> {
         let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
         for (key, value) in crate::conninfo::parse(conninfo).map_err(invalid)? {
             match key.as_str() {
-                "host" => self.host = value,
-                "hostaddr" if value.is_empty() => self.hostaddr = None,
-                "hostaddr" => self.hostaddr = Some(parse_hostaddr(&value)?),
-                "port" => self.port = parse_port(&value)?,
+                "host" => lists.host = value,
+                "hostaddr" => lists.hostaddr = value,
+                "port" => lists.port = value,
                 "user" => self.user = value,
                 "dbname" => self.dbname = value,
                 "password" => self.password = Some(value),
@@ -183,12 +234,57 @@ impl ConnSpec {
                     self.connect_timeout = Some(Duration::from_secs(seconds));
                 }
                 "options" => self.options = Some(value),
+                "target_session_attrs" => {
+                    self.failover.target_session_attrs =
+                        SessionAttrs::parse(&value).map_err(Failure::input)?
+                }
+                "load_balance_hosts" => {
+                    self.failover.load_balance =
+                        parse_load_balance(&value).map_err(Failure::input)?
+                }
                 _ => {
                     self.tls.set(&key, &value).map_err(invalid)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Every host to try for one connection, in the order to try them (shuffled per call under
+    /// `load_balance_hosts=random`), each a one-host spec of its own.
+    pub fn candidates(&self) -> Vec<ConnSpec> {
+        let first = HostEntry {
+            host: self.host.clone(),
+            hostaddr: self.hostaddr,
+            port: self.port,
+            password: self.password.clone(),
+        };
+        let entries: Vec<HostEntry> = std::iter::once(first)
+            .chain(self.failover.more_hosts.iter().cloned())
+            .collect();
+        let order: Vec<usize> = if self.failover.load_balance {
+            shuffled_order(entries.len())
+        } else {
+            (0..entries.len()).collect()
+        };
+        order
+            .into_iter()
+            .map(|index| {
+                let mut one = ConnSpec {
+                    failover: Failover::default(),
+                    ..self.clone()
+                };
+                one.set_host(entries[index].clone());
+                one
+            })
+            .collect()
+    }
+
+    /// Whether connecting means more than reaching the one host: a list to go through, or a
+    /// server to be asked what it is.
+    pub fn has_failover(&self) -> bool {
+        !self.failover.more_hosts.is_empty()
+            || self.failover.target_session_attrs.needs_server_state()
     }
 
     /// A socket directory as the host and no address: libpq connects to an address over TCP
@@ -245,9 +341,58 @@ impl ConnSpec {
         config
     }
 
-    /// A control session with the TLS `sslmode` asks for; under `allow`, a plain connection
-    /// first and TLS when the server refuses it.
+    /// A control session on the first host that answers and is the kind of server
+    /// `target_session_attrs` asks for, as libpq goes through its host list.
     pub async fn connect_control(
+        &self,
+    ) -> Result<(tokio_postgres::Client, ControlConnection), ConnectError> {
+        if !self.has_failover() {
+            return self
+                .connect_control_to_host()
+                .await
+                .map_err(ConnectError::Server);
+        }
+        let mut reasons = Vec::new();
+        for attrs in self.failover.target_session_attrs.passes() {
+            for candidate in self.candidates() {
+                match candidate.connect_control_as(attrs).await {
+                    Ok(connected) => return Ok(connected),
+                    Err(reason) => reasons.push(format!(
+                        "connection to server ({candidate}) failed: {reason}"
+                    )),
+                }
+            }
+        }
+        Err(ConnectError::NoHost(reasons))
+    }
+
+    /// One host: connected and, when `attrs` asks, the server's state checked.
+    async fn connect_control_as(
+        &self,
+        attrs: SessionAttrs,
+    ) -> Result<(tokio_postgres::Client, ControlConnection), String> {
+        let (client, mut connection) = self
+            .connect_control_to_host()
+            .await
+            .map_err(|e| connect_error_detail(&e))?;
+        if !attrs.needs_server_state() {
+            return Ok((client, connection));
+        }
+        // The connection must be driven while the question is asked; the caller spawns it
+        // afterwards, as for any control session.
+        let state = tokio::select! {
+            state = server_state(&client) => state.map_err(|e| connect_error_detail(&e))?,
+            _ = &mut connection => return Err("server closed the connection".into()),
+        };
+        match attrs.rejects(state) {
+            None => Ok((client, connection)),
+            Some(reason) => Err(reason.to_string()),
+        }
+    }
+
+    /// A control session to this spec's one host, with the TLS `sslmode` asks for; under
+    /// `allow`, a plain connection first and TLS when the server refuses it.
+    async fn connect_control_to_host(
         &self,
     ) -> Result<(tokio_postgres::Client, ControlConnection), tokio_postgres::Error> {
         let tls_config = self.tls.client_config().unwrap_or(None);
@@ -278,17 +423,90 @@ impl ConnSpec {
     }
 }
 
-impl fmt::Display for ConnSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "host={}", self.host)?;
-        if let Some(addr) = self.hostaddr {
-            write!(f, " hostaddr={addr}")?;
+async fn server_state(
+    client: &tokio_postgres::Client,
+) -> Result<ServerState, tokio_postgres::Error> {
+    let row = client.query_one(SERVER_STATE_QUERY, &[]).await?;
+    let in_recovery: bool = row.get(0);
+    let read_only: String = row.get(1);
+    Ok(ServerState::from_columns(
+        if in_recovery { "t" } else { "f" },
+        &read_only,
+    ))
+}
+
+/// Why a control connection failed, as libpq words it: a server's refusal as
+/// "FATAL:  database \"x\" does not exist", anything else with its causes.
+pub fn connect_error_detail(error: &tokio_postgres::Error) -> String {
+    error
+        .as_db_error()
+        .map(|db| format!("{}:  {}", db.severity(), db.message()))
+        .unwrap_or_else(|| {
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(error);
+            while let Some(inner) = source {
+                text = format!("{text}: {inner}");
+                source = inner.source();
+            }
+            text
+        })
+}
+
+/// A control connection that could not be made.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The one host refused or could not be reached.
+    Server(tokio_postgres::Error),
+    /// No host of a list would do: libpq's one line per host tried, with its reason.
+    NoHost(Vec<String>),
+}
+
+impl ConnectError {
+    pub fn as_db_error(&self) -> Option<&tokio_postgres::error::DbError> {
+        match self {
+            ConnectError::Server(e) => e.as_db_error(),
+            ConnectError::NoHost(_) => None,
         }
-        write!(
-            f,
-            " port={} user={} dbname={}",
-            self.port, self.user, self.dbname
-        )
+    }
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::Server(e) => write!(f, "{e}"),
+            ConnectError::NoHost(reasons) => write!(f, "{}", reasons.join("\n")),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::Server(e) => Some(e),
+            ConnectError::NoHost(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for ConnSpec {
+    /// As libpq's keywords; several hosts as its comma-separated lists.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let more = &self.failover.more_hosts;
+        let join = |first: String, rest: &dyn Fn(&HostEntry) -> String| {
+            std::iter::once(first)
+                .chain(more.iter().map(rest))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let address =
+            |addr: Option<std::net::IpAddr>| addr.map_or(String::new(), |a| a.to_string());
+        write!(f, "host={}", join(self.host.clone(), &|h| h.host.clone()))?;
+        if self.hostaddr.is_some() || more.iter().any(|h| h.hostaddr.is_some()) {
+            let addresses = join(address(self.hostaddr), &|h| address(h.hostaddr));
+            write!(f, " hostaddr={addresses}")?;
+        }
+        let ports = join(self.port.to_string(), &|h| h.port.to_string());
+        write!(f, " port={ports} user={} dbname={}", self.user, self.dbname)
     }
 }
 
@@ -300,7 +518,7 @@ impl fmt::Debug for ConnSpec {
 
 /// Looks the password up in `PGPASSFILE` or `~/.pgpass`, as libpq does (a socket connection
 /// matches the host `localhost`; files readable by group or others are ignored).
-fn pgpass_lookup(spec: &ConnSpec) -> Option<String> {
+fn pgpass_lookup(entry: &HostEntry, dbname: &str, user: &str) -> Option<String> {
     let path = env_value("PGPASSFILE")
         .map(PathBuf::from)
         .or_else(|| env_value("HOME").map(|home| Path::new(&home).join(".pgpass")))?;
@@ -314,23 +532,18 @@ fn pgpass_lookup(spec: &ConnSpec) -> Option<String> {
         return None;
     }
     let content = std::fs::read_to_string(&path).ok()?;
-    let host = if spec.is_unix_socket() {
+    let host = if entry.hostaddr.is_none() && entry.host.starts_with('/') {
         "localhost"
     } else {
-        spec.host.as_str()
+        entry.host.as_str()
     };
-    let port = spec.port.to_string();
+    let port = entry.port.to_string();
     content
         .lines()
         .filter(|line| !line.trim_start().starts_with('#'))
         .find_map(|line| {
             let fields = split_pgpass_line(line);
-            let wanted = [
-                host,
-                port.as_str(),
-                spec.dbname.as_str(),
-                spec.user.as_str(),
-            ];
+            let wanted = [host, port.as_str(), dbname, user];
             let matches = fields.len() == 5
                 && fields[..4]
                     .iter()
@@ -372,16 +585,8 @@ mod tests {
     #[test]
     fn display_hides_the_password() {
         let spec = ConnSpec {
-            host: "h".into(),
-            hostaddr: None,
-            port: 1,
-            user: "u".into(),
-            dbname: "d".into(),
             password: Some("secret".into()),
-            application_name: "a".into(),
-            connect_timeout: None,
-            options: None,
-            tls: TlsSettings::default(),
+            ..ConnSpec::on_socket(Path::new("h"), 1, "u", "d")
         };
         assert!(!format!("{spec} {spec:?}").contains("secret"));
     }

@@ -23,14 +23,18 @@ impl Postgres {
         // libpq's reading of the URL: PG* defaults, sslmode and the rest of its parameters.
         let spec = stampede_conn::ConnSpec::from_conninfo(url).map_err(|e| fail(&e))?;
         let client = stampede_conn::pg::control_runtime().block_on(async {
-            let (client, connection) = spec.connect_control().await?;
+            let (client, connection) = spec.connect_control().await.map_err(|e| match e {
+                stampede_conn::ConnectError::Server(e) => error_text(&e),
+                hosts => hosts.to_string(),
+            })?;
             tokio::spawn(connection);
             client
                 .batch_execute("SET client_min_messages = warning")
-                .await?;
-            Ok::<Client, tokio_postgres::Error>(client)
+                .await
+                .map_err(|e| error_text(&e))?;
+            Ok::<Client, String>(client)
         });
-        let client = client.map_err(|e| fail(&error_text(&e)))?;
+        let client = client.map_err(|e| fail(&e))?;
         Ok(Postgres { client })
     }
 }

@@ -17,6 +17,7 @@ use postgres_protocol::IsNull;
 
 use crate::reply::{ConnError, DbError, QueryResult, Reply};
 use crate::stream::{open_stream, Stream, READ_CHUNK};
+use stampede_conn::hosts::{ServerState, SessionAttrs, SERVER_STATE_QUERY};
 use stampede_conn::tls::SslMode;
 use stampede_conn::ConnSpec;
 
@@ -72,7 +73,63 @@ pub struct PgConn {
 }
 
 impl PgConn {
+    /// A connection to the first host of `spec`'s list that answers and is the kind of server
+    /// `target_session_attrs` asks for, as libpq goes through its hosts.
     pub async fn connect(spec: &ConnSpec) -> Result<PgConn, ConnError> {
+        if !spec.has_failover() {
+            return PgConn::connect_to_host(spec).await;
+        }
+        let mut reasons = Vec::new();
+        for attrs in spec.failover.target_session_attrs.passes() {
+            for candidate in spec.candidates() {
+                match PgConn::connect_as(&candidate, attrs).await {
+                    Ok(conn) => return Ok(conn),
+                    Err(reason) => reasons.push(format!(
+                        "connection to server ({candidate}) failed: {reason}"
+                    )),
+                }
+            }
+        }
+        Err(ConnError::Protocol(reasons.join("\n")))
+    }
+
+    /// One host, its server's state checked when `attrs` asks.
+    async fn connect_as(spec: &ConnSpec, attrs: SessionAttrs) -> Result<PgConn, String> {
+        let mut conn = PgConn::connect_to_host(spec)
+            .await
+            .map_err(|e| e.to_string())?;
+        if !attrs.needs_server_state() {
+            return Ok(conn);
+        }
+        let state = conn.server_state().await.map_err(|e| e.to_string())?;
+        match attrs.rejects(state) {
+            None => Ok(conn),
+            Some(reason) => {
+                conn.close().await;
+                Err(reason.to_string())
+            }
+        }
+    }
+
+    async fn server_state(&mut self) -> Result<ServerState, ConnError> {
+        let reply = self.execute_simple_captured(SERVER_STATE_QUERY).await?;
+        let row = reply
+            .results
+            .first()
+            .and_then(|result| result.last_row.clone())
+            .unwrap_or_default();
+        match row.as_slice() {
+            [Some(in_recovery), Some(read_only)] => {
+                Ok(ServerState::from_columns(in_recovery, read_only))
+            }
+            _ => Err(ConnError::Protocol(
+                "the server did not say whether it is a standby".into(),
+            )),
+        }
+    }
+
+    /// A connection to `spec`'s one host.
+    async fn connect_to_host(spec: &ConnSpec) -> Result<PgConn, ConnError> {
         match PgConn::connect_once(spec, false).await {
             // sslmode=allow: TLS only when the server refused the plain connection.
             Err(ConnError::Server(_)) if spec.tls.mode == SslMode::Allow => {
@@ -332,8 +389,17 @@ impl PgConn {
 
     /// Runs a statement with the simple protocol and fails on a server error.
     pub async fn execute_simple(&mut self, sql: &str) -> Result<Reply, ConnError> {
+        self.execute_simple_reply(sql, false).await
+    }
+
+    /// As `execute_simple`, with the rows' values kept.
+    async fn execute_simple_captured(&mut self, sql: &str) -> Result<Reply, ConnError> {
+        self.execute_simple_reply(sql, true).await
+    }
+
+    async fn execute_simple_reply(&mut self, sql: &str, capture: bool) -> Result<Reply, ConnError> {
         self.queue_simple_query(sql)?;
-        let reply = self.round_trip(false).await?;
+        let reply = self.round_trip(capture).await?;
         match reply.error {
             Some(error) => Err(ConnError::Server(error)),
             None => Ok(reply),

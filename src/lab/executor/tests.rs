@@ -118,18 +118,12 @@ impl LabServer for FakeServer {
     }
 
     fn workload_conn(&self, database: &str) -> Endpoint {
-        Endpoint::Postgres(ConnSpec {
-            host: self.name.clone(),
-            hostaddr: None,
-            port: 1,
-            user: "fake".into(),
-            dbname: database.into(),
-            password: None,
-            application_name: "fake".into(),
-            connect_timeout: None,
-            options: None,
-            tls: Default::default(),
-        })
+        Endpoint::Postgres(ConnSpec::on_socket(
+            std::path::Path::new(&self.name),
+            1,
+            "fake",
+            database,
+        ))
     }
 
     fn has_dataset(&self, database: &str) -> bool {

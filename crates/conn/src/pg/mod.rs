@@ -6,7 +6,7 @@ pub mod control;
 
 use tokio_postgres::Client;
 
-use crate::postgres::ConnSpec;
+use crate::postgres::{connect_error_detail, ConnSpec, ConnectError};
 use stampede_base::error::Failure;
 
 /// A control session: connected, with notices below warnings silenced. A failure is a run
@@ -34,21 +34,15 @@ pub fn sql_error(context: &str, error: tokio_postgres::Error) -> Failure {
     Failure::run(format!("query failed: {detail} (while running: {context})")).caused_by(error)
 }
 
-pub fn connection_error(spec: &ConnSpec, error: tokio_postgres::Error) -> Failure {
-    // libpq's form of a server's refusal: "FATAL:  database \"x\" does not exist".
-    let detail = error
-        .as_db_error()
-        .map(|db| format!("{}:  {}", db.severity(), db.message()))
-        .unwrap_or_else(|| {
-            let mut text = error.to_string();
-            let mut source = std::error::Error::source(&error);
-            while let Some(inner) = source {
-                text = format!("{text}: {inner}");
-                source = inner.source();
-            }
-            text
-        });
-    Failure::run(format!("connection to server ({spec}) failed: {detail}")).caused_by(error)
+pub fn connection_error(spec: &ConnSpec, error: ConnectError) -> Failure {
+    match error {
+        ConnectError::Server(error) => {
+            let detail = connect_error_detail(&error);
+            Failure::run(format!("connection to server ({spec}) failed: {detail}")).caused_by(error)
+        }
+        // Each host's line names its host already.
+        ConnectError::NoHost(reasons) => Failure::run(reasons.join("\n")),
+    }
 }
 
 /// The one tokio runtime for control-plane work (setup queries, the loaders, the probes'
