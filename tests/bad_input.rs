@@ -33,11 +33,11 @@ fn option_errors_use_pgbench_wording() {
             "invalid stall timeout: \"soon\" (a duration such as 90s or 5m, or 0 to wait forever)",
         ),
         (&["-L", "-1"], "invalid latency limit: \"-1\""),
-        (&["-c", "0"], "-c/--clients must be in range 1..2147483647"),
+        (&["-c", "0"], "-c/--client must be in range 1..2147483647"),
         (&["-j", "0"], "-j/--jobs must be in range 1..2147483647"),
         (
             &["-c", "many"],
-            "invalid value \"many\" for option -c/--clients",
+            "invalid value \"many\" for option -c/--client",
         ),
         (&["-b", "nope"], "no builtin script found for name \"nope\""),
         (

@@ -379,7 +379,7 @@ fn debug_output_shows_the_statements_pgbench_shows() {
         lines
     };
     for mode in ["simple", "extended"] {
-        let args = ["-n", "-t", "2", "-M", mode, "-d", "-f", script.path()];
+        let args = ["-n", "-t", "2", "-M", mode, "--debug", "-f", script.path()];
         let pgbench = server.pgbench(&db, &args);
         let ours = stampede_pgbench(&db, &args, &[]);
         assert!(ours.status.success(), "{}", stderr(&ours));

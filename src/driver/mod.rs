@@ -38,7 +38,8 @@ pub struct IntervalReport {
 
 pub enum DriverEvent<'a> {
     Interval(&'a IntervalReport),
-    ClientAborted(&'a str),
+    /// A client gave up: its message, and the thread it ran on.
+    ClientAborted(&'a str, usize),
     /// `--verbose-errors`: a failed statement, or the decision to retry or give up.
     ClientNotice(&'a str),
 }
@@ -295,8 +296,8 @@ fn collect_intervals(
                     watchdog.abandon();
                 }
             }
-            ThreadMessage::ClientAborted { message } => {
-                on_event(DriverEvent::ClientAborted(&message))
+            ThreadMessage::ClientAborted { message, thread } => {
+                on_event(DriverEvent::ClientAborted(&message, thread))
             }
             ThreadMessage::ClientNotice { message } => {
                 on_event(DriverEvent::ClientNotice(&message))

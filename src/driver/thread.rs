@@ -29,6 +29,8 @@ pub enum ThreadMessage {
     },
     ClientAborted {
         message: String,
+        /// The thread the client ran on (pgbench's `--exit-on-abort` names it).
+        thread: usize,
     },
     /// `--verbose-errors` lines.
     ClientNotice {
@@ -653,9 +655,10 @@ fn abort(context: &ThreadContext, message: String) {
     context
         .aborted_clients
         .set(context.aborted_clients.get() + 1);
-    let _ = context
-        .messages
-        .send(ThreadMessage::ClientAborted { message });
+    let _ = context.messages.send(ThreadMessage::ClientAborted {
+        message,
+        thread: context.index,
+    });
 }
 
 /// Closes intervals on time even when no transaction completes in them. The collector's tick

@@ -250,7 +250,13 @@ pub fn pg15_tarball() -> PathBuf {
     if let Ok(path) = std::env::var("STAMPEDE_TEST_PG_TARBALL") {
         return PathBuf::from(path);
     }
+    pg_tarball("15")
+}
+
+/// The release tarball of PostgreSQL `major` that .ci/fetch-pg-source put in target/pgsrc/.
+pub fn pg_tarball(major: &str) -> PathBuf {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pgsrc");
+    let prefix = format!("postgresql-{major}_");
     std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
@@ -258,11 +264,11 @@ pub fn pg15_tarball() -> PathBuf {
         .map(|entry| entry.path())
         .find(|path| {
             let name = path.file_name().unwrap().to_string_lossy().to_string();
-            name.starts_with("postgresql-15_") && name.ends_with(".orig.tar.bz2")
+            name.starts_with(&prefix) && name.ends_with(".orig.tar.bz2")
         })
         .unwrap_or_else(|| {
             panic!(
-                "no PostgreSQL 15 tarball in {}: run .ci/fetch-pg-source (or set STAMPEDE_TEST_PG_TARBALL)",
+                "no PostgreSQL {major} tarball in {}: run .ci/fetch-pg-source",
                 dir.display()
             )
         })

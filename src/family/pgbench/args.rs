@@ -16,8 +16,9 @@ pub struct PgbenchArgs {
     /// Output version information, then exit
     #[arg(short = 'V', long = "version", help_heading = "Common options")]
     pub version: bool,
-    /// Print debugging output: what each client executes, sends and receives
-    #[arg(short = 'd', long = "debug", help_heading = "Common options")]
+    /// Print debugging output: what each client executes, sends and receives (pgbench 17+:
+    /// the long option only, `-d` is `--dbname`)
+    #[arg(long = "debug", help_heading = "Common options")]
     pub debug: bool,
 
     // ---- initialization
@@ -333,9 +334,13 @@ pub struct PgbenchArgs {
         help_heading = "Common options"
     )]
     pub username: Option<String>,
-    /// Database name, libpq URI or key=value connection string (pgbench's -d is --debug)
+    /// Database name, libpq URI or key=value connection string (pgbench 17+'s -d)
+    // getopt takes the next word as the value whatever it starts with: `-d --x` names the
+    // database "--x", as in pgbench.
     #[arg(
+        short = 'd',
         long = "dbname",
+        allow_hyphen_values = true,
         value_name = "DBNAME",
         help_heading = "Common options"
     )]

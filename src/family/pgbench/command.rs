@@ -210,7 +210,7 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
     }
     let scripts = resolve_scripts(choices)?;
     let clients = match &args.clients {
-        Some(c) => parse_int(c, "-c/--clients", 1, INT_MAX)? as usize,
+        Some(c) => parse_int(c, "-c/--client", 1, INT_MAX)? as usize,
         None => 1,
     };
     let jobs = match &args.jobs {

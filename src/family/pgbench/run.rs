@@ -17,13 +17,11 @@ use crate::pg::control_runtime;
 pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
     let exit_on_abort = spec.exit_on_abort;
     let on_event = |event: DriverEvent<'_>| match event {
-        DriverEvent::ClientAborted(message) => {
+        DriverEvent::ClientAborted(message, thread) => {
             eprintln!("stampede: error: {message}");
             if exit_on_abort {
                 // pgbench's --exit-on-abort: no summary, the run's status is 2.
-                eprintln!(
-                    "stampede: error: Run was aborted due to an error; --exit-on-abort given"
-                );
+                eprintln!("stampede: error: Run was aborted due to an error in thread {thread}");
                 std::process::exit(2);
             }
         }

@@ -325,7 +325,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
                 println!("{line}");
             }
         }
-        DriverEvent::ClientAborted(message) => eprintln!("stampede: error: {message}"),
+        DriverEvent::ClientAborted(message, _) => eprintln!("stampede: error: {message}"),
         DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
     })?;
     let report = SysbenchReport::new(&test, threads, &result);
