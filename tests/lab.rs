@@ -2055,3 +2055,121 @@ impl Drop for Spinner {
         let _ = self.child.wait();
     }
 }
+
+/// A small tmpfs, unmounted when dropped (before the lab's folder is removed).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: PathBuf, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(&at).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=755"),
+                "tmpfs",
+            ])
+            .arg(&at)
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "mount -t tmpfs (the test needs root)");
+        Tmpfs(at)
+    }
+
+    fn enlarge(&self, size: &str) {
+        let remounted = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(remounted.success());
+    }
+
+    /// Writes zeros until the filesystem refuses more.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(self.0.join("filler")).unwrap();
+        let chunk = vec![0u8; 64 * 1024];
+        while filler.write_all(&chunk).is_ok() {}
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The results database on a small filesystem that fills after the first run is recorded: the
+/// lab stops (exit 2) naming the cause and how to go on, nothing is half-written, and once the
+/// filesystem is enlarged `resume` records the other runs, each once.
+#[test]
+fn a_full_results_disk_stops_the_lab_and_resume_completes_once_there_is_room() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let (dir, spec) = lab_with_spec(
+        "full-disk",
+        "name = \"full\"\nruns = 3\nduration = \"2s\"\nresults = \"results/full.db\"\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n",
+    );
+    let results = Tmpfs::mount(dir.join("results"), "16m");
+    // The cluster lives beside the results; here it is kept off the small filesystem, so that
+    // only the results database runs out of room.
+    std::fs::create_dir_all(dir.join("servers")).unwrap();
+    std::os::unix::fs::symlink(dir.join("servers"), dir.join("results/full.db.servers")).unwrap();
+    let db = dir.join("results/full.db");
+    let completed = || {
+        sqlite(&db, "SELECT count(*) FROM runs WHERE status = 'completed'")
+            .first()
+            .map_or(0, |row| row[0].parse::<usize>().unwrap_or(0))
+    };
+    let mut lab = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let progress = common::Watch::new(lab.stderr.take().unwrap());
+    wait_until("the first run recorded", || db.exists() && completed() >= 1);
+    results.fill();
+    let status = lab.wait().unwrap();
+    let text = progress.finish();
+    let data = dir.join("servers/a/data");
+    assert_eq!(status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("stampede: error: results database:")
+            && text.contains("database or disk is full")
+            && text.contains(&format!(
+                "continue with `stampede lab resume {}` once the results can be written",
+                spec.display()
+            )),
+        "{text}"
+    );
+    assert!(
+        !data.join("postmaster.pid").exists(),
+        "the lab left its cluster running"
+    );
+
+    results.enlarge("64m");
+    let resumed = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    stop_cluster(dir.join("servers/a"), None);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(sqlite(&db, "PRAGMA integrity_check"), [["ok"]]);
+    assert_eq!(
+        sqlite(
+            &db,
+            "SELECT repetition, status, count(*) FROM runs GROUP BY repetition, status ORDER BY 1",
+        ),
+        [
+            ["0", "completed", "1"],
+            ["1", "completed", "1"],
+            ["2", "completed", "1"]
+        ]
+    );
+    drop(results);
+}

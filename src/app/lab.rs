@@ -128,7 +128,9 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
         lab.plan().runs.len(),
         spec.results
     );
-    let outcome = lab.run(&mut |event| progress.show(event))?;
+    let outcome = lab
+        .run(&mut |event| progress.show(event))
+        .map_err(|e| with_resume_hint(e, path))?;
     print!(
         "{}",
         lab_results::table(&spec, lab.plan(), &outcome.completed)
@@ -158,6 +160,20 @@ fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
         );
     }
     Ok(())
+}
+
+/// A results write that failed (a full disk, a lost connection) leaves every recorded run intact
+/// (each is one transaction): say how to go on.
+fn with_resume_hint(failure: Failure, path: &Path) -> Failure {
+    if !failure.message().starts_with("results database:") {
+        return failure;
+    }
+    failure.map_message(|text| {
+        format!(
+            "{text}; the runs recorded before it are kept: continue with `stampede lab resume {}` once the results can be written",
+            path.display()
+        )
+    })
 }
 
 /// What `runs = "auto"` will do, in one sentence.
