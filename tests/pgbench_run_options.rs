@@ -489,6 +489,83 @@ fn a_run_whose_server_hangs_is_abandoned_after_the_stall_timeout() {
     assert!(!stdout(&output).contains("tps = "), "{}", stdout(&output));
 }
 
+/// A lock wait stalls the run: the watchdog cancels the waiting queries (PostgreSQL cancel
+/// requests) before it closes their connections, so no backend of the run is left waiting on
+/// the lock (holding its place in the queue) after stampede exits. Closing the connections
+/// alone would leave them there: a backend waiting on a lock does not read its socket.
+#[test]
+fn the_watchdog_cancels_queries_stuck_on_a_lock() {
+    let s = server();
+    let db = s.create_database("stall_lock");
+    let init = s.pgbench(&db, &["-i", "-q"]);
+    assert!(init.status.success(), "{}", stderr(&init));
+    let mut holder = std::process::Command::new("psql")
+        .args([
+            "-X",
+            "-q",
+            "-h",
+            &s.socket_dir(),
+            "-p",
+            &s.port(),
+            "-U",
+            &s.user,
+            "-d",
+            &db,
+        ])
+        .arg("-c")
+        .arg(
+            "BEGIN; LOCK TABLE pgbench_accounts IN ACCESS EXCLUSIVE MODE; \
+             SELECT pg_sleep(600); COMMIT;",
+        )
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PGAPPNAME", "lock-holder")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let in_db = |condition: &str| {
+        s.psql(
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' AND {condition}"
+            ),
+        )
+    };
+    common::wait_until("the lock held", || {
+        in_db("application_name = 'lock-holder' AND query ~ 'pg_sleep'") == "1"
+    });
+    let mut args = vec!["pgbench", "-S", "-c", "2", "-j", "2", "-t", "100000000"];
+    args.extend(["--stall-timeout", "2s"]);
+    let flags = s.flags(&db);
+    args.extend(flags.iter().map(String::as_str));
+    let output = common::stampede_command(&args).output().unwrap();
+    let stampede_left = || in_db("application_name = 'stampede'");
+    common::wait_until("stampede's backends gone", || stampede_left() == "0");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    s.psql(
+        "postgres",
+        &format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'lock-holder'"
+        ),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned (their queries cancelled"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    // The server's own log: each waiting query ended by a cancel.
+    assert_eq!(
+        s.log_lines(&db, "canceling statement due to user request"),
+        2,
+        "the server's log"
+    );
+}
+
 /// `-l` on a disk that fills (a file size limit stands in for it: writes beyond it fail with
 /// EFBIG): the run stops at once, exit 2, naming the log file, instead of going on without it.
 #[test]

@@ -150,7 +150,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     if let (true, Some(timeout)) = (abandoned > 0, plan.stall_timeout) {
         return Err(Failure::run(format!(
             "{STALLED} {} s: {abandoned} of {} clients waited that long for the server, \
-             and the run was abandoned (their connections closed)",
+             and the run was abandoned (their queries cancelled, their connections closed)",
             timeout.as_secs_f64(),
             plan.clients
         )));

@@ -16,6 +16,7 @@ use super::plan::{RunLimit, RunPlan};
 use super::stats::{CommandStats, ScriptStats};
 use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
 use crate::script::prng::PgPrng;
+use crate::wire::cancel::CancelToken;
 
 pub enum ThreadMessage {
     /// Everything that completed in interval `index` (since this thread's start) on one thread.
@@ -103,6 +104,9 @@ struct ThreadContext {
     /// (client id less `first_client`); None between transactions.
     in_flight: Vec<Cell<Option<Instant>>>,
     first_client: usize,
+    /// What cancels each client's running query (by the same position), kept from its last
+    /// connection: the watchdog cancels stuck queries before it closes their connections.
+    cancel_tokens: Vec<RefCell<Option<CancelToken>>>,
     abandoned: Arc<AtomicBool>,
 }
 
@@ -178,6 +182,27 @@ impl ThreadContext {
             .iter()
             .filter(|since| since.get().is_some_and(|at| now - at > timeout))
             .count()
+    }
+
+    /// Keeps what cancels the client's new connection.
+    fn remember_cancel_token(&self, client: &Client) {
+        if let Some(slot) = self.cancel_tokens.get(client.id - self.first_client) {
+            *slot.borrow_mut() = client.cancel_token();
+        }
+    }
+
+    /// Sends a cancel request for every client in a transaction, all at once.
+    async fn cancel_running_queries(&self) {
+        let tokens: Vec<CancelToken> = self
+            .in_flight
+            .iter()
+            .zip(&self.cancel_tokens)
+            .filter(|(since, _)| since.get().is_some())
+            .filter_map(|(_, token)| token.borrow().clone())
+            .collect();
+        let requests = tokens.iter().map(|token| token.cancel());
+        // A request that fails (the server is gone too) changes nothing: the run is over.
+        let _ = futures_util::future::join_all(requests).await;
     }
 
     /// Marks the client as in a transaction since `at`, or (None) between transactions.
@@ -350,6 +375,11 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         messages: setup.messages.clone(),
         in_flight: setup.clients.iter().map(|_| Cell::new(None)).collect(),
         first_client: setup.clients.first().map_or(0, |c| c.id),
+        cancel_tokens: setup
+            .clients
+            .iter()
+            .map(|c| RefCell::new(c.cancel_token()))
+            .collect(),
         abandoned: setup.abandoned.clone(),
     });
     let mut abandoned_clients = 0;
@@ -361,7 +391,12 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         local.spawn_local(interval_ticker(context.clone(), setup.tick.clone()));
         tokio::select! {
             () = &mut local => {}
-            () = setup.abandon.notified() => abandoned_clients = context.live_clients.get(),
+            () = setup.abandon.notified() => {
+                abandoned_clients = context.live_clients.get();
+                // A backend waiting on a lock does not read its socket: closing the connection
+                // alone would leave it waiting, holding what it holds, after the run.
+                context.cancel_running_queries().await;
+            }
         }
         // Dropping the clients' tasks closes their connections, stuck ones included.
         drop(local);
@@ -541,6 +576,7 @@ async fn connect_again(
     loop {
         let error = match client.connect(plan).await {
             Ok(()) => {
+                context.remember_cancel_token(client);
                 context.stats.borrow_mut().stats.reconnects += 1;
                 context.per_script.borrow_mut()[script_index].reconnects += 1;
                 return true;
@@ -578,6 +614,7 @@ async fn reconnect(context: &ThreadContext, client: &mut Client, begin: Instant)
         );
         return false;
     }
+    context.remember_cancel_token(client);
     context
         .connection_time
         .set(context.connection_time.get() + begin.elapsed());

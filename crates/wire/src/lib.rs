@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cancel;
 mod classify;
 mod error_position;
 pub mod mysql;

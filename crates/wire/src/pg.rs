@@ -15,6 +15,7 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
+use crate::cancel::CancelToken;
 use crate::reply::{ConnError, DbError, QueryResult, Reply};
 use crate::stream::{open_stream, Stream, READ_CHUNK};
 use stampede_conn::hosts::{ServerState, SessionAttrs, SERVER_STATE_QUERY};
@@ -70,6 +71,9 @@ pub struct PgConn {
     server_version: String,
     /// The socket failed or the server closed it: nothing more can be sent or read.
     lost: bool,
+    /// The backend's key, from its start-up: what cancels its running query.
+    /// Boxed: a spec is large, and it is read once per run at most.
+    cancel: Option<Box<CancelToken>>,
 }
 
 impl PgConn {
@@ -150,9 +154,15 @@ impl PgConn {
             write_buf: BytesMut::with_capacity(4096),
             server_version: String::new(),
             lost: false,
+            cancel: None,
         };
         conn.startup(spec).await?;
         Ok(conn)
+    }
+
+    /// What cancels this connection's running query from elsewhere.
+    pub fn cancel_token(&self) -> Option<CancelToken> {
+        self.cancel.as_deref().cloned()
     }
 
     pub fn server_version(&self) -> &str {
@@ -223,7 +233,14 @@ impl PgConn {
                         self.server_version = body.value()?.to_string();
                     }
                 }
-                Message::BackendKeyData(_) | Message::NoticeResponse(_) => {}
+                Message::BackendKeyData(key) => {
+                    self.cancel = Some(Box::new(CancelToken {
+                        server: spec.clone(),
+                        process_id: key.process_id(),
+                        secret_key: key.secret_key(),
+                    }))
+                }
+                Message::NoticeResponse(_) => {}
                 Message::ReadyForQuery(_) => return Ok(()),
                 Message::ErrorResponse(body) => {
                     return Err(ConnError::Server(DbError::from_body(&body)))

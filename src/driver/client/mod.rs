@@ -17,6 +17,7 @@ use crate::script::eval::{evaluate, to_int, truth, EvalContext};
 use crate::script::parser::valid_variable_name;
 use crate::script::prng::PgPrng;
 use crate::script::Value;
+use crate::wire::cancel::CancelToken;
 use crate::wire::mysql::MyConn;
 use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply};
 
@@ -167,6 +168,14 @@ impl Client {
         self.conn = Some(Connection::Postgres(conn));
         self.prepared.iter_mut().for_each(|p| p.fill(false));
         Ok(())
+    }
+
+    /// What cancels this client's running query from another connection (PostgreSQL only).
+    pub fn cancel_token(&self) -> Option<CancelToken> {
+        match &self.conn {
+            Some(Connection::Postgres(conn)) => conn.cancel_token(),
+            _ => None,
+        }
     }
 
     pub fn is_connected(&self) -> bool {
