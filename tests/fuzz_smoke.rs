@@ -1,6 +1,7 @@
 //! A bounded fuzz run of every parser that reads untrusted input, on the stable toolchain, in
 //! every CI run: the lab spec parser, the libpq connection-string parser (key=value and URIs),
-//! the pgbench script parser and evaluator, and the MySQL reply parser (bytes from a server).
+//! the pgbench script parser and evaluator, and the MySQL and PostgreSQL reply parsers (bytes
+//! from a server).
 //! Each starts from a few valid inputs and mutates them (bit flips, insertions of the format's
 //! own tokens, deletions, duplications, splices) for a fixed number of executions with a fixed
 //! seed, so a failure reproduces; any panic fails the test and prints the input. The longer,
@@ -11,6 +12,7 @@ use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use stampede::wire::mysql::fuzz_reply;
+use stampede::wire::pg::fuzz_reply as fuzz_pg_reply;
 
 /// Executions per target: well under a second each in a release build.
 const EXECUTIONS: usize = 1_000_000;
@@ -284,6 +286,68 @@ fn the_mysql_reply_parser_never_panics() {
         tokens,
         |input| {
             fuzz_reply(input);
+            !input.is_empty()
+        },
+    );
+}
+
+/// One PostgreSQL backend message: type byte, length (itself included), body.
+fn pg_message(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut message = vec![tag];
+    message.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    message.extend_from_slice(body);
+    message
+}
+
+#[test]
+fn the_postgres_reply_parser_never_panics() {
+    let field = b"abalance\0\0\0\x40\x01\0\x03\0\0\0\x17\0\x04\xff\xff\xff\xff\0\0";
+    let row_description = pg_message(b'T', &[b"\0\x01".as_slice(), field].concat());
+    let data_row = pg_message(b'D', b"\0\x02\0\0\0\x041234\xff\xff\xff\xff");
+    let complete = pg_message(b'C', b"SELECT 1\0");
+    let ready = pg_message(b'Z', b"I");
+    let error = pg_message(
+        b'E',
+        b"SERROR\0VERROR\0C40001\0Mcould not serialize access\0Dthe detail\0P12\0\0",
+    );
+    let copy_out = pg_message(b'H', b"\0\0\x01\0\0");
+    let notice = pg_message(b'N', b"SWARNING\0Mbe careful\0\0");
+    let rows = [
+        &[1u8][..],
+        &row_description,
+        &data_row,
+        &data_row,
+        &complete,
+        &ready,
+    ]
+    .concat();
+    let failed = [&[0x80u8][..], &error, &pg_message(b'Z', b"E")].concat();
+    let copied = [
+        &[0x41u8][..],
+        &copy_out,
+        &pg_message(b'd', b"1\t2\n"),
+        &complete,
+        &ready,
+    ]
+    .concat();
+    let noticed = [&[0u8][..], &notice, &pg_message(b'I', b""), &ready].concat();
+    let tokens: &[&[u8]] = &[
+        b"\0\0\0\x04",
+        b"\xff\xff\xff\xff",
+        b"\x7f\xff\xff\xff",
+        b"\0\0",
+        b"\xff\xff",
+        b"Z\0\0\0\x05I",
+        b"D\0\0\0\x06\0\x01",
+        b"T\0\0\0\x06\0\x01",
+    ];
+    fuzz(
+        "postgres reply",
+        0x5eed_0005,
+        &[&rows, &failed, &copied, &noticed],
+        tokens,
+        |input| {
+            fuzz_pg_reply(input);
             !input.is_empty()
         },
     );

@@ -258,7 +258,7 @@ impl PgConn {
     /// none.
     async fn next_message(&mut self) -> Result<Message, ConnError> {
         loop {
-            if let Some(message) = Message::parse(&mut self.read_buf)? {
+            if let Some(message) = parse_message(&mut self.read_buf)? {
                 return Ok(message);
             }
             if let Err(e) = self.fill().await {
@@ -354,52 +354,17 @@ impl PgConn {
     }
 
     pub async fn read_reply(&mut self, capture: bool) -> Result<Reply, ConnError> {
-        let mut reply = Reply::default();
-        // The query whose rows are arriving, until its CommandComplete.
-        let mut current: Option<QueryResult> = None;
-        // pgbench refuses COPY in a script. A COPY FROM STDIN waits for data that never comes:
-        // it is failed at once and the client, which aborts on this error, drops the connection
-        // (the Sync already sent was swallowed by copy mode, so no ReadyForQuery would follow).
-        let mut copy_seen = false;
+        let mut assembler = ReplyAssembler::new(capture);
         loop {
-            match self.next_message().await? {
-                Message::CopyInResponse(_) => {
+            let message = self.next_message().await?;
+            match assembler.accept(message)? {
+                Step::More => {}
+                Step::Done(reply) => return Ok(reply),
+                Step::CopyIn => {
                     frontend::copy_fail(COPY_UNSUPPORTED, &mut self.write_buf)?;
                     self.flush().await?;
                     return Err(ConnError::Unsupported(COPY_UNSUPPORTED));
                 }
-                Message::CopyOutResponse(_) => copy_seen = true,
-                Message::DataRow(row) => {
-                    reply.rows += 1;
-                    if capture {
-                        capture_row(current.get_or_insert_with(Default::default), &row)?;
-                    }
-                }
-                Message::RowDescription(description) if capture => {
-                    let mut fields = description.fields();
-                    let mut columns = Vec::new();
-                    while let Some(field) = fields.next()? {
-                        columns.push(field.name().to_string());
-                    }
-                    current = Some(QueryResult {
-                        columns,
-                        ..Default::default()
-                    });
-                }
-                Message::CommandComplete(_) | Message::EmptyQueryResponse if capture => {
-                    reply.results.push(current.take().unwrap_or_default());
-                }
-                Message::ErrorResponse(body) if reply.error.is_none() => {
-                    reply.error = Some(DbError::from_body(&body));
-                }
-                Message::ReadyForQuery(_) if copy_seen => {
-                    return Err(ConnError::Unsupported(COPY_UNSUPPORTED));
-                }
-                Message::ReadyForQuery(body) => {
-                    reply.transaction_status = body.status();
-                    return Ok(reply);
-                }
-                _ => {}
             }
         }
     }
@@ -429,6 +394,127 @@ impl PgConn {
     }
 }
 
+/// What one more message means for the reply being read.
+enum Step {
+    More,
+    Done(Reply),
+    /// A COPY FROM STDIN began: the caller fails it (pgbench refuses COPY in a script).
+    CopyIn,
+}
+
+/// A reply put together from the server's messages, up to its ReadyForQuery.
+struct ReplyAssembler {
+    reply: Reply,
+    capture: bool,
+    /// The query whose rows are arriving, until its CommandComplete.
+    current: Option<QueryResult>,
+    /// A COPY TO STDOUT's data is skipped, then the client aborts as pgbench does. (A COPY FROM
+    /// STDIN waits for data that never comes: it is failed at once and the client, which aborts
+    /// on this error, drops the connection, since the Sync already sent was swallowed by copy
+    /// mode and no ReadyForQuery would follow.)
+    copy_seen: bool,
+}
+
+impl ReplyAssembler {
+    fn new(capture: bool) -> ReplyAssembler {
+        ReplyAssembler {
+            reply: Reply::default(),
+            capture,
+            current: None,
+            copy_seen: false,
+        }
+    }
+
+    fn accept(&mut self, message: Message) -> Result<Step, ConnError> {
+        let capture = self.capture;
+        match message {
+            Message::CopyInResponse(_) => return Ok(Step::CopyIn),
+            Message::CopyOutResponse(_) => self.copy_seen = true,
+            Message::DataRow(row) => {
+                self.reply.rows += 1;
+                if capture {
+                    capture_row(self.current.get_or_insert_with(Default::default), &row)?;
+                }
+            }
+            Message::RowDescription(description) if capture => {
+                let mut fields = description.fields();
+                let mut columns = Vec::new();
+                while let Some(field) = fields.next()? {
+                    columns.push(field.name().to_string());
+                }
+                self.current = Some(QueryResult {
+                    columns,
+                    ..Default::default()
+                });
+            }
+            Message::CommandComplete(_) | Message::EmptyQueryResponse if capture => {
+                let result = self.current.take().unwrap_or_default();
+                self.reply.results.push(result);
+            }
+            Message::ErrorResponse(body) if self.reply.error.is_none() => {
+                self.reply.error = Some(DbError::from_body(&body));
+            }
+            Message::ReadyForQuery(_) if self.copy_seen => {
+                return Err(ConnError::Unsupported(COPY_UNSUPPORTED));
+            }
+            Message::ReadyForQuery(body) => {
+                self.reply.transaction_status = body.status();
+                return Ok(Step::Done(std::mem::take(&mut self.reply)));
+            }
+            _ => {}
+        }
+        Ok(Step::More)
+    }
+}
+
+/// The largest message stampede accepts from a server: libpq's limit for any message (a row of
+/// 1 GB values is still below it). A length field beyond it is a broken or hostile server, and
+/// must not make the client reserve that much memory.
+const MAX_MESSAGE_BYTES: usize = 1 << 30;
+
+/// The next whole message in `buffer`, None when more bytes are needed; a length beyond
+/// MAX_MESSAGE_BYTES is refused before anything is reserved for it.
+fn parse_message(buffer: &mut BytesMut) -> Result<Option<Message>, ConnError> {
+    if let Some(length) = buffer.get(1..5) {
+        let length = u32::from_be_bytes(length.try_into().expect("four bytes")) as usize;
+        if length > MAX_MESSAGE_BYTES {
+            return Err(ConnError::Protocol(format!(
+                "the server sent a message of {length} bytes (type '{}'), more than the {MAX_MESSAGE_BYTES} a message may have",
+                char::from(buffer[0]).escape_default()
+            )));
+        }
+    }
+    Ok(Message::parse(buffer)?)
+}
+
+/// The fuzzers' entry (cargo-fuzz's target and the CI smoke): the first byte chooses whether
+/// rows are captured (bit 0) and where the bytes are cut in two reads (bits 4–7); the rest is
+/// what a server sent. Each message goes through the parser and the reply assembler the
+/// measured path uses. Returns whatever the bytes; a panic is a bug.
+pub fn fuzz_reply(data: &[u8]) {
+    let Some((&flags, bytes)) = data.split_first() else {
+        return;
+    };
+    let cut = usize::from(flags >> 4) * bytes.len() / 16;
+    let mut assembler = ReplyAssembler::new(flags & 1 != 0);
+    let mut buffer = BytesMut::from(&bytes[..cut]);
+    let mut rest = &bytes[cut..];
+    loop {
+        match parse_message(&mut buffer) {
+            Ok(Some(message)) => match assembler.accept(message) {
+                Ok(Step::More) => {}
+                Ok(Step::Done(_)) => assembler = ReplyAssembler::new(flags & 1 != 0),
+                Ok(Step::CopyIn) | Err(_) => return,
+            },
+            Ok(None) if !rest.is_empty() => {
+                buffer.extend_from_slice(rest);
+                rest = &[];
+            }
+            Ok(None) | Err(_) => return,
+        }
+    }
+}
+
 fn capture_row(
     result: &mut QueryResult,
     row: &postgres_protocol::message::backend::DataRowBody,
@@ -452,4 +538,23 @@ fn require_password(spec: &ConnSpec) -> Result<&str, ConnError> {
     spec.password
         .as_deref()
         .ok_or_else(|| ConnError::Protocol("fe_sendauth: no password supplied".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_length_field_beyond_the_limit_is_refused_before_anything_is_reserved() {
+        let mut buffer = BytesMut::from(&b"D\x7f\xff\xff\xff\0\x01"[..]);
+        let error = parse_message(&mut buffer).err().expect("refused");
+        assert_eq!(
+            error.to_string(),
+            "the server sent a message of 2147483647 bytes (type 'D'), more than the 1073741824 a message may have"
+        );
+        assert!(buffer.capacity() < 1024);
+        // A length within the limit waits for the rest of its message.
+        let mut partial = BytesMut::from(&b"Z\0\0\0\x05"[..]);
+        assert!(parse_message(&mut partial).unwrap().is_none());
+    }
 }
