@@ -1886,6 +1886,78 @@ fn a_lab_run_whose_server_hangs_fails_and_the_lab_goes_on() {
     assert_eq!(runs[1][1], "completed", "{runs:?}");
 }
 
+/// A whole server that stops answering (the postmaster and every process it forked stopped,
+/// and never resumed): the watchdog abandons the run, the lab finds the server does not answer,
+/// kills and restarts it, and the next run completes; no process of the hung server is left.
+#[test]
+fn a_lab_restarts_a_server_that_stops_answering() {
+    let (dir, spec) = lab_with_spec(
+        "hung",
+        "name = \"hung\"\nruns = 2\nduration = \"4s\"\nstall_timeout = \"2s\"\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
+    );
+    let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let progress = common::Watch::new(child.stderr.take().unwrap());
+    let data = dir.join("hung.db.servers/a/data");
+    wait_until("the first run's two sessions", || {
+        common::lab_session_pids(&data, "query ~ '^SELECT abalance'").len() == 2
+    });
+    let postmaster: i32 = std::fs::read_to_string(data.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut server: Vec<i32> = vec![postmaster];
+    server.extend(
+        stampede::sys::children_of(postmaster as u32)
+            .into_iter()
+            .map(|pid| pid as i32),
+    );
+    // Resumed only when the test ends (a killed process ignores it).
+    let frozen = common::Frozen::stop(server.clone());
+    // Three minutes end a hung lab (the failure this test is about) rather than the suite.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let log = progress.finish();
+    drop(frozen);
+    stop_cluster(dir.join("hung.db.servers/a"), None);
+    assert!(status.success(), "{log}");
+    let runs = sqlite(
+        &dir.join("hung.db"),
+        "SELECT repetition, status, error FROM runs ORDER BY repetition",
+    );
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0][1], "failed", "{runs:?}");
+    assert!(
+        runs[0][2].starts_with("no progress for 2 s: 2 of 2 clients waited that long")
+            && runs[0][2].contains("; the server did not answer (the server was restarted)"),
+        "{runs:?}"
+    );
+    assert_eq!(runs[1][1], "completed", "{runs:?}");
+    let survivors: Vec<&i32> = server
+        .iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| !stat.contains(") Z "))
+        })
+        .collect();
+    assert!(
+        survivors.is_empty(),
+        "processes of the hung server left: {survivors:?}"
+    );
+}
+
 /// Two `lab run`s of one spec at once: the second is refused (exit 1, before it starts
 /// anything) naming the first one's pid, and the first goes on unaffected. A results file that
 /// is another program's SQLite database is refused, and nothing is written into it.

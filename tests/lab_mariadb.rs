@@ -323,7 +323,7 @@ fn a_killed_mariadb_is_recorded_and_restarted_and_a_sigterm_resumes() {
     assert_eq!(failed.len(), 1, "{runs:?}");
     let error = &failed[0][1];
     assert!(
-        error.contains("the server was not running (the server was restarted); server log tail:"),
+        error.contains("the server did not answer (the server was restarted); server log tail:"),
         "{error}"
     );
     assert!(error.contains("mariadbd"), "the error log's tail: {error}");

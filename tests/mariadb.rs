@@ -757,3 +757,76 @@ fn an_ed25519_account_authenticates() {
     );
     assert!(!stderr(&refused).contains("wrong"));
 }
+
+/// The watchdog on MariaDB: with the table locked by another session, the run's point selects
+/// wait on the lock; `--stall-timeout` abandons the run (exit 2) and kills their queries
+/// (`KILL QUERY`) before closing the connections, so none of them stays queued on the lock.
+#[test]
+fn the_watchdog_kills_queries_stuck_on_a_lock() {
+    let _one = exclusive();
+    let db = create_database("stall_kill");
+    let prepared = stampede_sysbench(
+        &db,
+        &[
+            "prepare",
+            "oltp_point_select",
+            "--tables=1",
+            "--table-size=100",
+        ],
+    );
+    assert!(prepared.status.success(), "{}", stderr(&prepared));
+    let mut holder = std::process::Command::new("mariadb")
+        .args(["-uroot", &format!("--socket={}", socket()), &db, "-e"])
+        .arg("LOCK TABLES sbtest1 WRITE; SELECT SLEEP(600)")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sessions = |condition: &str| {
+        sql(
+            "",
+            &format!(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{db}' AND {condition}"
+            ),
+        )
+        .trim()
+        .to_string()
+    };
+    common::wait_until("the lock held", || {
+        sessions("INFO LIKE 'SELECT SLEEP%'") == "1"
+    });
+    let output = stampede_sysbench(
+        &db,
+        &[
+            "run",
+            "oltp_point_select",
+            "--tables=1",
+            "--table-size=100",
+            "--threads=2",
+        ]
+        .into_iter()
+        .chain(["--time=1", "--stall-timeout=2s"])
+        .collect::<Vec<_>>(),
+    );
+    common::wait_until("the run's queries gone", || {
+        sessions("INFO LIKE '%FROM sbtest1%'") == "0"
+    });
+    let _ = holder.kill();
+    let _ = holder.wait();
+    for id in sql(
+        "",
+        &format!("SELECT ID FROM information_schema.PROCESSLIST WHERE DB = '{db}' AND INFO LIKE 'SELECT SLEEP%'"),
+    )
+    .lines()
+    {
+        sql("", &format!("KILL {id}"));
+    }
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned (their queries cancelled"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}

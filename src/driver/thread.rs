@@ -187,7 +187,7 @@ impl ThreadContext {
     /// Keeps what cancels the client's new connection.
     fn remember_cancel_token(&self, client: &Client) {
         if let Some(slot) = self.cancel_tokens.get(client.id - self.first_client) {
-            *slot.borrow_mut() = client.cancel_token();
+            *slot.borrow_mut() = client.cancel_token(&self.plan.endpoint);
         }
     }
 
@@ -378,7 +378,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         cancel_tokens: setup
             .clients
             .iter()
-            .map(|c| RefCell::new(c.cancel_token()))
+            .map(|c| RefCell::new(c.cancel_token(&plan.endpoint)))
             .collect(),
         abandoned: setup.abandoned.clone(),
     });

@@ -531,7 +531,7 @@ impl<'a> Lab<'a> {
         }
     }
 
-    /// Adds the server log's tail when the server is gone, and brings it back up.
+    /// Adds the server log's tail when the server is gone or hung, and brings it back up.
     fn explain_failure(&mut self, target: usize, error: String) -> String {
         let Some(server) = &self.servers[target] else {
             return error;
@@ -547,7 +547,7 @@ impl<'a> Lab<'a> {
                 format!("restarting the server failed: {e}")
             }
         };
-        format!("{error}; the server was not running ({restart}); server log tail:\n{tail}")
+        format!("{error}; the server did not answer ({restart}); server log tail:\n{tail}")
     }
 
     /// The connection and scale factor for a run, after restoring pristine data if it writes.

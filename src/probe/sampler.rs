@@ -171,24 +171,19 @@ fn sample(admin: &ConnSpec, sources: &Sources<'_>, stop: &AtomicBool) -> Samples
         while !stop.load(Ordering::SeqCst) {
             let second = tick / TICKS_PER_SECOND;
             if let Some(client) = &client {
-                if let Ok(messages) = client.simple_query(&query).await {
-                    for row in messages.iter().filter_map(|m| match m {
-                        SimpleQueryMessage::Row(row) => Some(row),
-                        _ => None,
-                    }) {
-                        let sessions: u32 = row.get(2).and_then(|v| v.parse().ok()).unwrap_or(0);
-                        let key = (
-                            second,
-                            row.get(0).unwrap_or("").to_string(),
-                            row.get(1).unwrap_or("").to_string(),
-                        );
-                        *counts.entry(key).or_default() += sessions;
-                    }
+                match unless_stopped(stop, client.simple_query(&query)).await {
+                    Some(Ok(messages)) => count_waits(&mut counts, second, &messages),
+                    Some(Err(_)) => {}
+                    // The server stopped answering and the run has ended: nothing more to ask.
+                    None => break,
                 }
             }
             tick += 1;
             if tick.is_multiple_of(TICKS_PER_SECOND) {
-                let now = per_second_counters(client.as_ref(), sources).await;
+                let counters = per_second_counters(client.as_ref(), sources);
+                let Some(now) = unless_stopped(stop, counters).await else {
+                    break;
+                };
                 samples.counter_series.extend(
                     delta(&previous, &now)
                         .into_iter()
@@ -222,6 +217,48 @@ fn sample(admin: &ConnSpec, sources: &Sources<'_>, stop: &AtomicBool) -> Samples
             .collect();
         samples
     })
+}
+
+/// Adds one sample of the sessions' waits (wait type, event, session count per row).
+fn count_waits(
+    counts: &mut BTreeMap<(u64, String, String), u32>,
+    second: u64,
+    messages: &[SimpleQueryMessage],
+) {
+    for row in messages.iter().filter_map(|m| match m {
+        SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    }) {
+        let sessions: u32 = row.get(2).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let key = (
+            second,
+            row.get(0).unwrap_or("").to_string(),
+            row.get(1).unwrap_or("").to_string(),
+        );
+        *counts.entry(key).or_default() += sessions;
+    }
+}
+
+/// How often a query that has not answered looks at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// A server query, given up when the sampler is told to stop: a server that stops answering
+/// (hung, stopped) must not hold the end of the run, and the lab's restart of it, hostage.
+async fn unless_stopped<T>(
+    stop: &AtomicBool,
+    query: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::pin!(query);
+    loop {
+        tokio::select! {
+            value = &mut query => return Some(value),
+            () = tokio::time::sleep(STOP_POLL) => {
+                if stop.load(Ordering::SeqCst) {
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 fn cost(name: &str, value: f64) -> CounterRow {

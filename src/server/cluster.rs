@@ -209,6 +209,33 @@ impl Cluster {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
+    /// The running postmaster's pid, from its pid file, when that process is this cluster's
+    /// (its working directory is the data directory: a stale file's pid may be another
+    /// program's by now).
+    pub fn postmaster_pid(&self) -> Option<u32> {
+        let text = std::fs::read_to_string(self.data_dir().join("postmaster.pid")).ok()?;
+        let pid: u32 = text.lines().next()?.trim().parse().ok()?;
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+        let data = std::fs::canonicalize(self.data_dir()).ok()?;
+        (cwd == data).then_some(pid)
+    }
+
+    /// Kills a server that runs but does not answer (stopped, hung): the postmaster and every
+    /// process it forked, with SIGKILL, since pg_ctl's signals wait on a process that does not
+    /// run. True if there was one. The children are listed before the postmaster dies (they
+    /// are then handed to another parent).
+    pub fn kill_hung(&self) -> bool {
+        let Some(postmaster) = self.postmaster_pid() else {
+            return false;
+        };
+        let children = stampede_base::sys::children_of(postmaster);
+        stampede_base::sys::kill_now(postmaster);
+        for child in children {
+            stampede_base::sys::kill_now(child);
+        }
+        true
+    }
+
     pub fn stop(&self) -> Result<(), Failure> {
         let output = self
             .command("pg_ctl")

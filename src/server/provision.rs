@@ -176,9 +176,12 @@ impl ProvisionedServer {
         }
     }
 
-    /// Starts the server again after a crash. A killed postmaster's lock file and orphaned
-    /// backends linger until it is reaped, so this retries for a while.
+    /// Starts the server again after a crash, or after it stopped answering: a server that
+    /// still runs then is killed first (a new postmaster will not start beside it). A killed
+    /// postmaster's lock file and orphaned backends linger until it is reaped, so this retries
+    /// for a while.
     pub fn restart(&self) -> Result<(), Failure> {
+        self.cluster.kill_hung();
         let mut last = Ok(());
         for _ in 0..30 {
             last = self.cluster.start();

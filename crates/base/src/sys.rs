@@ -25,3 +25,30 @@ pub fn effective_user_name() -> Option<String> {
         .flatten()
         .map(|user| user.name)
 }
+
+/// The processes whose parent is `parent`, from /proc (empty where /proc cannot be read).
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| parent_of(*pid) == Some(parent))
+        .collect()
+}
+
+/// A process's parent, from /proc/<pid>/stat (fields counted from the command's last `)`,
+/// which may itself hold spaces and parentheses).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_command = &stat[stat.rfind(')')? + 1..];
+    after_command.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// SIGKILL: the one signal a stopped or hung process cannot ignore or postpone.
+pub fn kill_now(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}

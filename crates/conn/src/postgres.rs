@@ -347,10 +347,7 @@ impl ConnSpec {
         &self,
     ) -> Result<(tokio_postgres::Client, ControlConnection), ConnectError> {
         if !self.has_failover() {
-            return self
-                .connect_control_to_host()
-                .await
-                .map_err(ConnectError::Server);
+            return self.connect_control_to_host().await;
         }
         let mut reasons = Vec::new();
         for attrs in self.failover.target_session_attrs.passes() {
@@ -371,10 +368,11 @@ impl ConnSpec {
         &self,
         attrs: SessionAttrs,
     ) -> Result<(tokio_postgres::Client, ControlConnection), String> {
-        let (client, mut connection) = self
-            .connect_control_to_host()
-            .await
-            .map_err(|e| connect_error_detail(&e))?;
+        let (client, mut connection) =
+            self.connect_control_to_host().await.map_err(|e| match e {
+                ConnectError::Server(e) => connect_error_detail(&e),
+                other => other.to_string(),
+            })?;
         if !attrs.needs_server_state() {
             return Ok((client, connection));
         }
@@ -390,9 +388,32 @@ impl ConnSpec {
         }
     }
 
-    /// A control session to this spec's one host, with the TLS `sslmode` asks for; under
-    /// `allow`, a plain connection first and TLS when the server refuses it.
+    /// A control session to this spec's one host within `connect_timeout`, which bounds the
+    /// whole start-up as libpq's does (tokio-postgres bounds the socket's connect only, and a
+    /// server that accepts the socket but never answers would hold the caller forever).
     async fn connect_control_to_host(
+        &self,
+    ) -> Result<(tokio_postgres::Client, ControlConnection), ConnectError> {
+        let attempt = self.connect_control_to_host_unbounded();
+        let connected = match self.connect_control_timeout() {
+            Some(limit) => tokio::time::timeout(limit, attempt)
+                .await
+                .map_err(|_| ConnectError::TimedOut)?,
+            None => attempt.await,
+        };
+        connected.map_err(ConnectError::Server)
+    }
+
+    /// libpq ignores a timeout under 2 s (it rounds it up to 2).
+    fn connect_control_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
+            .filter(|t| !t.is_zero())
+            .map(|t| t.max(Duration::from_secs(2)))
+    }
+
+    /// With the TLS `sslmode` asks for; under `allow`, a plain connection first and TLS when
+    /// the server refuses it.
+    async fn connect_control_to_host_unbounded(
         &self,
     ) -> Result<(tokio_postgres::Client, ControlConnection), tokio_postgres::Error> {
         let tls_config = self.tls.client_config().unwrap_or(None);
@@ -459,13 +480,15 @@ pub enum ConnectError {
     Server(tokio_postgres::Error),
     /// No host of a list would do: libpq's one line per host tried, with its reason.
     NoHost(Vec<String>),
+    /// `connect_timeout` passed before the server finished the start-up.
+    TimedOut,
 }
 
 impl ConnectError {
     pub fn as_db_error(&self) -> Option<&tokio_postgres::error::DbError> {
         match self {
             ConnectError::Server(e) => e.as_db_error(),
-            ConnectError::NoHost(_) => None,
+            ConnectError::NoHost(_) | ConnectError::TimedOut => None,
         }
     }
 }
@@ -475,6 +498,8 @@ impl fmt::Display for ConnectError {
         match self {
             ConnectError::Server(e) => write!(f, "{e}"),
             ConnectError::NoHost(reasons) => write!(f, "{}", reasons.join("\n")),
+            // libpq's words.
+            ConnectError::TimedOut => write!(f, "timeout expired"),
         }
     }
 }
@@ -483,7 +508,7 @@ impl std::error::Error for ConnectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ConnectError::Server(e) => Some(e),
-            ConnectError::NoHost(_) => None,
+            ConnectError::NoHost(_) | ConnectError::TimedOut => None,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! PostgreSQL's cancel request: a new connection to the same server carrying the backend's
-//! process id and secret key, which the postmaster answers by interrupting that backend's
-//! query. A stuck client's own socket cannot carry it: the backend is not reading it.
+//! Cancelling a running query from another connection, since a stuck client's own socket cannot
+//! carry it (the server is not reading it): PostgreSQL's cancel request (a new connection with
+//! the backend's process id and secret key, which the postmaster answers by interrupting that
+//! backend's query), MariaDB/MySQL's `KILL QUERY <connection id>` in a session of its own.
 
 use std::time::Duration;
 
@@ -8,11 +9,23 @@ use bytes::BytesMut;
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use stampede_conn::ConnSpec;
+use stampede_conn::{ConnSpec, MysqlSpec};
 
-/// What cancels one connection's running query: where its server is and the backend's key.
+use crate::mysql::MyConn;
+
+/// What cancels one connection's running query.
 #[derive(Clone)]
-pub struct CancelToken {
+pub enum CancelToken {
+    Postgres(PostgresCancel),
+    Mysql {
+        server: MysqlSpec,
+        connection_id: u32,
+    },
+}
+
+/// Where a PostgreSQL connection's server is and its backend's key.
+#[derive(Clone)]
+pub struct PostgresCancel {
     /// The one host the connection reached (of a host list, the one that answered).
     pub server: ConnSpec,
     pub process_id: i32,
@@ -23,14 +36,37 @@ pub struct CancelToken {
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl CancelToken {
+    /// Asks the server to interrupt the query, within a few seconds; whether it could is
+    /// the caller's to ignore (the server may be gone too).
+    pub async fn cancel(&self) -> Result<(), String> {
+        match self {
+            CancelToken::Postgres(postgres) => {
+                tokio::time::timeout(CANCEL_TIMEOUT, postgres.send())
+                    .await
+                    .map_err(|_| "timeout expired".to_string())?
+                    .map_err(|e| e.to_string())
+            }
+            CancelToken::Mysql {
+                server,
+                connection_id,
+            } => {
+                let mut session = MyConn::connect(server, CANCEL_TIMEOUT)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let kill = format!("KILL QUERY {connection_id}");
+                let killed = tokio::time::timeout(CANCEL_TIMEOUT, session.execute_simple(&kill))
+                    .await
+                    .map_err(|_| "timeout expired".to_string())?;
+                session.close().await;
+                killed.map(|_| ()).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+impl PostgresCancel {
     /// Sends the request and waits for the server to close the connection (its only answer).
     /// Plain TCP or the unix socket, as libpq's PQcancel: the request precedes any TLS.
-    pub async fn cancel(&self) -> std::io::Result<()> {
-        tokio::time::timeout(CANCEL_TIMEOUT, self.send())
-            .await
-            .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
-    }
-
     async fn send(&self) -> std::io::Result<()> {
         let mut request = BytesMut::new();
         frontend::cancel_request(self.process_id, self.secret_key, &mut request);

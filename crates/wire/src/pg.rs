@@ -15,7 +15,7 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use crate::cancel::CancelToken;
+use crate::cancel::{CancelToken, PostgresCancel};
 use crate::reply::{ConnError, DbError, QueryResult, Reply};
 use crate::stream::{open_stream, Stream, READ_CHUNK};
 use stampede_conn::hosts::{ServerState, SessionAttrs, SERVER_STATE_QUERY};
@@ -73,7 +73,7 @@ pub struct PgConn {
     lost: bool,
     /// The backend's key, from its start-up: what cancels its running query.
     /// Boxed: a spec is large, and it is read once per run at most.
-    cancel: Option<Box<CancelToken>>,
+    cancel: Option<Box<PostgresCancel>>,
 }
 
 impl PgConn {
@@ -143,11 +143,17 @@ impl PgConn {
         }
     }
 
+    /// One attempt, bounded as a whole (socket, TLS and start-up) by `connect_timeout` as
+    /// libpq's is: a server that accepts the socket and never answers must not hold a client.
     async fn connect_once(spec: &ConnSpec, force_tls: bool) -> Result<PgConn, ConnError> {
         let timeout = spec.connect_timeout.unwrap_or(Duration::from_secs(30));
-        let stream = tokio::time::timeout(timeout, open_stream(spec, force_tls))
+        tokio::time::timeout(timeout, PgConn::connect_unbounded(spec, force_tls))
             .await
-            .map_err(|_| ConnError::Protocol("timeout expired".into()))??;
+            .map_err(|_| ConnError::Protocol("timeout expired".into()))?
+    }
+
+    async fn connect_unbounded(spec: &ConnSpec, force_tls: bool) -> Result<PgConn, ConnError> {
+        let stream = open_stream(spec, force_tls).await?;
         let mut conn = PgConn {
             stream,
             read_buf: BytesMut::with_capacity(READ_CHUNK),
@@ -162,7 +168,7 @@ impl PgConn {
 
     /// What cancels this connection's running query from elsewhere.
     pub fn cancel_token(&self) -> Option<CancelToken> {
-        self.cancel.as_deref().cloned()
+        self.cancel.as_deref().cloned().map(CancelToken::Postgres)
     }
 
     pub fn server_version(&self) -> &str {
@@ -234,7 +240,7 @@ impl PgConn {
                     }
                 }
                 Message::BackendKeyData(key) => {
-                    self.cancel = Some(Box::new(CancelToken {
+                    self.cancel = Some(Box::new(PostgresCancel {
                         server: spec.clone(),
                         process_id: key.process_id(),
                         secret_key: key.secret_key(),

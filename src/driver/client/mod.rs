@@ -170,10 +170,14 @@ impl Client {
         Ok(())
     }
 
-    /// What cancels this client's running query from another connection (PostgreSQL only).
-    pub fn cancel_token(&self) -> Option<CancelToken> {
-        match &self.conn {
-            Some(Connection::Postgres(conn)) => conn.cancel_token(),
+    /// What cancels this client's running query from another connection to `endpoint`.
+    pub fn cancel_token(&self, endpoint: &Endpoint) -> Option<CancelToken> {
+        match (&self.conn, endpoint) {
+            (Some(Connection::Postgres(conn)), _) => conn.cancel_token(),
+            (Some(Connection::Mysql(conn)), Endpoint::Mysql(server)) => Some(CancelToken::Mysql {
+                server: server.clone(),
+                connection_id: conn.connection_id(),
+            }),
             _ => None,
         }
     }

@@ -557,7 +557,7 @@ fn a_crashed_server_is_restarted_and_its_log_tail_recorded() {
     let (outcome, _) = fixture.invoke(false, false, None).unwrap();
     assert_eq!(outcome.failed_runs, 8);
     assert_eq!(fixture.journal.starting("restart ").len(), 8);
-    let expected = "connection lost; the server was not running (the server was restarted); \
+    let expected = "connection lost; the server did not answer (the server was restarted); \
                     server log tail:\nLOG:  server process was terminated by signal 9";
     let errors: Vec<_> = fixture
         .stored()

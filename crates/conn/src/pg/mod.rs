@@ -42,6 +42,9 @@ pub fn connection_error(spec: &ConnSpec, error: ConnectError) -> Failure {
         }
         // Each host's line names its host already.
         ConnectError::NoHost(reasons) => Failure::run(reasons.join("\n")),
+        ConnectError::TimedOut => Failure::run(format!(
+            "connection to server ({spec}) failed: timeout expired"
+        )),
     }
 }
 

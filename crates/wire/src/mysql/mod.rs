@@ -155,6 +155,8 @@ pub struct MyConn {
     /// The last status the server reported: inside a transaction or not.
     in_transaction: bool,
     lost: bool,
+    /// The server's id for this connection, from its greeting: what `KILL QUERY` names.
+    connection_id: u32,
 }
 
 impl MyConn {
@@ -180,6 +182,7 @@ impl MyConn {
             server_version: String::new(),
             in_transaction: false,
             lost: false,
+            connection_id: 0,
         };
         let over_socket = matches!(conn.stream, Stream::Unix(_));
         conn.handshake(spec, over_socket).await?;
@@ -193,6 +196,11 @@ impl MyConn {
 
     pub fn is_lost(&self) -> bool {
         self.lost
+    }
+
+    /// The server's id for this connection (`KILL QUERY` takes it).
+    pub fn connection_id(&self) -> u32 {
+        self.connection_id
     }
 
     /// The socket leaves the runtime's reactor: blocking reads and writes for a thread's only
@@ -213,6 +221,7 @@ impl MyConn {
         }
         let greeting = parse_greeting(&greeting).ok_or_else(malformed)?;
         self.server_version = greeting.version.clone();
+        self.connection_id = greeting.connection_id;
         self.capabilities = wanted_capabilities(spec) & greeting.capabilities;
         self.mariadb_capabilities = MARIADB_CLIENT_CACHE_METADATA & greeting.mariadb_capabilities;
         if self.capabilities & CLIENT_PROTOCOL_41 == 0 {
@@ -536,6 +545,7 @@ const LOCAL_INFILE_UNSUPPORTED: &str = "LOAD DATA LOCAL INFILE is not supported,
 /// The server's first packet (HandshakeV10).
 struct Greeting {
     version: String,
+    connection_id: u32,
     capabilities: u32,
     /// MariaDB's extended capabilities (0 from MySQL).
     mariadb_capabilities: u32,
@@ -549,7 +559,7 @@ fn parse_greeting(payload: &[u8]) -> Option<Greeting> {
         return None;
     }
     let version = String::from_utf8_lossy(reader.null_terminated()).into_owned();
-    let _connection_id = reader.u32()?;
+    let connection_id = reader.u32()?;
     let mut scramble = reader.bytes(8)?.to_vec();
     reader.u8()?;
     let low = reader.u16()? as u32;
@@ -577,6 +587,7 @@ fn parse_greeting(payload: &[u8]) -> Option<Greeting> {
     };
     Some(Greeting {
         version,
+        connection_id,
         capabilities,
         mariadb_capabilities,
         scramble,
