@@ -207,13 +207,7 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     wait_until("the tuned target's clients running tpcb-like", || {
         lab_sessions_running(&tuned_data, "^(UPDATE|SELECT|INSERT) .*pgbench_") > 0
     });
-    let pid: i32 = std::fs::read_to_string(tuned_data.join("postmaster.pid"))
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let pid = postmaster_pid(&tuned_data);
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let finished = resumed.wait_with_output().unwrap();
     assert!(finished.status.success(), "{}", stderr(&finished));
@@ -1841,61 +1835,20 @@ fn an_auto_lab_decides_a_real_difference_in_its_direction() {
     );
 }
 
-/// The watchdog in a lab: the first run's backends are stopped (SIGSTOP, a server that hangs);
-/// after `stall_timeout` the run is recorded failed with "no progress" and what the sampler
-/// saw, and the lab goes on: the next run completes.
-#[test]
-fn a_lab_run_whose_server_hangs_fails_and_the_lab_goes_on() {
+/// A lab `name` of two runs of `duration` with `stall_timeout = "2s"`, two clients of
+/// select-only, started and watched until its first run's two sessions are running (their
+/// backends' pids returned).
+fn start_a_lab_to_stall(
+    name: &str,
+    duration: &str,
+) -> (LabDir, std::process::Child, common::Watch, Vec<i32>) {
     let (dir, spec) = lab_with_spec(
-        "stall",
-        "name = \"stall\"\nruns = 2\nduration = \"6s\"\nstall_timeout = \"2s\"\n\
-         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
-         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
-    );
-    let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut progress = common::Watch::new(child.stderr.take().unwrap());
-    let data = dir.join("stall.db.servers/a/data");
-    let mut pids = Vec::new();
-    wait_until("the first run's two sessions", || {
-        pids = common::lab_session_pids(&data, "query ~ '^SELECT abalance'");
-        pids.len() == 2
-    });
-    let frozen = common::Frozen::stop(pids);
-    progress.wait_for("no progress for 2 s");
-    drop(frozen);
-    let status = child.wait().unwrap();
-    let log = progress.finish();
-    stop_cluster(dir.join("stall.db.servers/a"), None);
-    assert!(status.success(), "{log}");
-    let runs = sqlite(
-        &dir.join("stall.db"),
-        "SELECT repetition, status, error FROM runs ORDER BY repetition",
-    );
-    assert_eq!(runs.len(), 2, "{runs:?}");
-    assert_eq!(runs[0][1], "failed", "{runs:?}");
-    assert!(
-        runs[0][2].starts_with(
-            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned"
-        ) && runs[0][2].contains("; the sampler saw "),
-        "{runs:?}"
-    );
-    assert_eq!(runs[1][1], "completed", "{runs:?}");
-}
-
-/// A whole server that stops answering (the postmaster and every process it forked stopped,
-/// and never resumed): the watchdog abandons the run, the lab finds the server does not answer,
-/// kills and restarts it, and the next run completes; no process of the hung server is left.
-#[test]
-fn a_lab_restarts_a_server_that_stops_answering() {
-    let (dir, spec) = lab_with_spec(
-        "hung",
-        "name = \"hung\"\nruns = 2\nduration = \"4s\"\nstall_timeout = \"2s\"\n\
-         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
-         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
+        name,
+        &format!(
+            "name = \"{name}\"\nruns = 2\nduration = \"{duration}\"\nstall_timeout = \"2s\"\n\
+             [[target]]\nname = \"a\"\nsettings = {{ fsync = false }}\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n"
+        ),
     );
     let mut child = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .stdout(Stdio::piped())
@@ -1903,17 +1856,65 @@ fn a_lab_restarts_a_server_that_stops_answering() {
         .spawn()
         .unwrap();
     let progress = common::Watch::new(child.stderr.take().unwrap());
-    let data = dir.join("hung.db.servers/a/data");
+    let data = dir.join(format!("{name}.db.servers/a/data"));
+    let mut pids = Vec::new();
     wait_until("the first run's two sessions", || {
-        common::lab_session_pids(&data, "query ~ '^SELECT abalance'").len() == 2
+        pids = common::lab_session_pids(&data, "query ~ '^SELECT abalance'");
+        pids.len() == 2
     });
-    let postmaster: i32 = std::fs::read_to_string(data.join("postmaster.pid"))
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    (dir, child, progress, pids)
+}
+
+/// The watchdog in a lab: the first run's backends are stopped (SIGSTOP, a server that hangs);
+/// after `stall_timeout` the run is recorded failed with "no progress" and what the sampler
+/// saw, and the lab goes on: the next run completes.
+#[test]
+fn a_lab_run_whose_server_hangs_fails_and_the_lab_goes_on() {
+    let (dir, mut child, mut progress, pids) = start_a_lab_to_stall("stall", "6s");
+    let frozen = common::Frozen::stop(pids);
+    progress.wait_for("no progress for 2 s");
+    drop(frozen);
+    let status = child.wait().unwrap();
+    let log = progress.finish();
+    stop_cluster(dir.join("stall.db.servers/a"), None);
+    assert!(status.success(), "{log}");
+    let error = first_run_abandoned_second_completed(&dir, "stall");
+    assert!(error.contains("; the sampler saw "), "{error}");
+}
+
+/// The pid a cluster's postmaster wrote in its data directory.
+fn postmaster_pid(data: &Path) -> i32 {
+    let text = std::fs::read_to_string(data.join("postmaster.pid")).unwrap();
+    text.lines().next().unwrap().parse().unwrap()
+}
+
+/// The error of a two-run stall lab's first run, after checking the watchdog ended that run
+/// and the second completed.
+fn first_run_abandoned_second_completed(dir: &Path, name: &str) -> String {
+    let runs = sqlite(
+        &dir.join(format!("{name}.db")),
+        "SELECT repetition, status, error FROM runs ORDER BY repetition",
+    );
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0][1], "failed", "{runs:?}");
+    assert_eq!(runs[1][1], "completed", "{runs:?}");
+    assert!(
+        runs[0][2].starts_with(
+            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned"
+        ),
+        "{runs:?}"
+    );
+    runs[0][2].clone()
+}
+
+/// A whole server that stops answering (the postmaster and every process it forked stopped,
+/// and never resumed): the watchdog abandons the run, the lab finds the server does not answer,
+/// kills and restarts it, and the next run completes; no process of the hung server is left.
+#[test]
+fn a_lab_restarts_a_server_that_stops_answering() {
+    let (dir, mut child, progress, _) = start_a_lab_to_stall("hung", "4s");
+    let data = dir.join("hung.db.servers/a/data");
+    let postmaster = postmaster_pid(&data);
     let mut server: Vec<i32> = vec![postmaster];
     server.extend(
         stampede::sys::children_of(postmaster as u32)
@@ -1933,18 +1934,11 @@ fn a_lab_restarts_a_server_that_stops_answering() {
     drop(frozen);
     stop_cluster(dir.join("hung.db.servers/a"), None);
     assert!(status.success(), "{log}");
-    let runs = sqlite(
-        &dir.join("hung.db"),
-        "SELECT repetition, status, error FROM runs ORDER BY repetition",
-    );
-    assert_eq!(runs.len(), 2, "{runs:?}");
-    assert_eq!(runs[0][1], "failed", "{runs:?}");
+    let error = first_run_abandoned_second_completed(&dir, "hung");
     assert!(
-        runs[0][2].starts_with("no progress for 2 s: 2 of 2 clients waited that long")
-            && runs[0][2].contains("; the server did not answer (the server was restarted)"),
-        "{runs:?}"
+        error.contains("; the server did not answer (the server was restarted)"),
+        "{error}"
     );
-    assert_eq!(runs[1][1], "completed", "{runs:?}");
     let survivors: Vec<&i32> = server
         .iter()
         .filter(|pid| {

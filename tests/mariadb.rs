@@ -821,12 +821,5 @@ fn the_watchdog_kills_queries_stuck_on_a_lock() {
     {
         sql("", &format!("KILL {id}"));
     }
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(
-            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned (their queries cancelled"
-        ),
-        "{}",
-        stderr(&output)
-    );
+    common::assert_abandoned_by_the_watchdog(&output);
 }

@@ -521,3 +521,16 @@ impl Drop for TempFile {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// A run the watchdog ended (`--stall-timeout 2s`) with both of its two clients stuck: exit 2
+/// and the watchdog's sentence, with the cancelled queries.
+pub fn assert_abandoned_by_the_watchdog(output: &Output) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    assert!(
+        stderr(output).contains(
+            "no progress for 2 s: 2 of 2 clients waited that long for the server, and the run was abandoned (their queries cancelled, their connections closed)"
+        ),
+        "{}",
+        stderr(output)
+    );
+}
