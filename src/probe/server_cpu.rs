@@ -46,18 +46,16 @@ struct Ticks {
 fn tree_ticks(postmaster: u32) -> Option<Ticks> {
     let own = ProcStat::read(postmaster)?;
     let mut total = own.ticks_with_reaped();
-    let children = std::fs::read_dir("/proc").ok()?;
-    for entry in children.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        // A process may end between the listing and the read: it is then in the
-        // postmaster's reaped ticks, or about to be.
-        if let Some(child) = ProcStat::read(pid).filter(|s| s.parent == postmaster) {
-            let ticks = child.ticks_with_reaped();
-            total.user += ticks.user;
-            total.system += ticks.system;
-        }
+    // A process may end between the listing and the read: it is then in the postmaster's
+    // reaped ticks, or about to be.
+    for child in crate::sys::children_of(postmaster)
+        .into_iter()
+        .filter_map(ProcStat::read)
+        .filter(|stat| stat.parent == postmaster)
+    {
+        let ticks = child.ticks_with_reaped();
+        total.user += ticks.user;
+        total.system += ticks.system;
     }
     Some(total)
 }
