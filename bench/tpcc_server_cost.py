@@ -16,10 +16,21 @@ the CALL not included; NOPM is Δ sum(district.d_next_o_id) per minute.
 
 Usage: bench/tpcc_server_cost.py --hammerdb-src PATH [--before BIN] [--warehouses 4]
        [--seconds 60] [--type-seconds 10] [--vu 1,4] [--rounds 2]
+
+--hammerdb-cli runs HammerDB itself instead (bench/hammerdb.py: its CLI, its loader, its
+driver) beside `stampede tpcc build` and `stampede tpcc run`, each on its own database of one
+server, runs alternating ABBA: build times, then per virtual-user count NOPM (each tool's own),
+server CPU per transaction, and per transaction type the server time per call
+(pg_stat_statements' top-level CALLs, nested statements included). One virtual user works on
+its home warehouse; several use all warehouses in both tools (dealt out alike; HammerDB's home
+warehouses are drawn at random per user, so two users may share one by chance).
+       bench/tpcc_server_cost.py --hammerdb-cli --hammerdb-src PATH [--pgtcl SO] [--warehouses 4]
+       [--rampup-minutes 1] [--minutes 1] [--vu 1,4] [--rounds 2]
 Build first: cargo build --release.
 """
 import argparse
 import os
+import resource
 import re
 import statistics
 import subprocess
@@ -30,6 +41,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pgserver import Server  # noqa: E402
 from tpcc_client_cpu import server_cpu_s  # noqa: E402
+from hammerdb import HammerDB  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
@@ -157,7 +169,13 @@ def main():
     parser.add_argument("--vu", default="1,4")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--port", type=int, default=15472)
+    parser.add_argument("--hammerdb-cli", action="store_true")
+    parser.add_argument("--rampup-minutes", type=int, default=1)
+    parser.add_argument("--minutes", type=int, default=1)
+    parser.add_argument("--pgtcl", help="a thread-safe Pgtcl (bench/build_thread_safe_pgtcl.sh)")
     args = parser.parse_args()
+    if args.hammerdb_cli:
+        return beside_hammerdb(args)
     server = Server(args.port, os.path.join(tempfile.gettempdir(), f"stampede-bench-{args.port}"),
                     "-c fsync=off -c shared_buffers=1GB -c synchronous_commit=off "
                     "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
@@ -219,6 +237,142 @@ def report(variants, args):
             cpu, statements = (statistics.median(x) for x in zip(*variant.per_type[type_name]))
             cells.append(f"{variant.name} {cpu:7.0f} us {statements:5.2f}")
         print(f"{type_name:13} " + " | ".join(cells))
+
+
+SERVER_SETTINGS = ("-c fsync=off -c shared_buffers=1GB -c synchronous_commit=off -c max_wal_size=8GB "
+                   "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
+                   "-c pg_stat_statements.max=10000")
+PROCEDURES = ["neword", "payment", "ostat", "delivery", "slev"]
+
+
+def children_cpu_s():
+    """User and system CPU of this script's finished children: the tool's process of a run."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def database_transactions(server, db):
+    """Commits and rollbacks of `db`: one per CALL in both tools (the tools' own few queries
+    aside). pg_stat_statements cannot count the CALLs before PostgreSQL 16: every simple CALL's
+    literals make an entry of its own, and entries beyond pg_stat_statements.max are evicted."""
+    return int(psql_value(server, db, "SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                                      "WHERE datname = current_database()"))
+
+
+def per_call(server, db):
+    """{procedure: (calls, mean server us)} of the top-level CALLs since the last reset (the
+    entries pg_stat_statements kept: a sample of the calls, see database_transactions)."""
+    rows = psql_value(server, db,
+                      "SELECT lower(split_part(ltrim(query), '(', 1)), sum(calls), sum(total_exec_time) "
+                      "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+                      "WHERE d.datname = current_database() AND toplevel AND query ILIKE 'call %' GROUP BY 1")
+    calls = {}
+    for line in rows.splitlines():
+        name, count, total_ms = line.split("|")
+        calls[name.split()[-1]] = (int(count), float(total_ms) * 1000 / int(count))
+    return calls
+
+
+def wait_for_autovacuum(server, db, tables=("order_line", "stock", "customer"), limit_s=240):
+    """HammerDB's build ends with ANALYZE; autovacuum vacuums its tables within a minute or
+    two. Its runs start from that state, as a user's would."""
+    deadline = time.monotonic() + limit_s
+    names = ",".join(f"'{t}'" for t in tables)
+    while time.monotonic() < deadline:
+        done = psql_value(server, db, f"SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ({names}) "
+                                      "AND last_autovacuum IS NOT NULL")
+        if int(done) == len(tables):
+            return
+        time.sleep(5)
+    print("autovacuum had not vacuumed HammerDB's tables: its runs start from unvacuumed tables")
+
+
+def stampede_run(server, db, vu, rampup_minutes, minutes):
+    command = [STAMPEDE, "tpcc", "run", f"--vu={vu}", f"--rampup={rampup_minutes}m", f"--duration={minutes}m",
+               "-h", "127.0.0.1", "-p", server.port, "-U", "postgres", "-d", db]
+    if vu > 1:
+        command.append("--all-warehouses")
+    run = subprocess.run(command, capture_output=True, text=True)
+    match = re.search(r"System achieved (\d+) NOPM from (\d+) PostgreSQL TPM", run.stdout)
+    if run.returncode != 0 or not match:
+        sys.exit(f"stampede run failed:\n{run.stdout}\n{run.stderr}")
+    return int(match.group(1))
+
+
+def beside_hammerdb(args):
+    server = Server(args.port, os.path.join(tempfile.gettempdir(), f"stampede-bench-{args.port}"),
+                    SERVER_SETTINGS)
+    server.init()
+    server.start()
+    hammerdb = HammerDB(args.hammerdb_src, "127.0.0.1", server.port, "tpcc_hammerdb", args.warehouses,
+                        args.pgtcl)
+    results = {"hammerdb": {}, "stampede": {}}  # tool -> vu -> [(nopm, cpu us/txn, {type: us/call})]
+    try:
+        postmaster = int(open(os.path.join(server.data, "postmaster.pid")).readline())
+        started = time.monotonic()
+        hammerdb.build()
+        hammerdb_build_s = time.monotonic() - started
+        server.psql("postgres", "CREATE DATABASE tpcc_stampede")
+        started = time.monotonic()
+        subprocess.run([STAMPEDE, "tpcc", "build", f"--warehouses={args.warehouses}", "-h", "127.0.0.1",
+                        "-p", server.port, "-U", "postgres", "-d", "tpcc_stampede"], check=True,
+                       capture_output=True)
+        stampede_build_s = time.monotonic() - started
+        print(f"build of {args.warehouses} warehouses: HammerDB {hammerdb_build_s:.1f} s, stampede "
+              f"{stampede_build_s:.1f} s: stampede {hammerdb_build_s / stampede_build_s:.1f}x as fast")
+        for db in ("tpcc_hammerdb", "tpcc_stampede"):
+            server.psql(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        wait_for_autovacuum(server, "tpcc_hammerdb")
+        tools = ["hammerdb", "stampede"]
+        for round_index in range(args.rounds):
+            for vu in (int(v) for v in args.vu.split(",")):
+                order = tools if round_index % 2 == 0 else list(reversed(tools))
+                for tool in order:
+                    db = f"tpcc_{tool}"
+                    psql_value(server, db, "SELECT pg_stat_statements_reset()")
+                    transactions_before = database_transactions(server, db)
+                    cpu_before = server_cpu_s(postmaster)
+                    client_before = children_cpu_s()
+                    if tool == "hammerdb":
+                        nopm, _ = hammerdb.run(vu, args.rampup_minutes, args.minutes, all_warehouses=vu > 1)
+                    else:
+                        nopm = stampede_run(server, db, vu, args.rampup_minutes, args.minutes)
+                    cpu_s = server_cpu_s(postmaster) - cpu_before
+                    client_s = children_cpu_s() - client_before
+                    calls = per_call(server, db)
+                    time.sleep(1)  # the sessions' last statistics reach pg_stat_database
+                    transactions = database_transactions(server, db) - transactions_before
+                    results[tool].setdefault(vu, []).append(
+                        (nopm, cpu_s * 1e6 / transactions, {name: us for name, (_, us) in calls.items()},
+                         client_s * 1e6 / transactions))
+                    print(f"round {round_index + 1} {tool:8} {vu} vu: NOPM {nopm}, server "
+                          f"{cpu_s * 1e6 / transactions:.0f} us/txn, client {client_s * 1e6 / transactions:.0f} "
+                          f"us/txn", flush=True)
+    finally:
+        server.remove()
+    report_beside_hammerdb(results, args)
+
+
+def report_beside_hammerdb(results, args):
+    print(f"\n{args.warehouses} warehouses, {args.rampup_minutes} min ramp-up + {args.minutes} min per run, "
+          f"{args.rounds} rounds ABBA (medians)")
+    for vu in sorted(results["hammerdb"]):
+        medians = {}
+        for tool in ("hammerdb", "stampede"):
+            runs = results[tool][vu]
+            per_type = {name: statistics.median(r[2].get(name, float("nan")) for r in runs) for name in PROCEDURES}
+            medians[tool] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), per_type,
+                             statistics.median(r[3] for r in runs))
+        theirs, ours = medians["hammerdb"], medians["stampede"]
+        print(f"\n{vu} virtual user(s){' (all warehouses)' if vu > 1 else ''}:")
+        print(f"{'':14} {'hammerdb':>10} {'stampede':>10} {'ratio':>7}")
+        print(f"{'NOPM':14} {theirs[0]:10.0f} {ours[0]:10.0f} {ours[0] / theirs[0]:7.3f}")
+        print(f"{'server us/txn':14} {theirs[1]:10.0f} {ours[1]:10.0f} {ours[1] / theirs[1]:7.3f}")
+        print(f"{'client us/txn':14} {theirs[3]:10.0f} {ours[3]:10.0f} {ours[3] / theirs[3]:7.3f}")
+        for name in PROCEDURES:
+            print(f"{name + ' us/call':14} {theirs[2][name]:10.0f} {ours[2][name]:10.0f} "
+                  f"{ours[2][name] / theirs[2][name]:7.3f}")
+    print("\ngoal: per type within 0.90-1.10; server us/txn and NOPM within 0.95-1.05")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ pub use crate::family::common::connection::ConnectionArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum TpccAction {
-    /// Create the TPROC-C tables, load them by warehouse over --threads connections, build keys
-    /// and indexes, then ANALYZE and VACUUM FREEZE
+    /// Create the TPROC-C tables, load them in HammerDB's physical order (one connection per
+    /// table, up to --threads at once), build keys and indexes, then ANALYZE (as HammerDB) and
+    /// VACUUM
     #[command(disable_help_flag = true)]
     Build(BuildArgs),
     /// Run the TPROC-C mix with virtual users: NOPM and TPM as HammerDB computes them
@@ -29,20 +30,25 @@ pub struct BuildArgs {
     /// Warehouses to load (HammerDB's pg_count_ware)
     #[arg(long, short = 'w', default_value_t = 1, allow_negative_numbers = true)]
     pub warehouses: i64,
-    /// Connections loading in parallel (default: the client's cores)
+    /// Connections loading in parallel, each one table at a time (default: the client's cores;
+    /// at most 8, one per table)
     #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<i64>,
     /// Hash-partition order_line by warehouse into round(W/100) parts, as HammerDB does (only
     /// from 200 warehouses on, like HammerDB)
     #[arg(long)]
     pub partition: bool,
-    /// CLUSTER every table on its primary key before ANALYZE and VACUUM FREEZE (as Vik Fearing's
+    /// CLUSTER every table on its primary key before ANALYZE and VACUUM (as Vik Fearing's
     /// PostgreSQL 12 vs 13 TPROC-C study did)
     #[arg(long)]
     pub cluster: bool,
     /// Seed of the data's random numbers (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Whose value rules where they differ: hammerdb (half the customers with bad credit,
+    /// HammerDB's orders' customers) or tpc-c (clause 4.3.3.1)
+    #[arg(long, default_value = "hammerdb")]
+    pub rules: String,
 }
 
 #[derive(Debug, Args)]
@@ -112,6 +118,10 @@ pub struct RunArgs {
     /// Seed of the virtual users' random numbers (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Whose inputs where they differ: hammerdb (uniform customer ids, the load's C for last
+    /// names, one Stock-Level district per virtual user) or tpc-c (clauses 2.1.6, 2.5.1.2, 2.8.1)
+    #[arg(long, default_value = "hammerdb")]
+    pub rules: String,
     /// Write the result as JSON to this file
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,

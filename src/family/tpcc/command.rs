@@ -9,7 +9,8 @@ use crate::family::common::connection::{connection, positive};
 use crate::family::tpcc::args::{BuildArgs, CheckArgs, ConnectionArgs, TpccAction};
 use crate::family::tpcc::built::{checked_warehouses, existing_tables};
 use crate::family::tpcc::check::{self, SHOWN};
-use crate::family::tpcc::load::Loader;
+use crate::family::tpcc::load::{self, Loader};
+use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::schema;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error};
@@ -29,6 +30,7 @@ fn build(args: &BuildArgs) -> CommandResult {
         Some(t) => positive::<usize>(t, "threads")?,
         None => crate::cpu::cores(),
     };
+    let rules = Rules::parse(&args.rules, "--rules").map_err(Failure::input)?;
     let conn = connection(&args.connection)?;
     let partitions = if args.partition {
         schema::partitions_for(warehouses)
@@ -60,12 +62,14 @@ fn build(args: &BuildArgs) -> CommandResult {
         connections: threads,
         seed,
         partitions,
+        rules,
         now_unix_us: (crate::store::unix_now() * 1e6) as i64,
         rows_loaded: Arc::new(AtomicU64::new(0)),
     };
     println!(
-        "building TPROC-C: {warehouses} warehouse(s) over {} connection(s), seed {seed}",
-        threads.min(warehouses as usize)
+        "building TPROC-C: {warehouses} warehouse(s) over {} connection(s), seed {seed}, {} rules",
+        threads.min(load::STREAM_COUNT),
+        rules.name()
     );
     let started = Instant::now();
     runtime.block_on(
@@ -81,7 +85,10 @@ fn build(args: &BuildArgs) -> CommandResult {
     Ok(())
 }
 
-/// CLUSTER (optional), then ANALYZE and VACUUM FREEZE every table.
+/// CLUSTER (optional), then ANALYZE, as HammerDB's build ends, and VACUUM, as autovacuum
+/// does to HammerDB's freshly loaded tables in the first minute after its build (their
+/// visibility map set, as a run a minute later finds them); not FREEZE, which HammerDB's never
+/// are.
 async fn finish(
     client: &tokio_postgres::Client,
     cluster: bool,
@@ -95,7 +102,8 @@ async fn finish(
                 .map(|(table, index)| format!("CLUSTER {table} USING {index}")),
         );
     }
-    statements.push("VACUUM (FREEZE, ANALYZE)".to_string());
+    statements.push("ANALYZE".to_string());
+    statements.push("VACUUM".to_string());
     for statement in statements {
         client
             .batch_execute(&statement)

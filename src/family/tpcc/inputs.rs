@@ -3,6 +3,7 @@
 //! lines a New-Order may have.
 
 use super::random::NurandConstants;
+use super::rules::Rules;
 
 /// Which warehouse a virtual user's transaction works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,24 +43,47 @@ pub struct Inputs {
     pub customer: String,
     /// Payment's customer warehouse and district: `:c_w_id`, `:c_d_id` (15% remote).
     pub payment_customer_warehouse: String,
+    /// Stock-Level's `:d_id`.
+    pub stock_level_district: String,
 }
 
 impl Inputs {
-    pub fn new(warehouses: i64, choice: WarehouseChoice, constants: NurandConstants) -> Inputs {
+    pub fn new(
+        warehouses: i64,
+        choice: WarehouseChoice,
+        constants: NurandConstants,
+        rules: Rules,
+    ) -> Inputs {
         let remote_warehouse = if warehouses > 1 {
             format!("1 + (:w_id + random(0, {})) % {warehouses}", warehouses - 2)
         } else {
             ":w_id".to_string()
+        };
+        let (customer_id, stock_level_district) = match rules {
+            Rules::HammerDb => (
+                "random(1, 3000)".to_string(),
+                // Drawn once per virtual user (a hash of its number and the run's seed), as
+                // HammerDB draws each user's district before its first transaction.
+                "(hash(:client_id) % 10 + 10) % 10 + 1",
+            ),
+            Rules::TpcC => (
+                format!(
+                    "((random(0, 1023) | random(1, 3000)) + {}) % 3000 + 1",
+                    constants.c_id
+                ),
+                "random(1, 10)",
+            ),
         };
         Inputs {
             warehouses,
             warehouse: choice.script_line(warehouses),
             customer: format!(
                 "\\set by_name case when random(1, 100) <= 60 then 1 else 0 end\n\
-                 \\set c_id ((random(0, 1023) | random(1, 3000)) + {}) % 3000 + 1\n\
+                 \\set c_id {customer_id}\n\
                  \\set name ((random(0, 255) | random(0, 999)) + {}) % 1000\n",
-                constants.c_id, constants.c_last
+                constants.c_last
             ),
+            stock_level_district: format!("\\set d_id {stock_level_district}\n"),
             payment_customer_warehouse: format!(
                 "\\if random(1, 100) <= 85\n\\set c_w_id :w_id\n\\set c_d_id :d_id\n\
                  \\else\n\\set c_w_id {remote_warehouse}\n\\set c_d_id random(1, 10)\n\\endif\n"

@@ -18,10 +18,12 @@ use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
 use crate::family::tpcc::inputs::WarehouseChoice;
 use crate::family::tpcc::load::Loader;
+use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::scripts::{Mix, Mode};
 
 pub struct TpccLab {
     mix: Mix,
+    rules: Rules,
 }
 
 /// TPROC-C; `protocol` is how server mode sends its CALLs (simple, with literals, as HammerDB
@@ -51,6 +53,9 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
 struct TpccOptions {
     /// Five weights or `hammerdb`, as `--mix` takes them.
     mix: Option<String>,
+    /// `hammerdb` or `tpc-c`, as `tpcc build --rules` and `tpcc run --rules` take them: the
+    /// load's values and the runs' inputs.
+    rules: Option<String>,
 }
 
 impl TpccLab {
@@ -58,7 +63,9 @@ impl TpccLab {
         let parsed: TpccOptions = options::parse("tpcc", options)?;
         let mix = Mix::parse(parsed.mix.as_deref().unwrap_or("hammerdb"))
             .map_err(|e| OptionsError::at("tpcc", "mix", e))?;
-        Ok(TpccLab { mix })
+        let rules = Rules::parse(parsed.rules.as_deref().unwrap_or("hammerdb"), "rules")
+            .map_err(|e| OptionsError::at("tpcc", "rules", e))?;
+        Ok(TpccLab { mix, rules })
     }
 }
 
@@ -78,6 +85,7 @@ impl FamilyWorkload for TpccLab {
             connections: crate::cpu::cores(),
             seed: 1,
             partitions: 1,
+            rules: self.rules,
             now_unix_us: (crate::store::unix_now() * 1e6) as i64,
             rows_loaded: Default::default(),
         };
@@ -113,7 +121,7 @@ impl FamilyWorkload for TpccLab {
     ) -> Result<Measurement, Failure> {
         let conn = request.conn.postgres("TPROC-C")?;
         let seed = lab_run::seed();
-        let constants = run_constants(conn, seed)?;
+        let constants = run_constants(conn, seed, self.rules)?;
         let mut counted = CountedWindow {
             inner: observer,
             conn,
@@ -129,6 +137,7 @@ impl FamilyWorkload for TpccLab {
                 mode: *mode,
                 call: request.protocol,
                 keying_thinking: None,
+                rules: self.rules,
                 seed,
             };
             plan(conn, request.scale, constants, &settings)

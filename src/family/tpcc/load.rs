@@ -1,11 +1,14 @@
-//! `tpcc build`'s loader: the tables of schema.rs filled by TPC-C's rules (clause 4.3.3.1) —
-//! item once, then per warehouse its district, stock, customer, history, orders, new_order and
-//! order_line rows — by binary COPY, warehouses spread over several connections, keys and
-//! indexes built after the data, also in parallel, then the transactions' procedures.
+//! `tpcc build`'s loader: the tables of schema.rs filled by TPC-C's rules (clause 4.3.3.1, or
+//! HammerDB's where rules.rs says they differ) in HammerDB's physical order — each table
+//! written by one connection, warehouse by warehouse, district by district, order by order, as
+//! HammerDB's single loader writes it — by binary COPY, the tables loaded in parallel over
+//! several connections. stock's key is declared before its rows, as HammerDB does (inserted
+//! warehouse after warehouse, its leaf pages split as HammerDB's do); the other keys and
+//! indexes are built after the data (the same size as HammerDB's, whose keys arrive in order).
 
 use crate::error::Failure;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -14,6 +17,7 @@ use tokio_postgres::{Client, CopyInSink};
 
 use super::copy::BinaryRows;
 use super::random::{NurandConstants, TpccRandom};
+use super::rules::Rules;
 use super::{procedures, schema};
 use crate::conn::ConnSpec;
 use crate::pg::{connect_quietly, sql_error};
@@ -29,6 +33,38 @@ pub const FIRST_NEW_ORDER: i64 = 2_101;
 /// Send a COPY chunk when the buffer holds this much.
 const CHUNK_BYTES: usize = 1 << 20;
 
+/// One table's rows for every warehouse, written by one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Item,
+    /// warehouse, then district: a few rows each.
+    Warehouses,
+    Stock,
+    Customer,
+    History,
+    Orders,
+    NewOrder,
+    OrderLine,
+}
+
+/// How many connections can load at once: one per stream.
+pub const STREAM_COUNT: usize = STREAMS.len();
+
+/// Largest first, so that the connections finish together.
+const STREAMS: [Stream; 8] = [
+    Stream::Stock,
+    Stream::OrderLine,
+    Stream::Customer,
+    Stream::Orders,
+    Stream::History,
+    Stream::Item,
+    Stream::NewOrder,
+    Stream::Warehouses,
+];
+
+/// The table whose key is built row by row during its load, as HammerDB builds it.
+const KEYED_DURING_LOAD: &str = "stock";
+
 pub struct Loader {
     pub conn: ConnSpec,
     pub warehouses: i64,
@@ -36,6 +72,8 @@ pub struct Loader {
     pub seed: u64,
     /// order_line partitions (1: not partitioned).
     pub partitions: i64,
+    /// Whose value rules where HammerDB's and TPC-C's differ.
+    pub rules: Rules,
     /// The load's "now": c_since, h_date, o_entry_d, microseconds since the Unix epoch.
     pub now_unix_us: i64,
     /// Rows written so far, for progress.
@@ -52,26 +90,23 @@ impl Loader {
                 execute(&client, &statement).await?;
             }
         }
+        for (_, statement) in indexes(|table| table == KEYED_DURING_LOAD) {
+            execute(&client, statement).await?;
+        }
         let constants = NurandConstants::draw(&mut TpccRandom::seeded(self.seed).prng);
-        let connections = self.connections.clamp(1, self.warehouses as usize);
+        let next_stream = AtomicUsize::new(0);
         let mut workers = Vec::new();
-        for worker in 0..connections {
-            let warehouses: Vec<i64> = (1..=self.warehouses)
-                .filter(|w| (*w as usize - 1) % connections == worker)
-                .collect();
-            workers.push(async move {
+        for _ in 0..self.connections.clamp(1, STREAMS.len()) {
+            workers.push(async {
                 let client = connect_quietly(&self.conn).await?;
-                if worker == 0 {
-                    self.load_items(&client).await?;
-                    announce(format!("loaded item ({ITEMS} rows)"));
-                }
-                for warehouse in warehouses {
-                    self.load_warehouse(&client, warehouse, constants).await?;
-                    announce(format!("loaded warehouse {warehouse}"));
+                while let Some(stream) = STREAMS.get(next_stream.fetch_add(1, Ordering::Relaxed)) {
+                    let rows = self.load_stream(&client, *stream, constants).await?;
+                    announce(format!("loaded {} ({rows} rows)", stream.tables()));
                 }
                 Ok::<(), Failure>(())
             });
         }
+        let connections = workers.len();
         for result in futures_util::future::join_all(workers).await {
             result?;
         }
@@ -89,11 +124,13 @@ impl Loader {
     }
 
     async fn build_indexes(&self, connections: usize) -> Result<(), Failure> {
+        let after_load: Vec<_> = indexes(|table| table != KEYED_DURING_LOAD).collect();
         let mut workers = Vec::new();
         for worker in 0..connections {
+            let after_load = &after_load;
             workers.push(async move {
                 let client = connect_quietly(&self.conn).await?;
-                for (i, (_, statement)) in schema::INDEXES.iter().enumerate() {
+                for (i, (_, statement)) in after_load.iter().enumerate() {
                     if i % connections == worker {
                         execute(&client, statement).await?;
                     }
@@ -107,13 +144,58 @@ impl Loader {
         Ok(())
     }
 
-    fn random_for(&self, warehouse: i64) -> TpccRandom {
-        TpccRandom::seeded(self.seed ^ (warehouse as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    /// The random source of one table's rows of one warehouse (0: item).
+    fn random_for(&self, source: u64, warehouse: i64) -> TpccRandom {
+        let key = (warehouse as u64) << 8 | source;
+        TpccRandom::seeded(self.seed ^ key.wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
-    async fn load_items(&self, client: &Client) -> Result<(), Failure> {
-        let mut random = self.random_for(0);
-        let mut copy = Copy::start(client, "item", &self.rows_loaded).await?;
+    /// Loads one stream; the rows written.
+    async fn load_stream(
+        &self,
+        client: &Client,
+        stream: Stream,
+        constants: NurandConstants,
+    ) -> Result<u64, Failure> {
+        let first_table = match stream {
+            Stream::Warehouses => "warehouse",
+            other => other.tables(),
+        };
+        let mut copy = Copy::start(client, first_table, &self.rows_loaded).await?;
+        if stream == Stream::Item {
+            self.item_rows(&mut copy).await?;
+            return copy.finish().await;
+        }
+        let mut rows = 0;
+        if stream == Stream::Warehouses {
+            for warehouse in 1..=self.warehouses {
+                self.warehouse_row(&mut copy, warehouse).await?;
+            }
+            rows += copy.finish().await?;
+            copy = Copy::start(client, "district", &self.rows_loaded).await?;
+        }
+        for warehouse in 1..=self.warehouses {
+            let mut random = self.random_for(stream as u64, warehouse);
+            let random = &mut random;
+            match stream {
+                Stream::Warehouses => self.district_rows(&mut copy, warehouse, random).await?,
+                Stream::Stock => self.stock_rows(&mut copy, warehouse, random).await?,
+                Stream::Customer => {
+                    self.customer_rows(&mut copy, warehouse, random, constants)
+                        .await?
+                }
+                Stream::History => self.history_rows(&mut copy, warehouse, random).await?,
+                Stream::Orders => self.order_rows(&mut copy, warehouse, random).await?,
+                Stream::NewOrder => self.new_order_rows(&mut copy, warehouse).await?,
+                Stream::OrderLine => self.order_line_rows(&mut copy, warehouse, random).await?,
+                Stream::Item => unreachable!("loaded above"),
+            }
+        }
+        Ok(rows + copy.finish().await?)
+    }
+
+    async fn item_rows(&self, copy: &mut Copy<'_>) -> Result<(), Failure> {
+        let mut random = self.random_for(Stream::Item as u64, 0);
         for id in 1..=ITEMS {
             let rows = copy.row(5);
             rows.int4(id);
@@ -123,40 +205,26 @@ impl Loader {
             data_with_original(rows, &mut random);
             copy.sent_row().await?;
         }
-        copy.finish().await
+        Ok(())
     }
 
-    async fn load_warehouse(
-        &self,
-        client: &Client,
-        warehouse: i64,
-        constants: NurandConstants,
-    ) -> Result<(), Failure> {
-        let mut random = self.random_for(warehouse);
-        let mut copy = Copy::start(client, "warehouse", &self.rows_loaded).await?;
+    async fn warehouse_row(&self, copy: &mut Copy<'_>, warehouse: i64) -> Result<(), Failure> {
+        let mut random = self.random_for(WAREHOUSE_ROW, warehouse);
         let rows = copy.row(9);
         rows.int4(warehouse);
         alphanumeric(rows, &mut random, 6, 10);
         address(rows, &mut random);
         rows.numeric(random.amount(0, 2_000), 4);
         rows.numeric(30_000_000, 2);
-        copy.sent_row().await?;
-        copy.finish().await?;
-        self.load_districts(client, warehouse, &mut random).await?;
-        self.load_stock(client, warehouse, &mut random).await?;
-        self.load_customers(client, warehouse, &mut random, constants)
-            .await?;
-        self.load_history(client, warehouse, &mut random).await?;
-        self.load_orders(client, warehouse, &mut random).await
+        copy.sent_row().await
     }
 
-    async fn load_districts(
+    async fn district_rows(
         &self,
-        client: &Client,
+        copy: &mut Copy<'_>,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
-        let mut copy = Copy::start(client, "district", &self.rows_loaded).await?;
         for district in 1..=DISTRICTS {
             let rows = copy.row(11);
             rows.int4(warehouse);
@@ -168,16 +236,15 @@ impl Loader {
             address(rows, random);
             copy.sent_row().await?;
         }
-        copy.finish().await
+        Ok(())
     }
 
-    async fn load_stock(
+    async fn stock_rows(
         &self,
-        client: &Client,
+        copy: &mut Copy<'_>,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
-        let mut copy = Copy::start(client, "stock", &self.rows_loaded).await?;
         for item in 1..=ITEMS {
             let rows = copy.row(17);
             rows.int4(item);
@@ -192,17 +259,21 @@ impl Loader {
             data_with_original(rows, random);
             copy.sent_row().await?;
         }
-        copy.finish().await
+        Ok(())
     }
 
-    async fn load_customers(
+    async fn customer_rows(
         &self,
-        client: &Client,
+        copy: &mut Copy<'_>,
         warehouse: i64,
         random: &mut TpccRandom,
         constants: NurandConstants,
     ) -> Result<(), Failure> {
-        let mut copy = Copy::start(client, "customer", &self.rows_loaded).await?;
+        // HammerDB gives half its customers bad credit; TPC-C a tenth.
+        let bad_credit_in_ten = match self.rules {
+            Rules::HammerDb => 5,
+            Rules::TpcC => 1,
+        };
         for district in 1..=DISTRICTS {
             for customer in 1..=CUSTOMERS_PER_DISTRICT {
                 let rows = copy.row(21);
@@ -226,7 +297,7 @@ impl Loader {
                 rows.text(&random.state());
                 rows.text(&random.zip());
                 rows.text_with(16, |out| random.fill_digits(out));
-                rows.text(if random.uniform(1, 10) == 1 {
+                rows.text(if random.uniform(1, 10) <= bad_credit_in_ten {
                     "BC"
                 } else {
                     "GC"
@@ -239,16 +310,15 @@ impl Loader {
                 copy.sent_row().await?;
             }
         }
-        copy.finish().await
+        Ok(())
     }
 
-    async fn load_history(
+    async fn history_rows(
         &self,
-        client: &Client,
+        copy: &mut Copy<'_>,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
-        let mut copy = Copy::start(client, "history", &self.rows_loaded).await?;
         for district in 1..=DISTRICTS {
             for customer in 1..=CUSTOMERS_PER_DISTRICT {
                 let rows = copy.row(8);
@@ -263,23 +333,30 @@ impl Loader {
                 copy.sent_row().await?;
             }
         }
-        copy.finish().await
+        Ok(())
     }
 
-    /// orders, then new_order, then order_line, whose counts follow each order's o_ol_cnt.
-    async fn load_orders(
+    /// Each order's o_ol_cnt, by district then order: drawn alike by orders and order_line.
+    fn line_counts(&self, warehouse: i64) -> Vec<i64> {
+        let mut random = self.random_for(LINE_COUNTS, warehouse);
+        (0..DISTRICTS * ORDERS_PER_DISTRICT)
+            .map(|_| random.uniform(5, 15))
+            .collect()
+    }
+
+    async fn order_rows(
         &self,
-        client: &Client,
+        copy: &mut Copy<'_>,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
-        let mut line_counts = Vec::with_capacity((DISTRICTS * ORDERS_PER_DISTRICT) as usize);
-        let mut copy = Copy::start(client, "orders", &self.rows_loaded).await?;
+        let mut line_counts = self.line_counts(warehouse).into_iter();
         for district in 1..=DISTRICTS {
-            let customers = permutation(random, CUSTOMERS_PER_DISTRICT);
+            let customers = match self.rules {
+                Rules::HammerDb => hammerdb_customers(random, ORDERS_PER_DISTRICT),
+                Rules::TpcC => permutation(random, CUSTOMERS_PER_DISTRICT),
+            };
             for order in 1..=ORDERS_PER_DISTRICT {
-                let lines = random.uniform(5, 15);
-                line_counts.push(lines);
                 let rows = copy.row(8);
                 rows.timestamptz(self.now_unix_us);
                 rows.int4(order);
@@ -291,13 +368,15 @@ impl Loader {
                 } else {
                     rows.null();
                 }
-                rows.int2(lines);
+                rows.int2(line_counts.next().expect("one count per order"));
                 rows.int2(1);
                 copy.sent_row().await?;
             }
         }
-        copy.finish().await?;
-        let mut copy = Copy::start(client, "new_order", &self.rows_loaded).await?;
+        Ok(())
+    }
+
+    async fn new_order_rows(&self, copy: &mut Copy<'_>, warehouse: i64) -> Result<(), Failure> {
         for district in 1..=DISTRICTS {
             for order in FIRST_NEW_ORDER..=ORDERS_PER_DISTRICT {
                 let rows = copy.row(3);
@@ -307,13 +386,20 @@ impl Loader {
                 copy.sent_row().await?;
             }
         }
-        copy.finish().await?;
-        let mut copy = Copy::start(client, "order_line", &self.rows_loaded).await?;
-        let mut counts = line_counts.into_iter();
+        Ok(())
+    }
+
+    async fn order_line_rows(
+        &self,
+        copy: &mut Copy<'_>,
+        warehouse: i64,
+        random: &mut TpccRandom,
+    ) -> Result<(), Failure> {
+        let mut line_counts = self.line_counts(warehouse).into_iter();
         for district in 1..=DISTRICTS {
             for order in 1..=ORDERS_PER_DISTRICT {
                 let delivered = order < FIRST_NEW_ORDER;
-                for number in 1..=counts.next().expect("one count per order") {
+                for number in 1..=line_counts.next().expect("one count per order") {
                     let rows = copy.row(10);
                     if delivered {
                         rows.timestamptz(self.now_unix_us);
@@ -340,8 +426,37 @@ impl Loader {
                 }
             }
         }
-        copy.finish().await
+        Ok(())
     }
+}
+
+/// Random sources beyond the streams': the warehouse rows, and the orders' line counts that
+/// orders and order_line draw alike.
+const WAREHOUSE_ROW: u64 = 8;
+const LINE_COUNTS: u64 = 9;
+
+impl Stream {
+    fn tables(self) -> &'static str {
+        match self {
+            Stream::Item => "item",
+            Stream::Warehouses => "warehouse, district",
+            Stream::Stock => "stock",
+            Stream::Customer => "customer",
+            Stream::History => "history",
+            Stream::Orders => "orders",
+            Stream::NewOrder => "new_order",
+            Stream::OrderLine => "order_line",
+        }
+    }
+}
+
+/// The keys and indexes of the tables `which` picks.
+fn indexes(
+    which: impl Fn(&str) -> bool,
+) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    schema::INDEXES
+        .iter()
+        .filter(move |(table, _)| which(table))
 }
 
 /// An a-string of random(min, max) letters and digits, written in place.
@@ -363,6 +478,13 @@ fn address(rows: &mut BinaryRows, random: &mut TpccRandom) {
     }
     rows.text(&random.state());
     rows.text(&random.zip());
+}
+
+/// HammerDB's O_C_IDs: its loader swaps order i's customer with a random later one's but
+/// writes the swap's second half to a variable named by the value, so order i gets a
+/// customer uniform in [i, n]: about half the customers have no order.
+fn hammerdb_customers(random: &mut TpccRandom, n: i64) -> Vec<i64> {
+    (1..=n).map(|order| random.uniform(order, n)).collect()
 }
 
 /// 1..=n in a random order (O_C_ID: each customer places exactly one of a district's orders).
@@ -388,6 +510,8 @@ struct Copy<'a> {
     sink: Pin<Box<CopyInSink<Bytes>>>,
     rows: BinaryRows,
     pending_rows: u64,
+    /// Rows sent so far by this COPY.
+    sent_rows: u64,
     rows_loaded: &'a AtomicU64,
 }
 
@@ -407,6 +531,7 @@ impl<'a> Copy<'a> {
             sink: Box::pin(sink),
             rows: BinaryRows::new(),
             pending_rows: 0,
+            sent_rows: 0,
             rows_loaded,
         })
     }
@@ -434,11 +559,13 @@ impl<'a> Copy<'a> {
             .map_err(|e| sql_error(&format!("COPY {}", self.table), e))?;
         self.rows_loaded
             .fetch_add(self.pending_rows, Ordering::Relaxed);
+        self.sent_rows += self.pending_rows;
         self.pending_rows = 0;
         Ok(())
     }
 
-    async fn finish(mut self) -> Result<(), Failure> {
+    /// Ends the COPY; the rows it wrote.
+    async fn finish(mut self) -> Result<u64, Failure> {
         self.rows.finish();
         self.send().await?;
         self.sink
@@ -446,7 +573,7 @@ impl<'a> Copy<'a> {
             .finish()
             .await
             .map_err(|e| sql_error(&format!("COPY {}", self.table), e))?;
-        Ok(())
+        Ok(self.sent_rows)
     }
 }
 

@@ -1,5 +1,5 @@
-//! TPROC-C, HammerDB's TPC-C-derived workload: the schema of study 001, TPC-C's data rules, a
-//! parallel binary-COPY loader, the consistency conditions, and the five transactions as
+//! TPROC-C, HammerDB's TPC-C-derived workload: the schema of study 001, TPC-C's data rules (HammerDB's
+//! where they differ, by default), a parallel binary-COPY loader in HammerDB's physical order, the consistency conditions, and the five transactions as
 //! PL/pgSQL procedures with the driver scripts that call them (server mode) or the same
 //! statements sent by the driver (client mode); the `stampede tpcc` command and the lab
 //! workload `tpcc`.
@@ -15,6 +15,7 @@ pub mod lab;
 pub mod load;
 pub mod procedures;
 pub mod random;
+pub mod rules;
 pub mod run;
 pub mod schema;
 pub mod scripts;

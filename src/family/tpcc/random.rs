@@ -2,6 +2,7 @@
 //! n-strings, customer last names from syllables, zip codes, and "ORIGINAL" in 10% of the item
 //! and stock data.
 
+use super::rules::Rules;
 use crate::script::prng::PgPrng;
 
 const ALPHANUMERIC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -26,13 +27,19 @@ impl NurandConstants {
         }
     }
 
-    /// A run's constants: C_LAST is drawn until it differs from the load's by 65..=119 but
-    /// neither 96 nor 112 (clause 2.1.6.1), when the load's is known.
-    pub fn for_run(random: &mut PgPrng, load_c_last: Option<i64>) -> NurandConstants {
+    /// A run's constants, when the load's C_LAST is known: under TPC-C's rules C_LAST is drawn
+    /// until it differs from the load's by 65..=119 but neither 96 nor 112 (clause 2.1.6.1);
+    /// under HammerDB's it is the load's (HammerDB draws names with C = 123 at load and run).
+    pub fn for_run(random: &mut PgPrng, load_c_last: Option<i64>, rules: Rules) -> NurandConstants {
         let mut constants = NurandConstants::draw(random);
         if let Some(load) = load_c_last {
-            while !valid_c_last_delta((constants.c_last - load).abs()) {
-                constants.c_last = random.int_in_range(0, 255);
+            match rules {
+                Rules::HammerDb => constants.c_last = load,
+                Rules::TpcC => {
+                    while !valid_c_last_delta((constants.c_last - load).abs()) {
+                        constants.c_last = random.int_in_range(0, 255);
+                    }
+                }
             }
         }
         constants
@@ -153,7 +160,7 @@ mod tests {
         let mut random = PgPrng::seeded(11);
         for load in [0, 100, 255] {
             for _ in 0..200 {
-                let run = NurandConstants::for_run(&mut random, Some(load)).c_last;
+                let run = NurandConstants::for_run(&mut random, Some(load), Rules::TpcC).c_last;
                 assert!((0..=255).contains(&run));
                 assert!(valid_c_last_delta((run - load).abs()), "{load} {run}");
             }

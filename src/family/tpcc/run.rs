@@ -16,9 +16,10 @@ use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{connection, positive};
 use crate::family::common::measure::{check_aborted, LatencySummary};
 use crate::family::tpcc::args::RunArgs;
-use crate::family::tpcc::inputs::WarehouseChoice;
+use crate::family::tpcc::inputs::{Inputs, WarehouseChoice};
 use crate::family::tpcc::procedures::Routines;
 use crate::family::tpcc::random::{NurandConstants, TpccRandom};
+use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::scripts::{self, Mix, Mode, KEYING_THINKING_S, NAMES};
 use crate::pg::control::server_version_num;
 use crate::pg::control_runtime;
@@ -49,6 +50,8 @@ pub struct Settings {
     pub call: Protocol,
     /// Keying and think times, scaled by this factor (1 = HammerDB's seconds).
     pub keying_thinking: Option<f64>,
+    /// Whose inputs where HammerDB's and TPC-C's differ.
+    pub rules: Rules,
     pub seed: u64,
 }
 
@@ -66,10 +69,13 @@ pub fn run(args: &RunArgs) -> CommandResult {
         Ok::<_, Failure>((client, warehouses, load_c_last))
     })?;
     let stop = crate::signals::watch_signals();
-    let constants =
-        NurandConstants::for_run(&mut TpccRandom::seeded(settings.seed).prng, load_c_last);
+    let constants = NurandConstants::for_run(
+        &mut TpccRandom::seeded(settings.seed).prng,
+        load_c_last,
+        settings.rules,
+    );
     println!(
-        "TPROC-C, {} mode{}: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}seed {}",
+        "TPROC-C, {} mode{}: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}{} inputs, seed {}",
         settings.mode.name(),
         match settings.mode {
             Mode::Server => format!(" (calls sent {})", settings.protocol().name()),
@@ -87,6 +93,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
             Some(scale) => format!("keying and thinking × {scale}, "),
             None => String::new(),
         },
+        settings.rules.name(),
         settings.seed
     );
     if !settings.rampup.is_zero() {
@@ -154,6 +161,7 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
         mode,
         call: call_protocol(args, mode)?,
         keying_thinking: keying_thinking(args)?,
+        rules: Rules::parse(&args.rules, "--rules").map_err(Failure::input)?,
         seed: args
             .seed
             .unwrap_or_else(crate::family::common::measure::seed),
@@ -217,10 +225,14 @@ pub fn plan(
 ) -> Result<RunPlan, Failure> {
     let mut variables = VarTable::default();
     let mut weighted = Vec::new();
-    for (name, text, weight) in scripts::scripts(
+    let inputs = Inputs::new(
         warehouses,
         settings.warehouse_choice,
         constants,
+        settings.rules,
+    );
+    for (name, text, weight) in scripts::scripts(
+        &inputs,
         settings.mix,
         settings.mode,
         Routines::for_server(server_version_num(&conn.clone().untracked())?),
@@ -260,7 +272,7 @@ pub fn plan(
 /// as it exits, after it leaves pg_stat_activity, so the transaction count is read until it
 /// stays still).
 /// The run's NURand constants for the database at `conn` (see `NurandConstants::for_run`).
-pub fn run_constants(conn: &ConnSpec, seed: u64) -> Result<NurandConstants, Failure> {
+pub fn run_constants(conn: &ConnSpec, seed: u64, rules: Rules) -> Result<NurandConstants, Failure> {
     let load_c_last = control_runtime().block_on(async {
         let client = connect_quietly(conn).await?;
         Ok::<_, Failure>(load_c_last(&client).await)
@@ -268,6 +280,7 @@ pub fn run_constants(conn: &ConnSpec, seed: u64) -> Result<NurandConstants, Fail
     Ok(NurandConstants::for_run(
         &mut TpccRandom::seeded(seed).prng,
         load_c_last,
+        rules,
     ))
 }
 

@@ -5,9 +5,7 @@
 
 use super::client_scripts;
 use super::inputs::Inputs;
-use super::inputs::WarehouseChoice;
 use super::procedures::Routines;
-use super::random::NurandConstants;
 use crate::driver::Protocol;
 
 /// Relative weights of the five transactions.
@@ -116,27 +114,24 @@ impl Mode {
     }
 }
 
-/// (name, script, weight) for `warehouses`, the run's NURand constants and the mode. Weights
-/// are the mix's times 100, New-Order's split 99 : 1 between committing and rolling back.
+/// (name, script, weight) for the transactions' inputs and the mode. Weights are the mix's
+/// times 100, New-Order's split 99 : 1 between committing and rolling back.
 pub fn scripts(
-    warehouses: i64,
-    choice: WarehouseChoice,
-    constants: NurandConstants,
+    inputs: &Inputs,
     mix: Mix,
     mode: Mode,
     routines: Routines,
     call: Protocol,
 ) -> Vec<(&'static str, String, u32)> {
-    let inputs = Inputs::new(warehouses, choice, constants);
     let texts = match mode {
-        Mode::Server => server_scripts(&inputs, routines, call),
+        Mode::Server => server_scripts(inputs, routines, call),
         Mode::Client => [
-            client_scripts::new_order(&inputs, false),
-            client_scripts::new_order(&inputs, true),
-            client_scripts::payment(&inputs),
-            client_scripts::order_status(&inputs),
-            client_scripts::delivery(&inputs),
-            client_scripts::stock_level(&inputs),
+            client_scripts::new_order(inputs, false),
+            client_scripts::new_order(inputs, true),
+            client_scripts::payment(inputs),
+            client_scripts::order_status(inputs),
+            client_scripts::delivery(inputs),
+            client_scripts::stock_level(inputs),
         ],
     };
     let weights = [
@@ -186,7 +181,8 @@ fn server_scripts(inputs: &Inputs, routines: Routines, call: Protocol) -> [Strin
         ),
         format!("{home}\\set carrier random(1, 10)\n{};\n", call_statement("delivery", ":w_id, :carrier, NULL")),
         format!(
-            "{home}\\set d_id random(1, 10)\n\\set threshold random(10, 20)\n{};\n",
+            "{home}{}\\set threshold random(10, 20)\n{};\n",
+            inputs.stock_level_district,
             call_statement("slev", ":w_id, :d_id, :threshold, NULL")
         ),
     ]
@@ -195,6 +191,9 @@ fn server_scripts(inputs: &Inputs, routines: Routines, call: Protocol) -> [Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::family::tpcc::inputs::WarehouseChoice;
+    use crate::family::tpcc::random::NurandConstants;
+    use crate::family::tpcc::rules::Rules;
     use crate::script::{parse_script, VarTable};
 
     #[test]
@@ -209,9 +208,7 @@ mod tests {
             ol_i_id: 3,
         };
         let scripts = scripts(
-            3,
-            WarehouseChoice::Home,
-            constants,
+            &Inputs::new(3, WarehouseChoice::Home, constants, Rules::TpcC),
             Mix::parse("45,43,4,4,4").unwrap(),
             Mode::Server,
             Routines::Procedures,
@@ -220,9 +217,7 @@ mod tests {
         let weights: Vec<u32> = scripts.iter().map(|s| s.2).collect();
         assert_eq!(weights, [4455, 45, 4300, 400, 400, 400]);
         let client = super::scripts(
-            3,
-            WarehouseChoice::Home,
-            constants,
+            &Inputs::new(3, WarehouseChoice::Home, constants, Rules::HammerDb),
             Mix::parse("hammerdb").unwrap(),
             Mode::Client,
             Routines::Procedures,
