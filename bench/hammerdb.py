@@ -45,6 +45,8 @@ class HammerDB:
             raise SystemExit("Debian's libpgtcl is missing: apt-get install tcl8.6 libpgtcl "
                              "tcl-thread libsqlite3-tcl")
         self.thread_safe = pgtcl is not None
+        # A command prefix for the CLI, such as taskset's.
+        self.prefix = []
         self.source, self.shim = source, shim_folder(pgtcl or PGTCL)
         self.settings = [
             "dbset db pg", "dbset bm TPC-C",
@@ -62,7 +64,7 @@ class HammerDB:
         with open(script, "w") as f:
             f.write("\n".join(self.settings + commands + ["quit"]) + "\n")
         env = dict(os.environ, TCLLIBPATH=self.shim, TMP=self.shim)
-        run = subprocess.run(["tclsh8.6", "hammerdbcli", "auto", script], cwd=self.source,
+        run = subprocess.run(self.prefix + ["tclsh8.6", "hammerdbcli", "auto", script], cwd=self.source,
                              env=env, capture_output=True, text=True)
         if run.returncode != 0 or "FINISHED FAILED" in run.stdout or "Error" in run.stdout:
             raise SystemExit(f"HammerDB failed:\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}")

@@ -5,7 +5,7 @@ A throwaway server (the system's PostgreSQL, fsync off) gets `stampede tpcc buil
 --warehouses; its tables are then written to server-side files (COPY TO, binary) and loaded
 into an empty copy of the schema with COPY FROM those files — the server's own fastest path,
 no client at all — over the same number of connections, followed by the same key and index
-builds, also in parallel. Prints both times (load + indexes; the build's VACUUM FREEZE is
+builds, also in parallel. Prints both times (load + indexes; the build's ANALYZE and VACUUM are
 shown apart, the limit has none) and their ratio (goal: stampede <= 1.3 x the limit), and
 warehouses per minute. Rounds alternate the two (ABBA).
 
@@ -120,7 +120,7 @@ def main():
                     results["limit"].append(physical_limit(server, "tpcc_source", args, files))
         mean = {k: sum(v) / len(v) for k, v in results.items()}
         print(f"tpcc load of {args.warehouses} warehouses, {args.threads} connections:"
-              f" stampede load+indexes {mean['stampede']:.2f} s (whole build with VACUUM FREEZE"
+              f" stampede load+indexes {mean['stampede']:.2f} s (whole build with ANALYZE and VACUUM"
               f" {mean['total']:.2f} s, {args.warehouses * 60 / mean['total']:.1f} warehouses/min)"
               f" | COPY FROM server files + indexes {mean['limit']:.2f} s"
               f" | time ratio {mean['stampede'] / mean['limit']:.3f}"

@@ -25,7 +25,7 @@ server CPU per transaction, and per transaction type the server time per call
 its home warehouse; several use all warehouses in both tools (dealt out alike; HammerDB's home
 warehouses are drawn at random per user, so two users may share one by chance).
        bench/tpcc_server_cost.py --hammerdb-cli --hammerdb-src PATH [--pgtcl SO] [--warehouses 4]
-       [--rampup-minutes 1] [--minutes 1] [--vu 1,4] [--rounds 2]
+       [--rampup-minutes 1] [--minutes 1] [--vu 1,4] [--rounds 2] [--pin]
 Build first: cargo build --release.
 """
 import argparse
@@ -173,6 +173,8 @@ def main():
     parser.add_argument("--rampup-minutes", type=int, default=1)
     parser.add_argument("--minutes", type=int, default=1)
     parser.add_argument("--pgtcl", help="a thread-safe Pgtcl (bench/build_thread_safe_pgtcl.sh)")
+    parser.add_argument("--pin", action="store_true",
+                        help="the server's processes on CPU 0, the tools' on CPU 1 (no shared core)")
     args = parser.parse_args()
     if args.hammerdb_cli:
         return beside_hammerdb(args)
@@ -287,8 +289,15 @@ def wait_for_autovacuum(server, db, tables=("order_line", "stock", "customer"), 
     print("autovacuum had not vacuumed HammerDB's tables: its runs start from unvacuumed tables")
 
 
-def stampede_run(server, db, vu, rampup_minutes, minutes):
-    command = [STAMPEDE, "tpcc", "run", f"--vu={vu}", f"--rampup={rampup_minutes}m", f"--duration={minutes}m",
+def pin_server(postmaster):
+    """The postmaster and its children on CPU 0; backends forked later inherit it."""
+    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+    for pid in [str(postmaster)] + children:
+        subprocess.run(["taskset", "-a", "-c", "-p", "0", pid], check=True, capture_output=True)
+
+
+def stampede_run(server, db, vu, rampup_minutes, minutes, prefix):
+    command = prefix + [STAMPEDE, "tpcc", "run", f"--vu={vu}", f"--rampup={rampup_minutes}m", f"--duration={minutes}m",
                "-h", "127.0.0.1", "-p", server.port, "-U", "postgres", "-d", db]
     if vu > 1:
         command.append("--all-warehouses")
@@ -309,12 +318,16 @@ def beside_hammerdb(args):
     results = {"hammerdb": {}, "stampede": {}}  # tool -> vu -> [(nopm, cpu us/txn, {type: us/call})]
     try:
         postmaster = int(open(os.path.join(server.data, "postmaster.pid")).readline())
+        prefix = ["taskset", "-c", "1"] if args.pin else []
+        if args.pin:
+            pin_server(postmaster)
+            hammerdb.prefix = prefix
         started = time.monotonic()
         hammerdb.build()
         hammerdb_build_s = time.monotonic() - started
         server.psql("postgres", "CREATE DATABASE tpcc_stampede")
         started = time.monotonic()
-        subprocess.run([STAMPEDE, "tpcc", "build", f"--warehouses={args.warehouses}", "-h", "127.0.0.1",
+        subprocess.run(prefix + [STAMPEDE, "tpcc", "build", f"--warehouses={args.warehouses}", "-h", "127.0.0.1",
                         "-p", server.port, "-U", "postgres", "-d", "tpcc_stampede"], check=True,
                        capture_output=True)
         stampede_build_s = time.monotonic() - started
@@ -336,7 +349,7 @@ def beside_hammerdb(args):
                     if tool == "hammerdb":
                         nopm, _ = hammerdb.run(vu, args.rampup_minutes, args.minutes, all_warehouses=vu > 1)
                     else:
-                        nopm = stampede_run(server, db, vu, args.rampup_minutes, args.minutes)
+                        nopm = stampede_run(server, db, vu, args.rampup_minutes, args.minutes, prefix)
                     cpu_s = server_cpu_s(postmaster) - cpu_before
                     client_s = children_cpu_s() - client_before
                     calls = per_call(server, db)
@@ -355,7 +368,7 @@ def beside_hammerdb(args):
 
 def report_beside_hammerdb(results, args):
     print(f"\n{args.warehouses} warehouses, {args.rampup_minutes} min ramp-up + {args.minutes} min per run, "
-          f"{args.rounds} rounds ABBA (medians)")
+          f"{args.rounds} rounds ABBA (medians){', server on CPU 0 and tools on CPU 1' if args.pin else ''}")
     for vu in sorted(results["hammerdb"]):
         medians = {}
         for tool in ("hammerdb", "stampede"):
