@@ -14,27 +14,24 @@ fn tpcc(db: &str, args: &[&str]) -> std::process::Output {
     stampede_on("tpcc", db, args)
 }
 
+/// A database `name` built with 2 warehouses over 2 connections and `options`: the server, the
+/// database and what the build printed.
+fn two_warehouses(name: &str, options: &[&str]) -> (&'static common::TestServer, String, String) {
+    let s = server();
+    let db = s.create_database(name);
+    let mut args = vec!["build", "--warehouses", "2", "--threads", "2"];
+    args.extend(options);
+    let output = tpcc(&db, &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    (s, db, stdout(&output))
+}
+
 #[test]
 fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
-    let s = server();
-    let db = s.create_database("tpcc_build");
-    let output = tpcc(
-        &db,
-        &[
-            "build",
-            "--warehouses",
-            "2",
-            "--threads",
-            "2",
-            "--cluster",
-            "--seed",
-            "11",
-            "--rules",
-            "tpc-c",
-        ],
+    let (s, db, text) = two_warehouses(
+        "tpcc_build",
+        &["--cluster", "--seed", "11", "--rules", "tpc-c"],
     );
-    assert!(output.status.success(), "{}", stderr(&output));
-    let text = stdout(&output);
     assert!(text.contains("seed 11, tpc-c rules"), "{text}");
     assert!(text.contains("loaded stock (200000 rows)"), "{text}");
     assert!(
@@ -227,22 +224,8 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
 /// values where they differ from TPC-C's, and TPC-C's consistency conditions still hold.
 #[test]
 fn a_default_build_is_written_in_hammerdbs_order_with_its_values() {
-    let s = server();
-    let db = s.create_database("tpcc_hammerdb_order");
-    let output = tpcc(
-        &db,
-        &[
-            "build",
-            "--warehouses",
-            "2",
-            "--threads",
-            "2",
-            "--seed",
-            "21",
-        ],
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("seed 21, hammerdb rules"));
+    let (s, db, text) = two_warehouses("tpcc_hammerdb_order", &["--seed", "21"]);
+    assert!(text.contains("seed 21, hammerdb rules"), "{text}");
     for (table, key) in [
         ("item", "i_id"),
         ("warehouse", "w_id"),
