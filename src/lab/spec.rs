@@ -1178,7 +1178,7 @@ clients = [1, 4]
         );
         assert_eq!(
             error(&with("tpcc", "mix = \"hammerdb\", warehouses = 4")),
-            "lab.toml:21:31: workload \"tpcc\": options: unknown option \"warehouses\"; the options are: mix"
+            "lab.toml:21:31: workload \"tpcc\": options: unknown option \"warehouses\"; the options are: mix, rules"
         );
         assert_eq!(
             error(&with("pgbench", "fillfactor = 90")),
