@@ -18,6 +18,7 @@ pub use stampede_store as store;
 pub use stampede_wire as wire;
 
 pub mod app;
+pub mod bisect;
 pub mod driver;
 pub mod family;
 pub mod lab;

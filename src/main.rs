@@ -38,6 +38,7 @@ fn run() -> Result<(), Failure> {
         TopCommand::Server { action } => app::server::run(action),
         TopCommand::Lab { action } => app::lab::run(action),
         TopCommand::Compare(args) => app::compare::run(args),
+        TopCommand::Bisect(args) => app::bisect::run(args),
         TopCommand::Report(args) => app::report::run(args),
         TopCommand::Sysbench { action } => sysbench::command::run(action),
         TopCommand::Tpcc { action } => tpcc::command::run(action),

@@ -42,6 +42,9 @@ pub enum TopCommand {
     Compare(CompareArgs),
     /// Every target of a lab against a base: verdicts, statements, work per transaction
     Report(ReportArgs),
+    /// The commit that made a change: PostgreSQL built at each step between two refs, every step
+    /// decided with the lab's statistics
+    Bisect(BisectArgs),
     /// sysbench's oltp_* tests: prepare, run, cleanup, with sysbench's options and report
     Sysbench {
         #[command(subcommand)]
@@ -123,6 +126,37 @@ pub struct ReportArgs {
     /// report lists it
     #[arg(long = "exclude-run", value_name = "RUN_ID")]
     pub exclude_runs: Vec<i64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BisectArgs {
+    /// A lab spec with one target (the template every commit is built and run with:
+    /// postgres = { cflags, configure, patches }, profile, settings) and the one cell to watch
+    pub spec: std::path::PathBuf,
+    /// The PostgreSQL git checkout (default: the target's postgres.source); it is not touched:
+    /// commits are built in a clone that shares its objects
+    #[arg(long, value_name = "DIR")]
+    pub source: Option<std::path::PathBuf>,
+    /// The commit before the change (tag, branch or hash)
+    #[arg(long, value_name = "REF")]
+    pub good: String,
+    /// The commit after the change; --good must be its ancestor
+    #[arg(long, value_name = "REF")]
+    pub bad: String,
+    /// What decides each step: tps or p99
+    #[arg(long, default_value = "tps")]
+    pub metric: String,
+    /// Descend into merges (default: first parents only, a merge is one step)
+    #[arg(long)]
+    pub all_parents: bool,
+    /// Continue an interrupted bisection: decided steps are read from the results, builds from
+    /// the cache
+    #[arg(long)]
+    pub resume: bool,
+    /// Where to write the HTML report of the first commit against its parent (default:
+    /// <spec>-bisect.html beside the spec)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1,6 +1,7 @@
 //! The generic commands — lab, compare, report, server, quickstart — and the top-level
 //! command line; each family's own command lives in its folder under `family/`.
 
+pub mod bisect;
 pub mod calibrate;
 pub mod cli;
 pub mod compare;

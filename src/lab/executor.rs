@@ -204,6 +204,12 @@ impl<'a> Lab<'a> {
         &self.plan
     }
 
+    /// A bisection's step: the targets are (before, after, commit), and each unit stops once
+    /// the commit is placed on one side by `metric` (or at the cap).
+    pub fn place_between_ends(&mut self, metric: super::rounds::RoundMetric) {
+        self.rounds = Some(Rounds::between_ends(self.spec, metric));
+    }
+
     /// Runs every unfinished run in order, then stops the servers.
     pub fn run(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<LabOutcome, Failure> {
         let result = self.run_all(on_event);

@@ -4,12 +4,18 @@
 //! (`analysis::stopping`). A unit whose groups all reached the precision runs no more rounds;
 //! when the lab's measuring time reaches the budget, no unit does. The judgement reads only
 //! stored runs of earlier rounds, so `lab resume` makes the same decisions again.
+//!
+//! A bisection's step measures a commit between its two ends instead: groups of three cells
+//! (the end before the change, the end after it, the commit), and a group stops once the commit
+//! is placed on one side (`analysis::bisect`), from the third round on.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::plan::Plan;
 use super::spec::{AutoRuns, LabSpec};
+use crate::analysis::bisect::place;
+use crate::analysis::paired::MIN_PAIRS;
 use crate::analysis::stopping::{self, should_stop, Stop, StoppingRule};
 use crate::store::RunSummary;
 
@@ -26,8 +32,35 @@ pub struct GroupState {
     pub precise: bool,
 }
 
+/// The number a round's judgement reads from each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundMetric {
+    Tps,
+    /// The 99th percentile latency, in ms.
+    P99,
+}
+
+impl RoundMetric {
+    fn of(self, run: &RunSummary) -> Option<f64> {
+        match self {
+            RoundMetric::Tps => run.tps,
+            RoundMetric::P99 => run.p99_ms,
+        }
+    }
+}
+
+/// What stops a unit before the cap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rule {
+    /// Every target's ratio to the base is known to the precision.
+    Precision(StoppingRule),
+    /// Groups of (before, after, commit): the commit is placed on one side.
+    Sides,
+}
+
 pub struct Rounds {
-    rule: StoppingRule,
+    rule: Rule,
+    metric: RoundMetric,
     budget: Option<Duration>,
     run_time: Duration,
     /// Units that run no more rounds, and why.
@@ -40,11 +73,25 @@ pub struct Rounds {
 impl Rounds {
     pub fn new(spec: &LabSpec, auto: AutoRuns) -> Rounds {
         Rounds {
-            rule: StoppingRule {
+            rule: Rule::Precision(StoppingRule {
                 precision: auto.precision,
                 max_rounds: spec.runs as usize,
-            },
+            }),
+            metric: RoundMetric::Tps,
             budget: auto.budget,
+            run_time: spec.warmup + spec.duration,
+            stopped: HashMap::new(),
+            judged: HashSet::new(),
+        }
+    }
+
+    /// A bisection's step: each group is (before, after, commit) and stops once the commit is
+    /// placed on a side by `metric`; the plan's rounds (`runs`, or `max_runs` when auto) cap it.
+    pub fn between_ends(spec: &LabSpec, metric: RoundMetric) -> Rounds {
+        Rounds {
+            rule: Rule::Sides,
+            metric,
+            budget: spec.auto.and_then(|auto| auto.budget),
             run_time: spec.warmup + spec.duration,
             stopped: HashMap::new(),
             judged: HashSet::new(),
@@ -96,11 +143,24 @@ impl Rounds {
             completed
                 .iter()
                 .find(|run| run.repetition == round && &run.cell_key == key)
-                .and_then(|run| run.tps)
+                .and_then(|run| self.metric.of(run))
         };
         plan.units[unit]
             .iter()
             .map(|group| {
+                if self.rule == Rule::Sides {
+                    let rounds: Vec<(f64, f64, f64)> = (0..repetition)
+                        .filter_map(|round| match group[..] {
+                            [before, after, commit] => Some((
+                                value(before, round)?,
+                                value(after, round)?,
+                                value(commit, round)?,
+                            )),
+                            _ => None,
+                        })
+                        .collect();
+                    return sides_state(group, &rounds);
+                }
                 let comparisons: Vec<Vec<(f64, f64)>> = group[1..]
                     .iter()
                     .map(|&other| {
@@ -123,7 +183,12 @@ impl Rounds {
                     cells: group.clone(),
                     rounds: rounds as u32,
                     precision: stopping::widest_precision(&comparisons),
-                    precise: should_stop(&comparisons, &self.rule) == Some(Stop::Precise),
+                    precise: match self.rule {
+                        Rule::Precision(rule) => {
+                            should_stop(&comparisons, &rule) == Some(Stop::Precise)
+                        }
+                        Rule::Sides => false,
+                    },
                 }
             })
             .collect()
@@ -133,6 +198,23 @@ impl Rounds {
     fn budget_spent(&self, completed: &[RunSummary]) -> bool {
         self.budget
             .is_some_and(|budget| self.run_time * completed.len() as u32 >= budget)
+    }
+}
+
+/// A bisection step's group over its rounds of (before, after, commit): precise once the commit
+/// is on one side.
+fn sides_state(group: &[usize], rounds: &[(f64, f64, f64)]) -> GroupState {
+    let placement = place(rounds);
+    GroupState {
+        cells: group.to_vec(),
+        rounds: rounds.len() as u32,
+        precision: placement.as_ref().and_then(|placement| {
+            let (low, high) = placement.interval?;
+            let ratio = placement.ratio_to_before;
+            Some((high / ratio - 1.0).max(1.0 - low / ratio))
+        }),
+        precise: rounds.len() >= MIN_PAIRS
+            && placement.is_some_and(|placement| placement.side.is_some()),
     }
 }
 
@@ -192,6 +274,40 @@ mod tests {
         assert_eq!(states[0].rounds, 5);
         assert!(states[0].precision.unwrap() < 0.01, "{states:?}");
         assert!(rounds.is_stopped(0));
+    }
+
+    #[test]
+    fn a_bisection_step_stops_once_the_commit_is_placed_from_the_third_round() {
+        let spec = spec(&["start", "end", "commit"], "");
+        let plan = Plan::new(&spec, 1, &[false]);
+        let mut rounds = Rounds::between_ends(&spec, RoundMetric::Tps);
+        // The end is 40% slower; the commit measures like the end, under drift.
+        let speeds = [1000.0, 1700.0, 600.0];
+        let values: Vec<[f64; 3]> = speeds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let wobble = if i % 2 == 0 { 1.02 } else { 0.98 };
+                [*s, s * 0.6 * wobble, s * 0.61 / wobble]
+            })
+            .collect();
+        let values: Vec<&[f64]> = values.iter().map(|v| &v[..]).collect();
+        let completed = runs(&plan, &values);
+        assert_eq!(rounds.stop_before(&plan, 0, 2, &completed[..6]), None);
+        let (stop, states) = rounds.stop_before(&plan, 0, 3, &completed).unwrap();
+        assert_eq!((stop, states[0].rounds), (Stop::Precise, 3));
+        // The same rounds with the commit halfway between the ends: not placed.
+        let mut halfway = Rounds::between_ends(&spec, RoundMetric::Tps);
+        let middle: Vec<[f64; 3]> = speeds
+            .iter()
+            .zip([1.02, 0.98, 1.01])
+            .map(|(s, wobble)| [*s, s * 0.6, s * 0.6f64.sqrt() * wobble])
+            .collect();
+        let middle: Vec<&[f64]> = middle.iter().map(|v| &v[..]).collect();
+        assert_eq!(
+            halfway.stop_before(&plan, 0, 3, &runs(&plan, &middle)),
+            None
+        );
     }
 
     #[test]

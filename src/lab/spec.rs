@@ -238,10 +238,37 @@ impl Source<'_> {
     }
 }
 
+/// A TOML syntax error in the spec at `path`, at its line and column.
+pub fn syntax_error(path: &Path, text: &str, error: &toml::de::Error) -> SpecError {
+    let offset = error.span().map_or(0, |s| s.start);
+    Source { path, text }.error(offset, error.message().trim())
+}
+
 pub fn load(path: &Path) -> Result<LabSpec, SpecError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| SpecError(format!("could not read {}: {e}", path.display())))?;
     parse(path, &text)
+}
+
+/// The spec with one workload implementation per `[[workload]]`, its options checked; a
+/// workload without `scripts` gets its default variants.
+pub fn with_workloads(
+    mut spec: LabSpec,
+) -> Result<(LabSpec, Vec<Box<dyn crate::family::api::LabWorkload>>), crate::error::Failure> {
+    let workloads = spec
+        .workloads
+        .iter()
+        .map(|w| {
+            let kind = family::lab_workload(&w.name).expect("the spec admits only known workloads");
+            (kind.create)(&w.options).map_err(|e| crate::error::Failure::input(e.message))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (workload, implementation) in spec.workloads.iter_mut().zip(&workloads) {
+        if workload.scripts.is_empty() {
+            workload.scripts = implementation.default_variants();
+        }
+    }
+    Ok((spec, workloads))
 }
 
 pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {

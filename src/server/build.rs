@@ -110,7 +110,7 @@ impl Step {
 const NEEDED_BYTES: u64 = 2 << 30;
 
 /// Lines of a failed step's log that an error shows.
-const LOG_TAIL_LINES: usize = 20;
+pub(super) const LOG_TAIL_LINES: usize = 20;
 
 /// Builds are cached under `cache_root()/builds/<key>`.
 pub fn builds_root() -> PathBuf {
@@ -160,6 +160,7 @@ pub fn build(
             request,
             work: &work,
             logs: &logs,
+            ccache: Ccache::find(),
         };
         builder.run_steps(&source, &mut record, step)?;
         let record_json = serde_json::to_string_pretty(&record).expect("serializable record");
@@ -205,9 +206,9 @@ pub fn record_of(bin_dir: &Path) -> Option<BuildRecord> {
     serde_json::from_str(&text).ok()
 }
 
-const RECORD_FILE: &str = "stampede-build.json";
+pub(super) const RECORD_FILE: &str = "stampede-build.json";
 
-fn cached(entry: &Path) -> Result<Option<Built>, Failure> {
+pub(super) fn cached(entry: &Path) -> Result<Option<Built>, Failure> {
     let Some(record) = record_of(&entry.join("bin")) else {
         return Ok(None);
     };
@@ -278,10 +279,14 @@ fn check_source_tree(dir: &Path) -> Result<(), Failure> {
     )))
 }
 
-struct Builder<'a> {
-    request: &'a BuildRequest,
-    work: &'a Path,
-    logs: &'a Path,
+/// Runs a build's steps: `work` holds the build directory and the installation, `logs` a log
+/// per step.
+pub(super) struct Builder<'a> {
+    pub(super) request: &'a BuildRequest,
+    pub(super) work: &'a Path,
+    pub(super) logs: &'a Path,
+    /// `ccache` in front of the compiler, when it is installed.
+    pub(super) ccache: Option<Ccache>,
 }
 
 impl Builder<'_> {
@@ -316,7 +321,7 @@ impl Builder<'_> {
         self.timed(Step::Install, record, step, || self.install(&build))
     }
 
-    fn timed(
+    pub(super) fn timed(
         &self,
         which: Step,
         record: &mut BuildRecord,
@@ -370,7 +375,7 @@ impl Builder<'_> {
         result
     }
 
-    fn patch(&self, tree: &Path) -> Result<(), Failure> {
+    pub(super) fn patch(&self, tree: &Path) -> Result<(), Failure> {
         need_tool("patch", "patch")?;
         for patch in &self.request.patches {
             let mut command = Command::new("patch");
@@ -389,19 +394,25 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn configure(&self, tree: &Path, build: &Path) -> Result<(), Failure> {
+    pub(super) fn configure(&self, tree: &Path, build: &Path) -> Result<(), Failure> {
         let mut command = Command::new(tree.join("configure"));
         command
             .current_dir(build)
             .arg(format!("--prefix={}", self.work.join("install").display()))
             .args(&self.request.configure);
+        // Dependency tracking: a later `make` in a kept tree (bisect) recompiles what a changed
+        // header touches; every build has it, so that all compile the same commands (ccache).
+        command.arg("--enable-depend");
+        if let Some(ccache) = &self.ccache {
+            command.arg(format!("CC={} {}", ccache.program, compiler_command()));
+        }
         if let Some(cflags) = &self.request.cflags {
             command.arg(format!("CFLAGS={cflags}"));
         }
         self.logged(Step::Configure, "configure", command)
     }
 
-    fn make(&self, build: &Path) -> Result<(), Failure> {
+    pub(super) fn make(&self, build: &Path) -> Result<(), Failure> {
         let jobs = format!("-j{}", crate::cpu::cores());
         let mut server = Command::new("make");
         server.current_dir(build).arg(&jobs);
@@ -414,7 +425,7 @@ impl Builder<'_> {
         self.logged(Step::Make, "make", contrib)
     }
 
-    fn install(&self, build: &Path) -> Result<(), Failure> {
+    pub(super) fn install(&self, build: &Path) -> Result<(), Failure> {
         let mut server = Command::new("make");
         server.current_dir(build).arg("install");
         self.logged(Step::Install, "install", server)?;
@@ -436,6 +447,9 @@ impl Builder<'_> {
             .open(&log)
             .map_err(|e| io_failure(&log, e))?;
         let errors = file.try_clone().map_err(|e| io_failure(&log, e))?;
+        if let Some(ccache) = &self.ccache {
+            command.envs(ccache.env());
+        }
         let status = command.stdout(file).stderr(errors).status().map_err(|e| {
             Failure::input(format!("{} failed: could not run {what}: {e}", step.name()))
                 .caused_by(e)
@@ -493,7 +507,7 @@ fn missing_dependency(log: &str) -> Option<String> {
         .map(|(_, what, package)| format!("missing: {what}; on Debian install {package}"))
 }
 
-fn need_tool(tool: &str, package: &str) -> Result<(), Failure> {
+pub(super) fn need_tool(tool: &str, package: &str) -> Result<(), Failure> {
     let found = Command::new(tool)
         .arg("--version")
         .stdout(Stdio::null())
@@ -509,9 +523,47 @@ fn need_tool(tool: &str, package: &str) -> Result<(), Failure> {
     }
 }
 
+/// The compiler command configure would pick: `CC`, else `cc`.
+fn compiler_command() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+/// ccache in front of the compiler: its cache lives in stampede's cache, and paths under the
+/// builds root are hashed relative to the build directory, so that a tree kept for bisecting
+/// and a one-off build's tree at another path share compiled objects.
+#[derive(Debug, Clone)]
+pub(super) struct Ccache {
+    program: String,
+}
+
+impl Ccache {
+    /// ccache, when it runs here (`STAMPEDE_CCACHE=0` turns it off).
+    pub(super) fn find() -> Option<Ccache> {
+        if std::env::var("STAMPEDE_CCACHE").is_ok_and(|value| value == "0") {
+            return None;
+        }
+        let runs = Command::new("ccache")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        runs.then(|| Ccache {
+            program: "ccache".into(),
+        })
+    }
+
+    fn env(&self) -> Vec<(&'static str, PathBuf)> {
+        vec![
+            ("CCACHE_DIR", super::download::cache_root().join("ccache")),
+            ("CCACHE_BASEDIR", builds_root()),
+        ]
+    }
+}
+
 /// The C compiler configure will pick (`CC`, else `cc`): its first `--version` line.
-fn compiler_version() -> Result<String, Failure> {
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+pub(super) fn compiler_version() -> Result<String, Failure> {
+    let compiler = compiler_command();
     let output = Command::new(&compiler).arg("--version").output();
     match output {
         Ok(output) if output.status.success() => Ok(String::from_utf8_lossy(&output.stdout)
@@ -526,7 +578,7 @@ fn compiler_version() -> Result<String, Failure> {
     }
 }
 
-fn cache_key(
+pub(super) fn cache_key(
     source_sha256: &str,
     patches: &[(PathBuf, String)],
     request: &BuildRequest,
@@ -550,7 +602,7 @@ fn cache_key(
     hex(&hasher.finalize())[..16].to_string()
 }
 
-fn file_sha256(path: &Path) -> Result<String, Failure> {
+pub(super) fn file_sha256(path: &Path) -> Result<String, Failure> {
     let mut file = std::fs::File::open(path)
         .map_err(|e| Failure::input(format!("{}: {e}", path.display())).caused_by(e))?;
     let mut hasher = Sha256::new();
@@ -628,7 +680,7 @@ fn prepare_dirs(work: &Path, logs: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn check_disk_space(root: &Path) -> Result<(), Failure> {
+pub(super) fn check_disk_space(root: &Path) -> Result<(), Failure> {
     let Ok(stats) = nix::sys::statvfs::statvfs(root) else {
         return Ok(());
     };
@@ -649,7 +701,7 @@ fn enough_disk_space(root: &Path, free: u64) -> Result<(), Failure> {
 
 /// Moves the installation into the cache in one rename, readable by the server's user. A build
 /// of the same key finished meanwhile by another process wins; this one is dropped.
-fn install_into_cache(work: &Path, entry: &Path) -> Result<(), Failure> {
+pub(super) fn install_into_cache(work: &Path, entry: &Path) -> Result<(), Failure> {
     let installed = work.join("install");
     make_readable(&installed)?;
     super::download::open_to_everyone(entry.parent().expect("under the builds root"))?;
@@ -680,21 +732,21 @@ fn make_readable(dir: &Path) -> Result<(), Failure> {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), Failure> {
+pub(super) fn write(path: &Path, text: &str) -> Result<(), Failure> {
     std::fs::write(path, text).map_err(|e| io_failure(path, e))
 }
 
-fn io_failure(path: &Path, error: std::io::Error) -> Failure {
+pub(super) fn io_failure(path: &Path, error: std::io::Error) -> Failure {
     Failure::run(format!("{}: {error}", path.display())).caused_by(error)
 }
 
-fn display_name(path: &Path) -> String {
+pub(super) fn display_name(path: &Path) -> String {
     path.file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string())
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -3,6 +3,7 @@
 
 pub mod binaries;
 pub mod build;
+pub mod build_tree;
 pub mod cluster;
 pub mod download;
 pub mod managed;

@@ -67,7 +67,11 @@ impl BinarySource {
     pub fn provenance(&self, bin_dir: &Path) -> String {
         match self {
             BinarySource::System => "system packages".into(),
-            BinarySource::BinDir(_) => "bin/ path".into(),
+            // A bin/ of stampede's own builds (a bisection's commits) says how it was built.
+            BinarySource::BinDir(_) => match super::build::record_of(bin_dir) {
+                Some(record) => format!("{BUILT_BINARIES}: {}", record.describe()),
+                None => "bin/ path".into(),
+            },
             BinarySource::Version(_) => ZONKY_BINARIES.into(),
             BinarySource::Build(_) => match super::build::record_of(bin_dir) {
                 Some(record) => format!("{BUILT_BINARIES}: {}", record.describe()),

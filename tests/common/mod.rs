@@ -411,6 +411,22 @@ impl Watch {
         }
     }
 
+    /// Waits until `text` has appeared after the first `marker` (a lab's `run` line of a later
+    /// step, when earlier steps printed the same words).
+    pub fn wait_for_after(&mut self, marker: &str, text: &str) {
+        self.wait_for(marker);
+        let start = self.seen.find(marker).expect("seen") + marker.len();
+        while !self.seen[start..].contains(text) {
+            match self
+                .chunks
+                .recv_timeout(std::time::Duration::from_secs(180))
+            {
+                Ok(chunk) => self.seen.push_str(&chunk),
+                Err(_) => panic!("no {text:?} after {marker:?}: {}", self.seen),
+            }
+        }
+    }
+
     /// Everything the stream carried, once it has ended.
     pub fn finish(mut self) -> String {
         while let Ok(chunk) = self.chunks.recv() {

@@ -1,6 +1,7 @@
 //! Statistics over stored results: medians, spreads, and (in `verdict`) confidence intervals
 //! and verdicts. Computes; never renders or queries a server.
 
+pub mod bisect;
 pub mod calibration;
 pub mod paired;
 pub mod stopping;

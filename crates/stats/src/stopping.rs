@@ -120,7 +120,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod simulation {
+pub(crate) mod simulation {
     //! Simulated auto labs under a noise model fitted to this machine.
     use super::*;
     use crate::verdict::Verdict;
@@ -132,17 +132,17 @@ mod simulation {
     /// - a stall: with probability `stall_probability` a run loses `stall_loss` of its value
     ///   (a checkpoint or another process inside its window).
     #[derive(Clone, Copy)]
-    struct NoiseModel {
-        drift_sd: f64,
+    pub(crate) struct NoiseModel {
+        pub(crate) drift_sd: f64,
         run_sd: f64,
         stall_probability: f64,
         stall_loss: f64,
     }
 
-    struct Random(u64);
+    pub(crate) struct Random(pub(crate) u64);
 
     impl Random {
-        fn uniform(&mut self) -> f64 {
+        pub(crate) fn uniform(&mut self) -> f64 {
             self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
             let mut z = self.0;
             z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -151,7 +151,7 @@ mod simulation {
             ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
         }
 
-        fn normal(&mut self) -> f64 {
+        pub(crate) fn normal(&mut self) -> f64 {
             let (u, v) = (self.uniform(), self.uniform());
             (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
         }
@@ -164,7 +164,7 @@ mod simulation {
     }
 
     impl NoiseModel {
-        fn run(&self, random: &mut Random, true_value: f64, drift: f64) -> f64 {
+        pub(crate) fn run(&self, random: &mut Random, true_value: f64, drift: f64) -> f64 {
             let value = true_value * (drift + self.run_sd * random.heavy()).exp();
             if random.uniform() < self.stall_probability {
                 value * (1.0 - self.stall_loss)
@@ -245,7 +245,7 @@ mod simulation {
     /// select-only went from 7,605 to 14,199 tps over the lab). The model takes run_sd 0.08,
     /// drift_sd 0.15, Student t(4) tails, and a stall (30% lost) in 1% of runs: none showed in
     /// the quiet lab, several in one run beside a compile.
-    const MACHINE: NoiseModel = NoiseModel {
+    pub(crate) const MACHINE: NoiseModel = NoiseModel {
         drift_sd: 0.15,
         run_sd: 0.08,
         stall_probability: 0.01,
@@ -255,7 +255,7 @@ mod simulation {
     /// "10% run-to-run noise": a run's total log sd 0.10, split between drift and the run's
     /// own noise as the fitted lab split it (the run's own share of the variance: 10% for
     /// select-only, 38% for tpcb-like; 25% here), with the same tails and stalls.
-    const TEN_PERCENT: NoiseModel = NoiseModel {
+    pub(crate) const TEN_PERCENT: NoiseModel = NoiseModel {
         drift_sd: 0.0866,
         run_sd: 0.05,
         stall_probability: 0.01,
