@@ -63,7 +63,8 @@ def change(repo, n):
         append(misc, "int synthetic_broken = ;\n")
         return "utils: a line that does not compile"
     if n == FIXED:
-        open(misc, "w").write(open(misc).read().replace("int synthetic_broken = ;\n", ""))
+        text = open(misc).read()
+        open(misc, "w").write(text.replace("int synthetic_broken = ;\n", ""))
         return "utils: fix the build"
     if n % 2 == 0:
         append(misc, f"/* harmless change {n} */\n")
