@@ -384,7 +384,7 @@ impl Bisect<'_> {
                 seconds,
             })
         };
-        match self.tree.build(&commit.hash, &mut announce) {
+        match self.tree.build(&commit.hash, &self.stop, &mut announce) {
             Ok(built) => {
                 bins.insert(self.target_name(commit), built.binaries.bin_dir.clone());
                 Ok(Ok(BuildTime {

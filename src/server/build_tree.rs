@@ -10,6 +10,7 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -66,10 +67,12 @@ impl BuildTree {
     }
 
     /// The binaries of `commit` (a full hash), from the cache or built now in the kept tree.
-    /// `step` hears each step as it starts and ends.
+    /// `step` hears each step as it starts and ends. `interrupted` is the signal watcher's
+    /// flag: a `make` that a Ctrl-C killed is no proof that the commit does not compile.
     pub fn build(
         &self,
         commit: &str,
+        interrupted: &AtomicBool,
         step: &mut dyn FnMut(Step, Option<f64>),
     ) -> Result<Built, CommitBuildError> {
         let tree = self.git(&["rev-parse", &format!("{commit}^{{tree}}")])?;
@@ -111,6 +114,12 @@ impl BuildTree {
         };
         match self.build_in_tree(commit, &mut record, step) {
             Ok(()) => {}
+            Err(_) if interrupted.load(Ordering::SeqCst) => {
+                return Err(CommitBuildError::Failed(Failure::interrupted(format!(
+                    "interrupted while building {}",
+                    &commit[..12.min(commit.len())]
+                ))))
+            }
             // A commit that does not compile; a configure or install failure is the machine's.
             Err(failure) if failure.message().starts_with("make failed") => {
                 // The log's tail without the line naming the log: the tree's logs are rewritten
