@@ -3,6 +3,7 @@
 
 pub mod bisect;
 pub mod calibration;
+pub mod changepoint;
 pub mod paired;
 pub mod stopping;
 pub mod student;
