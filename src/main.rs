@@ -40,6 +40,8 @@ fn run() -> Result<(), Failure> {
         TopCommand::Compare(args) => app::compare::run(args),
         TopCommand::Bisect(args) => app::bisect::run(args),
         TopCommand::Report(args) => app::report::run(args),
+        TopCommand::History(args) => app::history::run(args),
+        TopCommand::Gate(args) => app::gate::run(args),
         TopCommand::Sysbench { action } => sysbench::command::run(action),
         TopCommand::Tpcc { action } => tpcc::command::run(action),
         TopCommand::Dbstress { action } => dbstress::command::run(action),

@@ -942,7 +942,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
         "{printed}"
     );
     let query = |sql: &str| server.psql(&results_db, sql);
-    assert_eq!(query("SELECT max(version) FROM schema_version"), "8");
+    assert_eq!(query("SELECT max(version) FROM schema_version"), "9");
     assert_eq!(
         query("SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0"),
         "2"
@@ -2240,4 +2240,151 @@ fn a_full_results_disk_stops_the_lab_and_resume_completes_once_there_is_room() {
         ]
     );
     drop(results);
+}
+
+/// Three invocations of one spec into a shared PostgreSQL results database, the third with
+/// index scans off (select-only then reads the whole table: ~50× slower). `history` finds the
+/// change at the third, `gate` fails the third against the second (exit 3) and passes the
+/// second against the first (exit 0); JUnit and Markdown say the same. (`synchronous_commit =
+/// on` costs only ~50% on this machine's disk, inside 1-second runs' ±15%.) The threshold is
+/// wide because three nights of 1-second runs on a busy CI machine are noisy; the decision
+/// rule itself is tested to the digit in `report::gate`.
+#[test]
+fn a_history_of_three_invocations_finds_and_gates_a_costly_setting() {
+    let server = common::server();
+    let results_db = server.create_database("history_results");
+    let dir = lab_dir("history");
+    let spec = dir.join("nightly.toml");
+    let url = format!(
+        "postgresql://{}:{}@127.0.0.1:{}/{results_db}",
+        server.user,
+        common::PASSWORD,
+        server.port()
+    );
+    let write = |index_scans: &str| {
+        let text = format!(
+            "name = \"nightly\"\nruns = 5\nduration = \"1s\"\nwarmup = \"0s\"\nprobes = false\nseed = 3\n\
+             results = \"{url}\"\n[[target]]\nname = \"pg\"\n\
+             settings = {{ enable_indexscan = \"{index_scans}\", enable_bitmapscan = \"{index_scans}\" }}\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n"
+        );
+        std::fs::write(&spec, text).unwrap();
+    };
+    let invoke = |night: &str| {
+        let output = stampede_command(&[
+            "lab",
+            "run",
+            spec.to_str().unwrap(),
+            "--tag",
+            &format!("night={night}"),
+        ])
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    };
+    write("on");
+    invoke("1");
+    invoke("2");
+    write("off");
+    invoke("3");
+    stop_cluster(dir.join("nightly.servers/pg"), None);
+    let query = |sql: &str| server.psql(&results_db, sql);
+    assert_eq!(
+        query("SELECT string_agg(name || ':' || history, ',' ORDER BY id) FROM labs"),
+        "nightly:nightly,nightly #2:nightly,nightly #3:nightly"
+    );
+    let history = stampede_command(&[
+        "history",
+        &url,
+        "--html",
+        dir.join("h.html").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(history.status.success(), "{}", stderr(&history));
+    let text = stdout(&history);
+    assert!(!text.contains(common::PASSWORD), "{text}");
+    assert!(text.starts_with("History \"nightly\" on "), "{text}");
+    assert!(
+        text.contains("pg/pgbench/select-only/1/1: 3 points, latest ")
+            && text.contains("; 1 change\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    regression at \"nightly #3\" (night=3): 0.")
+            && text.contains(", after \"nightly #2\" (night=2)\n"),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(dir.join("h.html")).unwrap();
+    assert!(
+        html.contains(r#"class="change""#) && html.contains("<svg"),
+        "{html}"
+    );
+    let gate = |args: &[&str]| {
+        let junit = dir.join("gate.xml");
+        let mut all = vec!["gate", url.as_str(), "--threshold", "50%", "--junit"];
+        all.push(junit.to_str().unwrap());
+        all.extend_from_slice(args);
+        let output = stampede_command(&all).output().unwrap();
+        (output, std::fs::read_to_string(junit).unwrap_or_default())
+    };
+    let (failed, junit) = gate(&[]);
+    assert_eq!(
+        failed.status.code(),
+        Some(3),
+        "{}{}",
+        stdout(&failed),
+        stderr(&failed)
+    );
+    let markdown = stdout(&failed);
+    assert!(
+        markdown.starts_with(
+            "## stampede gate: \"nightly #3\" (night=3) against \"nightly #2\" (night=2)\n"
+        ),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| pg/pgbench/select-only/1/1 |")
+            && markdown.contains("| 5 | **regression** |"),
+        "{markdown}"
+    );
+    assert!(
+        junit.contains("failures=\"1\"")
+            && junit.contains("<failure message=\"regression beyond 50%"),
+        "{junit}"
+    );
+    assert_eq!(
+        stderr(&failed).lines().next().unwrap_or_default(),
+        "stampede: error: regression beyond 50% decided in 1 of 1 cells (tps)"
+    );
+    let (passed, junit) = gate(&["--lab-run", "night=2", "--against", "night=1"]);
+    assert_eq!(
+        passed.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&passed),
+        stderr(&passed)
+    );
+    assert!(
+        stdout(&passed).contains("**pass: no regression beyond 50% in 1 cells (tps)**"),
+        "{}",
+        stdout(&passed)
+    );
+    assert!(junit.contains("failures=\"0\" skipped=\"0\""), "{junit}");
+    // The gate's ratio is the geometric mean of the rounds' ratios, as the stored tps give it.
+    let pairs = query(
+        "SELECT string_agg((b.tps / a.tps)::text, ',') FROM runs a JOIN cells ca ON ca.id = a.cell_id \
+         JOIN runs b ON b.repetition = a.repetition JOIN cells cb ON cb.id = b.cell_id \
+         WHERE ca.lab_id = (SELECT id FROM labs WHERE name = 'nightly #2') \
+         AND cb.lab_id = (SELECT id FROM labs WHERE name = 'nightly #3')",
+    );
+    let logs: Vec<f64> = pairs
+        .split(',')
+        .map(|r| r.parse::<f64>().unwrap().ln())
+        .collect();
+    let ratio = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+    assert!(
+        markdown.contains(&format!("| {ratio:.3}× |")),
+        "{ratio} in {markdown}"
+    );
 }

@@ -45,6 +45,10 @@ pub enum TopCommand {
     /// The commit that made a change: PostgreSQL built at each step between two refs, every step
     /// decided with the lab's statistics
     Bisect(BisectArgs),
+    /// Every invocation of a lab spec as a series per cell, with its change points
+    History(HistoryArgs),
+    /// A CI gate: one invocation of a lab against another, exit 3 on a decided regression
+    Gate(GateArgs),
     /// sysbench's oltp_* tests: prepare, run, cleanup, with sysbench's options and report
     Sysbench {
         #[command(subcommand)]
@@ -126,6 +130,46 @@ pub struct ReportArgs {
     /// report lists it
     #[arg(long = "exclude-run", value_name = "RUN_ID")]
     pub exclude_runs: Vec<i64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// Only this spec's history (its name), when the database holds several
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// The series' metric (see `metric_help`)
+    #[arg(long, default_value = "tps", help = metric_help())]
+    pub metric: String,
+    /// Also write a chart per cell, points with their intervals and the changes marked, into
+    /// this HTML file
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// The spec's history to gate (default: the one the latest invocation belongs to)
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// The invocation to judge: latest, or a tag (key=value, or a value any tag or lab name has)
+    #[arg(long, value_name = "latest|TAG", default_value = "latest")]
+    pub lab_run: String,
+    /// The reference: previous (the invocation before it on the same machine) or a tag
+    #[arg(long, value_name = "previous|TAG", default_value = "previous")]
+    pub against: String,
+    /// A regression smaller than this is no failure, e.g. 2%
+    #[arg(long, value_name = "PERCENT", default_value = "2%")]
+    pub threshold: String,
+    /// What to gate on (see `metric_help`)
+    #[arg(long, default_value = "tps", help = metric_help())]
+    pub metric: String,
+    /// Also write JUnit XML (a test case per cell) into this file
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -216,6 +260,10 @@ pub enum LabAction {
         /// and go on with the other targets instead of stopping
         #[arg(long)]
         keep_going: bool,
+        /// Name this invocation in the spec's history, e.g. commit=$(git rev-parse HEAD) or
+        /// night=42 (repeatable); `history` and `gate` show and select by them
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tags: Vec<String>,
     },
     /// Continue an interrupted lab with its next unfinished run
     Resume {

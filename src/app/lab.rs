@@ -22,10 +22,32 @@ use crate::store::{unix_now, Store};
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
         LabAction::Plan { spec } => plan(spec),
-        LabAction::Run { spec, keep_going } => execute(spec, false, *keep_going),
-        LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going),
+        LabAction::Run {
+            spec,
+            keep_going,
+            tags,
+        } => execute(spec, false, *keep_going, tags),
+        LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going, &[]),
         LabAction::Calibrate { spec, rounds } => calibrate::calibrate(spec, *rounds),
     }
+}
+
+/// `--tag key=value`, each key once.
+fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    let mut tags: Vec<(String, String)> = Vec::new();
+    for tag in given {
+        let (key, value) = tag
+            .split_once('=')
+            .filter(|(key, _)| !key.trim().is_empty())
+            .ok_or_else(|| {
+                Failure::input(format!("--tag {tag}: expected KEY=VALUE, e.g. night=42"))
+            })?;
+        if tags.iter().any(|(k, _)| k == key.trim()) {
+            return Err(Failure::input(format!("--tag {}: given twice", key.trim())));
+        }
+        tags.push((key.trim().to_string(), value.trim().to_string()));
+    }
+    Ok(tags)
 }
 
 /// Seconds a lab run takes beyond its measuring, for estimates before any run was measured.
@@ -105,8 +127,10 @@ fn plan(path: &Path) -> CommandResult {
     Ok(())
 }
 
-fn execute(path: &Path, resume: bool, keep_going: bool) -> CommandResult {
-    let (spec, workloads) = load_spec(path)?;
+fn execute(path: &Path, resume: bool, keep_going: bool, tags: &[String]) -> CommandResult {
+    let tags = parse_tags(tags)?;
+    let (mut spec, workloads) = load_spec(path)?;
+    spec.tags = tags;
     let stop = watch_signals();
     let mut progress = Progress::on_stderr();
     let mut lab = Lab::prepare(

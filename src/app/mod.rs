@@ -5,6 +5,8 @@ pub mod bisect;
 pub mod calibrate;
 pub mod cli;
 pub mod compare;
+pub mod gate;
+pub mod history;
 pub mod lab;
 pub mod lab_results;
 pub mod lab_spec;

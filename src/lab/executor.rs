@@ -103,6 +103,32 @@ pub struct Lab<'a> {
     _lock: LabLock,
 }
 
+/// The lab this `run` or `resume` writes into: `resume` continues the spec's latest
+/// invocation; `run` starts the next one when the latest ran to its end (or there is none),
+/// goes on in one that has not measured yet, and refuses one with finished runs that did not
+/// end (that is what `resume` is for).
+fn open_invocation(store: &mut Store, spec: &LabSpec, resume: bool) -> Result<(i64, u64), Failure> {
+    let latest = store.latest_invocation(&spec.name)?;
+    let seed = spec.seed.unwrap_or_else(|| unix_now().to_bits());
+    match latest {
+        None if resume => Err(Failure::input(format!(
+            "nothing to resume: {} holds no lab \"{}\"; start it with `stampede lab run`",
+            spec.results, spec.name
+        ))),
+        None => store.next_invocation(&spec.name, &spec.text, seed),
+        Some(lab) if !resume && lab.ended => store.next_invocation(&spec.name, &spec.text, seed),
+        Some(lab) => {
+            if !resume && !store.finished_runs(lab.id)?.is_empty() {
+                return Err(Failure::input(format!(
+                    "lab \"{}\" already has finished runs in {}; continue it with `stampede lab resume`",
+                    lab.name, spec.results
+                )));
+            }
+            store.lab(&lab.name, &spec.text, seed)
+        }
+    }
+}
+
 /// How the lab ended.
 pub struct LabOutcome {
     pub interrupted: bool,
@@ -150,29 +176,8 @@ impl<'a> Lab<'a> {
         }
         // A results database that cannot take the lab is the spec's problem: nothing ran yet.
         let mut store = Store::open(&spec.results)?;
-        let existing = store.find_lab(&spec.name).map_err(Failure::into_input)?;
-        if resume && existing.is_none() {
-            return Err(Failure::input(format!(
-                "nothing to resume: {} holds no lab \"{}\"; start it with `stampede lab run`",
-                spec.results, spec.name
-            )));
-        }
-        let seed = spec.seed.unwrap_or_else(|| unix_now().to_bits());
-        let (lab_id, seed) = store
-            .lab(&spec.name, &spec.text, seed)
-            .map_err(Failure::into_input)?;
-        if !resume
-            && !store
-                .finished_runs(lab_id)
-                .map_err(Failure::into_input)?
-                .is_empty()
-        {
-            return Err(Failure::input(format!(
-                "lab \"{}\" already has finished runs in {}; continue it with `stampede lab resume`",
-                spec.name,
-                spec.results
-            )));
-        }
+        let (lab_id, seed) =
+            open_invocation(&mut store, spec, resume).map_err(Failure::into_input)?;
         let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
         let plan = Plan::new(spec, seed, &sequential);
         store
@@ -180,6 +185,14 @@ impl<'a> Lab<'a> {
             .map_err(Failure::into_input)?;
         store
             .record_client_cores(lab_id, crate::cpu::cores())
+            .map_err(Failure::into_input)?;
+        store
+            .describe_invocation(
+                lab_id,
+                &spec.name,
+                &crate::store::Machine::this(),
+                &spec.tags,
+            )
             .map_err(Failure::into_input)?;
         let server_root = spec.server_root.clone();
         Ok(Lab {
@@ -217,6 +230,9 @@ impl<'a> Lab<'a> {
         // Once the lab has started, whatever stops it is a failed run (exit 2), whichever
         // layer it came from: the spec and its inputs were accepted by `prepare`.
         let (interrupted, failed_runs, skipped_runs) = result.map_err(Failure::into_run)?;
+        if !interrupted {
+            self.store.end_lab(self.lab_id)?;
+        }
         let skipped = self
             .broken
             .iter()

@@ -183,6 +183,8 @@ pub struct LabSpec {
     pub workloads: Vec<WorkloadSpec>,
     /// The file's text, stored with the results (a results URL's password masked).
     pub text: String,
+    /// `lab run --tag key=value`: names this invocation in the spec's history.
+    pub tags: Vec<(String, String)>,
 }
 
 /// `runs = "auto"`: every undecided cell runs once more per round, and stops when the ratio of
@@ -357,6 +359,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         targets,
         workloads,
         text,
+        tags: Vec::new(),
     })
 }
 

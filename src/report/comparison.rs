@@ -72,7 +72,7 @@ impl Metric {
         }
     }
 
-    fn direction(self) -> Direction {
+    pub fn direction(self) -> Direction {
         match self {
             Metric::Tps => Direction::HigherIsBetter,
             Metric::P99 => Direction::LowerIsBetter,

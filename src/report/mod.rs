@@ -3,7 +3,10 @@
 //! given; never queries a server or drives load. (A single run's report lives with its family.)
 
 pub mod comparison;
+pub mod gate;
 pub mod headline;
+pub mod history;
+pub mod history_view;
 pub mod html;
 pub mod lab_report;
 pub mod noise;

@@ -193,6 +193,102 @@ pub fn time_series(
     svg + "</svg>"
 }
 
+/// A point of a history: its value, its own interval, and its label (the invocation).
+pub struct HistoryMark {
+    pub value: f64,
+    pub interval: Option<(f64, f64)>,
+    pub label: String,
+}
+
+/// A history over evenly spaced invocations: points with their own intervals, each plateau
+/// between changes as a grey line at its geometric mean, each change as a red dashed line
+/// before its first point with its label at the top. Static: every number is drawn or in a
+/// `<title>`, nothing needs a script.
+pub fn history_chart(y_label: &str, points: &[HistoryMark], changes: &[(usize, String)]) -> String {
+    let height = 220.0;
+    let bottom = 30.0;
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = height - TOP - bottom;
+    let highest = points
+        .iter()
+        .map(|p| p.interval.map_or(p.value, |(_, high)| high.max(p.value)))
+        .fold(0.0, f64::max);
+    let y_max = nice_max(highest);
+    let n = points.len().max(1) as f64;
+    let x = |i: f64| LEFT + plot_w * (i + 0.5) / n;
+    let y = |v: f64| TOP + plot_h * (1.0 - v / y_max);
+    let mut svg = open(height);
+    axes(&mut svg, height, bottom, y_max, y_label);
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(changes.iter().map(|(at, _)| *at))
+        .chain(std::iter::once(points.len()))
+        .collect();
+    for w in bounds.windows(2).filter(|w| w[1] > w[0]) {
+        let logs: f64 = points[w[0]..w[1]].iter().map(|p| p.value.ln()).sum();
+        let level = (logs / (w[1] - w[0]) as f64).exp();
+        let _ = write!(
+            svg,
+            r##"<line class="plateau" x1="{:.1}" x2="{:.1}" y1="{2:.1}" y2="{2:.1}" stroke="#999" stroke-width="3" opacity="0.6"/>"##,
+            x(w[0] as f64 - 0.5),
+            x(w[1] as f64 - 0.5),
+            y(level)
+        );
+    }
+    for (at, label) in changes {
+        let _ = write!(
+            svg,
+            r##"<line class="change" x1="{0:.1}" x2="{0:.1}" y1="{TOP}" y2="{1:.1}" stroke="{MARK_COLOR}" stroke-dasharray="5 3"/><text x="{2:.1}" y="{3:.1}" font-size="11" fill="{MARK_COLOR}">{4}</text>"##,
+            x(*at as f64 - 0.5),
+            height - bottom,
+            x(*at as f64 - 0.5) + 3.0,
+            TOP + 11.0,
+            escape(label)
+        );
+    }
+    let dots = points.len() <= 120;
+    let mut path = Vec::with_capacity(points.len());
+    for (i, point) in points.iter().enumerate() {
+        let (px, py) = (x(i as f64), y(point.value));
+        path.push(format!("{px:.1},{py:.1}"));
+        if let Some((low, high)) = point.interval {
+            let _ = write!(
+                svg,
+                r##"<line x1="{px:.1}" x2="{px:.1}" y1="{:.1}" y2="{:.1}" stroke="#1f77b4" opacity="0.5"/>"##,
+                y(low),
+                y(high)
+            );
+        }
+        if dots {
+            let _ = write!(
+                svg,
+                r##"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="#1f77b4"><title>{}: {}</title></circle>"##,
+                escape(&point.label),
+                significant(point.value)
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        r##"<polyline class="series" fill="none" stroke="#1f77b4" stroke-width="1.5" points="{}"/>"##,
+        path.join(" ")
+    );
+    for (i, label) in [
+        (0, &points.first()),
+        (points.len().saturating_sub(1), &points.last()),
+    ] {
+        if let Some(point) = label {
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+                x(i as f64),
+                height - bottom + 14.0,
+                escape(&point.label)
+            );
+        }
+    }
+    svg + "</svg>"
+}
+
 /// One horizontal bar from zero.
 pub struct ValueBar {
     pub label: String,
@@ -240,7 +336,7 @@ pub fn value_bars(unit: &str, rows: &[ValueBar]) -> String {
 }
 
 /// A value with about four significant digits, for labels.
-fn significant(value: f64) -> String {
+pub fn significant(value: f64) -> String {
     let magnitude = value.abs().max(f64::MIN_POSITIVE).log10().floor() as i32;
     let decimals = (3 - magnitude).clamp(0, 6) as usize;
     format!("{value:.decimals$}")

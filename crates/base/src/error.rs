@@ -17,6 +17,10 @@ pub enum Kind {
     /// The user stopped it (SIGINT or SIGTERM) before it finished (exit 2, as a failed run:
     /// scripts that wait for a lab must not take a stopped one for a finished one).
     Interrupted,
+    /// `gate`: a regression beyond the threshold was decided (exit 3).
+    Regression,
+    /// `gate`: neither a regression nor its absence was decided (exit 4).
+    Undecided,
 }
 
 /// A failure: the kind, what the user sees on stderr, and the error that caused it (a
@@ -78,6 +82,8 @@ impl Failure {
         match self.kind {
             Kind::Input => 1,
             Kind::Run | Kind::Incomplete | Kind::Interrupted => 2,
+            Kind::Regression => 3,
+            Kind::Undecided => 4,
         }
     }
 

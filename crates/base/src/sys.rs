@@ -52,3 +52,43 @@ pub fn kill_now(pid: u32) {
         let _ = nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }
 }
+
+/// The machine a lab ran on, as a history keys its series: two machines' numbers are never
+/// one series.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    pub host: String,
+    pub cores: usize,
+    pub cpu_model: String,
+    pub kernel: String,
+}
+
+impl Machine {
+    /// This machine, from /proc (what cannot be read stays empty).
+    pub fn this() -> Machine {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .map(|text| text.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cpu_model = read("/proc/cpuinfo")
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                (name.trim() == "model name").then(|| value.trim().to_string())
+            })
+            .unwrap_or_default();
+        Machine {
+            host: read("/proc/sys/kernel/hostname"),
+            cores: crate::cpu::cores(),
+            cpu_model,
+            kernel: read("/proc/sys/kernel/osrelease"),
+        }
+    }
+
+    /// What a series is kept apart by: the host, its cores and their model (not the kernel,
+    /// which an upgrade changes under a series that should go on, visibly).
+    pub fn key(&self) -> String {
+        format!("{}, {} × {}", self.host, self.cores, self.cpu_model)
+    }
+}

@@ -17,6 +17,7 @@ pub const ZONKY_BINARIES: &str = "zonky (Maven Central)";
 pub use database::Location;
 use database::{Database, Row, Value};
 use stampede_base::error::Failure;
+pub use stampede_base::sys::Machine;
 
 pub struct Store {
     db: Box<dyn Database>,
@@ -248,6 +249,34 @@ pub struct Calibration {
     pub log_ratio_sd: f64,
     pub run_cv: Option<f64>,
     pub measured_unix_s: f64,
+}
+
+/// The latest invocation of a spec, as `lab run` decides whether to continue it or start the
+/// next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatestInvocation {
+    pub id: i64,
+    pub seed: u64,
+    /// The stored lab's name: the spec's, or "<spec> #k" for the k-th invocation.
+    pub name: String,
+    /// It ran to the end of its plan.
+    pub ended: bool,
+}
+
+/// One `lab run` of a spec, with what a history keys and labels it by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    pub id: i64,
+    pub name: String,
+    /// The spec's name: the invocations of one spec (on one machine) are a history.
+    pub history: String,
+    pub created_unix_s: f64,
+    /// `Machine::key` (None for labs stored before histories).
+    pub machine: Option<String>,
+    pub kernel: Option<String>,
+    pub cores: Option<i64>,
+    pub ended: bool,
+    pub tags: Vec<(String, String)>,
 }
 
 /// A completed run's headline numbers, for the end-of-lab table.

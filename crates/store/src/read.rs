@@ -1,7 +1,7 @@
 //! What the lab and the reports read back. NULL columns stay None where a number may be
 //! missing.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::database::{Row, Value};
 use super::*;
@@ -391,12 +391,113 @@ impl Store {
             .collect())
     }
 
+    /// The latest invocation of the spec named `name`: (id, seed).
     pub fn find_lab(&mut self, name: &str) -> Result<Option<(i64, u64)>, Failure> {
+        Ok(self.latest_invocation(name)?.map(|lab| (lab.id, lab.seed)))
+    }
+
+    /// The latest invocation of the spec named `name`.
+    pub fn latest_invocation(&mut self, name: &str) -> Result<Option<LatestInvocation>, Failure> {
         let rows = self
             .db
-            .query("SELECT id, seed FROM labs WHERE name = ?1", &[name.into()])
+            .query(
+                "SELECT id, seed, name, ended_unix_s FROM labs WHERE coalesce(history, name) = ?1
+                 ORDER BY id DESC LIMIT 1",
+                &[name.into()],
+            )
             .map_err(db_error("labs"))?;
-        Ok(rows.first().map(|r| (int(r, 0), int(r, 1) as u64)))
+        Ok(rows.first().map(|r| LatestInvocation {
+            id: int(r, 0),
+            seed: int(r, 1) as u64,
+            name: text(r, 2),
+            ended: optional(r, 3).is_some(),
+        }))
+    }
+
+    /// Every lab as an invocation of its spec, oldest first.
+    pub fn invocations(&mut self) -> Result<Vec<Invocation>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT id, name, coalesce(history, name), created_unix_s, machine, kernel,
+                        client_cores, ended_unix_s
+                 FROM labs ORDER BY id",
+                &[],
+            )
+            .map_err(db_error("labs"))?;
+        let mut invocations: Vec<Invocation> = rows
+            .iter()
+            .map(|r| Invocation {
+                id: int(r, 0),
+                name: text(r, 1),
+                history: text(r, 2),
+                created_unix_s: real(r, 3),
+                machine: r.get(4).and_then(Value::as_string),
+                kernel: r.get(5).and_then(Value::as_string),
+                cores: r.get(6).and_then(Value::as_i64),
+                ended: optional(r, 7).is_some(),
+                tags: Vec::new(),
+            })
+            .collect();
+        let tags = self
+            .db
+            .query(
+                "SELECT lab_id, key, value FROM lab_tags ORDER BY lab_id, key",
+                &[],
+            )
+            .map_err(db_error("lab tags"))?;
+        let index: HashMap<i64, usize> = invocations
+            .iter()
+            .enumerate()
+            .map(|(i, lab)| (lab.id, i))
+            .collect();
+        for row in &tags {
+            if let Some(&i) = index.get(&int(row, 0)) {
+                invocations[i].tags.push((text(row, 1), text(row, 2)));
+            }
+        }
+        Ok(invocations)
+    }
+
+    /// The runs of the given labs, each with its lab's id, in run order; one query for all.
+    pub fn runs_of_labs(&mut self, labs: &[i64]) -> Result<Vec<(i64, StoredRun)>, Failure> {
+        let wanted: HashSet<i64> = labs.iter().copied().collect();
+        let rows = self
+            .db
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS}, c.lab_id FROM runs r JOIN cells c ON c.id = r.cell_id
+                     ORDER BY c.lab_id, r.position, r.id"
+                ),
+                &[],
+            )
+            .map_err(db_error("runs"))?;
+        let mut runs = Vec::new();
+        let mut index = HashMap::new();
+        for row in &rows {
+            let lab = int(row, RUN_COLUMN_COUNT);
+            if wanted.contains(&lab) {
+                let run = stored_run(row)?;
+                index.insert(run.id, runs.len());
+                runs.push((lab, run));
+            }
+        }
+        let metrics = self
+            .db
+            .query(
+                "SELECT run_id, name, value FROM run_metrics ORDER BY run_id, name",
+                &[],
+            )
+            .map_err(db_error("run metrics"))?;
+        for row in &metrics {
+            if let Some(&i) = index.get(&int(row, 0)) {
+                runs[i]
+                    .1
+                    .workload_metrics
+                    .push((text(row, 1), real(row, 2)));
+            }
+        }
+        Ok(runs)
     }
 }
 

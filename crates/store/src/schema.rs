@@ -170,4 +170,19 @@ CREATE TABLE calibrations (
     PRIMARY KEY (lab_name, workload, script, scale, clients)
 );
 "#,
+    // 9: histories. Each `lab run` of a spec is an invocation (a lab row; the first keeps the
+    // spec's name, later ones "<name> #k"); the invocations of one spec on one machine are a
+    // history. Tags name an invocation (a commit, a night).
+    r#"
+ALTER TABLE labs ADD COLUMN history TEXT;   -- the spec's name (NULL before 9: the lab's name)
+ALTER TABLE labs ADD COLUMN machine TEXT;   -- host, cores × CPU model: a series' key
+ALTER TABLE labs ADD COLUMN kernel TEXT;
+ALTER TABLE labs ADD COLUMN ended_unix_s REAL; -- ran to the end of its plan; a new `run` starts the next
+CREATE TABLE lab_tags (
+    lab_id      INTEGER NOT NULL REFERENCES labs(id),
+    key         TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    PRIMARY KEY (lab_id, key)
+);
+"#,
 ];

@@ -32,6 +32,90 @@ impl Store {
         }
     }
 
+    /// The next invocation of the spec named `name`: a new lab, named `name` when no lab has
+    /// that name yet, else "<name> #k" for the k-th invocation.
+    pub fn next_invocation(
+        &mut self,
+        name: &str,
+        spec: &str,
+        seed: u64,
+    ) -> Result<(i64, u64), Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT count(*) FROM labs WHERE coalesce(history, name) = ?1",
+                &[name.into()],
+            )
+            .map_err(db_error("labs"))?;
+        let earlier = rows.first().map_or(0, |r| int(r, 0));
+        let mut number = earlier + 1;
+        loop {
+            let candidate = if number == 1 {
+                name.to_string()
+            } else {
+                format!("{name} #{number}")
+            };
+            let taken = self
+                .db
+                .query("SELECT 1 FROM labs WHERE name = ?1", &[(&candidate).into()])
+                .map_err(db_error("labs"))?;
+            if taken.is_empty() {
+                let (id, seed) = self.lab(&candidate, spec, seed)?;
+                self.db
+                    .execute(
+                        "UPDATE labs SET history = ?2 WHERE id = ?1",
+                        &[id.into(), name.into()],
+                    )
+                    .map_err(db_error("labs"))?;
+                return Ok((id, seed));
+            }
+            number += 1;
+        }
+    }
+
+    /// Where and as what the invocation ran: its history (the spec's name), the machine,
+    /// and its tags (replacing those stored before).
+    pub fn describe_invocation(
+        &mut self,
+        lab: i64,
+        history: &str,
+        machine: &Machine,
+        tags: &[(String, String)],
+    ) -> Result<(), Failure> {
+        self.transaction("labs", |db| {
+            db.execute(
+                "UPDATE labs SET history = coalesce(history, ?2), machine = ?3, kernel = ?4
+                 WHERE id = ?1",
+                &[
+                    lab.into(),
+                    history.into(),
+                    (&machine.key()).into(),
+                    (&machine.kernel).into(),
+                ],
+            )?;
+            db.execute("DELETE FROM lab_tags WHERE lab_id = ?1", &[lab.into()])?;
+            for (key, value) in tags {
+                db.execute(
+                    "INSERT INTO lab_tags (lab_id, key, value) VALUES (?1, ?2, ?3)",
+                    &[lab.into(), key.into(), value.into()],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The lab ran to the end of its plan: the next `lab run` of its spec starts a new
+    /// invocation.
+    pub fn end_lab(&mut self, lab: i64) -> Result<(), Failure> {
+        self.db
+            .execute(
+                "UPDATE labs SET ended_unix_s = ?2 WHERE id = ?1",
+                &[lab.into(), unix_now().into()],
+            )
+            .map_err(db_error("labs"))?;
+        Ok(())
+    }
+
     /// Records a target's provenance and full settings (replacing what was stored before).
     pub fn save_target(&mut self, lab: i64, target: &TargetRecord) -> Result<(), Failure> {
         self.transaction("targets", |db| {

@@ -513,12 +513,15 @@ fn a_fresh_run_refuses_a_lab_with_finished_runs_and_resume_needs_one() {
         error.kind() == Kind::Input && error.message().starts_with("nothing to resume:"),
         "{error:?}"
     );
-    fixture.invoke(false, false, None).unwrap();
+    let (outcome, _) = fixture.invoke(false, false, Some(3)).unwrap();
+    assert!(outcome.interrupted);
     let error = fixture.invoke(false, false, None).err().unwrap();
     assert!(
         error.kind() == Kind::Input && error.message().contains("already has finished runs"),
         "{error:?}"
     );
+    let (outcome, _) = fixture.invoke(true, false, None).unwrap();
+    assert_eq!(outcome.completed.len(), 8);
     let runs_before = fixture.journal.starting("run ").len();
     let (outcome, _) = fixture.invoke(true, false, None).unwrap();
     assert_eq!(
@@ -527,6 +530,42 @@ fn a_fresh_run_refuses_a_lab_with_finished_runs_and_resume_needs_one() {
         "nothing left to run"
     );
     assert_eq!(outcome.completed.len(), 8);
+}
+
+#[test]
+fn a_fresh_run_of_an_ended_lab_is_the_next_invocation_of_its_history() {
+    let mut fixture = Fixture::new(&["a"], &["ro"]);
+    fixture.spec.tags = vec![("night".into(), "1".into())];
+    fixture.invoke(false, false, None).unwrap();
+    fixture.spec.tags = vec![
+        ("night".into(), "2".into()),
+        ("commit".into(), "abc".into()),
+    ];
+    let runs_before = fixture.journal.starting("run ").len();
+    let (outcome, _) = fixture.invoke(false, false, None).unwrap();
+    assert_eq!(fixture.journal.starting("run ").len(), runs_before + 8);
+    assert_eq!(
+        outcome.completed.len(),
+        8,
+        "the new invocation's runs alone"
+    );
+    let location = crate::store::Location::Sqlite(fixture.database.clone());
+    let mut store = crate::store::Store::open(&location).unwrap();
+    let labs = store.invocations().unwrap();
+    let names: Vec<(&str, &str)> = labs
+        .iter()
+        .map(|lab| (lab.name.as_str(), lab.history.as_str()))
+        .collect();
+    assert_eq!(names, [("fake", "fake"), ("fake #2", "fake")]);
+    assert!(labs.iter().all(|lab| lab.ended && lab.machine.is_some()));
+    assert_eq!(labs[0].tags, [("night".to_string(), "1".to_string())]);
+    assert_eq!(
+        labs[1].tags,
+        [
+            ("commit".to_string(), "abc".to_string()),
+            ("night".to_string(), "2".to_string())
+        ]
+    );
 }
 
 #[test]

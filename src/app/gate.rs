@@ -1,0 +1,175 @@
+//! `stampede gate <results> --lab-run latest|TAG --against previous|TAG --threshold 2%`:
+//! Markdown on standard output, JUnit XML on request, and the exit code a CI job acts on:
+//! 0 pass, 3 a regression decided beyond the threshold, 4 undecided.
+
+use super::history::{check_history, open_invocations};
+use super::{CommandResult, Failure};
+use crate::app::cli::GateArgs;
+use crate::error::Kind;
+use crate::family;
+use crate::report::comparison::Metric;
+use crate::report::gate::{self, Gate, Outcome};
+use crate::report::history::InvocationLabel;
+use crate::report::write_file;
+use crate::store::Invocation;
+
+pub fn run(args: &GateArgs) -> CommandResult {
+    let metric =
+        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
+    let threshold = parse_threshold(&args.threshold)?;
+    let (mut store, invocations) = open_invocations(&args.results)?;
+    let history = match &args.lab {
+        Some(name) => {
+            check_history(&invocations, name, &args.results)?;
+            name.clone()
+        }
+        None => invocations.last().expect("not empty").history.clone(),
+    };
+    let members: Vec<&Invocation> = invocations
+        .iter()
+        .filter(|i| i.history == history)
+        .collect();
+    let latest = select(&members, &args.lab_run, "--lab-run", &history)?;
+    // A series never mixes machines: the reference is looked for on the latest's.
+    let series: Vec<&Invocation> = members
+        .iter()
+        .copied()
+        .filter(|i| i.machine == latest.machine)
+        .collect();
+    let reference = if args.against == "previous" {
+        series
+            .iter()
+            .copied()
+            .rev()
+            .find(|i| i.id < latest.id)
+            .ok_or_else(|| {
+                Failure::new(
+                    Kind::Undecided,
+                    format!(
+                        "\"{}\" is the first invocation of \"{history}\" on its machine: nothing to gate against",
+                        latest.name
+                    ),
+                )
+            })?
+    } else {
+        let found = select(&members, &args.against, "--against", &history)?;
+        if found.machine != latest.machine {
+            return Err(Failure::input(format!(
+                "--against {}: \"{}\" ran on another machine ({}) than \"{}\" ({}); a gate compares one machine's invocations",
+                args.against,
+                found.name,
+                found.machine.as_deref().unwrap_or("unrecorded"),
+                latest.name,
+                latest.machine.as_deref().unwrap_or("unrecorded")
+            )));
+        }
+        found
+    };
+    if reference.id == latest.id {
+        return Err(Failure::input(format!(
+            "--against {}: that is the invocation being gated (\"{}\")",
+            args.against, latest.name
+        )));
+    }
+    let runs = store.runs_of_labs(&[latest.id, reference.id])?;
+    let of = |lab: i64| -> Vec<_> {
+        runs.iter()
+            .filter(|(id, _)| *id == lab)
+            .map(|(_, run)| run.clone())
+            .collect()
+    };
+    let (cells, unmatched) = gate::decide(&of(latest.id), &of(reference.id), metric, threshold);
+    let gate = Gate {
+        history,
+        latest: label(latest),
+        reference: label(reference),
+        threshold,
+        metric,
+        cells,
+        unmatched,
+    };
+    print!("{}", gate::to_markdown(&gate));
+    if let Some(path) = &args.junit {
+        write_file(path, &gate::to_junit(&gate))?;
+    }
+    match gate.outcome() {
+        Outcome::Pass => Ok(()),
+        Outcome::Regression => Err(Failure::new(Kind::Regression, gate.summary())),
+        Outcome::Undecided(_) => Err(Failure::new(Kind::Undecided, gate.summary())),
+    }
+}
+
+/// `2%` or `2` (percent); 0 up to (not including) 100.
+fn parse_threshold(text: &str) -> Result<f64, Failure> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim());
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite() && (0.0..100.0).contains(p))
+        .map(|p| p / 100.0)
+        .ok_or_else(|| {
+            Failure::input(format!(
+                "--threshold {text}: expected a percentage from 0 to 100, such as 2%"
+            ))
+        })
+}
+
+/// `latest` (or `previous` where the caller handles it), `key=value`, or a value any of an
+/// invocation's tags or its lab name has; the latest that matches.
+fn select<'a>(
+    members: &[&'a Invocation],
+    wanted: &str,
+    option: &str,
+    history: &str,
+) -> Result<&'a Invocation, Failure> {
+    if wanted == "latest" {
+        return Ok(members.last().expect("a history has an invocation"));
+    }
+    let matches = |i: &Invocation| match wanted.split_once('=') {
+        Some((key, value)) => i.tags.iter().any(|(k, v)| k == key && v == value),
+        None => i.name == wanted || i.tags.iter().any(|(_, v)| v == wanted),
+    };
+    members
+        .iter()
+        .rev()
+        .copied()
+        .find(|i| matches(i))
+        .ok_or_else(|| {
+            let mut tags: Vec<String> = members
+                .iter()
+                .flat_map(|i| i.tags.iter().map(|(k, v)| format!("{k}={v}")))
+                .collect();
+            tags.dedup();
+            let known = if tags.is_empty() {
+                "its invocations have no tags (`lab run --tag KEY=VALUE`)".to_string()
+            } else {
+                format!("its tags: {}", tags.join(", "))
+            };
+            Failure::input(format!(
+                "{option} {wanted}: no invocation of \"{history}\" has that tag or name; {known}"
+            ))
+        })
+}
+
+fn label(invocation: &Invocation) -> InvocationLabel {
+    crate::report::history::label(invocation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_are_percentages() {
+        assert_eq!(parse_threshold("2%").unwrap(), 0.02);
+        assert_eq!(parse_threshold("2.5").unwrap(), 0.025);
+        assert_eq!(parse_threshold("0%").unwrap(), 0.0);
+        for bad in ["abc", "-1%", "100%", "2%%", "", "NaN"] {
+            let error = parse_threshold(bad).unwrap_err();
+            assert_eq!(
+                error.message(),
+                format!("--threshold {bad}: expected a percentage from 0 to 100, such as 2%")
+            );
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! `stampede history <results> [--lab NAME] [--metric M] [--html FILE]`: every lab spec's
+//! invocations as series per cell, with their change points.
+
+use std::path::Path;
+
+use super::{CommandResult, Failure};
+use crate::app::cli::HistoryArgs;
+use crate::family;
+use crate::report::comparison::Metric;
+use crate::report::{history, history_view, write_file};
+use crate::store::{Invocation, Location, Store};
+
+pub fn run(args: &HistoryArgs) -> CommandResult {
+    let metric =
+        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
+    let (mut store, invocations) = open_invocations(&args.results)?;
+    if let Some(name) = &args.lab {
+        check_history(&invocations, name, &args.results)?;
+    }
+    let ids: Vec<i64> = invocations
+        .iter()
+        .filter(|i| args.lab.as_ref().is_none_or(|name| &i.history == name))
+        .map(|i| i.id)
+        .collect();
+    let runs = store.runs_of_labs(&ids)?;
+    let histories = history::build(&invocations, &runs, metric, args.lab.as_deref());
+    print!("{}", history_view::to_text(&histories, metric));
+    if let Some(path) = &args.html {
+        write_file(path, &history_view::to_html(&histories, metric))?;
+    }
+    Ok(())
+}
+
+/// The results database and its invocations; one without labs is refused.
+pub fn open_invocations(results: &str) -> Result<(Store, Vec<Invocation>), Failure> {
+    let location = Location::parse(results, Path::new("."));
+    let mut store = Store::open_existing(&location)?;
+    let invocations = store.invocations()?;
+    if invocations.is_empty() {
+        return Err(Failure::input(format!(
+            "{location} holds no labs; run one with `stampede lab run`"
+        )));
+    }
+    Ok((store, invocations))
+}
+
+/// `--lab NAME` must name a spec the results hold.
+pub fn check_history(invocations: &[Invocation], name: &str, results: &str) -> CommandResult {
+    if invocations.iter().any(|i| i.history == name) {
+        return Ok(());
+    }
+    let mut names: Vec<&str> = invocations.iter().map(|i| i.history.as_str()).collect();
+    names.dedup();
+    Err(Failure::input(format!(
+        "--lab {name}: {results} holds no lab of that name; it holds: {}",
+        names.join(", ")
+    )))
+}
