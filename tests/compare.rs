@@ -1,4 +1,5 @@
-//! `stampede compare` on results databases with known answers, and its bad input.
+//! `stampede compare`, `history` and `gate` on results databases with known answers (no
+//! server), and their bad input.
 
 mod common;
 
@@ -6,7 +7,7 @@ use std::path::Path;
 
 use common::{stampede, stderr, stdout, TempFile};
 use stampede::store::{
-    CellRecord, CounterRow, Location, RunMetrics, RunRecord, RunStatus, SeriesRow, Store,
+    CellRecord, CounterRow, Location, Machine, RunMetrics, RunRecord, RunStatus, SeriesRow, Store,
     TargetRecord,
 };
 
@@ -601,4 +602,188 @@ fn html_report_renders_in_headless_chromium() {
     assert!(output.status.success(), "{}", stderr(&output));
     let html = std::fs::read_to_string(&html_path).unwrap();
     common::browser::assert_renders(&html_path, &html);
+}
+
+fn machine(host: &str) -> Machine {
+    Machine {
+        host: host.into(),
+        cores: 2,
+        cpu_model: "Test CPU".into(),
+        kernel: "6.1".into(),
+    }
+}
+
+/// Invocations of spec "nightly": on machine "one", 12 nights of 5 runs whose select-only cell
+/// at 1 client falls 10% from night 9 on (tight runs: ±0.5%, nights ±1%); on machine "two" two
+/// nights 3× faster (which must never join machine one's series); the last night on "one" with
+/// 2 runs only (undecided for a gate).
+fn synthetic_history(path: &Path) {
+    let mut store = Store::open(&Location::Sqlite(path.to_path_buf())).unwrap();
+    let wobble = [
+        1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.008, 0.992, 1.0, 1.01, 0.99, 1.0,
+    ];
+    let mut nights: Vec<(String, usize, f64, u32)> = (0..12)
+        .map(|night| {
+            let level = if night >= 8 { 90.0 } else { 100.0 } * wobble[night];
+            ("one".to_string(), night + 1, level, 5)
+        })
+        .collect();
+    nights.insert(3, ("two".into(), 101, 300.0, 5));
+    nights.insert(6, ("two".into(), 102, 301.0, 5));
+    nights.push(("one".into(), 13, 90.0, 2));
+    for (host, night, level, runs) in nights {
+        let (lab, _) = store.next_invocation("nightly", "spec", 1).unwrap();
+        let tags = [("night".to_string(), night.to_string())];
+        store
+            .describe_invocation(lab, "nightly", &machine(&host), &tags)
+            .unwrap();
+        let c = cell("pg", 1);
+        store.save_cells(lab, std::slice::from_ref(&c)).unwrap();
+        for round in 0..runs {
+            let tps = level * [1.0, 1.005, 0.995, 1.002, 0.998][round as usize];
+            store
+                .record_run(lab, &run(&c, round, RunStatus::Completed, tps))
+                .unwrap();
+        }
+        store.end_lab(lab).unwrap();
+    }
+}
+
+#[test]
+fn history_keeps_machines_apart_and_finds_the_step() {
+    let db = temp_path("history.db");
+    synthetic_history(&db);
+    let html_path = temp_path("history.html");
+    let output = stampede(&[
+        "history",
+        db.to_str().unwrap(),
+        "--html",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(
+        lines[0].starts_with("History \"nightly\" on one, 2 × Test CPU: 13 invocations, "),
+        "{text}"
+    );
+    assert_eq!(
+        lines[1],
+        "  pg/pgbench/select-only/1/1: 13 points, latest 90.22 tps; 1 change"
+    );
+    assert!(
+        lines[2].starts_with("    regression at \"nightly #11\" (night=9): 0.9")
+            && lines[2].ends_with(", after \"nightly #10\" (night=8)"),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("History \"nightly\" on two, 2 × Test CPU: 2 invocations, "),
+        "{text}"
+    );
+    assert_eq!(
+        lines[4],
+        "  pg/pgbench/select-only/1/1: 2 points, latest 301.0 tps; no change"
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2);
+    assert_eq!(html.matches(r#"class="change""#).count(), 1);
+    common::browser::assert_renders(&html_path, &html);
+}
+
+#[test]
+fn gate_decides_against_the_previous_night_or_a_tag_and_says_why_not() {
+    let db = temp_path("gate.db");
+    synthetic_history(&db);
+    let db = db.to_str().unwrap();
+    let gate = |args: &[&str]| {
+        let mut all = vec!["gate", db];
+        all.extend_from_slice(args);
+        stampede(&all)
+    };
+    // Night 9 against night 8 on machine one: 10% slower, decided beyond 2%.
+    let regression = gate(&["--lab-run", "night=9", "--threshold", "2%"]);
+    assert_eq!(regression.status.code(), Some(3), "{}", stderr(&regression));
+    assert!(
+        stdout(&regression).contains("against \"nightly #10\" (night=8)"),
+        "{}",
+        stdout(&regression)
+    );
+    // Night 8 against night 7: the same level within 2%.
+    let pass = gate(&["--lab-run", "night=8", "--against", "night=7"]);
+    assert_eq!(
+        pass.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&pass),
+        stderr(&pass)
+    );
+    // The latest night has two runs: undecided, whatever the ratio.
+    let undecided = gate(&[]);
+    assert_eq!(undecided.status.code(), Some(4), "{}", stderr(&undecided));
+    assert!(
+        stdout(&undecided).contains("| 2 | undecided: 2 rounds measured by both, 3 needed |"),
+        "{}",
+        stdout(&undecided)
+    );
+    assert_eq!(
+        stderr(&undecided).trim(),
+        "stampede: error: undecided at 2%: 1 of 1 cells undecided; more runs decide it"
+    );
+}
+
+#[test]
+fn history_and_gate_refuse_bad_input_with_exit_1() {
+    let db = temp_path("gate-bad.db");
+    synthetic_history(&db);
+    let db = db.to_str().unwrap();
+    let empty = temp_path("empty.db");
+    Store::open(&Location::Sqlite(empty.to_path_buf())).unwrap();
+    let empty = empty.to_str().unwrap();
+    let cases: [(Vec<&str>, String); 6] = [
+        (
+            vec!["gate", db, "--against", "night=99"],
+            "--against night=99: no invocation of \"nightly\" has that tag or name; its tags: night=1, night=2, night=3, night=101, night=4, night=5, night=102, night=6, night=7, night=8, night=9, night=10, night=11, night=12, night=13".into(),
+        ),
+        (
+            vec!["gate", db, "--lab-run", "night=101"],
+            "\"nightly #4\" is the first invocation of \"nightly\" on its machine: nothing to gate against".into(),
+        ),
+        (
+            vec!["gate", db, "--lab-run", "night=5", "--against", "night=101"],
+            "--against night=101: \"nightly #4\" ran on another machine (two, 2 × Test CPU) than \"nightly #6\" (one, 2 × Test CPU); a gate compares one machine's invocations".into(),
+        ),
+        (
+            vec!["gate", db, "--threshold", "two"],
+            "--threshold two: expected a percentage from 0 to 100, such as 2%".into(),
+        ),
+        (
+            vec!["gate", empty],
+            format!("{empty} holds no labs; run one with `stampede lab run`"),
+        ),
+        (
+            vec!["history", db, "--lab", "weekly"],
+            format!("--lab weekly: {db} holds no lab of that name; it holds: nightly"),
+        ),
+    ];
+    for (args, message) in cases {
+        let output = stampede(&args);
+        let expected_code = if message.contains("nothing to gate against") {
+            4
+        } else {
+            1
+        };
+        assert_eq!(
+            output.status.code(),
+            Some(expected_code),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output).trim(),
+            format!("stampede: error: {message}"),
+            "{args:?}"
+        );
+        assert!(stdout(&output).is_empty(), "{args:?}");
+    }
 }

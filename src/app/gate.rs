@@ -9,7 +9,7 @@ use crate::error::Kind;
 use crate::family;
 use crate::report::comparison::Metric;
 use crate::report::gate::{self, Gate, Outcome};
-use crate::report::history::InvocationLabel;
+use crate::report::history::label;
 use crate::report::write_file;
 use crate::store::Invocation;
 
@@ -149,10 +149,6 @@ fn select<'a>(
                 "{option} {wanted}: no invocation of \"{history}\" has that tag or name; {known}"
             ))
         })
-}
-
-fn label(invocation: &Invocation) -> InvocationLabel {
-    crate::report::history::label(invocation)
 }
 
 #[cfg(test)]

@@ -220,3 +220,35 @@ fn auto_rule(spec: &LabSpec, auto: &AutoRuns) -> String {
         spec.runs,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_key_value_pairs_each_key_once() {
+        let given =
+            |tags: &[&str]| parse_tags(&tags.iter().map(|t| t.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            given(&["commit=abc", "night = 42"]).unwrap(),
+            [
+                ("commit".to_string(), "abc".to_string()),
+                ("night".to_string(), "42".to_string())
+            ]
+        );
+        assert_eq!(
+            given(&["empty="]).unwrap(),
+            [("empty".to_string(), String::new())]
+        );
+        let message = |tags: &[&str]| given(tags).unwrap_err().message().to_string();
+        assert_eq!(
+            message(&["night"]),
+            "--tag night: expected KEY=VALUE, e.g. night=42"
+        );
+        assert_eq!(
+            message(&["=42"]),
+            "--tag =42: expected KEY=VALUE, e.g. night=42"
+        );
+        assert_eq!(message(&["a=1", "a=2"]), "--tag a: given twice");
+    }
+}
