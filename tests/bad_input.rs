@@ -196,12 +196,7 @@ fn missing_tables_hint_to_initialize() {
 fn uri_with_password_connects_over_tcp() {
     let server = server();
     let db = server.create_database("uri_connect");
-    let uri = format!(
-        "postgresql://{}:{}@127.0.0.1:{}/{db}",
-        server.user,
-        common::PASSWORD,
-        server.port()
-    );
+    let uri = server.url_with_password(&db);
     let init = stampede(&["pgbench", "-i", "-s", "1", &uri]);
     assert!(init.status.success(), "{}", stderr(&init));
     let run = stampede(&["pgbench", "-S", "-t", "5", "-c", "4", "-j", "3", &uri]);

@@ -917,12 +917,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
     let results_db = server.create_database("lab_results");
     let dir = lab_dir("pg-results");
     let spec = dir.join("pgres.toml");
-    let url = format!(
-        "postgresql://{}:{}@127.0.0.1:{}/{results_db}",
-        server.user,
-        common::PASSWORD,
-        server.port()
-    );
+    let url = server.url_with_password(&results_db);
     std::fs::write(
         &spec,
         format!(
@@ -2255,12 +2250,7 @@ fn a_history_of_three_invocations_finds_and_gates_a_costly_setting() {
     let results_db = server.create_database("history_results");
     let dir = lab_dir("history");
     let spec = dir.join("nightly.toml");
-    let url = format!(
-        "postgresql://{}:{}@127.0.0.1:{}/{results_db}",
-        server.user,
-        common::PASSWORD,
-        server.port()
-    );
+    let url = server.url_with_password(&results_db);
     let write = |index_scans: &str| {
         let text = format!(
             "name = \"nightly\"\nruns = 5\nduration = \"1s\"\nwarmup = \"0s\"\nprobes = false\nseed = 3\n\

@@ -504,12 +504,7 @@ fn progress_comes_on_time_while_no_transaction_completes() {
 
 /// `postgresql://user:password@127.0.0.1:port/db` for the test server.
 fn tcp_uri(server: &common::TestServer, db: &str) -> String {
-    format!(
-        "postgresql://{}:{}@127.0.0.1:{}/{db}",
-        server.user,
-        common::PASSWORD,
-        server.port()
-    )
+    server.url_with_password(db)
 }
 
 /// Two threads of one client each (each waits for its server alone, out of the reactor): the

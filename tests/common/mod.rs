@@ -82,6 +82,15 @@ impl TestServer {
         self.cluster.port.to_string()
     }
 
+    /// A libpq URI to `db` over TCP with the test user's password in it.
+    pub fn url_with_password(&self, db: &str) -> String {
+        format!(
+            "postgresql://{}:{PASSWORD}@127.0.0.1:{}/{db}",
+            self.user,
+            self.port()
+        )
+    }
+
     /// Connection flags for stampede and pgbench: `-h <socket> -p <port> -U <user> <db>`.
     pub fn flags(&self, db: &str) -> Vec<String> {
         vec![
