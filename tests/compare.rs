@@ -604,17 +604,18 @@ fn html_report_renders_in_headless_chromium() {
     common::browser::assert_renders(&html_path, &html);
 }
 
-fn machine(host: &str) -> Machine {
+fn machine(host: &str, kernel: &str) -> Machine {
     Machine {
         host: host.into(),
         cores: 2,
         cpu_model: "Test CPU".into(),
-        kernel: "6.1".into(),
+        kernel: kernel.into(),
     }
 }
 
 /// Invocations of spec "nightly": on machine "one", 12 nights of 5 runs whose select-only cell
-/// at 1 client falls 10% from night 9 on (tight runs: ±0.5%, nights ±1%); on machine "two" two
+/// at 1 client falls 10% from night 9 on, with a new kernel (tight runs: ±0.5%, nights ±1%);
+/// on machine "two" two
 /// nights 3× faster (which must never join machine one's series); the last night on "one" with
 /// 2 runs only (undecided for a gate).
 fn synthetic_history(path: &Path) {
@@ -634,8 +635,14 @@ fn synthetic_history(path: &Path) {
     for (host, night, level, runs) in nights {
         let (lab, _) = store.next_invocation("nightly", "spec", 1).unwrap();
         let tags = [("night".to_string(), night.to_string())];
+        // The kernel upgraded with the fall: still one series, and the change says so.
+        let kernel = if (9..100).contains(&night) {
+            "6.2"
+        } else {
+            "6.1"
+        };
         store
-            .describe_invocation(lab, "nightly", &machine(&host), &tags)
+            .describe_invocation(lab, "nightly", &machine(&host, kernel), &tags)
             .unwrap();
         let c = cell("pg", 1);
         store.save_cells(lab, std::slice::from_ref(&c)).unwrap();
@@ -674,7 +681,7 @@ fn history_keeps_machines_apart_and_finds_the_step() {
     );
     assert!(
         lines[2].starts_with("    regression at \"nightly #11\" (night=9): 0.9")
-            && lines[2].ends_with(", after \"nightly #10\" (night=8)"),
+            && lines[2].ends_with(", after \"nightly #10\" (night=8); kernel 6.1 → 6.2"),
         "{text}"
     );
     assert!(

@@ -56,18 +56,21 @@ const DEFAULT_RUN_OVERHEAD: Duration = Duration::from_secs(2);
 fn plan(path: &Path) -> CommandResult {
     // Workload options are checked before anything is planned.
     let (spec, workloads) = load_spec(path)?;
-    // The order a resumed lab would use, when the results database already knows the lab.
-    // A SQLite file that does not exist yet is not created by planning.
+    // The order a resumed lab would use, when the results database holds an invocation that
+    // has not ended (a next invocation draws its own). A SQLite file that does not exist yet is
+    // not created by planning.
     let mut stored = spec
         .results
         .exists()
         .then(|| Store::open(&spec.results).ok())
         .flatten();
-    let known = stored
+    let latest = stored
         .as_mut()
-        .and_then(|s| s.find_lab(&spec.name).ok().flatten());
-    let seed = known
-        .map(|(_, seed)| seed)
+        .and_then(|s| s.latest_invocation(&spec.name).ok().flatten());
+    let seed = latest
+        .as_ref()
+        .filter(|lab| !lab.ended)
+        .map(|lab| lab.seed)
         .or(spec.seed)
         .unwrap_or_else(|| unix_now().to_bits());
     let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
@@ -96,8 +99,8 @@ fn plan(path: &Path) -> CommandResult {
             &rows
         )
     );
-    let overhead = known
-        .and_then(|(lab, _)| stored.as_mut()?.mean_overhead_s(lab).ok().flatten())
+    let overhead = latest
+        .and_then(|lab| stored.as_mut()?.mean_overhead_s(lab.id).ok().flatten())
         .map(Duration::from_secs_f64);
     let per_run = overhead.unwrap_or(DEFAULT_RUN_OVERHEAD);
     let total = plan.measuring_time(&spec) + per_run * plan.runs.len() as u32;

@@ -47,17 +47,23 @@ pub fn change_sentence(
     change: &Change,
     metric: Metric,
 ) -> String {
-    let invocation = |point: usize| history.invocations[cell.points[point].invocation].described();
+    let invocation = |point: usize| &history.invocations[cell.points[point].invocation];
+    let (before, after) = (invocation(change.at - 1), invocation(change.at));
+    // A kernel upgrade between the two is a suspect a reader should see.
+    let kernel = match (&before.kernel, &after.kernel) {
+        (Some(old), Some(new)) if old != new => format!("; kernel {old} → {new}"),
+        _ => String::new(),
+    };
     format!(
-        "{} at {}: {:.3}× [{:.3}, {:.3}] ({}, p = {:.1e}), after {}",
+        "{} at {}: {:.3}× [{:.3}, {:.3}] ({}, p = {:.1e}), after {}{kernel}",
         change_word(change, metric),
-        invocation(change.at),
+        after.described(),
         change.ratio,
         change.interval.0,
         change.interval.1,
         metric.name(),
         change.p_value,
-        invocation(change.at - 1)
+        before.described()
     )
 }
 

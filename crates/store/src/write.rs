@@ -74,7 +74,7 @@ impl Store {
     }
 
     /// Where and as what the invocation ran: its history (the spec's name), the machine,
-    /// and its tags (replacing those stored before).
+    /// and its tags (when given, replacing those stored before).
     pub fn describe_invocation(
         &mut self,
         lab: i64,
@@ -93,6 +93,10 @@ impl Store {
                     (&machine.kernel).into(),
                 ],
             )?;
+            // `resume` gives none: the tags of the `run` stay.
+            if tags.is_empty() {
+                return Ok(());
+            }
             db.execute("DELETE FROM lab_tags WHERE lab_id = ?1", &[lab.into()])?;
             for (key, value) in tags {
                 db.execute(

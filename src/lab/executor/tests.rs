@@ -536,7 +536,11 @@ fn a_fresh_run_refuses_a_lab_with_finished_runs_and_resume_needs_one() {
 fn a_fresh_run_of_an_ended_lab_is_the_next_invocation_of_its_history() {
     let mut fixture = Fixture::new(&["a"], &["ro"]);
     fixture.spec.tags = vec![("night".into(), "1".into())];
-    fixture.invoke(false, false, None).unwrap();
+    let (outcome, _) = fixture.invoke(false, false, Some(2)).unwrap();
+    assert!(outcome.interrupted);
+    // `lab resume` has no tags: the run's stay.
+    fixture.spec.tags = Vec::new();
+    fixture.invoke(true, false, None).unwrap();
     fixture.spec.tags = vec![
         ("night".into(), "2".into()),
         ("commit".into(), "abc".into()),
