@@ -684,6 +684,21 @@ fn history_keeps_machines_apart_and_finds_the_step() {
             && lines[2].ends_with(", after \"nightly #10\" (night=8); kernel 6.1 → 6.2"),
         "{text}"
     );
+    // The ratio: the geometric mean of the nights' medians after the fall over those before,
+    // from the synthetic levels (night 13's two runs: median 1.0025).
+    let wobble = [
+        1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.008, 0.992, 1.0, 1.01, 0.99, 1.0,
+    ];
+    let geometric =
+        |values: &[f64]| (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp();
+    let before: Vec<f64> = wobble[..8].iter().map(|w| 100.0 * w).collect();
+    let mut after: Vec<f64> = wobble[8..].iter().map(|w| 90.0 * w).collect();
+    after.push(90.0 * 1.0025);
+    let ratio = geometric(&after) / geometric(&before);
+    assert!(
+        lines[2].contains(&format!(": {ratio:.3}× [")),
+        "{ratio} in {text}"
+    );
     assert!(
         lines[3].starts_with("History \"nightly\" on two, 2 × Test CPU: 2 invocations, "),
         "{text}"

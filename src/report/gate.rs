@@ -177,13 +177,10 @@ fn outcome(comparison: Option<&PairedComparison>, direction: Direction, threshol
     }
 }
 
+/// "2%", "2.5%", "0%": the threshold as the user wrote it (to 0.001 of a percent).
 fn percent(fraction: f64) -> String {
-    format!(
-        "{}%",
-        significant(fraction * 100.0)
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-    )
+    let text = format!("{:.3}", fraction * 100.0);
+    format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 fn verdict_word(outcome: &Outcome) -> String {
@@ -319,5 +316,7 @@ mod tests {
         );
         assert_eq!(percent(0.02), "2%");
         assert_eq!(percent(0.025), "2.5%");
+        assert_eq!(percent(0.0), "0%");
+        assert_eq!(percent(0.1), "10%");
     }
 }
