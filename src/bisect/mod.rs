@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 
 use crate::analysis::bisect::{place, Side};
 use crate::analysis::paired::{compare_paired, PairedComparison};
-use crate::analysis::verdict::{Direction, Verdict};
+use crate::analysis::verdict::Verdict;
 use crate::error::Failure;
 use crate::lab::executor::{Lab, LabEvent};
 use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::rounds::RoundMetric;
 use crate::server::build::Step;
 use crate::server::build_tree::{BuildTree, CommitBuildError};
-use crate::store::{RunSummary, Store};
+use crate::store::Store;
 use history::{Commit, History, Next};
 use template::Template;
 
@@ -157,7 +157,7 @@ impl Bisect<'_> {
         let targets = [self.target_name(&self.good), self.target_name(&self.bad)];
         let measured = self.measure(&ends_lab, &targets, &bins, false, on_event)?;
         let pairs: Vec<(f64, f64)> = measured.rounds().iter().map(|r| (r[0], r[1])).collect();
-        let change = compare_paired(&pairs, self.direction()).ok_or_else(|| {
+        let change = compare_paired(&pairs, self.metric.direction()).ok_or_else(|| {
             Failure::run(format!(
                 "lab \"{ends_lab}\" measured no round of both ends; see its runs' errors"
             ))
@@ -343,7 +343,7 @@ impl Bisect<'_> {
         )?;
         let pairs: Vec<(f64, f64)> = measured.rounds().iter().map(|r| (r[0], r[1])).collect();
         Ok(Found {
-            comparison: compare_paired(&pairs, self.direction()),
+            comparison: compare_paired(&pairs, self.metric.direction()),
             first,
             skipped,
             parent,
@@ -438,7 +438,7 @@ impl Bisect<'_> {
             let Some(cell) = plan.cells.iter().find(|cell| cell.key == run.cell_key) else {
                 continue;
             };
-            if let Some(value) = self.value(run) {
+            if let Some(value) = self.metric.of(run) {
                 values[cell.target].insert(run.repetition, value);
             }
         }
@@ -446,20 +446,6 @@ impl Bisect<'_> {
             values,
             elapsed: started.elapsed(),
         })
-    }
-
-    fn value(&self, run: &RunSummary) -> Option<f64> {
-        match self.metric {
-            RoundMetric::Tps => run.tps,
-            RoundMetric::P99 => run.p99_ms,
-        }
-    }
-
-    fn direction(&self) -> Direction {
-        match self.metric {
-            RoundMetric::Tps => Direction::HigherIsBetter,
-            RoundMetric::P99 => Direction::LowerIsBetter,
-        }
     }
 
     /// A fresh bisection must not find its labs in the results; `--resume` must.

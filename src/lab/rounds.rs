@@ -17,6 +17,7 @@ use super::spec::{AutoRuns, LabSpec};
 use crate::analysis::bisect::place;
 use crate::analysis::paired::MIN_PAIRS;
 use crate::analysis::stopping::{self, should_stop, Stop, StoppingRule};
+use crate::analysis::verdict::Direction;
 use crate::store::RunSummary;
 
 /// A group's state after a number of rounds.
@@ -41,10 +42,18 @@ pub enum RoundMetric {
 }
 
 impl RoundMetric {
-    fn of(self, run: &RunSummary) -> Option<f64> {
+    pub fn of(self, run: &RunSummary) -> Option<f64> {
         match self {
             RoundMetric::Tps => run.tps,
             RoundMetric::P99 => run.p99_ms,
+        }
+    }
+
+    /// Which way is better.
+    pub fn direction(self) -> Direction {
+        match self {
+            RoundMetric::Tps => Direction::HigherIsBetter,
+            RoundMetric::P99 => Direction::LowerIsBetter,
         }
     }
 }
