@@ -937,7 +937,7 @@ fn results_go_to_a_postgresql_database_without_its_password() {
         "{printed}"
     );
     let query = |sql: &str| server.psql(&results_db, sql);
-    assert_eq!(query("SELECT max(version) FROM schema_version"), "9");
+    assert_eq!(query("SELECT max(version) FROM schema_version"), "10");
     assert_eq!(
         query("SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0"),
         "2"
@@ -1475,11 +1475,18 @@ fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
     let dir = lab_dir("failing-script");
     std::fs::write(dir.join("div.sql"), "SELECT 1/0;\n").unwrap();
     std::fs::write(dir.join("stall.sql"), "\\sleep 2000 ms\nSELECT 1;\n").unwrap();
+    // Client 0 sleeps 20 ms a transaction, the other three do not: an uneven run.
+    std::fs::write(
+        dir.join("slow0.sql"),
+        "\\if :client_id = 0\n\\sleep 20 ms\n\\endif\nSELECT 1;\n",
+    )
+    .unwrap();
     let spec = dir.join("f.toml");
     std::fs::write(
         &spec,
         "name = \"f\"\nruns = 1\nduration = \"3s\"\nseed = 2\n[[target]]\nname = \"t\"\nsettings = { fsync = false }\n\
-         [[workload]]\nname = \"pgbench\"\nscripts = [\"div.sql\", \"select-only\", \"stall.sql\"]\nclients = [1]\n",
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"div.sql\", \"select-only\", \"stall.sql\"]\nclients = [1]\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"slow0.sql\"]\nclients = [4]\n",
     )
     .unwrap();
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
@@ -1505,8 +1512,28 @@ fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
     );
     assert_eq!(
         runs,
-        [["1", "failed"], ["0", "completed"], ["0", "completed"]]
+        [
+            ["1", "failed"],
+            ["0", "completed"],
+            ["0", "completed"],
+            ["0", "completed"]
+        ]
     );
+    // Each completed run stored how evenly it served its clients: the one-client runs evenly,
+    // the slow-client run not, and its per-client counts add up to its transactions.
+    let served = sqlite(
+        &db,
+        "SELECT r.id, c.clients, r.fairness_index < 0.8, r.fairness_index = 1, \
+         r.client_txn_min * 10 < r.client_txn_max, r.client_txn_min <= r.client_txn_median \
+         FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.status = 'completed' ORDER BY c.clients",
+    );
+    assert_eq!(served.len(), 3, "{served:?}");
+    assert!(
+        served[..2].iter().all(|row| row[1..4] == ["1", "0", "1"]),
+        "{served:?}"
+    );
+    assert_eq!(served[2][1..], ["4", "1", "0", "1", "1"], "{served:?}");
+    let uneven_run = &served[2][0];
     // The stalled seconds, as the stored series has them (a transaction every 2 s leaves
     // some whole seconds without one).
     let stalled: Vec<String> = sqlite(
@@ -1531,6 +1558,9 @@ fn a_failing_script_is_recorded_as_a_failed_run_and_the_lab_goes_on() {
     );
     assert!(page.contains(&cause), "{cause}");
     assert!(page.contains(r#"<h3 class="drift">Drift: "#));
+    let warning =
+        format!("1 run(s) served their clients unevenly: run {uneven_run} (&quot;t&quot; pgbench ");
+    assert!(page.contains(&warning), "{warning}");
     common::browser::assert_renders(&html, &page);
 }
 
@@ -2241,9 +2271,10 @@ fn a_full_results_disk_stops_the_lab_and_resume_completes_once_there_is_room() {
 /// index scans off (select-only then reads the whole table: ~50× slower). `history` finds the
 /// change at the third, `gate` fails the third against the second (exit 3) and passes the
 /// second against the first (exit 0); JUnit and Markdown say the same. (`synchronous_commit =
-/// on` costs only ~50% on this machine's disk, inside 1-second runs' ±15%.) The threshold is
-/// wide because three nights of 1-second runs on a busy CI machine are noisy; the decision
-/// rule itself is tested to the digit in `report::gate`.
+/// on` costs only ~50% on this machine's disk, inside 1-second runs' ±15%.) The threshold
+/// (90%: a regression is a ratio below 0.1) is wide because five 1-second runs a night on a
+/// busy CI machine are noisy (one A/A pair's interval measured [0.36, 1.41]); the 50× change
+/// lies far beyond it, and the decision rule itself is tested to the digit in `report::gate`.
 #[test]
 fn a_history_of_three_invocations_finds_and_gates_a_costly_setting() {
     let server = common::server();
@@ -2312,7 +2343,7 @@ fn a_history_of_three_invocations_finds_and_gates_a_costly_setting() {
     );
     let gate = |args: &[&str]| {
         let junit = dir.join("gate.xml");
-        let mut all = vec!["gate", url.as_str(), "--threshold", "50%", "--junit"];
+        let mut all = vec!["gate", url.as_str(), "--threshold", "90%", "--junit"];
         all.push(junit.to_str().unwrap());
         all.extend_from_slice(args);
         let output = stampede_command(&all).output().unwrap();
@@ -2340,12 +2371,12 @@ fn a_history_of_three_invocations_finds_and_gates_a_costly_setting() {
     );
     assert!(
         junit.contains("failures=\"1\"")
-            && junit.contains("<failure message=\"regression beyond 50%"),
+            && junit.contains("<failure message=\"regression beyond 90%"),
         "{junit}"
     );
     assert_eq!(
         stderr(&failed).lines().next().unwrap_or_default(),
-        "stampede: error: regression beyond 50% decided in 1 of 1 cells (tps)"
+        "stampede: error: regression beyond 90% decided in 1 of 1 cells (tps)"
     );
     let (passed, junit) = gate(&["--lab-run", "night=2", "--against", "night=1"]);
     assert_eq!(
@@ -2356,7 +2387,7 @@ fn a_history_of_three_invocations_finds_and_gates_a_costly_setting() {
         stderr(&passed)
     );
     assert!(
-        stdout(&passed).contains("**pass: no regression beyond 50% in 1 cells (tps)**"),
+        stdout(&passed).contains("**pass: no regression beyond 90% in 1 cells (tps)**"),
         "{}",
         stdout(&passed)
     );

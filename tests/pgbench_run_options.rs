@@ -284,6 +284,101 @@ fn transaction_log_matches_pgbench_layout() {
     }
 }
 
+/// Fairness: `--json`'s per-client counts add up to the transactions processed and are the
+/// `-l` log's own per-client counts; a client made slow by its script (`\if :client_id = 0`)
+/// brings Jain's index well below 0.9, and the summary says so after the percentiles. Two
+/// threads of two clients each: the sweep over a thread's sockets, one of them waiting in
+/// `\sleep` on the runtime's timer meanwhile.
+#[test]
+fn per_client_counts_match_the_log_and_a_slow_client_shows_in_the_index() {
+    let server = server();
+    let db = server.create_database("opt_fairness");
+    let dir = temp_dir("fairness");
+    let script = write_script(
+        &dir,
+        "slow0.sql",
+        "\\if :client_id = 0\n\\sleep 20 ms\n\\endif\nSELECT 1;\n",
+    );
+    let prefix = dir.join("log");
+    let json = dir.join("run.json");
+    let output = run(
+        &db,
+        &[
+            "-n",
+            "-f",
+            &script,
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-T",
+            "2",
+            "-l",
+            "--log-prefix",
+            prefix.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let fairness = &report["fairness"];
+    let per_client: Vec<u64> = fairness["per_client"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(per_client.len(), 4);
+    let processed = number(&text, "number of transactions actually processed: ");
+    assert_eq!(per_client.iter().sum::<u64>(), processed);
+    assert_eq!(report["transactions"].as_u64(), Some(processed));
+    let mut logged = vec![0u64; 4];
+    for line in log_files(&dir, "log").iter().flatten() {
+        logged[line[0].parse::<usize>().unwrap()] += 1;
+    }
+    assert_eq!(logged, per_client, "the -l log's transactions per client");
+    // Client 0 sleeps 20 ms a transaction (at most 100 in 2 s), the others do not.
+    assert!(per_client[0] <= 100, "{per_client:?}");
+    assert!(
+        per_client[1..].iter().all(|&n| n > 10 * per_client[0]),
+        "{per_client:?}"
+    );
+    let index = fairness["jain_index"].as_f64().unwrap();
+    let sum: f64 = per_client.iter().map(|&n| n as f64).sum();
+    let squares: f64 = per_client.iter().map(|&n| (n as f64).powi(2)).sum();
+    assert!(
+        (index - sum * sum / (4.0 * squares)).abs() < 1e-9,
+        "{index}"
+    );
+    assert!(index < 0.8, "{index}");
+    assert_eq!(fairness["min"].as_u64(), Some(per_client[0]));
+    let mut sorted = per_client.clone();
+    sorted.sort_unstable();
+    let line = format!(
+        "client fairness: min {} / median {} / max {} transactions per client, Jain's index {index:.4}",
+        sorted[0],
+        median_text(sorted[1] + sorted[2]),
+        sorted[3]
+    );
+    let after_percentiles = text
+        .lines()
+        .skip_while(|l| !l.starts_with("latency percentiles: "))
+        .nth(1);
+    assert_eq!(after_percentiles, Some(line.as_str()), "{text}");
+}
+
+/// The median of two counts, given their sum, as the summary prints it.
+fn median_text(sum_of_middle: u64) -> String {
+    if sum_of_middle.is_multiple_of(2) {
+        (sum_of_middle / 2).to_string()
+    } else {
+        format!("{:.1}", sum_of_middle as f64 / 2.0)
+    }
+}
+
 /// With the same `--random-seed`, `--sampling-rate` keeps the same transactions as pgbench
 /// (one client, so both tools draw in the same order).
 #[test]

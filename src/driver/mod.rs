@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use crate::analysis::fairness::Fairness;
 use crate::cpu::{process_cpu, CpuTimes};
 use crate::error::Failure;
 use crate::script::prng::PgPrng;
@@ -60,6 +61,15 @@ pub struct RunResult {
     pub client_cpu: CpuTimes,
     /// `-r`: per script and command.
     pub command_stats: Vec<Vec<CommandStats>>,
+    /// Committed transactions per client, by client id.
+    pub client_transactions: Vec<u64>,
+}
+
+impl RunResult {
+    /// How evenly the clients were served; None when nothing committed.
+    pub fn fairness(&self) -> Option<Fairness> {
+        Fairness::of(&self.client_transactions)
+    }
 }
 
 /// How the failure of a run the watchdog abandoned begins.
@@ -388,7 +398,14 @@ fn merge_results(
         }
     }
     let bench_start = results.iter().map(|r| r.bench_start).min().unwrap_or(end);
+    let mut client_transactions = vec![0; plan.clients];
+    for result in &results {
+        let first = result.first_client;
+        client_transactions[first..first + result.client_transactions.len()]
+            .copy_from_slice(&result.client_transactions);
+    }
     RunResult {
+        client_transactions,
         total,
         per_script,
         bench_duration: end - bench_start,

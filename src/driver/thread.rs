@@ -17,6 +17,7 @@ use super::stats::{CommandStats, ScriptStats};
 use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
 use crate::script::prng::PgPrng;
 use crate::wire::cancel::CancelToken;
+use crate::wire::Waiting;
 
 pub enum ThreadMessage {
     /// Everything that completed in interval `index` (since this thread's start) on one thread.
@@ -59,6 +60,9 @@ pub struct ThreadResult {
     pub log_error: Option<String>,
     /// Clients still running when the watchdog abandoned the run (0 when it did not).
     pub abandoned_clients: usize,
+    /// Committed transactions of each of this thread's clients, from its first client's id on.
+    pub client_transactions: Vec<u64>,
+    pub first_client: usize,
 }
 
 pub struct ThreadSetup {
@@ -104,6 +108,8 @@ struct ThreadContext {
     /// (client id less `first_client`); None between transactions.
     in_flight: Vec<Cell<Option<Instant>>>,
     first_client: usize,
+    /// Committed transactions of each client, by the same position.
+    client_transactions: Vec<Cell<u64>>,
     /// What cancels each client's running query (by the same position), kept from its last
     /// connection: the watchdog cancels stuck queries before it closes their connections.
     cancel_tokens: Vec<RefCell<Option<CancelToken>>>,
@@ -205,6 +211,12 @@ impl ThreadContext {
         let _ = futures_util::future::join_all(requests).await;
     }
 
+    fn count_committed(&self, client: &Client) {
+        if let Some(count) = self.client_transactions.get(client.id - self.first_client) {
+            count.set(count.get() + 1);
+        }
+    }
+
     /// Marks the client as in a transaction since `at`, or (None) between transactions.
     fn set_in_flight(&self, client: &Client, at: Option<Instant>) {
         if let Some(slot) = self.in_flight.get(client.id - self.first_client) {
@@ -240,6 +252,9 @@ impl ThreadContext {
                 TxnOutcome::Failed { kind, .. } => stats.failures.count(kind),
                 TxnOutcome::TimeUp | TxnOutcome::Aborted(_) => {}
             }
+        }
+        if let TxnOutcome::Committed = result.outcome {
+            self.count_committed(client);
         }
         let outcome = match result.outcome {
             TxnOutcome::Committed => LoggedOutcome::Committed { latency_us, lag_us },
@@ -313,6 +328,7 @@ pub fn run_thread(plan: Arc<RunPlan>, setup: ThreadSetup) -> ThreadResult {
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(crate::wire::sweep::before_park)
         .build()
         .expect("tokio runtime");
     runtime.block_on(run_clients(plan, setup))
@@ -320,8 +336,12 @@ pub fn run_thread(plan: Arc<RunPlan>, setup: ThreadSetup) -> ThreadResult {
 
 async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult {
     let mut connect_error = None;
-    if let [only] = setup.clients.as_mut_slice() {
-        only.solo = true;
+    let waiting = waiting_of(&plan, setup.clients.len());
+    for client in &mut setup.clients {
+        client.waiting = waiting;
+    }
+    if waiting == Waiting::Sweep {
+        crate::wire::sweep::set_clients(setup.clients.len());
     }
     if !plan.connect_per_transaction {
         let attempts = setup.clients.iter_mut().map(|c| {
@@ -375,6 +395,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         messages: setup.messages.clone(),
         in_flight: setup.clients.iter().map(|_| Cell::new(None)).collect(),
         first_client: setup.clients.first().map_or(0, |c| c.id),
+        client_transactions: setup.clients.iter().map(|_| Cell::new(0)).collect(),
         cancel_tokens: setup
             .clients
             .iter()
@@ -393,6 +414,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
             () = &mut local => {}
             () = setup.abandon.notified() => {
                 abandoned_clients = context.live_clients.get();
+                crate::wire::sweep::leave_to_reactor();
                 // A backend waiting on a lock does not read its socket: closing the connection
                 // alone would leave it waiting, holding what it holds, after the run.
                 context.cancel_running_queries().await;
@@ -424,6 +446,8 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         command_stats: context.command_stats.take(),
         log_error,
         abandoned_clients,
+        client_transactions: context.client_transactions.iter().map(Cell::get).collect(),
+        first_client: context.first_client,
     }
 }
 
@@ -535,8 +559,25 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
     client.disconnect().await;
     merge_command_stats(&context, &client);
     context.live_clients.set(context.live_clients.get() - 1);
+    if client.waiting == Waiting::Sweep {
+        crate::wire::sweep::set_clients(context.live_clients.get());
+    }
     if context.live_clients.get() == 0 {
         context.all_done.notify_one();
+    }
+}
+
+/// How the thread's clients wait for the server. A thread's only client waits in the kernel
+/// itself. Several clients share the thread's sweep over their sockets, unless they also wait
+/// on timers most of the time (`-R`, keying and thinking) or connect for every transaction
+/// (`-C`): there the reactor, which watches timers and sockets in one wait, serves them better.
+fn waiting_of(plan: &RunPlan, clients: usize) -> Waiting {
+    if clients == 1 {
+        Waiting::Solo
+    } else if plan.rate.is_some() || plan.pauses.is_some() || plan.connect_per_transaction {
+        Waiting::Reactor
+    } else {
+        Waiting::Sweep
     }
 }
 

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use super::comparison::{by_cell, cell_of, CellComparison, CellKey, Metric};
 use crate::analysis::coefficient_of_variation;
+use crate::analysis::fairness::UNEVEN_BELOW;
 use crate::store::ZONKY_BINARIES;
-use crate::store::{RunStatus, StoredRun, TargetBuild};
+use crate::store::{RunStatus, ServedClients, StoredRun, TargetBuild};
 
 /// Cells whose spread across repetitions exceeds this coefficient of variation are flagged.
 pub const NOISY_COV: f64 = 0.05;
@@ -29,7 +30,53 @@ pub fn warnings(inputs: &WarningInputs<'_>) -> Vec<String> {
     out.extend(failed_runs(inputs));
     out.extend(noisy_cells(inputs));
     out.extend(busy_driver(inputs));
+    out.extend(uneven_service(inputs));
     out
+}
+
+/// How many uneven runs a warning names before it counts the rest.
+const UNEVEN_RUNS_NAMED: usize = 5;
+
+/// Runs whose clients were served unevenly (Jain's index below 0.9): their throughput came
+/// mostly from some of their clients, so it stands for fewer users than the cell says.
+fn uneven_service(inputs: &WarningInputs<'_>) -> Vec<String> {
+    let uneven: Vec<(&StoredRun, ServedClients)> = inputs
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Completed && inputs.targets.contains(&r.target.as_str()))
+        .filter_map(|run| Some((run, run.served?)))
+        .filter(|(_, served)| served.jain_index < UNEVEN_BELOW)
+        .collect();
+    if uneven.is_empty() {
+        return Vec::new();
+    }
+    let mut named: Vec<String> = uneven
+        .iter()
+        .take(UNEVEN_RUNS_NAMED)
+        .map(|(run, served)| {
+            format!(
+                "run {} (\"{}\" {} {} scale {} × {} clients, round {}: Jain's index {:.2}, {}–{} transactions per client)",
+                run.id,
+                run.target,
+                run.workload,
+                run.script,
+                run.scale,
+                run.clients,
+                run.repetition + 1,
+                served.jain_index,
+                served.min,
+                served.max
+            )
+        })
+        .collect();
+    if uneven.len() > UNEVEN_RUNS_NAMED {
+        named.push(format!("{} more", uneven.len() - UNEVEN_RUNS_NAMED));
+    }
+    vec![format!(
+        "{} run(s) served their clients unevenly: {}; such a run's throughput stands for fewer users than it was configured with",
+        uneven.len(),
+        named.join(", ")
+    )]
 }
 
 /// The share of the client machine's CPUs the driver used during a run's measured window.

@@ -114,6 +114,17 @@ pub struct RunMetrics {
     pub client_cpu_us_per_txn: f64,
     /// The workload's own metrics, (name, value): TPROC-C's `nopm` and `tpm`.
     pub workload: Vec<(String, f64)>,
+    /// How evenly the run served its clients; None when nothing committed.
+    pub served: Option<ServedClients>,
+}
+
+/// Transactions per client over a run, and Jain's fairness index over them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServedClients {
+    pub min: u64,
+    pub median: f64,
+    pub max: u64,
+    pub jain_index: f64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -220,6 +231,8 @@ pub struct StoredRun {
     pub p95_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub client_cpu_us_per_txn: Option<f64>,
+    /// How evenly the run served its clients (stored from schema 10 on).
+    pub served: Option<ServedClients>,
     /// The workload's own metrics (`RunMetrics::workload`); filled by `lab_runs` only.
     pub workload_metrics: Vec<(String, f64)>,
     /// In an auto lab, why the run's cell stopped (`precision`, `cap`, `budget`) and after how

@@ -505,8 +505,19 @@ impl Store {
 /// columns follow from index `RUN_COLUMN_COUNT`.
 const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.workload), c.script, c.scale, c.clients,
      r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn,
-     c.stopped, c.rounds";
-const RUN_COLUMN_COUNT: usize = 17;
+     c.stopped, c.rounds, r.client_txn_min, r.client_txn_median, r.client_txn_max, r.fairness_index";
+const RUN_COLUMN_COUNT: usize = 21;
+
+/// The four columns of `ServedClients` from `first` on; None when the run stored none.
+fn served_clients(r: &Row, first: usize) -> Option<ServedClients> {
+    let count = |i: usize| r.get(first + i).and_then(Value::as_i64).map(|n| n as u64);
+    Some(ServedClients {
+        min: count(0)?,
+        median: optional(r, first + 1)?,
+        max: count(2)?,
+        jain_index: optional(r, first + 3)?,
+    })
+}
 
 fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
     let number = |i: usize| optional(r, i);
@@ -532,6 +543,7 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
         p95_ms: number(12),
         p99_ms: number(13),
         client_cpu_us_per_txn: number(14),
+        served: served_clients(r, 17),
         workload_metrics: Vec::new(),
         stopped: r.get(15).and_then(Value::as_string),
         rounds: r

@@ -185,4 +185,12 @@ CREATE TABLE lab_tags (
     PRIMARY KEY (lab_id, key)
 );
 "#,
+    // 10: how evenly each run served its clients: transactions per client (least, median,
+    // most) and Jain's fairness index; NULL for runs stored before 10 and runs that failed.
+    r#"
+ALTER TABLE runs ADD COLUMN client_txn_min INTEGER;
+ALTER TABLE runs ADD COLUMN client_txn_median REAL;
+ALTER TABLE runs ADD COLUMN client_txn_max INTEGER;
+ALTER TABLE runs ADD COLUMN fairness_index REAL;
+"#,
 ];

@@ -327,11 +327,14 @@ impl Store {
 fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, String> {
     let m = run.metrics.as_ref();
     let metric = |f: fn(&RunMetrics) -> f64| Value::from(m.map(f));
+    let served = m.and_then(|m| m.served);
     let rows = db.query(
         "INSERT INTO runs (cell_id, repetition, position, status, error, started_unix_s, ended_unix_s,
            resolved_scale, duration_s, transactions, failures, tps, latency_avg_ms, latency_stddev_ms,
-           p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, client_cpu_us_per_txn, overhead_s)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
+           p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, client_cpu_us_per_txn, overhead_s,
+           client_txn_min, client_txn_median, client_txn_max, fairness_index)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
+           ?23, ?24, ?25, ?26)
          RETURNING id",
         &[
             cell.into(),
@@ -356,6 +359,10 @@ fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, 
             metric(|m| m.max_ms),
             metric(|m| m.client_cpu_us_per_txn),
             run.overhead_s.into(),
+            served.map(|s| s.min as i64).into(),
+            served.map(|s| s.median).into(),
+            served.map(|s| s.max as i64).into(),
+            served.map(|s| s.jain_index).into(),
         ],
     )?;
     rows.first()

@@ -14,6 +14,8 @@ pub mod mysql;
 pub mod pg;
 pub mod reply;
 mod stream;
+pub mod sweep;
 
 pub use pg::PgConn;
 pub use reply::{ConnError, DbError, FailureKind, QueryResult, Reply};
+pub use stream::Waiting;

@@ -17,7 +17,7 @@ use postgres_protocol::IsNull;
 
 use crate::cancel::{CancelToken, PostgresCancel};
 use crate::reply::{ConnError, DbError, QueryResult, Reply};
-use crate::stream::{open_stream, Stream, READ_CHUNK};
+use crate::stream::{open_stream, Stream, Waiting, READ_CHUNK};
 use stampede_conn::hosts::{ServerState, SessionAttrs, SERVER_STATE_QUERY};
 use stampede_conn::tls::SslMode;
 use stampede_conn::ConnSpec;
@@ -279,10 +279,10 @@ impl PgConn {
         self.lost
     }
 
-    /// The socket leaves the runtime's reactor: blocking reads and writes for a thread's only
-    /// client (`Stream::go_solo`).
-    pub fn go_solo(&mut self) -> Result<(), ConnError> {
-        self.stream.go_solo().map_err(ConnError::Io)
+    /// The socket leaves the runtime's reactor to wait as `waiting` says
+    /// (`Stream::leave_reactor`).
+    pub fn leave_reactor(&mut self, waiting: Waiting) -> Result<(), ConnError> {
+        self.stream.leave_reactor(waiting).map_err(ConnError::Io)
     }
 
     async fn fill(&mut self) -> Result<(), ConnError> {

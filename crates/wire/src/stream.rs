@@ -20,8 +20,21 @@ pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixSocket),
     Tls(Box<TlsStream<TcpStream>>),
-    /// The connection of a thread's only client, out of the runtime's reactor (`go_solo`).
+    /// The connection of a thread's only client, out of the runtime's reactor (`SoloSocket`).
     Solo(SoloSocket),
+    /// One of a thread's several clients' connections, out of the reactor (`go_sweep`).
+    Sweep(SweepSocket),
+}
+
+/// How a connection waits for the server once it is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// In the runtime's reactor (epoll).
+    Reactor,
+    /// In the kernel itself, for a thread's only client (`SoloSocket`).
+    Solo,
+    /// In the thread's sweep over its clients' sockets (`SweepSocket`).
+    Sweep,
 }
 
 /// A Unix socket watched for readability only. tokio's `UnixStream` also registers for
@@ -176,6 +189,73 @@ impl SoloSocket {
     }
 }
 
+impl AsFd for SoloFd {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            SoloFd::Tcp(tcp) => tcp.as_fd(),
+            SoloFd::Unix(unix) => unix.as_fd(),
+        }
+    }
+}
+
+/// A non-blocking socket read outside the reactor, one of several on its thread: a read that
+/// finds nothing registers the socket with the thread's sweep (`crate::sweep`), which wakes the
+/// client when input comes.
+pub struct SweepSocket {
+    socket: std::sync::Arc<SoloFd>,
+    scratch: Box<[u8]>,
+}
+
+impl SweepSocket {
+    fn new(socket: SoloFd) -> io::Result<SweepSocket> {
+        if let SoloFd::Tcp(tcp) = &socket {
+            tcp.set_nonblocking(true)?;
+        }
+        Ok(SweepSocket {
+            socket: std::sync::Arc::new(socket),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+        })
+    }
+
+    async fn read_some(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        let socket = &self.socket;
+        let scratch = &mut self.scratch;
+        let n = std::future::poll_fn(|cx| loop {
+            let read = match &**socket {
+                SoloFd::Tcp(tcp) => (&*tcp).read(scratch),
+                SoloFd::Unix(unix) => (&*unix).read(scratch),
+            };
+            match read {
+                Ok(n) => return std::task::Poll::Ready(Ok(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let fd: crate::sweep::SweepFd = socket.clone();
+                    crate::sweep::wait_for_input(&fd, cx.waker());
+                    return std::task::Poll::Pending;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return std::task::Poll::Ready(Err(e)),
+            }
+        })
+        .await?;
+        buf.extend_from_slice(&self.scratch[..n]);
+        Ok(n)
+    }
+
+    async fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        match &*self.socket {
+            SoloFd::Tcp(tcp) => write_waiting(tcp, data).await,
+            SoloFd::Unix(unix) => write_waiting(unix, data).await,
+        }
+    }
+}
+
+impl Drop for SweepSocket {
+    fn drop(&mut self) {
+        let fd: crate::sweep::SweepFd = self.socket.clone();
+        crate::sweep::forget(&fd);
+    }
+}
+
 /// poll(2) for input alone, up to `SOLO_WAKE`: false when the time ran out.
 fn wait_readable(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<bool> {
     let mut wanted = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLIN)];
@@ -213,6 +293,7 @@ impl Stream {
             Stream::Tls(tls) => return tls.read_buf(buf).await,
             Stream::Unix(unix) => return unix.read_some(buf).await,
             Stream::Solo(solo) => return solo.read_some(buf).await,
+            Stream::Sweep(sweep) => return sweep.read_some(buf).await,
             Stream::Tcp(tcp) => tcp,
         };
         loop {
@@ -233,17 +314,22 @@ impl Stream {
         }
     }
 
-    /// For a thread's only client: the socket leaves the reactor (`SoloSocket`). TLS stays as
-    /// it is. Called after the handshake, whose timeout needs the runtime's timer.
-    pub fn go_solo(&mut self) -> io::Result<()> {
+    /// For a thread's only client, the socket leaves the reactor (`SoloSocket`); for several
+    /// clients on one thread, too (`SweepSocket`). TLS stays as it is: rustls reads through the
+    /// runtime's socket. Called after the handshake, whose timeout needs the runtime's timer.
+    pub fn leave_reactor(&mut self, waiting: Waiting) -> io::Result<()> {
         let socket = match self {
             Stream::Tcp(tcp) => SoloFd::Tcp(tcp.as_fd().try_clone_to_owned()?.into()),
             Stream::Unix(unix) => SoloFd::Unix(unix.socket.get_ref().try_clone()?),
-            Stream::Tls(_) | Stream::Solo(_) => return Ok(()),
+            Stream::Tls(_) | Stream::Solo(_) | Stream::Sweep(_) => return Ok(()),
         };
         // Dropping the registered stream takes its fd out of epoll and closes it; the
         // duplicate goes on with the same connection.
-        *self = Stream::Solo(SoloSocket::new(socket)?);
+        *self = match waiting {
+            Waiting::Reactor => return Ok(()),
+            Waiting::Solo => Stream::Solo(SoloSocket::new(socket)?),
+            Waiting::Sweep => Stream::Sweep(SweepSocket::new(socket)?),
+        };
         Ok(())
     }
 
@@ -251,6 +337,7 @@ impl Stream {
         match self {
             Stream::Unix(unix) => unix.write_all(data).await,
             Stream::Solo(solo) => solo.write_all(data).await,
+            Stream::Sweep(sweep) => sweep.write_all(data).await,
             Stream::Tcp(s) => s.write_all(data).await,
             Stream::Tls(s) => {
                 s.write_all(data).await?;

@@ -19,7 +19,7 @@ use crate::script::prng::PgPrng;
 use crate::script::Value;
 use crate::wire::cancel::CancelToken;
 use crate::wire::mysql::MyConn;
-use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply};
+use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply, Waiting};
 
 /// A client's connection: the protocol of the plan's engine.
 enum Connection {
@@ -79,8 +79,9 @@ pub struct Client {
     pub variables: Vec<Value>,
     pub random: PgPrng,
     conn: Option<Connection>,
-    /// The thread runs this client alone: its connections leave the reactor (`go_solo`).
-    pub solo: bool,
+    /// How its connections wait for the server: a thread's only client waits in the kernel,
+    /// several clients of one thread in the thread's sweep over their sockets.
+    pub waiting: Waiting,
     /// Per script and command: the statement prepared on the MySQL connection and the
     /// variables bound to its `?` markers, in order.
     mysql_statements: Vec<Vec<Option<mysql::PreparedCommand>>>,
@@ -118,7 +119,7 @@ impl Client {
             variables,
             random,
             conn: None,
-            solo: false,
+            waiting: Waiting::Reactor,
             mysql_statements: plan
                 .scripts
                 .iter()
@@ -162,9 +163,7 @@ impl Client {
             Endpoint::Mysql(target) => return self.connect_mysql(target).await,
         };
         let mut conn = PgConn::connect(target).await?;
-        if self.solo {
-            conn.go_solo()?;
-        }
+        conn.leave_reactor(self.waiting)?;
         self.conn = Some(Connection::Postgres(conn));
         self.prepared.iter_mut().for_each(|p| p.fill(false));
         Ok(())

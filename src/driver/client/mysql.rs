@@ -24,9 +24,7 @@ pub struct PreparedCommand {
 impl Client {
     pub(super) async fn connect_mysql(&mut self, target: &MysqlSpec) -> Result<(), ConnError> {
         let mut conn = MyConn::connect(target, CONNECT_TIMEOUT).await?;
-        if self.solo {
-            conn.go_solo()?;
-        }
+        conn.leave_reactor(self.waiting)?;
         self.conn = Some(Connection::Mysql(conn));
         self.mysql_statements
             .iter_mut()

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::analysis::fairness::Fairness;
 use crate::driver::plan::RunPlan;
 use crate::driver::{self, DriverEvent, IntervalReport, LatencyStats, ScriptStats};
 use crate::error::Failure;
 use crate::family::api::{Measurement, RunObserver, RunRequest};
-use crate::store::{RunMetrics, SeriesRow};
+use crate::store::{RunMetrics, SeriesRow, ServedClients};
 
 /// A run's random seed: from the clock, as sysbench and pgbench default to.
 pub fn seed() -> u64 {
@@ -66,6 +67,56 @@ impl LatencySummary {
     }
 }
 
+/// How evenly a run served its clients, as the summary, `--json` and the results database
+/// show it: committed transactions per client (by client id) and their spread.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientFairness {
+    pub min: u64,
+    pub median: f64,
+    pub max: u64,
+    /// Jain's index: 1 when every client ran as many transactions, 1/clients when one ran all.
+    pub jain_index: f64,
+    pub per_client: Vec<u64>,
+}
+
+impl ClientFairness {
+    /// None when nothing committed.
+    pub fn of(per_client: &[u64]) -> Option<ClientFairness> {
+        let fairness = Fairness::of(per_client)?;
+        Some(ClientFairness {
+            min: fairness.min,
+            median: fairness.median,
+            max: fairness.max,
+            jain_index: fairness.jain_index,
+            per_client: per_client.to_vec(),
+        })
+    }
+
+    fn fairness(&self) -> Fairness {
+        Fairness {
+            clients: self.per_client.len(),
+            min: self.min,
+            median: self.median,
+            max: self.max,
+            jain_index: self.jain_index,
+        }
+    }
+
+    /// The summary's line after the latency percentiles.
+    pub fn summary_line(&self) -> String {
+        self.fairness().summary_line()
+    }
+
+    pub fn served(&self) -> ServedClients {
+        ServedClients {
+            min: self.min,
+            median: self.median,
+            max: self.max,
+            jain_index: self.jain_index,
+        }
+    }
+}
+
 /// The measured window's seconds.
 pub struct Window {
     duration_s: u64,
@@ -87,8 +138,9 @@ impl Window {
         }
     }
 
-    /// The window's metrics; `client_cpu` is the driver's CPU over the measured run.
-    pub fn measurement(&self, client_cpu: Duration) -> Measurement {
+    /// The window's metrics; `client_cpu` is the driver's CPU over the measured run, and
+    /// `client_transactions` each client's committed transactions in it.
+    pub fn measurement(&self, client_cpu: Duration, client_transactions: &[u64]) -> Measurement {
         let mut total = ScriptStats::default();
         self.measured
             .iter()
@@ -112,6 +164,7 @@ impl Window {
                 max_ms: latency.max,
                 client_cpu_us_per_txn: client_cpu.as_secs_f64() * 1e6 / transactions.max(1) as f64,
                 workload: Vec::new(),
+                served: ClientFairness::of(client_transactions).map(|f| f.served()),
             },
             series: self
                 .measured
@@ -136,6 +189,8 @@ impl Window {
 pub struct RunOutcome {
     pub aborted_clients: usize,
     pub client_cpu: Duration,
+    /// Committed transactions per client.
+    pub client_transactions: Vec<u64>,
 }
 
 /// Runs the workload for the given seconds, passing the driver's events on.
@@ -164,7 +219,7 @@ pub fn measure_after_warmup(
         }
     })?;
     check_aborted(measured.aborted_clients, "client", "")?;
-    Ok(window.measurement(measured.client_cpu))
+    Ok(window.measurement(measured.client_cpu, &measured.client_transactions))
 }
 
 /// `measure_after_warmup` for a workload that runs on the driver: `plan_for(seconds)` gives the
@@ -185,6 +240,7 @@ pub fn warmup_and_measure(
         Ok(RunOutcome {
             aborted_clients: result.aborted_clients,
             client_cpu: result.client_cpu.total(),
+            client_transactions: result.client_transactions,
         })
     })
 }

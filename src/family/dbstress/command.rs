@@ -14,7 +14,7 @@ use crate::driver::stats::CommandStats;
 use crate::driver::{self, RunResult};
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
-use crate::family::common::measure::LatencySummary;
+use crate::family::common::measure::{ClientFairness, LatencySummary};
 use crate::family::dbstress::args::{DbstressAction, PrepareArgs, RunArgs};
 use crate::family::dbstress::mysql;
 use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, STATEMENTS};
@@ -351,6 +351,8 @@ struct DbstressReport {
     latency: crate::driver::stats::LatencyStats,
     /// Per statement (STATEMENTS order), over every set.
     statements: Vec<(&'static str, CommandStats)>,
+    /// Transactions per session and their spread.
+    fairness: Option<ClientFairness>,
 }
 
 impl DbstressReport {
@@ -374,6 +376,7 @@ impl DbstressReport {
             retries: result.total.retries,
             latency: result.total.latency.clone(),
             statements,
+            fairness: ClientFairness::of(&result.client_transactions),
         }
     }
 
@@ -391,6 +394,10 @@ impl DbstressReport {
             "response time (ms): avg {:.3}, p50 {:.3}, p95 {:.3}, p99 {:.3}, max {:.3}\n",
             latency.avg, latency.p50, latency.p95, latency.p99, latency.max
         ));
+        if let Some(fairness) = &self.fairness {
+            out.push_str(&fairness.summary_line());
+            out.push('\n');
+        }
         out.push_str(&format!(
             "{:<8} {:>10} {:>10} {:>8}\n",
             "statement", "calls", "mean ms", "errors"
@@ -436,6 +443,7 @@ impl DbstressReport {
                 "max": latency.max,
             },
             "statements": statements,
+            "fairness": self.fairness,
         }))
         .expect("serializable")
     }

@@ -6,7 +6,7 @@ use super::setup::{ServerObservations, ServerSetup};
 use super::spec::RunSpec;
 use crate::conn::ConnSpec;
 use crate::driver::{CommandStats, RunResult, ScriptStats, WeightedScript};
-use crate::family::common::measure::LatencySummary;
+use crate::family::common::measure::{ClientFairness, LatencySummary};
 
 /// What the driver ran and measured.
 pub struct DriverRun {
@@ -112,6 +112,7 @@ pub fn build_report(
             system_s: cpu.system.as_secs_f64(),
             per_transaction_us: cpu.total().as_secs_f64() * 1e6 / transactions.max(1) as f64,
         },
+        fairness: ClientFairness::of(&result.client_transactions),
         server_counters: server.counters,
         aborted_clients: result.aborted_clients,
         max_tries: spec.errors.max_tries,

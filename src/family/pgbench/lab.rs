@@ -187,6 +187,11 @@ impl FamilyWorkload for PgbenchLab {
             Ok(RunOutcome {
                 aborted_clients: report.aborted_clients,
                 client_cpu: Duration::from_secs_f64(cpu.user_s + cpu.system_s),
+                client_transactions: report
+                    .fairness
+                    .as_ref()
+                    .map(|f| f.per_client.clone())
+                    .unwrap_or_default(),
             })
         })
     }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::family::common::measure::LatencySummary;
+use crate::family::common::measure::{ClientFairness, LatencySummary};
 use crate::probe::statement_window::StatementWindow;
 
 /// Failed transactions by kind, and the retries made (of successful and failed ones).
@@ -111,6 +111,8 @@ pub struct PgbenchReport {
     pub average_connection_time_ms: Option<f64>,
     pub latency_ms: LatencySummary,
     pub client_cpu: ClientCpu,
+    /// Committed transactions per client and their spread; None when nothing committed.
+    pub fairness: Option<ClientFairness>,
     pub server_counters: Option<ServerCounters>,
     pub aborted_clients: usize,
     /// `--max-tries` (0: unlimited), `--failures-detailed`, `--continue-on-error`.
@@ -204,6 +206,9 @@ pub fn summary_text(report: &PgbenchReport) -> String {
     }
     script_sections(report, &mut line);
     line(percentile_line(&report.latency_ms));
+    if let Some(fairness) = &report.fairness {
+        line(fairness.summary_line());
+    }
     line(format!(
         "client CPU: user {:.3} s, system {:.3} s, {:.3} us per transaction",
         report.client_cpu.user_s, report.client_cpu.system_s, report.client_cpu.per_transaction_us

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::analysis::{median, range};
 use crate::driver::{IntervalReport, LatencyStats, RunResult, ScriptStats};
-use crate::family::common::measure::LatencySummary;
+use crate::family::common::measure::{ClientFairness, LatencySummary};
 use crate::family::sysbench::catalog::{GeneratedTest, QueryMix};
 use crate::family::sysbench::microbench::{Group, MicroTest};
 use crate::family::sysbench::options::OltpOptions;
@@ -28,6 +28,8 @@ pub struct SysbenchReport {
     pub retries: u64,
     pub reconnects: u64,
     pub latency_ms: LatencyMs,
+    /// Events per thread (sysbench's threads are its clients) and their spread.
+    pub fairness: Option<ClientFairness>,
 }
 
 #[derive(Debug, Serialize)]
@@ -91,6 +93,7 @@ impl SysbenchReport {
             retries: total.retries,
             reconnects: total.reconnects,
             latency_ms: latency_ms(&total.latency),
+            fairness: ClientFairness::of(&result.client_transactions),
         }
     }
 }
@@ -224,6 +227,9 @@ pub fn text(
         "\nPercentiles (ms): p50 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",
         l.p50, l.p95, l.p99, l.max
     );
+    if let Some(fairness) = &r.fairness {
+        let _ = writeln!(out, "{}", fairness.summary_line());
+    }
     out
 }
 

@@ -14,7 +14,7 @@ use crate::driver::stats::ScriptStats;
 use crate::driver::{self, DriverEvent, RunResult};
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{connection, positive};
-use crate::family::common::measure::{check_aborted, LatencySummary};
+use crate::family::common::measure::{check_aborted, ClientFairness, LatencySummary};
 use crate::family::tpcc::args::RunArgs;
 use crate::family::tpcc::inputs::{Inputs, WarehouseChoice};
 use crate::family::tpcc::procedures::Routines;
@@ -366,6 +366,8 @@ struct TpccReport {
     lines: Vec<TypeLine>,
     /// Per second of the measured run: transactions completed (all types) and errors.
     series: Vec<(u64, u64, u64)>,
+    /// Transactions per virtual user and their spread.
+    fairness: Option<ClientFairness>,
 }
 
 impl TpccReport {
@@ -399,6 +401,7 @@ impl TpccReport {
                 .iter()
                 .map(|i| (i.index + 1, i.stats.latency.count, i.stats.failures.total()))
                 .collect(),
+            fairness: ClientFairness::of(&result.client_transactions),
         }
     }
 
@@ -429,6 +432,10 @@ impl TpccReport {
                 latency.max,
                 line.stats.failures.total()
             ));
+        }
+        if let Some(fairness) = &self.fairness {
+            out.push_str(&fairness.summary_line());
+            out.push('\n');
         }
         out.push_str(&format!(
             "new orders committed: driver {}, server (Δ d_next_o_id) {}; rolled back (unused item): {}\n",
@@ -465,6 +472,7 @@ impl TpccReport {
             "new_orders_committed_driver": self.committed_new_orders(),
             "new_orders_committed_server": self.new_orders_server,
             "transactions": types,
+            "fairness": self.fairness,
             "series": self.series.iter().map(|(second, transactions, errors)| {
                 serde_json::json!({"second": second, "transactions": transactions, "errors": errors})
             }).collect::<Vec<_>>(),

@@ -18,7 +18,7 @@ use bytes::{Buf, BytesMut};
 use tokio::net::TcpStream;
 
 use crate::reply::{ConnError, DbError, FailureKind, Reply};
-use crate::stream::{Stream, UnixSocket, READ_CHUNK};
+use crate::stream::{Stream, UnixSocket, Waiting, READ_CHUNK};
 use packet::{put_lenenc_bytes, put_packet, Reader};
 use stampede_conn::MysqlSpec;
 use stampede_script::Value;
@@ -203,10 +203,10 @@ impl MyConn {
         self.connection_id
     }
 
-    /// The socket leaves the runtime's reactor: blocking reads and writes for a thread's only
-    /// client (`Stream::go_solo`).
-    pub fn go_solo(&mut self) -> Result<(), ConnError> {
-        self.stream.go_solo().map_err(ConnError::Io)
+    /// The socket leaves the runtime's reactor to wait as `waiting` says
+    /// (`Stream::leave_reactor`).
+    pub fn leave_reactor(&mut self, waiting: Waiting) -> Result<(), ConnError> {
+        self.stream.leave_reactor(waiting).map_err(ConnError::Io)
     }
 
     /// The server said the session is inside a transaction.
