@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from pgserver import Server
+from pgserver import Server, server_cpu_s as postgres_cpu_s
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
@@ -60,29 +60,9 @@ def measured(cmd):
     return out, wall, usage.ru_utime + usage.ru_stime
 
 
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_seconds(pid, with_reaped):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # After the ")": utime, stime, cutime, cstime are fields 14-17 (1-based), 11-14 here.
-    return sum(int(fields[i]) for i in ((11, 12, 13, 14) if with_reaped else (11, 12))) / TICKS
-
-
 def server_cpu_s():
-    """CPU of every postgres process: the postmaster with its reaped children (backends that
-    ended), and its live children."""
     with open(os.path.join(SERVER.data, "postmaster.pid")) as f:
-        postmaster = f.readline().strip()
-    total = process_seconds(postmaster, with_reaped=True)
-    children = subprocess.run(["pgrep", "-P", postmaster], capture_output=True, text=True)
-    for pid in children.stdout.split():
-        try:
-            total += process_seconds(pid, with_reaped=False)
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # ended in between: now in the postmaster's reaped times
-    return total
+        return postgres_cpu_s(f.readline().strip())
 
 
 def per_client_spread(log_dir, prefix):

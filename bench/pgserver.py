@@ -13,6 +13,30 @@ def pg_bin():
     return f"/usr/lib/postgresql/{versions[-1]}/bin"
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_times(pid, with_reaped):
+    """A process's user+system seconds; with_reaped adds its reaped children's."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # After the ")": state is field 3, utime 14, stime 15, cutime 16, cstime 17 (1-based).
+    return sum(int(fields[i]) for i in ((11, 12, 13, 14) if with_reaped else (11, 12))) / TICKS
+
+
+def server_cpu_s(postmaster):
+    """CPU of every postgres process: the postmaster with its reaped children (backends that
+    ended), and its live children."""
+    total = process_times(postmaster, with_reaped=True)
+    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True)
+    for pid in children.stdout.split():
+        try:
+            total += process_times(pid, with_reaped=False)
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # exited in between: now in the postmaster's reaped times
+    return total
+
+
 def as_server_user(cmd):
     return ["runuser", "-u", "postgres", "--"] + cmd if os.geteuid() == 0 else cmd
 

@@ -22,30 +22,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pgserver import Server  # noqa: E402
+from pgserver import Server, server_cpu_s  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # STAMPEDE=path measures another build (an old binary against a new one, in one sitting).
 STAMPEDE = os.environ.get("STAMPEDE", os.path.join(ROOT, "target", "release", "stampede"))
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_times(pid, with_reaped):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    # After the ")": state is field 3, utime 14, stime 15, cutime 16, cstime 17 (1-based).
-    times = [int(fields[i]) for i in ((11, 12, 13, 14) if with_reaped else (11, 12))]
-    return sum(times) / TICKS
-
-
-def server_cpu_s(postmaster):
-    total = process_times(postmaster, with_reaped=True)
-    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True)
-    for pid in children.stdout.split():
-        try:
-            total += process_times(pid, with_reaped=False)
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # exited in between: now in the postmaster's reaped times
-    return total
 
 
 def main():

@@ -54,18 +54,12 @@ fn uneven_service(inputs: &WarningInputs<'_>) -> Vec<String> {
         .iter()
         .take(UNEVEN_RUNS_NAMED)
         .map(|(run, served)| {
-            format!(
-                "run {} (\"{}\" {} {} scale {} × {} clients, round {}: Jain's index {:.2}, {}–{} transactions per client)",
-                run.id,
-                run.target,
-                run.workload,
-                run.script,
-                run.scale,
-                run.clients,
-                run.repetition + 1,
-                served.jain_index,
-                served.min,
-                served.max
+            run_label(
+                run,
+                &format!(
+                    ": Jain's index {:.2}, {}–{} transactions per client",
+                    served.jain_index, served.min, served.max
+                ),
             )
         })
         .collect();
@@ -254,27 +248,27 @@ fn flag_difference(what: &str, a: &str, b: &str) -> String {
     format!("{what} \"{}\" vs \"{}\"", only(a, b), only(b, a))
 }
 
+/// "run 17 ("b" pgbench select-only scale 1 × 1 clients, round 3<detail>)".
+fn run_label(run: &StoredRun, detail: &str) -> String {
+    format!(
+        "run {} (\"{}\" {} {} scale {} × {} clients, round {}{detail})",
+        run.id,
+        run.target,
+        run.workload,
+        run.script,
+        run.scale,
+        run.clients,
+        run.repetition + 1
+    )
+}
+
 /// "run 17 (b pgbench select-only scale 1 × 1 clients, round 3) is excluded …": a run left out
 /// is never left out silently.
 pub fn excluded_runs(excluded: &[StoredRun]) -> Option<String> {
     if excluded.is_empty() {
         return None;
     }
-    let runs: Vec<String> = excluded
-        .iter()
-        .map(|run| {
-            format!(
-                "run {} (\"{}\" {} {} scale {} × {} clients, round {})",
-                run.id,
-                run.target,
-                run.workload,
-                run.script,
-                run.scale,
-                run.clients,
-                run.repetition + 1
-            )
-        })
-        .collect();
+    let runs: Vec<String> = excluded.iter().map(|run| run_label(run, "")).collect();
     Some(format!(
         "{} excluded from the analysis by --exclude-run; its round's other runs stay, unpaired",
         runs.join(", ")

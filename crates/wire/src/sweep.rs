@@ -42,6 +42,22 @@ thread_local! {
     /// The thread's clients that have not ended: when every one waits here, the thread may
     /// sleep in poll(2).
     static CLIENTS: Cell<usize> = const { Cell::new(0) };
+    /// Clients that gave up their turn (`yield_turn`), woken after those with input.
+    static YIELDED: RefCell<Vec<Waker>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Lets the thread's other clients whose replies have come go first: the client runs again
+/// once the thread has looked at its sockets (without waiting) and run those with input.
+pub async fn yield_turn() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        YIELDED.with(|waiting| waiting.borrow_mut().push(cx.waker().clone()));
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Sets how many clients this thread serves from sweep sockets; the driver lowers it as each
@@ -83,13 +99,16 @@ pub(crate) fn forget(fd: &SweepFd) {
 /// The runtime's park hook: wakes the clients whose sockets have input, waiting for some when
 /// every client waits here. Does nothing on a thread without sweep sockets.
 pub fn before_park() {
+    let yielded = YIELDED.with(|yielded| std::mem::take(&mut *yielded.borrow_mut()));
     WAITING.with(|waiting| {
         let mut waiting = waiting.borrow_mut();
         if waiting.is_empty() {
             return;
         }
         let everyone_waits = waiting.len() >= CLIENTS.with(Cell::get);
-        let timeout = if everyone_waits {
+        let timeout = if !yielded.is_empty() {
+            Duration::ZERO
+        } else if everyone_waits {
             LONGEST_WAIT
         } else {
             MIXED_WAIT
@@ -109,9 +128,13 @@ pub fn before_park() {
             // EAGAIN and register again), so that the runtime checks its own driver: the
             // interval ticker and the watchdog still run while replies are slow, and a client
             // waiting on a timer is not held up.
-            Ok(_) | Err(_) => waiting.drain(..).for_each(|(_, waker)| waker.wake()),
+            Ok(_) | Err(_) if yielded.is_empty() => {
+                waiting.drain(..).for_each(|(_, waker)| waker.wake())
+            }
+            Ok(_) | Err(_) => {}
         }
     });
+    yielded.into_iter().for_each(Waker::wake);
 }
 
 /// poll(2) for input on each socket; per socket, whether it has input (or an error or hang-up,
