@@ -16,6 +16,10 @@
 //! client waiting on anything else (a `\sleep`, a reconnection) leaves the reactor in charge,
 //! and the hook then only looks (`MIXED_WAIT`), so the reactor's timers and sockets and these
 //! sockets each answer within a millisecond.
+//!
+//! A client whose reply is already there when it reads goes on without waiting; the driver
+//! keeps one from running far ahead of the others with `yield_turn` (driver/thread.rs,
+//! `AHEAD_MARGIN`).
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -24,9 +28,9 @@ use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
-/// The longest wait in poll(2): the thread's interval ticker and the watchdog's abandon reach
-/// it from other threads through the reactor, which this bounds how late they are heard
-/// (as `SOLO_WAKE` does for a thread's only client).
+/// The longest wait in poll(2). The thread's interval ticker and the watchdog's abandon come
+/// from other threads through the reactor; this bounds how late they are heard (as
+/// `SOLO_WAKE` does for a thread's only client).
 const LONGEST_WAIT: Duration = Duration::from_millis(50);
 
 /// The wait while some client waits on the reactor: tokio's timer has 1 ms granularity, so a
