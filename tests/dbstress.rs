@@ -46,7 +46,16 @@ fn run_json(db: &str, args: &[&str]) -> serde_json::Value {
     let output = dbstress(db, &all);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("TPS"), "{}", stdout(&output));
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Per session, adding up to the transactions the callers check against the server's calls.
+    let sessions = args
+        .iter()
+        .position(|a| *a == "--sessions")
+        .map_or(1, |at| args[at + 1].parse().unwrap());
+    let transactions = report["transactions"].as_u64().unwrap();
+    common::assert_fairness(&report, &stdout(&output), sessions, transactions);
+    report
 }
 
 #[test]

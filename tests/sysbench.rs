@@ -374,6 +374,7 @@ fn json_and_intervals_agree_with_the_server() {
     let events = report["events"].as_u64().unwrap();
     let calls = statements(&db)["SELECT c FROM sbtest1 WHERE id=$1"];
     assert_eq!(events as i64, calls, "one SELECT per event");
+    common::assert_fairness(&report, &text, 2, events);
     let tps = report["tps"].as_f64().unwrap();
     let time = report["time_s"].as_f64().unwrap();
     assert!((tps * time - events as f64).abs() < 1e-6);

@@ -332,6 +332,12 @@ fn order_line_is_hash_partitioned_from_200_warehouses_only() {
     assert!(output.status.success(), "{}", stdout(&output));
 }
 
+/// The value after `name` in `args`.
+fn option(args: &[&str], name: &str) -> usize {
+    let at = args.iter().position(|a| *a == name).expect("given");
+    args[at + 1].parse().unwrap()
+}
+
 /// Runs `args` on `db` with `--json`, checks that the driver's counts agree with the server's
 /// (NOPM from district.d_next_o_id, the orders table, TPM), and returns the JSON report.
 fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value {
@@ -350,6 +356,7 @@ fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value 
     let count = |name: &str| report["transactions"][name]["count"].as_i64().unwrap();
     let all: i64 = TRANSACTIONS.iter().map(|n| count(n)).sum();
     assert_eq!(all, transactions, "{report}");
+    common::assert_fairness(&report, &text, option(args, "--vu"), all as u64);
     let per_second: i64 = report["series"]
         .as_array()
         .unwrap()

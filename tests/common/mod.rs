@@ -559,3 +559,42 @@ pub fn assert_abandoned_by_the_watchdog(output: &Output) {
         stderr(output)
     );
 }
+
+/// A `--json` report's `fairness`: `clients` per-client counts that add up to `total` (a count
+/// the caller checked against the server), with min, max and Jain's index computed from them;
+/// and the text summary's `client fairness:` line. Returns the per-client counts.
+pub fn assert_fairness(
+    report: &serde_json::Value,
+    text: &str,
+    clients: usize,
+    total: u64,
+) -> Vec<u64> {
+    let fairness = &report["fairness"];
+    let per_client: Vec<u64> = fairness["per_client"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no fairness.per_client in {report}"))
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(per_client.len(), clients, "{fairness}");
+    assert_eq!(per_client.iter().sum::<u64>(), total, "{fairness}");
+    assert_eq!(fairness["min"].as_u64(), per_client.iter().copied().min());
+    assert_eq!(fairness["max"].as_u64(), per_client.iter().copied().max());
+    let sum: f64 = per_client.iter().map(|&n| n as f64).sum();
+    let squares: f64 = per_client.iter().map(|&n| (n as f64).powi(2)).sum();
+    let index = fairness["jain_index"].as_f64().unwrap();
+    assert!(
+        (index - sum * sum / (clients as f64 * squares)).abs() < 1e-9,
+        "{index}"
+    );
+    let line = format!(
+        "client fairness: min {} / median ",
+        fairness["min"].as_u64().unwrap()
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(&line) && l.ends_with(&format!("Jain's index {index:.4}"))),
+        "{text}"
+    );
+    per_client
+}
