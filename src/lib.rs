@@ -12,6 +12,7 @@
 pub use stampede_base::{cpu, duration, error, signals, sys};
 pub use stampede_conn as conn;
 pub use stampede_conn::{pg, tls};
+pub use stampede_lua as lua;
 pub use stampede_script as script;
 pub use stampede_stats as analysis;
 pub use stampede_store as store;

@@ -22,6 +22,13 @@ fn main() {
 }
 
 fn run() -> Result<(), Failure> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("sysbench") {
+        if let Some(outcome) = sysbench::front::main(&args[1..]) {
+            let code = outcome?;
+            std::process::exit(code);
+        }
+    }
     let matches = match Cli::command().try_get_matches() {
         Ok(matches) => matches,
         Err(error) => return Err(clap_failure(error)),

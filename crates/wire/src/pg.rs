@@ -360,7 +360,18 @@ impl PgConn {
     }
 
     pub async fn read_reply(&mut self, capture: bool) -> Result<Reply, ConnError> {
-        let mut assembler = ReplyAssembler::new(capture);
+        self.assemble(ReplyAssembler::new(capture)).await
+    }
+
+    /// As `read_reply` with every row of every result kept and the rows each statement changed
+    /// counted: for scripts that read what they asked for (sysbench's Lua API).
+    pub async fn read_reply_all(&mut self) -> Result<Reply, ConnError> {
+        let mut assembler = ReplyAssembler::new(true);
+        assembler.all_rows = true;
+        self.assemble(assembler).await
+    }
+
+    async fn assemble(&mut self, mut assembler: ReplyAssembler) -> Result<Reply, ConnError> {
         loop {
             let message = self.next_message().await?;
             match assembler.accept(message)? {
@@ -412,6 +423,8 @@ enum Step {
 struct ReplyAssembler {
     reply: Reply,
     capture: bool,
+    /// Keep every row (not only the last) and count the rows each statement changed.
+    all_rows: bool,
     /// The query whose rows are arriving, until its CommandComplete.
     current: Option<QueryResult>,
     /// A COPY TO STDOUT's data is skipped, then the client aborts as pgbench does. (A COPY FROM
@@ -426,6 +439,7 @@ impl ReplyAssembler {
         ReplyAssembler {
             reply: Reply::default(),
             capture,
+            all_rows: false,
             current: None,
             copy_seen: false,
         }
@@ -439,7 +453,8 @@ impl ReplyAssembler {
             Message::DataRow(row) => {
                 self.reply.rows += 1;
                 if capture {
-                    capture_row(self.current.get_or_insert_with(Default::default), &row)?;
+                    let result = self.current.get_or_insert_with(Default::default);
+                    capture_row(result, &row, self.all_rows)?;
                 }
             }
             Message::RowDescription(description) if capture => {
@@ -452,6 +467,11 @@ impl ReplyAssembler {
                     columns,
                     ..Default::default()
                 });
+            }
+            Message::CommandComplete(body) if self.all_rows => {
+                self.reply.affected += changed_rows(body.tag()?);
+                let result = self.current.take().unwrap_or_default();
+                self.reply.results.push(result);
             }
             Message::CommandComplete(_) | Message::EmptyQueryResponse if capture => {
                 let result = self.current.take().unwrap_or_default();
@@ -524,6 +544,7 @@ pub fn fuzz_reply(data: &[u8]) {
 fn capture_row(
     result: &mut QueryResult,
     row: &postgres_protocol::message::backend::DataRowBody,
+    all_rows: bool,
 ) -> Result<(), ConnError> {
     let buffer = row.buffer();
     let mut ranges = row.ranges();
@@ -532,8 +553,24 @@ fn capture_row(
         values.push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
     }
     result.rows += 1;
-    result.last_row = Some(values);
+    if all_rows {
+        result.all_rows.push(values);
+    } else {
+        result.last_row = Some(values);
+    }
     Ok(())
+}
+
+/// The rows an INSERT, UPDATE or DELETE changed, from its CommandComplete tag ("INSERT 0 5",
+/// "UPDATE 3"); 0 for the others (a SELECT's rows are counted as they arrive).
+fn changed_rows(tag: &str) -> u64 {
+    let mut words = tag.split(' ');
+    match words.next() {
+        Some("INSERT" | "UPDATE" | "DELETE" | "MERGE") => {
+            words.next_back().and_then(|n| n.parse().ok()).unwrap_or(0)
+        }
+        _ => 0,
+    }
 }
 
 fn unexpected() -> ConnError {

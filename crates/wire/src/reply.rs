@@ -153,6 +153,9 @@ pub struct Reply {
     pub transaction_status: u8,
     /// With capture on: each query's column names, row count and last row (text; None = NULL).
     pub results: Vec<QueryResult>,
+    /// Rows the statements changed (INSERT, UPDATE, DELETE), where the reply was read with
+    /// every row kept (`PgConn::read_reply_all`, `MyConn::query_rows`).
+    pub affected: u64,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -160,4 +163,6 @@ pub struct QueryResult {
     pub columns: Vec<String>,
     pub rows: u64,
     pub last_row: Option<Vec<Option<String>>>,
+    /// Every row, when the reply was read to keep them all (scripts that read their results).
+    pub all_rows: Vec<Vec<Option<String>>>,
 }

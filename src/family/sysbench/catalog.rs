@@ -27,6 +27,32 @@ pub const TESTS: [&str; 17] = [
     "oltp_read_only_count",
 ];
 
+/// One line about a built-in test, for `--help`.
+pub fn describe(test: &str) -> &'static str {
+    match test {
+        "oltp_read_only" => "OLTP read-only transactions (sysbench's oltp_read_only.lua)",
+        "oltp_read_write" => "OLTP read/write transactions (sysbench's oltp_read_write.lua)",
+        "oltp_write_only" => "OLTP write-only transactions (sysbench's oltp_write_only.lua)",
+        "oltp_point_select" => "one primary-key SELECT per event (oltp_point_select.lua)",
+        "oltp_update_index" => "one UPDATE of an indexed column per event (oltp_update_index.lua)",
+        "oltp_update_non_index" => {
+            "one UPDATE of a non-indexed column per event (oltp_update_non_index.lua)"
+        }
+        "oltp_insert" => "one INSERT per event (oltp_insert.lua)",
+        "oltp_delete" => "one DELETE and its INSERT per event (oltp_delete.lua)",
+        "select_random_points" => "SELECT of random points of k (select_random_points.lua)",
+        "select_random_ranges" => "SELECT of random ranges of k (select_random_ranges.lua)",
+        "bulk_insert" => "multi-row INSERTs into a table per thread (bulk_insert.lua)",
+        "oltp_scan" => "a full scan of a table per event (Callaghan's mytools)",
+        "oltp_inlist_select" => "SELECT ... WHERE id IN (...) (Callaghan's mytools)",
+        "oltp_inlist_update" => "UPDATE ... WHERE id IN (...) (Callaghan's mytools)",
+        "oltp_points_covered" => "covered point SELECTs on k (Callaghan's mytools)",
+        "oltp_range_covered" => "covered range SELECTs on k (Callaghan's mytools)",
+        "oltp_read_only_count" => "read-only with count(*) ranges (Callaghan's mytools)",
+        _ => "",
+    }
+}
+
 /// Statements per event by sysbench's classes (its `queries performed: read / write / other`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueryMix {

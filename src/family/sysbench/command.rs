@@ -90,7 +90,20 @@ fn seed(args: &SysbenchArgs) -> u64 {
     crate::family::common::measure::seed()
 }
 
+/// A test named to prepare or clean up must be one of the tests (sysbench reads the test's own
+/// options), checked before any server is touched.
+fn known_test(args: &SysbenchArgs) -> CommandResult {
+    match args.test.as_deref() {
+        Some(name) if !catalog::TESTS.contains(&name) => Err(Failure::input(format!(
+            "unknown test \"{name}\"; the tests are: {}",
+            catalog::TESTS.join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn prepare(args: &SysbenchArgs) -> CommandResult {
+    known_test(args)?;
     let options = oltp_options(args)?;
     let threads = positive::<u32>(args.threads, "threads")?;
     let target = SysbenchTarget::from_args(args)?;
@@ -115,12 +128,26 @@ fn prepare(args: &SysbenchArgs) -> CommandResult {
 }
 
 fn cleanup(args: &SysbenchArgs) -> CommandResult {
+    known_test(args)?;
     let tables = positive::<u32>(args.tables, "tables")?;
     let target = SysbenchTarget::from_args(args)?;
     for table in target.cleanup(tables).map_err(Failure::into_input)? {
         println!("Dropping table '{table}'...");
     }
     Ok(())
+}
+
+/// sysbench's `prewarm` (oltp_common.lua's): each table's primary key and rows read into the
+/// buffer pool, MySQL and MariaDB only, as sysbench's.
+pub fn prewarm(args: &SysbenchArgs) -> CommandResult {
+    let options = oltp_options(args)?;
+    if args.db_driver != "mysql" {
+        return Err(Failure::input("prewarm is currently MySQL only"));
+    }
+    let target = SysbenchTarget::from_args(args)?;
+    target.prewarm(options.tables, options.table_size, &|line| {
+        println!("{line}")
+    })
 }
 
 fn protocol(mode: &str) -> Result<Protocol, Failure> {
@@ -264,6 +291,8 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         )));
     }
     let threads = positive::<u32>(args.threads, "threads")?;
+    // Everything that can be checked without a server is, before one is resolved (or started).
+    catalog::generate(name, &options, threads).map_err(Failure::input)?;
     let protocol = protocol(&args.db_ps_mode)?;
     let limit = limit(args, threads)?;
     let stall_timeout = driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)

@@ -4,8 +4,11 @@
 
 pub mod args;
 pub mod catalog;
+pub mod cmdline;
 pub mod command;
+pub mod front;
 pub mod lab;
+pub mod lua;
 pub mod microbench;
 pub mod mysql_schema;
 pub mod options;

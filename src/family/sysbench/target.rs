@@ -148,6 +148,33 @@ impl SysbenchTarget {
         }
     }
 
+    /// Reads each table whole, by its primary key and by its rows, as sysbench's prewarm does
+    /// (MySQL only: the caller refuses PostgreSQL as sysbench does).
+    pub fn prewarm(
+        &self,
+        tables: u32,
+        table_size: u32,
+        announce: &dyn Fn(String),
+    ) -> Result<(), Failure> {
+        let SysbenchTarget::Mysql { spec, .. } = self else {
+            return Err(Failure::input("prewarm is currently MySQL only"));
+        };
+        let mut session = ControlSession::connect(spec)?;
+        session.execute("SET tmp_table_size=2*1024*1024*1024")?;
+        session.execute("SET max_heap_table_size=2*1024*1024*1024")?;
+        for table in (1..=tables).map(|i| format!("sbtest{i}")) {
+            announce(format!("Prewarming table {table}"));
+            session.rows(&format!("ANALYZE TABLE {table}"))?;
+            session.rows(&format!(
+                "SELECT AVG(id) FROM (SELECT * FROM {table} FORCE KEY (PRIMARY) LIMIT {table_size}) t"
+            ))?;
+            session.rows(&format!(
+                "SELECT COUNT(*) FROM (SELECT * FROM {table} WHERE k LIKE '%0%' LIMIT {table_size}) t"
+            ))?;
+        }
+        Ok(())
+    }
+
     /// Drops the tables (and any further sbtest tables).
     pub fn cleanup(&self, tables: u32) -> Result<Vec<String>, Failure> {
         match self {

@@ -343,6 +343,29 @@ impl MyConn {
         })
     }
 
+    /// COM_QUERY keeping every row of the last result and the reply (its error, the rows it
+    /// changed): for scripts that read their results (sysbench's Lua API).
+    pub async fn query_rows(&mut self, sql: &str) -> Result<(Reply, rows::Rows), ConnError> {
+        self.start_command(COM_QUERY, sql.as_bytes());
+        self.flush().await?;
+        let mut all = rows::Rows::default();
+        let reply = self.read_results_into(true, false, Some(&mut all)).await?;
+        Ok((reply, all))
+    }
+
+    /// As `execute`, keeping every row of the result.
+    pub async fn execute_rows(
+        &mut self,
+        statement: Prepared,
+        values: impl ExactSizeIterator<Item = &Value> + Clone,
+    ) -> Result<(Reply, rows::Rows), ConnError> {
+        let mut all = rows::Rows::default();
+        let reply = self
+            .execute_into(statement, values, true, Some(&mut all))
+            .await?;
+        Ok((reply, all))
+    }
+
     /// COM_STMT_PREPARE. A statement the server refuses comes back as `Err(DbError)` inside
     /// `Ok`, as replies do.
     pub async fn prepare(&mut self, sql: &str) -> Result<Result<Prepared, DbError>, ConnError> {
@@ -392,6 +415,16 @@ impl MyConn {
         values: impl ExactSizeIterator<Item = &Value> + Clone,
         capture: bool,
     ) -> Result<Reply, ConnError> {
+        self.execute_into(statement, values, capture, None).await
+    }
+
+    async fn execute_into(
+        &mut self,
+        statement: Prepared,
+        values: impl ExactSizeIterator<Item = &Value> + Clone,
+        capture: bool,
+        all: Option<&mut rows::Rows>,
+    ) -> Result<Reply, ConnError> {
         let mut payload = std::mem::take(&mut self.payload);
         payload.clear();
         payload.push(COM_STMT_EXECUTE);
@@ -407,12 +440,12 @@ impl MyConn {
         self.payload = payload;
         self.flush().await?;
         if !self.caches_metadata() {
-            return self.read_results(capture, true).await;
+            return self.read_results_with(capture, true, all, None).await;
         }
         let slot = statement.slot as usize;
         let mut columns = std::mem::take(&mut self.statements[slot].columns);
         let reply = self
-            .read_results_with(capture, true, None, Some(&mut columns))
+            .read_results_with(capture, true, all, Some(&mut columns))
             .await;
         self.statements[slot].columns = columns;
         reply

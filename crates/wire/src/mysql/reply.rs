@@ -132,6 +132,8 @@ impl<'a> ReplyParser<'a> {
                 if self.capture {
                     self.reply.results.push(QueryResult::default());
                 }
+                let mut reader = Reader::new(&packet[1..]);
+                self.reply.affected += reader.lenenc_int().flatten().unwrap_or(0);
                 let status = ok_status(&packet[1..]).ok_or_else(malformed)?;
                 Ok(self.result_ended(status))
             }
@@ -216,10 +218,10 @@ impl<'a> ReplyParser<'a> {
                 rows::text_row(row, self.column_types.len())
             };
             let values = values.ok_or_else(malformed)?;
-            if let Some(all) = self.all.as_deref_mut() {
-                all.rows.push(values.clone());
+            match self.all.as_deref_mut() {
+                Some(all) => all.rows.push(values),
+                None => self.result.last_row = Some(values),
             }
-            self.result.last_row = Some(values);
         }
         Ok(false)
     }

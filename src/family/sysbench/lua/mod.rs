@@ -1,0 +1,98 @@
+//! sysbench's Lua scripts, run unchanged: `stampede sysbench script.lua [options] command`.
+//! An embedded LuaJIT (as sysbench's own) runs the script with sysbench's Lua API
+//! (`prelude.lua` over the native functions of `state.rs`), one interpreter per worker thread
+//! and one for the main thread, SQL over stampede's own connections (`sql.rs`), events counted
+//! and reported as sysbench does (`stats.rs`, `run.rs`).
+
+mod log;
+mod run;
+mod sql;
+mod state;
+mod stats;
+
+use std::sync::Arc;
+
+pub use log::Log;
+pub use state::VERSION;
+
+use super::cmdline::{self, CommandLine, Options};
+use state::{Interpreter, Script, Shared};
+
+/// Runs a script's command; returns the exit code (sysbench's: 1 for anything that failed).
+pub fn main(line: CommandLine, log: Log) -> i32 {
+    let script = match Script::locate(line.test.as_deref()) {
+        Ok(script) => script,
+        Err(message) => {
+            log.fatal(&message);
+            return 1;
+        }
+    };
+    let general = Options::new(line.clone(), cmdline::general_options());
+    let shared = Arc::new(Shared::new(script, general, log.clone()));
+    let main_state = match Interpreter::new(&shared, None) {
+        Ok(state) => state,
+        Err(message) => {
+            log.fatal(&message);
+            return 1;
+        }
+    };
+    if shared.script.is_stdin() || line.command.is_none() {
+        return 0;
+    }
+    let declared = match main_state.declared_options() {
+        Ok(declared) => declared,
+        Err(message) => {
+            log.fatal(&format!(
+                "`sysbench.cmdline.read_cmdline_options' function failed: {message}"
+            ));
+            return 1;
+        }
+    };
+    let legacy = declared.is_none();
+    let mut defs = cmdline::general_options();
+    defs.extend(declared.clone().unwrap_or_default());
+    let options = Options::new(line.clone(), defs);
+    if let Err(failure) = options.check(legacy) {
+        eprintln!("{}", failure.message());
+        return 1;
+    }
+    shared.set_options(options, legacy, declared.unwrap_or_default());
+    let command = line.command.as_deref().unwrap_or_default();
+    dispatch(&shared, &main_state, command)
+}
+
+fn dispatch(shared: &Arc<Shared>, main_state: &Interpreter, command: &str) -> i32 {
+    let name = shared.script.short_name();
+    if main_state.custom_command_defined(command) {
+        return run::custom_command(shared, main_state, command);
+    }
+    match command {
+        "help" => help(shared, main_state, &name),
+        "prepare" | "cleanup" => {
+            if !main_state.function_defined(command) {
+                eprintln!("'{name}' test does not implement the '{command}' command.");
+                return 1;
+            }
+            main_state.call_command(command)
+        }
+        "run" => run::run(shared, main_state),
+        _ => {
+            eprintln!("Unknown command: {command}");
+            1
+        }
+    }
+}
+
+fn help(shared: &Arc<Shared>, main_state: &Interpreter, name: &str) -> i32 {
+    if main_state.function_defined("help") {
+        return main_state.call_command("help");
+    }
+    let declared = shared.declared();
+    if !declared.is_empty() {
+        println!("{name} options:");
+        println!("{}", cmdline::option_list(&declared));
+        return 0;
+    }
+    eprintln!("'{name}' test does not implement the 'help' command.");
+    1
+}

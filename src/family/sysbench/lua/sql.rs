@@ -1,0 +1,806 @@
+//! `sysbench.sql` over stampede's connections: a driver (pgsql or mysql, as `--db-driver`
+//! says), its connections, their queries, prepared statements, result sets and bulk inserts,
+//! with sysbench's error classes (an ignorable error restarts the event) and its counters
+//! (a query that returned rows is a read, one that changed rows a write, any other is other).
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::lua::mlua::{self, Lua, UserData, UserDataMethods, Value};
+
+use super::state::ThreadContext;
+use super::stats::Counter;
+use crate::conn::{ConnFlags, ConnSpec, MysqlSpec};
+use crate::family::sysbench::cmdline::Options;
+use crate::script::Value as BoundValue;
+use crate::server::resolve_target;
+use crate::wire::mysql::{MyConn, Prepared};
+use crate::wire::{ConnError, DbError, PgConn, Reply};
+
+/// sysbench's limit on a bulk INSERT's text before it is sent.
+const BULK_PACKET_BYTES: usize = 512 * 1024;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the driver connects.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Postgres(ConnSpec),
+    Mysql {
+        spec: MysqlSpec,
+        /// `--mysql-ignore-errors`: error numbers, or every error.
+        ignored: Ignored,
+        /// `--mysql-dry-run`: every call succeeds without a server.
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub enum Ignored {
+    All,
+    Numbers(Vec<u16>),
+}
+
+impl Target {
+    pub fn from_options(options: &Options) -> Result<Target, String> {
+        match options.string("db_driver").as_str() {
+            "pgsql" => postgres(options).map(Target::Postgres),
+            "mysql" => Ok(Target::Mysql {
+                spec: mysql(options),
+                ignored: ignored(&options.list("mysql_ignore_errors")),
+                dry_run: options.flag("mysql_dry_run"),
+            }),
+            other => Err(format!("invalid database driver name: '{other}'")),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Target::Postgres(_) => "pgsql",
+            Target::Mysql { .. } => "mysql",
+        }
+    }
+}
+
+fn postgres(options: &Options) -> Result<ConnSpec, String> {
+    let given = |key: &str| options.given(key).then(|| options.string(key));
+    let flags = ConnFlags {
+        host: given("pgsql_host"),
+        port: given("pgsql_port"),
+        user: given("pgsql_user"),
+        dbname: given("pgsql_db"),
+    };
+    let mut spec = resolve_target(&flags).map_err(|f| f.message().to_string())?;
+    if options.given("pgsql_password") {
+        spec.password = Some(options.string("pgsql_password"));
+    }
+    Ok(spec)
+}
+
+fn mysql(options: &Options) -> MysqlSpec {
+    let first = |key: &str| options.list(key).into_iter().next();
+    let socket = first("mysql_socket").filter(|s| !s.is_empty());
+    MysqlSpec {
+        socket: socket.map(Into::into),
+        host: first("mysql_host").unwrap_or_else(|| "localhost".into()),
+        port: first("mysql_port")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(3306),
+        user: options.string("mysql_user"),
+        password: Some(options.string("mysql_password")).filter(|p| !p.is_empty()),
+        database: options.string("mysql_db"),
+    }
+}
+
+fn ignored(list: &[String]) -> Ignored {
+    if list.iter().any(|item| item == "all") {
+        return Ignored::All;
+    }
+    Ignored::Numbers(list.iter().filter_map(|item| item.parse().ok()).collect())
+}
+
+/// `sysbench.sql.driver(name)`: nil (after sysbench's FATAL line) for an unknown name.
+pub fn create_driver(lua: &Lua, name: Option<String>) -> mlua::Result<Value> {
+    let context = lua.app_data_ref::<ThreadContext>().expect("context");
+    let shared = context.shared.clone();
+    drop(context);
+    let wanted = name.unwrap_or_else(|| shared.options().string("db_driver"));
+    if wanted != "pgsql" && wanted != "mysql" {
+        shared
+            .log
+            .fatal(&format!("invalid database driver name: '{wanted}'"));
+        return Ok(Value::Nil);
+    }
+    let target = match shared.target() {
+        Ok(target) if target.name() == wanted => target.clone(),
+        Ok(_) => {
+            let mut options = shared.options().clone();
+            options.line.given.push(("db_driver".into(), Some(wanted)));
+            match Target::from_options(&options) {
+                Ok(target) => target,
+                Err(message) => {
+                    shared.log.fatal(&message);
+                    return Ok(Value::Nil);
+                }
+            }
+        }
+        Err(message) => {
+            shared.log.fatal(&message);
+            return Ok(Value::Nil);
+        }
+    };
+    shared.sql_used.store(true, Ordering::Relaxed);
+    lua.create_userdata(Driver { target }).map(Value::UserData)
+}
+
+pub struct Driver {
+    target: Target,
+}
+
+impl UserData for Driver {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("name", |_, this, ()| Ok(this.target.name()));
+        methods.add_method("connect", |lua, this, ()| {
+            match Connection::open(lua, &this.target) {
+                Some(connection) => lua.create_userdata(connection).map(Value::UserData),
+                None => Ok(Value::Nil),
+            }
+        });
+    }
+}
+
+enum Db {
+    Pg(PgConn),
+    My(MyConn),
+    /// `--mysql-dry-run`: nothing is sent, every statement succeeds with no rows.
+    DryRun,
+}
+
+/// A statement prepared on the connection.
+enum Statement {
+    Pg(String),
+    My(Prepared),
+    DryRun,
+}
+
+/// sysbench's error classes.
+const ERROR_NONE: u8 = 0;
+const ERROR_IGNORABLE: u8 = 1;
+const ERROR_FATAL: u8 = 2;
+
+#[derive(Default)]
+struct LastError {
+    kind: u8,
+    errno: i64,
+    state: Option<String>,
+    message: Option<String>,
+}
+
+pub struct Connection {
+    target: Target,
+    db: Option<Db>,
+    error: LastError,
+    statements: Vec<Option<Statement>>,
+    /// A bulk insert under way: its INSERT head and the values gathered.
+    bulk: Option<(String, String)>,
+    /// Statements run so far (which result set is the current one).
+    statements_run: Rc<Cell<u64>>,
+}
+
+/// What a query brought back: its class for the counters and, for a read, its rows.
+struct Outcome {
+    counter: Counter,
+    rows: Vec<Vec<Option<String>>>,
+    fields: usize,
+    affected: u64,
+}
+
+impl Connection {
+    fn open(lua: &Lua, target: &Target) -> Option<Connection> {
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        let db = connect(&context, target);
+        match db {
+            Ok(db) => Some(Connection {
+                target: target.clone(),
+                db: Some(db),
+                error: LastError::default(),
+                statements: Vec::new(),
+                bulk: None,
+                statements_run: Rc::default(),
+            }),
+            Err(message) => {
+                context.shared.log.fatal(&message);
+                None
+            }
+        }
+    }
+
+    fn count(lua: &Lua, counter: Counter) {
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        if let Some((stats, tid)) = context.stats() {
+            stats.count(tid, counter);
+        }
+    }
+
+    fn set_error(&mut self, kind: u8, errno: i64, state: Option<String>, message: Option<String>) {
+        self.error = LastError {
+            kind,
+            errno,
+            state,
+            message,
+        };
+    }
+
+    /// A server error: ignorable as sysbench's driver decides (PostgreSQL: deadlock, unique
+    /// violation, serialization failure, after a ROLLBACK; MySQL: `--mysql-ignore-errors`),
+    /// else fatal and logged as sysbench's driver logs it.
+    fn server_error(&mut self, lua: &Lua, error: DbError, function: &str, query: Option<&str>) {
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        let log = &context.shared.log;
+        let ignorable = match (&self.target, error.mysql_errno) {
+            (Target::Mysql { ignored, .. }, Some(number)) => match ignored {
+                Ignored::All => true,
+                Ignored::Numbers(numbers) => numbers.contains(&number),
+            },
+            _ => matches!(error.code.as_str(), "40P01" | "23505" | "40001"),
+        };
+        if ignorable {
+            if let Some(Db::Pg(conn)) = &mut self.db {
+                let _ = context.runtime().block_on(conn.execute_simple("ROLLBACK"));
+            }
+        } else {
+            match (error.mysql_errno, query) {
+                (Some(number), Some(query)) => log.fatal(&format!(
+                    "{function} returned error {number} ({}) for query '{query}'",
+                    error.message
+                )),
+                (Some(number), None) => log.fatal(&format!(
+                    "{function} returned error {number} ({})",
+                    error.message
+                )),
+                (None, _) => {
+                    log.fatal(&format!("{function}() failed: 7 {}", error.message));
+                    if let Some(query) = query {
+                        log.fatal(&format!("failed query was: {query}"));
+                    }
+                }
+            }
+        }
+        if let Some((stats, tid)) = context.stats() {
+            stats.count(tid, Counter::Errors);
+        }
+        drop(context);
+        let errno = error.mysql_errno.map(i64::from).unwrap_or(0);
+        let kind = if ignorable {
+            ERROR_IGNORABLE
+        } else {
+            ERROR_FATAL
+        };
+        self.set_error(kind, errno, Some(error.code), Some(error.message));
+    }
+
+    fn closed(&mut self, lua: &Lua) -> bool {
+        if self.db.is_some() {
+            return false;
+        }
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        context
+            .shared
+            .log
+            .alert("attempt to use an already closed connection");
+        drop(context);
+        self.set_error(ERROR_FATAL, 0, None, None);
+        true
+    }
+
+    fn query(&mut self, lua: &Lua, sql: &str) -> Option<Outcome> {
+        if self.closed(lua) {
+            return None;
+        }
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        let result = match self.db.as_mut().expect("open") {
+            Db::Pg(conn) => context.runtime().block_on(pg_query(conn, sql)),
+            Db::My(conn) => context.runtime().block_on(my_query(conn, sql)),
+            Db::DryRun => Ok(dry_run()),
+        };
+        drop(context);
+        self.finish(lua, result, "query", Some(sql))
+    }
+
+    fn finish(
+        &mut self,
+        lua: &Lua,
+        result: Result<(Reply, Outcome), ConnError>,
+        function: &str,
+        query: Option<&str>,
+    ) -> Option<Outcome> {
+        self.statements_run.set(self.statements_run.get() + 1);
+        match result {
+            Ok((reply, outcome)) => match reply.error {
+                Some(error) => {
+                    let name = match (&self.db, function) {
+                        (Some(Db::My(_)), "query") => "mysql_drv_query()",
+                        (Some(Db::My(_)), _) => "mysql_stmt_execute()",
+                        (_, "query") => "PQexec",
+                        _ => "PQexecPrepared",
+                    };
+                    self.server_error(lua, error, name, query);
+                    None
+                }
+                None => {
+                    Connection::count(lua, outcome.counter);
+                    self.set_error(ERROR_NONE, 0, None, None);
+                    Some(outcome)
+                }
+            },
+            Err(error) => {
+                self.lost(lua, &error);
+                None
+            }
+        }
+    }
+
+    fn lost(&mut self, lua: &Lua, error: &ConnError) {
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        context
+            .shared
+            .log
+            .fatal(&format!("connection lost: {error}"));
+        if let Some((stats, tid)) = context.stats() {
+            stats.count(tid, Counter::Errors);
+        }
+        drop(context);
+        self.db = None;
+        self.set_error(
+            ERROR_FATAL,
+            2013,
+            Some("HY000".into()),
+            Some(error.to_string()),
+        );
+    }
+
+    fn prepare(&mut self, lua: &Lua, sql: &str) -> Option<usize> {
+        if self.closed(lua) {
+            return None;
+        }
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        let slot = self.statements.len();
+        let prepared = match self.db.as_mut().expect("open") {
+            Db::Pg(conn) => {
+                let name = format!("sbstmt{slot}");
+                let numbered = numbered_placeholders(sql);
+                match context
+                    .runtime()
+                    .block_on(pg_prepare(conn, &name, &numbered))
+                {
+                    Ok(None) => Ok(Statement::Pg(name)),
+                    Ok(Some(error)) => Err(format!(
+                        "PQprepare() failed: {}\n",
+                        error.render(Some(&numbered))
+                    )),
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+            Db::My(conn) => match context.runtime().block_on(conn.prepare(sql)) {
+                Ok(Ok(prepared)) => Ok(Statement::My(prepared)),
+                Ok(Err(error)) => Err(format!(
+                    "mysql_stmt_prepare() failed\nFATAL: MySQL error: {} \"{}\"",
+                    error.mysql_errno.unwrap_or(0),
+                    error.message
+                )),
+                Err(error) => Err(error.to_string()),
+            },
+            Db::DryRun => Ok(Statement::DryRun),
+        };
+        match prepared {
+            Ok(statement) => {
+                self.statements.push(Some(statement));
+                Some(slot)
+            }
+            Err(message) => {
+                context.shared.log.fatal(&message);
+                drop(context);
+                self.set_error(ERROR_FATAL, 0, None, None);
+                None
+            }
+        }
+    }
+
+    fn execute(&mut self, lua: &Lua, slot: usize, values: &[BoundValue]) -> Option<Outcome> {
+        if self.closed(lua) {
+            return None;
+        }
+        let Some(Some(statement)) = self.statements.get(slot) else {
+            self.set_error(ERROR_FATAL, 0, None, None);
+            return None;
+        };
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        let result = match (self.db.as_mut().expect("open"), statement) {
+            (Db::Pg(conn), Statement::Pg(name)) => {
+                context.runtime().block_on(pg_execute(conn, name, values))
+            }
+            (Db::My(conn), Statement::My(prepared)) => context
+                .runtime()
+                .block_on(my_execute(conn, *prepared, values)),
+            (Db::DryRun, Statement::DryRun) => Ok(dry_run()),
+            _ => unreachable!("statements are prepared on their own connection"),
+        };
+        drop(context);
+        self.finish(lua, result, "execute", None)
+    }
+
+    fn reconnect(&mut self, lua: &Lua) -> bool {
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        if matches!(self.target, Target::Postgres(_)) {
+            context
+                .shared
+                .log
+                .alert("reconnect is not supported by the current driver");
+            return true;
+        }
+        if let Some(db) = self.db.take() {
+            close(&context, db);
+        }
+        match connect(&context, &self.target) {
+            Ok(db) => {
+                self.db = Some(db);
+                self.statements.clear();
+                if let Some((stats, tid)) = context.stats() {
+                    stats.count(tid, Counter::Reconnects);
+                }
+                true
+            }
+            Err(message) => {
+                context.shared.log.fatal(&message);
+                false
+            }
+        }
+    }
+
+    fn disconnect(&mut self, lua: &Lua) -> bool {
+        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        match self.db.take() {
+            Some(db) => close(&context, db),
+            None => context
+                .shared
+                .log
+                .alert("attempt to close an already closed connection"),
+        }
+        true
+    }
+
+    fn bulk_next(&mut self, lua: &Lua, value: &str) -> bool {
+        let Some((head, values)) = self.bulk.as_mut() else {
+            let context = lua.app_data_ref::<ThreadContext>().expect("context");
+            context
+                .shared
+                .log
+                .alert("attempt to call bulk_insert_next() before bulk_insert_init()");
+            return false;
+        };
+        if !values.is_empty() && head.len() + values.len() + value.len() + 1 > BULK_PACKET_BYTES {
+            let sql = format!("{head} {values}");
+            values.clear();
+            if self.query(lua, &sql).is_none() {
+                return false;
+            }
+        }
+        let (_, values) = self.bulk.as_mut().expect("bulk insert under way");
+        if !values.is_empty() {
+            values.push(',');
+        }
+        values.push_str(value);
+        true
+    }
+
+    fn bulk_done(&mut self, lua: &Lua) -> bool {
+        match self.bulk.take() {
+            Some((head, values)) if !values.is_empty() => {
+                self.query(lua, &format!("{head} {values}")).is_some()
+            }
+            _ => true,
+        }
+    }
+}
+
+fn connect(context: &ThreadContext, target: &Target) -> Result<Db, String> {
+    let runtime = context.runtime();
+    match target {
+        Target::Postgres(spec) => runtime
+            .block_on(PgConn::connect(spec))
+            .map(Db::Pg)
+            .map_err(|e| {
+                format!(
+                    "Connection to database failed: {}\n",
+                    libpq_words(&e.to_string(), spec)
+                )
+            }),
+        Target::Mysql { dry_run: true, .. } => Ok(Db::DryRun),
+        Target::Mysql { spec, .. } => runtime
+            .block_on(MyConn::connect(spec, CONNECT_TIMEOUT))
+            .map(Db::My)
+            .map_err(|e| {
+                format!(
+                    "unable to connect to MySQL server on host '{}', port {}, aborting...\nFATAL: error {}",
+                    spec.host,
+                    spec.port,
+                    client_words(&e.to_string(), spec)
+                )
+            }),
+    }
+}
+
+const LOOKUP_FAILED: &str = "failed to lookup address information: ";
+
+/// A host name that does not resolve, in libpq's words.
+fn libpq_words(message: &str, spec: &ConnSpec) -> String {
+    match message.find(LOOKUP_FAILED) {
+        Some(at) => format!(
+            "could not translate host name \"{}\" to address: {}",
+            spec.host,
+            &message[at + LOOKUP_FAILED.len()..]
+        ),
+        None => message.to_string(),
+    }
+}
+
+/// A host name that does not resolve, in the MySQL client library's words (its error 2005).
+fn client_words(message: &str, spec: &MysqlSpec) -> String {
+    if message.contains(LOOKUP_FAILED) {
+        return format!("2005: Unknown MySQL server host '{}' (0)", spec.host);
+    }
+    message.to_string()
+}
+
+fn close(context: &ThreadContext, db: Db) {
+    match db {
+        Db::Pg(conn) => context.runtime().block_on(conn.close()),
+        Db::My(conn) => context.runtime().block_on(conn.close()),
+        Db::DryRun => {}
+    }
+}
+
+fn dry_run() -> (Reply, Outcome) {
+    (Reply::default(), outcome_of(0, Vec::new(), 0))
+}
+
+fn outcome_of(columns: usize, rows: Vec<Vec<Option<String>>>, affected: u64) -> Outcome {
+    let counter = if columns > 0 {
+        Counter::Reads
+    } else if affected > 0 {
+        Counter::Writes
+    } else {
+        Counter::Other
+    };
+    Outcome {
+        counter,
+        fields: columns,
+        affected,
+        rows,
+    }
+}
+
+async fn pg_query(conn: &mut PgConn, sql: &str) -> Result<(Reply, Outcome), ConnError> {
+    conn.queue_simple_query(sql)?;
+    conn.flush().await?;
+    let mut reply = conn.read_reply_all().await?;
+    Ok(pg_outcome(&mut reply)).map(|outcome| (reply, outcome))
+}
+
+fn pg_outcome(reply: &mut Reply) -> Outcome {
+    let last = reply.results.pop().unwrap_or_default();
+    let fields = last
+        .all_rows
+        .first()
+        .map(Vec::len)
+        .unwrap_or(last.columns.len());
+    let fields = fields.max(last.columns.len());
+    outcome_of(fields, last.all_rows, reply.affected)
+}
+
+/// sysbench's `?` placeholders as PostgreSQL's `$1`, `$2`, … (outside quoted text), as its
+/// pgsql driver rewrites them.
+fn numbered_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut quote: Option<char> = None;
+    let mut number = 0;
+    for c in sql.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(open), _) if c == open => quote = None,
+            (None, '?') => {
+                number += 1;
+                out.push_str(&format!("${number}"));
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Parse and Sync: the server's error, if it refused the statement.
+async fn pg_prepare(
+    conn: &mut PgConn,
+    name: &str,
+    sql: &str,
+) -> Result<Option<DbError>, ConnError> {
+    conn.queue_parse(name, sql)?;
+    conn.queue_sync();
+    let reply = conn.round_trip(false).await?;
+    Ok(reply.error)
+}
+
+async fn pg_execute(
+    conn: &mut PgConn,
+    name: &str,
+    values: &[BoundValue],
+) -> Result<(Reply, Outcome), ConnError> {
+    let texts: Vec<Option<String>> = values.iter().map(pg_text).collect();
+    conn.queue_bind(
+        name,
+        texts.iter().map(|t| t.as_deref().map(str::as_bytes)),
+        false,
+    )?;
+    conn.queue_describe_portal()?;
+    conn.queue_execute()?;
+    conn.queue_sync();
+    conn.flush().await?;
+    let mut reply = conn.read_reply_all().await?;
+    Ok(pg_outcome(&mut reply)).map(|outcome| (reply, outcome))
+}
+
+fn pg_text(value: &BoundValue) -> Option<String> {
+    match value {
+        BoundValue::Unset | BoundValue::Null => None,
+        BoundValue::Bool(b) => Some(if *b { "t" } else { "f" }.into()),
+        BoundValue::Int(i) => Some(i.to_string()),
+        BoundValue::Double(d) => Some(d.to_string()),
+        BoundValue::Text(text) => Some(text.to_string()),
+    }
+}
+
+async fn my_query(conn: &mut MyConn, sql: &str) -> Result<(Reply, Outcome), ConnError> {
+    let (reply, rows) = conn.query_rows(sql).await?;
+    let outcome = outcome_of(rows.columns.len(), rows.rows, reply.affected);
+    Ok((reply, outcome))
+}
+
+async fn my_execute(
+    conn: &mut MyConn,
+    prepared: Prepared,
+    values: &[BoundValue],
+) -> Result<(Reply, Outcome), ConnError> {
+    let (reply, rows) = conn.execute_rows(prepared, values.iter()).await?;
+    let outcome = outcome_of(rows.columns.len(), rows.rows, reply.affected);
+    Ok((reply, outcome))
+}
+
+/// A Lua value bound to a statement's parameter.
+fn bound(value: Value) -> BoundValue {
+    match value {
+        Value::Nil => BoundValue::Null,
+        Value::Boolean(b) => BoundValue::Int(b as i64),
+        Value::Integer(i) => BoundValue::Int(i),
+        Value::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => BoundValue::Int(n as i64),
+        Value::Number(n) => BoundValue::Double(n),
+        Value::String(s) => BoundValue::Text(std::sync::Arc::new(s.to_string_lossy())),
+        other => BoundValue::Text(std::sync::Arc::new(format!("{other:?}"))),
+    }
+}
+
+impl UserData for Connection {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("last_error", |_, this, ()| {
+            let e = &this.error;
+            Ok((e.kind, e.errno, e.state.clone(), e.message.clone()))
+        });
+        methods.add_method_mut("query", |lua, this, sql: mlua::String| {
+            let sql = sql.to_str()?.to_string();
+            match this.query(lua, &sql) {
+                Some(outcome) => {
+                    let result = ResultSet::new(outcome, &this.statements_run);
+                    lua.create_userdata(result).map(Value::UserData)
+                }
+                None => Ok(Value::Nil),
+            }
+        });
+        methods.add_method_mut("prepare", |lua, this, sql: mlua::String| {
+            let sql = sql.to_str()?.to_string();
+            Ok(this.prepare(lua, &sql))
+        });
+        methods.add_method_mut(
+            "execute",
+            |lua, this, (slot, values, count): (usize, mlua::Table, usize)| {
+                let values: Vec<BoundValue> = (1..=count)
+                    .map(|i| values.raw_get::<Value>(i).map(bound))
+                    .collect::<mlua::Result<_>>()?;
+                match this.execute(lua, slot, &values) {
+                    Some(outcome) => {
+                        let result = ResultSet::new(outcome, &this.statements_run);
+                        lua.create_userdata(result).map(Value::UserData)
+                    }
+                    None => Ok(Value::Nil),
+                }
+            },
+        );
+        methods.add_method_mut("close_statement", |_, this, slot: usize| {
+            if let Some(statement) = this.statements.get_mut(slot) {
+                *statement = None;
+            }
+            Ok(0)
+        });
+        methods.add_method_mut("reconnect", |lua, this, ()| Ok(this.reconnect(lua)));
+        methods.add_method_mut("disconnect", |lua, this, ()| Ok(this.disconnect(lua)));
+        methods.add_method_mut("bulk_insert_init", |lua, this, head: String| {
+            if this.closed(lua) {
+                return Ok(false);
+            }
+            this.bulk = Some((head, String::new()));
+            Ok(true)
+        });
+        methods.add_method_mut("bulk_insert_next", |lua, this, value: String| {
+            Ok(this.bulk_next(lua, &value))
+        });
+        methods.add_method_mut("bulk_insert_done", |lua, this, ()| Ok(this.bulk_done(lua)));
+    }
+}
+
+/// A query's result: its rows, fetched one at a time.
+pub struct ResultSet {
+    rows: std::vec::IntoIter<Vec<Option<String>>>,
+    nrows: u64,
+    nfields: usize,
+    freed: bool,
+    /// Which of its connection's statements made it: a connection holds one result set, so
+    /// the next statement frees this one (as sysbench's connections do).
+    statement: u64,
+    connection_statements: Rc<Cell<u64>>,
+}
+
+impl ResultSet {
+    fn new(outcome: Outcome, connection_statements: &Rc<Cell<u64>>) -> ResultSet {
+        let nrows = if outcome.counter == Counter::Reads {
+            outcome.rows.len() as u64
+        } else {
+            outcome.affected
+        };
+        ResultSet {
+            nrows,
+            nfields: outcome.fields,
+            rows: outcome.rows.into_iter(),
+            freed: false,
+            statement: connection_statements.get(),
+            connection_statements: connection_statements.clone(),
+        }
+    }
+}
+
+impl UserData for ResultSet {
+    fn add_fields<F: mlua::UserDataFields<Self>>(fields: &mut F) {
+        fields.add_field_method_get("nrows", |_, this| Ok(this.nrows));
+        fields.add_field_method_get("nfields", |_, this| Ok(this.nfields));
+    }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method_mut("fetch_row", |lua, this, ()| {
+            let Some(row) = this.rows.next() else {
+                return Ok(Value::Nil);
+            };
+            let table = lua.create_table_with_capacity(row.len(), 0)?;
+            for (index, value) in row.into_iter().enumerate() {
+                if let Some(value) = value {
+                    table.raw_set(index + 1, value)?;
+                }
+            }
+            Ok(Value::Table(table))
+        });
+        // False for a result set already freed: the caller says so, as sysbench does.
+        methods.add_method_mut("free", |_, this, ()| {
+            let current = this.statement == this.connection_statements.get();
+            Ok(current && !std::mem::replace(&mut this.freed, true))
+        });
+    }
+}
