@@ -325,6 +325,97 @@ fn statements_and_qps_match_the_real_sysbench() {
     }
 }
 
+/// sysbench's own `oltp_read_write.lua` (Debian's), run unchanged by stampede's Lua path, sends
+/// the statements the native `oltp_read_write` sends, as many per event, and its report counts
+/// reads, writes and other queries as the server saw them; `--json` agrees.
+#[test]
+fn a_bundled_lua_script_sends_the_native_tests_statements() {
+    let db = database_with_statements("sb_lua");
+    let prepare = sysbench(&db, &["prepare", "--tables", "2", "--table-size", "10000"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    let s = server();
+    let common = [
+        "--tables=2",
+        "--table-size=10000",
+        "--threads=1",
+        "--events=200",
+    ];
+    reset_statements(&db);
+    let mut args = vec!["run", "oltp_read_write"];
+    args.extend(common);
+    let native = sysbench(&db, &args);
+    assert!(native.status.success(), "{}", stderr(&native));
+    let native_calls = statements(&db);
+    reset_statements(&db);
+    let json = TempFile::new("sb_lua.json");
+    let lua = stampede(&[
+        "sysbench",
+        "/usr/share/sysbench/oltp_read_write.lua",
+        "--db-driver=pgsql",
+        &format!("--pgsql-host={}", s.socket_dir()),
+        &format!("--pgsql-port={}", s.port()),
+        &format!("--pgsql-user={}", s.user),
+        &format!("--pgsql-db={db}"),
+        &format!("--json={}", json.to_str().unwrap()),
+        common[0],
+        common[1],
+        common[2],
+        common[3],
+        "run",
+    ]);
+    assert!(lua.status.success(), "{}", stdout(&lua));
+    let lua_calls = statements(&db);
+    // The same statements; each event picks its tables at random, so the calls agree per
+    // statement over all tables.
+    assert!(
+        lua_calls.keys().eq(native_calls.keys()),
+        "{lua_calls:?} against {native_calls:?}"
+    );
+    let over_tables = |calls: &BTreeMap<String, i64>| -> BTreeMap<String, i64> {
+        let mut sums = BTreeMap::new();
+        for (query, count) in calls {
+            let shape = query
+                .replace("sbtest1", "sbtestN")
+                .replace("sbtest2", "sbtestN");
+            *sums.entry(shape).or_insert(0) += count;
+        }
+        sums
+    };
+    assert_eq!(over_tables(&lua_calls), over_tables(&native_calls));
+    let text = stdout(&lua);
+    let on_tables = |kind: &str| -> i64 {
+        lua_calls
+            .iter()
+            .filter(|(query, _)| query.trim_start().to_uppercase().starts_with(kind))
+            .map(|(_, calls)| calls)
+            .sum()
+    };
+    assert_eq!(report_count(&text, "transactions:"), 200);
+    let line = |label: &str| -> i64 {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {label}: {text}"))
+    };
+    assert_eq!(line("read:"), on_tables("SELECT"));
+    assert_eq!(
+        line("write:"),
+        on_tables("UPDATE") + on_tables("DELETE") + on_tables("INSERT")
+    );
+    // BEGIN and COMMIT of every event (the server counts prepared ones once per connection).
+    assert_eq!(line("other:"), 2 * 200);
+    assert!(
+        text.contains("Threads fairness:\n    events (avg/stddev):           200.0000/0.00\n"),
+        "{text}"
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&*json).unwrap()).unwrap();
+    assert_eq!(result["events"], 200);
+    assert_eq!(result["queries"]["read"], line("read:"));
+    assert_eq!(result["fairness"]["per_client"], serde_json::json!([200]));
+}
+
 /// N of a sysbench report's `label N (R per sec.)` line (`queries:`, `transactions:`).
 fn report_count(report: &str, label: &str) -> i64 {
     report

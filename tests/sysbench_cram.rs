@@ -137,7 +137,8 @@ impl Harness {
         std::fs::create_dir_all(&bin).unwrap();
         write_executable(
             &bin.join("sysbench"),
-            &format!("#!/bin/sh\nexec {sysbench} \"$@\"\n"),
+            // Named `sysbench` in its argv[0], as the suite expects (`sysbench.cmdline.argv`).
+            &format!("#!/bin/bash\nexec -a sysbench {sysbench} \"$@\"\n"),
         );
         write_executable(
             &bin.join("mysql"),

@@ -63,6 +63,8 @@ pub struct RunResult {
     pub command_stats: Vec<Vec<CommandStats>>,
     /// Committed transactions per client, by client id.
     pub client_transactions: Vec<u64>,
+    /// The committed transactions' summed latency per client, in microseconds, by client id.
+    pub client_busy_us: Vec<f64>,
 }
 
 impl RunResult {
@@ -399,13 +401,17 @@ fn merge_results(
     }
     let bench_start = results.iter().map(|r| r.bench_start).min().unwrap_or(end);
     let mut client_transactions = vec![0; plan.clients];
+    let mut client_busy_us = vec![0.0; plan.clients];
     for result in &results {
         let first = result.first_client;
         client_transactions[first..first + result.client_transactions.len()]
             .copy_from_slice(&result.client_transactions);
+        client_busy_us[first..first + result.client_busy_us.len()]
+            .copy_from_slice(&result.client_busy_us);
     }
     RunResult {
         client_transactions,
+        client_busy_us,
         total,
         per_script,
         bench_duration: end - bench_start,

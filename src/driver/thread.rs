@@ -62,6 +62,8 @@ pub struct ThreadResult {
     pub abandoned_clients: usize,
     /// Committed transactions of each of this thread's clients, from its first client's id on.
     pub client_transactions: Vec<u64>,
+    /// Their summed latency, in microseconds, by the same position.
+    pub client_busy_us: Vec<f64>,
     pub first_client: usize,
 }
 
@@ -119,6 +121,9 @@ struct ThreadContext {
     first_client: usize,
     /// Committed transactions of each client, by the same position, and their sum.
     client_transactions: Vec<Cell<u64>>,
+    /// The committed transactions' summed latency of each client (sysbench's execution time
+    /// per thread), by the same position.
+    client_busy_us: Vec<Cell<f64>>,
     committed: Cell<u64>,
     /// What cancels each client's running query (by the same position), kept from its last
     /// connection: the watchdog cancels stuck queries before it closes their connections.
@@ -221,10 +226,14 @@ impl ThreadContext {
         let _ = futures_util::future::join_all(requests).await;
     }
 
-    fn count_committed(&self, client: &Client) {
-        if let Some(count) = self.client_transactions.get(client.id - self.first_client) {
+    fn count_committed(&self, client: &Client, latency_us: f64) {
+        let position = client.id - self.first_client;
+        if let Some(count) = self.client_transactions.get(position) {
             count.set(count.get() + 1);
             self.committed.set(self.committed.get() + 1);
+        }
+        if let Some(busy) = self.client_busy_us.get(position) {
+            busy.set(busy.get() + latency_us);
         }
     }
 
@@ -275,7 +284,7 @@ impl ThreadContext {
             }
         }
         if let TxnOutcome::Committed = result.outcome {
-            self.count_committed(client);
+            self.count_committed(client, latency_us);
         }
         let outcome = match result.outcome {
             TxnOutcome::Committed => LoggedOutcome::Committed { latency_us, lag_us },
@@ -417,6 +426,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         in_flight: setup.clients.iter().map(|_| Cell::new(None)).collect(),
         first_client: setup.clients.first().map_or(0, |c| c.id),
         client_transactions: setup.clients.iter().map(|_| Cell::new(0)).collect(),
+        client_busy_us: setup.clients.iter().map(|_| Cell::new(0.0)).collect(),
         committed: Cell::new(0),
         cancel_tokens: setup
             .clients
@@ -469,6 +479,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         log_error,
         abandoned_clients,
         client_transactions: context.client_transactions.iter().map(Cell::get).collect(),
+        client_busy_us: context.client_busy_us.iter().map(Cell::get).collect(),
         first_client: context.first_client,
     }
 }

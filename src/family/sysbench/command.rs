@@ -319,23 +319,14 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     target.check_prepared(tables).map_err(Failure::into_input)?;
     let stop = crate::signals::watch_signals();
     plan.stop = Some(stop.clone());
-    println!(
-        "Running the test with following options:\nNumber of threads: {threads}\n{}Initializing random number generator from seed ({seed}).\n",
-        if args.report_interval > 0 {
-            format!(
-                "Report intermediate results every {} second(s)\n",
-                args.report_interval
-            )
-        } else {
-            String::new()
-        }
-    );
+    print_run_mode(args, threads);
     if args.warmup_time > 0 {
         let mut warmup = plan.clone();
         warmup.limit = RunLimit::Duration(Duration::from_secs(args.warmup_time));
         println!("Warming up for {} second(s)...", args.warmup_time);
         driver::run(warmup, &mut |_| {})?;
     }
+    println!("Initializing worker threads...\n");
     println!("Threads started!\n");
     let duration_s = match limit {
         RunLimit::Duration(duration) => Some(duration.as_secs()),
@@ -362,10 +353,32 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         "{}",
         sysbench_report::text(&report, args.percentile, args.histogram, &result)
     );
+    print!("{}", sysbench_report::additions(&report, seed));
     if let Some(path) = &args.json {
         crate::report::write_file(path, &sysbench_report::json(&report))?;
     }
     finish(&result, stop.load(Ordering::SeqCst))
+}
+
+/// sysbench's run mode lines: threads, rate, intervals, and the random numbers' source
+/// ("from current time" unless `--rand-seed`, as sysbench says; the seed drawn for the run is
+/// printed after the report).
+fn print_run_mode(args: &SysbenchArgs, threads: u32) {
+    println!("Running the test with following options:\nNumber of threads: {threads}");
+    if args.rate > 0.0 {
+        println!("Target transaction rate: {}/sec", args.rate);
+    }
+    if args.report_interval > 0 {
+        println!(
+            "Report intermediate results every {} second(s)",
+            args.report_interval
+        );
+    }
+    match args.rand_seed {
+        0 => println!("Initializing random number generator from current time\n"),
+        seed => println!("Initializing random number generator from seed ({seed}).\n"),
+    }
+    println!();
 }
 
 fn finish(result: &RunResult, interrupted: bool) -> CommandResult {

@@ -8,6 +8,7 @@ pub mod cmdline;
 pub mod command;
 pub mod front;
 pub mod lab;
+pub mod layout;
 pub mod lua;
 pub mod microbench;
 pub mod mysql_schema;

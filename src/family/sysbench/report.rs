@@ -9,6 +9,7 @@ use crate::analysis::{median, range};
 use crate::driver::{IntervalReport, LatencyStats, RunResult, ScriptStats};
 use crate::family::common::measure::{ClientFairness, LatencySummary};
 use crate::family::sysbench::catalog::{GeneratedTest, QueryMix};
+use crate::family::sysbench::layout::{self, Stat, Timer};
 use crate::family::sysbench::microbench::{Group, MicroTest};
 use crate::family::sysbench::options::OltpOptions;
 
@@ -166,7 +167,7 @@ impl IntervalLine {
     }
 }
 
-/// sysbench's final report.
+/// sysbench's final report (stampede's additions follow it: `additions`).
 pub fn text(
     report: &SysbenchReport,
     percentile: f64,
@@ -174,73 +175,66 @@ pub fn text(
     result: &RunResult,
 ) -> String {
     let r = report;
-    let rate = |n: u64| n as f64 / r.time_s;
+    let l = &r.latency_ms;
+    let stat = Stat {
+        time_total: r.time_s,
+        time_interval: r.time_s,
+        events: r.events,
+        reads: r.queries.read,
+        writes: r.queries.write,
+        other: r.queries.other,
+        errors: r.errors + r.retries,
+        reconnects: r.reconnects,
+        latency_pct: result.total.latency.percentile_us(percentile) / 1e6,
+        latency_min: l.min / 1000.0,
+        latency_avg: l.avg / 1000.0,
+        latency_max: l.max / 1000.0,
+        latency_sum: l.sum / 1000.0,
+        threads_running: 0,
+    };
+    let timers: Vec<Timer> = result
+        .client_transactions
+        .iter()
+        .zip(&result.client_busy_us)
+        .map(|(&events, &busy_us)| Timer {
+            events,
+            sum_ns: (busy_us * 1000.0) as u64,
+            ..Timer::default()
+        })
+        .collect();
     let mut out = String::new();
     if histogram {
         out += &latency_histogram(&result.total.latency);
     }
-    let _ = writeln!(out, "\nSQL statistics:\n    queries performed:");
-    for (label, value) in [
-        ("read:", r.queries.read),
-        ("write:", r.queries.write),
-        ("other:", r.queries.other),
-        ("total:", r.queries.total),
-    ] {
-        let _ = writeln!(out, "        {label:<33}{value}");
-    }
-    let ignored = r.errors + r.retries;
-    for (label, value) in [
-        ("transactions:", r.events),
-        ("queries:", r.queries.total),
-        ("ignored errors:", ignored),
-        ("reconnects:", r.reconnects),
-    ] {
-        let _ = writeln!(
-            out,
-            "    {label:<37}{:<6} ({:.2} per sec.)",
-            value,
-            rate(value)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nGeneral statistics:\n    total time:                          {:.4}s\n    total number of events:              {}\n",
-        r.time_s, r.events
-    );
-    let l = &r.latency_ms;
-    let _ = writeln!(out, "Latency (ms):");
-    let mut lines = vec![
-        ("min:".to_string(), l.min),
-        ("avg:".into(), l.avg),
-        ("max:".into(), l.max),
-    ];
-    if percentile > 0.0 {
-        let value = result.total.latency.percentile_us(percentile) / 1000.0;
-        lines.push((format!("{}th percentile:", percentile), value));
-    }
-    lines.push(("sum:".into(), l.sum));
-    for (label, value) in &lines {
-        let _ = writeln!(out, "         {label:<24}{value:>16.2}");
-    }
-    let _ = writeln!(
-        out,
-        "\nPercentiles (ms): p50 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",
-        l.p50, l.p95, l.p99, l.max
-    );
-    if let Some(fairness) = &r.fairness {
-        let _ = writeln!(out, "{}", fairness.summary_line());
-    }
+    out += &layout::sql_statistics(&stat);
+    out += &layout::general_statistics(&stat, &timers, percentile.round() as u32);
     out
 }
 
-/// sysbench's `--histogram`: counts per latency bucket (buckets growing by 10%), with bars.
+/// stampede's lines after sysbench's report: percentiles, how evenly the threads were served,
+/// and the seed the random numbers were drawn from.
+pub fn additions(report: &SysbenchReport, seed: u64) -> String {
+    let l = &report.latency_ms;
+    let mut out = format!(
+        "Percentiles (ms): p50 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}\n",
+        l.p50, l.p95, l.p99, l.max
+    );
+    if let Some(fairness) = &report.fairness {
+        let _ = writeln!(out, "{}", fairness.summary_line());
+    }
+    let _ = writeln!(out, "random numbers from seed {seed}");
+    out
+}
+
+/// sysbench's `--histogram`: counts per latency bucket (each about 1.8% wider than the one
+/// before, as sysbench's 1024 buckets from 0.001 ms to 100 s), with bars.
 fn latency_histogram(stats: &LatencyStats) -> String {
     let mut out = String::from(
         "Latency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n",
     );
     let buckets: Vec<(f64, u64)> = stats
         .histogram
-        .iter_log(1, 1.1)
+        .iter_log(1, 1.018)
         .filter(|v| v.count_since_last_iteration() > 0)
         .map(|v| {
             (
@@ -254,7 +248,7 @@ fn latency_histogram(stats: &LatencyStats) -> String {
         let bar = "*".repeat(((count * 40) / most).max(1) as usize);
         let _ = writeln!(out, "{value:>12.3} |{bar:<40} {count}");
     }
-    out + "\n"
+    out + " \n"
 }
 
 pub fn json(report: &SysbenchReport) -> String {

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::log::{INFO, WARNING};
 use super::state::{Interpreter, Shared};
-use super::stats::{self, Stat, Stats};
+use super::stats::{self, Stats};
+use crate::family::sysbench::layout::{self, Stat};
 use crate::script::prng::PgPrng;
 
 /// What the workers of one run share: the limits, the clock and the counters.
@@ -329,15 +330,15 @@ fn report_intermediate(shared: &Shared, hook: Option<&Interpreter>, stat: &Stat,
     let sql = shared.sql_used.load(Ordering::Relaxed);
     shared
         .log
-        .notice(&stats::intermediate_line(stat, percentile, sql));
+        .notice(&layout::intermediate_line(stat, percentile, sql));
 }
 
-fn print_cumulative(shared: &Shared, stat: &Stat, timers: &[stats::Timer], percentile: u32) {
+fn print_cumulative(shared: &Shared, stat: &Stat, timers: &[layout::Timer], percentile: u32) {
     let mut text = String::new();
     if shared.sql_used.load(Ordering::Relaxed) {
-        text.push_str(&stats::sql_statistics(stat));
+        text.push_str(&layout::sql_statistics(stat));
     }
-    text.push_str(&stats::general_statistics(stat, timers, percentile));
+    text.push_str(&layout::general_statistics(stat, timers, percentile));
     // log_text prints each line; the report's last empty line is its own.
     let text = text.strip_suffix('\n').unwrap_or(&text);
     shared.log.notice(text);
