@@ -452,9 +452,12 @@ impl ReplyAssembler {
             Message::CopyOutResponse(_) => self.copy_seen = true,
             Message::DataRow(row) => {
                 self.reply.rows += 1;
-                if capture {
+                if self.all_rows {
                     let result = self.current.get_or_insert_with(Default::default);
-                    capture_row(result, &row, self.all_rows)?;
+                    result.rows += 1;
+                    result.all_rows.push(row.buffer());
+                } else if capture {
+                    capture_row(self.current.get_or_insert_with(Default::default), &row)?;
                 }
             }
             Message::RowDescription(description) if capture => {
@@ -544,7 +547,6 @@ pub fn fuzz_reply(data: &[u8]) {
 fn capture_row(
     result: &mut QueryResult,
     row: &postgres_protocol::message::backend::DataRowBody,
-    all_rows: bool,
 ) -> Result<(), ConnError> {
     let buffer = row.buffer();
     let mut ranges = row.ranges();
@@ -553,11 +555,7 @@ fn capture_row(
         values.push(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()));
     }
     result.rows += 1;
-    if all_rows {
-        result.all_rows.push(values);
-    } else {
-        result.last_row = Some(values);
-    }
+    result.last_row = Some(values);
     Ok(())
 }
 

@@ -164,5 +164,70 @@ pub struct QueryResult {
     pub rows: u64,
     pub last_row: Option<Vec<Option<String>>>,
     /// Every row, when the reply was read to keep them all (scripts that read their results).
-    pub all_rows: Vec<Vec<Option<String>>>,
+    pub all_rows: RawRows,
+}
+
+/// Rows as PostgreSQL sent them (its DataRow bodies after their value count, copied into one
+/// buffer as libpq keeps a result), turned into values only when one is read: most scripts
+/// never read theirs.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RawRows {
+    bytes: Vec<u8>,
+    /// Where each row ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl RawRows {
+    pub fn push(&mut self, body: &[u8]) {
+        if self.ends.is_empty() {
+            // Results come in runs of like rows: room for a range's hundred at the first.
+            self.bytes.reserve(body.len() * 128);
+        }
+        self.bytes.extend_from_slice(body);
+        self.ends.push(self.bytes.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Row `index`'s values as text (None: NULL), None past the last row or for a malformed one.
+    pub fn row(&self, index: usize) -> Option<Vec<Option<String>>> {
+        let end = *self.ends.get(index)?;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        let mut body = &self.bytes[start..end];
+        let mut values = Vec::new();
+        // Each value: its length (-1 for NULL), then its bytes.
+        while !body.is_empty() {
+            let length = i32::from_be_bytes(body.get(..4)?.try_into().ok()?);
+            body = &body[4..];
+            if length < 0 {
+                values.push(None);
+                continue;
+            }
+            let value = body.get(..length as usize)?;
+            values.push(Some(String::from_utf8_lossy(value).into_owned()));
+            body = &body[length as usize..];
+        }
+        Some(values)
+    }
+
+    /// The number of values in the first row (0 without rows).
+    pub fn fields(&self) -> usize {
+        let Some(&end) = self.ends.first() else {
+            return 0;
+        };
+        let mut body = &self.bytes[..end];
+        let mut count = 0;
+        while let Some(length) = body.get(..4) {
+            let length = i32::from_be_bytes(length.try_into().expect("four bytes")).max(0);
+            body = body.get(4 + length as usize..).unwrap_or_default();
+            count += 1;
+        }
+        count
+    }
 }

@@ -3,8 +3,6 @@
 //! with sysbench's error classes (an ignorable error restarts the event) and its counters
 //! (a query that returned rows is a read, one that changed rows a write, any other is other).
 
-use std::cell::Cell;
-use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -17,7 +15,8 @@ use crate::family::sysbench::cmdline::Options;
 use crate::script::Value as BoundValue;
 use crate::server::resolve_target;
 use crate::wire::mysql::{MyConn, Prepared};
-use crate::wire::{ConnError, DbError, PgConn, Reply};
+use crate::wire::reply::RawRows;
+use crate::wire::{ConnError, DbError, PgConn, Reply, Waiting};
 
 /// sysbench's limit on a bulk INSERT's text before it is sent.
 const BULK_PACKET_BYTES: usize = 512 * 1024;
@@ -184,16 +183,40 @@ pub struct Connection {
     statements: Vec<Option<Statement>>,
     /// A bulk insert under way: its INSERT head and the values gathered.
     bulk: Option<(String, String)>,
-    /// Statements run so far (which result set is the current one).
-    statements_run: Rc<Cell<u64>>,
+    /// Statements run so far: the number of the last one, whose result set is `result`.
+    statements_run: u64,
+    result: Option<ResultSet>,
 }
 
 /// What a query brought back: its class for the counters and, for a read, its rows.
 struct Outcome {
     counter: Counter,
-    rows: Vec<Vec<Option<String>>>,
+    rows: Rows,
     fields: usize,
     affected: u64,
+}
+
+/// A result's rows: PostgreSQL's as sent (read when fetched), MySQL's as values.
+enum Rows {
+    Raw(RawRows),
+    Values(Vec<Vec<Option<String>>>),
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        match self {
+            Rows::Raw(raw) => raw.len(),
+            Rows::Values(values) => values.len(),
+        }
+    }
+
+    /// Row `index`'s values, None past the last.
+    fn row(&mut self, index: usize) -> Option<Vec<Option<String>>> {
+        match self {
+            Rows::Raw(raw) => raw.row(index),
+            Rows::Values(values) => values.get_mut(index).map(std::mem::take),
+        }
+    }
 }
 
 impl Connection {
@@ -207,7 +230,8 @@ impl Connection {
                 error: LastError::default(),
                 statements: Vec::new(),
                 bulk: None,
-                statements_run: Rc::default(),
+                statements_run: 0,
+                result: None,
             }),
             Err(message) => {
                 context.shared.log.fatal(&message);
@@ -315,7 +339,8 @@ impl Connection {
         function: &str,
         query: Option<&str>,
     ) -> Option<Outcome> {
-        self.statements_run.set(self.statements_run.get() + 1);
+        self.statements_run += 1;
+        self.result = None;
         match result {
             Ok((reply, outcome)) => match reply.error {
                 Some(error) => {
@@ -339,6 +364,19 @@ impl Connection {
                 None
             }
         }
+    }
+
+    /// Keeps a statement's result as the connection's; its number, None when it failed.
+    fn keep(&mut self, outcome: Option<Outcome>) -> Option<u64> {
+        self.result = Some(ResultSet::new(outcome?));
+        Some(self.statements_run)
+    }
+
+    /// The result of statement `statement`, if it is still the connection's.
+    fn current(&mut self, statement: u64) -> Option<&mut ResultSet> {
+        self.result
+            .as_mut()
+            .filter(|_| statement == self.statements_run)
     }
 
     fn lost(&mut self, lua: &Lua, error: &ConnError) {
@@ -504,7 +542,20 @@ impl Connection {
     }
 }
 
+/// A connection of the thread's interpreter: its waits happen in the kernel (`Waiting::Solo`),
+/// as a script's statements run one at a time on the thread, as libpq's and libmysqlclient's do.
 fn connect(context: &ThreadContext, target: &Target) -> Result<Db, String> {
+    let mut db = open(context, target)?;
+    let left = match &mut db {
+        Db::Pg(conn) => conn.leave_reactor(Waiting::Solo),
+        Db::My(conn) => conn.leave_reactor(Waiting::Solo),
+        Db::DryRun => Ok(()),
+    };
+    left.map_err(|e| e.to_string())?;
+    Ok(db)
+}
+
+fn open(context: &ThreadContext, target: &Target) -> Result<Db, String> {
     let runtime = context.runtime();
     match target {
         Target::Postgres(spec) => runtime
@@ -562,10 +613,10 @@ fn close(context: &ThreadContext, db: Db) {
 }
 
 fn dry_run() -> (Reply, Outcome) {
-    (Reply::default(), outcome_of(0, Vec::new(), 0))
+    (Reply::default(), outcome_of(0, Rows::Values(Vec::new()), 0))
 }
 
-fn outcome_of(columns: usize, rows: Vec<Vec<Option<String>>>, affected: u64) -> Outcome {
+fn outcome_of(columns: usize, rows: Rows, affected: u64) -> Outcome {
     let counter = if columns > 0 {
         Counter::Reads
     } else if affected > 0 {
@@ -590,13 +641,8 @@ async fn pg_query(conn: &mut PgConn, sql: &str) -> Result<(Reply, Outcome), Conn
 
 fn pg_outcome(reply: &mut Reply) -> Outcome {
     let last = reply.results.pop().unwrap_or_default();
-    let fields = last
-        .all_rows
-        .first()
-        .map(Vec::len)
-        .unwrap_or(last.columns.len());
-    let fields = fields.max(last.columns.len());
-    outcome_of(fields, last.all_rows, reply.affected)
+    let fields = last.columns.len().max(last.all_rows.fields());
+    outcome_of(fields, Rows::Raw(last.all_rows), reply.affected)
 }
 
 /// sysbench's `?` placeholders as PostgreSQL's `$1`, `$2`, … (outside quoted text), as its
@@ -664,7 +710,7 @@ fn pg_text(value: &BoundValue) -> Option<String> {
 
 async fn my_query(conn: &mut MyConn, sql: &str) -> Result<(Reply, Outcome), ConnError> {
     let (reply, rows) = conn.query_rows(sql).await?;
-    let outcome = outcome_of(rows.columns.len(), rows.rows, reply.affected);
+    let outcome = outcome_of(rows.columns.len(), Rows::Values(rows.rows), reply.affected);
     Ok((reply, outcome))
 }
 
@@ -674,7 +720,7 @@ async fn my_execute(
     values: &[BoundValue],
 ) -> Result<(Reply, Outcome), ConnError> {
     let (reply, rows) = conn.execute_rows(prepared, values.iter()).await?;
-    let outcome = outcome_of(rows.columns.len(), rows.rows, reply.affected);
+    let outcome = outcome_of(rows.columns.len(), Rows::Values(rows.rows), reply.affected);
     Ok((reply, outcome))
 }
 
@@ -699,13 +745,8 @@ impl UserData for Connection {
         });
         methods.add_method_mut("query", |lua, this, sql: mlua::String| {
             let sql = sql.to_str()?.to_string();
-            match this.query(lua, &sql) {
-                Some(outcome) => {
-                    let result = ResultSet::new(outcome, &this.statements_run);
-                    lua.create_userdata(result).map(Value::UserData)
-                }
-                None => Ok(Value::Nil),
-            }
+            let outcome = this.query(lua, &sql);
+            Ok(this.keep(outcome))
         });
         methods.add_method_mut("prepare", |lua, this, sql: mlua::String| {
             let sql = sql.to_str()?.to_string();
@@ -717,15 +758,36 @@ impl UserData for Connection {
                 let values: Vec<BoundValue> = (1..=count)
                     .map(|i| values.raw_get::<Value>(i).map(bound))
                     .collect::<mlua::Result<_>>()?;
-                match this.execute(lua, slot, &values) {
-                    Some(outcome) => {
-                        let result = ResultSet::new(outcome, &this.statements_run);
-                        lua.create_userdata(result).map(Value::UserData)
-                    }
-                    None => Ok(Value::Nil),
-                }
+                let outcome = this.execute(lua, slot, &values);
+                Ok(this.keep(outcome))
             },
         );
+        methods.add_method_mut("fetch_row", |lua, this, statement: u64| {
+            let Some(row) = this.current(statement).and_then(ResultSet::next_row) else {
+                return Ok(Value::Nil);
+            };
+            let table = lua.create_table_with_capacity(row.len(), 0)?;
+            for (index, value) in row.into_iter().enumerate() {
+                if let Some(value) = value {
+                    table.raw_set(index + 1, value)?;
+                }
+            }
+            Ok(Value::Table(table))
+        });
+        methods.add_method_mut(
+            "result_field",
+            |_, this, (statement, field): (u64, String)| {
+                Ok(this.current(statement).map(|result| match field.as_str() {
+                    "nrows" => result.nrows,
+                    _ => result.nfields as u64,
+                }))
+            },
+        );
+        // False for a result set already freed (or no longer the connection's): the caller
+        // says so, as sysbench does.
+        methods.add_method_mut("free_result", |_, this, statement: u64| {
+            Ok(this.current(statement).is_some() && this.result.take().is_some())
+        });
         methods.add_method_mut("close_statement", |_, this, slot: usize| {
             if let Some(statement) = this.statements.get_mut(slot) {
                 *statement = None;
@@ -748,20 +810,17 @@ impl UserData for Connection {
     }
 }
 
-/// A query's result: its rows, fetched one at a time.
-pub struct ResultSet {
-    rows: std::vec::IntoIter<Vec<Option<String>>>,
+/// A statement's result: its rows, fetched one at a time.
+struct ResultSet {
+    rows: Rows,
+    /// The next row `fetch_row` returns.
+    next: usize,
     nrows: u64,
     nfields: usize,
-    freed: bool,
-    /// Which of its connection's statements made it: a connection holds one result set, so
-    /// the next statement frees this one (as sysbench's connections do).
-    statement: u64,
-    connection_statements: Rc<Cell<u64>>,
 }
 
 impl ResultSet {
-    fn new(outcome: Outcome, connection_statements: &Rc<Cell<u64>>) -> ResultSet {
+    fn new(outcome: Outcome) -> ResultSet {
         let nrows = if outcome.counter == Counter::Reads {
             outcome.rows.len() as u64
         } else {
@@ -770,37 +829,14 @@ impl ResultSet {
         ResultSet {
             nrows,
             nfields: outcome.fields,
-            rows: outcome.rows.into_iter(),
-            freed: false,
-            statement: connection_statements.get(),
-            connection_statements: connection_statements.clone(),
+            rows: outcome.rows,
+            next: 0,
         }
     }
-}
 
-impl UserData for ResultSet {
-    fn add_fields<F: mlua::UserDataFields<Self>>(fields: &mut F) {
-        fields.add_field_method_get("nrows", |_, this| Ok(this.nrows));
-        fields.add_field_method_get("nfields", |_, this| Ok(this.nfields));
-    }
-
-    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_method_mut("fetch_row", |lua, this, ()| {
-            let Some(row) = this.rows.next() else {
-                return Ok(Value::Nil);
-            };
-            let table = lua.create_table_with_capacity(row.len(), 0)?;
-            for (index, value) in row.into_iter().enumerate() {
-                if let Some(value) = value {
-                    table.raw_set(index + 1, value)?;
-                }
-            }
-            Ok(Value::Table(table))
-        });
-        // False for a result set already freed: the caller says so, as sysbench does.
-        methods.add_method_mut("free", |_, this, ()| {
-            let current = this.statement == this.connection_statements.get();
-            Ok(current && !std::mem::replace(&mut this.freed, true))
-        });
+    fn next_row(&mut self) -> Option<Vec<Option<String>>> {
+        let row = self.rows.row(self.next)?;
+        self.next += 1;
+        Some(row)
     }
 }

@@ -59,12 +59,22 @@ local connection_t = class("<sql_connection>", "stampede_sql_connection", connec
     end
   end)
 local statement_t = class("<sql_statement>", "stampede_sql_statement", statement_methods)
-local result_t = class("<sql_result>", "stampede_sql_result", result_methods,
-  function(handle, key)
-    if key == "nrows" or key == "nfields" then
-      return handle[key]
+-- A result set is its connection's (the slot) current result, by the number of the statement
+-- that made it: a connection holds one result set, which its next statement frees (as
+-- sysbench's do), so a result carries no state of its own.
+ffi.cdef("typedef struct { double slot; double statement; } stampede_sql_result;")
+local result_t = ffi.metatype("stampede_sql_result", {
+  __index = function(self, key)
+    local method = result_methods[key]
+    if method ~= nil then
+      return method
     end
-  end)
+    if key == "nrows" or key == "nfields" then
+      return states[self.slot]:result_field(self.statement, key)
+    end
+  end,
+  __tostring = function() return "<sql_result>" end,
+})
 local param_mt = { __index = param_methods, __tostring = function() return "<sql_param>" end }
 
 function sql.driver(name)
@@ -87,20 +97,21 @@ function driver_methods.connect(self)
   return new(connection_t, handle)
 end
 
-local function result(handle)
-  if handle == nil then
+-- The result of `connection`'s last statement, numbered `statement` (nil: it failed).
+local function result(connection, statement)
+  if statement == nil then
     return nil
   end
-  return new(result_t, handle)
+  return result_t(connection.slot, statement)
 end
 
 function result_methods.fetch_row(self)
-  return state_of(self):fetch_row()
+  return states[self.slot]:fetch_row(self.statement)
 end
 
 function result_methods.free(self)
-  local handle = type(self) == "cdata" and state_of(self)
-  if not handle or not handle:free() then
+  local connection = type(self) == "cdata" and states[self.slot]
+  if not connection or not connection:free_result(self.statement) then
     native.alert("attempt to free an invalid result set")
     error("db_free_results() failed", 0)
   end
@@ -134,7 +145,7 @@ end
 connection_methods.check_error = check_error
 
 function connection_methods.query(self, query)
-  return check_error(self, result(state_of(self):query(query)), query)
+  return check_error(self, result(self, state_of(self):query(query)), query)
 end
 
 function connection_methods.query_row(self, query)
@@ -209,7 +220,7 @@ function statement_methods.execute(self)
   end
   local connection = statement.connection
   local rs = state_of(connection):execute(statement.id, values, #params)
-  return check_error(connection, result(rs), "<prepared statement>")
+  return check_error(connection, result(connection, rs), "<prepared statement>")
 end
 
 function statement_methods.close(self)
@@ -338,8 +349,9 @@ end
 
 function legacy.execute(statement)
   local values = statement.values
-  local rs = state_of(statement.connection):execute(statement.id, values, #values)
-  return legacy_check(statement.connection, rs, "db_execute()")
+  local connection = statement.connection
+  local rs = state_of(connection):execute(statement.id, values, #values)
+  return legacy_check(connection, result(connection, rs), "db_execute()")
 end
 
 function legacy.close(statement)
