@@ -180,8 +180,8 @@ pub struct RawRows {
 impl RawRows {
     pub fn push(&mut self, body: &[u8]) {
         if self.ends.is_empty() {
-            // Results come in runs of like rows: room for a range's hundred at the first.
-            self.bytes.reserve(body.len() * 128);
+            // Results come in runs of like rows: room for a few at the first.
+            self.bytes.reserve(body.len() * 4);
         }
         self.bytes.extend_from_slice(body);
         self.ends.push(self.bytes.len());

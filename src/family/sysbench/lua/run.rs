@@ -15,7 +15,10 @@ use crate::script::prng::PgPrng;
 /// What the workers of one run share: the limits, the clock and the counters.
 pub struct RunControl {
     pub stats: Stats,
-    started: Mutex<Instant>,
+    /// When the control was made; the run started `started_ns` after it (every worker reads
+    /// the clock per event: an atomic, not a lock).
+    created: Instant,
+    started_ns: AtomicU64,
     time_limit: Option<Duration>,
     max_events: u64,
     issued: AtomicU64,
@@ -40,10 +43,9 @@ impl RunControl {
         if self.failed.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed) {
             return None;
         }
-        let started = *self.started.lock().expect("start");
         if self
             .time_limit
-            .is_some_and(|limit| started.elapsed() >= limit)
+            .is_some_and(|limit| self.elapsed() >= limit.as_secs_f64())
         {
             return None;
         }
@@ -68,7 +70,13 @@ impl RunControl {
     }
 
     fn elapsed(&self) -> f64 {
-        self.started.lock().expect("start").elapsed().as_secs_f64()
+        let since_created = self.created.elapsed().as_nanos() as u64;
+        since_created.saturating_sub(self.started_ns.load(Ordering::Relaxed)) as f64 / 1e9
+    }
+
+    fn start_now(&self) {
+        let since_created = self.created.elapsed().as_nanos() as u64;
+        self.started_ns.store(since_created, Ordering::Relaxed);
     }
 }
 
@@ -136,7 +144,8 @@ pub fn run(shared: &Arc<Shared>, main_state: &Interpreter) -> i32 {
     print_run_mode(shared, &settings);
     let control = Arc::new(RunControl {
         stats: Stats::new(settings.threads),
-        started: Mutex::new(Instant::now()),
+        created: Instant::now(),
+        started_ns: AtomicU64::new(0),
         time_limit: (settings.time_s > 0).then(|| Duration::from_secs(settings.time_s)),
         max_events: settings.events,
         issued: AtomicU64::new(0),
@@ -168,7 +177,7 @@ pub fn run(shared: &Arc<Shared>, main_state: &Interpreter) -> i32 {
         shared.log.fatal("Thread initialization failed!");
         return 1;
     }
-    *control.started.lock().expect("start") = Instant::now();
+    control.start_now();
     control
         .running
         .store(settings.threads as u32, Ordering::Relaxed);

@@ -517,8 +517,9 @@ impl Connection {
                 .alert("attempt to call bulk_insert_next() before bulk_insert_init()");
             return false;
         };
-        if !values.is_empty() && head.len() + values.len() + value.len() + 1 > BULK_PACKET_BYTES {
-            let sql = format!("{head} {values}");
+        // sysbench's rule: the text, its terminating NUL and the comma must fit.
+        if !values.is_empty() && head.len() + values.len() + value.len() + 2 > BULK_PACKET_BYTES {
+            let sql = format!("{head}{values}");
             values.clear();
             if self.query(lua, &sql).is_none() {
                 return false;
@@ -535,7 +536,7 @@ impl Connection {
     fn bulk_done(&mut self, lua: &Lua) -> bool {
         match self.bulk.take() {
             Some((head, values)) if !values.is_empty() => {
-                self.query(lua, &format!("{head} {values}")).is_some()
+                self.query(lua, &format!("{head}{values}")).is_some()
             }
             _ => true,
         }
@@ -684,12 +685,16 @@ async fn pg_execute(
     name: &str,
     values: &[BoundValue],
 ) -> Result<(Reply, Outcome), ConnError> {
-    let texts: Vec<Option<String>> = values.iter().map(pg_text).collect();
-    conn.queue_bind(
-        name,
-        texts.iter().map(|t| t.as_deref().map(str::as_bytes)),
-        false,
-    )?;
+    // Every value's text in one buffer (None: NULL), then bound as slices of it.
+    let mut text = Vec::with_capacity(values.len() * 16);
+    let mut spans = Vec::with_capacity(values.len());
+    for value in values {
+        spans.push(pg_text(value, &mut text));
+    }
+    let params = spans
+        .iter()
+        .map(|span| span.map(|(from, to)| &text[from..to]));
+    conn.queue_bind(name, params, false)?;
     conn.queue_describe_portal()?;
     conn.queue_execute()?;
     conn.queue_sync();
@@ -698,14 +703,17 @@ async fn pg_execute(
     Ok(pg_outcome(&mut reply)).map(|outcome| (reply, outcome))
 }
 
-fn pg_text(value: &BoundValue) -> Option<String> {
+/// Writes a value as PostgreSQL's text format into `text`; where it lies, None for NULL.
+fn pg_text(value: &BoundValue, text: &mut Vec<u8>) -> Option<(usize, usize)> {
+    let from = text.len();
     match value {
-        BoundValue::Unset | BoundValue::Null => None,
-        BoundValue::Bool(b) => Some(if *b { "t" } else { "f" }.into()),
-        BoundValue::Int(i) => Some(i.to_string()),
-        BoundValue::Double(d) => Some(d.to_string()),
-        BoundValue::Text(text) => Some(text.to_string()),
+        BoundValue::Unset | BoundValue::Null => return None,
+        BoundValue::Bool(b) => text.extend_from_slice(if *b { b"t" } else { b"f" }),
+        BoundValue::Int(i) => text.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        BoundValue::Double(d) => text.extend_from_slice(d.to_string().as_bytes()),
+        BoundValue::Text(value) => text.extend_from_slice(value.as_bytes()),
     }
+    Some((from, text.len()))
 }
 
 async fn my_query(conn: &mut MyConn, sql: &str) -> Result<(Reply, Outcome), ConnError> {

@@ -121,8 +121,11 @@ end
 -- What a failed call means, as sysbench decides it: an error the driver or the script's
 -- sql_error_ignorable hook calls ignorable restarts the event; any other is fatal.
 local function check_error(self, rs, query)
+  if rs ~= nil then
+    return rs
+  end
   local kind, errno, state, message = state_of(self):last_error()
-  if rs ~= nil or kind == sql.error.NONE then
+  if kind == sql.error.NONE then
     return rs
   end
   if state == nil or message == nil then
@@ -181,7 +184,7 @@ function connection_methods.prepare(self, query)
   if id == nil then
     check_error(self, nil, query)
   end
-  return new(statement_t, { id = id, connection = self, params = {} })
+  return new(statement_t, { id = id, connection = self, params = {}, values = {} })
 end
 
 local integer_types = { [1] = true, [2] = true, [3] = true, [4] = true }
@@ -213,8 +216,7 @@ end
 
 function statement_methods.execute(self)
   local statement = state_of(self)
-  local params = statement.params
-  local values = {}
+  local params, values = statement.params, statement.values
   for i = 1, #params do
     values[i] = params[i].value
   end
