@@ -4,11 +4,14 @@
 //! and one for the main thread, SQL over stampede's own connections (`sql.rs`), events counted
 //! and reported as sysbench does (`stats.rs`, `run.rs`).
 
+mod context;
+mod control;
 mod log;
 mod run;
 mod sql;
 mod state;
 mod stats;
+mod target;
 
 use std::sync::Arc;
 
@@ -16,7 +19,8 @@ pub use log::Log;
 pub use state::VERSION;
 
 use super::cmdline::{self, CommandLine, Options};
-use state::{Interpreter, Script, Shared};
+use context::{Script, Shared};
+use state::Interpreter;
 
 /// Runs a script's command; returns the exit code (sysbench's: 1 for anything that failed).
 pub fn main(line: CommandLine, log: Log) -> i32 {

@@ -6,79 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+use super::context::Shared;
+use super::control::{Arrivals, RunControl};
 use super::log::{INFO, WARNING};
-use super::state::{Interpreter, Shared};
+use super::state::Interpreter;
 use super::stats::{self, Stats};
 use crate::family::sysbench::layout::{self, Stat};
 use crate::script::prng::PgPrng;
-
-/// What the workers of one run share: the limits, the clock and the counters.
-pub struct RunControl {
-    pub stats: Stats,
-    /// When the control was made; the run started `started_ns` after it (every worker reads
-    /// the clock per event: an atomic, not a lock).
-    created: Instant,
-    started_ns: AtomicU64,
-    time_limit: Option<Duration>,
-    max_events: u64,
-    issued: AtomicU64,
-    /// A worker failed: the others stop at their next event.
-    pub failed: AtomicBool,
-    running: AtomicU32,
-    arrivals: Option<Mutex<Arrivals>>,
-    stop: Arc<AtomicBool>,
-}
-
-/// `--rate`: events arrive at exponentially distributed intervals, the next one claimed by
-/// whichever worker is free; its latency counts from its arrival.
-struct Arrivals {
-    next: Instant,
-    mean_interval_s: f64,
-    rng: PgPrng,
-}
-
-impl RunControl {
-    /// The start of the next event (its arrival under `--rate`), None when the run is over.
-    pub fn next_event(&self) -> Option<Instant> {
-        if self.failed.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        if self
-            .time_limit
-            .is_some_and(|limit| self.elapsed() >= limit.as_secs_f64())
-        {
-            return None;
-        }
-        if self.max_events > 0 && self.issued.fetch_add(1, Ordering::Relaxed) >= self.max_events {
-            return None;
-        }
-        let Some(arrivals) = &self.arrivals else {
-            return Some(Instant::now());
-        };
-        let arrival = {
-            let mut arrivals = arrivals.lock().expect("arrivals");
-            let arrival = arrivals.next;
-            let draw = 1.0 - arrivals.rng.next_f64();
-            let gap = -draw.ln() * arrivals.mean_interval_s;
-            arrivals.next = arrival + Duration::from_secs_f64(gap);
-            arrival
-        };
-        if let Some(wait) = arrival.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-        Some(arrival)
-    }
-
-    fn elapsed(&self) -> f64 {
-        let since_created = self.created.elapsed().as_nanos() as u64;
-        since_created.saturating_sub(self.started_ns.load(Ordering::Relaxed)) as f64 / 1e9
-    }
-
-    fn start_now(&self) {
-        let since_created = self.created.elapsed().as_nanos() as u64;
-        self.started_ns.store(since_created, Ordering::Relaxed);
-    }
-}
 
 /// The run's settings from the options, with sysbench's warnings for the deprecated aliases.
 struct Settings {
