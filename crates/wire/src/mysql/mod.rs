@@ -11,6 +11,7 @@ pub mod control;
 mod packet;
 mod reply;
 mod rows;
+pub use rows::Rows;
 
 use std::time::Duration;
 
@@ -343,23 +344,23 @@ impl MyConn {
         })
     }
 
-    /// COM_QUERY keeping every row of the last result and the reply (its error, the rows it
-    /// changed): for scripts that read their results (sysbench's Lua API).
+    /// COM_QUERY keeping every row of the last result as sent (read when asked for: `Rows::row`)
+    /// and the reply (its error, the rows it changed): for sysbench's Lua API.
     pub async fn query_rows(&mut self, sql: &str) -> Result<(Reply, rows::Rows), ConnError> {
         self.start_command(COM_QUERY, sql.as_bytes());
         self.flush().await?;
-        let mut all = rows::Rows::default();
+        let mut all = rows::Rows::lazy();
         let reply = self.read_results_into(true, false, Some(&mut all)).await?;
         Ok((reply, all))
     }
 
-    /// As `execute`, keeping every row of the result.
+    /// As `execute`, keeping every row of the result as sent.
     pub async fn execute_rows(
         &mut self,
         statement: Prepared,
         values: impl ExactSizeIterator<Item = &Value> + Clone,
     ) -> Result<(Reply, rows::Rows), ConnError> {
-        let mut all = rows::Rows::default();
+        let mut all = rows::Rows::lazy();
         let reply = self
             .execute_into(statement, values, true, Some(&mut all))
             .await?;

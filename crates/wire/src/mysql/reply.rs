@@ -149,7 +149,7 @@ impl<'a> ReplyParser<'a> {
                 self.result = QueryResult::default();
                 self.column_types.clear();
                 if let Some(all) = self.all.as_deref_mut() {
-                    *all = Rows::default();
+                    all.restart();
                 }
                 if described {
                     if let Some(statement_columns) = self.statement_columns.as_deref_mut() {
@@ -187,7 +187,8 @@ impl<'a> ReplyParser<'a> {
             return;
         }
         if let Some(all) = self.all.as_deref_mut() {
-            all.columns = self.result.columns.clone();
+            let columns = self.result.columns.clone();
+            all.describe(columns, &self.column_types, self.format.binary);
         }
         self.phase = if self.format.deprecates_eof {
             Phase::Rows
@@ -211,6 +212,10 @@ impl<'a> ReplyParser<'a> {
             _ => {}
         }
         self.result.rows += 1;
+        if let Some(all) = self.all.as_deref_mut().filter(|all| all.lazy) {
+            all.push_raw(row);
+            return Ok(false);
+        }
         if self.capture {
             let values = if self.format.binary {
                 rows::binary_row(row, &self.column_types)

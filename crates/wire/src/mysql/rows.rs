@@ -8,6 +8,69 @@ use stampede_script::Value;
 pub struct Rows {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Option<String>>>,
+    /// Keep the rows as the server sent them (`raw`), turned into values only when read
+    /// (`row`): for scripts that rarely read theirs.
+    pub lazy: bool,
+    raw: Vec<u8>,
+    ends: Vec<usize>,
+    kinds: Vec<ColumnKind>,
+    binary: bool,
+}
+
+impl Rows {
+    /// Rows kept as sent (`lazy`).
+    pub fn lazy() -> Rows {
+        Rows {
+            lazy: true,
+            ..Rows::default()
+        }
+    }
+
+    /// A new result's, keeping the choice of laziness.
+    pub(crate) fn restart(&mut self) {
+        *self = Rows {
+            lazy: self.lazy,
+            ..Rows::default()
+        };
+    }
+
+    pub(crate) fn describe(&mut self, columns: Vec<String>, kinds: &[ColumnKind], binary: bool) {
+        self.columns = columns;
+        self.kinds = kinds.to_vec();
+        self.binary = binary;
+    }
+
+    pub(crate) fn push_raw(&mut self, packet: &[u8]) {
+        self.raw.extend_from_slice(packet);
+        self.ends.push(self.raw.len());
+    }
+
+    pub fn len(&self) -> usize {
+        if self.lazy {
+            self.ends.len()
+        } else {
+            self.rows.len()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Row `index`'s values, None past the last (or for a malformed one).
+    pub fn row(&self, index: usize) -> Option<Vec<Option<String>>> {
+        if !self.lazy {
+            return self.rows.get(index).cloned();
+        }
+        let end = *self.ends.get(index)?;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        let packet = &self.raw[start..end];
+        if self.binary {
+            binary_row(packet, &self.kinds)
+        } else {
+            text_row(packet, self.kinds.len())
+        }
+    }
 }
 
 const TYPE_TINY: u8 = 0x01;

@@ -13,6 +13,7 @@ use super::stats::Counter;
 use super::target::{Ignored, Target};
 use crate::conn::{ConnSpec, MysqlSpec};
 use crate::script::Value as BoundValue;
+use crate::wire::mysql::Rows as MysqlRows;
 use crate::wire::mysql::{MyConn, Prepared};
 use crate::wire::reply::RawRows;
 use crate::wire::{ConnError, DbError, PgConn, Reply, Waiting};
@@ -118,25 +119,25 @@ struct Outcome {
     affected: u64,
 }
 
-/// A result's rows: PostgreSQL's as sent (read when fetched), MySQL's as values.
+/// A result's rows as the server sent them, read when fetched.
 enum Rows {
-    Raw(RawRows),
-    Values(Vec<Vec<Option<String>>>),
+    Postgres(RawRows),
+    Mysql(MysqlRows),
 }
 
 impl Rows {
     fn len(&self) -> usize {
         match self {
-            Rows::Raw(raw) => raw.len(),
-            Rows::Values(values) => values.len(),
+            Rows::Postgres(raw) => raw.len(),
+            Rows::Mysql(rows) => rows.len(),
         }
     }
 
     /// Row `index`'s values, None past the last.
     fn row(&mut self, index: usize) -> Option<Vec<Option<String>>> {
         match self {
-            Rows::Raw(raw) => raw.row(index),
-            Rows::Values(values) => values.get_mut(index).map(std::mem::take),
+            Rows::Postgres(raw) => raw.row(index),
+            Rows::Mysql(rows) => rows.row(index),
         }
     }
 }
@@ -536,7 +537,10 @@ fn close(context: &ThreadContext, db: Db) {
 }
 
 fn dry_run() -> (Reply, Outcome) {
-    (Reply::default(), outcome_of(0, Rows::Values(Vec::new()), 0))
+    (
+        Reply::default(),
+        outcome_of(0, Rows::Postgres(RawRows::default()), 0),
+    )
 }
 
 fn outcome_of(columns: usize, rows: Rows, affected: u64) -> Outcome {
@@ -565,7 +569,7 @@ async fn pg_query(conn: &mut PgConn, sql: &str) -> Result<(Reply, Outcome), Conn
 fn pg_outcome(reply: &mut Reply) -> Outcome {
     let last = reply.results.pop().unwrap_or_default();
     let fields = last.columns.len().max(last.all_rows.fields());
-    outcome_of(fields, Rows::Raw(last.all_rows), reply.affected)
+    outcome_of(fields, Rows::Postgres(last.all_rows), reply.affected)
 }
 
 /// sysbench's `?` placeholders as PostgreSQL's `$1`, `$2`, … (outside quoted text), as its
@@ -640,7 +644,7 @@ fn pg_text(value: &BoundValue, text: &mut Vec<u8>) -> Option<(usize, usize)> {
 
 async fn my_query(conn: &mut MyConn, sql: &str) -> Result<(Reply, Outcome), ConnError> {
     let (reply, rows) = conn.query_rows(sql).await?;
-    let outcome = outcome_of(rows.columns.len(), Rows::Values(rows.rows), reply.affected);
+    let outcome = outcome_of(rows.columns.len(), Rows::Mysql(rows), reply.affected);
     Ok((reply, outcome))
 }
 
@@ -650,7 +654,7 @@ async fn my_execute(
     values: &[BoundValue],
 ) -> Result<(Reply, Outcome), ConnError> {
     let (reply, rows) = conn.execute_rows(prepared, values.iter()).await?;
-    let outcome = outcome_of(rows.columns.len(), Rows::Values(rows.rows), reply.affected);
+    let outcome = outcome_of(rows.columns.len(), Rows::Mysql(rows), reply.affected);
     Ok((reply, outcome))
 }
 
