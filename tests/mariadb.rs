@@ -313,7 +313,13 @@ fn deadlocking_run(db: &str, extra: &[&str]) -> (String, u64, u64) {
         "--range-size=5",
         "--rand-type=uniform",
     ];
-    let run = ["run", "oltp_read_write", "--events=3000", "--threads=8"];
+    let run = [
+        "run",
+        "oltp_read_write",
+        "--events=3000",
+        "--time=0",
+        "--threads=8",
+    ];
     let counters = ["Innodb_deadlocks", "Com_commit"];
     let before = status(&counters);
     let output = succeeded(

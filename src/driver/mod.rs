@@ -9,7 +9,7 @@ pub mod stats;
 mod thread;
 pub mod txlog;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -101,6 +101,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         .map(|_| Arc::new(Notify::new()))
         .collect();
     let abandoned = Arc::new(AtomicBool::new(false));
+    let events_claimed = Arc::new(AtomicU64::new(0));
     let launch = Instant::now();
     let mut handles = Vec::new();
     for (index, (clients, randoms)) in clients.into_iter().zip(thread_randoms).enumerate() {
@@ -116,6 +117,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             tick: ticks[index].clone(),
             abandon: abandons[index].clone(),
             abandoned: abandoned.clone(),
+            events_claimed: events_claimed.clone(),
         };
         let plan = plan.clone();
         let handle = std::thread::Builder::new()

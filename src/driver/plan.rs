@@ -38,6 +38,24 @@ pub enum RunLimit {
     Duration(Duration),
     /// Each client runs exactly this many transactions.
     TransactionsPerClient(u64),
+    /// sysbench's `--events` with its `--time`: this many transactions over all clients, each
+    /// client taking the next one when it is free (so no client has a quota), and no new one
+    /// once `within` has passed, if given.
+    Events {
+        total: u64,
+        within: Option<Duration>,
+    },
+}
+
+impl RunLimit {
+    /// How long the run may last at most, if a time bounds it.
+    pub fn time_bound(&self) -> Option<Duration> {
+        match self {
+            RunLimit::Duration(length) => Some(*length),
+            RunLimit::TransactionsPerClient(_) => None,
+            RunLimit::Events { within, .. } => *within,
+        }
+    }
 }
 
 /// A terminal's pauses around one script's transactions, as TPC-C's (clause 5.2.5): a fixed
@@ -219,10 +237,9 @@ pub fn stall_timeout_option(
 /// legitimately take as long as the run it belongs to).
 pub fn default_stall_timeout(limit: &RunLimit) -> Duration {
     const MINUTE: Duration = Duration::from_secs(60);
-    match limit {
-        RunLimit::Duration(length) => MINUTE.max(*length),
-        RunLimit::TransactionsPerClient(_) => MINUTE,
-    }
+    limit
+        .time_bound()
+        .map_or(MINUTE, |length| MINUTE.max(length))
 }
 
 impl RunPlan {

@@ -3,7 +3,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -87,6 +87,8 @@ pub struct ThreadSetup {
     /// transaction: a thread's only client reads with blocking calls (`go_solo`) and leaves
     /// the runtime only when a reply is slow to come.
     pub abandoned: Arc<AtomicBool>,
+    /// `RunLimit::Events`: the transactions the run's clients have claimed so far.
+    pub events_claimed: Arc<AtomicU64>,
 }
 
 /// How far a client of a sweep thread may run ahead of its thread's mean before it lets the
@@ -129,6 +131,7 @@ struct ThreadContext {
     /// connection: the watchdog cancels stuck queries before it closes their connections.
     cancel_tokens: Vec<RefCell<Option<CancelToken>>>,
     abandoned: Arc<AtomicBool>,
+    events_claimed: Arc<AtomicU64>,
 }
 
 /// `-R`: the thread's Poisson schedule, shared by its clients as in pgbench: each transaction
@@ -168,6 +171,19 @@ struct IntervalAccumulator {
 }
 
 impl ThreadContext {
+    /// Whether a client that has processed `processed` transactions may start another: under
+    /// `RunLimit::Events` this claims it from the run's total (as sysbench's threads take
+    /// events from one counter), so it is asked once per transaction about to start.
+    fn may_start_another(&self, processed: u64) -> bool {
+        match self.plan.limit {
+            RunLimit::Duration(_) => true,
+            RunLimit::TransactionsPerClient(n) => processed < n,
+            RunLimit::Events { total, .. } => {
+                self.events_claimed.fetch_add(1, Ordering::Relaxed) < total
+            }
+        }
+    }
+
     fn interval_of(&self, at: Instant) -> u64 {
         // In u64 nanoseconds (584 years), not u128: this runs for every transaction.
         at.duration_since(self.start).as_nanos() as u64 / self.plan.interval.as_nanos() as u64
@@ -434,6 +450,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
             .map(|c| RefCell::new(c.cancel_token(&plan.endpoint)))
             .collect(),
         abandoned: setup.abandoned.clone(),
+        events_claimed: setup.events_claimed.clone(),
     });
     let mut abandoned_clients = 0;
     if !failed_elsewhere {
@@ -486,10 +503,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
 
 async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
     let plan = context.plan.clone();
-    let deadline = match plan.limit {
-        RunLimit::Duration(d) => Some(context.start + d),
-        RunLimit::TransactionsPerClient(_) => None,
-    };
+    let deadline = plan.limit.time_bound().map(|length| context.start + length);
     let mut ended_normally = true;
     let stop = plan.stop.as_deref();
     let mut running = true;
@@ -506,13 +520,12 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             ended_normally = false;
             break;
         }
-        let finished = match plan.limit {
-            RunLimit::Duration(_) => Instant::now() >= deadline.expect("set for durations"),
-            RunLimit::TransactionsPerClient(n) => client.processed >= n,
-        } || plan
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Relaxed));
+        let finished = deadline.is_some_and(|end| Instant::now() >= end)
+            || !context.may_start_another(client.processed)
+            || plan
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed));
         if finished {
             break;
         }
@@ -735,10 +748,8 @@ async fn schedule(
         while at + limit < now {
             client.processed += 1;
             context.record_skipped(script_index, now, client.id, client.processed);
-            if let RunLimit::TransactionsPerClient(n) = context.plan.limit {
-                if client.processed >= n {
-                    return Schedule::Finished;
-                }
+            if !context.may_start_another(client.processed) {
+                return Schedule::Finished;
             }
             at = throttle.advance();
         }

@@ -187,23 +187,17 @@ fn mysql_ignored(list: &str) -> Result<MysqlRetried, Failure> {
         .map(MysqlRetried::Listed)
 }
 
-/// How the run ends: sysbench's --time (10 s by default) or --events over all threads.
-fn limit(args: &SysbenchArgs, threads: u32) -> Result<RunLimit, Failure> {
-    match (args.events, args.time) {
-        (0, time) => Ok(RunLimit::Duration(Duration::from_secs(
-            time.unwrap_or(DEFAULT_TIME_S).max(1),
-        ))),
-        (events, None) => {
-            if events % threads as u64 != 0 {
-                return Err(Failure::input(format!(
-                    "--events {events} must be a multiple of --threads {threads} (events are spread evenly over the threads)"
-                )));
-            }
-            Ok(RunLimit::TransactionsPerClient(events / threads as u64))
-        }
-        (_, Some(_)) => Err(Failure::input(
-            "give --events or --time, not both".to_string(),
-        )),
+/// How the run ends, as sysbench's: --time (10 s by default; 0: no limit) and --events (the
+/// run's events over all threads, each thread taking the next; 0: no limit), whichever comes
+/// first.
+fn limit(args: &SysbenchArgs) -> RunLimit {
+    let time = args.time.unwrap_or(DEFAULT_TIME_S);
+    match args.events {
+        0 => RunLimit::Duration(Duration::from_secs(time.max(1))),
+        total => RunLimit::Events {
+            total,
+            within: (time > 0).then(|| Duration::from_secs(time)),
+        },
     }
 }
 
@@ -294,7 +288,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     // Everything that can be checked without a server is, before one is resolved (or started).
     catalog::generate(name, &options, threads).map_err(Failure::input)?;
     let protocol = protocol(&args.db_ps_mode)?;
-    let limit = limit(args, threads)?;
+    let limit = limit(args);
     let stall_timeout = driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)
         .map_err(Failure::input)?;
     if !(0.0..=100.0).contains(&args.percentile) {
@@ -328,10 +322,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     }
     println!("Initializing worker threads...\n");
     println!("Threads started!\n");
-    let duration_s = match limit {
-        RunLimit::Duration(duration) => Some(duration.as_secs()),
-        RunLimit::TransactionsPerClient(_) => None,
-    };
+    let duration_s = limit.time_bound().map(|duration| duration.as_secs());
     let mut intervals = IntervalLine::new(
         args.report_interval,
         duration_s,
