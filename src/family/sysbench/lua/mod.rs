@@ -24,6 +24,10 @@ use state::Interpreter;
 
 /// Runs a script's command; returns the exit code (sysbench's: 1 for anything that failed).
 pub fn main(line: CommandLine, log: Log) -> i32 {
+    if line.test.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        // Else a terminal would wait without a word (sysbench says it too).
+        log.notice("Reading the script from the standard input:\n");
+    }
     let script = match Script::locate(line.test.as_deref()) {
         Ok(script) => script,
         Err(message) => {
