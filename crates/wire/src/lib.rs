@@ -13,9 +13,11 @@ mod error_position;
 pub mod mysql;
 pub mod pg;
 pub mod reply;
+pub mod statement;
 mod stream;
 pub mod sweep;
 
 pub use pg::PgConn;
 pub use reply::{ConnError, DbError, FailureKind, QueryResult, Reply};
+pub use statement::StatementReply;
 pub use stream::Waiting;

@@ -17,13 +17,14 @@ use postgres_protocol::IsNull;
 
 use crate::cancel::{CancelToken, PostgresCancel};
 use crate::reply::{ConnError, DbError, QueryResult, Reply};
+use crate::statement::{Progress, StatementReply};
 use crate::stream::{open_stream, Stream, Waiting, READ_CHUNK};
 use stampede_conn::hosts::{ServerState, SessionAttrs, SERVER_STATE_QUERY};
 use stampede_conn::tls::SslMode;
 use stampede_conn::ConnSpec;
 
 /// pgbench's words for a script statement that starts a COPY.
-const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
+pub(crate) const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
 
 impl DbError {
     /// A PostgreSQL `ErrorResponse`'s fields.
@@ -363,12 +364,29 @@ impl PgConn {
         self.assemble(ReplyAssembler::new(capture)).await
     }
 
-    /// As `read_reply` with every row of every result kept and the rows each statement changed
-    /// counted: for scripts that read what they asked for (sysbench's Lua API).
-    pub async fn read_reply_all(&mut self) -> Result<Reply, ConnError> {
-        let mut assembler = ReplyAssembler::new(true);
-        assembler.all_rows = true;
-        self.assemble(assembler).await
+    /// Reads one statement's reply into `reply` (emptied first), rows kept as sent: for
+    /// scripts that read what they asked for (sysbench's Lua API).
+    pub async fn read_statement_reply(
+        &mut self,
+        reply: &mut StatementReply,
+    ) -> Result<(), ConnError> {
+        reply.clear();
+        loop {
+            match reply.take_messages(&mut self.read_buf)? {
+                Progress::More => {
+                    if let Err(e) = self.fill().await {
+                        self.lost = true;
+                        return Err(e);
+                    }
+                }
+                Progress::Done => return Ok(()),
+                Progress::CopyIn => {
+                    frontend::copy_fail(COPY_UNSUPPORTED, &mut self.write_buf)?;
+                    self.flush().await?;
+                    return Err(ConnError::Unsupported(COPY_UNSUPPORTED));
+                }
+            }
+        }
     }
 
     async fn assemble(&mut self, mut assembler: ReplyAssembler) -> Result<Reply, ConnError> {
@@ -423,8 +441,6 @@ enum Step {
 struct ReplyAssembler {
     reply: Reply,
     capture: bool,
-    /// Keep every row (not only the last) and count the rows each statement changed.
-    all_rows: bool,
     /// The query whose rows are arriving, until its CommandComplete.
     current: Option<QueryResult>,
     /// A COPY TO STDOUT's data is skipped, then the client aborts as pgbench does. (A COPY FROM
@@ -439,7 +455,6 @@ impl ReplyAssembler {
         ReplyAssembler {
             reply: Reply::default(),
             capture,
-            all_rows: false,
             current: None,
             copy_seen: false,
         }
@@ -452,11 +467,7 @@ impl ReplyAssembler {
             Message::CopyOutResponse(_) => self.copy_seen = true,
             Message::DataRow(row) => {
                 self.reply.rows += 1;
-                if self.all_rows {
-                    let result = self.current.get_or_insert_with(Default::default);
-                    result.rows += 1;
-                    result.all_rows.push(row.buffer());
-                } else if capture {
+                if capture {
                     capture_row(self.current.get_or_insert_with(Default::default), &row)?;
                 }
             }
@@ -470,11 +481,6 @@ impl ReplyAssembler {
                     columns,
                     ..Default::default()
                 });
-            }
-            Message::CommandComplete(body) if self.all_rows => {
-                self.reply.affected += changed_rows(body.tag()?);
-                let result = self.current.take().unwrap_or_default();
-                self.reply.results.push(result);
             }
             Message::CommandComplete(_) | Message::EmptyQueryResponse if capture => {
                 let result = self.current.take().unwrap_or_default();
@@ -499,7 +505,7 @@ impl ReplyAssembler {
 /// The largest message stampede accepts from a server: libpq's limit for any message (a row of
 /// 1 GB values is still below it). A length field beyond it is a broken or hostile server, and
 /// must not make the client reserve that much memory.
-const MAX_MESSAGE_BYTES: usize = 1 << 30;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1 << 30;
 
 /// The next whole message in `buffer`, None when more bytes are needed; a length beyond
 /// MAX_MESSAGE_BYTES is refused before anything is reserved for it.
@@ -561,7 +567,7 @@ fn capture_row(
 
 /// The rows an INSERT, UPDATE or DELETE changed, from its CommandComplete tag ("INSERT 0 5",
 /// "UPDATE 3"); 0 for the others (a SELECT's rows are counted as they arrive).
-fn changed_rows(tag: &str) -> u64 {
+pub(crate) fn changed_rows(tag: &str) -> u64 {
     let mut words = tag.split(' ');
     match words.next() {
         Some("INSERT" | "UPDATE" | "DELETE" | "MERGE") => {

@@ -154,7 +154,7 @@ pub struct Reply {
     /// With capture on: each query's column names, row count and last row (text; None = NULL).
     pub results: Vec<QueryResult>,
     /// Rows the statements changed (INSERT, UPDATE, DELETE), where the reply was read with
-    /// every row kept (`PgConn::read_reply_all`, `MyConn::query_rows`).
+    /// every row kept (`MyConn::query_rows`; PostgreSQL's is `StatementReply`).
     pub affected: u64,
 }
 
@@ -163,8 +163,6 @@ pub struct QueryResult {
     pub columns: Vec<String>,
     pub rows: u64,
     pub last_row: Option<Vec<Option<String>>>,
-    /// Every row, when the reply was read to keep them all (scripts that read their results).
-    pub all_rows: RawRows,
 }
 
 /// Rows as PostgreSQL sent them (its DataRow bodies after their value count, copied into one
@@ -189,6 +187,12 @@ impl RawRows {
 
     pub fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// No rows, the buffers kept for the next result.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
     }
 
     pub fn is_empty(&self) -> bool {

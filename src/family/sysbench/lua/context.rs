@@ -2,11 +2,10 @@
 //! the driver's target, the run), and what a native function finds about the interpreter that
 //! calls it (`ThreadContext`).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::Instant;
 
 use super::control::RunControl;
 use super::log::Log;
@@ -14,7 +13,6 @@ use super::stats::Stats;
 use super::target::Target;
 use crate::family::sysbench::cmdline::{OptionDef, Options};
 use crate::family::sysbench::options::RandKind;
-use crate::script::prng::PgPrng;
 
 /// Where the script comes from.
 #[derive(Debug, Clone)]
@@ -156,10 +154,7 @@ pub struct ThreadContext {
     /// The worker's number (`sysbench.tid`); 0 for the main thread.
     pub tid: usize,
     pub worker: bool,
-    pub(super) rng: RefCell<PgPrng>,
-    pub(super) rand: RandSettings,
     pub(super) runtime: OnceLock<tokio::runtime::Runtime>,
-    pub(super) event_started: Cell<Option<Instant>>,
     pub(super) declared: RefCell<Option<Vec<OptionDef>>>,
     /// What the interpreter writes when it closes (`sysbench.report_json`'s closing bracket).
     pub(super) at_exit: RefCell<Vec<String>>,

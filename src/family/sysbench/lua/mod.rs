@@ -6,6 +6,7 @@
 
 mod context;
 mod control;
+mod fast;
 mod log;
 mod run;
 mod sql;

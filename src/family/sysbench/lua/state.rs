@@ -2,20 +2,18 @@
 //! LuaJIT with its standard libraries and FFI, sysbench's package path, the `sysbench` table,
 //! the native functions `prelude.lua` builds the API on, then the script.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use crate::lua::mlua::{self, Function, Lua, MultiValue, Table, UserData, Value};
 
-use super::context::{RandSettings, Script, Shared, ThreadContext};
-use super::sql;
+use super::context::{Script, Shared, ThreadContext};
 use super::stats::LogHistogram;
+use super::{fast, sql};
 use crate::family::sysbench::cmdline::{self, Kind, OptValue, OptionDef};
 use crate::family::sysbench::layout::Stat;
-use crate::family::sysbench::options::RandKind;
 use crate::script::extensions::sysbench_random as random;
 use crate::script::prng::PgPrng;
 
@@ -53,16 +51,12 @@ impl Interpreter {
             shared: shared.clone(),
             tid: tid.unwrap_or(0),
             worker: tid.is_some(),
-            rng: RefCell::new(PgPrng::seeded(
-                shared.seed ^ (tid.unwrap_or(usize::MAX) as u64).wrapping_mul(0x9E37_79B9),
-            )),
-            rand: shared.rand_options(),
             runtime: OnceLock::new(),
-            event_started: Cell::new(None),
             declared: RefCell::new(None),
             at_exit: RefCell::default(),
         };
         lua.set_app_data(context);
+        fast::start_thread(shared, tid);
         let interpreter = Interpreter { lua };
         interpreter.setup(shared).map_err(|e| message(&e))?;
         interpreter.load_script(&shared.script)?;
@@ -363,7 +357,7 @@ fn native_functions(lua: &Lua) -> mlua::Result<Table> {
             Ok(())
         })?,
     )?;
-    add_event_functions(lua, &native)?;
+    fast::add_functions(lua, &native)?;
     add_option_functions(lua, &native)?;
     add_rand_functions(lua, &native)?;
     native.set(
@@ -376,48 +370,6 @@ fn native_functions(lua: &Lua) -> mlua::Result<Table> {
     )?;
     native.set("driver", lua.create_function(sql::create_driver)?)?;
     Ok(native)
-}
-
-fn add_event_functions(lua: &Lua, native: &Table) -> mlua::Result<()> {
-    native.set(
-        "more_events",
-        lua.create_function(|lua, ()| {
-            let context = context(lua);
-            let Some(run) = context.shared.run.get() else {
-                return Ok(false);
-            };
-            match run.next_event() {
-                Some(start) => {
-                    context.event_started.set(Some(start));
-                    Ok(true)
-                }
-                None => Ok(false),
-            }
-        })?,
-    )?;
-    native.set(
-        "event_start",
-        lua.create_function(|lua, ()| {
-            let context = context(lua);
-            if context.event_started.get().is_none() {
-                context.event_started.set(Some(Instant::now()));
-            }
-            Ok(())
-        })?,
-    )?;
-    native.set(
-        "event_stop",
-        lua.create_function(|lua, ()| {
-            let context = context(lua);
-            if let (Some(started), Some((stats, tid))) =
-                (context.event_started.take(), context.stats())
-            {
-                stats.event(tid, started.elapsed().as_nanos() as u64);
-            }
-            Ok(())
-        })?,
-    )?;
-    Ok(())
 }
 
 fn add_option_functions(lua: &Lua, native: &Table) -> mlua::Result<()> {
@@ -464,43 +416,6 @@ fn kind_of(number: u8) -> Kind {
 }
 
 fn add_rand_functions(lua: &Lua, native: &Table) -> mlua::Result<()> {
-    fn range<F>(lua: &Lua, draw: F) -> mlua::Result<Function>
-    where
-        F: Fn(&mut PgPrng, RandSettings, i64, i64) -> i64 + 'static,
-    {
-        lua.create_function(move |lua, (a, b): (f64, f64)| {
-            let context = context(lua);
-            let (a, b) = (a as i64, b as i64);
-            if b < a {
-                return Ok(a);
-            }
-            let value = draw(&mut context.rng.borrow_mut(), context.rand, a, b);
-            Ok(value)
-        })
-    }
-    native.set(
-        "rand_uniform",
-        range(lua, |r, _, a, b| random::uniform(r, a, b))?,
-    )?;
-    native.set(
-        "rand_gaussian",
-        range(lua, |r, s, a, b| random::gaussian(r, a, b, s.spec_iter))?,
-    )?;
-    native.set(
-        "rand_special",
-        range(lua, |r, s, a, b| {
-            random::special(r, a, b, s.spec_iter, s.spec_pct, s.spec_res)
-        })?,
-    )?;
-    native.set(
-        "rand_pareto",
-        range(lua, |r, s, a, b| random::pareto(r, a, b, s.pareto_h))?,
-    )?;
-    native.set(
-        "rand_zipfian",
-        range(lua, |r, s, a, b| random::zipfian(r, a, b, s.zipfian_exp))?,
-    )?;
-    native.set("rand_default", range(lua, draw_default)?)?;
     native.set(
         "rand_unique",
         lua.create_function(|lua, ()| {
@@ -512,43 +427,28 @@ fn add_rand_functions(lua: &Lua, native: &Table) -> mlua::Result<()> {
     native.set(
         "rand_string",
         lua.create_function(|lua, format: mlua::String| {
-            let context = context(lua);
-            let mut rng = context.rng.borrow_mut();
-            let text: Vec<u8> = format
-                .as_bytes()
-                .iter()
-                .map(|&c| match c {
-                    b'#' => b'0' + random::uniform(&mut rng, 0, 9) as u8,
-                    b'@' => b'a' + random::uniform(&mut rng, 0, 25) as u8,
-                    other => other,
-                })
-                .collect();
+            let text: Vec<u8> = fast::with_rng(|rng| {
+                format
+                    .as_bytes()
+                    .iter()
+                    .map(|&c| match c {
+                        b'#' => b'0' + random::uniform(rng, 0, 9) as u8,
+                        b'@' => b'a' + random::uniform(rng, 0, 25) as u8,
+                        other => other,
+                    })
+                    .collect()
+            });
             lua.create_string(text)
         })?,
     )?;
     native.set(
-        "rand_uniform_double",
-        lua.create_function(|lua, ()| Ok(context(lua).rng.borrow_mut().next_f64()))?,
-    )?;
-    native.set(
         "rand_u32_pair",
-        lua.create_function(|lua, ()| {
-            let value = context(lua).rng.borrow_mut().next_u64();
+        lua.create_function(|_, ()| {
+            let value = fast::with_rng(PgPrng::next_u64);
             Ok(((value >> 32) as u32, value as u32))
         })?,
     )?;
     Ok(())
-}
-
-/// `sysbench.rand.default`: the distribution `--rand-type` names.
-fn draw_default(rng: &mut PgPrng, s: RandSettings, a: i64, b: i64) -> i64 {
-    match s.kind {
-        RandKind::Uniform => random::uniform(rng, a, b),
-        RandKind::Gaussian => random::gaussian(rng, a, b, s.spec_iter),
-        RandKind::Special => random::special(rng, a, b, s.spec_iter, s.spec_pct, s.spec_res),
-        RandKind::Pareto => random::pareto(rng, a, b, s.pareto_h),
-        RandKind::Zipfian => random::zipfian(rng, a, b, s.zipfian_exp),
-    }
 }
 
 /// A permutation of the 32-bit integers (quadratic residues modulo the largest 32-bit prime,

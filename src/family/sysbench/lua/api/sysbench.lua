@@ -15,7 +15,10 @@ sysbench.hooks = {}
 
 -- The event loop of a worker thread: sysbench's own scripts may replace it (thread_run).
 function thread_run(thread_id)
-  local more, start, stop = native.more_events, native.event_start, native.event_stop
+  local fast = native.fast
+  local more = ffi.cast("bool (*)(void)", fast.more_events)
+  local start = ffi.cast("void (*)(void)", fast.event_start)
+  local stop = ffi.cast("void (*)(void)", fast.event_stop)
   while more() do
     start()
     local ok, ret

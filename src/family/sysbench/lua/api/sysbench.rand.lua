@@ -6,16 +6,25 @@ local native = ...
 
 -- sysbench.rand -------------------------------------------------------------------------------
 
+-- The draws are C functions called through the FFI (lua/fast.rs), wrapped as sysbench wraps
+-- its own: sysbench.rand.uniform is a Lua function, and the JIT compiles through the call.
+local fast = native.fast
+local function c_draw(name)
+  local draw = ffi.cast("double (*)(double, double)", fast[name])
+  return function(a, b) return draw(a, b) end
+end
+local c_uniform_double = ffi.cast("double (*)(void)", fast.rand_uniform_double)
+
 sysbench.rand = {
-  default = native.rand_default,
-  uniform = native.rand_uniform,
-  gaussian = native.rand_gaussian,
-  special = native.rand_special,
-  pareto = native.rand_pareto,
-  zipfian = native.rand_zipfian,
+  default = c_draw("rand_default"),
+  uniform = c_draw("rand_uniform"),
+  gaussian = c_draw("rand_gaussian"),
+  special = c_draw("rand_special"),
+  pareto = c_draw("rand_pareto"),
+  zipfian = c_draw("rand_zipfian"),
   unique = native.rand_unique,
   string = native.rand_string,
-  uniform_double = native.rand_uniform_double,
+  uniform_double = function() return c_uniform_double() end,
 }
 
 function sysbench.rand.uniform_uint64()
