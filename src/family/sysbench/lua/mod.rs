@@ -4,6 +4,7 @@
 //! and one for the main thread, SQL over stampede's own connections (`sql.rs`), events counted
 //! and reported as sysbench does (`stats.rs`, `run.rs`).
 
+mod connection;
 mod context;
 mod control;
 mod fast;

@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::io::Write;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -55,7 +56,7 @@ impl Interpreter {
             declared: RefCell::new(None),
             at_exit: RefCell::default(),
         };
-        lua.set_app_data(context);
+        lua.set_app_data(Rc::new(context));
         fast::start_thread(shared, tid);
         let interpreter = Interpreter { lua };
         interpreter.setup(shared).map_err(|e| message(&e))?;
@@ -67,7 +68,7 @@ impl Interpreter {
         let lua = &self.lua;
         set_package_path(lua)?;
         let sysbench = lua.create_table()?;
-        let context = lua.app_data_ref::<ThreadContext>().expect("context");
+        let context = lua.app_data_ref::<Rc<ThreadContext>>().expect("context");
         sysbench.set("tid", context.tid)?;
         drop(context);
         sysbench.set("version", VERSION)?;
@@ -129,7 +130,10 @@ impl Interpreter {
             .eval()
             .map_err(|e| message(&e))?;
         read.call::<bool>(()).map_err(|e| message(&e))?;
-        let context = self.lua.app_data_ref::<ThreadContext>().expect("context");
+        let context = self
+            .lua
+            .app_data_ref::<Rc<ThreadContext>>()
+            .expect("context");
         let declared = context.declared.borrow().clone();
         Ok(declared)
     }
@@ -178,7 +182,10 @@ impl Interpreter {
     /// Calls the global function `name` (a test's prepare, cleanup or help) with the options
     /// exported; its error is sysbench's "`name' function failed".
     pub fn call_command(&self, name: &str) -> i32 {
-        let context = self.lua.app_data_ref::<ThreadContext>().expect("context");
+        let context = self
+            .lua
+            .app_data_ref::<Rc<ThreadContext>>()
+            .expect("context");
         let shared = context.shared.clone();
         drop(context);
         let result = self.export_options(&shared).and_then(|()| {
@@ -234,7 +241,7 @@ impl Interpreter {
 
 impl Drop for Interpreter {
     fn drop(&mut self) {
-        if let Some(context) = self.lua.app_data_ref::<ThreadContext>() {
+        if let Some(context) = self.lua.app_data_ref::<Rc<ThreadContext>>() {
             let mut out = std::io::stdout().lock();
             for text in context.at_exit.borrow_mut().drain(..) {
                 let _ = out.write_all(text.as_bytes());
@@ -294,8 +301,8 @@ fn set_package_path(lua: &Lua) -> mlua::Result<()> {
     package.set("path", path)
 }
 
-fn context(lua: &Lua) -> mlua::AppDataRef<'_, ThreadContext> {
-    lua.app_data_ref::<ThreadContext>()
+fn context(lua: &Lua) -> mlua::AppDataRef<'_, Rc<ThreadContext>> {
+    lua.app_data_ref::<Rc<ThreadContext>>()
         .expect("every interpreter has its context")
 }
 
@@ -369,6 +376,7 @@ fn native_functions(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     native.set("driver", lua.create_function(sql::create_driver)?)?;
+    sql::add_functions(lua, &native)?;
     Ok(native)
 }
 

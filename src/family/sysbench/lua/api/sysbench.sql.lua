@@ -184,7 +184,9 @@ function connection_methods.prepare(self, query)
   if id == nil then
     check_error(self, nil, query)
   end
-  return new(statement_t, { id = id, connection = self, params = {}, values = {} })
+  return new(statement_t, {
+    id = id, connection = self, handle = state_of(self):handle(), params = {},
+  })
 end
 
 local integer_types = { [1] = true, [2] = true, [3] = true, [4] = true }
@@ -214,15 +216,35 @@ function statement_methods.bind_param(self, ...)
   return 0
 end
 
+-- Binding numbers and running the statement are C functions called through the FFI
+-- (lua/sql.rs), as sysbench's own execute is: the JIT compiles the event loop through them.
+local fast_sql = native.fast_sql
+local c_bind_number = ffi.cast("void (*)(uint32_t, double)", fast_sql.bind_number)
+local c_bind_null = ffi.cast("void (*)(uint32_t)", fast_sql.bind_null)
+local c_execute = ffi.cast("double (*)(uint32_t, uint32_t, uint32_t)", fast_sql.execute)
+local bind_value = native.bind_value
+
 function statement_methods.execute(self)
   local statement = state_of(self)
-  local params, values = statement.params, statement.values
-  for i = 1, #params do
-    values[i] = params[i].value
+  local params = statement.params
+  local count = #params
+  for i = 1, count do
+    local value = params[i].value
+    if type(value) == "number" then
+      c_bind_number(i - 1, value)
+    elseif value == nil then
+      c_bind_null(i - 1)
+    else
+      bind_value(i - 1, value)
+    end
   end
   local connection = statement.connection
-  local rs = state_of(connection):execute(statement.id, values, #params)
-  return check_error(connection, result(connection, rs), "<prepared statement>")
+  local number = c_execute(statement.handle, statement.id, count)
+  local rs = nil
+  if number >= 0 then
+    rs = result_t(connection.slot, number)
+  end
+  return check_error(connection, rs, "<prepared statement>")
 end
 
 function statement_methods.close(self)
