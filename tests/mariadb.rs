@@ -212,6 +212,26 @@ fn prepare_creates_sysbenchs_tables_and_rows() {
             "500\t1\t500\t500\t119\t59\t1\t1"
         );
     }
+    // prewarm: sysbench's statements on each table, in the general log, and its lines.
+    sql("", &format!("CREATE USER IF NOT EXISTS '{LOGGED_USER}'@'localhost'; GRANT ALL ON {theirs}.* TO '{LOGGED_USER}'@'localhost'; GRANT ALL ON {ours}.* TO '{LOGGED_USER}'@'localhost'"));
+    let prewarm = [&table[..], &["oltp_read_write", "prewarm"]].concat();
+    let theirs_sent = logged_statements(|| {
+        real_sysbench_as(LOGGED_USER, &theirs, &prewarm);
+    });
+    let mut printed = String::new();
+    let ours_sent = logged_statements(|| {
+        let mut args: Vec<String> = vec!["sysbench".into()];
+        args.extend(prewarm.iter().map(|a| a.to_string()));
+        args.extend(connection_as(LOGGED_USER, &ours));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        printed = stdout(&succeeded(stampede(&refs), "stampede sysbench prewarm"));
+    });
+    assert_eq!(ours_sent.len(), 6, "{ours_sent:#?}");
+    assert_eq!(ours_sent, theirs_sent);
+    assert!(
+        printed.ends_with("Prewarming table sbtest1\nPrewarming table sbtest2\n"),
+        "{printed}"
+    );
     let output = succeeded(
         stampede_sysbench(&ours, &["cleanup", "--tables=2"]),
         "cleanup",

@@ -494,6 +494,90 @@ fn json_and_intervals_agree_with_the_server() {
     let text = stdout(&output);
     assert_eq!(report_count(&text, "transactions:"), 100, "{text}");
     assert_eq!(statements(&db)["SELECT c FROM sbtest1 WHERE id=$1"], 100);
+    lua_intervals_and_json_agree_with_the_server(&db);
+}
+
+/// The same for sysbench's own oltp_point_select.lua through the Lua path: its `--json`
+/// (events, reads, per-thread events, latency) against pg_stat_statements, and its
+/// `--report-interval` lines against its events.
+fn lua_intervals_and_json_agree_with_the_server(db: &str) {
+    let s = server();
+    reset_statements(db);
+    let json = TempFile::new("sb_lua_intervals.json");
+    let output = stampede(&[
+        "sysbench",
+        "/usr/share/sysbench/oltp_point_select.lua",
+        "--db-driver=pgsql",
+        &format!("--pgsql-host={}", s.socket_dir()),
+        &format!("--pgsql-port={}", s.port()),
+        &format!("--pgsql-user={}", s.user),
+        &format!("--pgsql-db={db}"),
+        "--tables=1",
+        "--table-size=1000",
+        "--threads=2",
+        "--time=3",
+        "--report-interval=1",
+        &format!("--json={}", json.to_str().unwrap()),
+        "run",
+    ]);
+    assert!(output.status.success(), "{}", stdout(&output));
+    let text = stdout(&output);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&*json).unwrap()).unwrap();
+    let events = report["events"].as_u64().unwrap();
+    assert_eq!(report_count(&text, "transactions:"), events as i64);
+    let server_calls = s.psql(
+        db,
+        "SELECT calls, total_exec_time / calls FROM pg_stat_statements
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND query = 'SELECT c FROM sbtest1 WHERE id=$1'",
+    );
+    let (calls, server_ms) = server_calls.split_once('|').expect("the statement's calls");
+    assert_eq!(
+        calls.parse::<u64>().unwrap(),
+        events,
+        "one SELECT per event"
+    );
+    assert_eq!(report["queries"]["read"].as_u64(), Some(events));
+    let per_thread: Vec<u64> = report["fairness"]["per_client"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!((per_thread.len(), per_thread.iter().sum()), (2, events));
+    // A client's latency holds the server's execution of its statement.
+    let latency = &report["latency_ms"];
+    let ms = |name: &str| latency[name].as_f64().unwrap();
+    assert!(ms("avg") >= server_ms.parse::<f64>().unwrap(), "{latency}");
+    // Percentiles are their buckets' lower edges (buckets ~1.8% wide).
+    assert!(ms("p50") <= ms("p95") && ms("p95") <= ms("p99") && ms("p99") <= ms("max"));
+    assert!(ms("min") <= ms("p50") * 1.02, "{latency}");
+    assert!(
+        ms("min") <= ms("avg") && ms("avg") <= ms("max"),
+        "{latency}"
+    );
+    assert!((ms("sum") - ms("avg") * events as f64).abs() <= 1e-6 * ms("sum"));
+    // Each interval line's rate covers one second of the run: together no more than the run's
+    // events, and one statement per event.
+    let intervals: Vec<(f64, f64)> = text
+        .lines()
+        .filter(|l| l.starts_with("[ ") && l.contains(" thds: 2 tps: "))
+        .map(|l| {
+            let field = |label: &str| -> f64 {
+                let at = l.find(label).unwrap() + label.len();
+                l[at..].split_whitespace().next().unwrap().parse().unwrap()
+            };
+            (field("tps: "), field("qps: "))
+        })
+        .collect();
+    assert!((2..=3).contains(&intervals.len()), "{text}");
+    assert!(intervals.iter().all(|(tps, qps)| tps == qps && *tps > 0.0));
+    let interval_events: f64 = intervals.iter().map(|(tps, _)| tps).sum();
+    assert!(
+        interval_events <= events as f64 + 1.0,
+        "{interval_events} > {events}"
+    );
 }
 
 #[test]

@@ -344,27 +344,30 @@ impl MyConn {
         })
     }
 
-    /// COM_QUERY keeping every row of the last result as sent (read when asked for: `Rows::row`)
-    /// and the reply (its error, the rows it changed): for sysbench's Lua API.
-    pub async fn query_rows(&mut self, sql: &str) -> Result<(Reply, rows::Rows), ConnError> {
+    /// COM_QUERY keeping every row of the last result in `rows` (a lazy one: as sent, read when
+    /// asked for by `Rows::row`; its buffers reused), and the reply (its error, the rows it
+    /// changed; no column names): for sysbench's Lua API.
+    pub async fn query_rows(
+        &mut self,
+        sql: &str,
+        rows: &mut rows::Rows,
+    ) -> Result<Reply, ConnError> {
         self.start_command(COM_QUERY, sql.as_bytes());
         self.flush().await?;
-        let mut all = rows::Rows::lazy();
-        let reply = self.read_results_into(true, false, Some(&mut all)).await?;
-        Ok((reply, all))
+        rows.restart();
+        self.read_results_into(false, false, Some(rows)).await
     }
 
-    /// As `execute`, keeping every row of the result as sent.
+    /// As `execute`, keeping every row of the result in `rows`, as `query_rows`.
     pub async fn execute_rows(
         &mut self,
         statement: Prepared,
         values: impl ExactSizeIterator<Item = &Value> + Clone,
-    ) -> Result<(Reply, rows::Rows), ConnError> {
-        let mut all = rows::Rows::lazy();
-        let reply = self
-            .execute_into(statement, values, true, Some(&mut all))
-            .await?;
-        Ok((reply, all))
+        rows: &mut rows::Rows,
+    ) -> Result<Reply, ConnError> {
+        rows.restart();
+        self.execute_into(statement, values, false, Some(rows))
+            .await
     }
 
     /// COM_STMT_PREPARE. A statement the server refuses comes back as `Err(DbError)` inside

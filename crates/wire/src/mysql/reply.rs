@@ -105,14 +105,16 @@ impl<'a> ReplyParser<'a> {
         match self.phase {
             Phase::Start => self.start(packet),
             Phase::Columns { left } => {
-                if self.capture || self.statement_columns.is_some() {
+                if self.capture || self.statement_columns.is_some() || self.all.is_some() {
                     let column = rows::parse_column(packet).ok_or_else(malformed)?;
                     if let Some(described) = self.statement_columns.as_deref_mut() {
                         described.push(column.clone());
                     }
+                    if self.capture || self.all.is_some() {
+                        self.column_types.push(column.kind);
+                    }
                     if self.capture {
                         self.result.columns.push(column.name);
-                        self.column_types.push(column.kind);
                     }
                 }
                 self.after_column(left - 1);
@@ -170,10 +172,12 @@ impl<'a> ReplyParser<'a> {
         if known.len() as u64 != count {
             return Err(malformed());
         }
-        if self.capture {
-            for column in known {
-                self.result.columns.push(column.name.clone());
+        for column in known {
+            if self.capture || self.all.is_some() {
                 self.column_types.push(column.kind);
+            }
+            if self.capture {
+                self.result.columns.push(column.name.clone());
             }
         }
         self.after_column(0);

@@ -26,12 +26,19 @@ impl Rows {
         }
     }
 
-    /// A new result's, keeping the choice of laziness.
+    /// A new result's, keeping the choice of laziness and the buffers.
     pub(crate) fn restart(&mut self) {
-        *self = Rows {
-            lazy: self.lazy,
-            ..Rows::default()
-        };
+        self.columns.clear();
+        self.rows.clear();
+        self.raw.clear();
+        self.ends.clear();
+        self.kinds.clear();
+        self.binary = false;
+    }
+
+    /// The result's columns (also when their names were not kept).
+    pub fn fields(&self) -> usize {
+        self.kinds.len().max(self.columns.len())
     }
 
     pub(crate) fn describe(&mut self, columns: Vec<String>, kinds: &[ColumnKind], binary: bool) {

@@ -16,7 +16,7 @@ use crate::script::Value as BoundValue;
 use crate::wire::mysql::Rows as MysqlRows;
 use crate::wire::mysql::{MyConn, Prepared};
 use crate::wire::reply::RawRows;
-use crate::wire::{ConnError, DbError, PgConn, StatementReply, Waiting};
+use crate::wire::{ConnError, DbError, PgConn, Reply, StatementReply, Waiting};
 
 /// sysbench's limit on a bulk INSERT's text before it is sent.
 const BULK_PACKET_BYTES: usize = 512 * 1024;
@@ -63,6 +63,8 @@ pub(super) struct Connection {
     /// PostgreSQL's replies are read into this, its rows' buffer taken back from the result
     /// set when the next statement frees it.
     pg_reply: StatementReply,
+    /// MariaDB's/MySQL's rows, likewise.
+    my_rows: MysqlRows,
 }
 
 /// What a query brought back: its class for the counters and, for a read, its rows.
@@ -110,6 +112,7 @@ impl Connection {
                 statements_run: 0,
                 result: None,
                 pg_reply: StatementReply::default(),
+                my_rows: MysqlRows::lazy(),
             }),
             Err(message) => {
                 context.shared.log.fatal(&message);
@@ -201,10 +204,10 @@ impl Connection {
         }
         self.recycle_rows();
         let context = self.context.clone();
-        let reply = &mut self.pg_reply;
+        let (reply, rows) = (&mut self.pg_reply, &mut self.my_rows);
         let result = match self.db.as_mut().expect("open") {
             Db::Pg(conn) => complete(&context, pg_query(conn, sql, reply)),
-            Db::My(conn) => complete(&context, my_query(conn, sql)),
+            Db::My(conn) => complete(&context, my_query(conn, sql, rows)),
             Db::DryRun => Ok(dry_run()),
         };
         drop(context);
@@ -246,12 +249,10 @@ impl Connection {
 
     /// The current result's rows' buffer back into the reply, for the next statement.
     fn recycle_rows(&mut self) {
-        if let Some(ResultSet {
-            rows: Rows::Postgres(rows),
-            ..
-        }) = self.result.take()
-        {
-            self.pg_reply.rows = rows;
+        match self.result.take().map(|result| result.rows) {
+            Some(Rows::Postgres(rows)) => self.pg_reply.rows = rows,
+            Some(Rows::Mysql(rows)) => self.my_rows = rows,
+            None => {}
         }
     }
 
@@ -345,13 +346,13 @@ impl Connection {
         self.recycle_rows();
         let statement = self.statements[slot].as_ref().expect("checked");
         let context = self.context.clone();
-        let reply = &mut self.pg_reply;
+        let (reply, rows) = (&mut self.pg_reply, &mut self.my_rows);
         let result = match (self.db.as_mut().expect("open"), statement) {
             (Db::Pg(conn), Statement::Pg(name)) => {
                 complete(&context, pg_execute(conn, name, values, reply))
             }
             (Db::My(conn), Statement::My(prepared)) => {
-                complete(&context, my_execute(conn, *prepared, values))
+                complete(&context, my_execute(conn, *prepared, values, rows))
             }
             (Db::DryRun, Statement::DryRun) => Ok(dry_run()),
             _ => unreachable!("statements are prepared on their own connection"),
@@ -616,20 +617,30 @@ fn pg_text(value: &BoundValue, text: &mut Vec<u8>) -> Option<(usize, usize)> {
     Some((from, text.len()))
 }
 
-async fn my_query(conn: &mut MyConn, sql: &str) -> Result<(Option<DbError>, Outcome), ConnError> {
-    let (reply, rows) = conn.query_rows(sql).await?;
-    let outcome = outcome_of(rows.columns.len(), Rows::Mysql(rows), reply.affected);
-    Ok((reply.error, outcome))
+async fn my_query(
+    conn: &mut MyConn,
+    sql: &str,
+    rows: &mut MysqlRows,
+) -> Result<(Option<DbError>, Outcome), ConnError> {
+    let reply = conn.query_rows(sql, rows).await?;
+    Ok(my_outcome(reply, rows))
 }
 
 async fn my_execute(
     conn: &mut MyConn,
     prepared: Prepared,
     values: &[BoundValue],
+    rows: &mut MysqlRows,
 ) -> Result<(Option<DbError>, Outcome), ConnError> {
-    let (reply, rows) = conn.execute_rows(prepared, values.iter()).await?;
-    let outcome = outcome_of(rows.columns.len(), Rows::Mysql(rows), reply.affected);
-    Ok((reply.error, outcome))
+    let reply = conn.execute_rows(prepared, values.iter(), rows).await?;
+    Ok(my_outcome(reply, rows))
+}
+
+/// The reply's error, and its result with its rows moved out.
+fn my_outcome(reply: Reply, rows: &mut MysqlRows) -> (Option<DbError>, Outcome) {
+    let fields = rows.fields();
+    let rows = Rows::Mysql(std::mem::replace(rows, MysqlRows::lazy()));
+    (reply.error, outcome_of(fields, rows, reply.affected))
 }
 
 /// Runs a statement's future to its end. It is polled in place first: on a connection that

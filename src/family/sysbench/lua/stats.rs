@@ -63,6 +63,10 @@ impl LogHistogram {
 
     pub fn update(&mut self, value: f64) {
         let bucket = self.bucket(value);
+        self.count(bucket);
+    }
+
+    fn count(&mut self, bucket: usize) {
         self.counts[bucket] += 1;
         self.total += 1;
     }
@@ -123,6 +127,9 @@ struct Latency {
     interval: LogHistogram,
 }
 
+/// One worker's: aligned to its own cache lines, as every worker bumps its counters per
+/// statement and per event, and neighbours sharing a line would pass it back and forth.
+#[repr(align(128))]
 struct ThreadStats {
     counters: [AtomicU64; COUNTERS],
     /// What the last intermediate report had seen.
@@ -166,9 +173,10 @@ impl Stats {
         stats.counters[Counter::Events as usize].fetch_add(1, Ordering::Relaxed);
         let mut latency = stats.latency.lock().expect("latency");
         latency.timer.add(ns);
-        let ms = ns as f64 / 1e6;
-        latency.cumulative.update(ms);
-        latency.interval.update(ms);
+        // Both histograms have the same buckets: the logarithm is taken once.
+        let bucket = latency.cumulative.bucket(ns as f64 / 1e6);
+        latency.cumulative.count(bucket);
+        latency.interval.count(bucket);
     }
 
     fn totals(&self, since_report: bool) -> [u64; COUNTERS] {
