@@ -31,8 +31,13 @@ pub enum Stream {
 pub enum Waiting {
     /// In the runtime's reactor (epoll).
     Reactor,
-    /// In the kernel itself, for a thread's only client (`SoloSocket`).
+    /// In the kernel itself, for a thread's only client (`SoloSocket`), waking every
+    /// `SOLO_WAKE` to let the thread's other tasks run.
     Solo,
+    /// In the kernel until the server answers, for a thread that has nothing else to run (a
+    /// sysbench script's interpreter): no timer is armed per wait, as libpq's and libmysqlclient's
+    /// waits arm none.
+    SoloUntimed,
     /// In the thread's sweep over its clients' sockets (`SweepSocket`).
     Sweep,
 }
@@ -128,6 +133,8 @@ where
 pub struct SoloSocket {
     socket: SoloFd,
     scratch: Box<[u8]>,
+    /// How long a wait lasts before it yields (`SOLO_WAKE`), None: until the reply.
+    wake: Option<Duration>,
 }
 
 /// TCP is read and written with blocking calls (both with `SOLO_WAKE` as their timeout): a
@@ -146,16 +153,17 @@ enum SoloFd {
 const SOLO_WAKE: Duration = Duration::from_millis(50);
 
 impl SoloSocket {
-    fn new(socket: SoloFd) -> io::Result<SoloSocket> {
+    fn new(socket: SoloFd, wake: Option<Duration>) -> io::Result<SoloSocket> {
         if let SoloFd::Tcp(tcp) = &socket {
             tcp.set_nonblocking(false)?;
-            tcp.set_read_timeout(Some(SOLO_WAKE))?;
+            tcp.set_read_timeout(wake)?;
             // A server that stops reading must not stop the thread's interval ticker either.
-            tcp.set_write_timeout(Some(SOLO_WAKE))?;
+            tcp.set_write_timeout(wake)?;
         }
         Ok(SoloSocket {
             socket,
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+            wake,
         })
     }
 
@@ -163,7 +171,7 @@ impl SoloSocket {
         loop {
             let read = match &self.socket {
                 SoloFd::Tcp(tcp) => (&*tcp).read(&mut self.scratch),
-                SoloFd::Unix(unix) => match wait_readable(unix.as_fd()) {
+                SoloFd::Unix(unix) => match wait_readable(unix.as_fd(), self.wake) {
                     Ok(true) => (&*unix).read(&mut self.scratch),
                     Ok(false) => Err(io::ErrorKind::WouldBlock.into()),
                     Err(e) => Err(e),
@@ -256,10 +264,12 @@ impl Drop for SweepSocket {
     }
 }
 
-/// poll(2) for input alone, up to `SOLO_WAKE`: false when the time ran out.
-fn wait_readable(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<bool> {
+/// poll(2) for input alone, up to `wake` (None: until input): false when the time ran out.
+fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, wake: Option<Duration>) -> io::Result<bool> {
     let mut wanted = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLIN)];
-    let timeout = nix::poll::PollTimeout::try_from(SOLO_WAKE).expect("50 ms fits");
+    let timeout = wake.map_or(nix::poll::PollTimeout::NONE, |wake| {
+        nix::poll::PollTimeout::try_from(wake).expect("a wake under 2^31 ms")
+    });
     Ok(nix::poll::poll(&mut wanted, timeout).map_err(io::Error::from)? > 0)
 }
 
@@ -327,7 +337,8 @@ impl Stream {
         // duplicate goes on with the same connection.
         *self = match waiting {
             Waiting::Reactor => return Ok(()),
-            Waiting::Solo => Stream::Solo(SoloSocket::new(socket)?),
+            Waiting::Solo => Stream::Solo(SoloSocket::new(socket, Some(SOLO_WAKE))?),
+            Waiting::SoloUntimed => Stream::Solo(SoloSocket::new(socket, None)?),
             Waiting::Sweep => Stream::Sweep(SweepSocket::new(socket)?),
         };
         Ok(())

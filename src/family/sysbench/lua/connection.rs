@@ -65,6 +65,7 @@ pub(super) struct Connection {
     pg_reply: StatementReply,
     /// MariaDB's/MySQL's rows, likewise.
     my_rows: MysqlRows,
+    bind_text: BindText,
 }
 
 /// What a query brought back: its class for the counters and, for a read, its rows.
@@ -113,6 +114,7 @@ impl Connection {
                 result: None,
                 pg_reply: StatementReply::default(),
                 my_rows: MysqlRows::lazy(),
+                bind_text: BindText::default(),
             }),
             Err(message) => {
                 context.shared.log.fatal(&message);
@@ -346,10 +348,10 @@ impl Connection {
         self.recycle_rows();
         let statement = self.statements[slot].as_ref().expect("checked");
         let context = self.context.clone();
-        let (reply, rows) = (&mut self.pg_reply, &mut self.my_rows);
+        let (reply, rows, bind) = (&mut self.pg_reply, &mut self.my_rows, &mut self.bind_text);
         let result = match (self.db.as_mut().expect("open"), statement) {
             (Db::Pg(conn), Statement::Pg(name)) => {
-                complete(&context, pg_execute(conn, name, values, reply))
+                complete(&context, pg_execute(conn, name, values, (reply, bind)))
             }
             (Db::My(conn), Statement::My(prepared)) => {
                 complete(&context, my_execute(conn, *prepared, values, rows))
@@ -436,13 +438,14 @@ impl Connection {
     }
 }
 
-/// A connection of the thread's interpreter: its waits happen in the kernel (`Waiting::Solo`),
-/// as a script's statements run one at a time on the thread, as libpq's and libmysqlclient's do.
+/// A connection of the thread's interpreter: its waits happen in the kernel until the reply
+/// (`Waiting::SoloUntimed`), as a script's statements run one at a time on the thread and
+/// nothing else runs there, as libpq's and libmysqlclient's do.
 fn connect(context: &ThreadContext, target: &Target) -> Result<Db, String> {
     let mut db = open(context, target)?;
     let left = match &mut db {
-        Db::Pg(conn) => conn.leave_reactor(Waiting::Solo),
-        Db::My(conn) => conn.leave_reactor(Waiting::Solo),
+        Db::Pg(conn) => conn.leave_reactor(Waiting::SoloUntimed),
+        Db::My(conn) => conn.leave_reactor(Waiting::SoloUntimed),
         Db::DryRun => Ok(()),
     };
     left.map_err(|e| e.to_string())?;
@@ -580,19 +583,31 @@ async fn pg_prepare(
     Ok(reply.error)
 }
 
+/// Where a statement's bound values are written as text before they are sent, kept from one
+/// statement to the next.
+#[derive(Default)]
+struct BindText {
+    text: Vec<u8>,
+    /// Each value's place in `text`, None for NULL.
+    spans: Vec<Option<(usize, usize)>>,
+}
+
 async fn pg_execute(
     conn: &mut PgConn,
     name: &str,
     values: &[BoundValue],
-    reply: &mut StatementReply,
+    (reply, bind): (&mut StatementReply, &mut BindText),
 ) -> Result<(Option<DbError>, Outcome), ConnError> {
     // Every value's text in one buffer (None: NULL), then bound as slices of it.
-    let mut text = Vec::with_capacity(values.len() * 16);
-    let mut spans = Vec::with_capacity(values.len());
+    bind.text.clear();
+    bind.spans.clear();
     for value in values {
-        spans.push(pg_text(value, &mut text));
+        let span = pg_text(value, &mut bind.text);
+        bind.spans.push(span);
     }
-    let params = spans
+    let text = &bind.text;
+    let params = bind
+        .spans
         .iter()
         .map(|span| span.map(|(from, to)| &text[from..to]));
     conn.queue_bind(name, params, false)?;
@@ -644,7 +659,7 @@ fn my_outcome(reply: Reply, rows: &mut MysqlRows) -> (Option<DbError>, Outcome) 
 }
 
 /// Runs a statement's future to its end. It is polled in place first: on a connection that
-/// waits in the kernel (`Waiting::Solo`, every connection here) it completes at once, and the
+/// waits in the kernel (`Waiting::SoloUntimed`, every connection here) it completes at once, and the
 /// runtime's `block_on` (entering its context, moving the future, parking) cost 5% of the
 /// client's user CPU on sysbench's point select. Only a future that yields (a wait longer than
 /// the solo socket's wake interval, TLS) goes on in the runtime.
