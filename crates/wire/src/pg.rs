@@ -525,12 +525,14 @@ fn parse_message(buffer: &mut BytesMut) -> Result<Option<Message>, ConnError> {
 /// The fuzzers' entry (cargo-fuzz's target and the CI smoke): the first byte chooses whether
 /// rows are captured (bit 0) and where the bytes are cut in two reads (bits 4–7); the rest is
 /// what a server sent. Each message goes through the parser and the reply assembler the
-/// measured path uses. Returns whatever the bytes; a panic is a bug.
+/// measured path uses, and the bytes, cut the same way, through the in-place reader of sysbench
+/// scripts' statements (`StatementReply`). Returns whatever the bytes; a panic is a bug.
 pub fn fuzz_reply(data: &[u8]) {
     let Some((&flags, bytes)) = data.split_first() else {
         return;
     };
     let cut = usize::from(flags >> 4) * bytes.len() / 16;
+    fuzz_statement_reply(&bytes[..cut], &bytes[cut..]);
     let mut assembler = ReplyAssembler::new(flags & 1 != 0);
     let mut buffer = BytesMut::from(&bytes[..cut]);
     let mut rest = &bytes[cut..];
@@ -546,6 +548,27 @@ pub fn fuzz_reply(data: &[u8]) {
                 rest = &[];
             }
             Ok(None) | Err(_) => return,
+        }
+    }
+}
+
+fn fuzz_statement_reply(first: &[u8], second: &[u8]) {
+    let mut reply = StatementReply::default();
+    let mut buffer = BytesMut::from(first);
+    let mut rest = second;
+    loop {
+        match reply.take_messages(&mut buffer) {
+            Ok(Progress::Done) => {
+                for index in 0..reply.rows.len() {
+                    let _ = reply.rows.row(index);
+                }
+                reply.clear();
+            }
+            Ok(Progress::More) if !rest.is_empty() => {
+                buffer.extend_from_slice(rest);
+                rest = &[];
+            }
+            Ok(Progress::More | Progress::CopyIn) | Err(_) => return,
         }
     }
 }

@@ -39,9 +39,11 @@ impl RunControl {
         if self.failed.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed) {
             return None;
         }
+        // One reading of the clock serves the time limit and the event's start.
+        let now = Instant::now();
         if self
             .time_limit
-            .is_some_and(|limit| self.elapsed() >= limit.as_secs_f64())
+            .is_some_and(|limit| self.elapsed_at(now) >= limit.as_secs_f64())
         {
             return None;
         }
@@ -49,7 +51,7 @@ impl RunControl {
             return None;
         }
         let Some(arrivals) = &self.arrivals else {
-            return Some(Instant::now());
+            return Some(now);
         };
         let arrival = {
             let mut arrivals = arrivals.lock().expect("arrivals");
@@ -66,7 +68,12 @@ impl RunControl {
     }
 
     pub(super) fn elapsed(&self) -> f64 {
-        let since_created = self.created.elapsed().as_nanos() as u64;
+        self.elapsed_at(Instant::now())
+    }
+
+    /// Seconds from the run's start to `now`.
+    fn elapsed_at(&self, now: Instant) -> f64 {
+        let since_created = now.saturating_duration_since(self.created).as_nanos() as u64;
         since_created.saturating_sub(self.started_ns.load(Ordering::Relaxed)) as f64 / 1e9
     }
 
