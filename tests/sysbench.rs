@@ -29,6 +29,25 @@ fn sysbench(db: &str, args: &[&str]) -> std::process::Output {
     stampede(&refs)
 }
 
+/// `stampede sysbench` running Debian's /usr/share/sysbench/<script>.lua through the Lua path
+/// on `db`, with `options`, then `run`.
+fn bundled_script(db: &str, script: &str, options: &[&str]) -> std::process::Output {
+    let s = server();
+    let mut all = vec![
+        "sysbench".to_string(),
+        format!("/usr/share/sysbench/{script}.lua"),
+        "--db-driver=pgsql".into(),
+        format!("--pgsql-host={}", s.socket_dir()),
+        format!("--pgsql-port={}", s.port()),
+        format!("--pgsql-user={}", s.user),
+        format!("--pgsql-db={db}"),
+    ];
+    all.extend(options.iter().map(|o| o.to_string()));
+    all.push("run".into());
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    stampede(&refs)
+}
+
 /// A database with pg_stat_statements, its counters cleared for this database only.
 fn database_with_statements(name: &str) -> String {
     let s = server();
@@ -333,7 +352,6 @@ fn a_bundled_lua_script_sends_the_native_tests_statements() {
     let db = database_with_statements("sb_lua");
     let prepare = sysbench(&db, &["prepare", "--tables", "2", "--table-size", "10000"]);
     assert!(prepare.status.success(), "{}", stderr(&prepare));
-    let s = server();
     let common = [
         "--tables=2",
         "--table-size=10000",
@@ -348,21 +366,10 @@ fn a_bundled_lua_script_sends_the_native_tests_statements() {
     let native_calls = statements(&db);
     reset_statements(&db);
     let json = TempFile::new("sb_lua.json");
-    let lua = stampede(&[
-        "sysbench",
-        "/usr/share/sysbench/oltp_read_write.lua",
-        "--db-driver=pgsql",
-        &format!("--pgsql-host={}", s.socket_dir()),
-        &format!("--pgsql-port={}", s.port()),
-        &format!("--pgsql-user={}", s.user),
-        &format!("--pgsql-db={db}"),
-        &format!("--json={}", json.to_str().unwrap()),
-        common[0],
-        common[1],
-        common[2],
-        common[3],
-        "run",
-    ]);
+    let json_option = format!("--json={}", json.to_str().unwrap());
+    let mut options = common.to_vec();
+    options.push(&json_option);
+    let lua = bundled_script(&db, "oltp_read_write", &options);
     assert!(lua.status.success(), "{}", stdout(&lua));
     let lua_calls = statements(&db);
     // The same statements; each event picks its tables at random, so the calls agree per
@@ -504,22 +511,18 @@ fn lua_intervals_and_json_agree_with_the_server(db: &str) {
     let s = server();
     reset_statements(db);
     let json = TempFile::new("sb_lua_intervals.json");
-    let output = stampede(&[
-        "sysbench",
-        "/usr/share/sysbench/oltp_point_select.lua",
-        "--db-driver=pgsql",
-        &format!("--pgsql-host={}", s.socket_dir()),
-        &format!("--pgsql-port={}", s.port()),
-        &format!("--pgsql-user={}", s.user),
-        &format!("--pgsql-db={db}"),
-        "--tables=1",
-        "--table-size=1000",
-        "--threads=2",
-        "--time=3",
-        "--report-interval=1",
-        &format!("--json={}", json.to_str().unwrap()),
-        "run",
-    ]);
+    let output = bundled_script(
+        db,
+        "oltp_point_select",
+        &[
+            "--tables=1",
+            "--table-size=1000",
+            "--threads=2",
+            "--time=3",
+            "--report-interval=1",
+            &format!("--json={}", json.to_str().unwrap()),
+        ],
+    );
     assert!(output.status.success(), "{}", stdout(&output));
     let text = stdout(&output);
     let report: serde_json::Value =
