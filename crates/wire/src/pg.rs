@@ -17,14 +17,13 @@ use postgres_protocol::IsNull;
 
 use crate::cancel::{CancelToken, PostgresCancel};
 use crate::reply::{ConnError, DbError, QueryResult, Reply};
-use crate::statement::{Progress, StatementReply};
+use crate::statement::{
+    message_too_long, Progress, StatementReply, COPY_UNSUPPORTED, MAX_MESSAGE_BYTES,
+};
 use crate::stream::{open_stream, Stream, Waiting, READ_CHUNK};
 use stampede_conn::hosts::{ServerState, SessionAttrs, SERVER_STATE_QUERY};
 use stampede_conn::tls::SslMode;
 use stampede_conn::ConnSpec;
-
-/// pgbench's words for a script statement that starts a COPY.
-pub(crate) const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
 
 impl DbError {
     /// A PostgreSQL `ErrorResponse`'s fields.
@@ -502,21 +501,13 @@ impl ReplyAssembler {
     }
 }
 
-/// The largest message stampede accepts from a server: libpq's limit for any message (a row of
-/// 1 GB values is still below it). A length field beyond it is a broken or hostile server, and
-/// must not make the client reserve that much memory.
-pub(crate) const MAX_MESSAGE_BYTES: usize = 1 << 30;
-
 /// The next whole message in `buffer`, None when more bytes are needed; a length beyond
 /// MAX_MESSAGE_BYTES is refused before anything is reserved for it.
 fn parse_message(buffer: &mut BytesMut) -> Result<Option<Message>, ConnError> {
     if let Some(length) = buffer.get(1..5) {
         let length = u32::from_be_bytes(length.try_into().expect("four bytes")) as usize;
         if length > MAX_MESSAGE_BYTES {
-            return Err(ConnError::Protocol(format!(
-                "the server sent a message of {length} bytes (type '{}'), more than the {MAX_MESSAGE_BYTES} a message may have",
-                char::from(buffer[0]).escape_default()
-            )));
+            return Err(message_too_long(buffer[0], length));
         }
     }
     Ok(Message::parse(buffer)?)
@@ -586,18 +577,6 @@ fn capture_row(
     result.rows += 1;
     result.last_row = Some(values);
     Ok(())
-}
-
-/// The rows an INSERT, UPDATE or DELETE changed, from its CommandComplete tag ("INSERT 0 5",
-/// "UPDATE 3"); 0 for the others (a SELECT's rows are counted as they arrive).
-pub(crate) fn changed_rows(tag: &str) -> u64 {
-    let mut words = tag.split(' ');
-    match words.next() {
-        Some("INSERT" | "UPDATE" | "DELETE" | "MERGE") => {
-            words.next_back().and_then(|n| n.parse().ok()).unwrap_or(0)
-        }
-        _ => 0,
-    }
 }
 
 fn unexpected() -> ConnError {

@@ -9,8 +9,35 @@
 use bytes::{Buf, BytesMut};
 use postgres_protocol::message::backend::Message;
 
-use crate::pg::{COPY_UNSUPPORTED, MAX_MESSAGE_BYTES};
 use crate::reply::{ConnError, DbError, RawRows};
+
+/// pgbench's words for a script statement that starts a COPY.
+pub(crate) const COPY_UNSUPPORTED: &str = "COPY is not supported in pgbench, aborting";
+
+/// The largest message stampede accepts from a server: libpq's limit for any message (a row of
+/// 1 GB values is still below it). A length field beyond it is a broken or hostile server, and
+/// must not make the client reserve that much memory.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1 << 30;
+
+/// A message of type `kind` whose length field says more than `MAX_MESSAGE_BYTES`.
+pub(crate) fn message_too_long(kind: u8, length: usize) -> ConnError {
+    ConnError::Protocol(format!(
+        "the server sent a message of {length} bytes (type '{}'), more than the {MAX_MESSAGE_BYTES} a message may have",
+        char::from(kind).escape_default()
+    ))
+}
+
+/// The rows an INSERT, UPDATE or DELETE changed, from its CommandComplete tag ("INSERT 0 5",
+/// "UPDATE 3"); 0 for the others (a SELECT's rows are counted as they arrive).
+fn changed_rows(tag: &str) -> u64 {
+    let mut words = tag.split(' ');
+    match words.next() {
+        Some("INSERT" | "UPDATE" | "DELETE" | "MERGE") => {
+            words.next_back().and_then(|n| n.parse().ok()).unwrap_or(0)
+        }
+        _ => 0,
+    }
+}
 
 /// What a statement (or a simple query's statements) brought back; the counts are the last
 /// statement's, as libpq's PQexec returns the last result, except `affected`, summed over all.
@@ -63,10 +90,7 @@ impl StatementReply {
             let kind = header[0];
             let length = u32::from_be_bytes(header[1..5].try_into().expect("four bytes")) as usize;
             if length > MAX_MESSAGE_BYTES {
-                return Err(ConnError::Protocol(format!(
-                    "the server sent a message of {length} bytes (type '{}'), more than the {MAX_MESSAGE_BYTES} a message may have",
-                    char::from(kind).escape_default()
-                )));
+                return Err(message_too_long(kind, length));
             }
             if length < 4 {
                 return Err(ConnError::Protocol(format!(
@@ -104,7 +128,7 @@ impl StatementReply {
             }
             b'C' => {
                 let tag = body.strip_suffix(&[0]).unwrap_or(body);
-                self.affected += crate::pg::changed_rows(&String::from_utf8_lossy(tag));
+                self.affected += changed_rows(&String::from_utf8_lossy(tag));
                 self.result_ended = true;
             }
             b'I' => self.result_ended = true,
