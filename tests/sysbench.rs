@@ -48,6 +48,83 @@ fn bundled_script(db: &str, script: &str, options: &[&str]) -> std::process::Out
     stampede(&refs)
 }
 
+/// A script's statement stuck behind a lock waits in the kernel without end, as sysbench's;
+/// SIGINT then SIGTERM (two signals: the second ends the process) end the run there.
+#[test]
+fn a_second_signal_ends_a_script_stuck_in_a_statement() {
+    let s = server();
+    let db = s.create_database("sb_stuck");
+    let prepare = sysbench(&db, &["prepare", "--table-size", "100"]);
+    assert!(prepare.status.success(), "{}", stderr(&prepare));
+    let mut holder = std::process::Command::new("psql")
+        .args([
+            "-X",
+            "-h",
+            &s.socket_dir(),
+            "-p",
+            &s.port(),
+            "-U",
+            &s.user,
+            "-d",
+            &db,
+        ])
+        .arg("-c")
+        .arg("BEGIN; LOCK TABLE sbtest1 IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600);")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PGAPPNAME", "lock-holder")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let in_db = |condition: &str| {
+        s.psql(
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' AND {condition}"
+            ),
+        )
+    };
+    common::wait_until("the lock held", || {
+        in_db("application_name = 'lock-holder' AND query ~ 'pg_sleep'") == "1"
+    });
+    let mut args = vec![
+        "sysbench".to_string(),
+        "/usr/share/sysbench/oltp_point_select.lua".into(),
+        "--db-driver=pgsql".into(),
+        format!("--pgsql-host={}", s.socket_dir()),
+        format!("--pgsql-port={}", s.port()),
+        format!("--pgsql-user={}", s.user),
+        format!("--pgsql-db={db}"),
+    ];
+    args.extend(["--tables=1", "--table-size=100", "--time=1", "run"].map(String::from));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut run = common::stampede_command(&refs)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_until("the script's statement waiting on the lock", || {
+        in_db("wait_event_type = 'Lock' AND query ~ 'sbtest1'") == "1"
+    });
+    let pid = nix::unistd::Pid::from_raw(run.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    // Bounded: without the second signal's exit the run would wait as long as the lock.
+    let mut status = None;
+    common::wait_until("the run's end", || {
+        status = run.try_wait().unwrap();
+        status.is_some()
+    });
+    let _ = holder.kill();
+    let _ = holder.wait();
+    s.psql(
+        "postgres",
+        &format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'lock-holder'"),
+    );
+    let status = status.unwrap();
+    assert!(matches!(status.code(), Some(130 | 143)), "{status:?}");
+}
+
 /// A database with pg_stat_statements, its counters cleared for this database only.
 fn database_with_statements(name: &str) -> String {
     let s = server();

@@ -92,7 +92,7 @@ pub fn run(shared: &Arc<Shared>, main_state: &Interpreter) -> i32 {
                 rng: PgPrng::seeded(shared.seed ^ 0xA5A5),
             })
         }),
-        stop: crate::signals::watch_signals(),
+        stop: crate::signals::watch_signals_second_exits(),
     });
     let _ = shared.run.set(control.clone());
     shared.log.notice("Initializing worker threads...\n");
