@@ -21,7 +21,9 @@ Usage: bench/tpcc_server_cost.py --hammerdb-src PATH [--before BIN] [--warehouse
 driver) beside `stampede tpcc build` and `stampede tpcc run`, each on its own database of one
 server, runs alternating ABBA: build times, then per virtual-user count NOPM (each tool's own),
 server CPU per transaction, and per transaction type the server time per call
-(pg_stat_statements' top-level CALLs, nested statements included). One virtual user works on
+(pg_stat_user_functions with track_functions = pl: every CALL, nested statements included),
+the runs' range beside each median, and the runs whose Stock-Level count took 5 ms or more
+(auto_explain; a session's plan over the district's whole order_line). One virtual user works on
 its home warehouse; several use all warehouses in both tools (dealt out alike; HammerDB's home
 warehouses are drawn at random per user, so two users may share one by chance).
        bench/tpcc_server_cost.py --hammerdb-cli --hammerdb-src PATH [--pgtcl SO] [--warehouses 4]
@@ -76,12 +78,13 @@ def hammerdb_procedures(source):
     return qualified
 
 
-def hammerdb_scripts(directory, warehouses):
+def hammerdb_scripts(directory, warehouses, c_last):
     """HammerDB's driver (neword, payment, ostat, delivery, slev procs of pgoltp.tcl) as
-    pgbench scripts: the same inputs, literals in the simple protocol."""
+    pgbench scripts: the same inputs, literals in the simple protocol. HammerDB draws last
+    names with the C its loader used (123); on stampede's build that is the load's `c_last`."""
     home = f"\\set w_id :client_id % {warehouses} + 1\n"
     stamp = "now()::timestamp without time zone"
-    name = "\\set name tpcc_last_name(((random(0, 255) | random(0, 999)) + 123) % 1000)\n"
+    name = f"\\set name tpcc_last_name(((random(0, 255) | random(0, 999)) + {c_last}) % 1000)\n"
     other = (f"1 + (:w_id + random(0, {warehouses - 2})) % {warehouses}" if warehouses > 1 else ":w_id")
     scripts = {
         "neword": home + "\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n"
@@ -187,7 +190,6 @@ def main():
     variants = [Variant("stampede", STAMPEDE, "tpcc_stampede"), Variant("hammerdb", STAMPEDE, "tpcc_hammerdb")]
     if args.before:
         variants.append(Variant("before", args.before, "tpcc_before"))
-    scripts = hammerdb_scripts(tempfile.mkdtemp(prefix="hammerdb-"), args.warehouses)
     try:
         postmaster = int(open(os.path.join(server.data, "postmaster.pid")).readline())
         for variant in variants:
@@ -200,6 +202,8 @@ def main():
                 server.psql(variant.db, "CREATE SCHEMA hammerdb")
                 for definition in hammerdb_procedures(args.hammerdb_src):
                     server.psql(variant.db, definition)
+                c_last = int(psql_value(server, variant.db, "SELECT c_last_load FROM stampede_tpcc"))
+                scripts = hammerdb_scripts(tempfile.mkdtemp(prefix="hammerdb-"), args.warehouses, c_last)
         for round_index in range(args.rounds):
             order = variants if round_index % 2 == 0 else list(reversed(variants))
             for vu in (int(v) for v in args.vu.split(",")):
@@ -241,9 +245,15 @@ def report(variants, args):
         print(f"{type_name:13} " + " | ".join(cells))
 
 
+# track_functions counts every CALL of each procedure and its time (pg_stat_user_functions):
+# pg_stat_statements cannot before PostgreSQL 16 (each simple CALL's literals make an entry of
+# their own, evicted beyond pg_stat_statements.max, and the evictions cost the server CPU).
+# auto_explain logs a statement's plan when it runs 5 ms or more (nested statements too): a
+# Stock-Level count takes about 1 ms on the usual plans and 10 ms on the one over the district's
+# whole order_line, so a session that chose that plan is seen in the log (see slow_stock_levels).
 SERVER_SETTINGS = ("-c fsync=off -c shared_buffers=1GB -c synchronous_commit=off -c max_wal_size=8GB "
-                   "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all "
-                   "-c pg_stat_statements.max=10000")
+                   "-c track_functions=pl -c shared_preload_libraries=auto_explain "
+                   "-c auto_explain.log_min_duration=5ms -c auto_explain.log_nested_statements=on")
 PROCEDURES = ["neword", "payment", "ostat", "delivery", "slev"]
 
 
@@ -255,24 +265,30 @@ def children_cpu_s():
 
 def database_transactions(server, db):
     """Commits and rollbacks of `db`: one per CALL in both tools (the tools' own few queries
-    aside). pg_stat_statements cannot count the CALLs before PostgreSQL 16: every simple CALL's
-    literals make an entry of its own, and entries beyond pg_stat_statements.max are evicted."""
+    aside)."""
     return int(psql_value(server, db, "SELECT xact_commit + xact_rollback FROM pg_stat_database "
                                       "WHERE datname = current_database()"))
 
 
-def per_call(server, db):
-    """{procedure: (calls, mean server us)} of the top-level CALLs since the last reset (the
-    entries pg_stat_statements kept: a sample of the calls, see database_transactions)."""
-    rows = psql_value(server, db,
-                      "SELECT lower(split_part(ltrim(query), '(', 1)), sum(calls), sum(total_exec_time) "
-                      "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
-                      "WHERE d.datname = current_database() AND toplevel AND query ILIKE 'call %' GROUP BY 1")
-    calls = {}
+def procedure_times(server, db):
+    """{procedure: (calls, total ms)} of the database's procedures so far (pg_stat_user_functions,
+    nested statements included): every call, as the backends reported them when they ended."""
+    rows = psql_value(server, db, "SELECT lower(funcname), calls, total_time FROM pg_stat_user_functions")
+    times = {}
     for line in rows.splitlines():
-        name, count, total_ms = line.split("|")
-        calls[name.split()[-1]] = (int(count), float(total_ms) * 1000 / int(count))
-    return calls
+        name, calls, total_ms = line.split("|")
+        times[name] = (int(calls), float(total_ms))
+    return times
+
+
+def per_call(before, after):
+    """{procedure: mean server us per call} between two procedure_times readings."""
+    means = {}
+    for name, (calls, total_ms) in after.items():
+        calls_before, ms_before = before.get(name, (0, 0.0))
+        if calls > calls_before:
+            means[name] = (total_ms - ms_before) * 1000 / (calls - calls_before)
+    return means
 
 
 def wait_for_autovacuum(server, db, tables=("order_line", "stock", "customer"), limit_s=240):
@@ -287,6 +303,21 @@ def wait_for_autovacuum(server, db, tables=("order_line", "stock", "customer"), 
             return
         time.sleep(5)
     print("autovacuum had not vacuumed HammerDB's tables: its runs start from unvacuumed tables")
+
+
+def slow_stock_levels(log_text):
+    """Stock-Level counts auto_explain logged (5 ms or more) in a run's part of the server log."""
+    return len(re.findall(r"Query Text: SELECT COUNT\(DISTINCT", log_text, re.IGNORECASE))
+
+
+def log_size(server):
+    return os.path.getsize(os.path.join(server.root, "log"))
+
+
+def log_since(server, offset):
+    with open(os.path.join(server.root, "log"), errors="replace") as f:
+        f.seek(offset)
+        return f.read()
 
 
 def pin_server(postmaster):
@@ -333,8 +364,6 @@ def beside_hammerdb(args):
         stampede_build_s = time.monotonic() - started
         print(f"build of {args.warehouses} warehouses: HammerDB {hammerdb_build_s:.1f} s, stampede "
               f"{stampede_build_s:.1f} s: stampede {hammerdb_build_s / stampede_build_s:.1f}x as fast")
-        for db in ("tpcc_hammerdb", "tpcc_stampede"):
-            server.psql(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         wait_for_autovacuum(server, "tpcc_hammerdb")
         tools = ["hammerdb", "stampede"]
         for round_index in range(args.rounds):
@@ -342,49 +371,56 @@ def beside_hammerdb(args):
                 order = tools if round_index % 2 == 0 else list(reversed(tools))
                 for tool in order:
                     db = f"tpcc_{tool}"
-                    psql_value(server, db, "SELECT pg_stat_statements_reset()")
                     transactions_before = database_transactions(server, db)
+                    procedures_before = procedure_times(server, db)
                     cpu_before = server_cpu_s(postmaster)
                     client_before = children_cpu_s()
+                    log_before = log_size(server)
                     if tool == "hammerdb":
                         nopm, _ = hammerdb.run(vu, args.rampup_minutes, args.minutes, all_warehouses=vu > 1)
                     else:
                         nopm = stampede_run(server, db, vu, args.rampup_minutes, args.minutes, prefix)
                     cpu_s = server_cpu_s(postmaster) - cpu_before
                     client_s = children_cpu_s() - client_before
-                    calls = per_call(server, db)
-                    time.sleep(1)  # the sessions' last statistics reach pg_stat_database
+                    time.sleep(1)  # the sessions' last statistics reach the statistics views
                     transactions = database_transactions(server, db) - transactions_before
+                    per_type = per_call(procedures_before, procedure_times(server, db))
+                    slow = slow_stock_levels(log_since(server, log_before))
                     results[tool].setdefault(vu, []).append(
-                        (nopm, cpu_s * 1e6 / transactions, {name: us for name, (_, us) in calls.items()},
-                         client_s * 1e6 / transactions))
+                        (nopm, cpu_s * 1e6 / transactions, per_type, client_s * 1e6 / transactions, slow))
                     print(f"round {round_index + 1} {tool:8} {vu} vu: NOPM {nopm}, server "
                           f"{cpu_s * 1e6 / transactions:.0f} us/txn, client {client_s * 1e6 / transactions:.0f} "
-                          f"us/txn", flush=True)
+                          f"us/txn, per call " + " ".join(f"{name} {per_type.get(name, float('nan')):.0f}"
+                                                          for name in PROCEDURES)
+                          + f" us, Stock-Levels of 5 ms or more: {slow}", flush=True)
     finally:
         server.remove()
     report_beside_hammerdb(results, args)
 
 
+def spread(values):
+    """The median and the range of a cell's runs, as `median (lowest-highest)`."""
+    values = [v for v in values if v == v]
+    if not values:
+        return float("nan"), "no runs"
+    return statistics.median(values), f"{min(values):.0f}-{max(values):.0f}"
+
+
 def report_beside_hammerdb(results, args):
     print(f"\n{args.warehouses} warehouses, {args.rampup_minutes} min ramp-up + {args.minutes} min per run, "
-          f"{args.rounds} rounds ABBA (medians){', server on CPU 0 and tools on CPU 1' if args.pin else ''}")
+          f"{args.rounds} rounds ABBA (medians, the runs' range){', server on CPU 0 and tools on CPU 1' if args.pin else ''}")
     for vu in sorted(results["hammerdb"]):
-        medians = {}
-        for tool in ("hammerdb", "stampede"):
-            runs = results[tool][vu]
-            per_type = {name: statistics.median(r[2].get(name, float("nan")) for r in runs) for name in PROCEDURES}
-            medians[tool] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), per_type,
-                             statistics.median(r[3] for r in runs))
-        theirs, ours = medians["hammerdb"], medians["stampede"]
         print(f"\n{vu} virtual user(s){' (all warehouses)' if vu > 1 else ''}:")
-        print(f"{'':14} {'hammerdb':>10} {'stampede':>10} {'ratio':>7}")
-        print(f"{'NOPM':14} {theirs[0]:10.0f} {ours[0]:10.0f} {ours[0] / theirs[0]:7.3f}")
-        print(f"{'server us/txn':14} {theirs[1]:10.0f} {ours[1]:10.0f} {ours[1] / theirs[1]:7.3f}")
-        print(f"{'client us/txn':14} {theirs[3]:10.0f} {ours[3]:10.0f} {ours[3] / theirs[3]:7.3f}")
-        for name in PROCEDURES:
-            print(f"{name + ' us/call':14} {theirs[2][name]:10.0f} {ours[2][name]:10.0f} "
-                  f"{ours[2][name] / theirs[2][name]:7.3f}")
+        print(f"{'':14} {'hammerdb':>10} {'range':>13} {'stampede':>10} {'range':>13} {'ratio':>7}")
+        rows = [("NOPM", lambda r: r[0]), ("server us/txn", lambda r: r[1]), ("client us/txn", lambda r: r[3])]
+        rows += [(f"{name} us/call", lambda r, name=name: r[2].get(name, float("nan"))) for name in PROCEDURES]
+        for label, value in rows:
+            theirs, theirs_range = spread([value(r) for r in results["hammerdb"][vu]])
+            ours, ours_range = spread([value(r) for r in results["stampede"][vu]])
+            print(f"{label:14} {theirs:10.0f} {theirs_range:>13} {ours:10.0f} {ours_range:>13} {ours / theirs:7.3f}")
+        slow = {tool: sum(1 for r in results[tool][vu] if r[4]) for tool in results}
+        print(f"runs with a Stock-Level of 5 ms or more: hammerdb {slow['hammerdb']} of "
+              f"{len(results['hammerdb'][vu])}, stampede {slow['stampede']} of {len(results['stampede'][vu])}")
     print("\ngoal: per type within 0.90-1.10; server us/txn and NOPM within 0.95-1.05")
 
 

@@ -1180,6 +1180,8 @@ fn a_tpcc_workload_runs_in_the_lab() {
     assert_lab_refused(&spec, &format!("{}:15:13: workload \"tpcc\": options: --mix \"40,40,10,5\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb", spec.display()));
     write("rules = \"tpcc\"");
     assert_lab_refused(&spec, &format!("{}:15:13: workload \"tpcc\": options: rules \"tpcc\": the rules are hammerdb (HammerDB's values and inputs) and tpc-c (the specification's)", spec.display()));
+    write("home_warehouses = \"random\", all_warehouses = true");
+    assert_lab_refused(&spec, &format!("{}:15:13: workload \"tpcc\": options: home_warehouses applies to home warehouses; with all warehouses every transaction picks its own", spec.display()));
 
     // Prepared calls: before PostgreSQL 16 pg_stat_statements keeps each simple CALL's
     // literals apart, one entry per call.

@@ -311,6 +311,52 @@ fn a_default_build_is_written_in_hammerdbs_order_with_its_values() {
     );
     let output = tpcc(&db, &["check", "--all", "--warehouses", "2"]);
     assert!(output.status.success(), "{}", stdout(&output));
+    home_warehouses_as_the_history_rows_show(s, &db);
+}
+
+/// Payments only (each writes one history row for its virtual user's home warehouse), 4 users
+/// of 25 on 2 warehouses: spread homes give each warehouse 2 users; HammerDB's random homes
+/// give each warehouse a multiple of 25 rows (a user keeps its home) as the seed draws them —
+/// seed 1 puts three users on one warehouse — and the same seed draws the same homes.
+fn home_warehouses_as_the_history_rows_show(s: &common::TestServer, db: &str) {
+    let payments_per_warehouse = |options: &[&str]| -> String {
+        s.psql(db, "TRUNCATE history");
+        let mut args = vec![
+            "run",
+            "--rampup",
+            "0s",
+            "--vu",
+            "4",
+            "--iterations",
+            "25",
+            "--mix",
+            "0,100,0,0,0",
+        ];
+        args.extend(options);
+        let output = tpcc(db, &args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        s.psql(
+            db,
+            "SELECT string_agg(rows::text, ',' ORDER BY rows) FROM (SELECT count(*) AS rows FROM history GROUP BY h_w_id) AS homes",
+        )
+    };
+    assert_eq!(payments_per_warehouse(&["--seed", "1"]), "50,50");
+    let random = ["--home-warehouses", "random", "--seed", "1"];
+    assert_eq!(payments_per_warehouse(&random), "25,75");
+    assert_eq!(payments_per_warehouse(&random), "25,75");
+    let text = stdout(&tpcc(
+        db,
+        &[
+            "run",
+            "--rampup",
+            "0s",
+            "--iterations",
+            "1",
+            "--home-warehouses",
+            "random",
+        ],
+    ));
+    assert!(text.contains("(home warehouses drawn at random)"), "{text}");
 }
 
 #[test]
@@ -496,7 +542,7 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         lines - lines_before
     );
 
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["run", "--vu", "0"], "--vu must be at least 1 (not 0)"),
         (
             &["run", "--rules", "tpcc"],
@@ -519,6 +565,14 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         (
             &["run", "--mode", "client", "--call", "prepared"],
             "--call applies to --mode server; client mode prepares its own statements",
+        ),
+        (
+            &["run", "--home-warehouses", "even"],
+            "--home-warehouses \"even\": the home warehouses are spread (client % W + 1) or random (HammerDB's)",
+        ),
+        (
+            &["run", "--all-warehouses", "--home-warehouses", "random"],
+            "--home-warehouses applies to home warehouses; with all warehouses every transaction picks its own",
         ),
     ];
     for (args, message) in cases {

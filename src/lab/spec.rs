@@ -1208,7 +1208,7 @@ clients = [1, 4]
         );
         assert_eq!(
             error(&with("tpcc", "mix = \"hammerdb\", warehouses = 4")),
-            "lab.toml:21:31: workload \"tpcc\": options: unknown option \"warehouses\"; the options are: mix, rules"
+            "lab.toml:21:31: workload \"tpcc\": options: unknown option \"warehouses\"; the options are: mix, rules, home_warehouses, all_warehouses"
         );
         assert_eq!(
             error(&with("pgbench", "fillfactor = 90")),

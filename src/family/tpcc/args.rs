@@ -67,7 +67,7 @@ pub struct CheckArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub connection: ConnectionArgs,
-    /// Virtual users: one connection each, home warehouses spread evenly
+    /// Virtual users: one connection each, home warehouses spread evenly (see --home-warehouses)
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub vu: i64,
     /// Run this long before measuring (its sessions end before the measured run starts)
@@ -84,6 +84,10 @@ pub struct RunArgs {
     /// instead of its home warehouse (HammerDB's all warehouses: more I/O)
     #[arg(long)]
     pub all_warehouses: bool,
+    /// The virtual users' home warehouses: spread (client % W + 1) or random (drawn once per
+    /// user with the run's seed, as HammerDB: users may share one) [default: spread]
+    #[arg(long, value_name = "HOW")]
+    pub home_warehouses: Option<String>,
     /// Transactions per virtual user instead of --duration (HammerDB's total iterations)
     #[arg(long, allow_negative_numbers = true)]
     pub iterations: Option<i64>,

@@ -10,6 +10,10 @@ use super::rules::Rules;
 pub enum WarehouseChoice {
     /// Its home warehouse, `client % W + 1`: the virtual users spread evenly.
     Home,
+    /// Its home warehouse drawn once, uniformly from 1..W, as HammerDB draws each virtual
+    /// user's (so that users may share one): a hash of the user's number with the run's seed,
+    /// its seed offset from Stock-Level's district draw so that the two are independent.
+    RandomHome,
     /// HammerDB's all-warehouses: the warehouses are dealt out among the first min(V, W)
     /// virtual users' lists (virtual user c gets c+1, c+1+m, …), and each transaction picks one
     /// of its list at random, so that every warehouse is used.
@@ -17,9 +21,21 @@ pub enum WarehouseChoice {
 }
 
 impl WarehouseChoice {
+    /// How the run's header line names it.
+    pub fn description(self) -> &'static str {
+        match self {
+            WarehouseChoice::Home => "home warehouses",
+            WarehouseChoice::RandomHome => "home warehouses drawn at random",
+            WarehouseChoice::All { .. } => "all warehouses",
+        }
+    }
+
     fn script_line(self, warehouses: i64) -> String {
         match self {
             WarehouseChoice::Home => format!("\\set w_id :client_id % {warehouses} + 1\n"),
+            WarehouseChoice::RandomHome => format!(
+                "\\set w_id (hash(:client_id, :default_seed + 1) % {warehouses} + {warehouses}) % {warehouses} + 1\n"
+            ),
             WarehouseChoice::All { virtual_users } => {
                 let lists = virtual_users.min(warehouses);
                 format!(

@@ -1,10 +1,12 @@
 //! TPROC-C as a lab workload, the way study 001 ran HammerDB: `scale` is the warehouse count,
 //! `clients` the virtual users, `scripts` the modes (`server`, `client`), the lab's warmup the rampup;
 //! every run gets a fresh copy of the built database, as study 001 restored a base backup for
-//! every virtual-user count. `options = { mix = "45,43,4,4,4" }` picks another mix than HammerDB's. Each run stores
+//! every virtual-user count. `options = { mix = "45,43,4,4,4" }` picks another mix than HammerDB's,
+//! `home_warehouses = "random"` HammerDB's random home warehouses, `all_warehouses = true`
+//! HammerDB's all warehouses. Each run stores
 //! HammerDB's NOPM and TPM (`run_metrics`), from the server's counters around the measured run.
 
-use super::run::{plan, read_counters, run_constants, Counters, Settings};
+use super::run::{plan, read_counters, run_constants, warehouse_choice, Counters, Settings};
 use crate::analysis::verdict::Direction;
 use crate::conn::ConnSpec;
 use crate::conn::Endpoint;
@@ -16,7 +18,6 @@ use crate::family::api::{
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
-use crate::family::tpcc::inputs::WarehouseChoice;
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::scripts::{Mix, Mode};
@@ -24,6 +25,8 @@ use crate::family::tpcc::scripts::{Mix, Mode};
 pub struct TpccLab {
     mix: Mix,
     rules: Rules,
+    all_warehouses: bool,
+    home_warehouses: Option<String>,
 }
 
 /// TPROC-C; `protocol` is how server mode sends its CALLs (simple, with literals, as HammerDB
@@ -56,6 +59,10 @@ struct TpccOptions {
     /// `hammerdb` or `tpc-c`, as `tpcc build --rules` and `tpcc run --rules` take them: the
     /// load's values and the runs' inputs.
     rules: Option<String>,
+    /// `spread` (the default) or `random`, as `tpcc run --home-warehouses`.
+    home_warehouses: Option<String>,
+    /// As `tpcc run --all-warehouses`.
+    all_warehouses: Option<bool>,
 }
 
 impl TpccLab {
@@ -65,7 +72,21 @@ impl TpccLab {
             .map_err(|e| OptionsError::at("tpcc", "mix", e))?;
         let rules = Rules::parse(parsed.rules.as_deref().unwrap_or("hammerdb"), "rules")
             .map_err(|e| OptionsError::at("tpcc", "rules", e))?;
-        Ok(TpccLab { mix, rules })
+        let all_warehouses = parsed.all_warehouses.unwrap_or(false);
+        let home_warehouses = parsed.home_warehouses;
+        warehouse_choice(
+            all_warehouses,
+            home_warehouses.as_deref(),
+            1,
+            "home_warehouses",
+        )
+        .map_err(|e| OptionsError::at("tpcc", "home_warehouses", e.message()))?;
+        Ok(TpccLab {
+            mix,
+            rules,
+            all_warehouses,
+            home_warehouses,
+        })
     }
 }
 
@@ -127,10 +148,16 @@ impl FamilyWorkload for TpccLab {
             conn,
             before: None,
         };
+        let warehouse_choice = warehouse_choice(
+            self.all_warehouses,
+            self.home_warehouses.as_deref(),
+            request.clients,
+            "home_warehouses",
+        )?;
         let mut measurement = warmup_and_measure(request, &mut counted, &|seconds| {
             let settings = Settings {
                 vu: request.clients,
-                warehouse_choice: WarehouseChoice::Home,
+                warehouse_choice,
                 rampup: std::time::Duration::ZERO,
                 limit: RunLimit::Duration(std::time::Duration::from_secs(seconds)),
                 mix: self.mix,

@@ -3,8 +3,8 @@
 //! before 11, which has no procedures (as HammerDB does there). Their statements have the
 //! shapes of HammerDB's PostgreSQL procedures (`src/postgresql/pgoltp.tcl`): New-Order and
 //! Delivery work set-wise on arrays, Stock-Level counts distinct items over the join of
-//! order_line, stock and district, a customer named by last name is counted and then read in
-//! C_FIRST order, and every procedure runs in a block with an exception handler (a
+//! order_line, stock and district, a customer named by last name is counted and then fetched
+//! row by row in C_FIRST order through a cursor, and every procedure runs in a block with an exception handler (a
 //! subtransaction per call, as HammerDB's). Where HammerDB departs from the TPC-C
 //! specification, these follow the specification inside the same statements: the unused
 //! item rolls New-Order back (2.4.2.3), a New-Order's items are distinct, stock, customer
@@ -32,21 +32,24 @@ const CONFLICT_HANDLER: &str =
 /// the order and new-order rows, the items' prices, one set-wise UPDATE of the lines' stock
 /// and one INSERT of all order lines. With `rollback_last` the last line names the unused
 /// item 100001, whose missing price undoes the transaction (2.4.2.3) through the handler;
-/// `no_o_id` is then 0. The stock rows are updated in (supplying warehouse, item) order, so
+/// `no_d_next_o_id` (the order's id) is then 0. The parameters are HammerDB's, in its order,
+/// with `rollback_last` after them: its outputs (the customer's discount, last name and
+/// credit, the taxes, the order id) are returned to the client as HammerDB's are. The stock rows are updated in (supplying warehouse, item) order, so
 /// that concurrent New-Orders take their row locks in one order and do not deadlock.
 const NEW_ORDER: &str = "CREATE OR REPLACE PROCEDURE neword(no_w_id integer, no_max_w_id integer,
-    no_d_id integer, no_c_id integer, no_o_ol_cnt integer, rollback_last integer,
-    INOUT no_o_id integer DEFAULT 0)
+    no_d_id integer, no_c_id integer, no_o_ol_cnt integer, INOUT no_c_discount numeric,
+    INOUT no_c_last varchar, INOUT no_c_credit varchar, INOUT no_d_tax numeric,
+    INOUT no_w_tax numeric, INOUT no_d_next_o_id integer, tstamp timestamp,
+    rollback_last integer DEFAULT 0)
 LANGUAGE plpgsql AS $$
 DECLARE
-    discount numeric; customer_last varchar; credit character(2); w_tax_ numeric; d_tax_ numeric;
     all_local smallint := 1;
     numbers smallint[] := '{}'; items integer[] := '{}'; supplies integer[] := '{}';
     quantities smallint[] := '{}'; prices numeric(5,2)[]; dists character(24)[];
     amounts numeric(6,2)[];
     drawn_item integer;
 BEGIN
-    SELECT c_discount, c_last, c_credit, w_tax INTO discount, customer_last, credit, w_tax_
+    SELECT c_discount, c_last, c_credit, w_tax INTO no_c_discount, no_c_last, no_c_credit, no_w_tax
     FROM customer, warehouse
     WHERE w_id = no_w_id AND c_w_id = no_w_id AND c_d_id = no_d_id AND c_id = no_c_id;
     FOR line_number IN 1..no_o_ol_cnt LOOP
@@ -71,10 +74,10 @@ BEGIN
     END LOOP;
     UPDATE district SET d_next_o_id = d_next_o_id + 1
     WHERE d_id = no_d_id AND d_w_id = no_w_id
-    RETURNING d_next_o_id - 1, d_tax INTO no_o_id, d_tax_;
+    RETURNING d_next_o_id - 1, d_tax INTO no_d_next_o_id, no_d_tax;
     INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_ol_cnt, o_all_local)
-    VALUES (no_o_id, no_d_id, no_w_id, no_c_id, current_timestamp, no_o_ol_cnt, all_local);
-    INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (no_o_id, no_d_id, no_w_id);
+    VALUES (no_d_next_o_id, no_d_id, no_w_id, no_c_id, current_timestamp, no_o_ol_cnt, all_local);
+    INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES (no_d_next_o_id, no_d_id, no_w_id);
     SELECT array_agg(i_price ORDER BY lines.number) INTO prices
     FROM unnest(items) WITH ORDINALITY AS lines (item, number)
     LEFT JOIN item ON i_id = lines.item;
@@ -97,103 +100,135 @@ BEGIN
                          WHEN 4 THEN s_dist_04 WHEN 5 THEN s_dist_05 WHEN 6 THEN s_dist_06
                          WHEN 7 THEN s_dist_07 WHEN 8 THEN s_dist_08 WHEN 9 THEN s_dist_09
                          ELSE s_dist_10 END AS dist,
-            lines.quantity * lines.price * (1 + w_tax_ + d_tax_) * (1 - discount) AS amount)
+            lines.quantity * lines.price * (1 + no_w_tax + no_d_tax) * (1 - no_c_discount) AS amount)
     SELECT array_agg(dist ORDER BY number), array_agg(amount ORDER BY number)
     INTO dists, amounts FROM stock_update;
     INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id,
                             ol_quantity, ol_amount, ol_dist_info)
-    SELECT no_o_id, no_d_id, no_w_id, number, item, supply, quantity, amount, dist
+    SELECT no_d_next_o_id, no_d_id, no_w_id, number, item, supply, quantity, amount, dist
     FROM unnest(numbers, items, supplies, quantities, amounts, dists)
         AS lines (number, item, supply, quantity, amount, dist);
 EXCEPTION
     WHEN SQLSTATE 'TPCC1' THEN
-        no_o_id := 0;
+        no_d_next_o_id := 0;
 {conflict}END
 $$";
 
-/// The customer columns Payment reads, as HammerDB's.
+/// The customer columns Payment reads, as HammerDB's, and the outputs they are read into.
 const PAYMENT_CUSTOMER: &str = "c_first, c_middle, c_street_1, c_street_2, c_city, c_state, c_zip,
                c_phone, c_credit, c_credit_lim, c_discount, c_balance, c_since";
+const PAYMENT_CUSTOMER_OUT: &str = "p_c_first, p_c_middle, p_c_street_1, p_c_street_2, p_c_city,
+               p_c_state, p_c_zip, p_c_phone, p_c_credit, p_c_credit_lim, p_c_discount,
+               p_c_balance, p_c_since";
 
 /// Payment (2.5): warehouse and district year-to-date with their addresses, the customer (by
-/// id, or counted and read in C_FIRST order by last name), one UPDATE of the customer (with
-/// C_DATA for bad credit) and a history row.
+/// id, or counted and then fetched row by row in C_FIRST order up to the ⌈n/2⌉-th through a
+/// cursor, as HammerDB's loop fetches them, by last name), one UPDATE of the customer (with
+/// C_DATA for bad credit) and a history row. The parameters are HammerDB's, in its order: what
+/// the terminal shows (the addresses, the customer's data, balance and C_DATA) goes back to the
+/// client in its INOUT parameters, as HammerDB's; `tstamp` is the payment's date.
 const PAYMENT: &str = "CREATE OR REPLACE PROCEDURE payment(p_w_id integer, p_d_id integer,
-    p_c_w_id integer, p_c_d_id integer, p_c_id integer, by_name integer, p_c_last varchar,
-    p_h_amount numeric, INOUT c_id_paid integer DEFAULT 0)
+    p_c_w_id integer, p_c_d_id integer, byname integer, p_h_amount numeric,
+    INOUT p_c_credit char(2), INOUT p_c_last varchar(16), INOUT p_c_id integer,
+    INOUT p_w_street_1 varchar(20), INOUT p_w_street_2 varchar(20), INOUT p_w_city varchar(20),
+    INOUT p_w_state char(2), INOUT p_w_zip char(9), INOUT p_d_street_1 varchar(20),
+    INOUT p_d_street_2 varchar(20), INOUT p_d_city varchar(20), INOUT p_d_state char(2),
+    INOUT p_d_zip char(9), INOUT p_c_first varchar(16), INOUT p_c_middle char(2),
+    INOUT p_c_street_1 varchar(20), INOUT p_c_street_2 varchar(20), INOUT p_c_city varchar(20),
+    INOUT p_c_state char(2), INOUT p_c_zip char(9), INOUT p_c_phone char(16),
+    INOUT p_c_since timestamp, INOUT p_c_credit_lim numeric(12,2),
+    INOUT p_c_discount numeric(4,4), INOUT p_c_balance numeric(12,2),
+    INOUT p_c_data varchar(500), tstamp timestamp)
 LANGUAGE plpgsql AS $$
 DECLARE
-    w record; d record; c record; named integer; balance numeric; customer_data varchar;
+    w_name_ varchar(10); d_name_ varchar(10); named integer;
+    by_name_cursor CURSOR FOR
+        SELECT c_id, {customer}
+        FROM customer WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_last = p_c_last
+        ORDER BY c_first;
 BEGIN
     UPDATE warehouse SET w_ytd = w_ytd + p_h_amount WHERE w_id = p_w_id
-    RETURNING w_street_1, w_street_2, w_city, w_state, w_zip, w_name INTO w;
+    RETURNING w_street_1, w_street_2, w_city, w_state, w_zip, w_name
+    INTO p_w_street_1, p_w_street_2, p_w_city, p_w_state, p_w_zip, w_name_;
     UPDATE district SET d_ytd = d_ytd + p_h_amount WHERE d_w_id = p_w_id AND d_id = p_d_id
-    RETURNING d_street_1, d_street_2, d_city, d_state, d_zip, d_name INTO d;
-    IF by_name = 1 THEN
+    RETURNING d_street_1, d_street_2, d_city, d_state, d_zip, d_name
+    INTO p_d_street_1, p_d_street_2, p_d_city, p_d_state, p_d_zip, d_name_;
+    IF byname = 1 THEN
         SELECT count(c_id) INTO named FROM customer
         WHERE c_last = p_c_last AND c_d_id = p_c_d_id AND c_w_id = p_c_w_id;
-        SELECT c_id, {customer} INTO c
-        FROM customer WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_last = p_c_last
-        ORDER BY c_first OFFSET (named + 1) / 2 - 1 LIMIT 1;
-        c_id_paid := c.c_id;
+        OPEN by_name_cursor;
+        FOR fetched IN 1 .. (named + 1) / 2 LOOP
+            FETCH by_name_cursor INTO p_c_id, {customer_out};
+        END LOOP;
+        CLOSE by_name_cursor;
     ELSE
-        SELECT c_last, {customer} INTO c
+        SELECT c_last, {customer} INTO p_c_last, {customer_out}
         FROM customer WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = p_c_id;
-        c_id_paid := p_c_id;
     END IF;
-    IF c.c_credit = 'BC' THEN
+    IF p_c_credit = 'BC' THEN
         UPDATE customer
         SET c_balance = c_balance - p_h_amount, c_ytd_payment = c_ytd_payment + p_h_amount,
             c_payment_cnt = c_payment_cnt + 1,
-            c_data = substr(format('%s %s %s %s %s %s %s %s | ', c_id_paid, p_c_d_id, p_c_w_id,
+            c_data = substr(format('%s %s %s %s %s %s %s %s | ', p_c_id, p_c_d_id, p_c_w_id,
                                    p_d_id, p_w_id, to_char(p_h_amount, '9999.99'),
-                                   to_char(current_timestamp, 'YYYYMMDDHH24MISS'),
-                                   w.w_name || ' ' || d.d_name) || c_data, 1, 500)
-        WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = c_id_paid
-        RETURNING c_balance, c_data INTO balance, customer_data;
+                                   to_char(tstamp, 'YYYYMMDDHH24MISS'),
+                                   w_name_ || ' ' || d_name_) || c_data, 1, 500)
+        WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = p_c_id
+        RETURNING c_balance, c_data INTO p_c_balance, p_c_data;
     ELSE
         UPDATE customer
         SET c_balance = c_balance - p_h_amount, c_ytd_payment = c_ytd_payment + p_h_amount,
             c_payment_cnt = c_payment_cnt + 1
-        WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = c_id_paid
-        RETURNING c_balance, c_data INTO balance, customer_data;
+        WHERE c_w_id = p_c_w_id AND c_d_id = p_c_d_id AND c_id = p_c_id
+        RETURNING c_balance, c_data INTO p_c_balance, p_c_data;
     END IF;
     INSERT INTO history (h_c_d_id, h_c_w_id, h_c_id, h_d_id, h_w_id, h_date, h_amount, h_data)
-    VALUES (p_c_d_id, p_c_w_id, c_id_paid, p_d_id, p_w_id, current_timestamp, p_h_amount,
-            w.w_name || '    ' || d.d_name);
+    VALUES (p_c_d_id, p_c_w_id, p_c_id, p_d_id, p_w_id, tstamp, p_h_amount,
+            w_name_ || '    ' || d_name_);
 EXCEPTION
 {conflict}END
 $$";
 
-/// Order-Status (2.6): the customer (by id, or counted and read in C_FIRST order by last name),
-/// its latest order and that order's lines, read one by one as HammerDB's loop does.
+/// Order-Status (2.6): the customer (by id, or by last name counted and fetched up to the
+/// ⌈n/2⌉-th through a cursor, as Payment),
+/// its latest order and that order's lines, read one by one into the text line HammerDB's
+/// loop builds. The parameters are HammerDB's, in its order: the customer, the order and the
+/// lines' text go back to the client in its INOUT parameters, as HammerDB's.
 const ORDER_STATUS: &str = "CREATE OR REPLACE PROCEDURE ostat(os_w_id integer, os_d_id integer,
-    os_c_id integer, by_name integer, os_c_last varchar, INOUT lines integer DEFAULT 0)
+    INOUT os_c_id integer, byname integer, INOUT os_c_last varchar, INOUT os_c_first varchar,
+    INOUT os_c_middle varchar, INOUT os_c_balance numeric, INOUT os_o_id integer,
+    INOUT os_entdate timestamp, INOUT os_o_carrier_id integer, INOUT os_c_line text DEFAULT '')
 LANGUAGE plpgsql AS $$
 DECLARE
-    customer_id integer; named integer; c record; latest record; order_line_row record;
+    named integer; order_line_row record;
+    by_name_cursor CURSOR FOR
+        SELECT c_balance, c_first, c_middle, c_id FROM customer
+        WHERE c_last = os_c_last AND c_d_id = os_d_id AND c_w_id = os_w_id
+        ORDER BY c_first;
 BEGIN
-    IF by_name = 1 THEN
+    IF byname = 1 THEN
         SELECT count(c_id) INTO named FROM customer
         WHERE c_last = os_c_last AND c_d_id = os_d_id AND c_w_id = os_w_id;
-        SELECT c_balance, c_first, c_middle, c_id INTO c FROM customer
-        WHERE c_last = os_c_last AND c_d_id = os_d_id AND c_w_id = os_w_id
-        ORDER BY c_first OFFSET (named + 1) / 2 - 1 LIMIT 1;
-        customer_id := c.c_id;
+        OPEN by_name_cursor;
+        FOR fetched IN 1 .. (named + 1) / 2 LOOP
+            FETCH by_name_cursor INTO os_c_balance, os_c_first, os_c_middle, os_c_id;
+        END LOOP;
+        CLOSE by_name_cursor;
     ELSE
-        SELECT c_balance, c_first, c_middle, c_last INTO c FROM customer
+        SELECT c_balance, c_first, c_middle, c_last
+        INTO os_c_balance, os_c_first, os_c_middle, os_c_last FROM customer
         WHERE c_id = os_c_id AND c_d_id = os_d_id AND c_w_id = os_w_id;
-        customer_id := os_c_id;
     END IF;
-    SELECT o_id, o_carrier_id, o_entry_d INTO latest FROM orders
-    WHERE o_d_id = os_d_id AND o_w_id = os_w_id AND o_c_id = customer_id
+    SELECT o_id, o_carrier_id, o_entry_d INTO os_o_id, os_o_carrier_id, os_entdate FROM orders
+    WHERE o_d_id = os_d_id AND o_w_id = os_w_id AND o_c_id = os_c_id
     ORDER BY o_id DESC LIMIT 1;
-    lines := 0;
     FOR order_line_row IN
         SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line
-        WHERE ol_o_id = latest.o_id AND ol_d_id = os_d_id AND ol_w_id = os_w_id
+        WHERE ol_o_id = os_o_id AND ol_d_id = os_d_id AND ol_w_id = os_w_id
     LOOP
-        lines := lines + 1;
+        os_c_line := os_c_line || ',' || order_line_row.ol_i_id || ','
+            || order_line_row.ol_supply_w_id || ',' || order_line_row.ol_quantity || ','
+            || order_line_row.ol_amount || ',' || order_line_row.ol_delivery_d;
     END LOOP;
 EXCEPTION
 {conflict}END
@@ -202,9 +237,11 @@ $$";
 /// Delivery (2.7): set-wise over the ten districts: delete each one's oldest new-order row,
 /// give those orders the carrier, date their lines and sum them per order, and credit each
 /// order's customer (balance and delivery count); a district without a new order is skipped.
+/// The parameters are HammerDB's (its `tstamp` is not used: the lines are dated
+/// `current_timestamp`, as HammerDB's).
 const DELIVERY: &str =
     "CREATE OR REPLACE PROCEDURE delivery(d_w_id integer, d_o_carrier_id integer,
-    INOUT delivered integer DEFAULT 0)
+    tstamp timestamp)
 LANGUAGE plpgsql AS $$
 DECLARE
     order_ids integer[]; district_ids smallint[]; customer_ids integer[]; totals numeric[];
@@ -218,7 +255,6 @@ BEGIN
         RETURNING oldest.no_o_id, oldest.no_d_id)
     SELECT array_agg(no_o_id), array_agg(no_d_id) INTO order_ids, district_ids
     FROM new_order_delete;
-    delivered := coalesce(array_length(order_ids, 1), 0);
     UPDATE orders SET o_carrier_id = d_o_carrier_id
     FROM unnest(order_ids, district_ids) AS delivering (o_id, d_id)
     WHERE orders.o_id = delivering.o_id AND o_d_id = delivering.d_id AND o_w_id = d_w_id;
@@ -294,7 +330,9 @@ impl Routines {
         [
             LAST_NAME.to_string(),
             NEW_ORDER.to_string(),
-            PAYMENT.replace("{customer}", PAYMENT_CUSTOMER),
+            PAYMENT
+                .replace("{customer}", PAYMENT_CUSTOMER)
+                .replace("{customer_out}", PAYMENT_CUSTOMER_OUT),
             ORDER_STATUS.to_string(),
             DELIVERY.to_string(),
             STOCK_LEVEL.to_string(),
@@ -304,7 +342,15 @@ impl Routines {
             match self {
                 Routines::Procedures => definition,
                 Routines::Functions => {
-                    definition.replace("CREATE OR REPLACE PROCEDURE", "CREATE OR REPLACE FUNCTION")
+                    let function = definition
+                        .replace("CREATE OR REPLACE PROCEDURE", "CREATE OR REPLACE FUNCTION");
+                    // A function's result is its INOUT parameters; one without them (Delivery)
+                    // must say it returns nothing.
+                    if function.contains("INOUT") || !function.contains("LANGUAGE plpgsql") {
+                        function
+                    } else {
+                        function.replacen("LANGUAGE plpgsql", "RETURNS void LANGUAGE plpgsql", 1)
+                    }
                 }
             }
         })
@@ -349,6 +395,7 @@ mod tests {
         assert!(functions
             .iter()
             .all(|d| !d.contains("PROCEDURE") && !d.contains("{c")));
+        assert!(functions[4].contains("RETURNS void LANGUAGE plpgsql"));
         let procedures = Routines::Procedures.definitions();
         for definitions in [&functions, &procedures] {
             assert!(definitions[1].contains("WHEN SQLSTATE 'TPCC1' THEN"));

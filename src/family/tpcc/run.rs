@@ -75,17 +75,14 @@ pub fn run(args: &RunArgs) -> CommandResult {
         settings.rules,
     );
     println!(
-        "TPROC-C, {} mode{}: {} virtual user(s) on {warehouses} warehouse(s){}, mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}{} inputs, seed {}",
+        "TPROC-C, {} mode{}: {} virtual user(s) on {warehouses} warehouse(s) ({}), mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}{} inputs, seed {}",
         settings.mode.name(),
         match settings.mode {
             Mode::Server => format!(" (calls sent {})", settings.protocol().name()),
             Mode::Client => String::new(),
         },
         settings.vu,
-        match settings.warehouse_choice {
-            WarehouseChoice::Home => " (home warehouses)",
-            WarehouseChoice::All { .. } => " (all warehouses)",
-        },
+        settings.warehouse_choice.description(),
         settings.mix.text(),
         settings.rampup.as_secs(),
         match settings.keying_thinking {
@@ -148,13 +145,12 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     Ok(Settings {
         vu,
-        warehouse_choice: if args.all_warehouses {
-            WarehouseChoice::All {
-                virtual_users: vu as i64,
-            }
-        } else {
-            WarehouseChoice::Home
-        },
+        warehouse_choice: warehouse_choice(
+            args.all_warehouses,
+            args.home_warehouses.as_deref(),
+            vu,
+            "--home-warehouses",
+        )?,
         rampup,
         limit,
         mix: Mix::parse(&args.mix).map_err(Failure::input)?,
@@ -165,6 +161,37 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
         seed: args
             .seed
             .unwrap_or_else(crate::family::common::measure::seed),
+    })
+}
+
+/// `--all-warehouses` and `--home-warehouses` (the lab's `all_warehouses` and
+/// `home_warehouses`): every warehouse, or home warehouses spread evenly (the default) or drawn
+/// at random (HammerDB's).
+pub fn warehouse_choice(
+    all_warehouses: bool,
+    home: Option<&str>,
+    virtual_users: usize,
+    home_option: &str,
+) -> Result<WarehouseChoice, Failure> {
+    let home_choice = match home {
+        None | Some("spread") => WarehouseChoice::Home,
+        Some("random") => WarehouseChoice::RandomHome,
+        Some(other) => {
+            return Err(Failure::input(format!(
+                "{home_option} \"{other}\": the home warehouses are spread (client % W + 1) or random (HammerDB's)"
+            )))
+        }
+    };
+    if !all_warehouses {
+        return Ok(home_choice);
+    }
+    if home.is_some() {
+        return Err(Failure::input(format!(
+            "{home_option} applies to home warehouses; with all warehouses every transaction picks its own"
+        )));
+    }
+    Ok(WarehouseChoice::All {
+        virtual_users: virtual_users as i64,
     })
 }
 

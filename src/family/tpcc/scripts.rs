@@ -150,7 +150,12 @@ pub fn scripts(
         .collect()
 }
 
-/// Server mode: the inputs, then one call (New-Order's items are drawn by the procedure). The
+/// HammerDB's timestamp argument (its client formats the time and the server parses it back:
+/// `TO_TIMESTAMP('20261127081500', 'YYYYMMDDHH24MISS')`): the session's time to the second.
+const CALL_TIMESTAMP: &str = "LOCALTIMESTAMP(0)";
+
+/// Server mode: the inputs, then one call (New-Order's items are drawn by the procedure) with
+/// HammerDB's arguments in HammerDB's order, its outputs' placeholders included. The
 /// customer's last name is drawn here and passed as a literal under the simple protocol (as
 /// HammerDB's client does) or as a parameter under prepared.
 fn server_scripts(inputs: &Inputs, routines: Routines, call: Protocol) -> [String; 6] {
@@ -160,30 +165,32 @@ fn server_scripts(inputs: &Inputs, routines: Routines, call: Protocol) -> [Strin
         Protocol::Prepared => ":last_name",
         _ => "':last_name'",
     };
+    let stamp = CALL_TIMESTAMP;
     let named_customer = format!("{customer}\\set last_name tpcc_last_name(:name)\n");
-    let new_order = |rollback: u8| {
+    let new_order = |rollback: &str| {
         format!(
             "{home}\\set d_id random(1, 10)\n\\set c_id random(1, 3000)\n\\set ol_cnt random(5, 15)\n{};\n",
-            call_statement("neword", &format!(":w_id, {warehouses}, :d_id, :c_id, :ol_cnt, {rollback}, NULL"))
+            call_statement("neword", &format!(":w_id, {warehouses}, :d_id, :c_id, :ol_cnt, 0.0, '', '', 0.0, 0.0, 0, {stamp}{rollback}"))
         )
     };
+    let payment_outputs = ["''"; 18].join(", ");
     [
-        new_order(0),
-        new_order(1),
+        new_order(""),
+        new_order(", 1"),
         format!(
             "{home}\\set d_id random(1, 10)\n{}{named_customer}\\set cents random(100, 500000)\n{};\n",
             inputs.payment_customer_warehouse,
-            call_statement("payment", &format!(":w_id, :d_id, :c_w_id, :c_d_id, :c_id, :by_name, {last_name}, :cents::numeric / 100, NULL"))
+            call_statement("payment", &format!(":w_id, :d_id, :c_w_id, :c_d_id, :by_name, :cents::numeric / 100, '0', {last_name}, :c_id, {payment_outputs}, {stamp}, 0.0, 0.0, 0.0, '', {stamp}"))
         ),
         format!(
             "{home}\\set d_id random(1, 10)\n{named_customer}{};\n",
-            call_statement("ostat", &format!(":w_id, :d_id, :c_id, :by_name, {last_name}, NULL"))
+            call_statement("ostat", &format!(":w_id, :d_id, :c_id, :by_name, {last_name}, '', '', 0.0, 0, {stamp}, 0, ''"))
         ),
-        format!("{home}\\set carrier random(1, 10)\n{};\n", call_statement("delivery", ":w_id, :carrier, NULL")),
+        format!("{home}\\set carrier random(1, 10)\n{};\n", call_statement("delivery", &format!(":w_id, :carrier, {stamp}"))),
         format!(
             "{home}{}\\set threshold random(10, 20)\n{};\n",
             inputs.stock_level_district,
-            call_statement("slev", ":w_id, :d_id, :threshold, NULL")
+            call_statement("slev", ":w_id, :d_id, :threshold, 0")
         ),
     ]
 }
@@ -208,7 +215,7 @@ mod tests {
             ol_i_id: 3,
         };
         let scripts = scripts(
-            &Inputs::new(3, WarehouseChoice::Home, constants, Rules::TpcC),
+            &Inputs::new(3, WarehouseChoice::RandomHome, constants, Rules::TpcC),
             Mix::parse("45,43,4,4,4").unwrap(),
             Mode::Server,
             Routines::Procedures,
