@@ -587,42 +587,8 @@ fn the_watchdog_cancels_queries_stuck_on_a_lock() {
     let db = s.create_database("stall_lock");
     let init = s.pgbench(&db, &["-i", "-q"]);
     assert!(init.status.success(), "{}", stderr(&init));
-    let mut holder = std::process::Command::new("psql")
-        .args([
-            "-X",
-            "-q",
-            "-h",
-            &s.socket_dir(),
-            "-p",
-            &s.port(),
-            "-U",
-            &s.user,
-            "-d",
-            &db,
-        ])
-        .arg("-c")
-        .arg(
-            "BEGIN; LOCK TABLE pgbench_accounts IN ACCESS EXCLUSIVE MODE; \
-             SELECT pg_sleep(600); COMMIT;",
-        )
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("PGAPPNAME", "lock-holder")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let in_db = |condition: &str| {
-        s.psql(
-            "postgres",
-            &format!(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' AND {condition}"
-            ),
-        )
-    };
-    common::wait_until("the lock held", || {
-        in_db("application_name = 'lock-holder' AND query ~ 'pg_sleep'") == "1"
-    });
+    let holder = common::hold_lock(s, &db, "pgbench_accounts");
+    let in_db = |condition: &str| common::sessions_in(s, &db, condition);
     let mut args = vec!["pgbench", "-S", "-c", "2", "-j", "2", "-t", "100000000"];
     args.extend(["--stall-timeout", "2s"]);
     let flags = s.flags(&db);
@@ -630,14 +596,7 @@ fn the_watchdog_cancels_queries_stuck_on_a_lock() {
     let output = common::stampede_command(&args).output().unwrap();
     let stampede_left = || in_db("application_name = 'stampede'");
     common::wait_until("stampede's backends gone", || stampede_left() == "0");
-    let _ = holder.kill();
-    let _ = holder.wait();
-    s.psql(
-        "postgres",
-        &format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'lock-holder'"
-        ),
-    );
+    common::release_lock(s, &db, holder);
     common::assert_abandoned_by_the_watchdog(&output);
     // The server's own log: each waiting query ended by a cancel.
     assert_eq!(

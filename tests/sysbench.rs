@@ -56,38 +56,8 @@ fn a_second_signal_ends_a_script_stuck_in_a_statement() {
     let db = s.create_database("sb_stuck");
     let prepare = sysbench(&db, &["prepare", "--table-size", "100"]);
     assert!(prepare.status.success(), "{}", stderr(&prepare));
-    let mut holder = std::process::Command::new("psql")
-        .args([
-            "-X",
-            "-h",
-            &s.socket_dir(),
-            "-p",
-            &s.port(),
-            "-U",
-            &s.user,
-            "-d",
-            &db,
-        ])
-        .arg("-c")
-        .arg("BEGIN; LOCK TABLE sbtest1 IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600);")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("PGAPPNAME", "lock-holder")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let in_db = |condition: &str| {
-        s.psql(
-            "postgres",
-            &format!(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' AND {condition}"
-            ),
-        )
-    };
-    common::wait_until("the lock held", || {
-        in_db("application_name = 'lock-holder' AND query ~ 'pg_sleep'") == "1"
-    });
+    let holder = common::hold_lock(s, &db, "sbtest1");
+    let in_db = |condition: &str| common::sessions_in(s, &db, condition);
     let mut args = vec![
         "sysbench".to_string(),
         "/usr/share/sysbench/oltp_point_select.lua".into(),
@@ -115,12 +85,7 @@ fn a_second_signal_ends_a_script_stuck_in_a_statement() {
         status = run.try_wait().unwrap();
         status.is_some()
     });
-    let _ = holder.kill();
-    let _ = holder.wait();
-    s.psql(
-        "postgres",
-        &format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'lock-holder'"),
-    );
+    common::release_lock(s, &db, holder);
     let status = status.unwrap();
     assert!(matches!(status.code(), Some(130 | 143)), "{status:?}");
 }

@@ -361,6 +361,61 @@ pub fn number(text: &str) -> f64 {
         .unwrap_or_else(|_| panic!("a number: {text:?}"))
 }
 
+/// How many of `db`'s sessions meet `condition` (SQL over pg_stat_activity's columns).
+pub fn sessions_in(s: &TestServer, db: &str, condition: &str) -> String {
+    s.psql(
+        "postgres",
+        &format!("SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' AND {condition}"),
+    )
+}
+
+/// A psql session (application name `lock-holder`) that holds ACCESS EXCLUSIVE on `table` of
+/// `db`, returned once the server shows it holding the lock; `release_lock` ends it.
+pub fn hold_lock(s: &TestServer, db: &str, table: &str) -> std::process::Child {
+    let holder = std::process::Command::new("psql")
+        .args([
+            "-X",
+            "-q",
+            "-h",
+            &s.socket_dir(),
+            "-p",
+            &s.port(),
+            "-U",
+            &s.user,
+            "-d",
+            db,
+        ])
+        .arg("-c")
+        .arg(format!(
+            "BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600); COMMIT;"
+        ))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PGAPPNAME", "lock-holder")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the lock held", || {
+        sessions_in(
+            s,
+            db,
+            "application_name = 'lock-holder' AND query ~ 'pg_sleep'",
+        ) == "1"
+    });
+    holder
+}
+
+/// Ends `hold_lock`'s session: psql and its backend.
+pub fn release_lock(s: &TestServer, db: &str, mut holder: std::process::Child) {
+    let _ = holder.kill();
+    let _ = holder.wait();
+    s.psql(
+        "postgres",
+        &format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'lock-holder'"),
+    );
+}
+
 /// Polls `event` until it holds. The deadline only ends a hung run (a lab that makes no
 /// progress); it is no assertion on how long the event takes.
 pub fn wait_until(what: &str, mut event: impl FnMut() -> bool) {
