@@ -447,6 +447,56 @@ fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value 
     report
 }
 
+/// The rampup runs in the measured run's sessions, as HammerDB's virtual users keep theirs (a
+/// PL/pgSQL statement's plan choice, made at its sixth call, carries over): the database
+/// counts as many new sessions (pg_stat_database.sessions) as for a run without one; the
+/// measured transactions are the `--iterations` asked, the rampup's left out; and the
+/// driver's New-Orders equal the server's Δ d_next_o_id read between rampup and measurement.
+fn the_rampup_runs_in_the_measured_runs_sessions(s: &common::TestServer, db: &str) {
+    let sessions = || -> i64 {
+        s.psql(
+            db,
+            "SELECT sessions FROM pg_stat_database WHERE datname = current_database()",
+        )
+        .parse()
+        .unwrap()
+    };
+    let run = |rampup: &str| -> (i64, serde_json::Value) {
+        let json = TempFile::new(&format!("tpcc-rampup-{rampup}.json"));
+        let before = sessions();
+        let output = tpcc(
+            db,
+            &[
+                "run",
+                "--vu",
+                "2",
+                "--rampup",
+                rampup,
+                "--iterations",
+                "100",
+                "--seed",
+                "9",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report = std::fs::read_to_string(&json).unwrap();
+        (sessions() - before, serde_json::from_str(&report).unwrap())
+    };
+    let (without_rampup, _) = run("0s");
+    let (with_rampup, report) = run("2s");
+    assert_eq!(with_rampup, without_rampup, "new sessions: {report}");
+    let count = |name: &str| report["transactions"][name]["count"].as_i64().unwrap();
+    assert_eq!(
+        TRANSACTIONS.iter().map(|n| count(n)).sum::<i64>(),
+        200,
+        "{report}"
+    );
+    assert_eq!(report["new_orders_committed_server"], count("new-order"));
+    assert_eq!(report["new_orders_committed_driver"], count("new-order"));
+}
+
 /// A run in each mode: NOPM's source (district.d_next_o_id) agrees with the New-Orders the
 /// driver counted and with the orders table; the 1% rollback happens and leaves no order; the
 /// database stays consistent; client mode sends the statements itself; bad input is refused.
@@ -467,6 +517,7 @@ fn a_run_counts_new_orders_as_the_server_does_and_stays_consistent() {
         1000,
     );
     assert_eq!(server_mode["mode"], "server");
+    the_rampup_runs_in_the_measured_runs_sessions(s, &db);
     assert!(
         server_mode["transactions"]["new-order-rollback"]["count"]
             .as_i64()

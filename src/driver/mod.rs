@@ -8,6 +8,7 @@ pub mod plan;
 pub mod stats;
 mod thread;
 pub mod txlog;
+mod warmup;
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc;
@@ -27,6 +28,7 @@ pub use plan::{
 pub use stats::{CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats};
 use thread::{ThreadMessage, ThreadResult, ThreadSetup};
 use txlog::{EpochClock, TxnLog};
+use warmup::{Moment, WarmupClock, WarmupGate};
 
 /// The merged stats of one interval of the run, over all threads.
 pub struct IntervalReport {
@@ -38,7 +40,14 @@ pub struct IntervalReport {
 }
 
 pub enum DriverEvent<'a> {
+    /// Intervals count from the measured part's start (`RunPlan::warmup`'s are not reported).
     Interval(&'a IntervalReport),
+    /// `RunPlan::warmup` is over and no transaction is in flight: what the caller reads now
+    /// separates the warmup's transactions from the measured ones exactly.
+    WarmupEnded,
+    /// After a warmup: every client has run its last transaction and none has closed its
+    /// session yet (the server's statistics lag as they did at `WarmupEnded`).
+    MeasuredEnded,
     /// A client gave up: its message, and the thread it ran on.
     ClientAborted(&'a str, usize),
     /// `--verbose-errors`: a failed statement, or the decision to retry or give up.
@@ -103,6 +112,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let abandoned = Arc::new(AtomicBool::new(false));
     let events_claimed = Arc::new(AtomicU64::new(0));
     let launch = Instant::now();
+    let warmup_gate = (!plan.warmup.is_zero()).then(|| Arc::new(WarmupGate::new(launch)));
     let mut handles = Vec::new();
     for (index, (clients, randoms)) in clients.into_iter().zip(thread_randoms).enumerate() {
         let setup = ThreadSetup {
@@ -118,6 +128,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             abandon: abandons[index].clone(),
             abandoned: abandoned.clone(),
             events_claimed: events_claimed.clone(),
+            warmup_gate: warmup_gate.clone(),
         };
         let plan = plan.clone();
         let handle = std::thread::Builder::new()
@@ -131,17 +142,37 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let ticker = Ticker::new(plan.interval, ticks);
     let initial_connection_time = launch.elapsed();
     let start_unix_s = EpochClock::now().unix_us(Instant::now()) as f64 / 1e6;
-    let cpu_start = process_cpu();
+    let mut cpu_start = process_cpu();
     let timeline = Timeline {
         start_unix_s,
         interval_s: plan.interval.as_secs_f64(),
+        warmup_intervals: warmup_intervals(&plan),
     };
     let watchdog = Watchdog {
         timeout: plan.stall_timeout,
         threads: abandons,
         abandoned,
     };
-    let (intervals, fatal) = collect_intervals(&receiver, ticker, timeline, &watchdog, on_event);
+    let mut warmup_clock = warmup_gate.as_deref().map(|gate| {
+        let ends_at = Instant::now() + plan.warmup;
+        WarmupClock::new(gate, ends_at, plan.limit.time_bound(), plan.clients)
+    });
+    let mut on_event = |event: DriverEvent<'_>| {
+        let warmup_ended = matches!(event, DriverEvent::WarmupEnded);
+        on_event(event);
+        if warmup_ended {
+            // The caller's reading is not the clients' work.
+            cpu_start = process_cpu();
+        }
+    };
+    let (intervals, fatal) = collect_intervals(
+        &receiver,
+        ticker,
+        timeline,
+        &watchdog,
+        warmup_clock.as_mut(),
+        &mut on_event,
+    );
     let results: Vec<ThreadResult> = handles
         .into_iter()
         .map(|h| h.join().expect("driver thread panicked"))
@@ -169,10 +200,16 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             plan.clients
         )));
     }
+    let measured_from = warmup_gate
+        .as_ref()
+        .map(|gate| gate.measured_from().unwrap_or(end));
     Ok(merge_results(
         &plan,
         results,
-        end,
+        Measured {
+            from: measured_from,
+            end,
+        },
         initial_connection_time,
         intervals,
         client_cpu,
@@ -247,11 +284,16 @@ fn seed_clients(
     (per_thread, thread_randoms)
 }
 
-/// Where intervals lie in Unix time.
+/// Where intervals lie in Unix time, and how many of the first are the warmup's.
 #[derive(Clone, Copy)]
 struct Timeline {
     start_unix_s: f64,
     interval_s: f64,
+    warmup_intervals: u64,
+}
+
+fn warmup_intervals(plan: &RunPlan) -> u64 {
+    (plan.warmup.as_nanos() / plan.interval.as_nanos().max(1)) as u64
 }
 
 /// Gives up on a run whose clients wait on the server for longer than `timeout`: each thread
@@ -273,11 +315,13 @@ impl Watchdog {
 /// Merges interval reports from all threads and emits each interval once every thread has
 /// reported it (or finished). A thread reporting a stalled client sets the watchdog off; one
 /// reporting a fatal error ends the run the same way, and the first such error is returned.
+/// With a warmup, its clock is advanced between messages.
 fn collect_intervals(
     receiver: &mpsc::Receiver<ThreadMessage>,
     mut ticker: Ticker,
     timeline: Timeline,
     watchdog: &Watchdog,
+    mut warmup: Option<&mut WarmupClock<'_>>,
     on_event: &mut dyn FnMut(DriverEvent<'_>),
 ) -> (Vec<IntervalReport>, Option<String>) {
     let threads = ticker.threads.len();
@@ -288,10 +332,22 @@ fn collect_intervals(
     let mut pending: std::collections::BTreeMap<u64, ScriptStats> = Default::default();
     let mut emitted = Vec::new();
     loop {
-        let message = match receiver.recv_timeout(ticker.until_next()) {
+        if let Some(clock) = warmup.as_deref_mut() {
+            clock.advance(&mut |moment| match moment {
+                Moment::WarmupEnded => on_event(DriverEvent::WarmupEnded),
+                Moment::MeasuredEnded => on_event(DriverEvent::MeasuredEnded),
+            });
+        }
+        let warmup_look = warmup
+            .as_deref()
+            .map_or(Duration::MAX, WarmupClock::next_look_within);
+        let until_tick = ticker.until_next();
+        let message = match receiver.recv_timeout(until_tick.min(warmup_look)) {
             Ok(message) => message,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                ticker.tick();
+                if until_tick <= warmup_look {
+                    ticker.tick();
+                }
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -331,8 +387,11 @@ fn collect_intervals(
                 break;
             }
             let stats = pending.remove(&index).expect("present");
+            let Some(measured_index) = index.checked_sub(timeline.warmup_intervals) else {
+                continue;
+            };
             let report = IntervalReport {
-                index,
+                index: measured_index,
                 stats,
                 end_unix_s: timeline.start_unix_s + (index + 1) as f64 * timeline.interval_s,
             };
@@ -373,10 +432,17 @@ impl Ticker {
     }
 }
 
+/// The measured part's bounds: from the warmup's end when there was one, else from the
+/// first thread's start.
+struct Measured {
+    from: Option<Instant>,
+    end: Instant,
+}
+
 fn merge_results(
     plan: &RunPlan,
     results: Vec<ThreadResult>,
-    end: Instant,
+    measured: Measured,
     initial_connection_time: Duration,
     intervals: Vec<IntervalReport>,
     client_cpu: CpuTimes,
@@ -401,7 +467,10 @@ fn merge_results(
             }
         }
     }
-    let bench_start = results.iter().map(|r| r.bench_start).min().unwrap_or(end);
+    let end = measured.end;
+    let bench_start = measured
+        .from
+        .unwrap_or_else(|| results.iter().map(|r| r.bench_start).min().unwrap_or(end));
     let mut client_transactions = vec![0; plan.clients];
     let mut client_busy_us = vec![0.0; plan.clients];
     for result in &results {

@@ -213,6 +213,10 @@ pub struct RunPlan {
     /// clients' connections are closed, and the run fails saying how many were stuck), during
     /// the run and after its end alike. None waits forever, as pgbench does.
     pub stall_timeout: Option<Duration>,
+    /// A warmup in the same sessions before the measured `limit` (HammerDB's ramp-up, see
+    /// `warmup.rs`): what ends within it is not counted, and `DriverEvent::WarmupEnded` marks
+    /// its end. A whole number of intervals; zero for none. `-r`'s per-command times include it.
+    pub warmup: Duration,
 }
 
 /// `--stall-timeout` as every run command reads it: a duration ("90s", "5m"), 0 for no
@@ -285,6 +289,7 @@ impl RunPlan {
             pauses: None,
             debug: false,
             stall_timeout,
+            warmup: Duration::ZERO,
         }
     }
 

@@ -15,6 +15,7 @@ use super::pauses::{self, FirstStep};
 use super::plan::{RunLimit, RunPlan};
 use super::stats::{CommandStats, ScriptStats};
 use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
+use super::warmup::WarmupGate;
 use crate::script::prng::PgPrng;
 use crate::wire::cancel::CancelToken;
 use crate::wire::Waiting;
@@ -87,6 +88,8 @@ pub struct ThreadSetup {
     /// transaction: a thread's only client reads with blocking calls (`go_solo`) and leaves
     /// the runtime only when a reply is slow to come.
     pub abandoned: Arc<AtomicBool>,
+    /// With `RunPlan::warmup`: passed before every transaction.
+    pub warmup_gate: Option<Arc<WarmupGate>>,
     /// `RunLimit::Events`: the transactions the run's clients have claimed so far.
     pub events_claimed: Arc<AtomicU64>,
 }
@@ -105,6 +108,7 @@ struct ThreadContext {
     plan: Arc<RunPlan>,
     index: usize,
     start: Instant,
+    warmup_gate: Option<Arc<WarmupGate>>,
     choose_random: RefCell<PgPrng>,
     throttle: Option<Throttle>,
     stats: RefCell<IntervalAccumulator>,
@@ -264,6 +268,25 @@ impl ThreadContext {
     }
 
     /// Marks the client as in a transaction since `at`, or (None) between transactions.
+    /// Whether what ended at `end` belongs to `RunPlan::warmup` (and is not counted).
+    fn in_warmup(&self, end: Instant) -> bool {
+        self.warmup_gate
+            .as_ref()
+            .is_some_and(|gate| gate.is_warmup(end))
+    }
+
+    async fn enter_warmup_gate(&self) {
+        if let Some(gate) = &self.warmup_gate {
+            gate.enter().await;
+        }
+    }
+
+    fn leave_warmup_gate(&self) {
+        if let Some(gate) = &self.warmup_gate {
+            gate.leave();
+        }
+    }
+
     fn set_in_flight(&self, client: &Client, at: Option<Instant>) {
         if let Some(slot) = self.in_flight.get(client.id - self.first_client) {
             slot.set(at);
@@ -273,6 +296,9 @@ impl ThreadContext {
     /// Accounts one finished transaction: interval and script stats, and the log.
     fn record(&self, script_index: usize, result: &TxnResult, timing: TxnTiming, client: &Client) {
         self.flush_before(self.interval_of(timing.end));
+        if self.in_warmup(timing.end) {
+            return;
+        }
         let latency_us = timing.latency.as_secs_f64() * 1e6;
         let lag_us = timing.lag.map_or(0.0, |lag| lag.as_secs_f64() * 1e6);
         let late = self
@@ -331,6 +357,9 @@ impl ThreadContext {
     /// `-R -L`: a transaction skipped because it was already too late when due.
     fn record_skipped(&self, script_index: usize, at: Instant, client_id: usize, number: u64) {
         self.flush_before(self.interval_of(at));
+        if self.in_warmup(at) {
+            return;
+        }
         self.stats.borrow_mut().stats.skipped += 1;
         self.per_script.borrow_mut()[script_index].skipped += 1;
         self.log(LogEntry {
@@ -411,6 +440,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         plan: plan.clone(),
         index: setup.index,
         start,
+        warmup_gate: setup.warmup_gate.clone(),
         choose_random: RefCell::new(setup.choose_random),
         throttle: plan.rate.map(|rate| Throttle {
             // Each thread schedules its share of the rate.
@@ -503,7 +533,10 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
 
 async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
     let plan = context.plan.clone();
-    let deadline = plan.limit.time_bound().map(|length| context.start + length);
+    let deadline = plan
+        .limit
+        .time_bound()
+        .map(|length| context.start + plan.warmup + length);
     let mut ended_normally = true;
     let stop = plan.stop.as_deref();
     let mut running = true;
@@ -546,8 +579,10 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             Schedule::Start(at) => at,
             Schedule::Finished => break,
         };
+        context.enter_warmup_gate().await;
         let begin = Instant::now();
         if plan.connect_per_transaction && !reconnect(&context, &mut client, begin).await {
+            context.leave_warmup_gate();
             break;
         }
         client.statements = 0;
@@ -557,6 +592,7 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             .await;
         context.set_in_flight(&client, None);
         let end = Instant::now();
+        context.leave_warmup_gate();
         context.notify(std::mem::take(&mut client.notices));
         if let TxnOutcome::Aborted(message) = result.outcome {
             abort(&context, message);
@@ -567,6 +603,10 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
             break;
         }
         client.processed += 1;
+        if context.in_warmup(end) {
+            // A limit in transactions counts the measured ones.
+            client.processed = 0;
+        }
         // Under -R, latency counts from the scheduled start (no coordinated omission).
         let timing = match scheduled {
             Some(at) => TxnTiming {
@@ -604,6 +644,9 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
     }
     if ended_normally {
         run_closing_script(&context, &mut client).await;
+    }
+    if let Some(gate) = &context.warmup_gate {
+        gate.finish().await;
     }
     client.disconnect().await;
     merge_command_stats(&context, &client);

@@ -152,5 +152,6 @@ pub fn run_plan(spec: &RunSpec, target: &ConnSpec, parsed: ParsedScripts, scale:
         pauses: None,
         debug: spec.debug,
         stall_timeout: spec.stall_timeout,
+        warmup: std::time::Duration::ZERO,
     }
 }

@@ -26,7 +26,7 @@ pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
             }
         }
         DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
-        DriverEvent::Interval(_) => {}
+        DriverEvent::Interval(_) | DriverEvent::WarmupEnded | DriverEvent::MeasuredEnded => {}
     };
     let mut progress = ProgressPrinter::new(spec);
     let report = benchmark(spec, target, &mut |event| {

@@ -338,6 +338,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         }
         DriverEvent::ClientAborted(message, _) => eprintln!("stampede: error: {message}"),
         DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
+        DriverEvent::WarmupEnded | DriverEvent::MeasuredEnded => {}
     })?;
     let report = SysbenchReport::new(&test, threads, &result);
     print!(

@@ -70,7 +70,7 @@ pub struct RunArgs {
     /// Virtual users: one connection each, home warehouses spread evenly (see --home-warehouses)
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub vu: i64,
-    /// Run this long before measuring (its sessions end before the measured run starts)
+    /// Run this long before measuring, in the same sessions (as HammerDB's ramp-up)
     #[arg(long, default_value = "2m")]
     pub rampup: String,
     /// The measured time

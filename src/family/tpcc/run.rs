@@ -93,31 +93,35 @@ pub fn run(args: &RunArgs) -> CommandResult {
         settings.rules.name(),
         settings.seed
     );
-    if !settings.rampup.is_zero() {
-        let mut plan = plan(&conn, warehouses, constants, &settings)?;
-        plan.limit = RunLimit::Duration(settings.rampup);
-        plan.stop = Some(stop.clone());
-        plan.stall_timeout = stall_timeout;
-        let rampup = driver::run(plan, &mut |_| {})?;
-        check_aborted(rampup.aborted_clients, "virtual user", "")?;
-    }
-    let before = runtime.block_on(settled_counters(&client))?;
+    // The rampup runs in the measured run's sessions, as HammerDB's virtual users keep theirs:
+    // the counters are read between the two with no transaction in flight, and after the last
+    // one before the sessions close (pg_stat_database then lags alike at both readings).
+    let mut before = if settings.rampup.is_zero() {
+        Some(runtime.block_on(settled_counters(&client)))
+    } else {
+        None
+    };
+    let mut at_end = None;
     let mut plan = plan(&conn, warehouses, constants, &settings)?;
+    plan.warmup = settings.rampup;
     plan.stop = Some(stop);
     plan.stall_timeout = stall_timeout;
-    let result = driver::run(plan, &mut |event| {
-        if let DriverEvent::Interval(interval) = event {
-            if (interval.index + 1) % 10 == 0 {
-                println!(
-                    "[ {}s ] {:.1} transactions/s",
-                    interval.index + 1,
-                    interval.stats.latency.count as f64
-                );
-            }
-        }
+    let result = driver::run(plan, &mut |event| match event {
+        DriverEvent::WarmupEnded => before = Some(runtime.block_on(counters(&client))),
+        DriverEvent::MeasuredEnded => at_end = Some(runtime.block_on(counters(&client))),
+        DriverEvent::Interval(interval) if (interval.index + 1) % 10 == 0 => println!(
+            "[ {}s ] {:.1} transactions/s",
+            interval.index + 1,
+            interval.stats.latency.count as f64
+        ),
+        _ => {}
     })?;
-    let after = runtime.block_on(settled_counters(&client))?;
+    let after = match at_end {
+        Some(counters) => counters?,
+        None => runtime.block_on(settled_counters(&client))?,
+    };
     check_aborted(result.aborted_clients, "virtual user", "")?;
+    let before = before.ok_or_else(|| Failure::run("the run was stopped within its rampup"))??;
     let report = TpccReport::new(&settings, &result, before, after);
     print!("{}", report.text());
     if let Some(path) = &args.json {
@@ -135,7 +139,8 @@ fn settings(args: &RunArgs) -> Result<Settings, Failure> {
             ))
         })
     };
-    let rampup = duration(&args.rampup, "rampup")?;
+    // Whole seconds: the driver's warmup is a whole number of its one-second intervals.
+    let rampup = Duration::from_secs(duration(&args.rampup, "rampup")?.as_secs_f64().ceil() as u64);
     let mode = Mode::parse(&args.mode).map_err(Failure::input)?;
     let limit = match args.iterations {
         Some(n) => RunLimit::TransactionsPerClient(positive::<u64>(n, "iterations")?),
