@@ -495,6 +495,16 @@ fn the_rampup_runs_in_the_measured_runs_sessions(s: &common::TestServer, db: &st
     );
     assert_eq!(report["new_orders_committed_server"], count("new-order"));
     assert_eq!(report["new_orders_committed_driver"], count("new-order"));
+    let per_second: i64 = report["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|second| second["transactions"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        per_second, 200,
+        "the series holds the measured part only: {report}"
+    );
 }
 
 /// A run in each mode: NOPM's source (district.d_next_o_id) agrees with the New-Orders the
