@@ -27,7 +27,10 @@ the runs' range beside each median, and the runs whose Stock-Level count took 5 
 its home warehouse; several use all warehouses in both tools (dealt out alike; HammerDB's home
 warehouses are drawn at random per user, so two users may share one by chance).
        bench/tpcc_server_cost.py --hammerdb-cli --hammerdb-src PATH [--pgtcl SO] [--warehouses 4]
-       [--rampup-minutes 1] [--minutes 1] [--vu 1,4] [--rounds 2] [--pin]
+       [--rampup-minutes 1] [--minutes 1] [--vu 1,4] [--rounds 2] [--pin] [--setting NAME=VALUE]
+--setting plan_cache_mode=force_generic_plan takes PL/pgSQL's choice between custom and generic
+plans (which decides whether a session's Stock-Levels go slow, see bench/README.md) out of both
+tools' runs alike.
 Build first: cargo build --release.
 """
 import argparse
@@ -178,6 +181,9 @@ def main():
     parser.add_argument("--pgtcl", help="a thread-safe Pgtcl (bench/build_thread_safe_pgtcl.sh)")
     parser.add_argument("--pin", action="store_true",
                         help="the server's processes on CPU 0, the tools' on CPU 1 (no shared core)")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="a server setting for both tools' runs (--hammerdb-cli), e.g. "
+                             "plan_cache_mode=force_generic_plan; repeatable")
     args = parser.parse_args()
     if args.hammerdb_cli:
         return beside_hammerdb(args)
@@ -340,8 +346,8 @@ def stampede_run(server, db, vu, rampup_minutes, minutes, prefix):
 
 
 def beside_hammerdb(args):
-    server = Server(args.port, os.path.join(tempfile.gettempdir(), f"stampede-bench-{args.port}"),
-                    SERVER_SETTINGS)
+    settings = SERVER_SETTINGS + "".join(f" -c {setting}" for setting in args.setting)
+    server = Server(args.port, os.path.join(tempfile.gettempdir(), f"stampede-bench-{args.port}"), settings)
     server.init()
     server.start()
     hammerdb = HammerDB(args.hammerdb_src, "127.0.0.1", server.port, "tpcc_hammerdb", args.warehouses,
@@ -408,7 +414,8 @@ def spread(values):
 
 def report_beside_hammerdb(results, args):
     print(f"\n{args.warehouses} warehouses, {args.rampup_minutes} min ramp-up + {args.minutes} min per run, "
-          f"{args.rounds} rounds ABBA (medians, the runs' range){', server on CPU 0 and tools on CPU 1' if args.pin else ''}")
+          f"{args.rounds} rounds ABBA (medians, the runs' range){', server on CPU 0 and tools on CPU 1' if args.pin else ''}"
+          + "".join(f", {setting}" for setting in args.setting))
     for vu in sorted(results["hammerdb"]):
         print(f"\n{vu} virtual user(s){' (all warehouses)' if vu > 1 else ''}:")
         print(f"{'':14} {'hammerdb':>10} {'range':>13} {'stampede':>10} {'range':>13} {'ratio':>7}")

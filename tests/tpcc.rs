@@ -962,4 +962,67 @@ fn server_mode_runs_hammerdbs_statements_per_transaction() {
         let districts: i64 = districts.parse().unwrap();
         assert_eq!(districts == 1, one_district, "{rules}: {districts}");
     }
+    by_name_customers_are_hammerdbs_or_tpccs(s, &db);
+}
+
+/// Which of the n customers with a last name Payment and Order-Status take, against the
+/// customer table in C_FIRST order: `byname` 2 the ⌈n/2⌉-th (TPC-C's), 1 HammerDB's — Payment
+/// the ⌊n/2⌋-th (none when n is 1: the customer id the client drew), Order-Status the one
+/// after the ⌈n/2⌉-th (none when n is 1).
+fn by_name_customers_are_hammerdbs_or_tpccs(s: &common::TestServer, db: &str) {
+    let where_named = |name: &str| format!("c_w_id = 1 AND c_d_id = 1 AND c_last = '{name}'");
+    let drawn_id = 2999;
+    for n in 1..=4_i64 {
+        let name = s.psql(
+            db,
+            &format!(
+                "SELECT c_last FROM customer WHERE c_w_id = 1 AND c_d_id = 1 GROUP BY c_last \
+                 HAVING count(*) = {n} AND count(DISTINCT c_first) = {n} ORDER BY c_last LIMIT 1"
+            ),
+        );
+        assert!(!name.is_empty(), "no last name with {n} customers");
+        let nth = |position: i64| -> String {
+            if position < 1 || position > n {
+                return String::new();
+            }
+            s.psql(
+                db,
+                &format!(
+                    "SELECT c_id FROM customer WHERE {} ORDER BY c_first OFFSET {} LIMIT 1",
+                    where_named(&name),
+                    position - 1
+                ),
+            )
+        };
+        let (tpcc, hammerdb_payment, hammerdb_order_status) = ((n + 1) / 2, n / 2, (n + 1) / 2 + 1);
+        for (byname, payment_nth, order_status_nth) in [
+            (2, tpcc, tpcc),
+            (1, hammerdb_payment, hammerdb_order_status),
+        ] {
+            let order_status = s.psql(
+                db,
+                &format!("CALL ostat(1, 1, {drawn_id}, {byname}, '{name}', '', '', 0.0, 0, LOCALTIMESTAMP(0), 0, '')"),
+            );
+            let customer = order_status.split('|').next().unwrap();
+            assert_eq!(
+                customer,
+                nth(order_status_nth),
+                "Order-Status, byname {byname}, {n} named"
+            );
+            let payment = s.psql(
+                db,
+                &format!(
+                    "CALL payment(1, 1, 1, 1, {byname}, 1.00, '0', '{name}', {drawn_id}{}, LOCALTIMESTAMP(0), 0.0, 0.0, 0.0, '', LOCALTIMESTAMP(0))",
+                    ", ''".repeat(18)
+                ),
+            );
+            let customer = payment.split('|').nth(2).unwrap();
+            let expected = if payment_nth == 0 {
+                drawn_id.to_string()
+            } else {
+                nth(payment_nth)
+            };
+            assert_eq!(customer, expected, "Payment, byname {byname}, {n} named");
+        }
+    }
 }

@@ -55,7 +55,8 @@ pub struct Inputs {
     pub warehouses: i64,
     /// Sets `:w_id`.
     pub warehouse: String,
-    /// Sets `:by_name` (60%), `:c_id` (NURand) and `:name` (NURand, for the last name).
+    /// Sets `:by_name` (60% the rules' `Rules::by_name`, else 0), `:c_id` (NURand) and
+    /// `:name` (NURand, for the last name).
     pub customer: String,
     /// Payment's customer warehouse and district: `:c_w_id`, `:c_d_id` (15% remote).
     pub payment_customer_warehouse: String,
@@ -94,10 +95,11 @@ impl Inputs {
             warehouses,
             warehouse: choice.script_line(warehouses),
             customer: format!(
-                "\\set by_name case when random(1, 100) <= 60 then 1 else 0 end\n\
+                "\\set by_name case when random(1, 100) <= 60 then {by_name} else 0 end\n\
                  \\set c_id {customer_id}\n\
                  \\set name ((random(0, 255) | random(0, 999)) + {}) % 1000\n",
-                constants.c_last
+                constants.c_last,
+                by_name = rules.by_name(),
             ),
             stock_level_district: format!("\\set d_id {stock_level_district}\n"),
             payment_customer_warehouse: format!(

@@ -8,8 +8,8 @@
 //! subtransaction per call, as HammerDB's). Where HammerDB departs from the TPC-C
 //! specification, these follow the specification inside the same statements: the unused
 //! item rolls New-Order back (2.4.2.3), a New-Order's items are distinct, stock, customer
-//! payment and delivery counters are kept (2.4.2.2, 2.5.2.2, 2.7.4.2), the customer in the
-//! middle of those with a last name is the ⌈n/2⌉-th (2.5.2.2).
+//! payment and delivery counters are kept (2.4.2.2, 2.5.2.2, 2.7.4.2). Which customer of
+//! those with a last name is taken is the caller's: HammerDB's or TPC-C's (`Rules::by_name`).
 
 /// `tpcc_last_name(n)`: C_LAST for 0..999 from its three digits' syllables (clause 4.3.2.3), for
 /// looking customers up by hand; the virtual users draw names with the script function of
@@ -122,9 +122,9 @@ const PAYMENT_CUSTOMER_OUT: &str = "p_c_first, p_c_middle, p_c_street_1, p_c_str
                p_c_balance, p_c_since";
 
 /// Payment (2.5): warehouse and district year-to-date with their addresses, the customer (by
-/// id, or counted and then fetched row by row in C_FIRST order up to the ⌈n/2⌉-th through a
-/// cursor, as HammerDB's loop fetches them, by last name), one UPDATE of the customer (with
-/// C_DATA for bad credit) and a history row. The parameters are HammerDB's, in its order: what
+/// id, or by last name: counted, then fetched row by row in C_FIRST order through a cursor,
+/// as HammerDB's loop fetches them, up to the row `byname` names: `Rules::by_name`), one
+/// UPDATE of the customer (with C_DATA for bad credit) and a history row. The parameters are HammerDB's, in its order: what
 /// the terminal shows (the addresses, the customer's data, balance and C_DATA) goes back to the
 /// client in its INOUT parameters, as HammerDB's; `tstamp` is the payment's date.
 const PAYMENT: &str = "CREATE OR REPLACE PROCEDURE payment(p_w_id integer, p_d_id integer,
@@ -153,11 +153,11 @@ BEGIN
     UPDATE district SET d_ytd = d_ytd + p_h_amount WHERE d_w_id = p_w_id AND d_id = p_d_id
     RETURNING d_street_1, d_street_2, d_city, d_state, d_zip, d_name
     INTO p_d_street_1, p_d_street_2, p_d_city, p_d_state, p_d_zip, d_name_;
-    IF byname = 1 THEN
+    IF byname <> 0 THEN
         SELECT count(c_id) INTO named FROM customer
         WHERE c_last = p_c_last AND c_d_id = p_c_d_id AND c_w_id = p_c_w_id;
         OPEN by_name_cursor;
-        FOR fetched IN 1 .. (named + 1) / 2 LOOP
+        FOR fetched IN 1 .. CASE byname WHEN 1 THEN named / 2 ELSE (named + 1) / 2 END LOOP
             FETCH by_name_cursor INTO p_c_id, {customer_out};
         END LOOP;
         CLOSE by_name_cursor;
@@ -189,8 +189,8 @@ EXCEPTION
 {conflict}END
 $$";
 
-/// Order-Status (2.6): the customer (by id, or by last name counted and fetched up to the
-/// ⌈n/2⌉-th through a cursor, as Payment),
+/// Order-Status (2.6): the customer (by id, or by last name counted and fetched through a
+/// cursor up to the row `byname` names, as Payment),
 /// its latest order and that order's lines, read one by one into the text line HammerDB's
 /// loop builds. The parameters are HammerDB's, in its order: the customer, the order and the
 /// lines' text go back to the client in its INOUT parameters, as HammerDB's.
@@ -206,11 +206,11 @@ DECLARE
         WHERE c_last = os_c_last AND c_d_id = os_d_id AND c_w_id = os_w_id
         ORDER BY c_first;
 BEGIN
-    IF byname = 1 THEN
+    IF byname <> 0 THEN
         SELECT count(c_id) INTO named FROM customer
         WHERE c_last = os_c_last AND c_d_id = os_d_id AND c_w_id = os_w_id;
         OPEN by_name_cursor;
-        FOR fetched IN 1 .. (named + 1) / 2 LOOP
+        FOR fetched IN 1 .. (named + 1) / 2 + CASE byname WHEN 1 THEN 1 ELSE 0 END LOOP
             FETCH by_name_cursor INTO os_c_balance, os_c_first, os_c_middle, os_c_id;
         END LOOP;
         CLOSE by_name_cursor;

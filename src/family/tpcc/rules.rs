@@ -9,6 +9,7 @@
 //! | C_ID of Payment and Order-Status | uniform 1..3000 | NURand(1023, 1, 3000) (2.5.1.2) |
 //! | C for C_LAST at run time | the load's | differs from the load's by 65..119 (2.1.6.1) |
 //! | Stock-Level's district | one per virtual user for the whole run | drawn per transaction |
+//! | The by-name customer of n | Payment the ⌊n/2⌋-th, Order-Status the ⌈n/2⌉+1-th | the ⌈n/2⌉-th (2.5.2.2) |
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rules {
@@ -31,5 +32,18 @@ impl Rules {
 
     pub fn name(self) -> &'static str {
         Rules::NAMES[self as usize]
+    }
+
+    /// The `byname` value a by-name Payment or Order-Status passes its procedure, which says
+    /// how far the cursor over the n customers with the name fetches. 2 is TPC-C's ⌈n/2⌉-th
+    /// (clause 2.5.2.2). 1 is HammerDB's (its clients send 1): its Payment loop stops at the
+    /// ⌊n/2⌋-th (with one such customer it fetches none, and the payment goes to the customer
+    /// id the client drew), its Order-Status loop fetches one past the ⌈n/2⌉-th (with one such
+    /// customer the fetch past the end leaves no customer and no order).
+    pub fn by_name(self) -> u8 {
+        match self {
+            Rules::HammerDb => 1,
+            Rules::TpcC => 2,
+        }
     }
 }
