@@ -389,6 +389,16 @@ fn option(args: &[&str], name: &str) -> usize {
 
 /// Runs `args` on `db` with `--json`, checks that the driver's counts agree with the server's
 /// (NOPM from district.d_next_o_id, the orders table, TPM), and returns the JSON report.
+/// The transactions of a `--json` report's per-second series, summed.
+fn series_transactions(report: &serde_json::Value) -> i64 {
+    report["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|second| second["transactions"].as_i64().unwrap())
+        .sum()
+}
+
 fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value {
     let s = server();
     let json = TempFile::new(&format!("tpcc-{db}.json"));
@@ -406,12 +416,7 @@ fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value 
     let all: i64 = TRANSACTIONS.iter().map(|n| count(n)).sum();
     assert_eq!(all, transactions, "{report}");
     common::assert_fairness(&report, &text, option(args, "--vu"), all as u64);
-    let per_second: i64 = report["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["transactions"].as_i64().unwrap())
-        .sum();
+    let per_second = series_transactions(&report);
     assert_eq!(
         per_second, all,
         "the per-second series covers every transaction"
@@ -495,12 +500,7 @@ fn the_rampup_runs_in_the_measured_runs_sessions(s: &common::TestServer, db: &st
     );
     assert_eq!(report["new_orders_committed_server"], count("new-order"));
     assert_eq!(report["new_orders_committed_driver"], count("new-order"));
-    let per_second: i64 = report["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|second| second["transactions"].as_i64().unwrap())
-        .sum();
+    let per_second = series_transactions(&report);
     assert_eq!(
         per_second, 200,
         "the series holds the measured part only: {report}"
