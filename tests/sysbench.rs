@@ -617,7 +617,10 @@ fn lua_intervals_and_json_agree_with_the_server(db: &str) {
         })
         .collect();
     assert!((2..=3).contains(&intervals.len()), "{text}");
-    assert!(intervals.iter().all(|(tps, qps)| tps == qps && *tps > 0.0));
+    assert!(
+        intervals.iter().all(|(tps, qps)| tps == qps && *tps > 0.0),
+        "{text}"
+    );
     let interval_events: f64 = intervals.iter().map(|(tps, _)| tps).sum();
     assert!(
         interval_events <= events as f64 + 1.0,
