@@ -604,7 +604,9 @@ fn lua_intervals_and_json_agree_with_the_server(db: &str) {
     );
     assert!((ms("sum") - ms("avg") * events as f64).abs() <= 1e-6 * ms("sum"));
     // Each interval line's rate covers one second of the run: together no more than the run's
-    // events, and one statement per event.
+    // events, and one statement per event. The reporter reads the counters while events run
+    // (as sysbench's does): a thread's query may be counted in one second and its event in the
+    // next, so a second's tps and qps differ by at most one per thread.
     let intervals: Vec<(f64, f64)> = text
         .lines()
         .filter(|l| l.starts_with("[ ") && l.contains(" thds: 2 tps: "))
@@ -618,7 +620,9 @@ fn lua_intervals_and_json_agree_with_the_server(db: &str) {
         .collect();
     assert!((2..=3).contains(&intervals.len()), "{text}");
     assert!(
-        intervals.iter().all(|(tps, qps)| tps == qps && *tps > 0.0),
+        intervals
+            .iter()
+            .all(|(tps, qps)| (tps - qps).abs() <= 2.0 + 0.01 && *tps > 0.0),
         "{text}"
     );
     let interval_events: f64 = intervals.iter().map(|(tps, _)| tps).sum();
