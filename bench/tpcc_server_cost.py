@@ -29,9 +29,17 @@ its home warehouse; several use all warehouses in both tools (dealt out alike; H
 warehouses are drawn at random per user, so two users may share one by chance).
        bench/tpcc_server_cost.py --hammerdb-cli --hammerdb-src PATH [--pgtcl SO] [--warehouses 4]
        [--rampup-minutes 1] [--minutes 1] [--vu 1,4] [--rounds 2] [--pin] [--setting NAME=VALUE]
+       [--statement-cpu [--statement-log FILE]] [--vacuum-between-runs]
 --setting plan_cache_mode=force_generic_plan takes PL/pgSQL's choice between custom and generic
 plans (which decides whether a session's Stock-Levels go slow, see bench/README.md) out of both
-tools' runs alike.
+tools' runs alike. --statement-cpu adds, per type, the CPU per call of the procedure's
+statements (pg_stat_kcache beside pg_stat_statements, Debian's postgresql-NN-pg-stat-kcache;
+--statement-log FILE gets every statement's executions and CPU per execution per run): with more
+users than server CPUs a call's wall time includes its waits behind the others, its CPU does
+not. `both us/txn` (server + client CPU per transaction) is what one user's NOPM goes by: its
+client and server take turns. bench/tpcc_statement_compare.py puts the two tools' like
+statements of a statement log side by side. --vacuum-between-runs turns autovacuum off and
+vacuums and analyzes both databases before every run (no run beside a vacuum).
 Build first: cargo build --release.
 """
 import argparse
@@ -182,6 +190,14 @@ def main():
     parser.add_argument("--pgtcl", help="a thread-safe Pgtcl (bench/build_thread_safe_pgtcl.sh)")
     parser.add_argument("--pin", action="store_true",
                         help="the server's processes on CPU 0, the tools' on CPU 1 (no shared core)")
+    parser.add_argument("--statement-cpu", action="store_true",
+                        help="per type, the CPU of each procedure's statements per call (pg_stat_kcache: "
+                             "Debian's postgresql-NN-pg-stat-kcache), beside the wall time (--hammerdb-cli)")
+    parser.add_argument("--statement-log", default=os.path.join(tempfile.gettempdir(), "statement_cpu.log"),
+                        help="with --statement-cpu, each run's statements: executions, CPU per execution")
+    parser.add_argument("--vacuum-between-runs", action="store_true",
+                        help="autovacuum off, both databases vacuumed and analyzed before every run "
+                             "(--hammerdb-cli): no run shares the server CPU with a vacuum")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                         help="a server setting for both tools' runs (--hammerdb-cli), e.g. "
                              "plan_cache_mode=force_generic_plan; repeatable")
@@ -288,6 +304,15 @@ def procedure_times(server, db):
     return times
 
 
+def cpu_per_call(cpu, before, after):
+    """{procedure: its statements' CPU us per call}, and under None the unattributed CPU per
+    CALL of any procedure."""
+    calls = {name: count - before.get(name, (0, 0.0))[0] for name, (count, _) in after.items()}
+    means = {name: seconds * 1e6 / calls[name] for name, seconds in cpu.items() if name and calls.get(name)}
+    means[None] = cpu.get(None, 0.0) * 1e6 / max(1, sum(calls.values()))
+    return means
+
+
 def per_call(before, after):
     """{procedure: mean server us per call} between two procedure_times readings."""
     means = {}
@@ -296,6 +321,57 @@ def per_call(before, after):
         if calls > calls_before:
             means[name] = (total_ms - ms_before) * 1000 / (calls - calls_before)
     return means
+
+
+# --statement-cpu: pg_stat_kcache (getrusage around each statement's executor) beside
+# pg_stat_statements, every nested statement tracked and no utility statement (so the CALLs'
+# literals make no entries). A procedure's statements are its CPU inside the server apart from
+# PL/pgSQL's own steps (assignments, loops) and the CALL's parse: the same work in both tools, and
+# a measure of CPU, where pg_stat_user_functions' time per call is wall time, which with more
+# sessions than CPUs includes the waits behind the others.
+STATEMENT_CPU_SETTINGS = ("-c shared_preload_libraries=auto_explain,pg_stat_statements,pg_stat_kcache "
+                          "-c pg_stat_statements.track=all -c pg_stat_statements.track_utility=off "
+                          "-c pg_stat_statements.max=10000 -c pg_stat_kcache.track=all")
+
+
+def words(text):
+    return set(re.findall(r"[a-z_][a-z0-9_]*", text.lower()))
+
+
+def statement_cpu(server, db, log=None):
+    """{procedure: CPU s} of the nested statements pg_stat_kcache measured in `db` since its
+    reset, each given to the one procedure whose source holds every word of the statement's
+    text (the procedures' variables differ: HammerDB's and stampede's p_, os_, no_ ...), and
+    under None the CPU of statements that no procedure or several hold. `log`, a file, gets
+    one line per statement: its procedure, executions, CPU us per execution, its text."""
+    sources = {}
+    rows = psql_value(server, db, "SELECT lower(proname), regexp_replace(prosrc, '\\s+', ' ', 'g') FROM pg_proc "
+                                  f"WHERE lower(proname) IN ({','.join(repr(p) for p in PROCEDURES)})")
+    for line in rows.splitlines():
+        name, source = line.split("|", 1)
+        sources[name] = sources.get(name, set()) | words(source)
+    # Each side summed by queryid: the two extensions may tell top and nested apart differently.
+    rows = psql_value(server, db, "SELECT regexp_replace(s.query, '\\s+', ' ', 'g'), s.calls, k.cpu FROM "
+                                  "(SELECT queryid, sum(exec_user_time + exec_system_time) AS cpu "
+                                  " FROM pg_stat_kcache() WHERE dbid = current_database_oid() GROUP BY queryid) k "
+                                  "JOIN (SELECT queryid, min(query) AS query, sum(calls) AS calls FROM pg_stat_statements "
+                                  " WHERE dbid = current_database_oid() GROUP BY queryid) s USING (queryid)"
+                      .replace("current_database_oid()",
+                               "(SELECT oid FROM pg_database WHERE datname = current_database())"))
+    cpu = {}
+    for line in rows.splitlines():
+        query, executions, seconds = line.rsplit("|", 2)
+        holders = [name for name, source in sources.items() if words(query) <= source]
+        owner = holders[0] if len(holders) == 1 else None
+        cpu[owner] = cpu.get(owner, 0.0) + float(seconds)
+        if log:
+            log.write(f"{owner or '-':9} {int(executions):9} {float(seconds) * 1e6 / max(1, int(executions)):9.1f} "
+                      f"{query[:160]}\n")
+    return cpu
+
+
+def reset_statement_cpu(server):
+    psql_value(server, "postgres", "SELECT pg_stat_statements_reset(), pg_stat_kcache_reset()")
 
 
 def wait_for_autovacuum(server, db, tables=("order_line", "stock", "customer"), limit_s=240):
@@ -348,7 +424,15 @@ def stampede_run(server, db, vu, rampup_minutes, minutes, prefix):
 
 def beside_hammerdb(args):
     settings = SERVER_SETTINGS + "".join(f" -c {setting}" for setting in args.setting)
+    if args.statement_cpu:
+        settings += " " + STATEMENT_CPU_SETTINGS
+    if args.vacuum_between_runs:
+        settings += " -c autovacuum=off"
     server = Server(args.port, os.path.join(tempfile.gettempdir(), f"stampede-bench-{args.port}"), settings)
+    library = os.path.join(os.path.dirname(server.bindir), "lib", "pg_stat_kcache.so")
+    if args.statement_cpu and not os.path.exists(library):
+        sys.exit(f"--statement-cpu needs pg_stat_kcache ({library}): apt-get install "
+                 f"postgresql-{os.path.basename(os.path.dirname(server.bindir))}-pg-stat-kcache")
     server.init()
     server.start()
     hammerdb = HammerDB(args.hammerdb_src, "127.0.0.1", server.port, "tpcc_hammerdb", args.warehouses,
@@ -371,18 +455,28 @@ def beside_hammerdb(args):
         stampede_build_s = time.monotonic() - started
         print(f"build of {args.warehouses} warehouses: HammerDB {hammerdb_build_s:.1f} s, stampede "
               f"{stampede_build_s:.1f} s: stampede {hammerdb_build_s / stampede_build_s:.1f}x as fast")
-        wait_for_autovacuum(server, "tpcc_hammerdb")
+        if not args.vacuum_between_runs:
+            wait_for_autovacuum(server, "tpcc_hammerdb")
+        if args.statement_cpu:
+            for db in ("postgres", "tpcc_hammerdb", "tpcc_stampede"):
+                server.psql(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; "
+                                "CREATE EXTENSION IF NOT EXISTS pg_stat_kcache")
         tools = ["hammerdb", "stampede"]
         for round_index in range(args.rounds):
             for vu in (int(v) for v in args.vu.split(",")):
                 order = tools if round_index % 2 == 0 else list(reversed(tools))
                 for tool in order:
                     db = f"tpcc_{tool}"
+                    if args.vacuum_between_runs:
+                        for each in ("tpcc_hammerdb", "tpcc_stampede"):
+                            server.psql(each, "VACUUM (ANALYZE)")
                     transactions_before = database_transactions(server, db)
                     procedures_before = procedure_times(server, db)
                     cpu_before = server_cpu_s(postmaster)
                     client_before = children_cpu_s()
                     log_before = log_size(server)
+                    if args.statement_cpu:
+                        reset_statement_cpu(server)
                     if tool == "hammerdb":
                         nopm, _ = hammerdb.run(vu, args.rampup_minutes, args.minutes, all_warehouses=vu > 1)
                     else:
@@ -391,15 +485,25 @@ def beside_hammerdb(args):
                     client_s = children_cpu_s() - client_before
                     time.sleep(1)  # the sessions' last statistics reach the statistics views
                     transactions = database_transactions(server, db) - transactions_before
-                    per_type = per_call(procedures_before, procedure_times(server, db))
+                    procedures_after = procedure_times(server, db)
+                    per_type = per_call(procedures_before, procedures_after)
                     slow = slow_stock_levels(log_since(server, log_before))
+                    type_cpu = {}
+                    if args.statement_cpu:
+                        with open(args.statement_log, "a") as log:
+                            log.write(f"round {round_index + 1} {tool} {vu} vu\n")
+                            cpu = statement_cpu(server, db, log)
+                        type_cpu = cpu_per_call(cpu, procedures_before, procedures_after)
                     results[tool].setdefault(vu, []).append(
-                        (nopm, cpu_s * 1e6 / transactions, per_type, client_s * 1e6 / transactions, slow))
+                        (nopm, cpu_s * 1e6 / transactions, per_type, client_s * 1e6 / transactions, slow, type_cpu))
                     print(f"round {round_index + 1} {tool:8} {vu} vu: NOPM {nopm}, server "
                           f"{cpu_s * 1e6 / transactions:.0f} us/txn, client {client_s * 1e6 / transactions:.0f} "
                           f"us/txn, per call " + " ".join(f"{name} {per_type.get(name, float('nan')):.0f}"
                                                           for name in PROCEDURES)
-                          + f" us, Stock-Levels of 5 ms or more: {slow}", flush=True)
+                          + f" us, Stock-Levels of 5 ms or more: {slow}"
+                          + ("".join(f", {name} {type_cpu.get(name, float('nan')):.0f}" for name in PROCEDURES)
+                             + f" us CPU/call, unattributed {type_cpu.get(None, 0):.1f} us/txn"
+                             if args.statement_cpu else ""), flush=True)
     finally:
         server.remove()
     report_beside_hammerdb(results, args)
@@ -423,12 +527,19 @@ def paired_ratio(ours, theirs):
 def report_beside_hammerdb(results, args):
     print(f"\n{args.warehouses} warehouses, {args.rampup_minutes} min ramp-up + {args.minutes} min per run, "
           f"{args.rounds} rounds ABBA (medians, the runs' range){', server on CPU 0 and tools on CPU 1' if args.pin else ''}"
-          + "".join(f", {setting}" for setting in args.setting))
+          + "".join(f", {setting}" for setting in args.setting)
+          + (", autovacuum off and both databases vacuumed before every run" if args.vacuum_between_runs else ""))
     for vu in sorted(results["hammerdb"]):
         print(f"\n{vu} virtual user(s){' (all warehouses)' if vu > 1 else ''}:")
         print(f"{'':14} {'hammerdb':>10} {'range':>13} {'stampede':>10} {'range':>13} {'ratio':>7} {'paired':>7}")
-        rows = [("NOPM", lambda r: r[0]), ("server us/txn", lambda r: r[1]), ("client us/txn", lambda r: r[3])]
+        # One user's client and server take turns: its NOPM goes as 1 / (server + client CPU per
+        # transaction), so that sum's ratio tells how much of a NOPM ratio the clients make.
+        rows = [("NOPM", lambda r: r[0]), ("server us/txn", lambda r: r[1]), ("client us/txn", lambda r: r[3]),
+                ("both us/txn", lambda r: r[1] + r[3])]
         rows += [(f"{name} us/call", lambda r, name=name: r[2].get(name, float("nan"))) for name in PROCEDURES]
+        if args.statement_cpu:
+            rows += [(f"{name} CPU/call", lambda r, name=name: r[5].get(name, float("nan"))) for name in PROCEDURES]
+            rows.append(("unattributed", lambda r: r[5].get(None, float("nan"))))
         for label, value in rows:
             theirs_runs = [value(r) for r in results["hammerdb"][vu]]
             ours_runs = [value(r) for r in results["stampede"][vu]]
