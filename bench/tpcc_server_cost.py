@@ -433,6 +433,8 @@ def beside_hammerdb(args):
     if args.statement_cpu and not os.path.exists(library):
         sys.exit(f"--statement-cpu needs pg_stat_kcache ({library}): apt-get install "
                  f"postgresql-{os.path.basename(os.path.dirname(server.bindir))}-pg-stat-kcache")
+    if args.statement_cpu:
+        open(args.statement_log, "w").close()  # this sitting's runs only, for tpcc_statement_compare.py
     server.init()
     server.start()
     hammerdb = HammerDB(args.hammerdb_src, "127.0.0.1", server.port, "tpcc_hammerdb", args.warehouses,

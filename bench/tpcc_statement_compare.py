@@ -64,6 +64,8 @@ def read_runs(path):
 
 
 def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.strip().splitlines()[-1])
     runs = read_runs(sys.argv[1])
     for vu in sorted({vu for _, vu in runs}):
         print(f"\n{vu} virtual user(s): CPU us per execution, median of the runs")

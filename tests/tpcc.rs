@@ -387,8 +387,6 @@ fn option(args: &[&str], name: &str) -> usize {
     args[at + 1].parse().unwrap()
 }
 
-/// Runs `args` on `db` with `--json`, checks that the driver's counts agree with the server's
-/// (NOPM from district.d_next_o_id, the orders table, TPM), and returns the JSON report.
 /// The transactions of a `--json` report's per-second series, summed.
 fn series_transactions(report: &serde_json::Value) -> i64 {
     report["series"]
@@ -399,6 +397,8 @@ fn series_transactions(report: &serde_json::Value) -> i64 {
         .sum()
 }
 
+/// Runs `args` on `db` with `--json`, checks that the driver's counts agree with the server's
+/// (NOPM from district.d_next_o_id, the orders table, TPM), and returns the JSON report.
 fn run_checked(db: &str, args: &[&str], transactions: i64) -> serde_json::Value {
     let s = server();
     let json = TempFile::new(&format!("tpcc-{db}.json"));
