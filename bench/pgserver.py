@@ -26,15 +26,19 @@ def process_times(pid, with_reaped):
 
 def server_cpu_s(postmaster):
     """CPU of every postgres process: the postmaster with its reaped children (backends that
-    ended), and its live children."""
-    total = process_times(postmaster, with_reaped=True)
-    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True)
-    for pid in children.stdout.split():
-        try:
-            total += process_times(pid, with_reaped=False)
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # exited in between: now in the postmaster's reaped times
-    return total
+    ended), and its live children. A child reaped between the two reads would be counted in
+    neither (or both), so the reads repeat until the reaped children's time stands still."""
+    while True:
+        reaped = process_times(postmaster, with_reaped=True)
+        live = 0.0
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True)
+        for pid in children.stdout.split():
+            try:
+                live += process_times(pid, with_reaped=False)
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # exited in between: the postmaster's reaped times have moved
+        if process_times(postmaster, with_reaped=True) == reaped:
+            return reaped + live
 
 
 def as_server_user(cmd):

@@ -46,6 +46,7 @@ import argparse
 import os
 import resource
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -198,6 +199,13 @@ def main():
     parser.add_argument("--vacuum-between-runs", action="store_true",
                         help="autovacuum off, both databases vacuumed and analyzed before every run "
                              "(--hammerdb-cli): no run shares the server CPU with a vacuum")
+    parser.add_argument("--no-idle", action="store_true",
+                        help="with --pin, a SCHED_IDLE spinner on each pinned CPU for the whole sitting "
+                             "(--hammerdb-cli): neither CPU ever goes idle, so no process pays for waking "
+                             "an idle CPU, which a slower peer makes it do more often and for longer")
+    parser.add_argument("--server-log", metavar="FILE",
+                        help="keep the server's log (auto_explain's plans) in FILE when the sitting ends "
+                             "(--hammerdb-cli)")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                         help="a server setting for both tools' runs (--hammerdb-cli), e.g. "
                              "plan_cache_mode=force_generic_plan; repeatable")
@@ -410,6 +418,16 @@ def pin_server(postmaster):
         subprocess.run(["taskset", "-a", "-c", "-p", "0", pid], check=True, capture_output=True)
 
 
+def keep_cpus_busy(cpus):
+    """One busy loop per CPU at SCHED_IDLE: it runs only when nothing else wants the CPU, and a
+    waking backend or client preempts it at once, so the CPU never enters its idle state (and
+    the hypervisor never halts it). The loop's own time is charged to it, not to the tools."""
+    if not cpus:
+        sys.exit("--no-idle needs --pin (the CPUs to keep busy)")
+    return [subprocess.Popen(["taskset", "-c", cpu, "chrt", "--idle", "0", "sh", "-c", "while :; do :; done"])
+            for cpu in cpus]
+
+
 def stampede_run(server, db, vu, rampup_minutes, minutes, prefix):
     command = prefix + [STAMPEDE, "tpcc", "run", f"--vu={vu}", f"--rampup={rampup_minutes}m", f"--duration={minutes}m",
                "-h", "127.0.0.1", "-p", server.port, "-U", "postgres", "-d", db]
@@ -439,6 +457,7 @@ def beside_hammerdb(args):
     server.start()
     hammerdb = HammerDB(args.hammerdb_src, "127.0.0.1", server.port, "tpcc_hammerdb", args.warehouses,
                         args.pgtcl)
+    spinners = []
     results = {"hammerdb": {}, "stampede": {}}  # tool -> vu -> [(nopm, cpu us/txn, {type: us/call})]
     try:
         postmaster = int(open(os.path.join(server.data, "postmaster.pid")).readline())
@@ -446,6 +465,8 @@ def beside_hammerdb(args):
         if args.pin:
             pin_server(postmaster)
             hammerdb.prefix = prefix
+        if args.no_idle:
+            spinners = keep_cpus_busy(["0", "1"] if args.pin else [])
         started = time.monotonic()
         hammerdb.build()
         hammerdb_build_s = time.monotonic() - started
@@ -507,6 +528,10 @@ def beside_hammerdb(args):
                              + f" us CPU/call, unattributed {type_cpu.get(None, 0):.1f} us/txn"
                              if args.statement_cpu else ""), flush=True)
     finally:
+        for spinner in spinners:
+            spinner.kill()
+        if args.server_log:
+            shutil.copyfile(os.path.join(server.root, "log"), args.server_log)
         server.remove()
     report_beside_hammerdb(results, args)
 
@@ -547,8 +572,10 @@ def report_beside_hammerdb(results, args):
             ours_runs = [value(r) for r in results["stampede"][vu]]
             theirs, theirs_range = spread(theirs_runs)
             ours, ours_range = spread(ours_runs)
-            print(f"{label:14} {theirs:10.0f} {theirs_range:>13} {ours:10.0f} {ours_range:>13} {ours / theirs:7.3f} "
-                  f"{paired_ratio(ours_runs, theirs_runs):7.3f}")
+            # Under 1 us (the unattributed bookkeeping) a ratio is noise over noise: not printed.
+            ratios = (f"{ours / theirs:7.3f} {paired_ratio(ours_runs, theirs_runs):7.3f}" if theirs >= 1
+                      else f"{'-':>7} {'-':>7}")
+            print(f"{label:14} {theirs:10.0f} {theirs_range:>13} {ours:10.0f} {ours_range:>13} {ratios}")
         slow = {tool: sum(1 for r in results[tool][vu] if r[4]) for tool in results}
         print(f"runs with a Stock-Level of 5 ms or more: hammerdb {slow['hammerdb']} of "
               f"{len(results['hammerdb'][vu])}, stampede {slow['stampede']} of {len(results['stampede'][vu])}")
