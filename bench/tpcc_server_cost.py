@@ -29,7 +29,8 @@ its home warehouse; several use all warehouses in both tools (dealt out alike; H
 warehouses are drawn at random per user, so two users may share one by chance).
        bench/tpcc_server_cost.py --hammerdb-cli --hammerdb-src PATH [--pgtcl SO] [--warehouses 4]
        [--rampup-minutes 1] [--minutes 1] [--vu 1,4] [--rounds 2] [--pin] [--setting NAME=VALUE]
-       [--statement-cpu [--statement-log FILE]] [--vacuum-between-runs]
+       [--statement-cpu [--statement-log FILE]] [--vacuum-between-runs] [--no-idle]
+       [--server-log FILE]
 --setting plan_cache_mode=force_generic_plan takes PL/pgSQL's choice between custom and generic
 plans (which decides whether a session's Stock-Levels go slow, see bench/README.md) out of both
 tools' runs alike. --statement-cpu adds, per type, the CPU per call of the procedure's
@@ -39,7 +40,10 @@ users than server CPUs a call's wall time includes its waits behind the others, 
 not. `both us/txn` (server + client CPU per transaction) is what one user's NOPM goes by: its
 client and server take turns. bench/tpcc_statement_compare.py puts the two tools' like
 statements of a statement log side by side. --vacuum-between-runs turns autovacuum off and
-vacuums and analyzes both databases before every run (no run beside a vacuum).
+vacuums and analyzes both databases before every run (no run beside a vacuum). --no-idle (with
+--pin) keeps both CPUs busy with a SCHED_IDLE loop, so no run pays for waking an idle CPU, which
+a slower client makes its server do more often. --server-log FILE keeps the server's log (with
+--setting auto_explain.sample_rate=... and log_analyze/log_buffers: sampled plans with buffers).
 Build first: cargo build --release.
 """
 import argparse
