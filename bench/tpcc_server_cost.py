@@ -214,6 +214,8 @@ def main():
                         help="a server setting for both tools' runs (--hammerdb-cli), e.g. "
                              "plan_cache_mode=force_generic_plan; repeatable")
     args = parser.parse_args()
+    if args.no_idle and not args.pin:
+        parser.error("--no-idle needs --pin (the CPUs to keep busy)")
     if args.hammerdb_cli:
         return beside_hammerdb(args)
     server = Server(args.port, os.path.join(tempfile.gettempdir(), f"stampede-bench-{args.port}"),
@@ -426,8 +428,6 @@ def keep_cpus_busy(cpus):
     """One busy loop per CPU at SCHED_IDLE: it runs only when nothing else wants the CPU, and a
     waking backend or client preempts it at once, so the CPU never enters its idle state (and
     the hypervisor never halts it). The loop's own time is charged to it, not to the tools."""
-    if not cpus:
-        sys.exit("--no-idle needs --pin (the CPUs to keep busy)")
     return [subprocess.Popen(["taskset", "-c", cpu, "chrt", "--idle", "0", "sh", "-c", "while :; do :; done"])
             for cpu in cpus]
 
@@ -457,6 +457,8 @@ def beside_hammerdb(args):
                  f"postgresql-{os.path.basename(os.path.dirname(server.bindir))}-pg-stat-kcache")
     if args.statement_cpu:
         open(args.statement_log, "w").close()  # this sitting's runs only, for tpcc_statement_compare.py
+    if args.server_log:
+        open(args.server_log, "w").close()  # a path that cannot be written fails now, not after the sitting
     server.init()
     server.start()
     hammerdb = HammerDB(args.hammerdb_src, "127.0.0.1", server.port, "tpcc_hammerdb", args.warehouses,
@@ -470,7 +472,7 @@ def beside_hammerdb(args):
             pin_server(postmaster)
             hammerdb.prefix = prefix
         if args.no_idle:
-            spinners = keep_cpus_busy(["0", "1"] if args.pin else [])
+            spinners = keep_cpus_busy(["0", "1"])
         started = time.monotonic()
         hammerdb.build()
         hammerdb_build_s = time.monotonic() - started
@@ -534,9 +536,11 @@ def beside_hammerdb(args):
     finally:
         for spinner in spinners:
             spinner.kill()
-        if args.server_log:
-            shutil.copyfile(os.path.join(server.root, "log"), args.server_log)
-        server.remove()
+        try:
+            if args.server_log and os.path.exists(os.path.join(server.root, "log")):
+                shutil.copyfile(os.path.join(server.root, "log"), args.server_log)
+        finally:
+            server.remove()
     report_beside_hammerdb(results, args)
 
 

@@ -48,13 +48,19 @@ SHAPES = [
 def read_runs(path):
     """{(tool, vu): [{(procedure, shape): [executions, CPU us]} per run]}"""
     runs = defaultdict(list)
-    for line in open(path):
+    run = None
+    for number, line in enumerate(open(path), 1):
         header = re.match(r"round \d+ (\w+) (\d+) vu", line)
         if header:
             run = defaultdict(lambda: [0, 0.0])
             runs[(header.group(1), int(header.group(2)))].append(run)
             continue
-        procedure, executions, cpu_us, text = line[:9].strip(), int(line[10:19]), float(line[20:29]), line[30:]
+        try:
+            procedure, executions, cpu_us, text = line[:9].strip(), int(line[10:19]), float(line[20:29]), line[30:]
+        except ValueError:
+            sys.exit(f"{path}:{number}: not a statement line of a --statement-log")
+        if run is None:
+            sys.exit(f"{path}:{number}: a statement before the first `round R TOOL N vu` line")
         for owner, shape, pattern in SHAPES:
             if procedure == owner and re.search(pattern, text):
                 run[(owner, shape)][0] += executions
@@ -76,7 +82,8 @@ def main():
                 values = [run[(owner, shape)][1] / run[(owner, shape)][0]
                           for run in runs.get((tool, vu), []) if run[(owner, shape)][0]]
                 medians.append(statistics.median(values) if values else float("nan"))
-            print(f"{owner + ': ' + shape:40} {medians[0]:9.1f} {medians[1]:9.1f} {medians[1] / medians[0]:6.2f}")
+            ratio = medians[1] / medians[0] if medians[0] else float("nan")
+            print(f"{owner + ': ' + shape:40} {medians[0]:9.1f} {medians[1]:9.1f} {ratio:6.2f}")
 
 
 if __name__ == "__main__":
