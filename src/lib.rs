@@ -23,6 +23,7 @@ pub mod bisect;
 pub mod driver;
 pub mod family;
 pub mod lab;
+pub mod pods;
 pub mod probe;
 pub mod report;
 pub mod server;

@@ -8,6 +8,9 @@ use stampede::error::{Kind, INCOMPLETE_NOTICE};
 use stampede::family::{dbstress, pgbench, sysbench, tpcc};
 
 fn main() {
+    // A pod of a spread run: its output goes framed to the container's log, for the launcher.
+    let framed = std::env::var_os(stampede::pods::role::RUN_ENV)
+        .and_then(|_| stampede::pods::terminal::FramedOutput::install());
     let code = match run() {
         Ok(()) => 0,
         Err(failure) => {
@@ -18,6 +21,9 @@ fn main() {
             failure.exit_code()
         }
     };
+    if let Some(framed) = framed {
+        framed.finish(code);
+    }
     std::process::exit(code);
 }
 

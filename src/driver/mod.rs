@@ -3,6 +3,7 @@
 //! events and returns numbers; it never prints.
 
 pub mod client;
+pub mod parts;
 mod pauses;
 pub mod plan;
 pub mod stats;
@@ -23,7 +24,7 @@ use crate::error::Failure;
 use crate::script::prng::PgPrng;
 use crate::script::Value;
 pub use plan::{
-    ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, TxnLogSpec, WeightedScript,
+    ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, Share, TxnLogSpec, WeightedScript,
 };
 pub use stats::{CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats};
 use thread::{ThreadMessage, ThreadResult, ThreadSetup};
@@ -95,10 +96,26 @@ pub fn is_stall(failure: &Failure) -> bool {
 pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<RunResult, Failure> {
     let plan = Arc::new(plan);
     raise_open_files_limit(plan.clients).map_err(Failure::run)?;
-    let thread_clients = plan.clients_per_thread();
-    let (clients, thread_randoms) = seed_clients(&plan, &thread_clients);
-    let mut logs = open_logs(&plan, &thread_randoms).map_err(Failure::run)?;
+    let here = plan.threads_here();
+    let (clients, thread_randoms) = seed_clients(&plan, &plan.clients_per_thread());
+    let clients: Vec<_> = clients
+        .into_iter()
+        .skip(here.start)
+        .take(here.len())
+        .collect();
+    let thread_randoms: Vec<_> = thread_randoms
+        .into_iter()
+        .skip(here.start)
+        .take(here.len())
+        .collect();
+    let thread_clients: Vec<usize> = clients.iter().map(Vec::len).collect();
+    let mut logs = open_logs(&plan, here.start, &thread_randoms).map_err(Failure::run)?;
     let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
+    // A spread run: the threads wait again, behind the start gate.
+    let go = plan
+        .share
+        .as_ref()
+        .map(|_| Arc::new(Barrier::new(thread_clients.len() + 1)));
     let start_failed = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = mpsc::channel();
     let ticks: Vec<Arc<Notify>> = thread_clients
@@ -122,6 +139,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             throttle_random: randoms.throttle,
             log: logs.get_mut(index).and_then(Option::take),
             barrier: barrier.clone(),
+            go: go.clone(),
             start_failed: start_failed.clone(),
             messages: sender.clone(),
             tick: ticks[index].clone(),
@@ -139,6 +157,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     }
     drop(sender);
     barrier.wait();
+    let gate_error = pass_start_gate(&plan, &start_failed, go.as_deref());
     let ticker = Ticker::new(plan.interval, ticks);
     let initial_connection_time = launch.elapsed();
     let start_unix_s = EpochClock::now().unix_us(Instant::now()) as f64 / 1e6;
@@ -147,6 +166,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         start_unix_s,
         interval_s: plan.interval.as_secs_f64(),
         warmup_intervals: warmup_intervals(&plan),
+        first_thread: here.start,
     };
     let watchdog = Watchdog {
         timeout: plan.stall_timeout,
@@ -182,7 +202,15 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     if let Some(error) = results.iter().find_map(|r| r.connect_error.clone()) {
         // Nothing ran: leave no empty log files behind.
         if let Some(spec) = &plan.log {
-            (0..thread_clients.len()).for_each(|t| {
+            here.clone().for_each(|t| {
+                let _ = std::fs::remove_file(spec.path(t));
+            });
+        }
+        return Err(Failure::run(error));
+    }
+    if let Some(error) = gate_error {
+        if let Some(spec) = &plan.log {
+            here.clone().for_each(|t| {
                 let _ = std::fs::remove_file(spec.path(t));
             });
         }
@@ -216,6 +244,26 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     ))
 }
 
+/// A spread run's start barrier, passed once every thread has connected its clients (skipped
+/// when one could not: the run fails with that); the threads go on when it opens. Its error,
+/// if it would not open.
+fn pass_start_gate(
+    plan: &RunPlan,
+    start_failed: &AtomicBool,
+    go: Option<&Barrier>,
+) -> Option<String> {
+    let (share, go) = (plan.share.as_ref()?, go?);
+    let mut error = None;
+    if !start_failed.load(std::sync::atomic::Ordering::SeqCst) {
+        if let Err(e) = (share.start_gate)() {
+            start_failed.store(true, std::sync::atomic::Ordering::SeqCst);
+            error = Some(e);
+        }
+    }
+    go.wait();
+    error
+}
+
 /// Per thread: the script-choice, throttle (schedule) and log-sampling sequences.
 struct ThreadRandoms {
     choose: PgPrng,
@@ -224,18 +272,24 @@ struct ThreadRandoms {
 }
 
 /// `-l`: every thread's log file, created before any thread starts so that a bad path fails
-/// the run before it begins (and leaves no files behind).
-fn open_logs(plan: &RunPlan, randoms: &[ThreadRandoms]) -> Result<Vec<Option<TxnLog>>, String> {
+/// the run before it begins (and leaves no files behind). Files are named by the run's thread
+/// numbers, which start at `first_thread` in this process.
+fn open_logs(
+    plan: &RunPlan,
+    first_thread: usize,
+    randoms: &[ThreadRandoms],
+) -> Result<Vec<Option<TxnLog>>, String> {
     let Some(spec) = &plan.log else {
         return Ok(Vec::new());
     };
     let clock = EpochClock::now();
     let mut logs = Vec::new();
-    for (thread, random) in randoms.iter().enumerate() {
+    for (offset, random) in randoms.iter().enumerate() {
+        let thread = first_thread + offset;
         match TxnLog::create(plan, spec, thread, random.sample.clone(), clock) {
             Ok(log) => logs.push(Some(log)),
             Err(e) => {
-                (0..thread).for_each(|t| {
+                (first_thread..thread).for_each(|t| {
                     let _ = std::fs::remove_file(spec.path(t));
                 });
                 return Err(e);
@@ -290,6 +344,8 @@ struct Timeline {
     start_unix_s: f64,
     interval_s: f64,
     warmup_intervals: u64,
+    /// The run's number of this process's first thread (a spread run's share).
+    first_thread: usize,
 }
 
 fn warmup_intervals(plan: &RunPlan) -> u64 {
@@ -366,9 +422,9 @@ fn collect_intervals(
                     watchdog.abandon();
                 }
             }
-            ThreadMessage::ClientAborted { message, thread } => {
-                on_event(DriverEvent::ClientAborted(&message, thread))
-            }
+            ThreadMessage::ClientAborted { message, thread } => on_event(
+                DriverEvent::ClientAborted(&message, timeline.first_thread + thread),
+            ),
             ThreadMessage::ClientNotice { message } => {
                 on_event(DriverEvent::ClientNotice(&message))
             }

@@ -164,6 +164,27 @@ impl TxnLogSpec {
     }
 }
 
+/// Called once every client of this process is connected; returns when the run may start (a
+/// spread run's start barrier), or why it may not.
+pub type StartGate = dyn Fn() -> Result<(), String> + Send + Sync;
+
+/// This process's part of a run spread over several hosts: which of the run's threads it runs
+/// (client ids, random streams and log file names are the whole run's, so the union of the
+/// parts is the run a single host would make with the same seed), and the start barrier.
+#[derive(Clone)]
+pub struct Share {
+    pub threads: std::ops::Range<usize>,
+    pub start_gate: std::sync::Arc<StartGate>,
+}
+
+impl std::fmt::Debug for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Share")
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     /// The server the clients connect to; its engine decides the protocol they speak.
@@ -217,6 +238,9 @@ pub struct RunPlan {
     /// `warmup.rs`): what ends within it is not counted, and `DriverEvent::WarmupEnded` marks
     /// its end. A whole number of intervals; zero for none. `-r`'s per-command times include it.
     pub warmup: Duration,
+    /// A spread run: the threads this process runs, and the barrier before the start. None:
+    /// the whole run is this process's.
+    pub share: Option<Share>,
 }
 
 /// `--stall-timeout` as every run command reads it: a duration ("90s", "5m"), 0 for no
@@ -290,6 +314,7 @@ impl RunPlan {
             debug: false,
             stall_timeout,
             warmup: Duration::ZERO,
+            share: None,
         }
     }
 
@@ -297,12 +322,22 @@ impl RunPlan {
         self.scripts.iter().map(|s| u64::from(s.weight)).sum()
     }
 
-    /// Clients of each thread: as even as possible, the first threads taking the remainder.
+    /// Clients of each thread of the whole run: as even as possible, the first threads taking
+    /// the remainder.
     pub fn clients_per_thread(&self) -> Vec<usize> {
         let threads = self.threads.min(self.clients).max(1);
         (0..threads)
             .map(|t| self.clients / threads + usize::from(t < self.clients % threads))
             .collect()
+    }
+
+    /// The threads this process runs: all of them, or its share's.
+    pub fn threads_here(&self) -> std::ops::Range<usize> {
+        let all = self.clients_per_thread().len();
+        match &self.share {
+            Some(share) => share.threads.start.min(all)..share.threads.end.min(all),
+            None => 0..all,
+        }
     }
 }
 

@@ -76,6 +76,8 @@ pub struct ThreadSetup {
     /// `-l`: this thread's log file, already created.
     pub log: Option<TxnLog>,
     pub barrier: Arc<Barrier>,
+    /// A spread run: passed after `barrier`, once the run's start barrier opened.
+    pub go: Option<Arc<Barrier>>,
     /// Set by any thread whose clients could not connect, so that no thread starts.
     pub start_failed: Arc<AtomicBool>,
     pub messages: Sender<ThreadMessage>,
@@ -434,6 +436,9 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         setup.start_failed.store(true, Ordering::SeqCst);
     }
     setup.barrier.wait();
+    if let Some(go) = &setup.go {
+        go.wait();
+    }
     let start = Instant::now();
     let failed_elsewhere = setup.start_failed.load(Ordering::SeqCst);
     let context = Rc::new(ThreadContext {

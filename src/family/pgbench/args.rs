@@ -348,6 +348,8 @@ pub struct PgbenchArgs {
     /// Database name, libpq URI or key=value connection string (as pgbench's last argument)
     #[arg(value_name = "DBNAME")]
     pub positional_dbname: Option<String>,
+    #[command(flatten)]
+    pub kube: crate::pods::KubeArgs,
 }
 
 /// Which script options were given, in command-line order (pgbench numbers scripts that way).

@@ -37,7 +37,13 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
         eprint!("{}", builtins::listing());
         return Ok(());
     }
+    args.kube.check_alone()?;
     let flags = connection_flags(args);
+    if args.initialize && args.kube.wanted() {
+        return Err(Failure::input(
+            "-i runs once, from here: initialize without --pods, then run with it",
+        ));
+    }
     if args.initialize {
         let spec = init_spec(args, &choices)?;
         let target = resolve_target(&flags)?;
@@ -46,8 +52,14 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
         let spec = run_spec(args, choices)?;
         // A script error is reported before any server is connected to or started.
         pgbench_plan::check_scripts(&spec)?;
+        if args.kube.wanted() {
+            return super::spread::launch(args, &spec);
+        }
         let target = resolve_target(&flags)?;
-        pgbench_run::run(&spec, &target)
+        match crate::pods::PodRole::from_env()? {
+            Some(role) => super::spread::run_in_pod(&spec, &target, role),
+            None => pgbench_run::run(&spec, &target),
+        }
     }
 }
 

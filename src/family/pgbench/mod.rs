@@ -17,3 +17,4 @@ pub mod run;
 pub mod schema;
 pub mod setup;
 pub mod spec;
+pub mod spread;

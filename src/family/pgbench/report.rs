@@ -126,6 +126,9 @@ pub struct PgbenchReport {
     /// Study 002's analytics: pg_stat_statements over the run (calls, mean and stddev).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub statements: Option<Vec<StatementWindow>>,
+    /// A run spread over Kubernetes pods (`--pods`): each pod's share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods: Option<Vec<crate::pods::PodSummary>>,
 }
 
 /// The summary block, line for line as pgbench 15–18 prints it, then stampede's own lines.
@@ -224,6 +227,11 @@ pub fn summary_text(report: &PgbenchReport) -> String {
     }
     if let Some(statements) = &report.statements {
         statement_lines(statements, &mut line);
+    }
+    if let Some(pods) = &report.pods {
+        crate::pods::summary::pod_lines(pods)
+            .into_iter()
+            .for_each(&mut line);
     }
     out
 }

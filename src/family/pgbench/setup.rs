@@ -39,9 +39,32 @@ pub struct ServerSetup {
 /// pgbench's steps before a run: connect, read the scale and partitions from the tables,
 /// vacuum, and take the server's counters that the run's window starts from.
 pub async fn prepare(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup, Failure> {
-    // Named apart from the clients, so that waiting for the clients' sessions to end works.
+    prepare_as(spec, target, true).await
+}
+
+/// How the other pods of a spread run name their setup sessions.
+const SHARE_ROLE: &str = "share";
+
+/// A spread run's other pods: what their scripts need (the scale, the partitions), and no
+/// vacuum or accounts copy — pod 0 did those before they joined.
+pub async fn prepare_share(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup, Failure> {
+    prepare_as(spec, target, false).await
+}
+
+async fn prepare_as(
+    spec: &RunSpec,
+    target: &ConnSpec,
+    changes_server: bool,
+) -> Result<ServerSetup, Failure> {
+    // Named apart from the clients, so that waiting for the clients' sessions to end works
+    // (and a spread run's other pods apart from pod 0, which waits for theirs to end).
+    let role = if changes_server {
+        "control"
+    } else {
+        SHARE_ROLE
+    };
     let mut control = ConnSpec {
-        application_name: format!("{}-control", target.application_name),
+        application_name: format!("{}-{role}", target.application_name),
         ..target.clone()
     };
     if spec.untracked_control {
@@ -71,13 +94,15 @@ pub async fn prepare(spec: &RunSpec, target: &ConnSpec) -> Result<ServerSetup, F
         (spec.scale_given.unwrap_or(1), None)
     };
     let analytics = builtin_names(spec).any(|name| name.starts_with("analytics-"));
-    if builtin_names(spec).any(analytics::needs_accounts_copy) {
+    if changes_server && builtin_names(spec).any(analytics::needs_accounts_copy) {
         if accounts_copy_missing(&client).await? {
             eprintln!("stampede: {CREATING_ACCOUNTS_COPY}");
         }
         create_accounts_copy(&client).await?;
     }
-    vacuum(&client, spec.vacuum).await?;
+    if changes_server {
+        vacuum(&client, spec.vacuum).await?;
+    }
     let probe = XactProbe::new(&client)
         .await
         .map_err(|e| sql_error("server_version_num", e))?;
@@ -215,6 +240,18 @@ async fn vacuum(client: &Client, mode: VacuumBeforeRun) -> Result<(), Failure> {
 }
 
 impl ServerSetup {
+    /// Pod 0 of a spread run, once every pod has joined: the window starts again after the
+    /// other pods' setup sessions (closed before they joined) have ended and flushed their
+    /// commits, so the counters' delta is the run's alone.
+    pub async fn restart_window(&mut self, target: &ConnSpec) {
+        let others = format!("{}-{SHARE_ROLE}", target.application_name);
+        let _ = self
+            .probe
+            .read_settled(&self.client, &others, Duration::from_secs(5))
+            .await;
+        self.counters_before = self.probe.read(&self.client).await.ok();
+    }
+
     /// The counters after the run, as deltas from those read before it.
     pub async fn observe_after(
         &self,

@@ -1,0 +1,326 @@
+//! The user's side of a spread run: the pods' command line, the Job's manifests, and the run
+//! followed through the API server — progress and the coordinator's output on this terminal,
+//! its exit code as this process's, and every object deleted however it ends.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clap::{Args, Command};
+use stampede_kube::frame::Frame;
+use stampede_kube::launch::{Ending, Watch};
+use stampede_kube::manifest::{coordinator_host, JobOptions, Manifests};
+use stampede_kube::Cluster;
+
+use super::options::KubeArgs;
+use super::role::{COORDINATOR_ENV, PODS_ENV, RUN_ENV};
+use super::terminal::JSON_ENV;
+use crate::error::{CommandResult, Failure};
+
+/// Where pod 0 writes the run's `--json` document before framing it for the launcher.
+const POD_JSON_PATH: &str = "/tmp/stampede-result.json";
+
+/// libpq's variables that say where to connect, passed on to the pods (PGPASSWORD never is:
+/// a password reaches the pods from a Secret, `--password-secret`).
+const FORWARDED_ENV: [&str; 10] = [
+    "PGHOST",
+    "PGHOSTADDR",
+    "PGPORT",
+    "PGUSER",
+    "PGDATABASE",
+    "PGSSLMODE",
+    "PGOPTIONS",
+    "PGAPPNAME",
+    "PGCONNECT_TIMEOUT",
+    "PGTARGETSESSIONATTRS",
+];
+
+/// What a family asks of the launcher.
+pub struct Launch<'a> {
+    /// The command's words before its options ("pgbench", or "tpcc run"); also the Job's name.
+    pub command: &'a [&'a str],
+    pub kube: &'a KubeArgs,
+    /// The pods' options: the user's, Kubernetes' removed (`without_kube_options`), files
+    /// pointed at the ConfigMap, the random seed fixed.
+    pub args: Vec<String>,
+    /// Files the pods read (scripts): name → content, mounted under the ConfigMap's folder.
+    pub files: BTreeMap<String, String>,
+    /// `--json FILE` of the user's command: written here from the coordinator's document.
+    pub json_path: Option<String>,
+}
+
+impl Launch<'_> {
+    /// Makes the Job, runs it and relays it; exits the process with the coordinator's code
+    /// when that is not 0 (its own error lines were relayed already).
+    pub fn run(self) -> CommandResult {
+        refuse_passwords(&self.args)?;
+        let pods = self.kube.pods.expect("a spread run has --pods");
+        let name = job_name(self.command);
+        let cluster = connect(self.kube);
+        let namespace = match (&self.kube.namespace, &cluster) {
+            (Some(namespace), _) => namespace.clone(),
+            (None, Ok(cluster)) => cluster.default_namespace().to_string(),
+            (None, Err(_)) => "default".into(),
+        };
+        let options = self.job_options(&name, &namespace, pods)?;
+        let manifests = Manifests::new(&options);
+        if self.kube.dry_run {
+            return dry_run(cluster, &manifests);
+        }
+        let cluster = cluster?;
+        if std::env::var_os("PGPASSWORD").is_some() && self.kube.password_secret.is_none() {
+            eprintln!(
+                "stampede: warning: PGPASSWORD is not passed to the pods (it would be written \
+                 into the Job); give the Secret that holds it with --password-secret"
+            );
+        }
+        eprintln!(
+            "stampede: running on Kubernetes: Job {name} in namespace {namespace}, {pods} pod(s) \
+             of {}",
+            options.image
+        );
+        let stop = crate::signals::watch_signals();
+        let outcome = follow(&cluster, manifests, self.kube, stop)?;
+        if let Some(path) = &self.json_path {
+            let mut text = outcome.json.join("\n");
+            text.push('\n');
+            crate::report::write_file(path, &text)?;
+        }
+        match outcome.ending {
+            Ending::Interrupted => Err(Failure::interrupted(format!(
+                "interrupted: Job {name} and its pods were deleted"
+            ))),
+            Ending::Exited(0) => Ok(()),
+            Ending::Exited(code) => {
+                let _ = std::io::stdout().flush();
+                std::process::exit(code)
+            }
+        }
+    }
+
+    fn job_options(&self, name: &str, namespace: &str, pods: usize) -> Result<JobOptions, Failure> {
+        let kube = self.kube;
+        let mut args: Vec<String> = self.command.iter().map(|w| w.to_string()).collect();
+        args.extend(self.args.iter().cloned());
+        let mut options = JobOptions {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            pods,
+            image: kube.image(),
+            image_pull_policy: kube.image_pull_policy()?,
+            args,
+            env: Vec::new(),
+            secret_env: kube.password_secret()?.into_iter().collect(),
+            node_selector: kube.node_selector()?,
+            affinity: kube.affinity(name)?,
+            tolerations: kube.tolerations()?,
+            requests: kube.requests()?,
+            limits: kube.limits()?,
+            service_account: kube.service_account.clone(),
+            labels: kube.labels()?,
+            host_network: kube.host_network,
+            coordinator_port: kube.coordinator_port(),
+            workdir: kube.workdir()?,
+            files: self.files.clone(),
+            ttl_seconds_after_finished: 600,
+            active_deadline_seconds: None,
+        };
+        let host = kube
+            .coordinator_address
+            .clone()
+            .unwrap_or_else(|| coordinator_host(&options));
+        options.env = FORWARDED_ENV
+            .iter()
+            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+            .collect();
+        options.env.extend([
+            (RUN_ENV.to_string(), name.to_string()),
+            (PODS_ENV.to_string(), pods.to_string()),
+            (
+                COORDINATOR_ENV.to_string(),
+                format!("{host}:{}", options.coordinator_port),
+            ),
+        ]);
+        if self.json_path.is_some() {
+            options.env.push((JSON_ENV.into(), POD_JSON_PATH.into()));
+        }
+        Ok(options)
+    }
+}
+
+/// Where pod 0 writes `--json` (the launcher passes `--json` with this path to the pods).
+pub fn pod_json_path() -> &'static str {
+    POD_JSON_PATH
+}
+
+fn connect(kube: &KubeArgs) -> Result<Cluster, Failure> {
+    Cluster::connect(
+        kube.kubeconfig.as_deref().map(std::path::Path::new),
+        kube.context.as_deref(),
+    )
+    .map_err(|e| Failure::input(e.0))
+}
+
+fn dry_run(cluster: Result<Cluster, Failure>, manifests: &Manifests) -> CommandResult {
+    match cluster {
+        Ok(cluster) => {
+            cluster
+                .dry_run(manifests)
+                .map_err(|e| Failure::input(e.0))?;
+            eprintln!("stampede: the API server accepted these objects (dry run: nothing created)");
+        }
+        Err(failure) => eprintln!(
+            "stampede: warning: not checked by an API server ({}); nothing created",
+            failure.message()
+        ),
+    }
+    let list = serde_json::to_string_pretty(&manifests.to_list()).expect("serializes");
+    println!("{list}");
+    Ok(())
+}
+
+fn follow(
+    cluster: &Cluster,
+    manifests: Manifests,
+    kube: &KubeArgs,
+    stop: Arc<AtomicBool>,
+) -> Result<stampede_kube::LaunchOutcome, Failure> {
+    let mut on_status = |status: &str| eprintln!("stampede: {status}");
+    let mut on_frame = |frame: Frame<'_>| match frame {
+        Frame::Stdout(line) => println!("{line}"),
+        Frame::Stderr(line) | Frame::Raw(line) => eprintln!("{line}"),
+        Frame::Json(_) | Frame::Exit(_) => {}
+    };
+    let watch = Watch {
+        stop: stop.clone(),
+        start_timeout: kube.start_timeout()?,
+        on_status: &mut on_status,
+        on_frame: &mut on_frame,
+    };
+    let outcome = cluster.run(manifests, watch);
+    if stop.load(Ordering::SeqCst) {
+        return Ok(stampede_kube::LaunchOutcome {
+            ending: Ending::Interrupted,
+            json: Vec::new(),
+        });
+    }
+    outcome.map_err(|e| Failure::run(e.0))
+}
+
+/// `stampede-<command>-<5 letters>`: unique enough for concurrent runs of one namespace.
+fn job_name(command: &[&str]) -> String {
+    let seed = crate::family::common::measure::seed() ^ u64::from(std::process::id()) << 20;
+    let mut random = crate::script::prng::PgPrng::seeded(seed);
+    let suffix: String = (0..5)
+        .map(|_| {
+            let letters = b"abcdefghijklmnopqrstuvwxyz0123456789";
+            letters[(random.next_u64() % letters.len() as u64) as usize] as char
+        })
+        .collect();
+    format!("stampede-{}-{suffix}", command.join("-"))
+}
+
+/// A password on the command line would be written into the Job's manifest.
+fn refuse_passwords(args: &[String]) -> Result<(), Failure> {
+    let has_password = |arg: &str| {
+        let lower = arg.to_ascii_lowercase();
+        lower.split_whitespace().any(|w| w.starts_with("password="))
+            || ((lower.starts_with("postgres://") || lower.starts_with("postgresql://"))
+                && lower
+                    .split_once("://")
+                    .and_then(|(_, rest)| rest.split_once('@'))
+                    .is_some_and(|(user, _)| user.contains(':')))
+    };
+    if args.iter().any(|a| has_password(a)) {
+        return Err(Failure::input(
+            "a password on the command line would be written into the Job's manifest: keep it \
+             in a Kubernetes Secret and give --password-secret SECRET[/KEY]",
+        ));
+    }
+    Ok(())
+}
+
+/// The command line without the Kubernetes options (`--pods 3`, `--namespace=x`, `--dry-run`).
+pub fn without_kube_options(args: &[String]) -> Vec<String> {
+    let command = KubeArgs::augment_args(Command::new("kube"));
+    let takes_value = |long: &str| -> Option<bool> {
+        command
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long))
+            .map(|a| a.get_action().takes_values())
+    };
+    let mut kept = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let Some(long) = arg.strip_prefix("--") else {
+            kept.push(arg.clone());
+            continue;
+        };
+        let (name, inline_value) = match long.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (long, false),
+        };
+        match takes_value(name) {
+            Some(true) if !inline_value => {
+                args.next();
+            }
+            Some(_) => {}
+            None => kept.push(arg.clone()),
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn kubernetes_options_are_removed_in_both_spellings() {
+        let args = strings(&[
+            "-S",
+            "--pods",
+            "3",
+            "-c",
+            "12",
+            "--namespace=bench",
+            "--host-network",
+            "-j",
+            "6",
+            "--node-selector",
+            "pool=a",
+            "--dry-run",
+            "--time=5",
+        ]);
+        assert_eq!(
+            without_kube_options(&args),
+            strings(&["-S", "-c", "12", "-j", "6", "--time=5"])
+        );
+    }
+
+    #[test]
+    fn a_password_on_the_command_line_is_refused() {
+        for bad in [
+            "postgresql://app:secret@pg-rw/app",
+            "host=pg-rw password=secret dbname=app",
+        ] {
+            assert!(refuse_passwords(&strings(&["-S", bad])).is_err(), "{bad}");
+        }
+        assert!(refuse_passwords(&strings(&["postgresql://app@pg-rw/app"])).is_ok());
+    }
+
+    #[test]
+    fn job_names_are_dns_labels() {
+        let name = job_name(&["tpcc", "run"]);
+        assert!(name.starts_with("stampede-tpcc-run-"), "{name}");
+        assert_eq!(name.len(), "stampede-tpcc-run-".len() + 5);
+        assert!(name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+    }
+}

@@ -1,0 +1,18 @@
+//! A run spread over the pods of a Kubernetes Indexed Job (`--pods N`).
+//!
+//! On the user's side, `launch` turns the command line into the pods' command line, the Job's
+//! manifests (`stampede_kube`) and a followed run whose coordinator output comes back to the
+//! terminal. In each pod, `role` says which pod it is (from the Job's environment); pod 0 runs
+//! the coordinator (`stampede_spread`) beside its own share; every pod runs its share of the
+//! run's threads through the driver, starting at the agreed time, and sends its intervals and
+//! result; pod 0 merges them into the run a single host would have reported. `terminal` frames a
+//! pod's output for the launcher.
+
+pub mod launch;
+pub mod options;
+pub mod role;
+pub mod summary;
+pub mod terminal;
+
+pub use options::KubeArgs;
+pub use role::{PodRole, PodRun, PodSummary, SpreadResult};

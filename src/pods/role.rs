@@ -1,0 +1,367 @@
+//! A pod's part in a spread run: who it is (from the environment the Job gives it), the
+//! coordinator pod 0 runs besides its own share, and the worker every pod is.
+
+use std::ops::Range;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use stampede_spread::coordinator::CoordinatorOptions;
+use stampede_spread::worker::JoinOptions;
+use stampede_spread::{Coordinator, CoordinatorEvent, PodOutcome, SpreadError, Worker};
+
+use crate::driver::parts::{merge, ResultPart, StatsPart};
+use crate::driver::{IntervalReport, RunResult, ScriptStats, Share};
+use crate::error::Failure;
+
+/// The environment the launcher gives every pod (JOB_COMPLETION_INDEX is Kubernetes').
+pub const RUN_ENV: &str = "STAMPEDE_RUN";
+pub const PODS_ENV: &str = "STAMPEDE_PODS";
+pub const COORDINATOR_ENV: &str = "STAMPEDE_COORDINATOR";
+pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+/// How long a pod waits for the others (they may be scheduled and pull their image slowly).
+const JOIN_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodRole {
+    pub run: String,
+    pub index: usize,
+    pub pods: usize,
+    /// host:port of pod 0's coordinator.
+    pub coordinator: String,
+}
+
+impl PodRole {
+    /// This process's role, when it runs as a pod of a spread run.
+    pub fn from_env() -> Result<Option<PodRole>, Failure> {
+        let Ok(run) = std::env::var(RUN_ENV) else {
+            return Ok(None);
+        };
+        let number = |name: &str| -> Result<usize, Failure> {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| {
+                    Failure::input(format!("{RUN_ENV} is set but {name} is not a number"))
+                })
+        };
+        let coordinator = std::env::var(COORDINATOR_ENV).map_err(|_| {
+            Failure::input(format!("{RUN_ENV} is set but {COORDINATOR_ENV} is not"))
+        })?;
+        Ok(Some(PodRole {
+            run,
+            index: number(INDEX_ENV)?,
+            pods: number(PODS_ENV)?,
+            coordinator,
+        }))
+    }
+
+    /// This pod's threads of the run's `threads`: as even as possible, the first pods taking
+    /// the remainder (the launcher made sure every pod has one).
+    pub fn threads(&self, threads: usize) -> Range<usize> {
+        split(threads, self.pods, self.index)
+    }
+
+    /// Where pod 0 listens: the address the others dial when it is a loopback one (a
+    /// single-node cluster on the host's network), every interface otherwise.
+    fn bind_address(&self) -> String {
+        let port = self.coordinator.rsplit_once(':').map_or("0", |(_, p)| p);
+        let host = self.coordinator.rsplit_once(':').map_or("", |(h, _)| h);
+        match host.parse::<std::net::IpAddr>() {
+            Ok(ip) if ip.is_loopback() => format!("{host}:{port}"),
+            _ => format!("0.0.0.0:{port}"),
+        }
+    }
+}
+
+/// Part `index` of `count` parts of `total`: the first `total % count` parts take one more.
+pub fn split(total: usize, count: usize, index: usize) -> Range<usize> {
+    let base = total / count;
+    let extra = total % count;
+    let start = index * base + index.min(extra);
+    start..start + base + usize::from(index < extra)
+}
+
+/// What a pod sends at the end: its result and what its table row needs.
+#[derive(Serialize, Deserialize)]
+struct PodReport {
+    result: ResultPart,
+    cores: usize,
+    clients: usize,
+    threads: usize,
+}
+
+/// One pod's row of the merged report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PodSummary {
+    pub pod: usize,
+    pub clients: usize,
+    pub threads: usize,
+    pub transactions: u64,
+    pub tps: f64,
+    pub client_cpu_s: f64,
+    pub client_cpu_per_transaction_us: f64,
+    /// Client CPU over the pod's window and cores: near 1 means the client saturated.
+    pub cpu_busy: f64,
+    pub cores: usize,
+    pub clock_offset_ms: f64,
+    pub clock_rtt_ms: f64,
+    pub start_skew_ms: f64,
+}
+
+/// The merged run and each pod's share.
+pub struct SpreadResult {
+    pub merged: RunResult,
+    pub pods: Vec<PodSummary>,
+}
+
+/// One pod's side of a run: the worker, and on pod 0 the coordinator.
+pub struct PodRun {
+    pub role: PodRole,
+    /// Pod 0: the pods that have joined, as the coordinator hears them.
+    joined: Option<std::sync::mpsc::Receiver<usize>>,
+    worker: Option<Arc<Mutex<Worker>>>,
+    aborted: Arc<AtomicBool>,
+    coordinator: Option<JoinHandle<Result<Vec<PodOutcome>, SpreadError>>>,
+}
+
+impl PodRun {
+    /// On pod 0, starts the coordinator; `on_interval` gets every interval merged over the pods
+    /// (for progress lines).
+    pub fn start(
+        role: PodRole,
+        mut on_interval: Box<dyn FnMut(&IntervalReport) + Send>,
+    ) -> Result<PodRun, Failure> {
+        let (joined_sender, joined) = std::sync::mpsc::channel();
+        let coordinator = if role.index == 0 {
+            let options = CoordinatorOptions {
+                run: role.run.clone(),
+                pods: role.pods,
+                join_timeout: JOIN_TIMEOUT,
+                start_margin: Duration::from_millis(200),
+            };
+            let address = role.bind_address();
+            let coordinator = Coordinator::bind(&address, options).map_err(|e| {
+                Failure::run(format!(
+                    "could not listen for the other pods on {address}: {e}"
+                ))
+            })?;
+            Some(std::thread::spawn(move || {
+                coordinator.run(&mut |event| match event {
+                    CoordinatorEvent::Interval { index, reports } => {
+                        on_interval(&merged_interval(index, reports))
+                    }
+                    CoordinatorEvent::PodJoined(pod) => {
+                        let _ = joined_sender.send(pod);
+                    }
+                    CoordinatorEvent::Joined | CoordinatorEvent::Starting { .. } => {}
+                })
+            }))
+        } else {
+            None
+        };
+        Ok(PodRun {
+            joined: (role.index == 0).then_some(joined),
+            role,
+            worker: None,
+            aborted: Arc::new(AtomicBool::new(false)),
+            coordinator,
+        })
+    }
+
+    /// Pod 0: returns once every other pod has joined (each after its own setup), so that what
+    /// pod 0 reads next comes after theirs. Other pods return at once.
+    pub fn wait_for_others(&self) -> Result<(), Failure> {
+        let Some(joined) = &self.joined else {
+            return Ok(());
+        };
+        let mut missing: std::collections::BTreeSet<usize> = (1..self.role.pods).collect();
+        while !missing.is_empty() {
+            let pod = joined.recv_timeout(JOIN_TIMEOUT).map_err(|_| {
+                let names: Vec<String> = missing.iter().map(|p| p.to_string()).collect();
+                Failure::run(format!(
+                    "pod(s) {} did not join the run within {} s",
+                    names.join(", "),
+                    JOIN_TIMEOUT.as_secs()
+                ))
+            })?;
+            missing.remove(&pod);
+        }
+        Ok(())
+    }
+
+    /// Joins the run as a worker: returns once every pod has joined.
+    pub fn join(&mut self) -> Result<(), Failure> {
+        let worker = Worker::join(&JoinOptions {
+            coordinator: &self.role.coordinator,
+            run: &self.role.run,
+            pod: self.role.index,
+            pods: self.role.pods,
+            timeout: JOIN_TIMEOUT,
+        })
+        .map_err(|e| Failure::run(e.0))?;
+        self.aborted = worker.aborted();
+        self.worker = Some(Arc::new(Mutex::new(worker)));
+        Ok(())
+    }
+
+    /// Set when the coordinator aborts the run: the driver's stop flag.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.aborted.clone()
+    }
+
+    /// The driver's share: this pod's threads, and the start barrier.
+    pub fn share(&self, threads: usize) -> Share {
+        let worker = self.worker.clone().expect("joined before the run");
+        Share {
+            threads: self.role.threads(threads),
+            start_gate: Arc::new(move || {
+                worker
+                    .lock()
+                    .expect("worker")
+                    .start_together(JOIN_TIMEOUT)
+                    .map_err(|e| e.0)
+            }),
+        }
+    }
+
+    /// Passes one of this pod's closed intervals on to the coordinator.
+    pub fn interval(&self, report: &IntervalReport) {
+        if let Some(worker) = &self.worker {
+            let part = serde_json::to_value(StatsPart::of(&report.stats)).expect("serializes");
+            let _ = worker.lock().expect("worker").interval(report.index, part);
+        }
+    }
+
+    /// Ends this pod's part: sends its result (or its failure) and, on pod 0, waits for every
+    /// pod's and merges them. Other pods get None.
+    /// `clients` and `threads`: this pod's share of the run's.
+    pub fn finish(
+        self,
+        result: Result<RunResult, Failure>,
+        clients: usize,
+        threads: usize,
+    ) -> Result<Option<SpreadResult>, Failure> {
+        let worker = self.worker.as_ref().map(|w| w.lock().expect("worker"));
+        let outcome = match (result, worker) {
+            (Err(failure), Some(worker)) => {
+                worker.failed(failure.message());
+                Err(failure)
+            }
+            (Err(failure), None) => Err(failure),
+            (Ok(_), Some(worker)) if worker.abort_reason().is_some() => Err(Failure::run(format!(
+                "the run was aborted: {}",
+                worker.abort_reason().unwrap_or_default()
+            ))),
+            (Ok(result), Some(worker)) => {
+                let report = PodReport {
+                    result: ResultPart::of(&result),
+                    cores: crate::cpu::cores(),
+                    clients,
+                    threads,
+                };
+                let report = serde_json::to_value(report).expect("serializes");
+                worker.done(report).map_err(|e| Failure::run(e.0))
+            }
+            (Ok(_), None) => Err(Failure::run("the pod never joined the run")),
+        };
+        // The connection closes with the worker: the coordinator then knows this pod is done.
+        drop(self.worker);
+        let Some(coordinator) = self.coordinator else {
+            return outcome.map(|()| None);
+        };
+        let pods = coordinator
+            .join()
+            .map_err(|_| Failure::run("the coordinator failed"))?;
+        // The coordinator's account names the pod that failed first.
+        let pods = pods.map_err(|e| Failure::run(e.0))?;
+        outcome?;
+        Ok(Some(merge_pods(pods)?))
+    }
+}
+
+fn merged_interval(index: u64, reports: &[Option<serde_json::Value>]) -> IntervalReport {
+    let mut stats = ScriptStats::default();
+    for report in reports.iter().flatten() {
+        if let Ok(part) = serde_json::from_value::<StatsPart>(report.clone()) {
+            stats.merge(&part.stats());
+        }
+    }
+    let end_unix_s =
+        crate::driver::txlog::EpochClock::now().unix_us(std::time::Instant::now()) as f64 / 1e6;
+    IntervalReport {
+        index,
+        stats,
+        end_unix_s,
+    }
+}
+
+fn merge_pods(outcomes: Vec<PodOutcome>) -> Result<SpreadResult, Failure> {
+    let mut results = Vec::new();
+    let mut pods = Vec::new();
+    for outcome in outcomes {
+        let report: PodReport = serde_json::from_value(outcome.report).map_err(|e| {
+            Failure::run(format!(
+                "pod {}'s result could not be read: {e}",
+                outcome.pod
+            ))
+        })?;
+        let result = report.result.result();
+        let transactions = result.total.latency.count;
+        let window = result.bench_duration.as_secs_f64();
+        let cpu = result.client_cpu.total().as_secs_f64();
+        pods.push(PodSummary {
+            pod: outcome.pod,
+            clients: report.clients,
+            threads: report.threads,
+            transactions,
+            tps: if window > 0.0 {
+                transactions as f64 / window
+            } else {
+                0.0
+            },
+            client_cpu_s: cpu,
+            client_cpu_per_transaction_us: cpu * 1e6 / transactions.max(1) as f64,
+            cpu_busy: if window > 0.0 {
+                cpu / (window * report.cores.max(1) as f64)
+            } else {
+                0.0
+            },
+            cores: report.cores,
+            clock_offset_ms: outcome.offset_us as f64 / 1000.0,
+            clock_rtt_ms: outcome.rtt_us as f64 / 1000.0,
+            start_skew_ms: outcome.start_skew_us as f64 / 1000.0,
+        });
+        results.push(result);
+    }
+    let merged = merge(&results).ok_or_else(|| Failure::run("no pod sent a result"))?;
+    Ok(SpreadResult { merged, pods })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_split_evenly_the_first_pods_taking_the_remainder() {
+        let parts: Vec<_> = (0..3).map(|i| split(7, 3, i)).collect();
+        assert_eq!(parts, vec![0..3, 3..5, 5..7]);
+        let parts: Vec<_> = (0..3).map(|i| split(6, 3, i)).collect();
+        assert_eq!(parts, vec![0..2, 2..4, 4..6]);
+    }
+
+    #[test]
+    fn pod_zero_listens_where_the_others_dial_on_loopback_and_everywhere_otherwise() {
+        let role = |coordinator: &str| PodRole {
+            run: "r".into(),
+            index: 0,
+            pods: 2,
+            coordinator: coordinator.into(),
+        };
+        assert_eq!(role("127.0.0.1:15950").bind_address(), "127.0.0.1:15950");
+        assert_eq!(role("run-0.run:7710").bind_address(), "0.0.0.0:7710");
+    }
+}
