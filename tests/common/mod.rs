@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod kube;
 pub mod mariadb;
 
 use std::path::PathBuf;

@@ -259,7 +259,7 @@ impl Run {
                 return Err(failure);
             }
             let status = pods_status(&pods);
-            if status != last_status {
+            if !pods.is_empty() && status != last_status {
                 (watch.on_status)(&status);
                 last_status = status;
             }
@@ -305,7 +305,9 @@ impl Run {
             .collect())
     }
 
-    /// The first pod (by index) that failed, with its reason and the end of its output.
+    /// The pod that failed, with its reason and the end of its output. A reason only Kubernetes
+    /// knows (unschedulable, no image, out of memory) comes first; then a worker's own exit,
+    /// and pod 0's last: its account usually names the worker that failed.
     async fn first_failure(
         &self,
         pods: &BTreeMap<usize, Pod>,
@@ -313,21 +315,26 @@ impl Run {
         start_timeout: Duration,
     ) -> Option<KubeError> {
         let waited = started.elapsed();
-        for pod in pods.values() {
-            if let Some(reason) = pod_failure(pod, waited, start_timeout) {
-                let mut message = format!("pod {} {reason}", name_of(pod));
-                let tail = self.log_tail(name_of(pod)).await;
-                if !tail.is_empty() {
-                    message.push_str("; its last output:");
-                    tail.iter().for_each(|line| {
-                        message.push_str("\n  ");
-                        message.push_str(line);
-                    });
-                }
-                return Some(KubeError::new(message));
-            }
+        let failures: Vec<(&Pod, String)> = pods
+            .values()
+            .filter_map(|pod| Some((pod, pod_failure(pod, waited, start_timeout)?)))
+            .collect();
+        let exit = |reason: &str| reason.starts_with("exited with code");
+        let (pod, reason) = failures
+            .iter()
+            .find(|(_, reason)| !exit(reason))
+            .or_else(|| failures.iter().find(|(pod, _)| pod_index(pod) != Some(0)))
+            .or_else(|| failures.first())?;
+        let mut message = format!("pod {} {reason}", name_of(pod));
+        let tail = self.log_tail(name_of(pod)).await;
+        if !tail.is_empty() {
+            message.push_str("; its last output:");
+            tail.iter().for_each(|line| {
+                message.push_str("\n  ");
+                message.push_str(line);
+            });
         }
-        None
+        Some(KubeError::new(message))
     }
 
     async fn log_tail(&self, pod: &str) -> Vec<String> {

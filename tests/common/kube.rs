@@ -1,0 +1,134 @@
+//! The suite's one-node Kubernetes: real etcd, API server, controller manager, scheduler,
+//! kubelet, containerd and runc, built once per machine by `.ci/kube/build` and started by
+//! `.ci/kube/up` for this test program (stopped at its exit). Pods use the host's network, so
+//! the load they make reaches the suite's PostgreSQL on 127.0.0.1 and stays on loopback.
+//! stampede's image is made from the binary under test and imported into containerd.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+pub struct Kube {
+    pub state: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub cache: PathBuf,
+}
+
+static KUBE: OnceLock<Kube> = OnceLock::new();
+
+/// The image the tests run (the launcher's default name for this version).
+pub const IMAGE: &str = concat!("localhost/stampede:", env!("CARGO_PKG_VERSION"));
+
+extern "C" fn stop_kube_at_exit() {
+    if let Some(kube) = KUBE.get() {
+        let _ = Command::new(script("down")).arg(&kube.state).output();
+    }
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".ci/kube")
+        .join(name)
+}
+
+fn run(command: &mut Command, what: &str) -> Output {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+pub fn kube() -> &'static Kube {
+    KUBE.get_or_init(|| {
+        let cache = match std::env::var_os("STAMPEDE_KUBE_CACHE") {
+            Some(cache) if Path::new(&cache).join("bin/kubectl").exists() => PathBuf::from(cache),
+            _ => {
+                let output = run(&mut Command::new(script("build")), ".ci/kube/build");
+                PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+            }
+        };
+        let state = PathBuf::from(format!("/tmp/stampede-kube-test-{}", std::process::id()));
+        let output = run(
+            Command::new(script("up"))
+                .arg(&state)
+                .env("STAMPEDE_KUBE_CACHE", &cache),
+            ".ci/kube/up",
+        );
+        // SAFETY: registering a plain extern "C" function with atexit.
+        unsafe { libc::atexit(stop_kube_at_exit) };
+        let kubeconfig = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+        let kube = Kube {
+            state,
+            kubeconfig,
+            cache,
+        };
+        kube.import_stampede_image();
+        kube
+    })
+}
+
+impl Kube {
+    fn import_stampede_image(&self) {
+        let archive = self.state.join("stampede-image.tar");
+        run(
+            Command::new(script("image"))
+                .args([IMAGE, &archive.display().to_string()])
+                .arg(env!("CARGO_BIN_EXE_stampede"))
+                .arg("/usr/local/bin/stampede")
+                .env("STAMPEDE_KUBE_CACHE", &self.cache),
+            "making stampede's image",
+        );
+        run(
+            Command::new(self.cache.join("deb/usr/bin/ctr"))
+                .arg("--address")
+                .arg(self.state.join("containerd.sock"))
+                .args(["-n", "k8s.io", "images", "import"])
+                .arg(&archive),
+            "importing stampede's image",
+        );
+    }
+
+    /// kubectl with the suite's configuration.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let output = run(
+            Command::new(self.cache.join("bin/kubectl"))
+                .arg("--kubeconfig")
+                .arg(&self.kubeconfig)
+                .args(args),
+            &format!("kubectl {}", args.join(" ")),
+        );
+        String::from_utf8_lossy(&output.stdout).to_string()
+    }
+
+    /// The names of every object stampede made that is still in `namespace` (Jobs, pods,
+    /// Services, ConfigMaps).
+    pub fn leftovers(&self, namespace: &str) -> Vec<String> {
+        self.kubectl(&[
+            "get",
+            "jobs,pods,services,configmaps",
+            "--namespace",
+            namespace,
+            "-l",
+            "app.kubernetes.io/managed-by=stampede",
+            "-o",
+            "name",
+        ])
+        .lines()
+        .map(str::to_string)
+        .collect()
+    }
+
+    /// `stampede ARGS` with the suite's kubeconfig.
+    pub fn stampede(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_stampede"))
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("PGPASSWORD")
+            .output()
+            .expect("stampede runs")
+    }
+}

@@ -1,0 +1,418 @@
+//! Runs spread over the pods of a Kubernetes Indexed Job (`--pods N`), on a real one-node
+//! Kubernetes the suite starts itself (tests/common/kube.rs). Every number is checked against
+//! an independent source: pg_stat_statements' calls, the server's commit counter, and the
+//! pods' own `-l` transaction logs, whose union must give the merged histogram. After each
+//! test no Job, pod, Service or ConfigMap of stampede's is left.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+
+use common::kube::{kube, IMAGE};
+use common::{free_port, server, PASSWORD};
+use stampede::driver::LatencyStats;
+
+const SECRET: &str = "stampede-test-pg";
+
+/// A namespace of the test's own (tests run at once; each checks what it left), holding the
+/// test server's password as a Secret the pods read by reference.
+fn namespace(name: &str) -> String {
+    let kube = kube();
+    let namespace = name.replace('_', "-");
+    kube.kubectl(&["create", "namespace", &namespace]);
+    kube.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        SECRET,
+        "--namespace",
+        &namespace,
+        &format!("--from-literal=password={PASSWORD}"),
+    ]);
+    namespace
+}
+
+/// The options that put a run on the suite's cluster: pods on the host's network, which find
+/// pod 0 on 127.0.0.1 (no cluster DNS here) at a port of the suite's range.
+fn pod_options(pods: usize, namespace: &str) -> Vec<String> {
+    [
+        "--pods",
+        &pods.to_string(),
+        "--namespace",
+        namespace,
+        "--host-network",
+        "--coordinator-address",
+        "127.0.0.1",
+        "--coordinator-port",
+        &free_port().to_string(),
+        "--image",
+        IMAGE,
+        "--image-pull-policy",
+        "Never",
+        "--password-secret",
+        SECRET,
+        "--pod-start-timeout",
+        "60s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// `-h 127.0.0.1 -p PORT -U USER DB`: the server over TCP, as the pods reach it.
+fn tcp_flags(db: &str) -> Vec<String> {
+    let server = server();
+    vec![
+        "-h".into(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        server.port(),
+        "-U".into(),
+        server.user.clone(),
+        db.into(),
+    ]
+}
+
+fn stampede(args: &[String]) -> std::process::Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    kube().stampede(&args)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).to_string()
+}
+
+/// No Job, pod, Service or ConfigMap of stampede's is left in the namespace, which goes.
+fn assert_nothing_left(namespace: &str) {
+    let left = kube().leftovers(namespace);
+    assert!(left.is_empty(), "objects left behind: {left:?}");
+    kube().kubectl(&["delete", "namespace", namespace, "--wait=false"]);
+}
+
+/// A fresh database with pgbench's tables at scale 1.
+fn pgbench_database(name: &str) -> String {
+    let server = server();
+    let db = server.create_database(name);
+    let mut init = vec!["pgbench".to_string(), "-i".into(), "-q".into()];
+    init.extend(server.flags(&db));
+    let output = stampede(&init);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    server.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    db
+}
+
+fn statement_calls(db: &str, query: &str) -> u64 {
+    server()
+        .psql(
+            db,
+            &format!(
+                "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements \
+                 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                 AND query = '{query}'"
+            ),
+        )
+        .parse()
+        .expect("a count")
+}
+
+/// A directory of the node the pods (user 65532) may write their logs into.
+fn shared_directory() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+/// Every line of every pgbench log file in `dir`: (client id, latency in µs).
+fn log_lines(dir: &std::path::Path) -> (usize, Vec<(usize, u64)>) {
+    let mut files = 0;
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("pgbench_log.")
+        {
+            continue;
+        }
+        files += 1;
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            lines.push((fields[0].parse().unwrap(), fields[2].parse().unwrap()));
+        }
+    }
+    (files, lines)
+}
+
+#[test]
+fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
+    let namespace = namespace("kube-pgbench");
+    let db = pgbench_database("kube_pgbench_select");
+    let logs = shared_directory();
+    let json = logs.path().join("run.json");
+    let mut args: Vec<String> = ["pgbench", "-S", "-c", "12", "-j", "6", "-T", "2", "-l"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["--json".into(), json.display().to_string()]);
+    args.extend(tcp_flags(&db));
+    args.extend(pod_options(3, &namespace));
+    args.extend([
+        "--pod-workdir".into(),
+        format!("hostPath:{}", logs.path().display()),
+    ]);
+    let output = stampede(&args);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("number of clients: 12\n"), "{stdout}");
+    assert!(stdout.contains("number of threads: 6\n"), "{stdout}");
+    assert!(stdout.contains("pods: 3 (one row each"), "{stdout}");
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let transactions = report["transactions"].as_u64().unwrap();
+    assert!(transactions > 0);
+    // The server ran exactly the merged transactions.
+    assert_eq!(
+        statement_calls(&db, "SELECT abalance FROM pgbench_accounts WHERE aid = $1"),
+        transactions
+    );
+    let counters = &report["server_counters"];
+    assert_eq!(
+        counters["xact_commit_delta"].as_u64().unwrap(),
+        transactions + 12,
+        "every transaction and client connection start, nothing else: {counters}"
+    );
+    // Each pod ran its third of the clients and threads; their transactions add up.
+    let pods = report["pods"].as_array().unwrap();
+    assert_eq!(pods.len(), 3);
+    let sum = |field: &str| pods.iter().map(|p| p[field].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("transactions"), transactions);
+    assert_eq!(sum("clients"), 12);
+    assert_eq!(sum("threads"), 6);
+
+    // The pods' logs: one file per thread, every client id once, one line per transaction.
+    let (files, lines) = log_lines(logs.path());
+    assert_eq!(files, 6);
+    assert_eq!(lines.len() as u64, transactions);
+    let mut per_client: BTreeMap<usize, u64> = BTreeMap::new();
+    lines
+        .iter()
+        .for_each(|(client, _)| *per_client.entry(*client).or_default() += 1);
+    assert_eq!(
+        per_client.keys().copied().collect::<Vec<_>>(),
+        (0..12).collect::<Vec<_>>()
+    );
+    let reported: Vec<u64> = report["fairness"]["per_client"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(per_client.values().copied().collect::<Vec<_>>(), reported);
+
+    // The merged histogram is the union's: every percentile, within the histogram's own
+    // resolution (the log prints latency as printf's %.0f, which rounds half-microsecond ties to
+    // even where the histogram rounds them up).
+    let mut union = LatencyStats::default();
+    lines
+        .iter()
+        .for_each(|(_, latency)| union.record(*latency as f64));
+    let latency = &report["latency_ms"];
+    for (field, percentile) in [
+        ("p50", 50.0),
+        ("p90", 90.0),
+        ("p95", 95.0),
+        ("p99", 99.0),
+        ("p999", 99.9),
+    ] {
+        let merged_us = latency[field].as_f64().unwrap() * 1000.0;
+        let union_us = union.percentile_us(percentile);
+        let resolution = (union_us / 1000.0).max(1.0) + 1.0;
+        assert!(
+            (merged_us - union_us).abs() <= resolution,
+            "{field}: merged {merged_us} µs, the logs' union {union_us} µs"
+        );
+    }
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn a_dry_run_prints_manifests_the_api_server_accepts_and_creates_nothing() {
+    let namespace = namespace("kube-dry-run");
+    let mut args: Vec<String> = ["pgbench", "-S", "-c", "4", "-T", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(tcp_flags("postgres"));
+    args.extend(pod_options(2, &namespace));
+    args.extend(["--dry-run".into(), "--labels".into(), "team=db".into()]);
+    let output = stampede(&args);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the API server accepted these objects (dry run: nothing created)"),
+        "{stderr}"
+    );
+    let list: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let kinds: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["Service", "Job"]);
+    let job = &list["items"][1];
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+    assert_eq!(job["spec"]["completions"], 2);
+    assert_eq!(job["metadata"]["labels"]["team"], "db");
+    // The password is a reference to the Secret, never a value.
+    assert!(!text(&output.stdout).contains(PASSWORD));
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn a_manifest_the_api_server_refuses_is_bad_input() {
+    let namespace = namespace("kube-refused");
+    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(tcp_flags("postgres"));
+    args.extend(pod_options(2, &namespace));
+    args.extend(["--dry-run".into(), "--labels".into(), "bad key=x".into()]);
+    let output = stampede(&args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("stampede: error: the API server refused the Service: "),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn a_node_selector_that_matches_nothing_fails_naming_the_pod() {
+    let namespace = namespace("kube-unschedulable");
+    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(tcp_flags("postgres"));
+    args.extend(pod_options(2, &namespace));
+    args.extend([
+        "--node-selector".into(),
+        "pool=nowhere".into(),
+        "--pod-start-timeout".into(),
+        "2s".into(),
+    ]);
+    let output = stampede(&args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("stampede: error: "))
+        .unwrap_or_default();
+    assert!(
+        error.starts_with("stampede: error: pod stampede-pgbench-"),
+        "{stderr}"
+    );
+    assert!(
+        error.contains(" could not be scheduled within 2 s: 0/1 nodes are available"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn a_pod_whose_run_fails_ends_the_run_with_its_reason() {
+    let namespace = namespace("kube-run-fails");
+    // Pods that cannot connect: every pod's run fails; the coordinator's account and exit
+    // code come back.
+    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(tcp_flags("no_such_database_here"));
+    args.extend(pod_options(2, &namespace));
+    let output = stampede(&args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("database \"no_such_database_here\" does not exist"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn an_image_that_is_not_there_fails_at_once_naming_the_pod() {
+    let namespace = namespace("kube-no-image");
+    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(tcp_flags("postgres"));
+    args.extend(pod_options(2, &namespace));
+    args.extend(["--image".into(), "localhost/not-an-image:0".into()]);
+    let output = stampede(&args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("could not start its container: ErrImageNeverPull"),
+        "{stderr}"
+    );
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn runs_that_cannot_be_spread_are_refused_before_anything_is_made() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["-S", "-c", "2", "-T", "1", "--pods", "3", "-h", "127.0.0.1"],
+            "stampede: error: 2 client(s) cannot be spread over 3 pods: give -c 3 or more\n",
+        ),
+        (
+            &[
+                "-S",
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-T",
+                "1",
+                "--pods",
+                "3",
+                "-h",
+                "127.0.0.1",
+            ],
+            "stampede: error: 2 thread(s) cannot be spread over 3 pods: each pod runs at least \
+             one (-j 3 or more)\n",
+        ),
+        (
+            &["-S", "-T", "1", "--namespace", "bench"],
+            "stampede: error: --namespace needs --pods N (the Kubernetes options shape the pods \
+             of a spread run)\n",
+        ),
+        (
+            &["-S", "-c", "2", "--pods", "2", "postgresql://u:secret@db/x"],
+            "stampede: error: a password on the command line would be written into the Job's \
+             manifest: keep it in a Kubernetes Secret and give --password-secret SECRET[/KEY]\n",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut command = vec!["pgbench".to_string()];
+        command.extend(args.iter().map(|s| s.to_string()));
+        let output = stampede(&command);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&output.stderr), expected, "{args:?}");
+        assert!(output.stdout.is_empty());
+    }
+    let left = kube().leftovers("default");
+    assert!(left.is_empty(), "objects left behind: {left:?}");
+}
