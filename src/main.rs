@@ -9,8 +9,13 @@ use stampede::family::{dbstress, pgbench, sysbench, tpcc};
 
 fn main() {
     // A pod of a spread run: its output goes framed to the container's log, for the launcher.
-    let framed = std::env::var_os(stampede::pods::role::RUN_ENV)
-        .and_then(|_| stampede::pods::terminal::FramedOutput::install());
+    let in_pod = std::env::var_os(stampede::pods::role::RUN_ENV).is_some();
+    let framed = in_pod
+        .then(stampede::pods::terminal::FramedOutput::install)
+        .flatten();
+    if in_pod {
+        stampede::pods::terminal::exit_when_terminated();
+    }
     let code = match run() {
         Ok(()) => 0,
         Err(failure) => {

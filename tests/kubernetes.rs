@@ -416,3 +416,52 @@ fn runs_that_cannot_be_spread_are_refused_before_anything_is_made() {
     let left = kube().leftovers("default");
     assert!(left.is_empty(), "objects left behind: {left:?}");
 }
+
+#[test]
+fn ctrl_c_deletes_the_job_and_its_pods() {
+    use std::io::{BufRead, BufReader};
+    let namespace = namespace("kube-interrupted");
+    let db = pgbench_database("kube_interrupted");
+    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "600", "-P", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(tcp_flags(&db));
+    args.extend(pod_options(2, &namespace));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(&args)
+        .env("KUBECONFIG", &kube().kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("stampede starts");
+    // The run is under way once the merged progress comes back through the API.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no progress: {seen}"
+        );
+        seen.push_str(&line);
+        if line.starts_with("progress: ") {
+            break;
+        }
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{seen}{rest}");
+    assert!(
+        rest.contains("stampede: error: interrupted: Job stampede-pgbench-"),
+        "{rest}"
+    );
+    assert!(rest.contains(" and its pods were deleted"), "{rest}");
+    assert_nothing_left(&namespace);
+}

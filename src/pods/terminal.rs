@@ -12,6 +12,21 @@ use stampede_kube::frame::{encode, Frame};
 /// Where a pod writes its `--json` document, for `finish` to frame (named by the launcher).
 pub const JSON_ENV: &str = "STAMPEDE_JSON_FRAME";
 
+/// A pod's stampede is its container's PID 1, which the kernel spares the default action of
+/// SIGTERM: without a handler, deleting the Job would wait out the grace period. So SIGTERM
+/// and SIGINT end the process (143 and 130, as a shell reports a signal's death).
+pub fn exit_when_terminated() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                eprintln!("stampede: stopped by a signal (the Job was deleted?)");
+                std::process::exit(if signal == SIGINT { 130 } else { 143 });
+            }
+        });
+    }
+}
+
 pub struct FramedOutput {
     log: Arc<Mutex<std::fs::File>>,
     readers: Vec<JoinHandle<()>>,
