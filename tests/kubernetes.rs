@@ -186,7 +186,7 @@ fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
         "every transaction and client connection start, nothing else: {counters}"
     );
     // Each pod ran its third of the clients and threads; their transactions add up.
-    let pods = report["pods"].as_array().unwrap();
+    let pods = report["spread"]["pods"].as_array().unwrap();
     assert_eq!(pods.len(), 3);
     let sum = |field: &str| pods.iter().map(|p| p[field].as_u64().unwrap()).sum::<u64>();
     assert_eq!(sum("transactions"), transactions);

@@ -112,10 +112,32 @@ pub struct PodSummary {
     pub start_skew_ms: f64,
 }
 
+/// What a spread run's report adds: each pod's share and what the coordination cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpreadSummary {
+    pub pods: Vec<PodSummary>,
+    /// CPU the coordinator's threads used in pod 0 over the whole run.
+    pub coordinator_cpu_s: f64,
+    /// The merged run's window, in seconds.
+    pub window_s: f64,
+}
+
+impl SpreadSummary {
+    /// The coordinator's CPU per second of each pod's run, in milliseconds.
+    pub fn coordinator_ms_per_pod_second(&self) -> f64 {
+        let pod_seconds = self.window_s * self.pods.len() as f64;
+        if pod_seconds > 0.0 {
+            self.coordinator_cpu_s * 1000.0 / pod_seconds
+        } else {
+            0.0
+        }
+    }
+}
+
 /// The merged run and each pod's share.
 pub struct SpreadResult {
     pub merged: RunResult,
-    pub pods: Vec<PodSummary>,
+    pub summary: SpreadSummary,
 }
 
 /// One pod's side of a run: the worker, and on pod 0 the coordinator.
@@ -125,7 +147,8 @@ pub struct PodRun {
     joined: Option<std::sync::mpsc::Receiver<usize>>,
     worker: Option<Arc<Mutex<Worker>>>,
     aborted: Arc<AtomicBool>,
-    coordinator: Option<JoinHandle<Result<Vec<PodOutcome>, SpreadError>>>,
+    /// Pod 0's coordinator: the pods' outcomes and the coordinator's own CPU seconds.
+    coordinator: Option<JoinHandle<Result<(Vec<PodOutcome>, f64), SpreadError>>>,
 }
 
 impl PodRun {
@@ -149,17 +172,27 @@ impl PodRun {
                     "could not listen for the other pods on {address}: {e}"
                 ))
             })?;
-            Some(std::thread::spawn(move || {
-                coordinator.run(&mut |event| match event {
-                    CoordinatorEvent::Interval { index, reports } => {
-                        on_interval(&merged_interval(index, reports))
-                    }
-                    CoordinatorEvent::PodJoined(pod) => {
-                        let _ = joined_sender.send(pod);
-                    }
-                    CoordinatorEvent::Joined | CoordinatorEvent::Starting { .. } => {}
-                })
-            }))
+            let thread = std::thread::Builder::new().name("spread-coordinator".into());
+            Some(
+                thread
+                    .spawn(move || {
+                        let outcomes = coordinator.run(&mut |event| match event {
+                            CoordinatorEvent::Interval { index, reports } => {
+                                on_interval(&merged_interval(index, reports))
+                            }
+                            CoordinatorEvent::PodJoined(pod) => {
+                                let _ = joined_sender.send(pod);
+                            }
+                            CoordinatorEvent::Joined | CoordinatorEvent::Starting { .. } => {}
+                        });
+                        // Its threads are all alive still (the readers wait for the workers to hang up).
+                        let cpu_s = crate::probe::os::threads_cpu_s(|name| {
+                            name.starts_with("spread-") && !name.starts_with("spread-worker")
+                        });
+                        outcomes.map(|outcomes| (outcomes, cpu_s))
+                    })
+                    .map_err(|e| Failure::run(format!("could not start the coordinator: {e}")))?,
+            )
         } else {
             None
         };
@@ -277,9 +310,11 @@ impl PodRun {
             .join()
             .map_err(|_| Failure::run("the coordinator failed"))?;
         // The coordinator's account names the pod that failed first.
-        let pods = pods.map_err(|e| Failure::run(e.0))?;
+        let (pods, coordinator_cpu_s) = pods.map_err(|e| Failure::run(e.0))?;
         outcome?;
-        Ok(Some(merge_pods(pods)?))
+        let mut spread = merge_pods(pods)?;
+        spread.summary.coordinator_cpu_s = coordinator_cpu_s;
+        Ok(Some(spread))
     }
 }
 
@@ -338,7 +373,14 @@ fn merge_pods(outcomes: Vec<PodOutcome>) -> Result<SpreadResult, Failure> {
         results.push(result);
     }
     let merged = merge(&results).ok_or_else(|| Failure::run("no pod sent a result"))?;
-    Ok(SpreadResult { merged, pods })
+    Ok(SpreadResult {
+        summary: SpreadSummary {
+            pods,
+            coordinator_cpu_s: 0.0,
+            window_s: merged.bench_duration.as_secs_f64(),
+        },
+        merged,
+    })
 }
 
 #[cfg(test)]

@@ -2,12 +2,25 @@
 //! pods were served, and a warning for a pod whose client saturated its CPUs.
 
 use crate::analysis::fairness::Fairness;
-use crate::pods::PodSummary;
+use crate::pods::{PodSummary, SpreadSummary};
 
 /// A pod whose client used this share of its CPUs may have limited the load it offered.
 const SATURATED: f64 = 0.9;
 
-pub fn pod_lines(pods: &[PodSummary]) -> Vec<String> {
+pub fn spread_lines(spread: &SpreadSummary) -> Vec<String> {
+    let mut lines = pod_lines(&spread.pods);
+    lines.insert(
+        lines.len() - warnings(&spread.pods).len(),
+        format!(
+            "coordinator (pod 0): {:.3} s CPU, {:.3} ms per pod-second",
+            spread.coordinator_cpu_s,
+            spread.coordinator_ms_per_pod_second()
+        ),
+    );
+    lines
+}
+
+fn pod_lines(pods: &[PodSummary]) -> Vec<String> {
     let mut lines = vec![format!(
         "pods: {} (one row each; clock offset and start skew against pod 0's coordinator)",
         pods.len()
@@ -53,7 +66,7 @@ pub fn pod_lines(pods: &[PodSummary]) -> Vec<String> {
     lines
 }
 
-pub fn warnings(pods: &[PodSummary]) -> Vec<String> {
+fn warnings(pods: &[PodSummary]) -> Vec<String> {
     pods.iter()
         .filter(|p| p.cpu_busy >= SATURATED)
         .map(|p| {
@@ -91,14 +104,23 @@ mod tests {
 
     #[test]
     fn every_pod_has_a_row_and_a_saturated_one_a_warning() {
-        let lines = pod_lines(&[pod(0, 1000, 0.4), pod(1, 1000, 0.95)]);
-        assert_eq!(lines.len(), 6, "{lines:#?}");
+        let spread = SpreadSummary {
+            pods: vec![pod(0, 1000, 0.4), pod(1, 1000, 0.95)],
+            coordinator_cpu_s: 0.02,
+            window_s: 10.0,
+        };
+        let lines = spread_lines(&spread);
+        assert_eq!(lines.len(), 7, "{lines:#?}");
+        assert_eq!(
+            lines[5],
+            "coordinator (pod 0): 0.020 s CPU, 1.000 ms per pod-second"
+        );
         assert!(lines[4].contains("Jain's index 1.000"), "{}", lines[4]);
         assert!(
             lines[4].contains("start skew between pods 0.100 ms"),
             "{}",
             lines[4]
         );
-        assert!(lines[5].starts_with("warning: pod 1's client used 95% of its 2 CPU(s)"));
+        assert!(lines[6].starts_with("warning: pod 1's client used 95% of its 2 CPU(s)"));
     }
 }

@@ -31,6 +31,28 @@ pub(crate) fn clock_ticks_per_second() -> f64 {
     }
 }
 
+/// CPU seconds (user + system) of this process's live threads whose name `keep` accepts, from
+/// /proc/self/task (clock-tick resolution); 0 where /proc cannot be read.
+pub fn threads_cpu_s(keep: impl Fn(&str) -> bool) -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    let ticks: u64 = tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|name| keep(name.trim_end()))
+        })
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter_map(|stat| {
+            // After the command's ")": utime and stime are the 12th and 13th fields.
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        })
+        .sum();
+    ticks as f64 / clock_ticks_per_second()
+}
+
 fn cpu_and_switches() -> Vec<Counter> {
     let Ok(text) = std::fs::read_to_string("/proc/stat") else {
         return Vec::new();

@@ -136,7 +136,7 @@ pub fn build_report(
             .then(|| command_reports(scripts, &result.command_stats)),
         series: series(result, seconds),
         statements: server.statements,
-        pods: None,
+        spread: None,
     }
 }
 

@@ -128,7 +128,7 @@ pub struct PgbenchReport {
     pub statements: Option<Vec<StatementWindow>>,
     /// A run spread over Kubernetes pods (`--pods`): each pod's share.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub pods: Option<Vec<crate::pods::PodSummary>>,
+    pub spread: Option<crate::pods::SpreadSummary>,
 }
 
 /// The summary block, line for line as pgbench 15–18 prints it, then stampede's own lines.
@@ -228,8 +228,8 @@ pub fn summary_text(report: &PgbenchReport) -> String {
     if let Some(statements) = &report.statements {
         statement_lines(statements, &mut line);
     }
-    if let Some(pods) = &report.pods {
-        crate::pods::summary::pod_lines(pods)
+    if let Some(spread) = &report.spread {
+        crate::pods::summary::spread_lines(spread)
             .into_iter()
             .for_each(&mut line);
     }

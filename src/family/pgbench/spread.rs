@@ -198,7 +198,7 @@ pub fn run_in_pod(spec: &RunSpec, target: &ConnSpec, role: PodRole) -> CommandRe
     };
     let server = runtime.block_on(setup.observe_after(spec, target, &run.result));
     let mut report = build_report(spec, target, &setup, &run, server);
-    report.pods = Some(spread.pods);
+    report.spread = Some(spread.summary);
     print!("{}", summary_text(&report));
     if let Some(path) = &spec.json_path {
         crate::report::write_file(path, &to_json(&report))?;
