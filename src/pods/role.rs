@@ -140,6 +140,9 @@ pub struct SpreadResult {
     pub summary: SpreadSummary,
 }
 
+/// What pod 0's coordinator thread returns: the pods' outcomes and its own CPU seconds.
+type CoordinatorResult = Result<(Vec<PodOutcome>, f64), SpreadError>;
+
 /// One pod's side of a run: the worker, and on pod 0 the coordinator.
 pub struct PodRun {
     pub role: PodRole,
@@ -147,8 +150,7 @@ pub struct PodRun {
     joined: Option<std::sync::mpsc::Receiver<usize>>,
     worker: Option<Arc<Mutex<Worker>>>,
     aborted: Arc<AtomicBool>,
-    /// Pod 0's coordinator: the pods' outcomes and the coordinator's own CPU seconds.
-    coordinator: Option<JoinHandle<Result<(Vec<PodOutcome>, f64), SpreadError>>>,
+    coordinator: Option<JoinHandle<CoordinatorResult>>,
 }
 
 impl PodRun {
