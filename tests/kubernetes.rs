@@ -74,6 +74,15 @@ fn tcp_flags(db: &str) -> Vec<String> {
     ]
 }
 
+/// `stampede pgbench WORDS` against `db` over TCP, spread over `pods` pods in `namespace`.
+fn spread_pgbench(words: &[&str], db: &str, pods: usize, namespace: &str) -> Vec<String> {
+    let mut args = vec!["pgbench".to_string()];
+    args.extend(words.iter().map(|w| w.to_string()));
+    args.extend(tcp_flags(db));
+    args.extend(pod_options(pods, namespace));
+    args
+}
+
 fn stampede(args: &[String]) -> std::process::Output {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     kube().stampede(&args)
@@ -152,14 +161,11 @@ fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
     let db = pgbench_database("kube_pgbench_select");
     let logs = shared_directory();
     let json = logs.path().join("run.json");
-    let mut args: Vec<String> = ["pgbench", "-S", "-c", "12", "-j", "6", "-T", "2", "-l"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(["--json".into(), json.display().to_string()]);
-    args.extend(tcp_flags(&db));
-    args.extend(pod_options(3, &namespace));
+    let words = ["-S", "-c", "12", "-j", "6", "-T", "2", "-l"];
+    let mut args = spread_pgbench(&words, &db, 3, &namespace);
     args.extend([
+        "--json".into(),
+        json.display().to_string(),
         "--pod-workdir".into(),
         format!("hostPath:{}", logs.path().display()),
     ]);
@@ -242,12 +248,7 @@ fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
 #[test]
 fn a_dry_run_prints_manifests_the_api_server_accepts_and_creates_nothing() {
     let namespace = namespace("kube-dry-run");
-    let mut args: Vec<String> = ["pgbench", "-S", "-c", "4", "-T", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(tcp_flags("postgres"));
-    args.extend(pod_options(2, &namespace));
+    let mut args = spread_pgbench(&["-S", "-c", "4", "-T", "1"], "postgres", 2, &namespace);
     args.extend(["--dry-run".into(), "--labels".into(), "team=db".into()]);
     let output = stampede(&args);
     let stderr = text(&output.stderr);
@@ -276,12 +277,7 @@ fn a_dry_run_prints_manifests_the_api_server_accepts_and_creates_nothing() {
 #[test]
 fn a_manifest_the_api_server_refuses_is_bad_input() {
     let namespace = namespace("kube-refused");
-    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(tcp_flags("postgres"));
-    args.extend(pod_options(2, &namespace));
+    let mut args = spread_pgbench(&["-S", "-c", "2", "-T", "1"], "postgres", 2, &namespace);
     args.extend(["--dry-run".into(), "--labels".into(), "bad key=x".into()]);
     let output = stampede(&args);
     let stderr = text(&output.stderr);
@@ -297,12 +293,7 @@ fn a_manifest_the_api_server_refuses_is_bad_input() {
 #[test]
 fn a_node_selector_that_matches_nothing_fails_naming_the_pod() {
     let namespace = namespace("kube-unschedulable");
-    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(tcp_flags("postgres"));
-    args.extend(pod_options(2, &namespace));
+    let mut args = spread_pgbench(&["-S", "-c", "2", "-T", "1"], "postgres", 2, &namespace);
     args.extend([
         "--node-selector".into(),
         "pool=nowhere".into(),
@@ -333,12 +324,12 @@ fn a_pod_whose_run_fails_ends_the_run_with_its_reason() {
     let namespace = namespace("kube-run-fails");
     // Pods that cannot connect: every pod's run fails; the coordinator's account and exit
     // code come back.
-    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(tcp_flags("no_such_database_here"));
-    args.extend(pod_options(2, &namespace));
+    let args = spread_pgbench(
+        &["-S", "-c", "2", "-T", "1"],
+        "no_such_database_here",
+        2,
+        &namespace,
+    );
     let output = stampede(&args);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -353,12 +344,7 @@ fn a_pod_whose_run_fails_ends_the_run_with_its_reason() {
 #[test]
 fn an_image_that_is_not_there_fails_at_once_naming_the_pod() {
     let namespace = namespace("kube-no-image");
-    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(tcp_flags("postgres"));
-    args.extend(pod_options(2, &namespace));
+    let mut args = spread_pgbench(&["-S", "-c", "2", "-T", "1"], "postgres", 2, &namespace);
     args.extend(["--image".into(), "localhost/not-an-image:0".into()]);
     let output = stampede(&args);
     let stderr = text(&output.stderr);
@@ -422,12 +408,12 @@ fn ctrl_c_deletes_the_job_and_its_pods() {
     use std::io::{BufRead, BufReader};
     let namespace = namespace("kube-interrupted");
     let db = pgbench_database("kube_interrupted");
-    let mut args: Vec<String> = ["pgbench", "-S", "-c", "2", "-T", "600", "-P", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(tcp_flags(&db));
-    args.extend(pod_options(2, &namespace));
+    let args = spread_pgbench(
+        &["-S", "-c", "2", "-T", "600", "-P", "1"],
+        &db,
+        2,
+        &namespace,
+    );
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
         .args(&args)
         .env("KUBECONFIG", &kube().kubeconfig)

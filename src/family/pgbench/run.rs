@@ -33,9 +33,14 @@ pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
         progress.observe(&event);
         on_event(event);
     })?;
-    print!("{}", summary_text(&report));
+    print_report(spec, &report)
+}
+
+/// pgbench's summary on standard output, the `--json` file, and the run's status.
+pub fn print_report(spec: &RunSpec, report: &PgbenchReport) -> CommandResult {
+    print!("{}", summary_text(report));
     if let Some(path) = &spec.json_path {
-        crate::report::write_file(path, &to_json(&report))?;
+        crate::report::write_file(path, &to_json(report))?;
     }
     if report.aborted_clients > 0 {
         return Err(Failure::incomplete());

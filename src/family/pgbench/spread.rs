@@ -9,7 +9,6 @@ use super::args::PgbenchArgs;
 use super::assemble::{build_report, DriverRun};
 use super::plan;
 use super::progress::ProgressPrinter;
-use super::report::{summary_text, to_json};
 use super::setup;
 use super::spec::RunSpec;
 use crate::conn::ConnSpec;
@@ -199,14 +198,7 @@ pub fn run_in_pod(spec: &RunSpec, target: &ConnSpec, role: PodRole) -> CommandRe
     let server = runtime.block_on(setup.observe_after(spec, target, &run.result));
     let mut report = build_report(spec, target, &setup, &run, server);
     report.spread = Some(spread.summary);
-    print!("{}", summary_text(&report));
-    if let Some(path) = &spec.json_path {
-        crate::report::write_file(path, &to_json(&report))?;
-    }
-    if report.aborted_clients > 0 {
-        return Err(Failure::incomplete());
-    }
-    Ok(())
+    super::run::print_report(spec, &report)
 }
 
 #[cfg(test)]
