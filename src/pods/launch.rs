@@ -210,7 +210,10 @@ fn follow(
 
 /// `stampede-<command>-<5 letters>`: unique enough for concurrent runs of one namespace.
 fn job_name(command: &[&str]) -> String {
-    let seed = crate::family::common::measure::seed() ^ u64::from(std::process::id()) << 20;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let seed = now ^ u64::from(std::process::id()) << 20;
     let mut random = crate::script::prng::PgPrng::seeded(seed);
     let suffix: String = (0..5)
         .map(|_| {
