@@ -451,3 +451,123 @@ fn ctrl_c_deletes_the_job_and_its_pods() {
     assert!(rest.contains(" and its pods were deleted"), "{rest}");
     assert_nothing_left(&namespace);
 }
+
+/// `stampede tpcc WORDS` against `db` over TCP, spread over `pods` pods in `namespace`.
+fn spread_tpcc(words: &[&str], db: &str, pods: usize, namespace: &str) -> Vec<String> {
+    let server = server();
+    let mut args = vec!["tpcc".to_string()];
+    args.extend(words.iter().map(|w| w.to_string()));
+    for flag in [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &server.port(),
+        "-U",
+        &server.user,
+        "-d",
+        db,
+    ] {
+        args.push(flag.to_string());
+    }
+    args.extend(pod_options(pods, namespace));
+    args
+}
+
+#[test]
+fn tpcc_over_two_pods_covers_each_home_warehouse_once_and_counts_new_orders_exactly() {
+    let namespace = namespace("kube-tpcc");
+    let server = server();
+    let db = server.create_database("kube_tpcc");
+    let mut build = vec![
+        "tpcc".to_string(),
+        "build".into(),
+        "--warehouses".into(),
+        "2".into(),
+    ];
+    build.extend(["--threads".into(), "2".into(), "--seed".into(), "4".into()]);
+    build.extend(["-h".into(), server.socket_dir(), "-p".into(), server.port()]);
+    build.extend(["-U".into(), server.user.clone(), "-d".into(), db.clone()]);
+    let output = stampede(&build);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+
+    // Payments only: each of the 4 users (ids 0-3 across both pods) pays 25 times at its home
+    // warehouse, client % 2 + 1; ids repeated on each pod would leave warehouse 2 without rows.
+    server.psql(&db, "TRUNCATE history");
+    let payments = [
+        "run",
+        "--rampup",
+        "0s",
+        "--vu",
+        "4",
+        "--iterations",
+        "25",
+        "--mix",
+        "0,100,0,0,0",
+        "--seed",
+        "1",
+    ];
+    let output = stampede(&spread_tpcc(&payments, &db, 2, &namespace));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let homes = server.psql(
+        &db,
+        "SELECT string_agg(h_w_id || ':' || rows, ',' ORDER BY h_w_id) \
+         FROM (SELECT h_w_id, count(*) AS rows FROM history GROUP BY h_w_id) AS homes",
+    );
+    assert_eq!(homes, "1:50,2:50");
+
+    // The default mix with a rampup: the New-Orders the pods committed in the measured window
+    // are the server's Δ d_next_o_id, read by pod 0 while every pod's users were held.
+    let json = tempfile::NamedTempFile::new().unwrap();
+    let path = json.path().display().to_string();
+    let timed = [
+        "run",
+        "--rampup",
+        "1s",
+        "--duration",
+        "2s",
+        "--vu",
+        "2",
+        "--json",
+        &path,
+    ];
+    let orders_before: i64 = server
+        .psql(&db, "SELECT count(*) FROM orders")
+        .parse()
+        .unwrap();
+    let output = stampede(&spread_tpcc(&timed, &db, 2, &namespace));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(
+        stdout.contains("TEST RESULT : System achieved "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("pods: 2 (one row each"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json.path()).unwrap()).unwrap();
+    let committed = report["transactions"]["new-order"]["count"]
+        .as_i64()
+        .unwrap();
+    assert!(committed > 0, "{report}");
+    assert_eq!(
+        report["new_orders_committed_server"].as_i64().unwrap(),
+        committed
+    );
+    let minutes = report["minutes"].as_f64().unwrap();
+    assert!((report["nopm"].as_f64().unwrap() * minutes - committed as f64).abs() < 1e-6);
+    let orders: i64 = server
+        .psql(&db, "SELECT count(*) FROM orders")
+        .parse()
+        .unwrap();
+    assert!(
+        orders >= orders_before + committed,
+        "the rampup's orders come on top"
+    );
+    let pods = report["spread"]["pods"].as_array().unwrap();
+    assert_eq!(
+        pods.iter()
+            .map(|p| p["clients"].as_u64().unwrap())
+            .sum::<u64>(),
+        2
+    );
+    assert_nothing_left(&namespace);
+}

@@ -109,6 +109,8 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
         .take(here.len())
         .collect();
     let thread_clients: Vec<usize> = clients.iter().map(Vec::len).collect();
+    // This process's clients: all of the run's, or its share's.
+    let clients_here: usize = thread_clients.iter().sum();
     let mut logs = open_logs(&plan, here.start, &thread_randoms).map_err(Failure::run)?;
     let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
     // A spread run: the threads wait again, behind the start gate.
@@ -175,7 +177,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     };
     let mut warmup_clock = warmup_gate.as_deref().map(|gate| {
         let ends_at = Instant::now() + plan.warmup;
-        WarmupClock::new(gate, ends_at, plan.limit.time_bound(), plan.clients)
+        WarmupClock::new(gate, ends_at, plan.limit.time_bound(), clients_here)
     });
     let mut on_event = |event: DriverEvent<'_>| {
         let warmup_ended = matches!(event, DriverEvent::WarmupEnded);
@@ -225,7 +227,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
             "{STALLED} {} s: {abandoned} of {} clients waited that long for the server, \
              and the run was abandoned (their queries cancelled, their connections closed)",
             timeout.as_secs_f64(),
-            plan.clients
+            clients_here
         )));
     }
     let measured_from = warmup_gate

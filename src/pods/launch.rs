@@ -244,6 +244,47 @@ fn refuse_passwords(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A spread run's server must be named: the managed default server is the launcher's machine's
+/// alone. `host` is the command's `-h`; `dbnames` its database arguments (a URI or key=value
+/// string may name the host).
+pub fn require_named_server(
+    host: Option<&str>,
+    dbnames: &[Option<&String>],
+) -> Result<(), Failure> {
+    let named = host.is_some()
+        || std::env::var_os("PGHOST").is_some()
+        || dbnames
+            .iter()
+            .flatten()
+            .any(|d| d.contains("host=") || d.contains("://"));
+    if named {
+        return Ok(());
+    }
+    Err(Failure::input(
+        "--pods needs a server the pods can reach: give -h HOST (or PGHOST, or a connection \
+         string); the managed default server is this machine's alone",
+    ))
+}
+
+/// The arguments with every `option VALUE` / `option=VALUE` removed and, when `value` is
+/// given, `option=value` added (a long option: `--json`, `--seed`).
+pub fn replace_option(args: &[String], option: &str, value: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut words = args.iter();
+    let inline = format!("{option}=");
+    while let Some(word) = words.next() {
+        if word == option {
+            words.next();
+        } else if !word.starts_with(&inline) {
+            out.push(word.clone());
+        }
+    }
+    if let Some(value) = value {
+        out.push(format!("{option}={value}"));
+    }
+    out
+}
+
 /// The command line without the Kubernetes options (`--pods 3`, `--namespace=x`, `--dry-run`).
 pub fn without_kube_options(args: &[String]) -> Vec<String> {
     let command = KubeArgs::augment_args(Command::new("kube"));
@@ -303,6 +344,17 @@ mod tests {
         assert_eq!(
             without_kube_options(&args),
             strings(&["-S", "-c", "12", "-j", "6", "--time=5"])
+        );
+    }
+
+    #[test]
+    fn options_are_replaced_in_both_spellings() {
+        let args = strings(&["-S", "--json", "out.json", "--random-seed=7", "-c", "4"]);
+        let args = replace_option(&args, "--json", Some("/tmp/x.json"));
+        let args = replace_option(&args, "--random-seed", Some("9"));
+        assert_eq!(
+            args,
+            strings(&["-S", "-c", "4", "--json=/tmp/x.json", "--random-seed=9"])
         );
     }
 

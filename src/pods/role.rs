@@ -263,6 +263,15 @@ impl PodRun {
         }
     }
 
+    /// Waits until every pod has reached the point named `phase` of its run.
+    pub fn barrier(&self, phase: &str) -> Result<(), Failure> {
+        let worker = self.worker.as_ref().expect("joined before the run");
+        let worker = worker.lock().expect("worker");
+        worker
+            .barrier(phase, JOIN_TIMEOUT)
+            .map_err(|e| Failure::run(e.0))
+    }
+
     /// Passes one of this pod's closed intervals on to the coordinator.
     pub fn interval(&self, report: &IntervalReport) {
         if let Some(worker) = &self.worker {

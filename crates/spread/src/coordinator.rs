@@ -104,6 +104,7 @@ impl Coordinator {
             slots: Vec::new(),
             intervals: IntervalLine::new(self.options.pods),
             start_at: None,
+            phases: Default::default(),
         };
         let result = session.coordinate(&inbound, on_event);
         if let Err(error) = &result {
@@ -179,6 +180,8 @@ struct Session<'a> {
     slots: Vec<(Option<usize>, Arc<Mutex<TcpStream>>)>,
     intervals: IntervalLine<Value>,
     start_at: Option<i64>,
+    /// Per named phase, the pods that reached it.
+    phases: std::collections::BTreeMap<String, Vec<bool>>,
 }
 
 impl Session<'_> {
@@ -264,6 +267,18 @@ impl Session<'_> {
                 }
             }
             ToCoordinator::Started { at_us } => self.pod_mut(pod).started_us = Some(at_us),
+            ToCoordinator::Arrived { phase } => {
+                let pods = self.options.pods;
+                let arrived = self
+                    .phases
+                    .entry(phase.clone())
+                    .or_insert(vec![false; pods]);
+                arrived[pod] = true;
+                if arrived.iter().all(|a| *a) {
+                    self.phases.remove(&phase);
+                    self.broadcast(&ToWorker::Pass { phase });
+                }
+            }
             ToCoordinator::Interval { index, report } => {
                 for (index, reports) in self.intervals.add(pod, index, report) {
                     on_event(CoordinatorEvent::Interval {
@@ -470,6 +485,39 @@ mod tests {
                 (1, vec![Some(json!(1)), Some(json!(11)), Some(json!(21))]),
             ]
         );
+    }
+
+    #[test]
+    fn no_worker_passes_a_phase_before_every_pod_has_reached_it() {
+        let (coordinator, address) = coordinator(3);
+        let arrivals = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let workers: Vec<_> = (0..3)
+            .map(|pod| {
+                let (address, arrivals) = (address.clone(), arrivals.clone());
+                std::thread::spawn(move || {
+                    let mut worker = join(&address, pod, 3).unwrap();
+                    worker.start_together(Duration::from_secs(20)).unwrap();
+                    // The last pod is late to the phase; nobody may pass before it arrives.
+                    if pod == 2 {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    arrivals.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    worker
+                        .barrier("warmup-ended", Duration::from_secs(20))
+                        .unwrap();
+                    let seen = arrivals.load(std::sync::atomic::Ordering::SeqCst);
+                    worker
+                        .barrier("warmup-counted", Duration::from_secs(20))
+                        .unwrap();
+                    worker.done(json!(seen)).unwrap();
+                })
+            })
+            .collect();
+        let outcomes = coordinator.run(&mut |_| {}).unwrap();
+        workers.into_iter().for_each(|w| w.join().unwrap());
+        for outcome in outcomes {
+            assert_eq!(outcome.report, json!(3), "pod {} passed early", outcome.pod);
+        }
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub enum ToCoordinator {
     Ready,
     /// When the worker started, on the coordinator's clock.
     Started { at_us: i64 },
+    /// The worker reached the named point of its run and waits until every pod has.
+    Arrived { phase: String },
     /// One closed interval of the run (0-based from the start).
     Interval { index: u64, report: Value },
     /// The worker's final report; it has nothing more to say.
@@ -45,6 +47,10 @@ pub enum ToWorker {
     /// Start at this time of the coordinator's clock (Unix microseconds).
     Start {
         at_us: i64,
+    },
+    /// Every pod reached the named point: go on.
+    Pass {
+        phase: String,
     },
     /// Another pod failed: stop and say why.
     Abort {

@@ -109,6 +109,18 @@ impl Worker {
         self.send(&ToCoordinator::Started { at_us: started })
     }
 
+    /// Waits until every pod has reached the point named `phase` (a rampup's end, say), so
+    /// that what one pod reads there is read with every pod at the same point.
+    pub fn barrier(&self, phase: &str, timeout: Duration) -> Result<(), SpreadError> {
+        self.send(&ToCoordinator::Arrived {
+            phase: phase.to_string(),
+        })?;
+        match self.next(Instant::now() + timeout)? {
+            ToWorker::Pass { phase: passed } if passed == phase => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     pub fn interval(&self, index: u64, report: Value) -> Result<(), SpreadError> {
         self.send(&ToCoordinator::Interval { index, report })
     }

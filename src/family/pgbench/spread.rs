@@ -15,7 +15,9 @@ use crate::conn::ConnSpec;
 use crate::driver::{self, DriverEvent};
 use crate::error::{CommandResult, Failure};
 use crate::pg::control_runtime;
-use crate::pods::launch::{pod_json_path, without_kube_options, Launch};
+use crate::pods::launch::{
+    pod_json_path, replace_option, require_named_server, without_kube_options, Launch,
+};
 use crate::pods::{PodRole, PodRun};
 use stampede_kube::manifest::FILES_DIR;
 
@@ -26,7 +28,7 @@ pub fn launch(args: &PgbenchArgs, spec: &RunSpec) -> CommandResult {
     // The words after "stampede pgbench", as the user gave them.
     let given: Vec<String> = std::env::args().skip(2).collect();
     let (mut pod_args, files) = ship_script_files(&without_kube_options(&given))?;
-    pod_args = with_option(
+    pod_args = replace_option(
         &pod_args,
         "--json",
         args.json.as_ref().map(|_| pod_json_path()),
@@ -35,7 +37,7 @@ pub fn launch(args: &PgbenchArgs, spec: &RunSpec) -> CommandResult {
     let seed = spec
         .random_seed
         .unwrap_or_else(crate::family::common::measure::seed);
-    pod_args = with_option(&pod_args, "--random-seed", Some(&seed.to_string()));
+    pod_args = replace_option(&pod_args, "--random-seed", Some(&seed.to_string()));
     if args.jobs.is_none() {
         pod_args.push(format!("--jobs={pods}"));
     }
@@ -69,19 +71,10 @@ fn check_spreadable(args: &PgbenchArgs, spec: &RunSpec, pods: usize) -> Result<(
              hostPath:/DIR) so that they outlive it",
         ));
     }
-    let explicit_server = args.host.is_some()
-        || std::env::var_os("PGHOST").is_some()
-        || [&args.dbname, &args.positional_dbname]
-            .into_iter()
-            .flatten()
-            .any(|d| d.contains("host=") || d.contains("://"));
-    if !explicit_server {
-        return Err(Failure::input(
-            "--pods needs a server the pods can reach: give -h HOST (or PGHOST, or a connection \
-             string); the managed default server is this machine's alone",
-        ));
-    }
-    Ok(())
+    require_named_server(
+        args.host.as_deref(),
+        &[args.dbname.as_ref(), args.positional_dbname.as_ref()],
+    )
 }
 
 /// `-f FILE[@W]` pointed at the ConfigMap's copy of each file; the files' contents by name.
@@ -117,25 +110,6 @@ fn ship_script_files(args: &[String]) -> Result<(Vec<String>, BTreeMap<String, S
         }
     }
     Ok((out, files))
-}
-
-/// The arguments with every `option VALUE` / `option=VALUE` removed and, when `value` is
-/// given, `option=value` added.
-fn with_option(args: &[String], option: &str, value: Option<&str>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut words = args.iter();
-    let inline = format!("{option}=");
-    while let Some(word) = words.next() {
-        if word == option {
-            words.next();
-        } else if !word.starts_with(&inline) {
-            out.push(word.clone());
-        }
-    }
-    if let Some(value) = value {
-        out.push(format!("{option}={value}"));
-    }
-    out
 }
 
 /// One pod's part of the run; on pod 0 also the merged report.
@@ -207,17 +181,6 @@ mod tests {
 
     fn strings(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| w.to_string()).collect()
-    }
-
-    #[test]
-    fn options_are_replaced_in_both_spellings() {
-        let args = strings(&["-S", "--json", "out.json", "--random-seed=7", "-c", "4"]);
-        let args = with_option(&args, "--json", Some("/tmp/x.json"));
-        let args = with_option(&args, "--random-seed", Some("9"));
-        assert_eq!(
-            args,
-            strings(&["-S", "-c", "4", "--json=/tmp/x.json", "--random-seed=9"])
-        );
     }
 
     #[test]

@@ -19,3 +19,4 @@ pub mod rules;
 pub mod run;
 pub mod schema;
 pub mod scripts;
+pub mod spread;

@@ -56,43 +56,27 @@ pub struct Settings {
 }
 
 pub fn run(args: &RunArgs) -> CommandResult {
+    args.kube.check_alone()?;
+    if args.kube.wanted() {
+        return super::spread::launch(args);
+    }
+    if let Some(role) = crate::pods::PodRole::from_env()? {
+        return super::spread::run_in_pod(args, role);
+    }
     let settings = settings(args)?;
     let stall_timeout =
         crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
             .map_err(Failure::input)?;
     let conn = connection(&args.connection)?;
     let runtime = control_runtime();
-    let (client, warehouses, load_c_last) = runtime.block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
-        let warehouses = checked_warehouses(&client, args.warehouses).await?;
-        let load_c_last = load_c_last(&client).await;
-        Ok::<_, Failure>((client, warehouses, load_c_last))
-    })?;
+    let (client, warehouses, load_c_last) = runtime.block_on(open(&conn, args.warehouses))?;
     let stop = crate::signals::watch_signals();
     let constants = NurandConstants::for_run(
         &mut TpccRandom::seeded(settings.seed).prng,
         load_c_last,
         settings.rules,
     );
-    println!(
-        "TPROC-C, {} mode{}: {} virtual user(s) on {warehouses} warehouse(s) ({}), mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}{} inputs, seed {}",
-        settings.mode.name(),
-        match settings.mode {
-            Mode::Server => format!(" (calls sent {})", settings.protocol().name()),
-            Mode::Client => String::new(),
-        },
-        settings.vu,
-        settings.warehouse_choice.description(),
-        settings.mix.text(),
-        settings.rampup.as_secs(),
-        match settings.keying_thinking {
-            Some(1.0) => "keying and thinking, ".to_string(),
-            Some(scale) => format!("keying and thinking × {scale}, "),
-            None => String::new(),
-        },
-        settings.rules.name(),
-        settings.seed
-    );
+    print_header(&settings, warehouses);
     // The rampup runs in the measured run's sessions, as HammerDB's virtual users keep theirs:
     // the counters are read between the two with no transaction in flight, and after the last
     // one before the sessions close (pg_stat_database then lags alike at both readings).
@@ -130,7 +114,42 @@ pub fn run(args: &RunArgs) -> CommandResult {
     Ok(())
 }
 
-fn settings(args: &RunArgs) -> Result<Settings, Failure> {
+/// A control session on the built database: its warehouses (checked against `expected`) and
+/// the C_LAST constant its load used.
+pub(super) async fn open(
+    conn: &ConnSpec,
+    expected: Option<i64>,
+) -> Result<(Client, i64, Option<i64>), Failure> {
+    let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
+    let warehouses = checked_warehouses(&client, expected).await?;
+    let load_c_last = load_c_last(&client).await;
+    Ok((client, warehouses, load_c_last))
+}
+
+/// The run's first line: what runs, on what, how.
+pub(super) fn print_header(settings: &Settings, warehouses: i64) {
+    println!(
+        "TPROC-C, {} mode{}: {} virtual user(s) on {warehouses} warehouse(s) ({}), mix {} (New-Order/Payment/Order-Status/Delivery/Stock-Level), rampup {} s, {}{} inputs, seed {}",
+        settings.mode.name(),
+        match settings.mode {
+            Mode::Server => format!(" (calls sent {})", settings.protocol().name()),
+            Mode::Client => String::new(),
+        },
+        settings.vu,
+        settings.warehouse_choice.description(),
+        settings.mix.text(),
+        settings.rampup.as_secs(),
+        match settings.keying_thinking {
+            Some(1.0) => "keying and thinking, ".to_string(),
+            Some(scale) => format!("keying and thinking × {scale}, "),
+            None => String::new(),
+        },
+        settings.rules.name(),
+        settings.seed
+    );
+}
+
+pub(super) fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     let vu = positive::<usize>(args.vu, "vu")?;
     let duration = |text: &str, name: &str| {
         crate::duration::parse_duration(text).ok_or_else(|| {
@@ -335,7 +354,7 @@ impl Counters {
     }
 }
 
-async fn settled_counters(client: &Client) -> Result<Counters, Failure> {
+pub(super) async fn settled_counters(client: &Client) -> Result<Counters, Failure> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let sessions: i64 = query_value(
@@ -361,7 +380,7 @@ async fn settled_counters(client: &Client) -> Result<Counters, Failure> {
     Ok(last)
 }
 
-async fn counters(client: &Client) -> Result<Counters, Failure> {
+pub(super) async fn counters(client: &Client) -> Result<Counters, Failure> {
     Ok(Counters {
         next_order_ids: query_value(client, "SELECT sum(d_next_o_id)::bigint FROM district")
             .await?,
@@ -387,7 +406,7 @@ struct TypeLine {
     stats: ScriptStats,
 }
 
-struct TpccReport {
+pub(super) struct TpccReport {
     mode: Mode,
     keying_thinking: Option<f64>,
     minutes: f64,
@@ -400,10 +419,12 @@ struct TpccReport {
     series: Vec<(u64, u64, u64)>,
     /// Transactions per virtual user and their spread.
     fairness: Option<ClientFairness>,
+    /// A run spread over Kubernetes pods: each pod's share.
+    pub spread: Option<crate::pods::SpreadSummary>,
 }
 
 impl TpccReport {
-    fn new(
+    pub(super) fn new(
         settings: &Settings,
         result: &RunResult,
         before: Counters,
@@ -434,6 +455,7 @@ impl TpccReport {
                 .map(|i| (i.index + 1, i.stats.latency.count, i.stats.failures.total()))
                 .collect(),
             fairness: ClientFairness::of(&result.client_transactions),
+            spread: None,
         }
     }
 
@@ -441,7 +463,7 @@ impl TpccReport {
         self.lines[0].stats.latency.count
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         let mut out = format!(
             "TEST RESULT : System achieved {:.0} NOPM from {:.0} PostgreSQL TPM\n\
              NOPM: new orders in district.d_next_o_id per minute; TPM: commits and rollbacks in pg_stat_database per minute, all databases (as HammerDB); over {:.2} min\n",
@@ -475,10 +497,16 @@ impl TpccReport {
             self.new_orders_server,
             self.lines[1].stats.latency.count
         ));
+        if let Some(spread) = &self.spread {
+            for line in crate::pods::summary::spread_lines(spread) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
         out
     }
 
-    fn json(&self) -> String {
+    pub(super) fn json(&self) -> String {
         let types: serde_json::Map<String, serde_json::Value> = self
             .lines
             .iter()
@@ -495,7 +523,7 @@ impl TpccReport {
                 )
             })
             .collect();
-        serde_json::to_string_pretty(&serde_json::json!({
+        let mut report = serde_json::json!({
             "mode": self.mode.name(),
             "keying_thinking_scale": self.keying_thinking,
             "nopm": self.nopm,
@@ -508,7 +536,10 @@ impl TpccReport {
             "series": self.series.iter().map(|(second, transactions, errors)| {
                 serde_json::json!({"second": second, "transactions": transactions, "errors": errors})
             }).collect::<Vec<_>>(),
-        }))
-        .expect("serializable")
+        });
+        if let Some(spread) = &self.spread {
+            report["spread"] = serde_json::to_value(spread).expect("serializable");
+        }
+        serde_json::to_string_pretty(&report).expect("serializable")
     }
 }
