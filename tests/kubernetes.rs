@@ -358,13 +358,22 @@ fn an_image_that_is_not_there_fails_at_once_naming_the_pod() {
 
 #[test]
 fn runs_that_cannot_be_spread_are_refused_before_anything_is_made() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
-            &["-S", "-c", "2", "-T", "1", "--pods", "3", "-h", "127.0.0.1"],
+            &["pgbench", "-S", "-c", "2", "-T", "1", "--pods", "3", "-h", "127.0.0.1"],
             "stampede: error: 2 client(s) cannot be spread over 3 pods: give -c 3 or more\n",
         ),
         (
+            &["pgbench", "-S", "-c", "2", "--pods", "2", "-h", "127.0.0.1", "--pod-start-timeout", "soon"],
+            "stampede: error: --pod-start-timeout: \"soon\" is not a duration (such as 90s or 5m)\n",
+        ),
+        (
+            &["tpcc", "run", "--vu", "1", "--pods", "2", "-h", "127.0.0.1"],
+            "stampede: error: 1 virtual user(s) cannot be spread over 2 pods: give --vu 2 or more\n",
+        ),
+        (
             &[
+                "pgbench",
                 "-S",
                 "-c",
                 "4",
@@ -381,19 +390,18 @@ fn runs_that_cannot_be_spread_are_refused_before_anything_is_made() {
              one (-j 3 or more)\n",
         ),
         (
-            &["-S", "-T", "1", "--namespace", "bench"],
+            &["pgbench", "-S", "-T", "1", "--namespace", "bench"],
             "stampede: error: --namespace needs --pods N (the Kubernetes options shape the pods \
              of a spread run)\n",
         ),
         (
-            &["-S", "-c", "2", "--pods", "2", "postgresql://u:secret@db/x"],
+            &["pgbench", "-S", "-c", "2", "--pods", "2", "postgresql://u:secret@db/x"],
             "stampede: error: a password on the command line would be written into the Job's \
              manifest: keep it in a Kubernetes Secret and give --password-secret SECRET[/KEY]\n",
         ),
     ];
     for (args, expected) in cases {
-        let mut command = vec!["pgbench".to_string()];
-        command.extend(args.iter().map(|s| s.to_string()));
+        let command: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let output = stampede(&command);
         assert_eq!(output.status.code(), Some(1), "{args:?}");
         assert_eq!(text(&output.stderr), expected, "{args:?}");

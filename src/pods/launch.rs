@@ -55,6 +55,8 @@ impl Launch<'_> {
     /// when that is not 0 (its own error lines were relayed already).
     pub fn run(self) -> CommandResult {
         refuse_passwords(&self.args)?;
+        // Every option is checked before the cluster is touched.
+        let start_timeout = self.kube.start_timeout()?;
         let pods = self.kube.pods.expect("a spread run has --pods");
         let name = job_name(self.command);
         let cluster = connect(self.kube);
@@ -81,7 +83,7 @@ impl Launch<'_> {
             options.image
         );
         let stop = crate::signals::watch_signals();
-        let outcome = follow(&cluster, manifests, self.kube, stop)?;
+        let outcome = follow(&cluster, manifests, start_timeout, stop)?;
         if let Some(path) = &self.json_path {
             let mut text = outcome.json.join("\n");
             text.push('\n');
@@ -183,7 +185,7 @@ fn dry_run(cluster: Result<Cluster, Failure>, manifests: &Manifests) -> CommandR
 fn follow(
     cluster: &Cluster,
     manifests: Manifests,
-    kube: &KubeArgs,
+    start_timeout: std::time::Duration,
     stop: Arc<AtomicBool>,
 ) -> Result<stampede_kube::LaunchOutcome, Failure> {
     let mut on_status = |status: &str| eprintln!("stampede: {status}");
@@ -194,7 +196,7 @@ fn follow(
     };
     let watch = Watch {
         stop: stop.clone(),
-        start_timeout: kube.start_timeout()?,
+        start_timeout,
         on_status: &mut on_status,
         on_frame: &mut on_frame,
     };

@@ -18,7 +18,16 @@ use crate::pg::{connect_quietly, sql_error};
 pub fn run(action: &TpccAction) -> CommandResult {
     match action {
         TpccAction::Build(args) => build(args),
-        TpccAction::Run(args) => super::run::run(args),
+        TpccAction::Run(args) => {
+            args.kube.check_alone()?;
+            if args.kube.wanted() {
+                return super::spread::launch(args);
+            }
+            match crate::pods::PodRole::from_env()? {
+                Some(role) => super::spread::run_in_pod(args, role),
+                None => super::run::run(args),
+            }
+        }
         TpccAction::Check(args) => check(args),
         TpccAction::Drop(args) => drop_tables(args),
     }

@@ -56,13 +56,6 @@ pub struct Settings {
 }
 
 pub fn run(args: &RunArgs) -> CommandResult {
-    args.kube.check_alone()?;
-    if args.kube.wanted() {
-        return super::spread::launch(args);
-    }
-    if let Some(role) = crate::pods::PodRole::from_env()? {
-        return super::spread::run_in_pod(args, role);
-    }
     let settings = settings(args)?;
     let stall_timeout =
         crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
