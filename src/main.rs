@@ -17,7 +17,7 @@ fn main() {
         stampede::pods::terminal::exit_when_terminated();
     }
     let code = match run() {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(failure) => {
             match failure.kind() {
                 Kind::Incomplete => eprintln!("stampede: error: {INCOMPLETE_NOTICE}"),
@@ -32,12 +32,12 @@ fn main() {
     std::process::exit(code);
 }
 
-fn run() -> Result<(), Failure> {
+/// The exit code of a command that says its own (sysbench's form), else 0 or the failure.
+fn run() -> Result<i32, Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("sysbench") {
         if let Some(outcome) = sysbench::front::main(&args[1..]) {
-            let code = outcome?;
-            std::process::exit(code);
+            return outcome;
         }
     }
     let matches = match Cli::command().try_get_matches() {
@@ -45,6 +45,10 @@ fn run() -> Result<(), Failure> {
         Err(error) => return Err(clap_failure(error)),
     };
     let cli = Cli::from_arg_matches(&matches).map_err(clap_failure)?;
+    run_command(&cli, &matches).map(|()| 0)
+}
+
+fn run_command(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
     match &cli.command {
         TopCommand::Pgbench(args) => {
             let sub = matches

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 
 use common::kube::{kube, IMAGE};
-use common::{free_port, server, PASSWORD};
+use common::{server, unique_free_port, PASSWORD};
 use stampede::driver::LatencyStats;
 
 const SECRET: &str = "stampede-test-pg";
@@ -45,7 +45,7 @@ fn pod_options(pods: usize, namespace: &str) -> Vec<String> {
         "--coordinator-address",
         "127.0.0.1",
         "--coordinator-port",
-        &free_port().to_string(),
+        &unique_free_port().to_string(),
         "--image",
         IMAGE,
         "--image-pull-policy",
@@ -358,7 +358,37 @@ fn an_image_that_is_not_there_fails_at_once_naming_the_pod() {
 
 #[test]
 fn runs_that_cannot_be_spread_are_refused_before_anything_is_made() {
-    let cases: [(&[&str], &str); 6] = [
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), "function event() end\n").unwrap();
+    let script = script.path().to_str().unwrap().to_string();
+    let cases: [(&[&str], &str); 12] = [
+        (
+            &["sysbench", "oltp_point_select", "--threads=2", "--pods=3", "--db-driver=pgsql", "--pgsql-host=127.0.0.1", "run"],
+            "stampede: error: 2 thread(s) cannot be spread over 3 pods: give --threads=3 or more\n",
+        ),
+        (
+            &["sysbench", "oltp_point_select", "--pods=2", "--db-driver=pgsql", "--pgsql-host=h", "prepare"],
+            "stampede: error: --pods spreads a run's load over pods; prepare from here, without --pods\n",
+        ),
+        (
+            &["sysbench", &script, "--threads=4", "--pods=2", "--report-checkpoints=1", "--db-driver=pgsql", "--pgsql-host=h", "run"],
+            "stampede: error: --report-checkpoints is not supported with --pods: the pods report \
+             every second and the whole run\n",
+        ),
+        (
+            &["sysbench", &script, "--threads=4", "--pods=2", "--db-driver=mysql", "run"],
+            "stampede: error: --pods needs a server the pods can reach: give --mysql-host=HOST \
+             (not localhost, which is this machine's socket)\n",
+        ),
+        (
+            &["sysbench", "oltp_point_select", "--threads=4", "--pods=2", "--pgsql-host=h", "--pgsql-password=x", "--db-driver=pgsql", "run"],
+            "stampede: error: a password on the command line would be written into the Job's \
+             manifest: keep it in a Kubernetes Secret and give --password-secret SECRET[/KEY]\n",
+        ),
+        (
+            &["dbstress", "run", "--sessions", "1", "--pods", "2", "-h", "127.0.0.1"],
+            "stampede: error: 1 session(s) cannot be spread over 2 pods: give --sessions 2 or more\n",
+        ),
         (
             &["pgbench", "-S", "-c", "2", "-T", "1", "--pods", "3", "-h", "127.0.0.1"],
             "stampede: error: 2 client(s) cannot be spread over 3 pods: give -c 3 or more\n",
@@ -576,6 +606,256 @@ fn tpcc_over_two_pods_covers_each_home_warehouse_once_and_counts_new_orders_exac
             .map(|p| p["clients"].as_u64().unwrap())
             .sum::<u64>(),
         2
+    );
+    assert_nothing_left(&namespace);
+}
+
+/// `stampede sysbench WORDS` in sysbench's own form (`--name=value`) against `db` over TCP,
+/// spread over `pods` pods in `namespace`.
+fn spread_sysbench(words: &[&str], db: &str, pods: usize, namespace: &str) -> Vec<String> {
+    let server = server();
+    let mut args = vec!["sysbench".to_string()];
+    args.extend(words.iter().map(|w| w.to_string()));
+    args.extend([
+        "--db-driver=pgsql".into(),
+        "--pgsql-host=127.0.0.1".into(),
+        format!("--pgsql-port={}", server.port()),
+        format!("--pgsql-user={}", server.user),
+        format!("--pgsql-db={db}"),
+    ]);
+    args.extend(pod_options(pods, namespace));
+    args.push("run".into());
+    args
+}
+
+fn json_file(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A Lua script of the user's own: each event writes its thread's number (`sysbench.tid`) into
+/// a table, so the server holds one row per event and every thread's count.
+const TID_SCRIPT: &str = r#"
+function thread_init()
+  drv = sysbench.sql.driver()
+  con = drv:connect()
+end
+
+function event()
+  con:query("INSERT INTO spread_events(tid) VALUES (" .. sysbench.tid .. ")")
+  con:query("SELECT 1")
+end
+
+function thread_done()
+  con:disconnect()
+end
+"#;
+
+#[test]
+fn a_sysbench_lua_script_over_three_pods_runs_each_thread_once_and_counts_every_event() {
+    let namespace = namespace("kube-sysbench-lua");
+    let server = server();
+    let db = server.create_database("kube_sysbench_lua");
+    server.psql(&db, "CREATE TABLE spread_events (tid int NOT NULL)");
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("tids.lua");
+    std::fs::write(&script, TID_SCRIPT).unwrap();
+    let script = script.display().to_string();
+    let json = dir.path().join("run.json");
+    let json_option = format!("--json={}", json.display());
+
+    // --events is the whole run's budget: the pods share it, 600 events in all.
+    let words = [
+        script.as_str(),
+        "--threads=6",
+        "--events=600",
+        "--time=0",
+        &json_option,
+    ];
+    let output = stampede(&spread_sysbench(&words, &db, 3, &namespace));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("Number of threads: 6\n"), "{stdout}");
+    assert!(stdout.contains("pods: 3 (one row each"), "{stdout}");
+    let report = json_file(&json);
+    assert_eq!(report["events"].as_u64(), Some(600), "{report}");
+    assert_eq!(report["queries"]["write"].as_u64(), Some(600), "{report}");
+    assert_eq!(report["queries"]["read"].as_u64(), Some(600), "{report}");
+    let per_tid = server.psql(
+        &db,
+        "SELECT string_agg(tid || ':' || rows, ',' ORDER BY tid) \
+         FROM (SELECT tid, count(*) AS rows FROM spread_events GROUP BY tid) AS t",
+    );
+    let reported: Vec<u64> = report["fairness"]["per_client"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    let expected: Vec<String> = reported
+        .iter()
+        .enumerate()
+        .map(|(tid, rows)| format!("{tid}:{rows}"))
+        .collect();
+    // Threads 0-5 each ran on one pod, and the server holds exactly the events each counted.
+    assert_eq!(per_tid, expected.join(","), "{report}");
+    let pods = report["spread"]["pods"].as_array().unwrap();
+    let field =
+        |name: &str| -> Vec<u64> { pods.iter().map(|p| p[name].as_u64().unwrap()).collect() };
+    assert_eq!(field("threads"), vec![2, 2, 2]);
+    assert_eq!(field("transactions"), vec![200, 200, 200]);
+
+    // A timed run: every second's line merges the three pods' six threads.
+    server.psql(&db, "TRUNCATE spread_events");
+    let words = [
+        script.as_str(),
+        "--threads=6",
+        "--time=2",
+        "--report-interval=1",
+        &json_option,
+    ];
+    let output = stampede(&spread_sysbench(&words, &db, 3, &namespace));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    let seconds: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("[ ") && l.contains(" thds: 6 tps: "))
+        .collect();
+    assert_eq!(seconds.len(), 2, "{stdout}");
+    let events = json_file(&json)["events"].as_u64().unwrap();
+    let rows: u64 = server
+        .psql(&db, "SELECT count(*) FROM spread_events")
+        .parse()
+        .unwrap();
+    assert_eq!(rows, events);
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn a_sysbench_test_over_two_pods_counts_the_statements_the_server_ran() {
+    let namespace = namespace("kube-sysbench");
+    let server = server();
+    let db = server.create_database("kube_sysbench");
+    let prepare = stampede(&[
+        "sysbench".into(),
+        "oltp_point_select".into(),
+        "--db-driver=pgsql".into(),
+        format!("--pgsql-host={}", server.socket_dir()),
+        format!("--pgsql-port={}", server.port()),
+        format!("--pgsql-user={}", server.user),
+        format!("--pgsql-db={db}"),
+        "--table-size=1000".into(),
+        "prepare".into(),
+    ]);
+    assert!(prepare.status.success(), "{}", text(&prepare.stderr));
+    server.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    let json = tempfile::NamedTempFile::new().unwrap();
+    let json_option = format!("--json={}", json.path().display());
+    let words = [
+        "oltp_point_select",
+        "--table-size=1000",
+        "--threads=4",
+        "--time=2",
+        "--report-interval=1",
+        &json_option,
+    ];
+    let output = stampede(&spread_sysbench(&words, &db, 2, &namespace));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("pods: 2 (one row each"), "{stdout}");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.contains(" thds: 4 tps: "))
+            .count(),
+        2,
+        "{stdout}"
+    );
+    let report = json_file(json.path());
+    let events = report["events"].as_u64().unwrap();
+    assert!(events > 0);
+    assert_eq!(
+        statement_calls(&db, "SELECT c FROM sbtest1 WHERE id=$1"),
+        events
+    );
+    let per_thread = report["fairness"]["per_client"].as_array().unwrap();
+    assert_eq!(per_thread.len(), 4);
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn dbstress_over_two_pods_counts_what_the_server_ran_per_statement() {
+    let namespace = namespace("kube-dbstress");
+    let server = server();
+    let db = server.create_database("kube_dbstress");
+    let mut prepare = vec!["dbstress".to_string(), "prepare".into()];
+    prepare.extend(["--objects".into(), "200".into()]);
+    let flags = server.flags(&db);
+    prepare.extend(flags[..6].iter().cloned());
+    prepare.extend(["-d".into(), db.clone()]);
+    let output = stampede(&prepare);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    server.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    let json = tempfile::NamedTempFile::new().unwrap();
+    let mut args = vec!["dbstress".to_string(), "run".into()];
+    let words = [
+        "--mode",
+        "rw",
+        "--anti-dead",
+        "--sessions",
+        "4",
+        "--time",
+        "2",
+        "--json",
+    ];
+    args.extend(words.iter().map(|w| w.to_string()));
+    args.push(json.path().display().to_string());
+    args.extend(["-d".into(), db.clone()]);
+    args.extend(tcp_flags(&db).into_iter().take(6));
+    args.extend(pod_options(2, &namespace));
+    let output = stampede(&args);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("dbSTRESS read+write"), "{stdout}");
+    assert!(stdout.contains("pods: 2 (one row each"), "{stdout}");
+    let report = json_file(json.path());
+    let transactions = report["transactions"].as_u64().unwrap();
+    assert!(transactions > 0);
+    let calls = |pattern: &str| -> u64 {
+        server
+            .psql(
+                &db,
+                &format!(
+                    "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements \
+                     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                     AND query LIKE '{pattern}'"
+                ),
+            )
+            .parse()
+            .unwrap()
+    };
+    // Each statement's merged count is the server's, but for a statement per session that was
+    // under way when the time ran out.
+    for (name, pattern) in [
+        ("SEL1", "SELECT S.REF, S.NAME, Z.REF%"),
+        ("SEL2", "SELECT S.REF, S.NAME, H.HORDER%"),
+        ("UPDATE", "UPDATE history%"),
+    ] {
+        let merged = report["statements"][name]["calls"].as_u64().unwrap();
+        let server_calls = calls(pattern);
+        assert!(
+            (merged..=merged + 4).contains(&server_calls),
+            "{name}: merged {merged}, the server ran {server_calls}"
+        );
+    }
+    let pods = report["spread"]["pods"].as_array().unwrap();
+    let sessions: Vec<u64> = pods
+        .iter()
+        .map(|p| p["clients"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sessions, vec![2, 2]);
+    assert_eq!(
+        report["fairness"]["per_client"].as_array().unwrap().len(),
+        4
     );
     assert_nothing_left(&namespace);
 }

@@ -48,6 +48,9 @@ pub struct Launch<'a> {
     pub files: BTreeMap<String, String>,
     /// `--json FILE` of the user's command: written here from the coordinator's document.
     pub json_path: Option<String>,
+    /// The variable `--password-secret` sets in the pods: PGPASSWORD, or MYSQL_PWD for a
+    /// MySQL or MariaDB server.
+    pub password_variable: &'static str,
 }
 
 impl Launch<'_> {
@@ -113,7 +116,10 @@ impl Launch<'_> {
             image_pull_policy: kube.image_pull_policy()?,
             args,
             env: Vec::new(),
-            secret_env: kube.password_secret()?.into_iter().collect(),
+            secret_env: kube
+                .password_secret(self.password_variable)?
+                .into_iter()
+                .collect(),
             node_selector: kube.node_selector()?,
             affinity: kube.affinity(name)?,
             tolerations: kube.tolerations()?,
@@ -237,7 +243,14 @@ fn refuse_passwords(args: &[String]) -> Result<(), Failure> {
                     .and_then(|(_, rest)| rest.split_once('@'))
                     .is_some_and(|(user, _)| user.contains(':')))
     };
-    if args.iter().any(|a| has_password(a)) {
+    // `--pgsql-password=x`, `--mysql-password x`, `--password x` (the user's own option names).
+    let password_option = |arg: &String| {
+        arg.strip_prefix("--").is_some_and(|name| {
+            let name = name.split_once('=').map_or(name, |(name, _)| name);
+            name.replace('_', "-").ends_with("password")
+        })
+    };
+    if args.iter().any(|a| has_password(a) || password_option(a)) {
         return Err(Failure::input(
             "a password on the command line would be written into the Job's manifest: keep it \
              in a Kubernetes Secret and give --password-secret SECRET[/KEY]",
@@ -289,6 +302,24 @@ pub fn replace_option(args: &[String], option: &str, value: Option<&str>) -> Vec
 
 /// The command line without the Kubernetes options (`--pods 3`, `--namespace=x`, `--dry-run`).
 pub fn without_kube_options(args: &[String]) -> Vec<String> {
+    partition_kube_options(args).1
+}
+
+/// The Kubernetes options of a command line that its own parser does not know (sysbench's
+/// form), read as clap reads them; and the rest of the line.
+pub fn take_kube_options(args: &[String]) -> Result<(KubeArgs, Vec<String>), Failure> {
+    let (words, rest) = partition_kube_options(args);
+    let command = KubeArgs::augment_args(Command::new("stampede").no_binary_name(true));
+    let matches = command
+        .try_get_matches_from(&words)
+        .map_err(|e| Failure::input(e.kind().to_string()).with_note(&e.to_string()))?;
+    let kube = <KubeArgs as clap::FromArgMatches>::from_arg_matches(&matches)
+        .map_err(|e| Failure::input(e.to_string()))?;
+    Ok((kube, rest))
+}
+
+/// (the Kubernetes options with their values, the other words), each in the order given.
+fn partition_kube_options(args: &[String]) -> (Vec<String>, Vec<String>) {
     let command = KubeArgs::augment_args(Command::new("kube"));
     let takes_value = |long: &str| -> Option<bool> {
         command
@@ -296,7 +327,7 @@ pub fn without_kube_options(args: &[String]) -> Vec<String> {
             .find(|a| a.get_long() == Some(long))
             .map(|a| a.get_action().takes_values())
     };
-    let mut kept = Vec::new();
+    let (mut kube, mut kept) = (Vec::new(), Vec::new());
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let Some(long) = arg.strip_prefix("--") else {
@@ -309,13 +340,14 @@ pub fn without_kube_options(args: &[String]) -> Vec<String> {
         };
         match takes_value(name) {
             Some(true) if !inline_value => {
-                args.next();
+                kube.push(arg.clone());
+                kube.extend(args.next().cloned());
             }
-            Some(_) => {}
+            Some(_) => kube.push(arg.clone()),
             None => kept.push(arg.clone()),
         }
     }
-    kept
+    (kube, kept)
 }
 
 #[cfg(test)]
@@ -350,6 +382,21 @@ mod tests {
     }
 
     #[test]
+    fn kubernetes_options_are_taken_from_a_line_their_parser_does_not_know() {
+        let args = strings(&["oltp.lua", "--pods=3", "--threads=6", "--dry-run", "run"]);
+        let (kube, rest) = take_kube_options(&args).unwrap();
+        assert_eq!(kube.pods, Some(3));
+        assert!(kube.dry_run);
+        assert_eq!(rest, strings(&["oltp.lua", "--threads=6", "run"]));
+        let failure = take_kube_options(&strings(&["--pods=x"])).unwrap_err();
+        assert!(
+            failure.message().contains("invalid value"),
+            "{}",
+            failure.message()
+        );
+    }
+
+    #[test]
     fn options_are_replaced_in_both_spellings() {
         let args = strings(&["-S", "--json", "out.json", "--random-seed=7", "-c", "4"]);
         let args = replace_option(&args, "--json", Some("/tmp/x.json"));
@@ -367,6 +414,9 @@ mod tests {
             "host=pg-rw password=secret dbname=app",
         ] {
             assert!(refuse_passwords(&strings(&["-S", bad])).is_err(), "{bad}");
+        }
+        for bad in ["--pgsql-password=x", "--mysql_password=x", "--password"] {
+            assert!(refuse_passwords(&strings(&[bad, "x"])).is_err(), "{bad}");
         }
         assert!(refuse_passwords(&strings(&["postgresql://app@pg-rw/app"])).is_ok());
     }

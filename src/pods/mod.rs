@@ -15,4 +15,4 @@ pub mod summary;
 pub mod terminal;
 
 pub use options::KubeArgs;
-pub use role::{PodRole, PodRun, PodSummary, SpreadResult, SpreadSummary};
+pub use role::{PodRole, PodRun, PodShare, PodSummary, SpreadResult, SpreadSummary};

@@ -176,7 +176,8 @@ impl KubeArgs {
         }
     }
 
-    pub fn password_secret(&self) -> Result<Option<SecretEnv>, Failure> {
+    /// `--password-secret` as the pods' `variable` (PGPASSWORD, MYSQL_PWD).
+    pub fn password_secret(&self, variable: &str) -> Result<Option<SecretEnv>, Failure> {
         let Some(text) = &self.password_secret else {
             return Ok(None);
         };
@@ -187,7 +188,7 @@ impl KubeArgs {
             )));
         }
         Ok(Some(SecretEnv {
-            variable: "PGPASSWORD".into(),
+            variable: variable.into(),
             secret: secret.into(),
             key: key.into(),
         }))
@@ -332,7 +333,7 @@ mod tests {
             tolerations: vec!["dedicated=bench:NoSchedule".into(), "spot:NoExecute".into()],
             ..KubeArgs::default()
         };
-        let secret = args.password_secret().unwrap().unwrap();
+        let secret = args.password_secret("PGPASSWORD").unwrap().unwrap();
         assert_eq!(
             (secret.secret.as_str(), secret.key.as_str()),
             ("pg-app", "password")

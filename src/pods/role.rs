@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stampede_spread::coordinator::CoordinatorOptions;
 use stampede_spread::worker::JoinOptions;
@@ -85,13 +86,28 @@ pub fn split(total: usize, count: usize, index: usize) -> Range<usize> {
     start..start + base + usize::from(index < extra)
 }
 
-/// What a pod sends at the end: its result and what its table row needs.
+/// This pod's part of a run-wide budget (`--events`) that the run's `threads` share, for the
+/// pod running `here` of them: in proportion, the parts adding up to `total` exactly.
+pub fn share_of(total: u64, threads: usize, here: &Range<usize>) -> u64 {
+    let upto = |thread: usize| (u128::from(total) * thread as u128 / threads.max(1) as u128) as u64;
+    upto(here.end) - upto(here.start)
+}
+
+/// What a pod sends at the end: its share of the run's result (`part`, the workload's own
+/// form) and what its row of the pods' table needs.
 #[derive(Serialize, Deserialize)]
-struct PodReport {
-    result: ResultPart,
-    cores: usize,
-    clients: usize,
-    threads: usize,
+pub struct PodShare<T> {
+    pub part: T,
+    /// This pod's share of the run's clients and threads.
+    pub clients: usize,
+    pub threads: usize,
+    pub transactions: u64,
+    pub client_cpu_s: f64,
+    /// This pod's measured window, in seconds.
+    pub window_s: f64,
+    /// Filled in by `PodRun::finish_share`.
+    #[serde(default)]
+    pub cores: usize,
 }
 
 /// One pod's row of the merged report.
@@ -140,6 +156,9 @@ pub struct SpreadResult {
     pub summary: SpreadSummary,
 }
 
+/// What hears each interval of every pod (None for a pod that ended before it).
+pub type OnPodIntervals = Box<dyn FnMut(u64, &[Option<serde_json::Value>]) + Send>;
+
 /// What pod 0's coordinator thread returns: the pods' outcomes and its own CPU seconds.
 type CoordinatorResult = Result<(Vec<PodOutcome>, f64), SpreadError>;
 
@@ -160,6 +179,15 @@ impl PodRun {
         role: PodRole,
         mut on_interval: Box<dyn FnMut(&IntervalReport) + Send>,
     ) -> Result<PodRun, Failure> {
+        PodRun::start_with(
+            role,
+            Box::new(move |index, reports| on_interval(&merged_interval(index, reports))),
+        )
+    }
+
+    /// `start` for a workload with its own interval form: `on_interval` gets each pod's
+    /// report of an interval (None for a pod that ended before it).
+    pub fn start_with(role: PodRole, mut on_interval: OnPodIntervals) -> Result<PodRun, Failure> {
         let (joined_sender, joined) = std::sync::mpsc::channel();
         let coordinator = if role.index == 0 {
             let options = CoordinatorOptions {
@@ -180,7 +208,7 @@ impl PodRun {
                     .spawn(move || {
                         let outcomes = coordinator.run(&mut |event| match event {
                             CoordinatorEvent::Interval { index, reports } => {
-                                on_interval(&merged_interval(index, reports))
+                                on_interval(index, reports)
                             }
                             CoordinatorEvent::PodJoined(pod) => {
                                 let _ = joined_sender.send(pod);
@@ -263,6 +291,15 @@ impl PodRun {
         }
     }
 
+    /// Waits for the run's agreed start time (every pod calls it once, when ready to start).
+    pub fn start_together(&self) -> Result<(), Failure> {
+        let worker = self.worker.as_ref().expect("joined before the run");
+        let mut worker = worker.lock().expect("worker");
+        worker
+            .start_together(JOIN_TIMEOUT)
+            .map_err(|e| Failure::run(e.0))
+    }
+
     /// Waits until every pod has reached the point named `phase` of its run.
     pub fn barrier(&self, phase: &str) -> Result<(), Failure> {
         let worker = self.worker.as_ref().expect("joined before the run");
@@ -274,9 +311,24 @@ impl PodRun {
 
     /// Passes one of this pod's closed intervals on to the coordinator.
     pub fn interval(&self, report: &IntervalReport) {
+        let part = serde_json::to_value(StatsPart::of(&report.stats)).expect("serializes");
+        self.interval_value(report.index, part);
+    }
+
+    /// `interval_value` for another thread of this pod.
+    pub fn interval_sender(&self) -> impl Fn(u64, serde_json::Value) + Send + 'static {
+        let worker = self.worker.clone();
+        move |index, report| {
+            if let Some(worker) = &worker {
+                let _ = worker.lock().expect("worker").interval(index, report);
+            }
+        }
+    }
+
+    /// `interval` for a workload with its own interval form.
+    pub fn interval_value(&self, index: u64, report: serde_json::Value) {
         if let Some(worker) = &self.worker {
-            let part = serde_json::to_value(StatsPart::of(&report.stats)).expect("serializes");
-            let _ = worker.lock().expect("worker").interval(report.index, part);
+            let _ = worker.lock().expect("worker").interval(index, report);
         }
     }
 
@@ -289,8 +341,32 @@ impl PodRun {
         clients: usize,
         threads: usize,
     ) -> Result<Option<SpreadResult>, Failure> {
+        let share = result.map(|result| PodShare {
+            part: ResultPart::of(&result),
+            clients,
+            threads,
+            transactions: result.total.latency.count,
+            client_cpu_s: result.client_cpu.total().as_secs_f64(),
+            window_s: result.bench_duration.as_secs_f64(),
+            cores: 0,
+        });
+        let Some((parts, mut summary)) = self.finish_share(share)? else {
+            return Ok(None);
+        };
+        let results: Vec<RunResult> = parts.iter().map(ResultPart::result).collect();
+        let merged = merge(&results).ok_or_else(|| Failure::run("no pod sent a result"))?;
+        summary.window_s = merged.bench_duration.as_secs_f64();
+        Ok(Some(SpreadResult { merged, summary }))
+    }
+
+    /// `finish` for a workload with its own result form: on pod 0, every pod's part in pod
+    /// order and the pods' table.
+    pub fn finish_share<T: Serialize + DeserializeOwned>(
+        self,
+        share: Result<PodShare<T>, Failure>,
+    ) -> Result<Option<(Vec<T>, SpreadSummary)>, Failure> {
         let worker = self.worker.as_ref().map(|w| w.lock().expect("worker"));
-        let outcome = match (result, worker) {
+        let outcome = match (share, worker) {
             (Err(failure), Some(worker)) => {
                 worker.failed(failure.message());
                 Err(failure)
@@ -300,14 +376,9 @@ impl PodRun {
                 "the run was aborted: {}",
                 worker.abort_reason().unwrap_or_default()
             ))),
-            (Ok(result), Some(worker)) => {
-                let report = PodReport {
-                    result: ResultPart::of(&result),
-                    cores: crate::cpu::cores(),
-                    clients,
-                    threads,
-                };
-                let report = serde_json::to_value(report).expect("serializes");
+            (Ok(mut share), Some(worker)) => {
+                share.cores = crate::cpu::cores();
+                let report = serde_json::to_value(share).expect("serializes");
                 worker.done(report).map_err(|e| Failure::run(e.0))
             }
             (Ok(_), None) => Err(Failure::run("the pod never joined the run")),
@@ -323,9 +394,9 @@ impl PodRun {
         // The coordinator's account names the pod that failed first.
         let (pods, coordinator_cpu_s) = pods.map_err(|e| Failure::run(e.0))?;
         outcome?;
-        let mut spread = merge_pods(pods)?;
-        spread.summary.coordinator_cpu_s = coordinator_cpu_s;
-        Ok(Some(spread))
+        let (parts, mut summary) = pods_table(pods)?;
+        summary.coordinator_cpu_s = coordinator_cpu_s;
+        Ok(Some((parts, summary)))
     }
 }
 
@@ -345,53 +416,56 @@ fn merged_interval(index: u64, reports: &[Option<serde_json::Value>]) -> Interva
     }
 }
 
-fn merge_pods(outcomes: Vec<PodOutcome>) -> Result<SpreadResult, Failure> {
-    let mut results = Vec::new();
+/// Each pod's part, and the pods' table from their shares and the coordinator's account.
+fn pods_table<T: DeserializeOwned>(
+    outcomes: Vec<PodOutcome>,
+) -> Result<(Vec<T>, SpreadSummary), Failure> {
+    let mut parts = Vec::new();
     let mut pods = Vec::new();
+    let mut window_s: f64 = 0.0;
     for outcome in outcomes {
-        let report: PodReport = serde_json::from_value(outcome.report).map_err(|e| {
+        let share: PodShare<T> = serde_json::from_value(outcome.report).map_err(|e| {
             Failure::run(format!(
                 "pod {}'s result could not be read: {e}",
                 outcome.pod
             ))
         })?;
-        let result = report.result.result();
-        let transactions = result.total.latency.count;
-        let window = result.bench_duration.as_secs_f64();
-        let cpu = result.client_cpu.total().as_secs_f64();
+        let per_second = |value: f64| {
+            if share.window_s > 0.0 {
+                value / share.window_s
+            } else {
+                0.0
+            }
+        };
         pods.push(PodSummary {
             pod: outcome.pod,
-            clients: report.clients,
-            threads: report.threads,
-            transactions,
-            tps: if window > 0.0 {
-                transactions as f64 / window
-            } else {
-                0.0
-            },
-            client_cpu_s: cpu,
-            client_cpu_per_transaction_us: cpu * 1e6 / transactions.max(1) as f64,
-            cpu_busy: if window > 0.0 {
-                cpu / (window * report.cores.max(1) as f64)
-            } else {
-                0.0
-            },
-            cores: report.cores,
+            clients: share.clients,
+            threads: share.threads,
+            transactions: share.transactions,
+            tps: per_second(share.transactions as f64),
+            client_cpu_s: share.client_cpu_s,
+            client_cpu_per_transaction_us: share.client_cpu_s * 1e6
+                / share.transactions.max(1) as f64,
+            cpu_busy: per_second(share.client_cpu_s) / share.cores.max(1) as f64,
+            cores: share.cores,
             clock_offset_ms: outcome.offset_us as f64 / 1000.0,
             clock_rtt_ms: outcome.rtt_us as f64 / 1000.0,
             start_skew_ms: outcome.start_skew_us as f64 / 1000.0,
         });
-        results.push(result);
+        window_s = window_s.max(share.window_s);
+        parts.push(share.part);
     }
-    let merged = merge(&results).ok_or_else(|| Failure::run("no pod sent a result"))?;
-    Ok(SpreadResult {
-        summary: SpreadSummary {
+    if parts.is_empty() {
+        return Err(Failure::run("no pod sent a result"));
+    }
+    Ok((
+        parts,
+        SpreadSummary {
             pods,
             coordinator_cpu_s: 0.0,
-            window_s: merged.bench_duration.as_secs_f64(),
+            window_s,
         },
-        merged,
-    })
+    ))
 }
 
 #[cfg(test)]
@@ -404,6 +478,14 @@ mod tests {
         assert_eq!(parts, vec![0..3, 3..5, 5..7]);
         let parts: Vec<_> = (0..3).map(|i| split(6, 3, i)).collect();
         assert_eq!(parts, vec![0..2, 2..4, 4..6]);
+    }
+
+    #[test]
+    fn a_budget_is_shared_in_proportion_and_adds_up() {
+        let parts: Vec<u64> = (0..3).map(|i| share_of(1000, 7, &split(7, 3, i))).collect();
+        assert_eq!(parts, vec![428, 286, 286]);
+        assert_eq!(parts.iter().sum::<u64>(), 1000);
+        assert_eq!(share_of(2, 4, &(3..4)), 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod mariadb;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::{Cluster, OsUser};
@@ -36,6 +36,21 @@ pub fn free_port() -> u16 {
         .chain(15400..15400 + offset)
         .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
         .expect("a free port in 15400..16000")
+}
+
+/// A free port no other caller of this function in this process was given (tests that run at
+/// once each bind theirs later).
+#[allow(dead_code)]
+pub fn unique_free_port() -> u16 {
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    let offset = (std::process::id() % 200) as u16 * 3;
+    let port = (15400 + offset..16000)
+        .chain(15400..15400 + offset)
+        .find(|p| !given.contains(p) && std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port in 15400..16000");
+    given.push(port);
+    port
 }
 
 pub fn server() -> &'static TestServer {

@@ -225,6 +225,7 @@ pub struct Settings {
 }
 
 fn run_sessions(args: &RunArgs) -> CommandResult {
+    args.kube.check_alone()?;
     let mode = Mode::parse(&args.mode).map_err(Failure::input)?;
     let sessions = positive::<u32>(args.sessions, "sessions")?;
     let seconds = positive::<u64>(args.time, "time")?;
@@ -234,6 +235,13 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     )
     .map_err(Failure::input)?;
     let rw_ratio = positive::<u32>(args.rw_ratio, "rw-ratio")?;
+    let seed = args
+        .seed
+        .unwrap_or_else(crate::family::common::measure::seed);
+    if args.kube.pods.is_some() {
+        return super::spread::launch(args, sessions, seed);
+    }
+    let pod = crate::pods::PodRole::from_env()?;
     let target = endpoint(&args.connection)?;
     let (objects, sets) = read_prepared_size(&target)?;
     let settings = Settings {
@@ -253,22 +261,33 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
         } else {
             Protocol::Simple
         },
-        seed: args
-            .seed
-            .unwrap_or_else(crate::family::common::measure::seed),
+        seed,
     };
-    println!("{}", heading(&settings));
     let mut plan = plan(&target, &settings)?;
     plan.stall_timeout = stall_timeout;
+    if let Some(role) = pod {
+        return super::spread::run_in_pod(args, &settings, plan, role);
+    }
+    println!("{}", heading(&settings));
     let scripts = plan.scripts.clone();
     let result = driver::run(plan, &mut |_| {})?;
+    check_sessions(&result)?;
+    let report = DbstressReport::new(&settings, &scripts, &result);
+    print_report(args, &report)
+}
+
+/// A session that aborted fails the run.
+pub(super) fn check_sessions(result: &RunResult) -> CommandResult {
     if result.aborted_clients > 0 {
         return Err(Failure::run(format!(
             "{} session(s) aborted",
             result.aborted_clients
         )));
     }
-    let report = DbstressReport::new(&settings, &scripts, &result);
+    Ok(())
+}
+
+pub(super) fn print_report(args: &RunArgs, report: &DbstressReport) -> CommandResult {
     print!("{}", report.text());
     if let Some(path) = &args.json {
         crate::report::write_file(path, &report.json())?;
@@ -276,7 +295,7 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     Ok(())
 }
 
-fn heading(settings: &Settings) -> String {
+pub(super) fn heading(settings: &Settings) -> String {
     let shape = &settings.shape;
     let mode = match shape.mode {
         Mode::ReadOnly => "read-only (SEL1 + SEL2)".to_string(),
@@ -342,7 +361,7 @@ pub fn plan(target: &Endpoint, settings: &Settings) -> Result<RunPlan, Failure> 
     Ok(plan)
 }
 
-struct DbstressReport {
+pub(super) struct DbstressReport {
     mode: Mode,
     seconds: f64,
     transactions: u64,
@@ -353,10 +372,16 @@ struct DbstressReport {
     statements: Vec<(&'static str, CommandStats)>,
     /// Transactions per session and their spread.
     fairness: Option<ClientFairness>,
+    /// A run spread over Kubernetes pods (`--pods`): each pod's share.
+    pub(super) spread: Option<crate::pods::SpreadSummary>,
 }
 
 impl DbstressReport {
-    fn new(settings: &Settings, scripts: &[WeightedScript], result: &RunResult) -> DbstressReport {
+    pub(super) fn new(
+        settings: &Settings,
+        scripts: &[WeightedScript],
+        result: &RunResult,
+    ) -> DbstressReport {
         let mut statements: Vec<(&'static str, CommandStats)> = STATEMENTS
             .iter()
             .map(|name| (*name, CommandStats::default()))
@@ -377,6 +402,7 @@ impl DbstressReport {
             latency: result.total.latency.clone(),
             statements,
             fairness: ClientFairness::of(&result.client_transactions),
+            spread: None,
         }
     }
 
@@ -413,6 +439,14 @@ impl DbstressReport {
                 stats.failures
             ));
         }
+        for line in self
+            .spread
+            .iter()
+            .flat_map(crate::pods::summary::spread_lines)
+        {
+            out.push_str(&line);
+            out.push('\n');
+        }
         out
     }
 
@@ -428,7 +462,7 @@ impl DbstressReport {
                 )
             })
             .collect();
-        serde_json::to_string_pretty(&serde_json::json!({
+        let mut value = serde_json::json!({
             "mode": self.mode.name(),
             "seconds": self.seconds,
             "transactions": self.transactions,
@@ -444,8 +478,11 @@ impl DbstressReport {
             },
             "statements": statements,
             "fairness": self.fairness,
-        }))
-        .expect("serializable")
+        });
+        if let Some(spread) = &self.spread {
+            value["spread"] = serde_json::to_value(spread).expect("serializable");
+        }
+        serde_json::to_string_pretty(&value).expect("serializable")
     }
 }
 

@@ -5,4 +5,5 @@ pub mod args;
 pub mod command;
 pub mod lab;
 pub mod mysql;
+pub mod spread;
 pub mod statements;

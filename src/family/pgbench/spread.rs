@@ -47,6 +47,7 @@ pub fn launch(args: &PgbenchArgs, spec: &RunSpec) -> CommandResult {
         args: pod_args,
         files,
         json_path: args.json.clone(),
+        password_variable: "PGPASSWORD",
     }
     .run()
 }

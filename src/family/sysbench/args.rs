@@ -325,6 +325,11 @@ pub struct SysbenchArgs {
     )]
     #[serde(skip)]
     pub mysql_ignore_errors: String,
+
+    // ---- Kubernetes
+    #[command(flatten)]
+    #[serde(skip)]
+    pub kube: crate::pods::KubeArgs,
 }
 
 impl Default for SysbenchArgs {

@@ -23,7 +23,19 @@ use crate::script::{parse_script, Value, VarTable};
 const DEFAULT_TIME_S: u64 = 10;
 
 pub fn run(action: &SysbenchAction) -> CommandResult {
+    if let SysbenchAction::Prepare(args)
+    | SysbenchAction::Run(args)
+    | SysbenchAction::Cleanup(args) = action
+    {
+        args.kube.check_alone()?;
+    }
     match action {
+        SysbenchAction::Prepare(args) if args.kube.pods.is_some() => {
+            Err(super::front::refused_with_pods("prepare"))
+        }
+        SysbenchAction::Cleanup(args) if args.kube.pods.is_some() => {
+            Err(super::front::refused_with_pods("cleanup"))
+        }
         SysbenchAction::Prepare(args) => prepare(args),
         SysbenchAction::Run(args) => run_test(args),
         SysbenchAction::Cleanup(args) => cleanup(args),
@@ -83,7 +95,7 @@ pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
     })
 }
 
-fn seed(args: &SysbenchArgs) -> u64 {
+pub(super) fn seed(args: &SysbenchArgs) -> u64 {
     if args.rand_seed != 0 {
         return args.rand_seed;
     }
@@ -297,6 +309,10 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
             args.percentile
         )));
     }
+    if args.kube.pods.is_some() {
+        return super::spread::launch(args, threads);
+    }
+    let pod = crate::pods::PodRole::from_env()?;
     let target = SysbenchTarget::from_args(args)?;
     let seed = seed(args);
     let TestPlan { test, mut plan } =
@@ -311,6 +327,9 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         options.tables
     };
     target.check_prepared(tables).map_err(Failure::into_input)?;
+    if let Some(role) = pod {
+        return super::spread::run_in_pod(args, &test, plan, role, seed);
+    }
     let stop = crate::signals::watch_signals();
     plan.stop = Some(stop.clone());
     print_run_mode(args, threads);
@@ -341,21 +360,32 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         DriverEvent::WarmupEnded | DriverEvent::MeasuredEnded => {}
     })?;
     let report = SysbenchReport::new(&test, threads, &result);
+    print_report(args, &report, &result, seed)?;
+    finish(&result, stop.load(Ordering::SeqCst))
+}
+
+/// sysbench's final report, stampede's lines after it, and `--json`.
+pub(super) fn print_report(
+    args: &SysbenchArgs,
+    report: &SysbenchReport,
+    result: &RunResult,
+    seed: u64,
+) -> CommandResult {
     print!(
         "{}",
-        sysbench_report::text(&report, args.percentile, args.histogram, &result)
+        sysbench_report::text(report, args.percentile, args.histogram, result)
     );
-    print!("{}", sysbench_report::additions(&report, seed));
+    print!("{}", sysbench_report::additions(report, seed));
     if let Some(path) = &args.json {
-        crate::report::write_file(path, &sysbench_report::json(&report))?;
+        crate::report::write_file(path, &sysbench_report::json(report))?;
     }
-    finish(&result, stop.load(Ordering::SeqCst))
+    Ok(())
 }
 
 /// sysbench's run mode lines: threads, rate, intervals, and the random numbers' source
 /// ("from current time" unless `--rand-seed`, as sysbench says; the seed drawn for the run is
 /// printed after the report).
-fn print_run_mode(args: &SysbenchArgs, threads: u32) {
+pub(super) fn print_run_mode(args: &SysbenchArgs, threads: u32) {
     println!("Running the test with following options:\nNumber of threads: {threads}");
     if args.rate > 0.0 {
         println!("Target transaction rate: {}/sec", args.rate);
@@ -373,7 +403,7 @@ fn print_run_mode(args: &SysbenchArgs, threads: u32) {
     println!();
 }
 
-fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
+pub(super) fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
     if result.aborted_clients > 0 || interrupted {
         return Err(Failure::incomplete());
     }

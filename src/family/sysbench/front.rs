@@ -12,6 +12,7 @@ use super::cmdline::{self, CommandLine, Kind, OptionDef, Options};
 use super::lua::{self, Log};
 use super::{catalog, command};
 use crate::error::Failure;
+use crate::pods::KubeArgs;
 
 /// The commands of stampede's own form, which come first.
 const STAMPEDE_COMMANDS: [&str; 4] = ["prepare", "run", "cleanup", "relative"];
@@ -76,7 +77,10 @@ pub fn main(args: &[String]) -> Option<Result<i32, Failure>> {
 }
 
 fn sysbench_form(args: &[String]) -> Result<i32, Failure> {
-    let mut line = match CommandLine::parse(args) {
+    // `--pods=3` and the other Kubernetes options are stampede's, whatever the test.
+    let (kube, args) = crate::pods::launch::take_kube_options(args)?;
+    kube.check_alone()?;
+    let mut line = match CommandLine::parse(&args) {
         Ok(line) => line,
         Err(failure) => {
             eprintln!("{}", failure.message());
@@ -103,15 +107,18 @@ fn sysbench_form(args: &[String]) -> Result<i32, Failure> {
         }
     }
     let log = Log::new(general.int("verbosity"));
-    log.notice(&format!(
-        "sysbench {} (stampede {} with bundled LuaJIT 2.1)\n",
-        lua::VERSION,
-        env!("CARGO_PKG_VERSION")
-    ));
+    // A spread run's pod 0 says it.
+    if kube.pods.is_none() {
+        log.notice(&format!(
+            "sysbench {} (stampede {} with bundled LuaJIT 2.1)\n",
+            lua::VERSION,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
     match line.test.clone() {
-        Some(test) if catalog::TESTS.contains(&test.as_str()) => builtin(&line, &test),
+        Some(test) if catalog::TESTS.contains(&test.as_str()) => builtin(&line, &test, kube),
         Some(test) if NOT_DATABASE_TESTS.contains(&test.as_str()) => not_database(&line, &test),
-        _ => Ok(lua::main(line, log)),
+        _ => lua::main(line, log, kube),
     }
 }
 
@@ -136,7 +143,7 @@ fn not_database(line: &CommandLine, test: &str) -> Result<i32, Failure> {
 }
 
 /// A built-in test's command, checked before any server is touched.
-fn builtin(line: &CommandLine, test: &str) -> Result<i32, Failure> {
+fn builtin(line: &CommandLine, test: &str, kube: KubeArgs) -> Result<i32, Failure> {
     let Some(command) = line.command.as_deref() else {
         eprintln!("The '{test}' test requires a command argument. See 'sysbench {test} help'");
         return Ok(1);
@@ -162,8 +169,10 @@ fn builtin(line: &CommandLine, test: &str) -> Result<i32, Failure> {
             println!("{}", cmdline::option_list(&test_options(&defs)));
             Ok(0)
         }
+        "prepare" | "cleanup" if kube.pods.is_some() => Err(refused_with_pods(command)),
         "prepare" | "run" | "cleanup" => {
-            let args = parsed_args(&parser, line, test)?;
+            let mut args = parsed_args(&parser, line, test)?;
+            args.kube = kube;
             let action = match command {
                 "prepare" => SysbenchAction::Prepare(Box::new(args)),
                 "run" => SysbenchAction::Run(Box::new(args)),
@@ -171,6 +180,7 @@ fn builtin(line: &CommandLine, test: &str) -> Result<i32, Failure> {
             };
             command::run(&action).map(|()| 0)
         }
+        "prewarm" if kube.pods.is_some() => Err(refused_with_pods(command)),
         "prewarm" => {
             let args = parsed_args(&parser, line, test)?;
             command::prewarm(&args).map(|()| 0)
@@ -182,14 +192,26 @@ fn builtin(line: &CommandLine, test: &str) -> Result<i32, Failure> {
     }
 }
 
+/// `--pods` spreads a run; the other commands run from here.
+pub fn refused_with_pods(command: &str) -> Failure {
+    Failure::input(format!(
+        "--pods spreads a run's load over pods; {command} from here, without --pods"
+    ))
+}
+
 /// Every option a built-in test takes: sysbench's general ones and the test's (from the
-/// argument parser's definitions, with their help and defaults).
+/// argument parser's definitions, with their help and defaults); the Kubernetes options are
+/// taken before (`take_kube_options`).
 fn builtin_options(parser: &Command) -> Vec<OptionDef> {
     let mut defs = cmdline::general_options();
+    let kube = KubeArgs::augment_args(Command::new("kube"));
     for arg in parser.get_arguments() {
         let Some(long) = arg.get_long() else {
             continue;
         };
+        if kube.get_arguments().any(|k| k.get_long() == Some(long)) {
+            continue;
+        }
         if defs
             .iter()
             .any(|d| cmdline::key(&d.name) == cmdline::key(long))

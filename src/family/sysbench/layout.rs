@@ -24,7 +24,7 @@ pub struct Stat {
 }
 
 /// One worker's event timer: events, their summed, shortest and longest latency.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct Timer {
     pub events: u64,
     pub sum_ns: u64,

@@ -15,4 +15,5 @@ pub mod mysql_schema;
 pub mod options;
 pub mod report;
 pub mod schema;
+pub mod spread;
 pub mod target;

@@ -31,6 +31,9 @@ pub struct SysbenchReport {
     pub latency_ms: LatencyMs,
     /// Events per thread (sysbench's threads are its clients) and their spread.
     pub fairness: Option<ClientFairness>,
+    /// A run spread over Kubernetes pods (`--pods`): each pod's share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread: Option<crate::pods::SpreadSummary>,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,6 +98,7 @@ impl SysbenchReport {
             reconnects: total.reconnects,
             latency_ms: latency_ms(&total.latency),
             fairness: ClientFairness::of(&result.client_transactions),
+            spread: None,
         }
     }
 }
@@ -223,6 +227,13 @@ pub fn additions(report: &SysbenchReport, seed: u64) -> String {
         let _ = writeln!(out, "{}", fairness.summary_line());
     }
     let _ = writeln!(out, "random numbers from seed {seed}");
+    for line in report
+        .spread
+        .iter()
+        .flat_map(crate::pods::summary::spread_lines)
+    {
+        let _ = writeln!(out, "{line}");
+    }
     out
 }
 

@@ -47,6 +47,7 @@ pub fn launch(args: &RunArgs) -> CommandResult {
         args: pod_args,
         files: Default::default(),
         json_path: args.json.as_ref().map(|p| p.display().to_string()),
+        password_variable: "PGPASSWORD",
     }
     .run()
 }

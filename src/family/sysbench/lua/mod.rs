@@ -10,6 +10,7 @@ mod control;
 mod fast;
 mod log;
 mod run;
+mod spread;
 mod sql;
 mod state;
 mod stats;
@@ -21,11 +22,32 @@ pub use log::Log;
 pub use state::VERSION;
 
 use super::cmdline::{self, CommandLine, Options};
+use crate::error::Failure;
+use crate::pods::KubeArgs;
 use context::{Script, Shared};
 use state::Interpreter;
 
-/// Runs a script's command; returns the exit code (sysbench's: 1 for anything that failed).
-pub fn main(line: CommandLine, log: Log) -> i32 {
+/// Runs a script's command; returns the exit code (sysbench's: 1 for anything that failed),
+/// or stampede's failure of a spread run's launch (`--pods`).
+pub fn main(line: CommandLine, log: Log, kube: KubeArgs) -> Result<i32, Failure> {
+    let Some((shared, main_state)) = checked_script(&line, &log) else {
+        return Ok(1);
+    };
+    if shared.script.is_stdin() || line.command.is_none() {
+        return Ok(0);
+    }
+    let command = line.command.as_deref().unwrap_or_default();
+    if kube.pods.is_some() {
+        return match command {
+            "run" => spread::launch(&shared, &line, &kube).map(|()| 0),
+            other => Err(super::front::refused_with_pods(other)),
+        };
+    }
+    Ok(dispatch(&shared, &main_state, command))
+}
+
+/// The script loaded and its options checked; None when it failed (sysbench's message printed).
+fn checked_script(line: &CommandLine, log: &Log) -> Option<(Arc<Shared>, Interpreter)> {
     if line.test.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         // Else a terminal would wait without a word (sysbench says it too).
         log.notice("Reading the script from the standard input:\n");
@@ -34,7 +56,7 @@ pub fn main(line: CommandLine, log: Log) -> i32 {
         Ok(script) => script,
         Err(message) => {
             log.fatal(&message);
-            return 1;
+            return None;
         }
     };
     let general = Options::new(line.clone(), cmdline::general_options());
@@ -43,11 +65,11 @@ pub fn main(line: CommandLine, log: Log) -> i32 {
         Ok(state) => state,
         Err(message) => {
             log.fatal(&message);
-            return 1;
+            return None;
         }
     };
     if shared.script.is_stdin() || line.command.is_none() {
-        return 0;
+        return Some((shared, main_state));
     }
     let declared = match main_state.declared_options() {
         Ok(declared) => declared,
@@ -55,7 +77,7 @@ pub fn main(line: CommandLine, log: Log) -> i32 {
             log.fatal(&format!(
                 "`sysbench.cmdline.read_cmdline_options' function failed: {message}"
             ));
-            return 1;
+            return None;
         }
     };
     let legacy = declared.is_none();
@@ -64,11 +86,10 @@ pub fn main(line: CommandLine, log: Log) -> i32 {
     let options = Options::new(line.clone(), defs);
     if let Err(failure) = options.check(legacy) {
         eprintln!("{}", failure.message());
-        return 1;
+        return None;
     }
     shared.set_options(options, legacy, declared.unwrap_or_default());
-    let command = line.command.as_deref().unwrap_or_default();
-    dispatch(&shared, &main_state, command)
+    Some((shared, main_state))
 }
 
 fn dispatch(shared: &Arc<Shared>, main_state: &Interpreter, command: &str) -> i32 {

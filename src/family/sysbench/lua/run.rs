@@ -3,15 +3,19 @@
 //! as sysbench prints them.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use super::context::Shared;
 use super::control::{Arrivals, RunControl};
 use super::log::{INFO, WARNING};
+use super::spread::{LuaPod, Totals};
 use super::state::Interpreter;
 use super::stats::{self, Stats};
+use crate::error::Failure;
 use crate::family::sysbench::layout::{self, Stat};
+use crate::pods::SpreadSummary;
 use crate::script::prng::PgPrng;
 
 /// The run's settings from the options, with sysbench's warnings for the deprecated aliases.
@@ -51,10 +55,19 @@ fn settings(shared: &Shared) -> Settings {
     }
 }
 
-/// `run`: sysbench's run_test for a script.
+/// `run`: sysbench's run_test for a script; in a pod of a spread run (`--pods`), this pod's
+/// threads of it, and on pod 0 the report of the whole run.
 pub fn run(shared: &Arc<Shared>, main_state: &Interpreter) -> i32 {
     let settings = settings(shared);
-    if settings.time_s == 0 && settings.events == 0 {
+    let role = match crate::pods::PodRole::from_env() {
+        Ok(role) => role,
+        Err(failure) => {
+            shared.log.fatal(failure.message());
+            return 1;
+        }
+    };
+    let first = role.as_ref().is_none_or(|role| role.index == 0);
+    if settings.time_s == 0 && settings.events == 0 && first {
         shared.log.text(
             WARNING,
             "Both event and time limits are disabled, running an endless test",
@@ -75,68 +88,181 @@ pub fn run(shared: &Arc<Shared>, main_state: &Interpreter) -> i32 {
         ));
         return 1;
     }
-    print_run_mode(shared, &settings);
+    if first {
+        print_run_mode(shared, &settings);
+    }
+    let (lines, printed) = channel();
+    let pod = match role
+        .map(|role| {
+            if settings.checkpoints.is_empty() {
+                LuaPod::start(role, settings.report_interval, settings.percentile, lines)
+            } else {
+                Err(Failure::input(
+                    "--report-checkpoints is not supported with --pods",
+                ))
+            }
+        })
+        .transpose()
+    {
+        Ok(pod) => pod,
+        Err(failure) => {
+            shared.log.fatal(failure.message());
+            return 1;
+        }
+    };
+    let printer = pod
+        .as_ref()
+        .filter(|pod| pod.first())
+        .map(|_| start_printer(shared, printed, settings.percentile));
+    let code = run_threads(shared, main_state, &settings, pod);
+    if let Some(printer) = printer {
+        let _ = printer.join();
+    }
+    code
+}
+
+/// The workers of this process (all of the run's, or a pod's share), the reports, and the
+/// script's `done`.
+fn run_threads(
+    shared: &Arc<Shared>,
+    main_state: &Interpreter,
+    settings: &Settings,
+    pod: Option<LuaPod>,
+) -> i32 {
+    let here = pod
+        .as_ref()
+        .map_or(0..settings.threads, |pod| pod.threads(settings.threads));
+    let share = here.len() as f64 / settings.threads as f64;
     let control = Arc::new(RunControl {
         stats: Stats::new(settings.threads),
         created: Instant::now(),
         started_ns: AtomicU64::new(0),
         time_limit: (settings.time_s > 0).then(|| Duration::from_secs(settings.time_s)),
-        max_events: settings.events,
+        max_events: pod.as_ref().map_or(settings.events, |pod| {
+            pod.share(settings.events, settings.threads)
+        }),
         issued: AtomicU64::new(0),
         failed: AtomicBool::new(false),
         running: AtomicU32::new(0),
         arrivals: (settings.rate > 0).then(|| {
             Mutex::new(Arrivals {
                 next: Instant::now(),
-                mean_interval_s: 1.0 / settings.rate as f64,
-                rng: PgPrng::seeded(shared.seed ^ 0xA5A5),
+                // Each pod its share of the rate, as the driver's threads take theirs.
+                mean_interval_s: 1.0 / (settings.rate as f64 * share),
+                rng: PgPrng::seeded(shared.seed ^ 0xA5A5 ^ here.start as u64),
             })
         }),
-        stop: crate::signals::watch_signals_second_exits(),
+        stop: match &pod {
+            Some(pod) => pod.stop_flag(),
+            None => crate::signals::watch_signals_second_exits(),
+        },
     });
     let _ = shared.run.set(control.clone());
-    shared.log.notice("Initializing worker threads...\n");
-    let ready = Arc::new(Barrier::new(settings.threads + 1));
-    let go = Arc::new(Barrier::new(settings.threads + 1));
-    let workers: Vec<_> = (0..settings.threads)
+    if pod.as_ref().is_none_or(LuaPod::first) {
+        shared.log.notice("Initializing worker threads...\n");
+    }
+    let ready = Arc::new(Barrier::new(here.len() + 1));
+    let go = Arc::new(Barrier::new(here.len() + 1));
+    let workers: Vec<_> = here
+        .clone()
         .map(|tid| {
             let (shared, ready, go) = (shared.clone(), ready.clone(), go.clone());
             std::thread::spawn(move || worker(&shared, tid, &ready, &go))
         })
         .collect();
     ready.wait();
-    if control.failed.load(Ordering::Relaxed) {
+    let start_failure = match &pod {
+        _ if control.failed.load(Ordering::Relaxed) => {
+            Some(Failure::run("Thread initialization failed!"))
+        }
+        Some(pod) => pod.start_together().err(),
+        None => None,
+    };
+    if let Some(failure) = start_failure {
+        control.failed.store(true, Ordering::Relaxed);
         go.wait();
         workers.into_iter().for_each(|w| drop(w.join()));
-        shared.log.fatal("Thread initialization failed!");
+        shared.log.fatal(failure.message());
+        if let Some(pod) = pod {
+            let _ = pod.finish(Err(failure), here.len());
+        }
         return 1;
     }
     control.start_now();
-    control
-        .running
-        .store(settings.threads as u32, Ordering::Relaxed);
-    shared.log.notice("Threads started!\n");
+    let cpu_start = crate::cpu::process_cpu();
+    control.running.store(here.len() as u32, Ordering::Relaxed);
+    if pod.as_ref().is_none_or(LuaPod::first) {
+        shared.log.notice("Threads started!\n");
+    }
     let finished = Arc::new(AtomicBool::new(false));
-    let reporter = start_reporter(shared, &control, &settings, &finished);
+    let reporter = match &pod {
+        Some(pod) => Some(pod.start_reporter(&control, &finished)),
+        None => start_reporter(shared, &control, settings, &finished),
+    };
     go.wait();
     for worker in workers {
         let _ = worker.join();
     }
     let total_s = control.elapsed();
+    let client_cpu_s = crate::cpu::process_cpu()
+        .since(&cpu_start)
+        .total()
+        .as_secs_f64();
     finished.store(true, Ordering::Relaxed);
     if let Some(reporter) = reporter {
         let _ = reporter.join();
     }
     shared.log.text(INFO, "Done.\n");
-    if control.failed.load(Ordering::Relaxed) {
-        return 1;
-    }
-    final_report(shared, main_state, &control, &settings, total_s);
+    let totals = if control.failed.load(Ordering::Relaxed) {
+        Err(Failure::run("a worker thread failed"))
+    } else {
+        Ok((Totals::of(&control, total_s), client_cpu_s))
+    };
+    let (totals, spread) = match pod {
+        None => match totals {
+            Ok((totals, _)) => (totals, None),
+            Err(_) => return 1,
+        },
+        Some(pod) => match pod.finish(totals, here.len()) {
+            Ok(Some((totals, summary))) => (totals, Some(summary)),
+            Ok(None) => return call_done(shared, main_state),
+            Err(failure) => {
+                shared.log.fatal(failure.message());
+                return 1;
+            }
+        },
+    };
+    final_report(shared, main_state, &totals, spread.as_ref(), settings);
+    call_done(shared, main_state)
+}
+
+fn call_done(shared: &Shared, main_state: &Interpreter) -> i32 {
     if let Err(message) = main_state.call_if_defined("done", ()) {
         shared.log.fatal(&message);
         return 1;
     }
     0
+}
+
+/// Pod 0's intermediate lines, from the pods' merged seconds, through the script's report
+/// hook when it has one (in an interpreter of this thread's own).
+fn start_printer(
+    shared: &Arc<Shared>,
+    stats: Receiver<Stat>,
+    percentile: u32,
+) -> std::thread::JoinHandle<()> {
+    let shared = shared.clone();
+    std::thread::spawn(move || {
+        let state = Interpreter::new(&shared, None)
+            .ok()
+            .filter(|state| state.export_options(&shared).is_ok());
+        let hook = state
+            .as_ref()
+            .filter(|s| s.hook_defined("sysbench.hooks.report_intermediate"));
+        for stat in stats {
+            report_intermediate(&shared, hook, &stat, percentile);
+        }
+    })
 }
 
 fn print_run_mode(shared: &Shared, settings: &Settings) {
@@ -290,13 +416,19 @@ fn print_cumulative(shared: &Shared, stat: &Stat, timers: &[layout::Timer], perc
 fn final_report(
     shared: &Shared,
     main_state: &Interpreter,
-    control: &RunControl,
+    totals: &Totals,
+    spread: Option<&SpreadSummary>,
     settings: &Settings,
-    total_s: f64,
 ) {
-    let (mut stat, timers, histogram) = control.stats.cumulative(settings.percentile as f64, false);
-    stat.time_total = total_s;
-    stat.time_interval = total_s;
+    let histogram = totals.histogram();
+    let mut stat = Stat::of_run(
+        &totals.counts,
+        &totals.timers,
+        &histogram,
+        settings.percentile as f64,
+    );
+    stat.time_total = totals.total_s;
+    stat.time_interval = totals.total_s;
     stat.threads_running = 0;
     if settings.histogram {
         shared
@@ -309,17 +441,19 @@ fn final_report(
     }
     match main_state.call_hook("sysbench.hooks.report_cumulative", &stat) {
         Ok(true) => {}
-        Ok(false) => print_cumulative(shared, &stat, &timers, settings.percentile),
+        Ok(false) => print_cumulative(shared, &stat, &totals.timers, settings.percentile),
         Err(message) => shared.log.fatal(&message),
+    }
+    for line in spread
+        .into_iter()
+        .flat_map(crate::pods::summary::spread_lines)
+    {
+        shared.log.notice(&line);
     }
     let json = shared.options().raw("json");
     if let Some(path) = json.filter(|p| !p.is_empty()) {
-        let text = json_result(
-            shared,
-            &stat,
-            &histogram,
-            &control.stats.events_per_thread(),
-        );
+        let per_thread: Vec<u64> = totals.timers.iter().map(|t| t.events).collect();
+        let text = json_result(shared, &stat, &histogram, &per_thread, spread);
         if let Err(failure) = crate::report::write_file(&path, &text) {
             shared.log.fatal(failure.message());
         }
@@ -333,6 +467,7 @@ fn json_result(
     stat: &Stat,
     histogram: &stats::LogHistogram,
     per_thread: &[u64],
+    spread: Option<&SpreadSummary>,
 ) -> String {
     let seconds = stat.time_total.max(f64::MIN_POSITIVE);
     let queries = stat.reads + stat.writes + stat.other;
@@ -357,6 +492,10 @@ fn json_result(
         },
         "fairness": crate::family::common::measure::ClientFairness::of(per_thread),
     });
+    let mut value = value;
+    if let Some(spread) = spread {
+        value["spread"] = serde_json::to_value(spread).unwrap_or_default();
+    }
     serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
 }
 

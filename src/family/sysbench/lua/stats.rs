@@ -19,7 +19,7 @@ pub enum Counter {
     Reconnects = 5,
 }
 
-const COUNTERS: usize = 6;
+pub const COUNTERS: usize = 6;
 
 /// sysbench's latency histogram: 1024 buckets on a log scale from 0.001 to 100,000 ms (each
 /// about 1.8% wider than the one before).
@@ -76,6 +76,22 @@ impl LogHistogram {
             *mine += theirs;
         }
         self.total += other.total;
+    }
+
+    /// The non-empty buckets, (bucket, count): a histogram's compact form between pods.
+    pub fn buckets(&self) -> Vec<(usize, u64)> {
+        let counted = self.counts.iter().enumerate().filter(|(_, c)| **c > 0);
+        counted.map(|(bucket, count)| (bucket, *count)).collect()
+    }
+
+    /// Adds counts in `buckets`' form (buckets out of range are left out).
+    pub fn add_buckets(&mut self, buckets: &[(usize, u64)]) {
+        for &(bucket, count) in buckets {
+            if let Some(mine) = self.counts.get_mut(bucket) {
+                *mine += count;
+                self.total += count;
+            }
+        }
     }
 
     pub fn clear(&mut self) {
@@ -202,6 +218,14 @@ impl Stats {
 
     /// The numbers since the last intermediate report, the interval's histogram restarted.
     pub fn intermediate(&self, percentile: f64) -> Stat {
+        let (counts, histogram) = self.intermediate_counts();
+        let mut stat = Stat::of_counts(&counts);
+        stat.latency_pct = histogram.percentile(percentile) / 1000.0;
+        stat
+    }
+
+    /// `intermediate`'s counters and latency histogram, as they are.
+    pub fn intermediate_counts(&self) -> ([u64; COUNTERS], LogHistogram) {
         let counts = self.totals(true);
         let mut histogram = LogHistogram::latency();
         for stats in &self.threads {
@@ -209,13 +233,18 @@ impl Stats {
             histogram.merge(&latency.interval);
             latency.interval.clear();
         }
-        let mut stat = Stat::of_counts(&counts);
-        stat.latency_pct = histogram.percentile(percentile) / 1000.0;
-        stat
+        (counts, histogram)
     }
 
     /// The numbers of the whole run (or since the last checkpoint when `reset`).
     pub fn cumulative(&self, percentile: f64, reset: bool) -> (Stat, Vec<Timer>, LogHistogram) {
+        let (counts, timers, histogram) = self.cumulative_counts(reset);
+        let stat = Stat::of_run(&counts, &timers, &histogram, percentile);
+        (stat, timers, histogram)
+    }
+
+    /// `cumulative`'s counters, each thread's timer and the latency histogram, as they are.
+    pub fn cumulative_counts(&self, reset: bool) -> ([u64; COUNTERS], Vec<Timer>, LogHistogram) {
         let counts = self.totals(false);
         let mut histogram = LogHistogram::latency();
         let mut timers = Vec::with_capacity(self.threads.len());
@@ -238,9 +267,22 @@ impl Stats {
                 }
             }
         }
+        (counts, timers, histogram)
+    }
+}
+
+impl Stat {
+    /// A whole run's (or a checkpoint's) numbers: counters, latency from the threads' timers,
+    /// the percentile from the histogram.
+    pub fn of_run(
+        counts: &[u64; COUNTERS],
+        timers: &[Timer],
+        histogram: &LogHistogram,
+        percentile: f64,
+    ) -> Stat {
         let mut total = Timer::default();
         timers.iter().for_each(|t| total.merge(t));
-        let mut stat = Stat::of_counts(&counts);
+        let mut stat = Stat::of_counts(counts);
         stat.latency_pct = histogram.percentile(percentile) / 1000.0;
         stat.latency_min = total.min_ns as f64 / 1e9;
         stat.latency_max = total.max_ns as f64 / 1e9;
@@ -250,20 +292,10 @@ impl Stats {
         } else {
             0.0
         };
-        (stat, timers, histogram)
+        stat
     }
 
-    /// Committed events per thread (stampede's fairness).
-    pub fn events_per_thread(&self) -> Vec<u64> {
-        self.threads
-            .iter()
-            .map(|s| s.counters[Counter::Events as usize].load(Ordering::Relaxed))
-            .collect()
-    }
-}
-
-impl Stat {
-    fn of_counts(counts: &[u64; COUNTERS]) -> Stat {
+    pub fn of_counts(counts: &[u64; COUNTERS]) -> Stat {
         Stat {
             events: counts[Counter::Events as usize],
             reads: counts[Counter::Reads as usize],
@@ -290,5 +322,29 @@ mod tests {
         assert!((p95 / 95.0 - 1.0).abs() < 0.02, "{p95}");
         let width = histogram.value_of(501) / histogram.value_of(500);
         assert!((width - 1.018).abs() < 0.001, "{width}");
+    }
+
+    #[test]
+    fn a_histogram_sent_as_its_buckets_merges_as_the_union() {
+        let (mut a, mut b, mut union) = (
+            LogHistogram::latency(),
+            LogHistogram::latency(),
+            LogHistogram::latency(),
+        );
+        for ms in 1..=60 {
+            a.update(ms as f64);
+            union.update(ms as f64);
+        }
+        for ms in 40..=140 {
+            b.update(ms as f64 * 1.5);
+            union.update(ms as f64 * 1.5);
+        }
+        let mut merged = LogHistogram::latency();
+        merged.add_buckets(&a.buckets());
+        merged.add_buckets(&b.buckets());
+        assert_eq!(merged.buckets(), union.buckets());
+        for p in [1.0, 50.0, 95.0, 99.0, 100.0] {
+            assert_eq!(merged.percentile(p), union.percentile(p));
+        }
     }
 }
