@@ -859,3 +859,77 @@ fn dbstress_over_two_pods_counts_what_the_server_ran_per_statement() {
     );
     assert_nothing_left(&namespace);
 }
+
+/// A lab workload with `pods = 2`: the lab coordinates, the pods run the clients, the lab's
+/// window (statements, counters) opens while every pod is held between warmup and run.
+#[test]
+fn a_lab_workload_runs_its_clients_from_pods() {
+    let namespace = namespace("kube-lab");
+    let dir = common::LabDir::new("kube-lab");
+    let spec = dir.join("lab.toml");
+    let lab = format!(
+        r#"name = "kube-lab"
+runs = 1
+duration = "2s"
+warmup = "1s"
+seed = 3
+
+[kubernetes]
+namespace = "{namespace}"
+image = "{IMAGE}"
+image_pull_policy = "Never"
+host_network = true
+coordinator_address = "127.0.0.1"
+coordinator_port = {port}
+pod_start_timeout = "60s"
+
+[[target]]
+name = "t"
+settings = {{ fsync = false }}
+
+[[workload]]
+name = "pgbench"
+scripts = ["select-only"]
+clients = [4]
+pods = 2
+"#,
+        port = unique_free_port()
+    );
+    std::fs::write(&spec, lab).unwrap();
+    let output = stampede(&["lab".into(), "run".into(), spec.display().to_string()]);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let db = dir.join("kube-lab.db");
+    let runs = common::sqlite(
+        &db,
+        "SELECT r.id, r.transactions, r.status, r.error FROM runs r",
+    );
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0][2], "completed", "{runs:?}");
+    let (id, transactions) = (&runs[0][0], common::number(&runs[0][1]));
+    assert!(transactions > 0.0);
+    // The server's count of the statement over the lab's window is the pods' merged
+    // transactions, give or take one in flight per client at the window's end.
+    let calls = common::sqlite(
+        &db,
+        &format!(
+            "SELECT sum(calls) FROM run_statements WHERE run_id = {id} \
+             AND query = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1'"
+        ),
+    );
+    let extra = common::number(&calls[0][0]) - transactions;
+    assert!(
+        (0.0..=4.0).contains(&extra),
+        "{calls:?} against {transactions}"
+    );
+    let seconds = common::sqlite(
+        &db,
+        &format!("SELECT count(*) FROM run_series WHERE run_id = {id}"),
+    );
+    assert_eq!(seconds[0][0], "2", "one row per measured second");
+    assert_nothing_left(&namespace);
+}

@@ -272,6 +272,9 @@ pub enum LabAction {
         #[arg(long)]
         keep_going: bool,
     },
+    /// One pod's part of a lab run whose workload says `pods = N` (the lab's Job runs it)
+    #[command(hide = true)]
+    PodRun { request: std::path::PathBuf },
     /// Measure the lab's noise: its base target against an identical twin in paired rounds,
     /// every cell; prints and stores the detectable change and the rounds an auto lab needs
     Calibrate {

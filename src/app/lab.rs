@@ -29,6 +29,7 @@ pub fn run(action: &LabAction) -> CommandResult {
         } => execute(spec, false, *keep_going, tags),
         LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going, &[]),
         LabAction::Calibrate { spec, rounds } => calibrate::calibrate(spec, *rounds),
+        LabAction::PodRun { request } => crate::lab::pods::run_pod(request),
     }
 }
 

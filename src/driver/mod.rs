@@ -24,7 +24,8 @@ use crate::error::Failure;
 use crate::script::prng::PgPrng;
 use crate::script::Value;
 pub use plan::{
-    ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, Share, TxnLogSpec, WeightedScript,
+    ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, Share, ShareMaker, TxnLogSpec,
+    WeightedScript,
 };
 pub use stats::{CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats};
 use thread::{ThreadMessage, ThreadResult, ThreadSetup};

@@ -185,6 +185,23 @@ impl std::fmt::Debug for Share {
     }
 }
 
+/// Makes this process's share of a plan of so many threads: a workload that builds its plan
+/// itself is handed one when its runs are spread (a lab's run over pods).
+#[derive(Clone)]
+pub struct ShareMaker(pub std::sync::Arc<dyn Fn(usize) -> Share + Send + Sync>);
+
+impl ShareMaker {
+    pub fn share(&self, threads: usize) -> Share {
+        (self.0)(threads)
+    }
+}
+
+impl std::fmt::Debug for ShareMaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShareMaker")
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     /// The server the clients connect to; its engine decides the protocol they speak.

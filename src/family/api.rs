@@ -66,6 +66,9 @@ pub struct RunRequest<'a> {
     pub stop: Arc<AtomicBool>,
     /// The driver's watchdog (the spec's `stall_timeout`); None waits forever.
     pub stall_timeout: Option<Duration>,
+    /// A run spread over pods (a workload's `pods = N`): this process's share of the threads,
+    /// for every run of the driver the workload makes (the warmup's and the measured one).
+    pub share: Option<crate::driver::ShareMaker>,
 }
 
 pub struct Measurement {
@@ -81,6 +84,11 @@ pub trait RunObserver {
     fn open_window(&mut self);
     /// After each measured second, its throughput.
     fn second(&mut self, index: u64, tps: f64);
+    /// Each measured second's statistics, as the driver reported them (a pod of a spread
+    /// run passes them on).
+    fn interval(&mut self, _interval: &crate::driver::IntervalReport) {}
+    /// The measured run's client CPU and each client's transactions (the whole run's clients).
+    fn measured(&mut self, _client_cpu: Duration, _client_transactions: &[u64]) {}
 }
 
 /// A lab workload as its family writes it: `Variant` is what one run does (a builtin or a

@@ -458,10 +458,15 @@ impl<'a> Lab<'a> {
                 conn: &conn,
                 scale,
                 clients: cell.clients,
-                threads: workload
-                    .threads
-                    .unwrap_or_else(default_threads)
-                    .min(cell.clients),
+                // Spread, every pod runs one thread at least (this machine's cores say
+                // nothing of the pods').
+                threads: match workload.pods {
+                    Some(pods) => workload.threads.unwrap_or(pods).clamp(pods, cell.clients),
+                    None => workload
+                        .threads
+                        .unwrap_or_else(default_threads)
+                        .min(cell.clients),
+                },
                 protocol: workload.protocol.unwrap_or_else(|| {
                     crate::family::lab_workload(&workload.name)
                         .map_or(Protocol::Prepared, |kind| kind.default_protocol)
@@ -471,14 +476,24 @@ impl<'a> Lab<'a> {
                 client_cpus: workload.client_cpus.as_deref(),
                 stop: self.stop.clone(),
                 stall_timeout: self.spec.stall_timeout,
+                share: None,
             };
             let mut observer = Observer {
                 probes: self.window_probes(cell.target, &conn),
                 window: None,
                 on_event: &mut *on_event,
             };
-            let measured =
-                self.workloads[cell.workload].run(&cell.variant, &request, &mut observer);
+            let measured = match workload.pods {
+                Some(pods) => crate::lab::pods::measure(
+                    &self.spec.kubernetes,
+                    workload,
+                    pods,
+                    &cell.variant,
+                    &request,
+                    &mut observer,
+                ),
+                None => self.workloads[cell.workload].run(&cell.variant, &request, &mut observer),
+            };
             // A failed run keeps what the probes saw too; a run that hung says what its
             // sessions waited on.
             if let Some(window) = observer.window {

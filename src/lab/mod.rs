@@ -6,6 +6,7 @@ pub mod lock;
 pub mod managed_targets;
 pub mod mariadb_target;
 pub mod plan;
+pub mod pods;
 pub mod rounds;
 pub mod setting_names;
 pub mod spec;

@@ -37,6 +37,8 @@ struct SpecFile {
     targets: Vec<TargetFile>,
     #[serde(rename = "workload", default)]
     workloads: Vec<WorkloadFile>,
+    /// Where workloads with `pods = N` run their clients.
+    kubernetes: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,6 +64,8 @@ struct WorkloadFile {
     threads: Option<Spanned<i64>>,
     protocol: Option<Spanned<String>>,
     client_cpus: Option<Spanned<String>>,
+    /// Run the clients from this many pods of a Kubernetes Indexed Job (`[kubernetes]`).
+    pods: Option<Spanned<i64>>,
     /// The workload's own options (sysbench: tables, rand_type, ...).
     options: Option<Spanned<BTreeMap<Spanned<String>, toml::Value>>>,
 }
@@ -150,6 +154,8 @@ pub struct WorkloadSpec {
     /// `@protocol`, when the spec measures this workload under two protocols (two
     /// `[[workload]]`s of one name): its cells' scripts carry it, so both are kept apart.
     pub script_suffix: Option<String>,
+    /// `pods = N`: each run's clients come from N pods of a Kubernetes Indexed Job.
+    pub pods: Option<usize>,
 }
 
 impl WorkloadSpec {
@@ -185,6 +191,8 @@ pub struct LabSpec {
     pub text: String,
     /// `lab run --tag key=value`: names this invocation in the spec's history.
     pub tags: Vec<(String, String)>,
+    /// `[kubernetes]`: where the workloads with `pods = N` run their clients.
+    pub kubernetes: crate::pods::KubeArgs,
 }
 
 /// `runs = "auto"`: every undecided cell runs once more per round, and stops when the ratio of
@@ -344,6 +352,8 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     };
     let targets = targets(&source, &file, base)?;
     let workloads = workloads(&source, &file, base)?;
+    let kubernetes = kubernetes(&source, &file)?;
+    check_spread_engines(&source, &file, &targets)?;
     check_engines(&source, &file, &targets, &workloads)?;
     Ok(LabSpec {
         name,
@@ -360,7 +370,69 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         workloads,
         text,
         tags: Vec::new(),
+        kubernetes,
     })
+}
+
+/// `pods = N` runs against PostgreSQL targets: the lab gives the pods a password of its own
+/// making for its servers, which it does for PostgreSQL.
+fn check_spread_engines(
+    source: &Source<'_>,
+    file: &SpecFile,
+    targets: &[TargetSpec],
+) -> Result<(), SpecError> {
+    let mariadb = targets
+        .iter()
+        .find(|t| t.server.engine() == Engine::Mariadb);
+    let spread = file.workloads.iter().find_map(|w| w.pods.as_ref());
+    match (mariadb, spread) {
+        (Some(target), Some(pods)) => Err(source.at(
+            pods,
+            format!(
+                "pods: spread runs go to PostgreSQL targets; target \"{}\" is MariaDB (its \
+                 clients run on this machine: leave pods out, or make a lab of its own)",
+                target.name
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `[kubernetes]`: the options `--pods` runs take, by their names with `_`, checked here.
+fn kubernetes(source: &Source<'_>, file: &SpecFile) -> Result<crate::pods::KubeArgs, SpecError> {
+    let Some(section) = &file.kubernetes else {
+        return Ok(Default::default());
+    };
+    let kube: crate::pods::KubeArgs =
+        section
+            .get_ref()
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                source.at(section, format!("kubernetes: {}", e.message().trim()))
+            })?;
+    let checks = [
+        kube.start_timeout().map(|_| ()),
+        kube.image_pull_policy().map(|_| ()),
+        kube.node_selector().map(|_| ()),
+        kube.tolerations().map(|_| ()),
+        kube.requests().map(|_| ()),
+        kube.limits().map(|_| ()),
+        kube.labels().map(|_| ()),
+        kube.workdir().map(|_| ()),
+        kube.password_secret("PGPASSWORD").map(|_| ()),
+    ];
+    for check in checks {
+        check.map_err(|f| source.at(section, format!("kubernetes: {}", f.message())))?;
+    }
+    if kube.password_secret.is_some() {
+        return Err(source.at(
+            section,
+            "kubernetes: password_secret: the lab gives the pods a password for its servers \
+             itself (in a Secret of each run's own)",
+        ));
+    }
+    Ok(kube)
 }
 
 /// `runs`: a count, or "auto" with its precision, cap and budget; those three only with "auto".
@@ -863,6 +935,7 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         None => None,
     };
     let protocol = protocol(source, w.protocol.as_ref(), kind)?;
+    let pods = spread_pods(source, w, kind)?;
     // Without `scripts`, the workload's default variants are filled in by whoever builds it.
     let scripts = w
         .scripts
@@ -885,7 +958,44 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         client_cpus: cpu_list(source, w.client_cpus.as_ref(), "client_cpus")?,
         options: workload_options(source, w, kind)?,
         script_suffix: None,
+        pods,
     })
+}
+
+/// `pods = N`: at least one, no more than the fewest clients (or threads) the workload runs,
+/// and a workload whose numbers all come from its clients.
+fn spread_pods(
+    source: &Source<'_>,
+    w: &WorkloadFile,
+    kind: &family::api::LabWorkloadKind,
+) -> Result<Option<usize>, SpecError> {
+    let Some(given) = &w.pods else {
+        return Ok(None);
+    };
+    let pods = *given.get_ref();
+    let fewest = w.clients.get_ref().iter().copied().min().unwrap_or(1);
+    let threads = w.threads.as_ref().map_or(i64::MAX, |t| *t.get_ref());
+    let refusal = if pods < 1 {
+        Some("pods: must be at least 1".to_string())
+    } else if pods > fewest.min(threads) {
+        Some(format!(
+            "pods: {pods} pods need at least {pods} clients and threads in every cell"
+        ))
+    } else if !kind.metrics.is_empty() {
+        Some(format!(
+            "pods: workload \"{}\" reads its own numbers from the server over the window; \
+             spread one run with `stampede {} run --pods N` instead",
+            kind.name, kind.name
+        ))
+    } else if w.client_cpus.is_some() {
+        Some("pods: client_cpus pins this machine's CPUs; the pods' are Kubernetes' (requests, limits)".into())
+    } else {
+        None
+    };
+    match refusal {
+        Some(message) => Err(source.at(given, message)),
+        None => Ok(Some(pods as usize)),
+    }
 }
 
 /// The spec's protocol, if the workload honours it.
@@ -1128,6 +1238,39 @@ clients = [1, 4]
         assert_eq!(
             error(&GOOD.replace("\"16\"", "\"9.5\"")),
             "lab.toml:15:12: postgres: unknown version \"9.5\"; use a major 9.6 or 10-18 (\"16\"), an exact version (\"16.4.0\"), \"system\", a bin/ path or { source = … } to build"
+        );
+    }
+
+    #[test]
+    fn pods_and_the_kubernetes_section_are_checked_at_their_keys() {
+        let spread = GOOD.replace("clients = [1, 4]", "clients = [2, 4]\npods = 2")
+            + "\n[kubernetes]\nnamespace = \"bench\"\nhost_network = true\n";
+        let spec = parse(Path::new("lab.toml"), &spread).unwrap();
+        assert_eq!(spec.workloads[0].pods, Some(2));
+        assert_eq!(spec.kubernetes.namespace.as_deref(), Some("bench"));
+        assert!(spec.kubernetes.host_network);
+        assert_eq!(
+            error(&spread.replace("pods = 2", "pods = 3")),
+            "lab.toml:22:8: pods: 3 pods need at least 3 clients and threads in every cell"
+        );
+        assert_eq!(
+            error(&(spread.clone() + "colour = \"blue\"\n")),
+            "lab.toml:24:1: kubernetes: unknown field `colour`, expected one of `image`, \
+             `image_pull_policy`, `namespace`, `kubeconfig`, `context`, `node_selector`, \
+             `one_pod_per_node`, `affinity`, `tolerations`, `requests`, `limits`, \
+             `service_account`, `labels`, `host_network`, `password_secret`, `pod_workdir`, \
+             `coordinator_address`, `coordinator_port`, `pod_start_timeout`, `server_address`"
+        );
+        assert_eq!(
+            error(&(spread.clone() + "password_secret = \"pg\"\n")),
+            "lab.toml:24:1: kubernetes: password_secret: the lab gives the pods a password for \
+             its servers itself (in a Secret of each run's own)"
+        );
+        let tpcc = "\n[[workload]]\nname = \"tpcc\"\nclients = [2]\npods = 2\n";
+        assert_eq!(
+            error(&format!("{GOOD}{tpcc}")),
+            "lab.toml:26:8: pods: workload \"tpcc\" reads its own numbers from the server over \
+             the window; spread one run with `stampede tpcc run --pods N` instead"
         );
     }
 

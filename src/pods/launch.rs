@@ -68,7 +68,7 @@ impl Launch<'_> {
             (None, Ok(cluster)) => cluster.default_namespace().to_string(),
             (None, Err(_)) => "default".into(),
         };
-        let options = self.job_options(&name, &namespace, pods)?;
+        let options = self.job_options(&name, &namespace, pods, None)?;
         let manifests = Manifests::new(&options);
         if self.kube.dry_run {
             return dry_run(cluster, &manifests);
@@ -86,7 +86,7 @@ impl Launch<'_> {
             options.image
         );
         let stop = crate::signals::watch_signals();
-        let outcome = follow(&cluster, manifests, start_timeout, stop)?;
+        let outcome = follow(&cluster, manifests, start_timeout, stop, true)?;
         if let Some(path) = &self.json_path {
             let mut text = outcome.json.join("\n");
             text.push('\n');
@@ -104,7 +104,43 @@ impl Launch<'_> {
         }
     }
 
-    fn job_options(&self, name: &str, namespace: &str, pods: usize) -> Result<JobOptions, Failure> {
+    /// The Job of a run whose coordinator is the caller, at `coordinator` (host:port, as the
+    /// pods reach it): made ready to run, nothing created yet. `password`: one the caller made
+    /// for the pods, put in a Secret of the run's own (owned by its Job) and read from there.
+    pub fn job(self, coordinator: &str, password: Option<String>) -> Result<Job, Failure> {
+        refuse_passwords(&self.args)?;
+        let start_timeout = self.kube.start_timeout()?;
+        let pods = self.kube.pods.expect("a spread run has --pods");
+        let name = job_name(self.command);
+        let cluster = connect(self.kube)?;
+        let namespace = match &self.kube.namespace {
+            Some(namespace) => namespace.clone(),
+            None => cluster.default_namespace().to_string(),
+        };
+        let mut options = self.job_options(&name, &namespace, pods, Some(coordinator))?;
+        if let Some(password) = password {
+            options.secret_data.insert("password".into(), password);
+            options.secret_env = vec![stampede_kube::SecretEnv {
+                variable: self.password_variable.into(),
+                secret: name.clone(),
+                key: "password".into(),
+            }];
+        }
+        Ok(Job {
+            cluster,
+            manifests: Manifests::new(&options),
+            start_timeout,
+            name,
+        })
+    }
+
+    fn job_options(
+        &self,
+        name: &str,
+        namespace: &str,
+        pods: usize,
+        coordinator: Option<&str>,
+    ) -> Result<JobOptions, Failure> {
         let kube = self.kube;
         let mut args: Vec<String> = self.command.iter().map(|w| w.to_string()).collect();
         args.extend(self.args.iter().cloned());
@@ -131,6 +167,7 @@ impl Launch<'_> {
             coordinator_port: kube.coordinator_port(),
             workdir: kube.workdir()?,
             files: self.files.clone(),
+            secret_data: BTreeMap::new(),
             ttl_seconds_after_finished: 600,
             active_deadline_seconds: None,
         };
@@ -147,13 +184,38 @@ impl Launch<'_> {
             (PODS_ENV.to_string(), pods.to_string()),
             (
                 COORDINATOR_ENV.to_string(),
-                format!("{host}:{}", options.coordinator_port),
+                coordinator
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("{host}:{}", options.coordinator_port)),
             ),
         ]);
         if self.json_path.is_some() {
             options.env.push((JSON_ENV.into(), POD_JSON_PATH.into()));
         }
         Ok(options)
+    }
+}
+
+/// A Job ready to run (`Launch::job`).
+pub struct Job {
+    cluster: Cluster,
+    manifests: Manifests,
+    start_timeout: std::time::Duration,
+    pub name: String,
+}
+
+impl Job {
+    /// Creates the Job, follows it until it ends or `stop` is set, and deletes it; the pods'
+    /// error lines go to this process's standard error.
+    pub fn run(self, stop: Arc<AtomicBool>) -> Result<Ending, Failure> {
+        let outcome = follow(
+            &self.cluster,
+            self.manifests,
+            self.start_timeout,
+            stop,
+            false,
+        )?;
+        Ok(outcome.ending)
     }
 }
 
@@ -188,17 +250,24 @@ fn dry_run(cluster: Result<Cluster, Failure>, manifests: &Manifests) -> CommandR
     Ok(())
 }
 
+/// `relay`: the pods' progress and output on this terminal (a command's own run); else only
+/// their error lines (a lab's run, whose lines are the lab's).
 fn follow(
     cluster: &Cluster,
     manifests: Manifests,
     start_timeout: std::time::Duration,
     stop: Arc<AtomicBool>,
+    relay: bool,
 ) -> Result<stampede_kube::LaunchOutcome, Failure> {
-    let mut on_status = |status: &str| eprintln!("stampede: {status}");
+    let mut on_status = |status: &str| {
+        if relay {
+            eprintln!("stampede: {status}")
+        }
+    };
     let mut on_frame = |frame: Frame<'_>| match frame {
-        Frame::Stdout(line) => println!("{line}"),
+        Frame::Stdout(line) if relay => println!("{line}"),
         Frame::Stderr(line) | Frame::Raw(line) => eprintln!("{line}"),
-        Frame::Json(_) | Frame::Exit(_) => {}
+        Frame::Stdout(_) | Frame::Json(_) | Frame::Exit(_) => {}
     };
     let watch = Watch {
         stop: stop.clone(),

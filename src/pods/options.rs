@@ -13,14 +13,19 @@ use stampede_kube::SecretEnv;
 /// The port pod 0's coordinator listens on unless told otherwise.
 pub const DEFAULT_COORDINATOR_PORT: u16 = 7710;
 
-#[derive(Debug, Args, Default, Clone)]
+/// Also a lab spec's `[kubernetes]` section, by the same names with `_` (`node_selector =
+/// ["pool=clients"]`, `host_network = true`); its workloads say `pods = N` themselves.
+#[derive(Debug, Args, Default, Clone, PartialEq, serde::Deserialize)]
 #[command(next_help_heading = "Kubernetes (run the load from N pods of an Indexed Job)")]
+#[serde(default, deny_unknown_fields)]
 pub struct KubeArgs {
     /// Spread the run's clients over this many pods of a Kubernetes Indexed Job
     #[arg(long = "pods", value_name = "N")]
+    #[serde(skip)]
     pub pods: Option<usize>,
     /// Print the Job's manifests (after the API server's dry run) and create nothing
     #[arg(long = "dry-run")]
+    #[serde(skip)]
     pub dry_run: bool,
     /// The image holding stampede [default: localhost/stampede:VERSION]
     #[arg(long = "image", value_name = "IMAGE")]
@@ -79,6 +84,10 @@ pub struct KubeArgs {
     /// How long a pod may take to be scheduled and start [default: 2m]
     #[arg(long = "pod-start-timeout", value_name = "DURATION")]
     pub pod_start_timeout: Option<String>,
+    /// A lab's: the address the pods reach its servers at [default: 127.0.0.1, for pods on
+    /// the lab machine's network]; its servers must listen there (`listen_addresses`)
+    #[arg(skip)]
+    pub server_address: Option<String>,
 }
 
 impl KubeArgs {

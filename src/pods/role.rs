@@ -14,7 +14,7 @@ use stampede_spread::worker::JoinOptions;
 use stampede_spread::{Coordinator, CoordinatorEvent, PodOutcome, SpreadError, Worker};
 
 use crate::driver::parts::{merge, ResultPart, StatsPart};
-use crate::driver::{IntervalReport, RunResult, ScriptStats, Share};
+use crate::driver::{IntervalReport, RunResult, ScriptStats, Share, ShareMaker};
 use crate::error::Failure;
 
 /// The environment the launcher gives every pod (JOB_COMPLETION_INDEX is Kubernetes').
@@ -195,6 +195,7 @@ impl PodRun {
                 pods: role.pods,
                 join_timeout: JOIN_TIMEOUT,
                 start_margin: Duration::from_millis(200),
+                cancel: None,
             };
             let address = role.bind_address();
             let coordinator = Coordinator::bind(&address, options).map_err(|e| {
@@ -213,7 +214,9 @@ impl PodRun {
                             CoordinatorEvent::PodJoined(pod) => {
                                 let _ = joined_sender.send(pod);
                             }
-                            CoordinatorEvent::Joined | CoordinatorEvent::Starting { .. } => {}
+                            CoordinatorEvent::Joined
+                            | CoordinatorEvent::Starting { .. }
+                            | CoordinatorEvent::Passing { .. } => {}
                         });
                         // Its threads are all alive still (the readers wait for the workers to hang up).
                         let cpu_s = crate::probe::os::threads_cpu_s(|name| {
@@ -233,6 +236,37 @@ impl PodRun {
             aborted: Arc::new(AtomicBool::new(false)),
             coordinator,
         })
+    }
+
+    /// A pod of a run whose coordinator is outside the Job (a lab's): every pod is a worker.
+    pub fn worker(role: PodRole) -> PodRun {
+        PodRun {
+            joined: None,
+            role,
+            worker: None,
+            aborted: Arc::new(AtomicBool::new(false)),
+            coordinator: None,
+        }
+    }
+
+    /// This pod's share of each run of the driver a workload makes: its threads, starting
+    /// together with the other pods' (`join` first).
+    pub fn share_maker(&self) -> ShareMaker {
+        let (role, worker) = (self.role.clone(), self.worker.clone());
+        let worker = worker.expect("joined before the run");
+        ShareMaker(Arc::new(move |threads| {
+            let worker = worker.clone();
+            Share {
+                threads: role.threads(threads),
+                start_gate: Arc::new(move || {
+                    worker
+                        .lock()
+                        .expect("worker")
+                        .start_together(JOIN_TIMEOUT)
+                        .map_err(|e| e.0)
+                }),
+            }
+        }))
     }
 
     /// Pod 0: returns once every other pod has joined (each after its own setup), so that what
@@ -417,7 +451,7 @@ fn merged_interval(index: u64, reports: &[Option<serde_json::Value>]) -> Interva
 }
 
 /// Each pod's part, and the pods' table from their shares and the coordinator's account.
-fn pods_table<T: DeserializeOwned>(
+pub fn pods_table<T: DeserializeOwned>(
     outcomes: Vec<PodOutcome>,
 ) -> Result<(Vec<T>, SpreadSummary), Failure> {
     let mut parts = Vec::new();

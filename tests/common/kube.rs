@@ -109,7 +109,7 @@ impl Kube {
     pub fn leftovers(&self, namespace: &str) -> Vec<String> {
         self.kubectl(&[
             "get",
-            "jobs,pods,services,configmaps",
+            "jobs,pods,services,configmaps,secrets",
             "--namespace",
             namespace,
             "-l",

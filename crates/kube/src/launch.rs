@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures_util::AsyncBufReadExt;
 use futures_util::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, PropagationPolicy};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -181,6 +181,7 @@ struct Run {
     jobs: Api<Job>,
     services: Api<Service>,
     config_maps: Api<ConfigMap>,
+    secrets: Api<Secret>,
     pods: Api<Pod>,
 }
 
@@ -198,6 +199,7 @@ impl Run {
             jobs: Api::namespaced(client.clone(), &namespace),
             services: Api::namespaced(client.clone(), &namespace),
             config_maps: Api::namespaced(client.clone(), &namespace),
+            secrets: Api::namespaced(client.clone(), &namespace),
             pods: Api::namespaced(client, &namespace),
         }
     }
@@ -222,6 +224,12 @@ impl Run {
                 .create(&params, config_map)
                 .await
                 .map_err(|e| refused("ConfigMap", e))?;
+        }
+        if let Some(secret) = &manifests.secret {
+            self.secrets
+                .create(&params, secret)
+                .await
+                .map_err(|e| refused("Secret", e))?;
         }
         Ok(())
     }
@@ -404,6 +412,10 @@ impl Run {
             .await;
         let _ = self
             .config_maps
+            .delete(&self.name, &DeleteParams::default())
+            .await;
+        let _ = self
+            .secrets
             .delete(&self.name, &DeleteParams::default())
             .await;
         let deadline = Instant::now() + CLEANUP_WAIT;

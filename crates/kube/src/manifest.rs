@@ -13,8 +13,8 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
     HostPathVolumeSource, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
-    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext,
-    Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
+    PodTemplateSpec, ResourceRequirements, SeccompProfile, Secret, SecretKeySelector,
+    SecurityContext, Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -65,6 +65,9 @@ pub struct JobOptions {
     pub workdir: WorkdirVolume,
     /// Files for the ConfigMap: key → content, mounted at `FILES_DIR/<key>`.
     pub files: BTreeMap<String, String>,
+    /// The run's own Secret (named as the run, owned by its Job), for a password its launcher
+    /// made: key → value. `secret_env` refers to it by the run's name.
+    pub secret_data: BTreeMap<String, String>,
     /// The backstop that deletes a finished Job the launcher could not (it was killed).
     pub ttl_seconds_after_finished: i32,
     /// The whole run's limit, after which Kubernetes fails the Job.
@@ -82,6 +85,8 @@ pub struct Manifests {
     pub job: Job,
     pub service: Service,
     pub config_map: Option<ConfigMap>,
+    /// Never printed (`to_list` leaves it out): it holds a password.
+    pub secret: Option<Secret>,
 }
 
 impl Manifests {
@@ -90,6 +95,7 @@ impl Manifests {
             job: job(options),
             service: service(options),
             config_map: config_map(options),
+            secret: secret(options),
         }
     }
 
@@ -121,7 +127,10 @@ impl Manifests {
         };
         self.service.metadata.owner_references = Some(vec![owner.clone()]);
         if let Some(config_map) = &mut self.config_map {
-            config_map.metadata.owner_references = Some(vec![owner]);
+            config_map.metadata.owner_references = Some(vec![owner.clone()]);
+        }
+        if let Some(secret) = &mut self.secret {
+            secret.metadata.owner_references = Some(vec![owner]);
         }
     }
 }
@@ -172,6 +181,14 @@ fn config_map(options: &JobOptions) -> Option<ConfigMap> {
         metadata: metadata(options),
         data: Some(options.files.clone()),
         ..ConfigMap::default()
+    })
+}
+
+fn secret(options: &JobOptions) -> Option<Secret> {
+    (!options.secret_data.is_empty()).then(|| Secret {
+        metadata: metadata(options),
+        string_data: Some(options.secret_data.clone()),
+        ..Secret::default()
     })
 }
 
@@ -372,6 +389,7 @@ mod tests {
             coordinator_port: 7710,
             workdir: WorkdirVolume::Scratch,
             files: BTreeMap::from([("script-0.sql".into(), "SELECT 1;".into())]),
+            secret_data: BTreeMap::new(),
             ttl_seconds_after_finished: 600,
             active_deadline_seconds: None,
         }

@@ -4,6 +4,7 @@
 
 use std::io::BufReader;
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,6 +36,9 @@ pub enum CoordinatorEvent<'a> {
     Joined,
     /// Every worker's clients are connected; the run starts at this coordinator time.
     Starting { at_us: i64 },
+    /// Every pod reached the named barrier; they pass once the caller returns (a coordinator
+    /// outside the pods acts there: a lab opens its measuring window).
+    Passing { phase: &'a str },
     /// Interval `index` closed on every pod: the pods' reports (None for a pod that ended).
     Interval {
         index: u64,
@@ -51,6 +55,8 @@ pub struct CoordinatorOptions {
     /// Between the agreed start and the time it is sent: every worker must hear it before it
     /// comes (at least this long, and four of the slowest round trips).
     pub start_margin: Duration,
+    /// Set by the caller to give up (the pods' Job failed): `run` returns at once.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 pub struct Coordinator {
@@ -192,13 +198,24 @@ impl Session<'_> {
     ) -> Result<Vec<PodOutcome>, SpreadError> {
         let join_deadline = Instant::now() + self.options.join_timeout;
         loop {
+            if let Some(cancel) = &self.options.cancel {
+                if cancel.load(Ordering::SeqCst) {
+                    return Err(SpreadError::new("the run was given up"));
+                }
+            }
             let wait = if self.all_joined() {
                 Duration::from_secs(3600)
             } else {
                 join_deadline.saturating_duration_since(Instant::now())
             };
-            let next = match inbound.recv_timeout(wait) {
+            // A caller that may give up is looked at every 200 ms.
+            let poll = match &self.options.cancel {
+                Some(_) => wait.min(Duration::from_millis(200)),
+                None => wait,
+            };
+            let next = match inbound.recv_timeout(poll) {
                 Ok(next) => next,
+                Err(RecvTimeoutError::Timeout) if poll < wait => continue,
                 Err(RecvTimeoutError::Timeout) => return Err(self.join_timed_out()),
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(SpreadError::new("the coordinator's listener ended"))
@@ -264,6 +281,9 @@ impl Session<'_> {
                     self.start_at = Some(at_us);
                     on_event(CoordinatorEvent::Starting { at_us });
                     self.broadcast(&ToWorker::Start { at_us });
+                    // The next run of the same pods (a lab's measured run after its warmup)
+                    // starts together again.
+                    self.pods.iter_mut().flatten().for_each(|p| p.ready = false);
                 }
             }
             ToCoordinator::Started { at_us } => self.pod_mut(pod).started_us = Some(at_us),
@@ -276,6 +296,7 @@ impl Session<'_> {
                 arrived[pod] = true;
                 if arrived.iter().all(|a| *a) {
                     self.phases.remove(&phase);
+                    on_event(CoordinatorEvent::Passing { phase: &phase });
                     self.broadcast(&ToWorker::Pass { phase });
                 }
             }
@@ -419,6 +440,7 @@ mod tests {
             pods,
             join_timeout: Duration::from_secs(20),
             start_margin: Duration::from_millis(50),
+            cancel: None,
         };
         let coordinator = Coordinator::bind("127.0.0.1:0", options).unwrap();
         let address = coordinator.local_addr().unwrap().to_string();
@@ -463,6 +485,7 @@ mod tests {
                 CoordinatorEvent::Interval { index, reports } => {
                     seen.push((index, reports.to_vec()));
                 }
+                CoordinatorEvent::Passing { .. } => order.push("passing"),
             })
             .unwrap();
         workers.into_iter().for_each(|w| w.join().unwrap());
@@ -518,6 +541,62 @@ mod tests {
     }
 
     #[test]
+    fn the_same_pods_start_together_again_and_the_caller_acts_before_a_barrier_passes() {
+        let (coordinator, address) = coordinator(2);
+        let acted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers: Vec<_> = (0..2)
+            .map(|pod| {
+                let (address, acted) = (address.clone(), acted.clone());
+                std::thread::spawn(move || {
+                    let mut worker = join(&address, pod, 2).unwrap();
+                    worker.start_together(Duration::from_secs(20)).unwrap();
+                    worker.barrier("window", Duration::from_secs(20)).unwrap();
+                    let seen = acted.load(std::sync::atomic::Ordering::SeqCst);
+                    worker.start_together(Duration::from_secs(20)).unwrap();
+                    worker.done(json!(seen)).unwrap();
+                })
+            })
+            .collect();
+        let mut starts = 0;
+        let outcomes = coordinator
+            .run(&mut |event| match event {
+                CoordinatorEvent::Starting { .. } => starts += 1,
+                CoordinatorEvent::Passing { phase } => {
+                    assert_eq!(phase, "window");
+                    acted.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                _ => {}
+            })
+            .unwrap();
+        workers.into_iter().for_each(|w| w.join().unwrap());
+        assert_eq!(starts, 2);
+        for outcome in outcomes {
+            assert_eq!(
+                outcome.report,
+                json!(true),
+                "pod {} passed first",
+                outcome.pod
+            );
+        }
+    }
+
+    #[test]
+    fn a_cancelled_coordinator_returns_while_pods_are_missing() {
+        let cancel = std::sync::Arc::new(AtomicBool::new(false));
+        let options = CoordinatorOptions {
+            run: "r1".into(),
+            pods: 2,
+            join_timeout: Duration::from_secs(600),
+            start_margin: Duration::from_millis(50),
+            cancel: Some(cancel.clone()),
+        };
+        let coordinator = Coordinator::bind("127.0.0.1:0", options).unwrap();
+        cancel.store(true, Ordering::SeqCst);
+        let error = coordinator.run(&mut |_| {}).unwrap_err();
+        assert_eq!(error.0, "the run was given up");
+    }
+
+    #[test]
     fn a_failed_worker_aborts_the_others_and_the_run() {
         let (coordinator, address) = coordinator(2);
         let address2 = address.clone();
@@ -568,6 +647,7 @@ mod tests {
             pods: 2,
             join_timeout: Duration::from_millis(300),
             start_margin: Duration::from_millis(50),
+            cancel: None,
         };
         let coordinator = Coordinator::bind("127.0.0.1:0", options).unwrap();
         let address = coordinator.local_addr().unwrap().to_string();

@@ -133,6 +133,7 @@ impl Window {
 
     pub fn add(&mut self, interval: &IntervalReport, observer: &mut dyn RunObserver) {
         if interval.index < self.duration_s {
+            observer.interval(interval);
             observer.second(interval.index, interval.stats.latency.count as f64);
             self.measured.push((interval.index, interval.stats.clone()));
         }
@@ -219,6 +220,7 @@ pub fn measure_after_warmup(
         }
     })?;
     check_aborted(measured.aborted_clients, "client", "")?;
+    observer.measured(measured.client_cpu, &measured.client_transactions);
     Ok(window.measurement(measured.client_cpu, &measured.client_transactions))
 }
 
@@ -236,6 +238,7 @@ pub fn warmup_and_measure(
         plan.stop = Some(request.stop.clone());
         plan.stall_timeout = request.stall_timeout;
         plan.cpu_affinity = request.client_cpus.map(<[usize]>::to_vec);
+        plan.share = request.share.as_ref().map(|make| make.share(plan.threads));
         let result = driver::run(plan, on_event)?;
         Ok(RunOutcome {
             aborted_clients: result.aborted_clients,

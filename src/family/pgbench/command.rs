@@ -338,6 +338,7 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         cpu_affinity: None,
         debug: args.debug,
         stall_timeout,
+        share: None,
         scripts,
         clients,
         threads: jobs.min(clients),

@@ -216,6 +216,7 @@ fn run_spec(variant: &PgbenchVariant, request: &RunRequest<'_>, seconds: u64) ->
         cpu_affinity: request.client_cpus.map(<[usize]>::to_vec),
         untracked_control: true,
         stall_timeout: request.stall_timeout,
+        share: request.share.clone(),
         ..RunSpec::timed(
             vec![(variant.choice(), 1)],
             request.clients,

@@ -153,6 +153,6 @@ pub fn run_plan(spec: &RunSpec, target: &ConnSpec, parsed: ParsedScripts, scale:
         debug: spec.debug,
         stall_timeout: spec.stall_timeout,
         warmup: std::time::Duration::ZERO,
-        share: None,
+        share: spec.share.as_ref().map(|make| make.share(spec.threads)),
     }
 }

@@ -54,6 +54,8 @@ pub struct RunSpec {
     pub debug: bool,
     /// `--stall-timeout`: the driver's watchdog; None waits forever (pgbench's behaviour).
     pub stall_timeout: Option<std::time::Duration>,
+    /// A lab run spread over pods: this process's share of the threads.
+    pub share: Option<crate::driver::ShareMaker>,
 }
 
 impl RunSpec {
@@ -91,6 +93,7 @@ impl RunSpec {
             cpu_affinity: None,
             untracked_control: false,
             debug: false,
+            share: None,
             stall_timeout: Some(crate::driver::plan::default_stall_timeout(
                 &crate::driver::RunLimit::Duration(std::time::Duration::from_secs(seconds)),
             )),

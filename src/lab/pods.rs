@@ -1,0 +1,393 @@
+//! A lab run whose clients come from the pods of a Kubernetes Indexed Job (a workload's
+//! `pods = N`). The lab is the coordinator: it listens where the pods reach it (they reach its
+//! servers already), each pod runs the workload's run with its share of the threads
+//! (`stampede lab pod-run`), and the lab opens its measuring window (server counters,
+//! statements, probes) while every pod is held between the warmup and the measured run. The
+//! run's seconds are the pods' seconds merged (their histograms added), so the lab's numbers
+//! are those of the union, as for a local run.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use stampede_kube::launch::Ending;
+use stampede_kube::manifest::FILES_DIR;
+use stampede_spread::coordinator::CoordinatorOptions;
+use stampede_spread::{Coordinator, CoordinatorEvent};
+
+use super::spec::WorkloadSpec;
+use crate::conn::{ConnFlags, Endpoint, MysqlSpec};
+use crate::driver::parts::StatsPart;
+use crate::driver::{IntervalReport, Protocol, ScriptStats};
+use crate::error::{CommandResult, Failure};
+use crate::family::api::{Measurement, RunObserver, RunRequest};
+use crate::family::common::measure::Window;
+use crate::pods::launch::Launch;
+use crate::pods::role::pods_table;
+use crate::pods::{KubeArgs, PodRole, PodRun, PodShare};
+
+/// The barrier between the warmup and the measured run, where the lab opens its window.
+const WINDOW: &str = "window";
+/// How long the lab waits for the pods to join (scheduling, image pulls).
+const JOIN_TIMEOUT: Duration = Duration::from_secs(600);
+/// The request's file in the pods.
+const REQUEST_FILE: &str = "request.json";
+
+/// What one pod runs: the workload as the spec gives it and the run as the lab asks for it.
+#[derive(Serialize, Deserialize)]
+struct PodRequest {
+    workload: String,
+    options: serde_json::Value,
+    variant: String,
+    scale: i64,
+    clients: usize,
+    threads: usize,
+    protocol: String,
+    warmup_s: f64,
+    duration_s: f64,
+    stall_timeout_s: Option<f64>,
+    server: PodServer,
+}
+
+/// Where the pods connect (a password comes from `password_secret`).
+#[derive(Serialize, Deserialize)]
+struct PodServer {
+    mariadb: bool,
+    host: String,
+    port: u16,
+    user: String,
+    database: String,
+}
+
+/// What each pod sends at the end besides its share's row.
+#[derive(Serialize, Deserialize)]
+struct PodPart {
+    /// The whole run's clients (zero for the other pods').
+    client_transactions: Vec<u64>,
+}
+
+/// Measures one run from `pods` pods; `observer` is the lab's.
+pub fn measure(
+    kube: &KubeArgs,
+    workload: &WorkloadSpec,
+    pods: usize,
+    variant: &str,
+    request: &RunRequest<'_>,
+    observer: &mut dyn RunObserver,
+) -> Result<Measurement, Failure> {
+    let (pod_request, files) = pod_request(kube, workload, variant, request)?;
+    let mut kube = kube.clone();
+    kube.pods = Some(pods);
+    let port = kube.coordinator_port();
+    let address = kube
+        .coordinator_address
+        .clone()
+        .or_else(|| kube.server_address.clone())
+        .unwrap_or_else(|| "127.0.0.1".into());
+    let mut files = files;
+    files.insert(REQUEST_FILE.into(), pod_request);
+    let job = Launch {
+        command: &["lab", "pod-run"],
+        kube: &kube,
+        args: vec![format!("{FILES_DIR}/{REQUEST_FILE}")],
+        files,
+        json_path: None,
+        password_variable: if workload_on_mariadb(request.conn) {
+            "MYSQL_PWD"
+        } else {
+            "PGPASSWORD"
+        },
+    }
+    .job(
+        &format!("{address}:{port}"),
+        Some(pods_password(request.conn)?),
+    )?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    // On loopback (pods on this machine's network) the lab listens there alone.
+    let loopback = address
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback());
+    let listen = if loopback {
+        address.as_str()
+    } else {
+        "0.0.0.0"
+    };
+    let coordinator = Coordinator::bind(
+        (listen, port),
+        CoordinatorOptions {
+            run: job.name.clone(),
+            pods,
+            join_timeout: JOIN_TIMEOUT,
+            start_margin: Duration::from_millis(200),
+            cancel: Some(cancel.clone()),
+        },
+    )
+    .map_err(|e| Failure::run(format!("could not listen for the pods on port {port}: {e}")))?;
+    let duration_s = request.duration.as_secs_f64().ceil().max(1.0) as u64;
+    let mut window = Window::new(duration_s);
+    let stop = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|scope| {
+        let follower = {
+            let (stop, cancel) = (stop.clone(), cancel.clone());
+            let lab_stop = request.stop.clone();
+            scope.spawn(move || {
+                // The lab's own signal stops the pods too.
+                let watcher = scope.spawn({
+                    let stop = stop.clone();
+                    move || {
+                        while !stop.load(Ordering::SeqCst) {
+                            if lab_stop.load(Ordering::SeqCst) {
+                                stop.store(true, Ordering::SeqCst);
+                            }
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
+                });
+                let ending = job.run(stop.clone());
+                cancel.store(true, Ordering::SeqCst);
+                stop.store(true, Ordering::SeqCst);
+                let _ = watcher.join();
+                ending
+            })
+        };
+        let outcomes = coordinator.run(&mut |event| match event {
+            CoordinatorEvent::Passing { phase } if phase == WINDOW => observer.open_window(),
+            CoordinatorEvent::Interval { index, reports } => {
+                window.add(&merged_second(index, reports), observer)
+            }
+            _ => {}
+        });
+        if outcomes.is_err() {
+            stop.store(true, Ordering::SeqCst);
+        }
+        let ending = follower.join().expect("the Job's follower");
+        let outcomes = match (outcomes, ending) {
+            (Ok(outcomes), _) => outcomes,
+            // Kubernetes' account (a pod that could not start, or failed) comes first.
+            (Err(_), Err(failure)) => return Err(failure),
+            (Err(error), Ok(Ending::Interrupted | Ending::Exited(_))) => {
+                return Err(Failure::run(error.0))
+            }
+        };
+        let (parts, summary) = pods_table::<PodPart>(outcomes)?;
+        let client_cpu_s: f64 = summary.pods.iter().map(|p| p.client_cpu_s).sum();
+        let clients = parts.iter().map(|p| p.client_transactions.len()).max();
+        let mut transactions = vec![0; clients.unwrap_or(0)];
+        for part in &parts {
+            for (sum, count) in transactions.iter_mut().zip(&part.client_transactions) {
+                *sum += count;
+            }
+        }
+        Ok(window.measurement(Duration::from_secs_f64(client_cpu_s), &transactions))
+    })
+}
+
+/// A fresh password for the pods' connections over TCP: the lab's servers were made with one
+/// nobody kept (the lab itself uses the local socket), so each spread run sets its own, which
+/// reaches the pods through the run's Secret only.
+fn pods_password(conn: &Endpoint) -> Result<String, Failure> {
+    let Endpoint::Postgres(conn) = conn else {
+        return Err(Failure::input(
+            "pods = N runs against the lab's PostgreSQL targets (a MariaDB target's clients run here)",
+        ));
+    };
+    let password = crate::server::provision::random_password()?;
+    // The password is hex; the role's name is quoted as an identifier.
+    let statement = format!(
+        "ALTER ROLE \"{}\" PASSWORD '{password}'",
+        conn.user.replace('"', "\"\"")
+    );
+    crate::pg::control_runtime().block_on(async {
+        let client = crate::pg::connect_quietly(conn).await?;
+        client
+            .batch_execute(&statement)
+            .await
+            .map_err(|e| Failure::run(format!("could not set the pods' password: {e}")))
+    })?;
+    Ok(password)
+}
+
+fn workload_on_mariadb(conn: &Endpoint) -> bool {
+    matches!(conn, Endpoint::Mysql(_))
+}
+
+/// The pods' request and the files it names (a script variant is shipped under its name).
+fn pod_request(
+    kube: &KubeArgs,
+    workload: &WorkloadSpec,
+    variant: &str,
+    request: &RunRequest<'_>,
+) -> Result<(String, BTreeMap<String, String>), Failure> {
+    let mut files = BTreeMap::new();
+    let path = std::path::Path::new(variant);
+    let variant = match std::fs::read_to_string(path) {
+        Ok(text) if path.is_file() => {
+            let name = format!(
+                "variant-{}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            );
+            files.insert(name.clone(), text);
+            format!("{FILES_DIR}/{name}")
+        }
+        _ => variant.to_string(),
+    };
+    let host = kube
+        .server_address
+        .clone()
+        .unwrap_or_else(|| "127.0.0.1".into());
+    let server = match request.conn {
+        Endpoint::Postgres(conn) => PodServer {
+            mariadb: false,
+            host,
+            port: conn.port,
+            user: conn.user.clone(),
+            database: conn.dbname.clone(),
+        },
+        Endpoint::Mysql(spec) => PodServer {
+            mariadb: true,
+            host,
+            port: spec.port,
+            user: spec.user.clone(),
+            database: spec.database.clone(),
+        },
+    };
+    let pod_request = PodRequest {
+        workload: workload.name.clone(),
+        options: serde_json::to_value(&workload.options).expect("serializes"),
+        variant,
+        scale: request.scale,
+        clients: request.clients,
+        threads: request.threads,
+        protocol: request.protocol.name().to_string(),
+        warmup_s: request.warmup.as_secs_f64(),
+        duration_s: request.duration.as_secs_f64(),
+        stall_timeout_s: request.stall_timeout.map(|d| d.as_secs_f64()),
+        server,
+    };
+    Ok((
+        serde_json::to_string_pretty(&pod_request).expect("serializes"),
+        files,
+    ))
+}
+
+/// One second of every pod, as one run's.
+fn merged_second(index: u64, reports: &[Option<serde_json::Value>]) -> IntervalReport {
+    let mut stats = ScriptStats::default();
+    for report in reports.iter().flatten() {
+        if let Ok(part) = serde_json::from_value::<StatsPart>(report.clone()) {
+            stats.merge(&part.stats());
+        }
+    }
+    IntervalReport {
+        index,
+        stats,
+        end_unix_s: 0.0,
+    }
+}
+
+/// `stampede lab pod-run FILE`: one pod's part of a lab run (the Job's pods run it).
+pub fn run_pod(path: &std::path::Path) -> CommandResult {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::input(format!("could not read {}: {e}", path.display())))?;
+    let request: PodRequest = serde_json::from_str(&text)
+        .map_err(|e| Failure::input(format!("{} is not a pod's request: {e}", path.display())))?;
+    let role = PodRole::from_env()?.ok_or_else(|| {
+        Failure::input("`lab pod-run` runs in a pod of a lab's Job (its environment says which)")
+    })?;
+    let kind = crate::family::lab_workload(&request.workload)
+        .ok_or_else(|| Failure::input(format!("unknown workload \"{}\"", request.workload)))?;
+    let options: toml::Table = serde_json::from_value(request.options.clone())
+        .map_err(|e| Failure::input(format!("the workload's options: {e}")))?;
+    let workload = (kind.create)(&options).map_err(|e| Failure::input(e.to_string()))?;
+    let endpoint = endpoint(&request.server)?;
+    let mut pod = PodRun::worker(role);
+    pod.join()?;
+    let run = RunRequest {
+        conn: &endpoint,
+        scale: request.scale,
+        clients: request.clients,
+        threads: request.threads,
+        protocol: protocol(&request.protocol)?,
+        warmup: Duration::from_secs_f64(request.warmup_s),
+        duration: Duration::from_secs_f64(request.duration_s),
+        client_cpus: None,
+        stop: pod.stop_flag(),
+        stall_timeout: request.stall_timeout_s.map(Duration::from_secs_f64),
+        share: Some(pod.share_maker()),
+    };
+    let here = pod.role.threads(request.threads).len();
+    let mut observer = PodObserver {
+        pod: &pod,
+        client_cpu: Duration::ZERO,
+        client_transactions: Vec::new(),
+    };
+    let measured = workload.run(&request.variant, &run, &mut observer);
+    let (client_cpu, client_transactions) = (observer.client_cpu, observer.client_transactions);
+    let share = measured.map(|measurement| PodShare {
+        transactions: client_transactions.iter().sum(),
+        part: PodPart {
+            client_transactions,
+        },
+        clients: here,
+        threads: here,
+        client_cpu_s: client_cpu.as_secs_f64(),
+        window_s: measurement.metrics.duration_s,
+        cores: 0,
+    });
+    pod.finish_share(share).map(|_| ())
+}
+
+fn endpoint(server: &PodServer) -> Result<Endpoint, Failure> {
+    if server.mariadb {
+        return Ok(Endpoint::Mysql(MysqlSpec {
+            socket: None,
+            host: server.host.clone(),
+            port: server.port,
+            user: server.user.clone(),
+            password: std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty()),
+            database: server.database.clone(),
+        }));
+    }
+    crate::server::resolve_target(&ConnFlags {
+        host: Some(server.host.clone()),
+        port: Some(server.port.to_string()),
+        user: Some(server.user.clone()),
+        dbname: Some(server.database.clone()),
+    })
+    .map(Endpoint::Postgres)
+}
+
+fn protocol(name: &str) -> Result<Protocol, Failure> {
+    [Protocol::Simple, Protocol::Extended, Protocol::Prepared]
+        .into_iter()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| Failure::input(format!("unknown protocol \"{name}\"")))
+}
+
+/// A pod's observer: its window opens when every pod (and the lab) is there; its seconds and
+/// its clients' counts go to the lab.
+struct PodObserver<'a> {
+    pod: &'a PodRun,
+    client_cpu: Duration,
+    client_transactions: Vec<u64>,
+}
+
+impl RunObserver for PodObserver<'_> {
+    fn open_window(&mut self) {
+        // A barrier that fails (another pod failed) sets the stop flag the run ends on.
+        let _ = self.pod.barrier(WINDOW);
+    }
+
+    fn second(&mut self, _index: u64, _tps: f64) {}
+
+    fn interval(&mut self, interval: &IntervalReport) {
+        self.pod.interval(interval);
+    }
+
+    fn measured(&mut self, client_cpu: Duration, client_transactions: &[u64]) {
+        self.client_cpu = client_cpu;
+        self.client_transactions = client_transactions.to_vec();
+    }
+}
