@@ -1221,7 +1221,7 @@ clients = [1, 4]
     fn errors_name_line_and_key() {
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
-            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`"
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`, `kubernetes`"
         );
         assert_eq!(
             error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),
