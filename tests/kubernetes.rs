@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 
 use common::kube::{kube, IMAGE};
-use common::{server, unique_free_port, PASSWORD};
+use common::{free_port, server, PASSWORD};
 use stampede::driver::LatencyStats;
 
 const SECRET: &str = "stampede-test-pg";
@@ -45,7 +45,7 @@ fn pod_options(pods: usize, namespace: &str) -> Vec<String> {
         "--coordinator-address",
         "127.0.0.1",
         "--coordinator-port",
-        &unique_free_port().to_string(),
+        &free_port().to_string(),
         "--image",
         IMAGE,
         "--image-pull-policy",
@@ -893,7 +893,7 @@ scripts = ["select-only"]
 clients = [4]
 pods = 2
 "#,
-        port = unique_free_port()
+        port = free_port()
     );
     std::fs::write(&spec, lab).unwrap();
     let output = stampede(&["lab".into(), "run".into(), spec.display().to_string()]);

@@ -312,17 +312,7 @@ impl PodRun {
 
     /// The driver's share: this pod's threads, and the start barrier.
     pub fn share(&self, threads: usize) -> Share {
-        let worker = self.worker.clone().expect("joined before the run");
-        Share {
-            threads: self.role.threads(threads),
-            start_gate: Arc::new(move || {
-                worker
-                    .lock()
-                    .expect("worker")
-                    .start_together(JOIN_TIMEOUT)
-                    .map_err(|e| e.0)
-            }),
-        }
+        self.share_maker().share(threads)
     }
 
     /// Waits for the run's agreed start time (every pod calls it once, when ready to start).

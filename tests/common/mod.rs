@@ -31,17 +31,7 @@ extern "C" fn stop_server_at_exit() {
 }
 
 pub fn free_port() -> u16 {
-    let offset = (std::process::id() % 200) as u16 * 3;
-    (15400 + offset..16000)
-        .chain(15400..15400 + offset)
-        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("a free port in 15400..16000")
-}
-
-/// A free port no other caller of this function in this process was given (tests that run at
-/// once each bind theirs later).
-#[allow(dead_code)]
-pub fn unique_free_port() -> u16 {
+    // Each port is handed out once per process: tests that run at once bind theirs later.
     static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
     let mut given = GIVEN.lock().unwrap();
     let offset = (std::process::id() % 200) as u16 * 3;

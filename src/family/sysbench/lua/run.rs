@@ -253,14 +253,9 @@ fn start_printer(
 ) -> std::thread::JoinHandle<()> {
     let shared = shared.clone();
     std::thread::spawn(move || {
-        let state = Interpreter::new(&shared, None)
-            .ok()
-            .filter(|state| state.export_options(&shared).is_ok());
-        let hook = state
-            .as_ref()
-            .filter(|s| s.hook_defined("sysbench.hooks.report_intermediate"));
+        let state = report_hook(&shared);
         for stat in stats {
-            report_intermediate(&shared, hook, &stat, percentile);
+            report_intermediate(&shared, state.as_ref(), &stat, percentile);
         }
     })
 }
@@ -353,12 +348,8 @@ fn start_reporter(
     let mut checkpoints = settings.checkpoints.clone();
     let percentile = settings.percentile;
     Some(std::thread::spawn(move || {
-        let state = Interpreter::new(&shared, None)
-            .ok()
-            .filter(|state| state.export_options(&shared).is_ok());
-        let hook = state
-            .as_ref()
-            .filter(|s| s.hook_defined("sysbench.hooks.report_intermediate"));
+        let state = report_hook(&shared);
+        let hook = state.as_ref();
         let mut next_report = interval;
         let mut last_report = 0.0;
         let mut last_checkpoint = 0.0;
@@ -387,6 +378,14 @@ fn start_reporter(
             }
         }
     }))
+}
+
+/// An interpreter of the calling thread's own when the script hooks the intermediate reports.
+fn report_hook(shared: &Arc<Shared>) -> Option<Interpreter> {
+    Interpreter::new(shared, None)
+        .ok()
+        .filter(|state| state.export_options(shared).is_ok())
+        .filter(|state| state.hook_defined("sysbench.hooks.report_intermediate"))
 }
 
 fn report_intermediate(shared: &Shared, hook: Option<&Interpreter>, stat: &Stat, percentile: u32) {
