@@ -931,5 +931,16 @@ pods = 2
         &format!("SELECT count(*) FROM run_series WHERE run_id = {id}"),
     );
     assert_eq!(seconds[0][0], "2", "one row per measured second");
+    // Each pod's share is stored: two pods, two clients each, adding up to the run.
+    let pods = common::sqlite(
+        &db,
+        &format!(
+            "SELECT pod, clients, transactions FROM run_pods WHERE run_id = {id} ORDER BY pod"
+        ),
+    );
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    assert_eq!((pods[0][1].as_str(), pods[1][1].as_str()), ("2", "2"));
+    let per_pod: f64 = pods.iter().map(|p| common::number(&p[2])).sum();
+    assert_eq!(per_pod, transactions);
     assert_nothing_left(&namespace);
 }

@@ -14,7 +14,7 @@ use crate::driver::Protocol;
 use crate::error::Failure;
 use crate::family::common::options::OptionsError;
 pub use crate::report::comparison::WorkloadMetric;
-use crate::store::{RunMetrics, SeriesRow};
+use crate::store::{PodRow, RunMetrics, SeriesRow};
 
 /// A lab workload a family offers: its name in a spec, what it accepts, how to make it.
 pub struct LabWorkloadKind {
@@ -75,6 +75,8 @@ pub struct Measurement {
     pub metrics: RunMetrics,
     /// Per second after the warmup.
     pub series: Vec<SeriesRow>,
+    /// Each pod's share, when the run's clients came from pods.
+    pub pods: Vec<PodRow>,
 }
 
 /// What a workload tells the lab while it measures.

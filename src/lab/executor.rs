@@ -444,6 +444,7 @@ impl<'a> Lab<'a> {
             statements: Vec::new(),
             counter_series: Vec::new(),
             wait_events: Vec::new(),
+            pods: Vec::new(),
         };
         let provisioning_started = Instant::now();
         self.ensure_server(cell.target, on_event)?;
@@ -525,6 +526,7 @@ impl<'a> Lab<'a> {
                 record.status = RunStatus::Completed;
                 record.metrics = Some(measurement.metrics);
                 record.series = measurement.series;
+                record.pods = measurement.pods;
                 self.explain_new_statements(cell, &record);
             }
             Err(error) => {

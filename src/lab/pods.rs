@@ -27,6 +27,7 @@ use crate::family::common::measure::Window;
 use crate::pods::launch::Launch;
 use crate::pods::role::pods_table;
 use crate::pods::{KubeArgs, PodRole, PodRun, PodShare};
+use crate::store::PodRow;
 
 /// The barrier between the warmup and the measured run, where the lab opens its window.
 const WINDOW: &str = "window";
@@ -180,7 +181,24 @@ pub fn measure(
                 *sum += count;
             }
         }
-        Ok(window.measurement(Duration::from_secs_f64(client_cpu_s), &transactions))
+        let mut measurement =
+            window.measurement(Duration::from_secs_f64(client_cpu_s), &transactions);
+        measurement.pods = summary
+            .pods
+            .iter()
+            .map(|p| PodRow {
+                pod: p.pod as u64,
+                clients: p.clients as u64,
+                threads: p.threads as u64,
+                transactions: p.transactions,
+                client_cpu_s: p.client_cpu_s,
+                cpu_busy: p.cpu_busy,
+                cores: p.cores as u64,
+                clock_offset_ms: p.clock_offset_ms,
+                start_skew_ms: p.start_skew_ms,
+            })
+            .collect();
+        Ok(measurement)
     })
 }
 
@@ -317,21 +335,23 @@ pub fn run_pod(path: &std::path::Path) -> CommandResult {
         stall_timeout: request.stall_timeout_s.map(Duration::from_secs_f64),
         share: Some(pod.share_maker()),
     };
-    let here = pod.role.threads(request.threads).len();
     let mut observer = PodObserver {
         pod: &pod,
         client_cpu: Duration::ZERO,
         client_transactions: Vec::new(),
+        window_transactions: 0,
     };
     let measured = workload.run(&request.variant, &run, &mut observer);
     let (client_cpu, client_transactions) = (observer.client_cpu, observer.client_transactions);
+    let window_transactions = observer.window_transactions;
+    let (clients, threads) = pod.shared_size(request.clients);
     let share = measured.map(|measurement| PodShare {
-        transactions: client_transactions.iter().sum(),
+        transactions: window_transactions,
         part: PodPart {
             client_transactions,
         },
-        clients: here,
-        threads: here,
+        clients,
+        threads,
         client_cpu_s: client_cpu.as_secs_f64(),
         window_s: measurement.metrics.duration_s,
         cores: 0,
@@ -372,6 +392,8 @@ struct PodObserver<'a> {
     pod: &'a PodRun,
     client_cpu: Duration,
     client_transactions: Vec<u64>,
+    /// The transactions of the seconds sent: this pod's part of the lab's window.
+    window_transactions: u64,
 }
 
 impl RunObserver for PodObserver<'_> {
@@ -383,6 +405,7 @@ impl RunObserver for PodObserver<'_> {
     fn second(&mut self, _index: u64, _tps: f64) {}
 
     fn interval(&mut self, interval: &IntervalReport) {
+        self.window_transactions += interval.stats.latency.count;
         self.pod.interval(interval);
     }
 

@@ -2,7 +2,7 @@
 //! coordinator pod 0 runs besides its own share, and the worker every pod is.
 
 use std::ops::Range;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -170,6 +170,8 @@ pub struct PodRun {
     worker: Option<Arc<Mutex<Worker>>>,
     aborted: Arc<AtomicBool>,
     coordinator: Option<JoinHandle<CoordinatorResult>>,
+    /// The threads of the last run a share was made for (a workload may choose its own).
+    shared_threads: Arc<AtomicUsize>,
 }
 
 impl PodRun {
@@ -235,6 +237,7 @@ impl PodRun {
             worker: None,
             aborted: Arc::new(AtomicBool::new(false)),
             coordinator,
+            shared_threads: Arc::default(),
         })
     }
 
@@ -246,6 +249,7 @@ impl PodRun {
             worker: None,
             aborted: Arc::new(AtomicBool::new(false)),
             coordinator: None,
+            shared_threads: Arc::default(),
         }
     }
 
@@ -254,7 +258,9 @@ impl PodRun {
     pub fn share_maker(&self) -> ShareMaker {
         let (role, worker) = (self.role.clone(), self.worker.clone());
         let worker = worker.expect("joined before the run");
+        let shared_threads = self.shared_threads.clone();
         ShareMaker(Arc::new(move |threads| {
+            shared_threads.store(threads, Ordering::Relaxed);
             let worker = worker.clone();
             Share {
                 threads: role.threads(threads),
@@ -267,6 +273,19 @@ impl PodRun {
                 }),
             }
         }))
+    }
+
+    /// (clients, threads) of this pod in the last run a share was made for, of `clients` in
+    /// all spread over that run's threads as the driver spreads them.
+    pub fn shared_size(&self, clients: usize) -> (usize, usize) {
+        let threads = self
+            .shared_threads
+            .load(Ordering::Relaxed)
+            .min(clients)
+            .max(1);
+        let here = self.role.threads(threads);
+        let clients_here = here.clone().map(|t| split(clients, threads, t).len()).sum();
+        (clients_here, here.len())
     }
 
     /// Pod 0: returns once every other pod has joined (each after its own setup), so that what

@@ -31,26 +31,36 @@ pub(crate) fn clock_ticks_per_second() -> f64 {
     }
 }
 
-/// CPU seconds (user + system) of this process's live threads whose name `keep` accepts, from
-/// /proc/self/task (clock-tick resolution); 0 where /proc cannot be read.
+/// CPU seconds of this process's live threads whose name `keep` accepts, from
+/// /proc/self/task: their time on a CPU in nanoseconds (`schedstat`), or where the kernel keeps
+/// none their user + system clock ticks (`stat`, 10 ms steps: a thread that works a little
+/// shows none); 0 where /proc cannot be read.
 pub fn threads_cpu_s(keep: impl Fn(&str) -> bool) -> f64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0.0;
     };
-    let ticks: u64 = tasks
+    tasks
         .flatten()
         .filter(|task| {
             std::fs::read_to_string(task.path().join("comm"))
                 .is_ok_and(|name| keep(name.trim_end()))
         })
-        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
-        .filter_map(|stat| {
-            // After the command's ")": utime and stime are the 12th and 13th fields.
-            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        })
-        .sum();
-    ticks as f64 / clock_ticks_per_second()
+        .filter_map(|task| task_cpu_s(&task.path()))
+        .sum()
+}
+
+fn task_cpu_s(task: &std::path::Path) -> Option<f64> {
+    let on_cpu_ns = std::fs::read_to_string(task.join("schedstat"))
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok());
+    if let Some(ns) = on_cpu_ns {
+        return Some(ns as f64 / 1e9);
+    }
+    let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+    // After the command's ")": utime and stime are the 12th and 13th fields.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / clock_ticks_per_second())
 }
 
 fn cpu_and_switches() -> Vec<Counter> {
@@ -157,6 +167,32 @@ impl DiskLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_threads_work_is_counted_to_below_a_clock_tick() {
+        let (done, finished) = std::sync::mpsc::channel();
+        let (go, started) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::Builder::new()
+            .name("probe-busy".into())
+            .spawn(move || {
+                let start = std::time::Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < std::time::Duration::from_millis(5) {
+                    x = x.wrapping_add(std::hint::black_box(1));
+                }
+                done.send(x).unwrap();
+                // Alive while it is measured: only live threads are read.
+                let _ = started.recv();
+            })
+            .unwrap();
+        finished.recv().unwrap();
+        let busy = threads_cpu_s(|name| name == "probe-busy");
+        go.send(()).unwrap();
+        worker.join().unwrap();
+        // 5 ms of work is half a clock tick: schedstat's nanoseconds see it.
+        assert!(busy > 0.001, "{busy}");
+        assert_eq!(threads_cpu_s(|name| name == "no-such-thread"), 0.0);
+    }
 
     fn value(counters: &[Counter], name: &str) -> f64 {
         counters.iter().find(|c| c.name == name).unwrap().value

@@ -136,6 +136,20 @@ pub struct SeriesRow {
     pub failed: u64,
 }
 
+/// One pod's share of a run whose clients came from pods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodRow {
+    pub pod: u64,
+    pub clients: u64,
+    pub threads: u64,
+    pub transactions: u64,
+    pub client_cpu_s: f64,
+    pub cpu_busy: f64,
+    pub cores: u64,
+    pub clock_offset_ms: f64,
+    pub start_skew_ms: f64,
+}
+
 /// A counter's value (cumulative) or change over a window, e.g. ("pg_stat_database",
 /// "xact_commit", 1234).
 #[derive(Debug, Clone, PartialEq)]
@@ -189,6 +203,8 @@ pub struct RunRecord {
     /// (second, a counter's change during it).
     pub counter_series: Vec<(u64, CounterRow)>,
     pub wait_events: Vec<WaitSample>,
+    /// Each pod's share, when the run's clients came from pods.
+    pub pods: Vec<PodRow>,
 }
 
 /// A stored run with its cell, for reports.
@@ -532,6 +548,7 @@ mod tests {
                         statements: vec![statement.clone()],
                         counter_series: vec![],
                         wait_events: vec![],
+                        pods: vec![],
                     },
                 )
                 .unwrap();

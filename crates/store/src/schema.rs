@@ -193,4 +193,21 @@ ALTER TABLE runs ADD COLUMN client_txn_median REAL;
 ALTER TABLE runs ADD COLUMN client_txn_max INTEGER;
 ALTER TABLE runs ADD COLUMN fairness_index REAL;
 "#,
+    // 11: a run whose clients came from pods of a Kubernetes Job (a workload's `pods = N`):
+    // each pod's share of the merged run.
+    r#"
+CREATE TABLE run_pods (
+    run_id          INTEGER NOT NULL REFERENCES runs(id),
+    pod             INTEGER NOT NULL,   -- its completion index
+    clients         INTEGER NOT NULL,
+    threads         INTEGER NOT NULL,
+    transactions    INTEGER NOT NULL,   -- in the measured window
+    client_cpu_s    REAL NOT NULL,
+    cpu_busy        REAL NOT NULL,      -- client CPU over the window and the pod's CPUs
+    cores           INTEGER NOT NULL,
+    clock_offset_ms REAL NOT NULL,      -- against the lab's clock
+    start_skew_ms   REAL NOT NULL,      -- of the measured run's start
+    PRIMARY KEY (run_id, pod)
+);
+"#,
 ];

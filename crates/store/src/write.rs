@@ -277,6 +277,7 @@ impl Store {
                 "run_statements",
                 "run_counter_series",
                 "run_wait_events",
+                "run_pods",
             ] {
                 db.execute(
                     &format!("DELETE FROM {table} WHERE run_id IN ({runs})"),
@@ -439,6 +440,23 @@ fn insert_details(db: &mut dyn Database, run_id: i64, run: &RunRecord) -> Result
                 (&w.wait_event).into(),
                 w.samples.into(),
                 w.ticks.into(),
+            ],
+        )?;
+    }
+    for p in &run.pods {
+        db.execute(
+            "INSERT INTO run_pods VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            &[
+                id.clone(),
+                Value::Int(p.pod as i64),
+                Value::Int(p.clients as i64),
+                Value::Int(p.threads as i64),
+                Value::Int(p.transactions as i64),
+                p.client_cpu_s.into(),
+                p.cpu_busy.into(),
+                Value::Int(p.cores as i64),
+                p.clock_offset_ms.into(),
+                p.start_skew_ms.into(),
             ],
         )?;
     }

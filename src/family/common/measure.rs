@@ -181,6 +181,7 @@ impl Window {
                     }
                 })
                 .collect(),
+            pods: Vec::new(),
         }
     }
 }

@@ -276,6 +276,7 @@ impl FamilyWorkload for FakeWorkload {
                     ..RunMetrics::default()
                 },
                 series: Vec::new(),
+                pods: Vec::new(),
             }),
         }
     }
