@@ -266,7 +266,14 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     let mut plan = plan(&target, &settings)?;
     plan.stall_timeout = stall_timeout;
     if let Some(role) = pod {
-        return super::spread::run_in_pod(args, &settings, plan, role);
+        let scripts = plan.scripts.clone();
+        let Some(spread) = super::spread::run_in_pod(&heading(&settings), plan, role)? else {
+            return Ok(());
+        };
+        check_sessions(&spread.merged)?;
+        let mut report = DbstressReport::new(&settings, &scripts, &spread.merged);
+        report.spread = Some(spread.summary);
+        return print_report(args, &report);
     }
     println!("{}", heading(&settings));
     let scripts = plan.scripts.clone();
@@ -277,7 +284,7 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
 }
 
 /// A session that aborted fails the run.
-pub(super) fn check_sessions(result: &RunResult) -> CommandResult {
+fn check_sessions(result: &RunResult) -> CommandResult {
     if result.aborted_clients > 0 {
         return Err(Failure::run(format!(
             "{} session(s) aborted",
@@ -287,7 +294,7 @@ pub(super) fn check_sessions(result: &RunResult) -> CommandResult {
     Ok(())
 }
 
-pub(super) fn print_report(args: &RunArgs, report: &DbstressReport) -> CommandResult {
+fn print_report(args: &RunArgs, report: &DbstressReport) -> CommandResult {
     print!("{}", report.text());
     if let Some(path) = &args.json {
         crate::report::write_file(path, &report.json())?;
@@ -295,7 +302,7 @@ pub(super) fn print_report(args: &RunArgs, report: &DbstressReport) -> CommandRe
     Ok(())
 }
 
-pub(super) fn heading(settings: &Settings) -> String {
+fn heading(settings: &Settings) -> String {
     let shape = &settings.shape;
     let mode = match shape.mode {
         Mode::ReadOnly => "read-only (SEL1 + SEL2)".to_string(),
@@ -361,7 +368,7 @@ pub fn plan(target: &Endpoint, settings: &Settings) -> Result<RunPlan, Failure> 
     Ok(plan)
 }
 
-pub(super) struct DbstressReport {
+struct DbstressReport {
     mode: Mode,
     seconds: f64,
     transactions: u64,
@@ -373,15 +380,11 @@ pub(super) struct DbstressReport {
     /// Transactions per session and their spread.
     fairness: Option<ClientFairness>,
     /// A run spread over Kubernetes pods (`--pods`): each pod's share.
-    pub(super) spread: Option<crate::pods::SpreadSummary>,
+    spread: Option<crate::pods::SpreadSummary>,
 }
 
 impl DbstressReport {
-    pub(super) fn new(
-        settings: &Settings,
-        scripts: &[WeightedScript],
-        result: &RunResult,
-    ) -> DbstressReport {
+    fn new(settings: &Settings, scripts: &[WeightedScript], result: &RunResult) -> DbstressReport {
         let mut statements: Vec<(&'static str, CommandStats)> = STATEMENTS
             .iter()
             .map(|name| (*name, CommandStats::default()))

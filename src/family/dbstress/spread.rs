@@ -3,13 +3,12 @@
 //! slices) the whole run's, one seed for all; pod 0 reports the merged run, per statement too.
 
 use super::args::RunArgs;
-use super::command::{self, DbstressReport, Settings};
 use crate::driver::{self, DriverEvent, RunPlan};
 use crate::error::{CommandResult, Failure};
 use crate::pods::launch::{
     pod_json_path, replace_option, require_named_server, without_kube_options, Launch,
 };
-use crate::pods::{PodRole, PodRun};
+use crate::pods::{PodRole, PodRun, SpreadResult};
 
 /// Launches the run as an Indexed Job once its options are checked.
 pub fn launch(args: &RunArgs, sessions: u32, seed: u64) -> CommandResult {
@@ -53,16 +52,16 @@ pub fn launch(args: &RunArgs, sessions: u32, seed: u64) -> CommandResult {
     .run()
 }
 
-/// One pod's sessions; on pod 0 also the merged report.
+/// One pod's sessions (pod 0 prints `heading` once every pod is there); on pod 0 the merged
+/// run, for the report.
 pub fn run_in_pod(
-    args: &RunArgs,
-    settings: &Settings,
+    heading: &str,
     mut plan: RunPlan,
     role: PodRole,
-) -> CommandResult {
+) -> Result<Option<SpreadResult>, Failure> {
     let mut pod = PodRun::start(role, Box::new(|_| {}))?;
     if pod.role.index == 0 {
-        println!("{}", command::heading(settings));
+        println!("{heading}");
     }
     if let Err(failure) = pod.join() {
         pod.finish(Err(failure.clone()), 0, 0)?;
@@ -72,17 +71,10 @@ pub fn run_in_pod(
     plan.stop = Some(pod.stop_flag());
     let here = plan.threads_here();
     let sessions_here = plan.clients_per_thread()[here.clone()].iter().sum();
-    let scripts = plan.scripts.clone();
     let result = driver::run(plan, &mut |event| match event {
         DriverEvent::Interval(interval) => pod.interval(interval),
         DriverEvent::ClientAborted(message, _) => eprintln!("stampede: error: {message}"),
         _ => {}
     });
-    let Some(spread) = pod.finish(result, sessions_here, here.len())? else {
-        return Ok(());
-    };
-    command::check_sessions(&spread.merged)?;
-    let mut report = DbstressReport::new(settings, &scripts, &spread.merged);
-    report.spread = Some(spread.summary);
-    command::print_report(args, &report)
+    pod.finish(result, sessions_here, here.len())
 }

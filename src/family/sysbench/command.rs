@@ -31,10 +31,10 @@ pub fn run(action: &SysbenchAction) -> CommandResult {
     }
     match action {
         SysbenchAction::Prepare(args) if args.kube.pods.is_some() => {
-            Err(super::front::refused_with_pods("prepare"))
+            Err(super::spread::refused_with_pods("prepare"))
         }
         SysbenchAction::Cleanup(args) if args.kube.pods.is_some() => {
-            Err(super::front::refused_with_pods("cleanup"))
+            Err(super::spread::refused_with_pods("cleanup"))
         }
         SysbenchAction::Prepare(args) => prepare(args),
         SysbenchAction::Run(args) => run_test(args),
@@ -95,7 +95,7 @@ pub fn oltp_options(args: &SysbenchArgs) -> Result<OltpOptions, Failure> {
     })
 }
 
-pub(super) fn seed(args: &SysbenchArgs) -> u64 {
+fn seed(args: &SysbenchArgs) -> u64 {
     if args.rand_seed != 0 {
         return args.rand_seed;
     }
@@ -310,7 +310,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         )));
     }
     if args.kube.pods.is_some() {
-        return super::spread::launch(args, threads);
+        return super::spread::launch(args, threads, seed(args));
     }
     let pod = crate::pods::PodRole::from_env()?;
     let target = SysbenchTarget::from_args(args)?;
@@ -328,7 +328,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     };
     target.check_prepared(tables).map_err(Failure::into_input)?;
     if let Some(role) = pod {
-        return super::spread::run_in_pod(args, &test, plan, role, seed);
+        return run_in_pod(args, &test, plan, role, seed);
     }
     let stop = crate::signals::watch_signals();
     plan.stop = Some(stop.clone());
@@ -364,8 +364,29 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     finish(&result, stop.load(Ordering::SeqCst))
 }
 
+/// One pod's threads of a spread run; on pod 0 also the report of the whole run.
+fn run_in_pod(
+    args: &SysbenchArgs,
+    test: &GeneratedTest,
+    plan: RunPlan,
+    role: crate::pods::PodRole,
+    seed: u64,
+) -> CommandResult {
+    let threads = plan.threads as u32;
+    if role.index == 0 {
+        print_run_mode(args, threads);
+    }
+    let Some(spread) = super::spread::run_in_pod(args, test, plan, role)? else {
+        return Ok(());
+    };
+    let mut report = SysbenchReport::new(test, threads, &spread.merged);
+    report.spread = Some(spread.summary);
+    print_report(args, &report, &spread.merged, seed)?;
+    finish(&spread.merged, false)
+}
+
 /// sysbench's final report, stampede's lines after it, and `--json`.
-pub(super) fn print_report(
+fn print_report(
     args: &SysbenchArgs,
     report: &SysbenchReport,
     result: &RunResult,
@@ -385,7 +406,7 @@ pub(super) fn print_report(
 /// sysbench's run mode lines: threads, rate, intervals, and the random numbers' source
 /// ("from current time" unless `--rand-seed`, as sysbench says; the seed drawn for the run is
 /// printed after the report).
-pub(super) fn print_run_mode(args: &SysbenchArgs, threads: u32) {
+fn print_run_mode(args: &SysbenchArgs, threads: u32) {
     println!("Running the test with following options:\nNumber of threads: {threads}");
     if args.rate > 0.0 {
         println!("Target transaction rate: {}/sec", args.rate);
@@ -403,7 +424,7 @@ pub(super) fn print_run_mode(args: &SysbenchArgs, threads: u32) {
     println!();
 }
 
-pub(super) fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
+fn finish(result: &RunResult, interrupted: bool) -> CommandResult {
     if result.aborted_clients > 0 || interrupted {
         return Err(Failure::incomplete());
     }

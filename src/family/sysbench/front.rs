@@ -169,7 +169,9 @@ fn builtin(line: &CommandLine, test: &str, kube: KubeArgs) -> Result<i32, Failur
             println!("{}", cmdline::option_list(&test_options(&defs)));
             Ok(0)
         }
-        "prepare" | "cleanup" if kube.pods.is_some() => Err(refused_with_pods(command)),
+        "prepare" | "cleanup" if kube.pods.is_some() => {
+            Err(super::spread::refused_with_pods(command))
+        }
         "prepare" | "run" | "cleanup" => {
             let mut args = parsed_args(&parser, line, test)?;
             args.kube = kube;
@@ -180,7 +182,7 @@ fn builtin(line: &CommandLine, test: &str, kube: KubeArgs) -> Result<i32, Failur
             };
             command::run(&action).map(|()| 0)
         }
-        "prewarm" if kube.pods.is_some() => Err(refused_with_pods(command)),
+        "prewarm" if kube.pods.is_some() => Err(super::spread::refused_with_pods(command)),
         "prewarm" => {
             let args = parsed_args(&parser, line, test)?;
             command::prewarm(&args).map(|()| 0)
@@ -190,13 +192,6 @@ fn builtin(line: &CommandLine, test: &str, kube: KubeArgs) -> Result<i32, Failur
             Ok(1)
         }
     }
-}
-
-/// `--pods` spreads a run; the other commands run from here.
-pub fn refused_with_pods(command: &str) -> Failure {
-    Failure::input(format!(
-        "--pods spreads a run's load over pods; {command} from here, without --pods"
-    ))
 }
 
 /// Every option a built-in test takes: sysbench's general ones and the test's (from the

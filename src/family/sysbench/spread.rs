@@ -12,13 +12,19 @@ use std::time::Duration;
 
 use super::args::SysbenchArgs;
 use super::catalog::GeneratedTest;
-use super::command::{finish, print_report, print_run_mode, seed};
-use super::report::{IntervalLine, SysbenchReport};
+use super::report::IntervalLine;
 use crate::driver::{self, DriverEvent, RunLimit, RunPlan, Share};
 use crate::error::{CommandResult, Failure};
 use crate::pods::launch::{pod_json_path, replace_option, without_kube_options, Launch};
 use crate::pods::role::share_of;
-use crate::pods::{KubeArgs, PodRole, PodRun};
+use crate::pods::{KubeArgs, PodRole, PodRun, SpreadResult};
+
+/// `--pods` spreads a run; the other commands run from here.
+pub fn refused_with_pods(command: &str) -> Failure {
+    Failure::input(format!(
+        "--pods spreads a run's load over pods; {command} from here, without --pods"
+    ))
+}
 use stampede_kube::manifest::FILES_DIR;
 
 /// What the pods' command line is made from.
@@ -122,8 +128,8 @@ pub fn require_named_server(db_driver: &str, host_given: bool, socket: bool) -> 
     Ok(())
 }
 
-/// The launcher's side of a built-in test's run.
-pub fn launch(args: &SysbenchArgs, threads: u32) -> CommandResult {
+/// The launcher's side of a built-in test's run; `seed`: the run's (`--rand-seed`, or drawn).
+pub fn launch(args: &SysbenchArgs, threads: u32, seed: u64) -> CommandResult {
     if args.suite.is_some() {
         return Err(Failure::input(
             "--pods spreads one test's run; run a suite's tests one at a time",
@@ -141,7 +147,7 @@ pub fn launch(args: &SysbenchArgs, threads: u32) -> CommandResult {
         kube: &args.kube,
         given: std::env::args().skip(2).collect(),
         threads: threads as usize,
-        seed: seed(args),
+        seed,
         json: args.json.as_ref().map(|p| p.display().to_string()),
         script: None,
         db_driver: args.db_driver.clone(),
@@ -149,14 +155,14 @@ pub fn launch(args: &SysbenchArgs, threads: u32) -> CommandResult {
     .launch()
 }
 
-/// One pod's threads of a built-in test; on pod 0 also the merged report.
+/// One pod's threads of a built-in test (pod 0 has printed the run's mode); on pod 0 the
+/// merged run, for the report.
 pub fn run_in_pod(
     args: &SysbenchArgs,
     test: &GeneratedTest,
     mut plan: RunPlan,
     role: PodRole,
-    seed: u64,
-) -> CommandResult {
+) -> Result<Option<SpreadResult>, Failure> {
     let threads = plan.threads as u32;
     let first = role.index == 0;
     let mut intervals = IntervalLine::new(
@@ -174,9 +180,6 @@ pub fn run_in_pod(
             }
         }),
     )?;
-    if first {
-        print_run_mode(args, threads);
-    }
     if let Err(failure) = pod.join() {
         pod.finish(Err(failure.clone()), 0, 0)?;
         return Err(failure);
@@ -207,13 +210,7 @@ pub fn run_in_pod(
             DriverEvent::WarmupEnded | DriverEvent::MeasuredEnded => {}
         })
     });
-    let Some(spread) = pod.finish(result, here.len(), here.len())? else {
-        return Ok(());
-    };
-    let mut report = SysbenchReport::new(test, threads, &spread.merged);
-    report.spread = Some(spread.summary);
-    print_report(args, &report, &spread.merged, seed)?;
-    finish(&spread.merged, false)
+    pod.finish(result, here.len(), here.len())
 }
 
 /// `--warmup-time`: this pod's threads run the test before the measured run (each pod on its

@@ -40,7 +40,7 @@ pub fn main(line: CommandLine, log: Log, kube: KubeArgs) -> Result<i32, Failure>
     if kube.pods.is_some() {
         return match command {
             "run" => spread::launch(&shared, &line, &kube).map(|()| 0),
-            other => Err(super::front::refused_with_pods(other)),
+            other => Err(super::spread::refused_with_pods(other)),
         };
     }
     Ok(dispatch(&shared, &main_state, command))
