@@ -74,6 +74,13 @@ fn tcp_flags(db: &str) -> Vec<String> {
     ]
 }
 
+/// `-h 127.0.0.1 -p PORT -U USER -d DB`: the same for commands that take the database as `-d`.
+fn tcp_options(db: &str) -> Vec<String> {
+    let mut flags = tcp_flags(db);
+    flags.insert(6, "-d".into());
+    flags
+}
+
 /// `stampede pgbench WORDS` against `db` over TCP, spread over `pods` pods in `namespace`.
 fn spread_pgbench(words: &[&str], db: &str, pods: usize, namespace: &str) -> Vec<String> {
     let mut args = vec!["pgbench".to_string()];
@@ -492,21 +499,9 @@ fn ctrl_c_deletes_the_job_and_its_pods() {
 
 /// `stampede tpcc WORDS` against `db` over TCP, spread over `pods` pods in `namespace`.
 fn spread_tpcc(words: &[&str], db: &str, pods: usize, namespace: &str) -> Vec<String> {
-    let server = server();
     let mut args = vec!["tpcc".to_string()];
     args.extend(words.iter().map(|w| w.to_string()));
-    for flag in [
-        "-h",
-        "127.0.0.1",
-        "-p",
-        &server.port(),
-        "-U",
-        &server.user,
-        "-d",
-        db,
-    ] {
-        args.push(flag.to_string());
-    }
+    args.extend(tcp_options(db));
     args.extend(pod_options(pods, namespace));
     args
 }
@@ -809,8 +804,7 @@ fn dbstress_over_two_pods_counts_what_the_server_ran_per_statement() {
     ];
     args.extend(words.iter().map(|w| w.to_string()));
     args.push(json.path().display().to_string());
-    args.extend(["-d".into(), db.clone()]);
-    args.extend(tcp_flags(&db).into_iter().take(6));
+    args.extend(tcp_options(&db));
     args.extend(pod_options(2, &namespace));
     let output = stampede(&args);
     let stdout = text(&output.stdout);

@@ -72,6 +72,23 @@ fn assert_lab_refused(spec: &Path, message: &str) {
     assert!(!spec.with_extension("db").exists());
 }
 
+/// A workload with `pods` whose kubeconfig cannot be read is refused before any server starts.
+#[test]
+fn a_spread_workload_without_a_readable_kubeconfig_is_refused_before_anything_starts() {
+    let (dir, spec) = lab_with_spec(
+        "kube-refused",
+        "name = \"lk\"\nruns = 1\nduration = \"1s\"\n[kubernetes]\nkubeconfig = \"/nonexistent/config\"\n\
+         [[target]]\nname = \"t\"\n[[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\npods = 2\n",
+    );
+    assert_lab_refused(
+        &spec,
+        "[kubernetes]: could not read /nonexistent/config: failed to read kubeconfig from \
+         '\"/nonexistent/config\"': No such file or directory (os error 2)",
+    );
+    assert!(!dir.join("lk.db").exists());
+    assert!(!dir.join("lk.servers").exists());
+}
+
 /// Stops a lab cluster at `root` (made with `binaries`, the system's by default) if it runs.
 fn stop_cluster(root: PathBuf, binaries: Option<Binaries>) {
     let Some(binaries) = binaries.or_else(|| Binaries::find_best().ok()) else {

@@ -135,6 +135,11 @@ fn execute(path: &Path, resume: bool, keep_going: bool, tags: &[String]) -> Comm
     let tags = parse_tags(tags)?;
     let (mut spec, workloads) = load_spec(path)?;
     spec.tags = tags;
+    // Before any server starts: a workload with `pods` needs a cluster its kubeconfig names.
+    if spec.workloads.iter().any(|w| w.pods.is_some()) {
+        crate::pods::launch::check_cluster(&spec.kubernetes)
+            .map_err(|failure| Failure::input(format!("[kubernetes]: {}", failure.message())))?;
+    }
     let stop = watch_signals();
     let mut progress = Progress::on_stderr();
     let mut lab = Lab::prepare(

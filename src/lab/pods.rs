@@ -19,13 +19,12 @@ use stampede_spread::{Coordinator, CoordinatorEvent};
 
 use super::spec::WorkloadSpec;
 use crate::conn::{ConnFlags, Endpoint, MysqlSpec};
-use crate::driver::parts::StatsPart;
-use crate::driver::{IntervalReport, Protocol, ScriptStats};
+use crate::driver::{IntervalReport, Protocol};
 use crate::error::{CommandResult, Failure};
 use crate::family::api::{Measurement, RunObserver, RunRequest};
 use crate::family::common::measure::Window;
 use crate::pods::launch::Launch;
-use crate::pods::role::pods_table;
+use crate::pods::role::{merged_interval, pods_table};
 use crate::pods::{KubeArgs, PodRole, PodRun, PodShare};
 use crate::store::PodRow;
 
@@ -156,7 +155,7 @@ pub fn measure(
         let outcomes = coordinator.run(&mut |event| match event {
             CoordinatorEvent::Passing { phase } if phase == WINDOW => observer.open_window(),
             CoordinatorEvent::Interval { index, reports } => {
-                window.add(&merged_second(index, reports), observer)
+                window.add(&merged_interval(index, reports), observer)
             }
             _ => {}
         });
@@ -290,21 +289,6 @@ fn pod_request(
     ))
 }
 
-/// One second of every pod, as one run's.
-fn merged_second(index: u64, reports: &[Option<serde_json::Value>]) -> IntervalReport {
-    let mut stats = ScriptStats::default();
-    for report in reports.iter().flatten() {
-        if let Ok(part) = serde_json::from_value::<StatsPart>(report.clone()) {
-            stats.merge(&part.stats());
-        }
-    }
-    IntervalReport {
-        index,
-        stats,
-        end_unix_s: 0.0,
-    }
-}
-
 /// `stampede lab pod-run FILE`: one pod's part of a lab run (the Job's pods run it).
 pub fn run_pod(path: &std::path::Path) -> CommandResult {
     let text = std::fs::read_to_string(path)
@@ -327,7 +311,8 @@ pub fn run_pod(path: &std::path::Path) -> CommandResult {
         scale: request.scale,
         clients: request.clients,
         threads: request.threads,
-        protocol: protocol(&request.protocol)?,
+        protocol: Protocol::from_name(&request.protocol)
+            .ok_or_else(|| Failure::input(format!("unknown protocol \"{}\"", request.protocol)))?,
         warmup: Duration::from_secs_f64(request.warmup_s),
         duration: Duration::from_secs_f64(request.duration_s),
         client_cpus: None,
@@ -377,13 +362,6 @@ fn endpoint(server: &PodServer) -> Result<Endpoint, Failure> {
         dbname: Some(server.database.clone()),
     })
     .map(Endpoint::Postgres)
-}
-
-fn protocol(name: &str) -> Result<Protocol, Failure> {
-    [Protocol::Simple, Protocol::Extended, Protocol::Prepared]
-        .into_iter()
-        .find(|p| p.name() == name)
-        .ok_or_else(|| Failure::input(format!("unknown protocol \"{name}\"")))
 }
 
 /// A pod's observer: its window opens when every pod (and the lab) is there; its seconds and

@@ -224,6 +224,12 @@ pub fn pod_json_path() -> &'static str {
     POD_JSON_PATH
 }
 
+/// The kubeconfig (or in-cluster config) and context the options name can be read: said
+/// before anything else is done (the API server itself is reached when a Job is made).
+pub fn check_cluster(kube: &KubeArgs) -> CommandResult {
+    connect(kube).map(|_| ())
+}
+
 fn connect(kube: &KubeArgs) -> Result<Cluster, Failure> {
     Cluster::connect(
         kube.kubeconfig.as_deref().map(std::path::Path::new),

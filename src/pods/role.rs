@@ -443,7 +443,8 @@ impl PodRun {
     }
 }
 
-fn merged_interval(index: u64, reports: &[Option<serde_json::Value>]) -> IntervalReport {
+/// One interval of every pod (each a `StatsPart`), as one run's.
+pub fn merged_interval(index: u64, reports: &[Option<serde_json::Value>]) -> IntervalReport {
     let mut stats = ScriptStats::default();
     for report in reports.iter().flatten() {
         if let Ok(part) = serde_json::from_value::<StatsPart>(report.clone()) {

@@ -170,27 +170,33 @@ mod tests {
 
     #[test]
     fn a_named_threads_work_is_counted_to_below_a_clock_tick() {
+        use nix::time::{clock_gettime, ClockId};
+        let own_cpu_s = || {
+            let now = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();
+            now.tv_sec() as f64 + now.tv_nsec() as f64 / 1e9
+        };
         let (done, finished) = std::sync::mpsc::channel();
-        let (go, started) = std::sync::mpsc::channel::<()>();
+        let (go, measured) = std::sync::mpsc::channel::<()>();
         let worker = std::thread::Builder::new()
             .name("probe-busy".into())
             .spawn(move || {
-                let start = std::time::Instant::now();
+                // Half a clock tick of the thread's own CPU, however busy the machine is.
                 let mut x = 0u64;
-                while start.elapsed() < std::time::Duration::from_millis(5) {
+                while own_cpu_s() < 0.005 {
                     x = x.wrapping_add(std::hint::black_box(1));
                 }
-                done.send(x).unwrap();
+                done.send((x, own_cpu_s())).unwrap();
                 // Alive while it is measured: only live threads are read.
-                let _ = started.recv();
+                let _ = measured.recv();
             })
             .unwrap();
-        finished.recv().unwrap();
-        let busy = threads_cpu_s(|name| name == "probe-busy");
+        let (_, used_s) = finished.recv().unwrap();
+        let read_s = threads_cpu_s(|name| name == "probe-busy");
         go.send(()).unwrap();
         worker.join().unwrap();
-        // 5 ms of work is half a clock tick: schedstat's nanoseconds see it.
-        assert!(busy > 0.001, "{busy}");
+        // schedstat's nanoseconds agree with the thread's own clock (a tick-based reading of
+        // 5 ms would be 0 or 10 ms).
+        assert!((read_s - used_s).abs() < 0.002, "{read_s} against {used_s}");
         assert_eq!(threads_cpu_s(|name| name == "no-such-thread"), 0.0);
     }
 

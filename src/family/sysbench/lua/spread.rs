@@ -33,7 +33,7 @@ pub fn launch(shared: &Shared, line: &CommandLine, kube: &KubeArgs) -> CommandRe
     }
     let driver = options.string("db_driver");
     let host_given = match driver.as_str() {
-        "pgsql" => options.given("pgsql_host"),
+        "pgsql" => options.given("pgsql_host") || std::env::var_os("PGHOST").is_some(),
         _ => options.given("mysql_host") && options.string("mysql_host") != "localhost",
     };
     require_named_server(&driver, host_given, options.given("mysql_socket"))?;
