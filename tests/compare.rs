@@ -74,6 +74,8 @@ fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRe
             .to_vec(),
         wait_events: vec![],
         pods: vec![],
+        machine_id: None,
+        shard: None,
     }
 }
 
@@ -611,6 +613,8 @@ fn machine(host: &str, kernel: &str) -> Machine {
         cores: 2,
         cpu_model: "Test CPU".into(),
         kernel: kernel.into(),
+        memory_bytes: 8 << 30,
+        cpu_limit: None,
     }
 }
 

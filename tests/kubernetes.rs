@@ -5,6 +5,8 @@
 //! test no Job, pod, Service or ConfigMap of stampede's is left.
 
 mod common;
+#[path = "kubernetes/shards.rs"]
+mod shards;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -954,7 +954,16 @@ fn results_go_to_a_postgresql_database_without_its_password() {
         "{printed}"
     );
     let query = |sql: &str| server.psql(&results_db, sql);
-    assert_eq!(query("SELECT max(version) FROM schema_version"), "11");
+    assert_eq!(query("SELECT max(version) FROM schema_version"), "12");
+    // Each run names the machine it ran on (this one: no shard, no CPU limit here).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(
+        query(
+            "SELECT m.host, count(*), count(r.shard) FROM runs r JOIN machines m \
+             ON m.id = r.machine_id GROUP BY m.host"
+        ),
+        format!("{}|2|0", host.trim())
+    );
     assert_eq!(
         query("SELECT count(*) FROM runs WHERE status = 'completed' AND tps > 0"),
         "2"

@@ -1,7 +1,7 @@
 //! Command-line definitions. Parsing only: each command's module (`app/`, `family/<name>/`)
 //! turns its flags into a spec.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::family::{dbstress, pgbench, sysbench, tpcc};
 
@@ -249,6 +249,30 @@ pub enum ServerAction {
     },
 }
 
+/// `lab run --shards N` and its Kubernetes options (also the spec's `[kubernetes]`).
+#[derive(Debug, Args, Clone, Default)]
+#[command(mut_arg("pods", |a| a.hide(true)))]
+pub struct FleetArgs {
+    /// Shard the lab's cells over N pods of a Kubernetes Indexed Job, one machine each (every
+    /// target of a cell, and all its rounds, on one pod); the results must be a PostgreSQL URL
+    #[arg(long, value_name = "N", help_heading = "Sharded over a fleet")]
+    pub shards: Option<usize>,
+    /// The Secret holding the results database's password (SECRET or SECRET/KEY, key
+    /// "password" by default) [default: a Secret of the Job's own from the results URL's]
+    #[arg(
+        long,
+        value_name = "SECRET[/KEY]",
+        help_heading = "Sharded over a fleet"
+    )]
+    pub results_secret: Option<String>,
+    /// Let several shards share a node (one-node clusters, tests: their numbers share its
+    /// cores); by default each shard has a node of its own
+    #[arg(long, help_heading = "Sharded over a fleet")]
+    pub shared_nodes: bool,
+    #[command(flatten)]
+    pub kube: crate::pods::KubeArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum LabAction {
     /// Show the expanded runs, their order and the estimated duration; runs nothing
@@ -264,13 +288,35 @@ pub enum LabAction {
         /// night=42 (repeatable); `history` and `gate` show and select by them
         #[arg(long = "tag", value_name = "KEY=VALUE")]
         tags: Vec<String>,
+        #[command(flatten)]
+        fleet: Box<FleetArgs>,
     },
-    /// Continue an interrupted lab with its next unfinished run
+    /// Continue an interrupted lab with its next unfinished run (a sharded lab: re-create the
+    /// shards with runs to record)
     Resume {
         spec: std::path::PathBuf,
         /// As for `run`
         #[arg(long)]
         keep_going: bool,
+        #[command(flatten)]
+        fleet: Box<FleetArgs>,
+    },
+    /// One shard's pod of a lab run with --shards (the lab's Job runs it)
+    #[command(hide = true)]
+    ShardRun {
+        #[arg(long)]
+        lab_id: i64,
+        #[arg(long)]
+        shards: usize,
+        /// The shards of this Job, by completion index
+        #[arg(long, value_delimiter = ',')]
+        shard_list: Vec<usize>,
+        /// The results database, without its password (that comes from a Secret)
+        #[arg(long)]
+        results: String,
+        #[arg(long)]
+        keep_going: bool,
+        spec: std::path::PathBuf,
     },
     /// One pod's part of a lab run whose workload says `pods = N` (the lab's Job runs it)
     #[command(hide = true)]

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use super::calibrate;
 use super::lab_results;
+use super::lab_shards;
 use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
-use crate::app::cli::LabAction;
+use crate::app::cli::{FleetArgs, LabAction};
 use crate::duration::human;
 use crate::lab::executor::Lab;
 use crate::lab::managed_targets::ManagedTargets;
@@ -26,8 +27,21 @@ pub fn run(action: &LabAction) -> CommandResult {
             spec,
             keep_going,
             tags,
-        } => execute(spec, false, *keep_going, tags),
-        LabAction::Resume { spec, keep_going } => execute(spec, true, *keep_going, &[]),
+            fleet,
+        } => execute(spec, false, *keep_going, tags, fleet),
+        LabAction::Resume {
+            spec,
+            keep_going,
+            fleet,
+        } => execute(spec, true, *keep_going, &[], fleet),
+        LabAction::ShardRun {
+            lab_id,
+            shards,
+            shard_list,
+            results,
+            keep_going,
+            spec,
+        } => lab_shards::shard_run(spec, *lab_id, *shards, shard_list, results, *keep_going),
         LabAction::Calibrate { spec, rounds } => calibrate::calibrate(spec, *rounds),
         LabAction::PodRun { request } => crate::lab::pods::run_pod(request),
     }
@@ -131,10 +145,19 @@ fn plan(path: &Path) -> CommandResult {
     Ok(())
 }
 
-fn execute(path: &Path, resume: bool, keep_going: bool, tags: &[String]) -> CommandResult {
+fn execute(
+    path: &Path,
+    resume: bool,
+    keep_going: bool,
+    tags: &[String],
+    fleet: &FleetArgs,
+) -> CommandResult {
     let tags = parse_tags(tags)?;
     let (mut spec, workloads) = load_spec(path)?;
     spec.tags = tags;
+    if let Some(kube) = lab_shards::sharded(&spec, fleet, resume)? {
+        return lab_shards::execute(path, &spec, workloads, kube, fleet.shards, keep_going);
+    }
     // Before any server starts: a workload with `pods` needs a cluster its kubeconfig names.
     if spec.workloads.iter().any(|w| w.pods.is_some()) {
         crate::pods::launch::check_cluster(&spec.kubernetes)
@@ -197,7 +220,7 @@ fn execute(path: &Path, resume: bool, keep_going: bool, tags: &[String]) -> Comm
 
 /// A results write that failed (a full disk, a lost connection) leaves every recorded run intact
 /// (each is one transaction): say how to go on.
-fn with_resume_hint(failure: Failure, path: &Path) -> Failure {
+pub(super) fn with_resume_hint(failure: Failure, path: &Path) -> Failure {
     if !failure.message().starts_with("results database:") {
         return failure;
     }

@@ -9,6 +9,7 @@ pub mod gate;
 pub mod history;
 pub mod lab;
 pub mod lab_results;
+pub mod lab_shards;
 pub mod lab_spec;
 pub mod progress;
 pub mod quickstart;

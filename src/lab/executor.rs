@@ -99,15 +99,49 @@ pub struct Lab<'a> {
     server_root: PathBuf,
     /// `runs = "auto"`: which rounds still run.
     rounds: Option<Rounds>,
+    /// The machine the runs are measured on (`machines.id`).
+    machine_id: i64,
+    /// This machine's identity, against which earlier runs of a cell are checked on resume.
+    machine: crate::store::Machine,
+    /// A shard of a lab spread over a fleet: the units it runs.
+    shard: Option<Shard>,
     /// No other lab writes these results while this one runs.
     _lock: LabLock,
+}
+
+/// One shard of a lab sharded over a fleet (`lab run --shards N`): unit u of the plan runs on
+/// shard u mod N, so every target of a cell, and every round of it, runs on one machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// The invocation its launcher opened.
+    pub lab_id: i64,
+    pub index: usize,
+    pub of: usize,
+}
+
+impl Shard {
+    pub fn holds(&self, unit: usize) -> bool {
+        unit % self.of == self.index
+    }
+}
+
+/// Which invocation a lab writes into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    Run,
+    Resume,
+    Shard(Shard),
 }
 
 /// The lab this `run` or `resume` writes into: `resume` continues the spec's latest
 /// invocation; `run` starts the next one when the latest ran to its end (or there is none),
 /// goes on in one that has not measured yet, and refuses one with finished runs that did not
 /// end (that is what `resume` is for).
-fn open_invocation(store: &mut Store, spec: &LabSpec, resume: bool) -> Result<(i64, u64), Failure> {
+pub(super) fn open_invocation(
+    store: &mut Store,
+    spec: &LabSpec,
+    resume: bool,
+) -> Result<(i64, u64), Failure> {
     let latest = store.latest_invocation(&spec.name)?;
     let seed = spec.seed.unwrap_or_else(|| unix_now().to_bits());
     match latest {
@@ -127,6 +161,30 @@ fn open_invocation(store: &mut Store, spec: &LabSpec, resume: bool) -> Result<(i
             store.lab(&lab.name, &spec.text, seed)
         }
     }
+}
+
+/// The invocation a shard writes into: the one its launcher opened, which must still be the
+/// spec's latest and not have ended.
+fn shard_invocation(
+    store: &mut Store,
+    spec: &LabSpec,
+    shard: Shard,
+) -> Result<(i64, u64), Failure> {
+    match store.latest_invocation(&spec.name)? {
+        Some(lab) if lab.id == shard.lab_id && !lab.ended => Ok((lab.id, lab.seed)),
+        _ => Err(Failure::input(format!(
+            "shard {} of {}: invocation {} is not the open invocation of lab \"{}\" in {}",
+            shard.index, shard.of, shard.lab_id, spec.name, spec.results
+        ))),
+    }
+}
+
+/// A unit as the user knows it: its first cell without the target ("oltp/read_only/10/8").
+fn unit_label(plan: &Plan, unit: usize) -> String {
+    let cell = &plan.cells[plan.units[unit][0][0]];
+    let key = &cell.key;
+    key.split_once('/')
+        .map_or(key.clone(), |(_, rest)| format!("cell {rest}"))
 }
 
 /// How the lab ended.
@@ -158,6 +216,42 @@ impl<'a> Lab<'a> {
         stop: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<Lab<'a>, Failure> {
+        let opening = if resume {
+            Opening::Resume
+        } else {
+            Opening::Run
+        };
+        Self::open(
+            spec, workloads, targets, opening, keep_going, stop, on_event,
+        )
+    }
+
+    /// One shard of the invocation its launcher opened: runs only the shard's units, on this
+    /// machine, and leaves ending the lab to the launcher.
+    pub fn prepare_shard(
+        spec: &'a LabSpec,
+        workloads: Vec<Box<dyn LabWorkload>>,
+        targets: &'a dyn Targets,
+        shard: Shard,
+        keep_going: bool,
+        stop: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<Lab<'a>, Failure> {
+        let opening = Opening::Shard(shard);
+        Self::open(
+            spec, workloads, targets, opening, keep_going, stop, on_event,
+        )
+    }
+
+    fn open(
+        spec: &'a LabSpec,
+        workloads: Vec<Box<dyn LabWorkload>>,
+        targets: &'a dyn Targets,
+        opening: Opening,
+        keep_going: bool,
+        stop: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<Lab<'a>, Failure> {
         let lock = LabLock::acquire(&lock_path(&spec.results, &spec.server_root), &spec.name)?;
         for (workload, w) in spec.workloads.iter().zip(&workloads) {
             for script in &workload.scripts {
@@ -176,24 +270,30 @@ impl<'a> Lab<'a> {
         }
         // A results database that cannot take the lab is the spec's problem: nothing ran yet.
         let mut store = Store::open(&spec.results)?;
-        let (lab_id, seed) =
-            open_invocation(&mut store, spec, resume).map_err(Failure::into_input)?;
+        let (lab_id, seed) = match opening {
+            Opening::Run => open_invocation(&mut store, spec, false),
+            Opening::Resume => open_invocation(&mut store, spec, true),
+            Opening::Shard(shard) => shard_invocation(&mut store, spec, shard),
+        }
+        .map_err(Failure::into_input)?;
         let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
         let plan = Plan::new(spec, seed, &sequential);
+        let machine = crate::store::Machine::this();
+        let machine_id = store
+            .record_machine(&machine)
+            .map_err(Failure::into_input)?;
         store
             .save_cells(lab_id, &cell_records(spec, &plan, &workloads))
             .map_err(Failure::into_input)?;
         store
             .record_client_cores(lab_id, crate::cpu::cores())
             .map_err(Failure::into_input)?;
-        store
-            .describe_invocation(
-                lab_id,
-                &spec.name,
-                &crate::store::Machine::this(),
-                &spec.tags,
-            )
-            .map_err(Failure::into_input)?;
+        // A sharded lab's machines are its runs' (its launcher describes the invocation).
+        if !matches!(opening, Opening::Shard(_)) {
+            store
+                .describe_invocation(lab_id, &spec.name, &machine, &spec.tags)
+                .map_err(Failure::into_input)?;
+        }
         let server_root = spec.server_root.clone();
         Ok(Lab {
             spec,
@@ -209,6 +309,12 @@ impl<'a> Lab<'a> {
             stop,
             server_root,
             rounds: spec.auto.map(|auto| Rounds::new(spec, auto)),
+            machine_id,
+            machine,
+            shard: match opening {
+                Opening::Shard(shard) => Some(shard),
+                _ => None,
+            },
             _lock: lock,
         })
     }
@@ -230,7 +336,8 @@ impl<'a> Lab<'a> {
         // Once the lab has started, whatever stops it is a failed run (exit 2), whichever
         // layer it came from: the spec and its inputs were accepted by `prepare`.
         let (interrupted, failed_runs, skipped_runs) = result.map_err(Failure::into_run)?;
-        if !interrupted {
+        // A shard's launcher ends the lab once every shard has.
+        if !interrupted && self.shard.is_none() {
             self.store.end_lab(self.lab_id)?;
         }
         let skipped = self
@@ -260,12 +367,12 @@ impl<'a> Lab<'a> {
         &mut self,
         on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<(bool, usize, Vec<usize>), Failure> {
-        let todo = self.unfinished_runs()?;
-        if todo.len() < self.plan.runs.len() {
+        let todo = self.unfinished_runs(on_event)?;
+        let planned = self.plan.runs.iter().filter(|r| self.runs_here(r)).count();
+        if todo.len() < planned {
             let note = format!(
-                "resuming: {} of {} runs already finished",
-                self.plan.runs.len() - todo.len(),
-                self.plan.runs.len()
+                "resuming: {} of {planned} runs already finished",
+                planned - todo.len(),
             );
             on_event(LabEvent::Note(&note));
         }
@@ -358,6 +465,7 @@ impl<'a> Lab<'a> {
         let completed = self.store.completed_runs(self.lab_id)?;
         let undecided: Vec<Vec<GroupState>> = (0..self.plan.units.len())
             .filter(|unit| !rounds.is_stopped(*unit))
+            .filter(|unit| self.shard.is_none_or(|shard| shard.holds(*unit)))
             .map(|unit| rounds.judge(&self.plan, unit, self.spec.runs, &completed))
             .collect();
         for states in undecided {
@@ -385,10 +493,19 @@ impl<'a> Lab<'a> {
         Ok(())
     }
 
+    /// Whether this process runs `run`: every run, or a shard's units' runs.
+    fn runs_here(&self, run: &PlannedRun) -> bool {
+        self.shard.is_none_or(|shard| shard.holds(run.unit))
+    }
+
     /// The runs still to do, in order. A sequence with any step unfinished runs again from its
     /// first step, since each step measures the data its predecessors left; the results of
     /// its finished steps are removed first.
-    fn unfinished_runs(&mut self) -> Result<Vec<(usize, PlannedRun)>, Failure> {
+    fn unfinished_runs(
+        &mut self,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<Vec<(usize, PlannedRun)>, Failure> {
+        self.restart_units_measured_elsewhere(on_event)?;
         let finished = self.store.finished_runs(self.lab_id)?;
         let is_finished = |run: &PlannedRun| {
             finished.contains(&(self.plan.cells[run.cell].key.clone(), run.repetition))
@@ -402,6 +519,9 @@ impl<'a> Lab<'a> {
             .collect();
         let mut todo = Vec::new();
         for (position, run) in self.plan.runs.iter().enumerate() {
+            if !self.runs_here(run) {
+                continue;
+            }
             let rerun = run
                 .step
                 .is_some_and(|step| incomplete_sequences.contains(&step.first));
@@ -414,6 +534,50 @@ impl<'a> Lab<'a> {
             }
         }
         Ok(todo)
+    }
+
+    /// A unit (a cell on every target) with runs still to do whose finished runs were measured
+    /// on another machine starts again here: its rounds are pairs, and a pair measured on two
+    /// machines compares the machines as much as the targets. (Its runs on the other machine are
+    /// removed; a lab resumed on its own machine keeps every finished run.)
+    fn restart_units_measured_elsewhere(
+        &mut self,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
+    ) -> Result<(), Failure> {
+        let here = self.machine.identity();
+        let finished = self.store.finished_run_machines(self.lab_id)?;
+        for unit in 0..self.plan.units.len() {
+            if self.shard.is_some_and(|shard| !shard.holds(unit)) {
+                continue;
+            }
+            let cells: HashSet<&str> = self.plan.units[unit]
+                .iter()
+                .flatten()
+                .map(|&cell| self.plan.cells[cell].key.as_str())
+                .collect();
+            let in_unit: Vec<&(String, u32, Option<String>)> = finished
+                .iter()
+                .filter(|(key, _, _)| cells.contains(key.as_str()))
+                .collect();
+            let planned = self.plan.runs.iter().filter(|r| r.unit == unit).count();
+            let elsewhere = in_unit
+                .iter()
+                .find_map(|(_, _, machine)| machine.as_ref().filter(|m| **m != here));
+            let (Some(elsewhere), true) = (elsewhere, in_unit.len() < planned) else {
+                continue;
+            };
+            let note = format!(
+                "{}: its {} finished run(s) were measured on another machine ({elsewhere}); the \
+                 cell starts again on this one ({here}), since a cell's rounds never mix machines",
+                unit_label(&self.plan, unit),
+                in_unit.len()
+            );
+            on_event(LabEvent::Note(&note));
+            for (key, repetition, _) in in_unit {
+                self.store.delete_runs(self.lab_id, key, *repetition)?;
+            }
+        }
+        Ok(())
     }
 
     /// One run: server up, dataset loaded, pristine copy for writers, checkpoint, measure.
@@ -445,6 +609,8 @@ impl<'a> Lab<'a> {
             counter_series: Vec::new(),
             wait_events: Vec::new(),
             pods: Vec::new(),
+            machine_id: Some(self.machine_id),
+            shard: self.shard.map(|shard| shard.index as u32),
         };
         let provisioning_started = Instant::now();
         self.ensure_server(cell.target, on_event)?;
@@ -869,7 +1035,7 @@ pub fn scale_for_class(
     Ok(((bytes / unit_bytes.max(1)) as i64).max(1))
 }
 
-fn cell_records(
+pub(super) fn cell_records(
     spec: &LabSpec,
     plan: &Plan,
     workloads: &[Box<dyn LabWorkload>],

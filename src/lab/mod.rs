@@ -9,6 +9,7 @@ pub mod plan;
 pub mod pods;
 pub mod rounds;
 pub mod setting_names;
+pub mod shards;
 pub mod spec;
 pub mod target;
 pub mod window;

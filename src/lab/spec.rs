@@ -1259,7 +1259,8 @@ clients = [1, 4]
              `image_pull_policy`, `namespace`, `kubeconfig`, `context`, `node_selector`, \
              `one_pod_per_node`, `affinity`, `tolerations`, `requests`, `limits`, \
              `service_account`, `labels`, `host_network`, `password_secret`, `pod_workdir`, \
-             `coordinator_address`, `coordinator_port`, `pod_start_timeout`, `server_address`"
+             `coordinator_address`, `coordinator_port`, `pod_start_timeout`, `server_address`, \
+             `results_secret`, `shared_nodes`"
         );
         assert_eq!(
             error(&(spread.clone() + "password_secret = \"pg\"\n")),

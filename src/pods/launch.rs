@@ -71,7 +71,7 @@ impl Launch<'_> {
         let options = self.job_options(&name, &namespace, pods, None)?;
         let manifests = Manifests::new(&options);
         if self.kube.dry_run {
-            return dry_run(cluster, &manifests);
+            return print_dry_run(cluster, &manifests);
         }
         let cluster = cluster?;
         if std::env::var_os("PGPASSWORD").is_some() && self.kube.password_secret.is_none() {
@@ -170,6 +170,8 @@ impl Launch<'_> {
             secret_data: BTreeMap::new(),
             ttl_seconds_after_finished: 600,
             active_deadline_seconds: None,
+            independent_pods: false,
+            field_env: Vec::new(),
         };
         let host = kube
             .coordinator_address
@@ -230,7 +232,7 @@ pub fn check_cluster(kube: &KubeArgs) -> CommandResult {
     connect(kube).map(|_| ())
 }
 
-fn connect(kube: &KubeArgs) -> Result<Cluster, Failure> {
+pub fn connect(kube: &KubeArgs) -> Result<Cluster, Failure> {
     Cluster::connect(
         kube.kubeconfig.as_deref().map(std::path::Path::new),
         kube.context.as_deref(),
@@ -238,7 +240,8 @@ fn connect(kube: &KubeArgs) -> Result<Cluster, Failure> {
     .map_err(|e| Failure::input(e.0))
 }
 
-fn dry_run(cluster: Result<Cluster, Failure>, manifests: &Manifests) -> CommandResult {
+/// Prints the manifests after the API server's dry run (or says none could be asked).
+pub fn print_dry_run(cluster: Result<Cluster, Failure>, manifests: &Manifests) -> CommandResult {
     match cluster {
         Ok(cluster) => {
             cluster
@@ -292,7 +295,7 @@ fn follow(
 }
 
 /// `stampede-<command>-<5 letters>`: unique enough for concurrent runs of one namespace.
-fn job_name(command: &[&str]) -> String {
+pub fn job_name(command: &[&str]) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);

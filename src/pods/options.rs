@@ -88,6 +88,14 @@ pub struct KubeArgs {
     /// the lab machine's network]; its servers must listen there (`listen_addresses`)
     #[arg(skip)]
     pub server_address: Option<String>,
+    /// A sharded lab's (`lab run --shards N`): the Secret holding the results database's
+    /// password, SECRET or SECRET/KEY
+    #[arg(skip)]
+    pub results_secret: Option<String>,
+    /// A sharded lab's: let several shards share a node (tests, one-node clusters); by default
+    /// each shard has a node of its own, as a lab machine has
+    #[arg(skip)]
+    pub shared_nodes: bool,
 }
 
 impl KubeArgs {
@@ -135,6 +143,47 @@ impl KubeArgs {
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))
+    }
+
+    /// These options over `base` (a spec's `[kubernetes]`): each one given here wins.
+    pub fn over(&self, base: &KubeArgs) -> KubeArgs {
+        fn pick<T: Clone>(given: &Option<T>, base: &Option<T>) -> Option<T> {
+            given.clone().or_else(|| base.clone())
+        }
+        fn list(given: &[String], base: &[String]) -> Vec<String> {
+            if given.is_empty() { base } else { given }.to_vec()
+        }
+        KubeArgs {
+            pods: pick(&self.pods, &base.pods),
+            dry_run: self.dry_run || base.dry_run,
+            image: pick(&self.image, &base.image),
+            image_pull_policy: pick(&self.image_pull_policy, &base.image_pull_policy),
+            namespace: pick(&self.namespace, &base.namespace),
+            kubeconfig: pick(&self.kubeconfig, &base.kubeconfig),
+            context: pick(&self.context, &base.context),
+            node_selector: list(&self.node_selector, &base.node_selector),
+            one_pod_per_node: self.one_pod_per_node || base.one_pod_per_node,
+            affinity: pick(&self.affinity, &base.affinity),
+            tolerations: list(&self.tolerations, &base.tolerations),
+            requests: pick(&self.requests, &base.requests),
+            limits: pick(&self.limits, &base.limits),
+            service_account: pick(&self.service_account, &base.service_account),
+            labels: pick(&self.labels, &base.labels),
+            host_network: self.host_network || base.host_network,
+            password_secret: pick(&self.password_secret, &base.password_secret),
+            pod_workdir: pick(&self.pod_workdir, &base.pod_workdir),
+            coordinator_address: pick(&self.coordinator_address, &base.coordinator_address),
+            coordinator_port: pick(&self.coordinator_port, &base.coordinator_port),
+            pod_start_timeout: pick(&self.pod_start_timeout, &base.pod_start_timeout),
+            server_address: pick(&self.server_address, &base.server_address),
+            results_secret: pick(&self.results_secret, &base.results_secret),
+            shared_nodes: self.shared_nodes || base.shared_nodes,
+        }
+    }
+
+    /// The first option given, by its name on the command line (for "needs --shards").
+    pub fn first_given(&self) -> Option<&'static str> {
+        self.given().next()
     }
 
     pub fn image(&self) -> String {

@@ -39,6 +39,8 @@ pub struct LabReport {
     pub why: Vec<WhyPanel>,
     /// Where the noise comes from: spreads, drift per cell, flagged and excluded runs.
     pub noise: Noise,
+    /// Where the runs ran, when on more than one machine or sharded.
+    pub machines: Vec<super::machines::MachineRow>,
 }
 
 #[derive(Debug, Serialize)]
@@ -170,6 +172,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         efficiency: efficiency(inputs.runs, inputs.counters, inputs.client_cores),
         why,
         noise,
+        machines: super::machines::machines(inputs.runs),
     }
 }
 
@@ -219,6 +222,7 @@ fn report_warnings(
             .filter_map(|c| warnings::too_few_runs(&c.target, inputs.base, &c.cells)),
     );
     out.extend(warnings::excluded_runs(inputs.excluded));
+    out.extend(super::machines::unlike(inputs.runs));
     out
 }
 

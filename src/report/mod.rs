@@ -9,6 +9,7 @@ pub mod history;
 pub mod history_view;
 pub mod html;
 pub mod lab_report;
+pub mod machines;
 pub mod noise;
 pub mod noise_view;
 pub mod series;

@@ -52,6 +52,7 @@ pub fn to_markdown(report: &LabReport) -> String {
         }
         out += "\n";
     }
+    out += &super::machines::markdown(&report.machines);
     out += &families_markdown(report);
     out += &latency_markdown(report);
     out += &series_markdown(report);

@@ -18,6 +18,12 @@ static KUBE: OnceLock<Kube> = OnceLock::new();
 
 /// The image the tests run (the launcher's default name for this version).
 pub const IMAGE: &str = concat!("localhost/stampede:", env!("CARGO_PKG_VERSION"));
+/// A lab machine's image: stampede with PostgreSQL 15's server (the system's, at its own paths),
+/// a shell (initdb and pg_ctl start programs through it) and a passwd entry for the pods' user,
+/// which initdb looks up.
+pub const LAB_IMAGE: &str = concat!("localhost/stampede-lab:", env!("CARGO_PKG_VERSION"));
+
+static LAB_IMAGE_MADE: OnceLock<()> = OnceLock::new();
 
 extern "C" fn stop_kube_at_exit() {
     if let Some(kube) = KUBE.get() {
@@ -89,6 +95,55 @@ impl Kube {
                 .args(["-n", "k8s.io", "images", "import"])
                 .arg(&archive),
             "importing stampede's image",
+        );
+    }
+
+    /// `LAB_IMAGE`, made and imported once per test program.
+    pub fn lab_image(&self) -> &'static str {
+        LAB_IMAGE_MADE.get_or_init(|| {
+            let passwd = self.state.join("passwd");
+            let group = self.state.join("group");
+            std::fs::write(
+                &passwd,
+                "stampede:x:65532:65532:stampede:/work:/usr/sbin/nologin\n",
+            )
+            .unwrap();
+            std::fs::write(&group, "stampede:x:65532:\n").unwrap();
+            let archive = self.state.join("stampede-lab-image.tar");
+            let mut command = Command::new(script("image"));
+            command
+                .args([LAB_IMAGE, &archive.display().to_string()])
+                .arg(env!("CARGO_BIN_EXE_stampede"))
+                .arg("/usr/local/bin/stampede");
+            for dir in [
+                "/usr/lib/postgresql/15",
+                "/usr/share/postgresql/15",
+                "/usr/share/zoneinfo",
+            ] {
+                command.args([dir, dir]);
+            }
+            // initdb and pg_ctl run programs through /bin/sh.
+            command
+                .args(["/bin/sh", "/bin/sh"])
+                .arg(&passwd)
+                .arg("/etc/passwd")
+                .arg(&group)
+                .arg("/etc/group")
+                .env("STAMPEDE_KUBE_CACHE", &self.cache);
+            run(&mut command, "making the lab image");
+            self.import(&archive);
+        });
+        LAB_IMAGE
+    }
+
+    fn import(&self, archive: &Path) {
+        run(
+            Command::new(self.cache.join("deb/usr/bin/ctr"))
+                .arg("--address")
+                .arg(self.state.join("containerd.sock"))
+                .args(["-n", "k8s.io", "images", "import"])
+                .arg(archive),
+            "importing an image",
         );
     }
 

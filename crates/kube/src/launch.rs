@@ -25,7 +25,7 @@ use crate::{KubeError, RUN_LABEL};
 /// The label the Job controller gives each pod: its completion index.
 const INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 /// How often the launcher looks at the pods.
-const POLL: Duration = Duration::from_millis(400);
+pub(crate) const POLL: Duration = Duration::from_millis(400);
 /// How long the launcher waits for what it deleted to be gone.
 const CLEANUP_WAIT: Duration = Duration::from_secs(60);
 
@@ -109,6 +109,14 @@ impl Cluster {
         })
     }
 
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.runtime
+    }
+
+    pub(crate) fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     /// The namespace of the configuration's context ("default" when it names none).
     pub fn default_namespace(&self) -> &str {
         &self.namespace
@@ -129,10 +137,12 @@ impl Cluster {
                     .await
                     .map_err(|e| refused("ConfigMap", e))?;
             }
-            Api::<Service>::namespaced(self.client.clone(), &namespace)
-                .create(&params, &manifests.service)
-                .await
-                .map_err(|e| refused("Service", e))?;
+            if let Some(service) = &manifests.service {
+                Api::<Service>::namespaced(self.client.clone(), &namespace)
+                    .create(&params, service)
+                    .await
+                    .map_err(|e| refused("Service", e))?;
+            }
             Api::<Job>::namespaced(self.client.clone(), &namespace)
                 .create(&params, &manifests.job)
                 .await
@@ -165,7 +175,7 @@ fn namespace_of(manifests: &Manifests) -> String {
         .unwrap_or_else(|| "default".into())
 }
 
-fn refused(kind: &str, error: kube::Error) -> KubeError {
+pub(crate) fn refused(kind: &str, error: kube::Error) -> KubeError {
     match error {
         kube::Error::Api(status) => KubeError::new(format!(
             "the API server refused the {kind}: {} ({})",
@@ -176,8 +186,8 @@ fn refused(kind: &str, error: kube::Error) -> KubeError {
 }
 
 /// One run's objects in the cluster.
-struct Run {
-    name: String,
+pub(crate) struct Run {
+    pub(crate) name: String,
     jobs: Api<Job>,
     services: Api<Service>,
     config_maps: Api<ConfigMap>,
@@ -192,7 +202,7 @@ enum LogEvent {
 }
 
 impl Run {
-    fn new(client: Client, manifests: &Manifests) -> Run {
+    pub(crate) fn new(client: Client, manifests: &Manifests) -> Run {
         let namespace = namespace_of(manifests);
         Run {
             name: manifests.job.metadata.name.clone().unwrap_or_default(),
@@ -204,7 +214,7 @@ impl Run {
         }
     }
 
-    async fn create(&self, mut manifests: Manifests) -> Result<(), KubeError> {
+    pub(crate) async fn create(&self, mut manifests: Manifests) -> Result<(), KubeError> {
         let params = PostParams {
             dry_run: false,
             field_manager: Some("stampede".into()),
@@ -215,10 +225,12 @@ impl Run {
             .await
             .map_err(|e| refused("Job", e))?;
         manifests.owned_by_job(job.metadata.uid.as_deref().unwrap_or_default());
-        self.services
-            .create(&params, &manifests.service)
-            .await
-            .map_err(|e| refused("Service", e))?;
+        if let Some(service) = &manifests.service {
+            self.services
+                .create(&params, service)
+                .await
+                .map_err(|e| refused("Service", e))?;
+        }
         if let Some(config_map) = &manifests.config_map {
             self.config_maps
                 .create(&params, config_map)
@@ -299,7 +311,7 @@ impl Run {
         }
     }
 
-    async fn list_pods(&self) -> Result<BTreeMap<usize, Pod>, KubeError> {
+    pub(crate) async fn list_pods(&self) -> Result<BTreeMap<usize, Pod>, KubeError> {
         let params = ListParams::default().labels(&format!("{RUN_LABEL}={}", self.name));
         let list = self
             .pods
@@ -345,7 +357,7 @@ impl Run {
         Some(KubeError::new(message))
     }
 
-    async fn log_tail(&self, pod: &str) -> Vec<String> {
+    pub(crate) async fn log_tail(&self, pod: &str) -> Vec<String> {
         let params = LogParams {
             tail_lines: Some(10),
             ..LogParams::default()
@@ -383,7 +395,7 @@ impl Run {
         });
     }
 
-    async fn job(&self) -> Result<Job, KubeError> {
+    pub(crate) async fn job(&self) -> Result<Job, KubeError> {
         self.jobs
             .get(&self.name)
             .await
@@ -400,7 +412,7 @@ impl Run {
 
     /// Deletes the Job (its pods first: foreground propagation), the Service and the
     /// ConfigMap, and waits until no pod of the run is left.
-    async fn delete(&self) {
+    pub(crate) async fn delete(&self) {
         let params = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Foreground),
             ..DeleteParams::default()
@@ -430,15 +442,15 @@ impl Run {
     }
 }
 
-fn name_of(pod: &Pod) -> &str {
+pub(crate) fn name_of(pod: &Pod) -> &str {
     pod.metadata.name.as_deref().unwrap_or("?")
 }
 
-fn pod_index(pod: &Pod) -> Option<usize> {
+pub(crate) fn pod_index(pod: &Pod) -> Option<usize> {
     pod.metadata.labels.as_ref()?.get(INDEX_LABEL)?.parse().ok()
 }
 
-fn job_condition(job: &Job, kind: &str) -> Option<String> {
+pub(crate) fn job_condition(job: &Job, kind: &str) -> Option<String> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
     conditions
         .iter()

@@ -9,10 +9,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod fleet;
 pub mod frame;
 pub mod launch;
 pub mod manifest;
 
+pub use fleet::{FleetEnding, FleetOutcome, FleetStatus, FleetWatch};
 pub use launch::{Cluster, LaunchOutcome};
 pub use manifest::{JobOptions, Manifests, SecretEnv, WorkdirVolume};
 

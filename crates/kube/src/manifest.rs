@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
-    HostPathVolumeSource, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
-    PodTemplateSpec, ResourceRequirements, SeccompProfile, Secret, SecretKeySelector,
-    SecurityContext, Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
+    HostPathVolumeSource, ObjectFieldSelector, PersistentVolumeClaimVolumeSource,
+    PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, SeccompProfile, Secret,
+    SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Toleration, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -72,6 +73,12 @@ pub struct JobOptions {
     pub ttl_seconds_after_finished: i32,
     /// The whole run's limit, after which Kubernetes fails the Job.
     pub active_deadline_seconds: Option<i64>,
+    /// Pods that do not talk to each other (a lab's shards): each index succeeds or fails on
+    /// its own (the others go on), and there is no coordinator, so no Service.
+    pub independent_pods: bool,
+    /// Variables set from the pod's own fields (the downward API): name → field path, such as
+    /// `spec.nodeName`.
+    pub field_env: Vec<(String, String)>,
 }
 
 /// Where the ConfigMap's files are in a pod.
@@ -83,7 +90,8 @@ pub const POD_USER: i64 = 65532;
 
 pub struct Manifests {
     pub job: Job,
-    pub service: Service,
+    /// Pod 0's stable name for a run with a coordinator.
+    pub service: Option<Service>,
     pub config_map: Option<ConfigMap>,
     /// Never printed (`to_list` leaves it out): it holds a password.
     pub secret: Option<Secret>,
@@ -93,7 +101,7 @@ impl Manifests {
     pub fn new(options: &JobOptions) -> Manifests {
         Manifests {
             job: job(options),
-            service: service(options),
+            service: (!options.independent_pods).then(|| service(options)),
             config_map: config_map(options),
             secret: secret(options),
         }
@@ -101,10 +109,12 @@ impl Manifests {
 
     /// The objects as one `v1 List`, the form `kubectl apply -f` takes.
     pub fn to_list(&self) -> serde_json::Value {
-        let mut items = vec![
-            serde_json::to_value(&self.service).expect("a Service serializes"),
-            serde_json::to_value(&self.job).expect("a Job serializes"),
-        ];
+        let mut items: Vec<serde_json::Value> = self
+            .service
+            .iter()
+            .map(|service| serde_json::to_value(service).expect("a Service serializes"))
+            .collect();
+        items.push(serde_json::to_value(&self.job).expect("a Job serializes"));
         if let Some(config_map) = &self.config_map {
             items.insert(
                 0,
@@ -125,7 +135,9 @@ impl Manifests {
             block_owner_deletion: Some(true),
             controller: None,
         };
-        self.service.metadata.owner_references = Some(vec![owner.clone()]);
+        if let Some(service) = &mut self.service {
+            service.metadata.owner_references = Some(vec![owner.clone()]);
+        }
         if let Some(config_map) = &mut self.config_map {
             config_map.metadata.owner_references = Some(vec![owner.clone()]);
         }
@@ -200,7 +212,10 @@ fn job(options: &JobOptions) -> Job {
             completion_mode: Some("Indexed".into()),
             completions: Some(pods),
             parallelism: Some(pods),
-            backoff_limit: Some(0),
+            // No pod is retried: a restarted pod cannot rejoin a run in progress, and a shard's
+            // pod that failed is re-created by `lab resume`, not behind the user's back.
+            backoff_limit: (!options.independent_pods).then_some(0),
+            backoff_limit_per_index: options.independent_pods.then_some(0),
             ttl_seconds_after_finished: Some(options.ttl_seconds_after_finished),
             active_deadline_seconds: options.active_deadline_seconds,
             template: PodTemplateSpec {
@@ -221,7 +236,7 @@ fn pod_spec(options: &JobOptions) -> PodSpec {
     PodSpec {
         restart_policy: Some("Never".into()),
         // Pod i's hostname is <job>-<i>; under the Service's subdomain it resolves.
-        subdomain: Some(options.name.clone()),
+        subdomain: (!options.independent_pods).then(|| options.name.clone()),
         host_network: options.host_network.then_some(true),
         dns_policy: options
             .host_network
@@ -290,7 +305,18 @@ fn env(options: &JobOptions) -> Vec<EnvVar> {
         }),
         ..EnvVar::default()
     });
-    plain.chain(secret).collect()
+    let fields = options.field_env.iter().map(|(name, path)| EnvVar {
+        name: name.clone(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.clone(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    });
+    plain.chain(secret).chain(fields).collect()
 }
 
 fn resources(options: &JobOptions) -> Option<ResourceRequirements> {
@@ -392,6 +418,8 @@ mod tests {
             secret_data: BTreeMap::new(),
             ttl_seconds_after_finished: 600,
             active_deadline_seconds: None,
+            independent_pods: false,
+            field_env: Vec::new(),
         }
     }
 
@@ -420,6 +448,34 @@ mod tests {
     }
 
     #[test]
+    fn independent_pods_fail_alone_and_have_no_service() {
+        let mut options = options();
+        options.independent_pods = true;
+        options.field_env = vec![("STAMPEDE_NODE_NAME".into(), "spec.nodeName".into())];
+        let manifests = Manifests::new(&options);
+        assert!(manifests.service.is_none());
+        let job = serde_json::to_value(&manifests.job).unwrap();
+        let spec = &job["spec"];
+        assert_eq!(spec["backoffLimitPerIndex"], 0);
+        assert!(spec.get("backoffLimit").is_none());
+        let pod = &spec["template"]["spec"];
+        assert!(pod.get("subdomain").is_none());
+        let env = pod["containers"][0]["env"].as_array().unwrap();
+        let node = env
+            .iter()
+            .find(|e| e["name"] == "STAMPEDE_NODE_NAME")
+            .unwrap();
+        assert_eq!(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+        let kinds: Vec<String> = manifests.to_list()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(kinds, ["ConfigMap", "Job"]);
+    }
+
+    #[test]
     fn a_password_is_a_reference_never_a_value() {
         let manifests = Manifests::new(&options());
         let text = manifests.to_list().to_string();
@@ -437,7 +493,12 @@ mod tests {
     fn owned_objects_name_the_job() {
         let mut manifests = Manifests::new(&options());
         manifests.owned_by_job("uid-1");
-        let owners = manifests.service.metadata.owner_references.unwrap();
+        let owners = manifests
+            .service
+            .unwrap()
+            .metadata
+            .owner_references
+            .unwrap();
         assert_eq!(owners[0].uid, "uid-1");
         assert_eq!(owners[0].kind, "Job");
         assert!(manifests

@@ -205,6 +205,10 @@ pub struct RunRecord {
     pub wait_events: Vec<WaitSample>,
     /// Each pod's share, when the run's clients came from pods.
     pub pods: Vec<PodRow>,
+    /// The machine it ran on (`Store::record_machine`).
+    pub machine_id: Option<i64>,
+    /// Its shard, in a lab sharded over a fleet.
+    pub shard: Option<u32>,
 }
 
 /// A stored run with its cell, for reports.
@@ -255,6 +259,19 @@ pub struct StoredRun {
     /// many rounds; None in a lab of fixed runs and while the cell goes on.
     pub stopped: Option<String>,
     pub rounds: Option<u32>,
+    /// Its shard, in a lab sharded over a fleet.
+    pub shard: Option<u32>,
+    /// The machine it ran on (stored from schema 12 on).
+    pub machine: Option<RunMachine>,
+}
+
+/// The machine a stored run ran on, as reports name and compare machines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMachine {
+    /// `Machine::key`: host, cores × CPU model (and limit).
+    pub key: String,
+    pub cpu_model: String,
+    pub kernel: String,
 }
 
 impl StoredRun {
@@ -290,6 +307,8 @@ pub struct LatestInvocation {
     pub name: String,
     /// It ran to the end of its plan.
     pub ended: bool,
+    /// Sharded over a fleet (`lab run --shards N`): N.
+    pub shards: Option<usize>,
 }
 
 /// One `lab run` of a spec, with what a history keys and labels it by.
@@ -549,6 +568,8 @@ mod tests {
                         counter_series: vec![],
                         wait_events: vec![],
                         pods: vec![],
+                        machine_id: None,
+                        shard: None,
                     },
                 )
                 .unwrap();

@@ -24,6 +24,27 @@ impl Store {
             .collect())
     }
 
+    /// Per finished run (cell key, repetition): the identity of the machine it ran on (None
+    /// for runs stored before machines were).
+    pub fn finished_run_machines(
+        &mut self,
+        lab: i64,
+    ) -> Result<Vec<(String, u32, Option<String>)>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT c.key, r.repetition, m.identity FROM runs r JOIN cells c ON c.id = r.cell_id
+                 LEFT JOIN machines m ON m.id = r.machine_id
+                 WHERE c.lab_id = ?1 AND r.status IN ('completed', 'failed')",
+                &[lab.into()],
+            )
+            .map_err(db_error("runs"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (text(r, 0), int(r, 1) as u32, r[2].as_string()))
+            .collect())
+    }
+
     /// Completed runs of the lab, in run order.
     pub fn completed_runs(&mut self, lab: i64) -> Result<Vec<RunSummary>, Failure> {
         let rows = self
@@ -401,8 +422,8 @@ impl Store {
         let rows = self
             .db
             .query(
-                "SELECT id, seed, name, ended_unix_s FROM labs WHERE coalesce(history, name) = ?1
-                 ORDER BY id DESC LIMIT 1",
+                "SELECT id, seed, name, ended_unix_s, shards FROM labs
+                 WHERE coalesce(history, name) = ?1 ORDER BY id DESC LIMIT 1",
                 &[name.into()],
             )
             .map_err(db_error("labs"))?;
@@ -411,6 +432,7 @@ impl Store {
             seed: int(r, 1) as u64,
             name: text(r, 2),
             ended: optional(r, 3).is_some(),
+            shards: r.get(4).and_then(Value::as_i64).map(|n| n as usize),
         }))
     }
 
@@ -505,8 +527,11 @@ impl Store {
 /// columns follow from index `RUN_COLUMN_COUNT`.
 const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.workload), c.script, c.scale, c.clients,
      r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn,
-     c.stopped, c.rounds, r.client_txn_min, r.client_txn_median, r.client_txn_max, r.fairness_index";
-const RUN_COLUMN_COUNT: usize = 21;
+     c.stopped, c.rounds, r.client_txn_min, r.client_txn_median, r.client_txn_max, r.fairness_index,
+     r.shard, (SELECT m.key FROM machines m WHERE m.id = r.machine_id),
+     (SELECT m.cpu_model FROM machines m WHERE m.id = r.machine_id),
+     (SELECT m.kernel FROM machines m WHERE m.id = r.machine_id)";
+const RUN_COLUMN_COUNT: usize = 25;
 
 /// The four columns of `ServedClients` from `first` on; None when the run stored none.
 fn served_clients(r: &Row, first: usize) -> Option<ServedClients> {
@@ -550,5 +575,11 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
             .get(16)
             .and_then(Value::as_i64)
             .map(|rounds| rounds as u32),
+        shard: r.get(21).and_then(Value::as_i64).map(|shard| shard as u32),
+        machine: r.get(22).and_then(Value::as_string).map(|key| RunMachine {
+            key,
+            cpu_model: text(r, 23),
+            kernel: text(r, 24),
+        }),
     })
 }

@@ -210,4 +210,23 @@ CREATE TABLE run_pods (
     PRIMARY KEY (run_id, pod)
 );
 "#,
+    // 12: where each run ran. A lab sharded over a fleet (`lab run --shards N`) runs its cells
+    // on several machines: each run names its machine (the node for a pod: its name, CPUs, memory,
+    // kernel and the pod's CPU limit) and its shard; a lab row says how many shards it had.
+    r#"
+CREATE TABLE machines (
+    id          INTEGER PRIMARY KEY,
+    identity    TEXT NOT NULL UNIQUE,   -- everything below, as one line
+    key         TEXT NOT NULL,          -- host, cores × CPU model (and limit): a series' key
+    host        TEXT NOT NULL,          -- a pod's node
+    cores       INTEGER NOT NULL,
+    cpu_model   TEXT NOT NULL,
+    memory_bytes INTEGER NOT NULL,
+    kernel      TEXT NOT NULL,
+    cpu_limit   REAL                    -- a pod's CPU limit in CPUs; NULL when unlimited
+);
+ALTER TABLE runs ADD COLUMN machine_id INTEGER REFERENCES machines(id);
+ALTER TABLE runs ADD COLUMN shard INTEGER;  -- NULL in a lab run on one machine
+ALTER TABLE labs ADD COLUMN shards INTEGER;
+"#,
 ];

@@ -314,6 +314,44 @@ impl Store {
             .map_err(db_error("plans"))
     }
 
+    /// The machine's row (made the first time it is seen, by any lab): its id for runs.
+    pub fn record_machine(&mut self, machine: &Machine) -> Result<i64, Failure> {
+        self.transaction("machines", |db| {
+            db.execute(
+                "INSERT INTO machines (identity, key, host, cores, cpu_model, memory_bytes, kernel, cpu_limit)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (identity) DO NOTHING",
+                &[
+                    (&machine.identity()).into(),
+                    (&machine.key()).into(),
+                    (&machine.host).into(),
+                    Value::Int(machine.cores as i64),
+                    (&machine.cpu_model).into(),
+                    Value::Int(machine.memory_bytes as i64),
+                    (&machine.kernel).into(),
+                    machine.cpu_limit.into(),
+                ],
+            )?;
+            let rows = db.query(
+                "SELECT id FROM machines WHERE identity = ?1",
+                &[(&machine.identity()).into()],
+            )?;
+            rows.first()
+                .map(|r| int(r, 0))
+                .ok_or_else(|| "no machine id returned".to_string())
+        })
+    }
+
+    /// A lab sharded over a fleet: how many shards its runs are spread over, and the fleet as
+    /// its history's machine (each run names its own machine).
+    pub fn record_shards(&mut self, lab: i64, shards: usize, fleet: &str) -> Result<(), Failure> {
+        self.db
+            .execute(
+                "UPDATE labs SET shards = ?2, machine = ?3, kernel = NULL WHERE id = ?1",
+                &[lab.into(), Value::Int(shards as i64), fleet.into()],
+            )
+            .map_err(db_error("labs"))
+    }
+
     /// Records the CPUs of the machine the lab's driver runs on, once: the first machine's.
     pub fn record_client_cores(&mut self, lab: i64, cores: usize) -> Result<(), Failure> {
         self.db
@@ -333,9 +371,9 @@ fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, 
         "INSERT INTO runs (cell_id, repetition, position, status, error, started_unix_s, ended_unix_s,
            resolved_scale, duration_s, transactions, failures, tps, latency_avg_ms, latency_stddev_ms,
            p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, client_cpu_us_per_txn, overhead_s,
-           client_txn_min, client_txn_median, client_txn_max, fairness_index)
+           client_txn_min, client_txn_median, client_txn_max, fairness_index, machine_id, shard)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
-           ?23, ?24, ?25, ?26)
+           ?23, ?24, ?25, ?26, ?27, ?28)
          RETURNING id",
         &[
             cell.into(),
@@ -364,6 +402,8 @@ fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, 
             served.map(|s| s.median).into(),
             served.map(|s| s.max as i64).into(),
             served.map(|s| s.jain_index).into(),
+            run.machine_id.into(),
+            run.shard.map(i64::from).into(),
         ],
     )?;
     rows.first()

@@ -1,0 +1,292 @@
+//! A lab sharded over the pods of an Indexed Job (`lab run --shards N`): every planned run
+//! recorded once in the one PostgreSQL results database with its machine, a killed shard
+//! re-created alone by `lab resume`, bad input refused before anything is made.
+
+use super::{assert_nothing_left, namespace, stampede, text};
+use crate::common::kube::kube;
+use crate::common::{server, LabDir};
+
+/// A spec of `clients.len()` cells on two targets (PostgreSQL 15 from the lab image), its
+/// results in a fresh database of the suite's server (the URL's password reaches the pods
+/// through a Secret of the Job's own).
+fn sharded_spec(
+    dir: &LabDir,
+    name: &str,
+    namespace: &str,
+    clients: &[u32],
+    duration: &str,
+) -> String {
+    let results = server().create_database(&name.replace('-', "_"));
+    let spec = format!(
+        r#"name = "{name}"
+runs = 2
+duration = "{duration}"
+warmup = "0s"
+seed = 5
+results = "{url}"
+
+[kubernetes]
+namespace = "{namespace}"
+image = "{image}"
+image_pull_policy = "Never"
+host_network = true
+shared_nodes = true
+pod_start_timeout = "60s"
+
+[[target]]
+name = "a"
+postgres = "/usr/lib/postgresql/15/bin"
+settings = {{ fsync = false }}
+
+[[target]]
+name = "b"
+postgres = "/usr/lib/postgresql/15/bin"
+settings = {{ fsync = false, synchronous_commit = false }}
+
+[[workload]]
+name = "pgbench"
+scripts = ["select-only"]
+clients = {clients:?}
+"#,
+        url = server().url_with_password(&results),
+        image = kube().lab_image(),
+    );
+    let path = dir.join("lab.toml");
+    std::fs::write(&path, spec).unwrap();
+    results
+}
+
+fn lab(words: &[&str]) -> std::process::Output {
+    let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    stampede(&args)
+}
+
+/// (cell key, repetition, completed runs, shards, machines) per planned run that ran.
+fn recorded(db: &str) -> Vec<Vec<String>> {
+    server()
+        .psql(
+            db,
+            "SELECT c.key, r.repetition, count(*), count(DISTINCT r.shard), \
+                    count(DISTINCT r.machine_id) \
+             FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.status = 'completed' \
+             GROUP BY c.key, r.repetition ORDER BY 1, 2",
+        )
+        .lines()
+        .map(|line| line.split('|').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() {
+    let namespace = namespace("kube-shards");
+    let dir = LabDir::new("kube-shards");
+    let db = sharded_spec(&dir, "kube-shards", &namespace, &[1, 2, 3, 4, 5, 6], "1s");
+    let spec = dir.join("lab.toml").display().to_string();
+    let output = lab(&["lab", "run", &spec, "--shards", "3"]);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("3 shard pod(s) of 3"), "{stderr}");
+    assert!(stderr.contains("— 24/24 runs (100%)"), "{stderr}");
+    // The final table as a local lab prints it: 12 cells, each with its 2 runs.
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains("select-only")).count(),
+        12,
+        "{stdout}"
+    );
+    // 6 cells × 2 targets × 2 rounds, each recorded once, on one shard and one machine.
+    let runs = recorded(&db);
+    assert_eq!(runs.len(), 24, "{runs:?}");
+    assert!(runs.iter().all(|r| r[2..] == ["1", "1", "1"]), "{runs:?}");
+    // Every target of a cell, and every round of it, ran on the same shard; the cells are
+    // spread over all three.
+    let per_cell = server().psql(
+        &db,
+        "SELECT c.workload || '/' || c.script || '/' || c.clients, count(DISTINCT r.shard), \
+                min(r.shard) FROM runs r JOIN cells c ON c.id = r.cell_id GROUP BY 1 ORDER BY 1",
+    );
+    let shards: std::collections::BTreeSet<&str> = per_cell
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split('|').collect();
+            assert_eq!(fields[1], "1", "a cell's runs on one shard: {per_cell}");
+            fields[2]
+        })
+        .collect();
+    assert_eq!(shards.len(), 3, "{per_cell}");
+    // The machine is the node the pods ran on, with its CPUs, memory and kernel.
+    let node = kube().kubectl(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"]);
+    let machines = server().psql(
+        &db,
+        "SELECT host, cores > 0, cpu_model <> '', memory_bytes > 0, kernel <> '' FROM machines",
+    );
+    assert_eq!(machines, format!("{node}|t|t|t|t"));
+    let lab_row = server().psql(
+        &db,
+        "SELECT shards, ended_unix_s IS NOT NULL, machine FROM labs",
+    );
+    assert_eq!(lab_row, "3|t|fleet: 3 shards on any node");
+    // The whole lab reads as one: every cell of target b against a.
+    let url = server().url_with_password(&db);
+    let compare = lab(&["compare", &url, "a", "b"]);
+    assert!(compare.status.success(), "{}", text(&compare.stderr));
+    let compared = text(&compare.stdout);
+    let rows = compared.lines().filter(|l| l.starts_with("pgbench "));
+    assert_eq!(rows.count(), 6, "{compared}");
+    let report = lab(&["report", &url]);
+    let report_text = text(&report.stdout);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    assert!(report_text.contains("## Machines"), "{report_text}");
+    assert!(report_text.contains(&node), "{report_text}");
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn a_killed_shard_is_recreated_alone_by_resume() {
+    let namespace = namespace("kube-shard-kill");
+    let dir = LabDir::new("kube-shard-kill");
+    let db = sharded_spec(&dir, "kube-shard-kill", &namespace, &[1, 2, 3], "2s");
+    let spec = dir.join("lab.toml").display().to_string();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["lab", "run", &spec, "--shards", "3"])
+        .env("KUBECONFIG", &kube().kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once shard 1 has recorded a run, its pod is killed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shard 1 recorded nothing"
+        );
+        let made = server().psql(
+            &db,
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'runs'",
+        );
+        if made == "1" {
+            let done = server().psql(&db, "SELECT count(*) FROM runs WHERE shard = 1");
+            if done.parse::<u32>().unwrap_or(0) >= 1 {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let pod = kube().kubectl(&[
+        "get",
+        "pods",
+        "--namespace",
+        &namespace,
+        "-l",
+        "batch.kubernetes.io/job-completion-index=1",
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    ]);
+    kube().kubectl(&[
+        "delete",
+        "pod",
+        &pod,
+        "--namespace",
+        &namespace,
+        "--grace-period=0",
+        "--force",
+    ]);
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("shard 1 failed"), "{stderr}");
+    assert!(stderr.contains("lab resume"), "{stderr}");
+    assert!(kube().leftovers(&namespace).is_empty());
+    let before = recorded(&db);
+    assert!(
+        before.len() < 12,
+        "the killed shard left runs to record: {before:?}"
+    );
+    let resumed = lab(&["lab", "resume", &spec]);
+    let resumed_err = text(&resumed.stderr);
+    assert!(resumed.status.success(), "{resumed_err}");
+    assert!(
+        resumed_err.contains("shard(s) 1 have runs to record"),
+        "{resumed_err}"
+    );
+    assert!(resumed_err.contains("1 shard pod(s) of 3"), "{resumed_err}");
+    // No run twice, none lost, each on one machine; the lab has ended.
+    let after = recorded(&db);
+    assert_eq!(after.len(), 12, "{after:?}");
+    assert!(after.iter().all(|r| r[2..] == ["1", "1", "1"]), "{after:?}");
+    assert_eq!(
+        server().psql(&db, "SELECT ended_unix_s IS NOT NULL FROM labs"),
+        "t"
+    );
+    assert_nothing_left(&namespace);
+}
+
+#[test]
+fn sharding_what_pods_cannot_share_is_refused_before_anything_is_made() {
+    let namespace = namespace("kube-shard-bad");
+    let dir = LabDir::new("kube-shard-bad");
+    let db = sharded_spec(&dir, "kube-shard-bad", &namespace, &[1, 2], "1s");
+    let spec = dir.join("lab.toml").display().to_string();
+    // More shards than cells.
+    let output = lab(&["lab", "run", &spec, "--shards", "3"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr).trim(),
+        "stampede: error: --shards 3: the spec has 2 cell(s) (each run on every target together), so at \
+         most 2 shard(s) have work; give --shards 2 or fewer"
+    );
+    // Results in a SQLite file.
+    let sqlite = dir.join("sqlite.toml");
+    let text_with_file = std::fs::read_to_string(dir.join("lab.toml"))
+        .unwrap()
+        .lines()
+        .map(|line| match line.starts_with("results =") {
+            true => "results = \"shards.db\"".to_string(),
+            false => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&sqlite, text_with_file).unwrap();
+    let output = lab(&["lab", "run", &sqlite.display().to_string(), "--shards", "2"]);
+    assert_eq!(output.status.code(), Some(1));
+    let message = text(&output.stderr);
+    assert!(
+        message.contains("SQLite file") && message.contains("postgresql://"),
+        "{message}"
+    );
+    assert!(!dir.join("shards.db").exists(), "nothing written");
+    // Kubernetes options without --shards.
+    let output = lab(&["lab", "run", &spec, "--shared-nodes"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("--shared-nodes needs --shards N"));
+    // Nothing was created: no invocation, no object.
+    assert_eq!(
+        server().psql(
+            &db,
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'labs'"
+        ),
+        "0"
+    );
+    assert!(kube().leftovers(&namespace).is_empty());
+    // The dry run prints the Job, the password a reference to the Job's own Secret.
+    let output = lab(&["lab", "run", &spec, "--shards", "2", "--dry-run"]);
+    let manifests = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        manifests.contains("\"backoffLimitPerIndex\": 0"),
+        "{manifests}"
+    );
+    assert!(
+        manifests.contains("STAMPEDE_RESULTS_PASSWORD"),
+        "{manifests}"
+    );
+    assert!(
+        manifests.contains("\"fieldPath\": \"spec.nodeName\""),
+        "{manifests}"
+    );
+    assert!(
+        !manifests.contains(crate::common::PASSWORD),
+        "no password in the manifests"
+    );
+    assert_nothing_left(&namespace);
+}
