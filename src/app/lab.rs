@@ -186,7 +186,7 @@ fn execute(
     );
     let outcome = lab
         .run(&mut |event| progress.show(event))
-        .map_err(|e| with_resume_hint(e, path))?;
+        .map_err(|e| lab_results::with_resume_hint(e, path))?;
     print!(
         "{}",
         lab_results::table(&spec, lab.plan(), &outcome.completed)
@@ -216,20 +216,6 @@ fn execute(
         );
     }
     Ok(())
-}
-
-/// A results write that failed (a full disk, a lost connection) leaves every recorded run intact
-/// (each is one transaction): say how to go on.
-pub(super) fn with_resume_hint(failure: Failure, path: &Path) -> Failure {
-    if !failure.message().starts_with("results database:") {
-        return failure;
-    }
-    failure.map_message(|text| {
-        format!(
-            "{text}; the runs recorded before it are kept: continue with `stampede lab resume {}` once the results can be written",
-            path.display()
-        )
-    })
 }
 
 /// What `runs = "auto"` will do, in one sentence.

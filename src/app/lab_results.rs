@@ -2,10 +2,12 @@
 //! the decided comparison with the base's cell of the same workload, script, scale and clients.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use crate::analysis::paired::compare_paired;
 use crate::analysis::verdict::Direction;
 use crate::analysis::{median, range};
+use crate::error::Failure;
 use crate::lab::plan::Plan;
 use crate::lab::spec::LabSpec;
 use crate::report::comparison::verdict_text;
@@ -100,4 +102,17 @@ fn against_base(base: &BTreeMap<u32, f64>, other: &BTreeMap<u32, f64>) -> String
         comparison.ratio,
         verdict_text(&comparison.verdict)
     )
+}
+/// A results write that failed (a full disk, a lost connection) leaves every recorded run intact
+/// (each is one transaction): say how to go on.
+pub fn with_resume_hint(failure: Failure, path: &Path) -> Failure {
+    if !failure.message().starts_with("results database:") {
+        return failure;
+    }
+    failure.map_message(|text| {
+        format!(
+            "{text}; the runs recorded before it are kept: continue with `stampede lab resume {}` once the results can be written",
+            path.display()
+        )
+    })
 }

@@ -11,7 +11,7 @@ use super::{CommandResult, Failure};
 use crate::app::cli::FleetArgs;
 use crate::duration::human;
 use crate::family::api::LabWorkload;
-use crate::lab::executor::Lab;
+use crate::lab::executor::{Lab, Opening};
 use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::plan::Plan;
 use crate::lab::shards::{self, ShardEvent, ShardProgress, ShardRequest};
@@ -48,6 +48,18 @@ pub fn sharded(
             )),
             (true, None) => latest_is_sharded(spec)?,
         };
+    // A shard's pods coordinate nothing and its servers are its own.
+    let pointless = [
+        ("coordinator-address", given.coordinator_address.is_some()),
+        ("coordinator-port", given.coordinator_port.is_some()),
+        ("password-secret", given.password_secret.is_some()),
+    ];
+    if let (Some((option, _)), true) = (pointless.iter().find(|(_, set)| *set), is_sharded) {
+        return Err(Failure::input(format!(
+            "--{option}: a sharded lab's pods run their own servers and coordinate nothing; \
+             the results database's password comes from --results-secret"
+        )));
+    }
     match (is_sharded, option_given) {
         (true, _) => Ok(Some(given.over(&spec.kubernetes))),
         (false, Some(option)) if resume => Err(Failure::input(format!(
@@ -174,7 +186,8 @@ pub fn shard_run(
 ) -> CommandResult {
     let (mut spec, workloads) = load_spec(spec_path)?;
     let shard = shards::shard_of_pod(lab_id, shards, list)?;
-    spec.results = shards::results_with_password(results);
+    let password = std::env::var(shards::RESULTS_PASSWORD_ENV).ok();
+    spec.results = shards::results_with_password(results, password.as_deref());
     // The pod's working directory may be a volume several shards share.
     spec.server_root = PathBuf::from(stampede_kube::manifest::WORKDIR)
         .join(format!("{}-shard-{}.servers", spec.name, shard.index));
@@ -188,18 +201,18 @@ pub fn shard_run(
     );
     let stop = watch_signals();
     let mut progress = Progress::on_stderr();
-    let mut lab = Lab::prepare_shard(
+    let mut lab = Lab::open(
         &spec,
         workloads,
         &ManagedTargets,
-        shard,
+        Opening::Shard(shard),
         keep_going,
         stop,
         &mut |event| progress.show(event),
     )?;
     let outcome = lab
         .run(&mut |event| progress.show(event))
-        .map_err(|e| super::lab::with_resume_hint(e, spec_path))?;
+        .map_err(|e| lab_results::with_resume_hint(e, spec_path))?;
     if outcome.interrupted {
         return Err(Failure::interrupted(format!(
             "shard {} interrupted; its recorded runs are kept",

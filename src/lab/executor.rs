@@ -127,9 +127,12 @@ impl Shard {
 
 /// Which invocation a lab writes into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Opening {
+pub enum Opening {
+    /// The next invocation (or the latest, when it has measured nothing yet).
     Run,
+    /// The latest invocation, from its next unfinished run.
     Resume,
+    /// One shard of the invocation its launcher opened.
     Shard(Shard),
 }
 
@@ -226,24 +229,9 @@ impl<'a> Lab<'a> {
         )
     }
 
-    /// One shard of the invocation its launcher opened: runs only the shard's units, on this
-    /// machine, and leaves ending the lab to the launcher.
-    pub fn prepare_shard(
-        spec: &'a LabSpec,
-        workloads: Vec<Box<dyn LabWorkload>>,
-        targets: &'a dyn Targets,
-        shard: Shard,
-        keep_going: bool,
-        stop: Arc<AtomicBool>,
-        on_event: &mut dyn FnMut(LabEvent<'_>),
-    ) -> Result<Lab<'a>, Failure> {
-        let opening = Opening::Shard(shard);
-        Self::open(
-            spec, workloads, targets, opening, keep_going, stop, on_event,
-        )
-    }
-
-    fn open(
+    /// The lab of `opening`'s invocation; `Opening::Shard` runs only the shard's units, on
+    /// this machine, and leaves ending the lab to its launcher.
+    pub fn open(
         spec: &'a LabSpec,
         workloads: Vec<Box<dyn LabWorkload>>,
         targets: &'a dyn Targets,

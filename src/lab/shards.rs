@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stampede_kube::fleet::{FleetEnding, FleetStatus, FleetWatch};
-use stampede_kube::manifest::{JobOptions, Manifests, FILES_DIR, WORKDIR};
+use stampede_kube::manifest::{Manifests, FILES_DIR, WORKDIR};
 use stampede_kube::SecretEnv;
 
 use super::executor::{cell_records, open_invocation, Shard};
@@ -368,59 +368,34 @@ fn manifests(
             .unwrap_or_else(|_| "default".into())
     };
     let namespace = kube.namespace.clone().unwrap_or_else(cluster_namespace);
-    let mut kube_for_affinity = kube.clone();
-    kube_for_affinity.one_pod_per_node |= !kube.shared_nodes;
-    let args = vec![
-        "lab".to_string(),
-        "shard-run".into(),
-        "--lab-id".into(),
-        lab_id.to_string(),
-        "--shards".into(),
-        shards.to_string(),
-        "--shard-list".into(),
-        list(todo).replace(' ', ""),
-        "--results".into(),
-        spec.results.to_string(),
-    ];
-    let mut args = args;
+    // A shard is a machine: one per node unless the user shares nodes.
+    let mut shaped = kube.clone();
+    shaped.one_pod_per_node |= !kube.shared_nodes;
+    let mut args: Vec<String> = vec!["lab".into(), "shard-run".into()];
+    args.extend(["--lab-id".into(), lab_id.to_string()]);
+    args.extend(["--shards".into(), shards.to_string()]);
+    args.extend(["--shard-list".into(), list(todo).replace(' ', "")]);
+    args.extend(["--results".into(), spec.results.to_string()]);
     if request.keep_going {
         args.push("--keep-going".into());
     }
     args.push(format!("{FILES_DIR}/{SPEC_FILE}"));
-    let mut options = JobOptions {
-        name: name.clone(),
-        namespace,
-        pods: todo.len(),
-        image: kube.image(),
-        image_pull_policy: kube.image_pull_policy()?,
-        args,
-        env: vec![
-            ("HOME".into(), WORKDIR.into()),
-            ("XDG_CACHE_HOME".into(), format!("{WORKDIR}/.cache")),
-        ],
-        secret_env: Vec::new(),
-        node_selector: kube.node_selector()?,
-        affinity: kube_for_affinity.affinity(&name)?,
-        tolerations: kube.tolerations()?,
-        requests: kube.requests()?,
-        limits: kube.limits()?,
-        service_account: kube.service_account.clone(),
-        labels: kube.labels()?,
-        host_network: kube.host_network,
-        coordinator_port: 0,
-        workdir: kube.workdir()?,
-        files,
-        secret_data: BTreeMap::new(),
-        ttl_seconds_after_finished: 600,
-        active_deadline_seconds: None,
-        independent_pods: true,
-        field_env: vec![(
-            crate::sys::NODE_NAME_ENV.to_string(),
-            "spec.nodeName".to_string(),
-        )],
-    };
-    match (&kube.results_secret, spec.results.password()) {
-        (Some(given), _) => options.secret_env.push(results_secret(given)?),
+    let mut options = shaped.job_options(&name, &namespace, todo.len(), args)?;
+    options.env = vec![
+        ("HOME".into(), WORKDIR.into()),
+        ("XDG_CACHE_HOME".into(), format!("{WORKDIR}/.cache")),
+    ];
+    options.files = files;
+    options.independent_pods = true;
+    options.field_env = vec![(
+        crate::sys::NODE_NAME_ENV.to_string(),
+        "spec.nodeName".to_string(),
+    )];
+    match (
+        kube.results_secret(RESULTS_PASSWORD_ENV)?,
+        spec.results.password(),
+    ) {
+        (Some(given), _) => options.secret_env.push(given),
         (None, Some(password)) => {
             options
                 .secret_data
@@ -434,21 +409,6 @@ fn manifests(
         (None, None) => {}
     }
     Ok(Manifests::new(&options))
-}
-
-/// `results_secret = "SECRET[/KEY]"` (key "password" by default).
-fn results_secret(text: &str) -> Result<SecretEnv, Failure> {
-    let (secret, key) = text.split_once('/').unwrap_or((text, "password"));
-    if secret.is_empty() || key.is_empty() {
-        return Err(Failure::input(format!(
-            "--results-secret: \"{text}\" is not SECRET or SECRET/KEY"
-        )));
-    }
-    Ok(SecretEnv {
-        variable: RESULTS_PASSWORD_ENV.into(),
-        secret: secret.into(),
-        key: key.into(),
-    })
 }
 
 /// A shard pod's side: which shard this pod runs (its completion index into `--shard-list`).
@@ -469,25 +429,24 @@ pub fn shard_of_pod(lab_id: i64, shards: usize, list: &[usize]) -> Result<Shard,
     })
 }
 
-/// The results URL with the password the pod was given by reference.
-pub fn results_with_password(results: &str) -> Location {
+/// The results URL with the password the pod was given by reference (`RESULTS_PASSWORD_ENV`),
+/// as a `password` parameter libpq's URI reading takes.
+pub fn results_with_password(results: &str, password: Option<&str>) -> Location {
     let base = Path::new("/");
-    match std::env::var(RESULTS_PASSWORD_ENV) {
-        Ok(password) if !password.is_empty() => {
-            let separator = if results.contains('?') { '&' } else { '?' };
-            let encoded: String = password
-                .bytes()
-                .map(|b| match b {
-                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                        (b as char).to_string()
-                    }
-                    _ => format!("%{b:02X}"),
-                })
-                .collect();
-            Location::parse(&format!("{results}{separator}password={encoded}"), base)
-        }
-        _ => Location::parse(results, base),
-    }
+    let Some(password) = password.filter(|p| !p.is_empty()) else {
+        return Location::parse(results, base);
+    };
+    let separator = if results.contains('?') { '&' } else { '?' };
+    let encoded: String = password
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    Location::parse(&format!("{results}{separator}password={encoded}"), base)
 }
 
 #[cfg(test)]
@@ -514,13 +473,21 @@ mod tests {
     }
 
     #[test]
-    fn a_results_secret_names_its_key() {
-        let secret = results_secret("results/pw").unwrap();
+    fn the_pods_password_joins_the_url_encoded_and_is_never_shown() {
+        let url = "postgresql://lab@db:5432/results";
+        let with = results_with_password(url, Some("p@ss w/rd"));
         assert_eq!(
-            (secret.secret.as_str(), secret.key.as_str()),
-            ("results", "pw")
+            with,
+            Location::Postgres(format!("{url}?password=p%40ss%20w%2Frd"))
         );
-        assert_eq!(results_secret("results").unwrap().key, "password");
-        assert!(results_secret("/x").is_err());
+        let with = results_with_password("postgresql://lab@db/r?sslmode=require", Some("x"));
+        assert_eq!(
+            with,
+            Location::Postgres("postgresql://lab@db/r?sslmode=require&password=x".into())
+        );
+        assert_eq!(
+            results_with_password(url, None),
+            Location::Postgres(url.into())
+        );
     }
 }

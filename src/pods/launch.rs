@@ -144,35 +144,13 @@ impl Launch<'_> {
         let kube = self.kube;
         let mut args: Vec<String> = self.command.iter().map(|w| w.to_string()).collect();
         args.extend(self.args.iter().cloned());
-        let mut options = JobOptions {
-            name: name.to_string(),
-            namespace: namespace.to_string(),
-            pods,
-            image: kube.image(),
-            image_pull_policy: kube.image_pull_policy()?,
-            args,
-            env: Vec::new(),
-            secret_env: kube
-                .password_secret(self.password_variable)?
-                .into_iter()
-                .collect(),
-            node_selector: kube.node_selector()?,
-            affinity: kube.affinity(name)?,
-            tolerations: kube.tolerations()?,
-            requests: kube.requests()?,
-            limits: kube.limits()?,
-            service_account: kube.service_account.clone(),
-            labels: kube.labels()?,
-            host_network: kube.host_network,
-            coordinator_port: kube.coordinator_port(),
-            workdir: kube.workdir()?,
-            files: self.files.clone(),
-            secret_data: BTreeMap::new(),
-            ttl_seconds_after_finished: 600,
-            active_deadline_seconds: None,
-            independent_pods: false,
-            field_env: Vec::new(),
-        };
+        let mut options = kube.job_options(name, namespace, pods, args)?;
+        options.secret_env = kube
+            .password_secret(self.password_variable)?
+            .into_iter()
+            .collect();
+        options.coordinator_port = kube.coordinator_port();
+        options.files = self.files.clone();
         let host = kube
             .coordinator_address
             .clone()

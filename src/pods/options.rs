@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::Failure;
-use stampede_kube::manifest::WorkdirVolume;
+use stampede_kube::manifest::{JobOptions, WorkdirVolume};
 use stampede_kube::SecretEnv;
 
 /// The port pod 0's coordinator listens on unless told otherwise.
@@ -234,22 +234,57 @@ impl KubeArgs {
         }
     }
 
+    /// The Job's options these give, for `pods` pods running `args` (stampede's words): what
+    /// the run adds (its variables, Secrets, files, coordinator) is the caller's.
+    pub fn job_options(
+        &self,
+        name: &str,
+        namespace: &str,
+        pods: usize,
+        args: Vec<String>,
+    ) -> Result<JobOptions, Failure> {
+        Ok(JobOptions {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            pods,
+            image: self.image(),
+            image_pull_policy: self.image_pull_policy()?,
+            args,
+            env: Vec::new(),
+            secret_env: Vec::new(),
+            node_selector: self.node_selector()?,
+            affinity: self.affinity(name)?,
+            tolerations: self.tolerations()?,
+            requests: self.requests()?,
+            limits: self.limits()?,
+            service_account: self.service_account.clone(),
+            labels: self.labels()?,
+            host_network: self.host_network,
+            coordinator_port: 0,
+            workdir: self.workdir()?,
+            files: BTreeMap::new(),
+            secret_data: BTreeMap::new(),
+            ttl_seconds_after_finished: 600,
+            active_deadline_seconds: None,
+            independent_pods: false,
+            field_env: Vec::new(),
+        })
+    }
+
     /// `--password-secret` as the pods' `variable` (PGPASSWORD, MYSQL_PWD).
     pub fn password_secret(&self, variable: &str) -> Result<Option<SecretEnv>, Failure> {
-        let Some(text) = &self.password_secret else {
-            return Ok(None);
-        };
-        let (secret, key) = text.split_once('/').unwrap_or((text, "password"));
-        if secret.is_empty() || key.is_empty() {
-            return Err(Failure::input(format!(
-                "--password-secret: \"{text}\" is not SECRET or SECRET/KEY"
-            )));
-        }
-        Ok(Some(SecretEnv {
-            variable: variable.into(),
-            secret: secret.into(),
-            key: key.into(),
-        }))
+        self.password_secret
+            .as_deref()
+            .map(|text| secret_reference(text, variable, "--password-secret"))
+            .transpose()
+    }
+
+    /// `--results-secret` as the shards' `variable`.
+    pub fn results_secret(&self, variable: &str) -> Result<Option<SecretEnv>, Failure> {
+        self.results_secret
+            .as_deref()
+            .map(|text| secret_reference(text, variable, "--results-secret"))
+            .transpose()
     }
 
     pub fn workdir(&self) -> Result<WorkdirVolume, Failure> {
@@ -307,6 +342,21 @@ impl KubeArgs {
     pub fn tolerations(&self) -> Result<Vec<k8s_openapi::api::core::v1::Toleration>, Failure> {
         self.tolerations.iter().map(|t| toleration(t)).collect()
     }
+}
+
+/// SECRET or SECRET/KEY (key "password" by default) as `variable` from that key.
+fn secret_reference(text: &str, variable: &str, option: &str) -> Result<SecretEnv, Failure> {
+    let (secret, key) = text.split_once('/').unwrap_or((text, "password"));
+    if secret.is_empty() || key.is_empty() {
+        return Err(Failure::input(format!(
+            "{option}: \"{text}\" is not SECRET or SECRET/KEY"
+        )));
+    }
+    Ok(SecretEnv {
+        variable: variable.into(),
+        secret: secret.into(),
+        key: key.into(),
+    })
 }
 
 /// KEY[=VALUE]:EFFECT as a toleration (Equal with a value, Exists without).

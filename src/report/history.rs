@@ -116,12 +116,18 @@ pub fn build(
     histories
 }
 
-/// The cell's key as the lab stores it.
+/// The cell's key as the lab stores it; a sharded lab's run adds the machine it ran on, since
+/// its shard may land on another machine in the next invocation and a series (or a gate's
+/// pair) never mixes machines.
 pub fn cell_key(run: &StoredRun) -> String {
-    format!(
+    let key = format!(
         "{}/{}/{}/{}/{}",
         run.target, run.workload, run.script, run.scale, run.clients
-    )
+    );
+    match (&run.shard, &run.machine) {
+        (Some(_), Some(machine)) => format!("{key} on {}", machine.key),
+        _ => key,
+    }
 }
 
 /// An invocation's name, tags and date as histories and gates show it.

@@ -49,6 +49,26 @@ pub fn to_html(report: &LabReport) -> String {
             comparison_section(report, &target.target),
         ));
     }
+    if !report.machines.is_empty() {
+        let rows: Vec<Vec<(String, bool)>> = report
+            .machines
+            .iter()
+            .map(|row| {
+                let cells = super::machines::cells(row);
+                let last = cells.len() - 1;
+                cells
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, cell)| (cell, i != last))
+                    .collect()
+            })
+            .collect();
+        sections.push((
+            "machines".into(),
+            "Machines".into(),
+            table(&super::machines::HEADER, &rows),
+        ));
+    }
     if !report.families.is_empty() {
         sections.push((
             "families".into(),

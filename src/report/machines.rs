@@ -96,27 +96,35 @@ pub fn unlike(runs: &[StoredRun]) -> Option<String> {
     })
 }
 
+/// The section's columns, its header first.
+pub const HEADER: [&str; 5] = ["machine", "kernel", "shards", "cells", "runs"];
+
+/// Each machine's row as text, in `HEADER`'s order.
+pub fn cells(row: &MachineRow) -> [String; 5] {
+    let shards: Vec<String> = row.shards.iter().map(u32::to_string).collect();
+    [
+        row.machine.clone(),
+        row.kernel.clone(),
+        if shards.is_empty() {
+            "-".into()
+        } else {
+            shards.join(", ")
+        },
+        row.cells.join(", "),
+        row.runs.to_string(),
+    ]
+}
+
 pub fn markdown(rows: &[MachineRow]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "## Machines\n\n| machine | kernel | shards | cells | runs |\n|---|---|---|---|---|\n",
+    let mut out = format!(
+        "## Machines\n\n| {} |\n|---|---|---|---|---|\n",
+        HEADER.join(" | ")
     );
     for row in rows {
-        let shards: Vec<String> = row.shards.iter().map(u32::to_string).collect();
-        out += &format!(
-            "| {} | {} | {} | {} | {} |\n",
-            row.machine,
-            row.kernel,
-            if shards.is_empty() {
-                "-".into()
-            } else {
-                shards.join(", ")
-            },
-            row.cells.join(", "),
-            row.runs
-        );
+        out += &format!("| {} |\n", cells(row).join(" | "));
     }
     out + "\n"
 }
@@ -185,6 +193,21 @@ mod tests {
              node-b; kernel: 6.1 on node-a; 6.8 on node-b): each cell's verdict compares its \
              targets on one machine, but cells on different machines also compare the machines \
              (see \"Machines\")"
+        );
+    }
+
+    #[test]
+    fn a_sharded_runs_series_is_its_machines() {
+        let sharded = run(4, 1, "node-b", "EPYC", "6.1");
+        assert_eq!(
+            crate::report::history::cell_key(&sharded),
+            "a/pgbench/select-only/1/4 on node-b, 64 × EPYC"
+        );
+        let mut local = sharded;
+        local.shard = None;
+        assert_eq!(
+            crate::report::history::cell_key(&local),
+            "a/pgbench/select-only/1/4"
         );
     }
 

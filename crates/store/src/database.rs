@@ -49,11 +49,30 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::Sqlite(path) => write!(f, "{}", path.display()),
-            Location::Postgres(url) => match self.password() {
-                Some(password) => write!(f, "{}", url.replacen(&format!(":{password}@"), "@", 1)),
-                None => write!(f, "{url}"),
-            },
+            Location::Postgres(url) => {
+                let url = match self.password() {
+                    Some(password) => url.replacen(&format!(":{password}@"), "@", 1),
+                    None => url.clone(),
+                };
+                write!(f, "{}", without_password_parameter(&url))
+            }
         }
+    }
+}
+
+/// The URL without a `password=` parameter in its query (how a shard's pod is given one).
+fn without_password_parameter(url: &str) -> String {
+    let Some((address, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|parameter| !parameter.starts_with("password="))
+        .collect();
+    if kept.is_empty() {
+        address.to_string()
+    } else {
+        format!("{address}?{}", kept.join("&"))
     }
 }
 
@@ -160,6 +179,19 @@ mod tests {
         );
         let plain = Location::parse("postgres://bob@db/results", base);
         assert_eq!(plain.password(), None);
+        // A shard's pod gets its password as a parameter.
+        for (given, shown) in [
+            (
+                "postgresql://bob@db/r?password=x%40y",
+                "postgresql://bob@db/r",
+            ),
+            (
+                "postgresql://bob@db/r?sslmode=require&password=x",
+                "postgresql://bob@db/r?sslmode=require",
+            ),
+        ] {
+            assert_eq!(Location::parse(given, base).to_string(), shown);
+        }
         assert_eq!(
             Location::parse("r.db", base),
             Location::Sqlite("/x/r.db".into())

@@ -9,11 +9,11 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::{dataset_name, Lab, LabEvent, LabOutcome, RUN_COPY};
+use super::{dataset_name, Lab, LabEvent, LabOutcome, Opening, Shard, RUN_COPY};
 use crate::conn::ConnSpec;
 use crate::conn::Endpoint;
 use crate::error::{Failure, Kind};
-use crate::family::api::{FamilyWorkload, Measurement, RunObserver, RunRequest};
+use crate::family::api::{FamilyWorkload, LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::lab::spec::{self, LabSpec, TargetSpec};
 use crate::lab::target::{LabServer, TargetBinaries, Targets};
 use crate::lab::window::RunProbes;
@@ -322,34 +322,70 @@ impl Fixture {
         keep_going: bool,
         interrupt_at: Option<usize>,
     ) -> Result<(LabOutcome, Vec<(String, u32)>), Failure> {
+        let opening = if resume {
+            Opening::Resume
+        } else {
+            Opening::Run
+        };
+        self.with_lab(opening, keep_going, interrupt_at, |lab| {
+            let order = planned_order(lab);
+            let journal = self.journal.clone();
+            let outcome = lab.run(&mut |event| {
+                if let LabEvent::Note(note) = event {
+                    journal.log(format!("note {note}"));
+                }
+            })?;
+            Ok((outcome, order))
+        })
+    }
+
+    /// One shard of the invocation `shards::open` made: the outcome and the shard's runs.
+    fn invoke_shard(&self, shard: Shard) -> Result<(LabOutcome, Vec<(String, u32)>), Failure> {
+        self.with_lab(Opening::Shard(shard), false, None, |lab| {
+            let units: Vec<usize> = lab.plan().runs.iter().map(|run| run.unit).collect();
+            let order = planned_order(lab)
+                .into_iter()
+                .zip(units)
+                .filter(|(_, unit)| shard.holds(*unit))
+                .map(|(line, _)| line)
+                .collect();
+            Ok((lab.run(&mut |_| {})?, order))
+        })
+    }
+
+    /// The fake lab of `opening`, handed to `body`.
+    fn with_lab<T>(
+        &self,
+        opening: Opening,
+        keep_going: bool,
+        interrupt_at: Option<usize>,
+        body: impl FnOnce(&mut Lab<'_>) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
         let targets = FakeTargets {
             journal: self.journal.clone(),
             disk: self.disk.clone(),
         };
-        let workload = FakeWorkload {
-            journal: self.journal.clone(),
-            disk: self.disk.clone(),
-            runs: Counter::new(0),
-            interrupt_at,
-        };
+        let workload = self.workload(interrupt_at);
         let stop = Arc::new(AtomicBool::new(false));
-        let mut lab = Lab::prepare(
+        let mut lab = Lab::open(
             &self.spec,
             vec![Box::new(workload)],
             &targets,
-            resume,
+            opening,
             keep_going,
             stop,
             &mut |_| {},
         )?;
-        let order = planned_order(&lab);
-        let journal = self.journal.clone();
-        let outcome = lab.run(&mut |event| {
-            if let LabEvent::Note(note) = event {
-                journal.log(format!("note {note}"));
-            }
-        })?;
-        Ok((outcome, order))
+        body(&mut lab)
+    }
+
+    fn workload(&self, interrupt_at: Option<usize>) -> FakeWorkload {
+        FakeWorkload {
+            journal: self.journal.clone(),
+            disk: self.disk.clone(),
+            runs: Counter::new(0),
+            interrupt_at,
+        }
     }
 
     /// (status, error) of every stored run, in run order.
@@ -504,6 +540,89 @@ fn an_interrupted_lab_resumes_with_the_runs_left() {
         4,
         "a loaded dataset is not loaded again"
     );
+}
+
+#[test]
+fn each_shard_runs_its_own_units_and_the_launcher_ends_the_lab() {
+    let fixture = Fixture::new(&["a", "b"], &["ro"]);
+    let workloads: Vec<Box<dyn LabWorkload>> = vec![Box::new(fixture.workload(None))];
+    let (mut store, lab_id, plan, _) =
+        crate::lab::shards::open(&fixture.spec, &workloads, Some(2), "fleet: 2 shards").unwrap();
+    let mut seen = Vec::new();
+    for index in 0..2 {
+        let before = fixture.journal.lines().len();
+        let shard = Shard {
+            lab_id,
+            index,
+            of: 2,
+        };
+        let (outcome, order) = fixture.invoke_shard(shard).unwrap();
+        assert!(!outcome.interrupted);
+        let ran: Vec<String> = fixture.journal.lines()[before..]
+            .iter()
+            .filter(|l| l.starts_with("run "))
+            .cloned()
+            .collect();
+        // The shard's runs in the plan's order: each cell on both targets, every round.
+        assert_eq!(ran, lines(&order));
+        assert_eq!(order.len(), 8);
+        seen.extend(order);
+        // A shard does not end the lab: its launcher does, once every shard has recorded.
+        assert!(!store.latest_invocation("fake").unwrap().unwrap().ended);
+    }
+    assert_eq!(seen.len(), plan.runs.len());
+    let recorded = crate::lab::shards::recorded(&mut store, lab_id, &plan, 2).unwrap();
+    assert_eq!(recorded, [(8, 8), (8, 8)]);
+    let shards: Vec<(i64, i64)> = {
+        let db = rusqlite::Connection::open(&fixture.database).unwrap();
+        let mut query = db
+            .prepare("SELECT shard, count(*) FROM runs GROUP BY shard ORDER BY shard")
+            .unwrap();
+        query
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(shards, [(0, 8), (1, 8)]);
+}
+
+#[test]
+fn a_cell_measured_on_another_machine_starts_again_on_this_one() {
+    let fixture = Fixture::new(&["a", "b"], &["ro"]);
+    let (outcome, order) = fixture.invoke(false, false, Some(3)).unwrap();
+    assert!(outcome.interrupted);
+    // The two finished runs were on another machine (as if the results came from there).
+    let db = rusqlite::Connection::open(&fixture.database).unwrap();
+    db.execute("UPDATE machines SET identity = 'elsewhere'", [])
+        .unwrap();
+    let before = fixture.journal.lines().len();
+    let (outcome, _) = fixture.invoke(true, false, None).unwrap();
+    assert_eq!(outcome.completed.len(), 16);
+    let notes: Vec<String> = fixture.journal.lines()[before..]
+        .iter()
+        .filter(|l| l.contains("measured on another machine (elsewhere)"))
+        .cloned()
+        .collect();
+    assert!(!notes.is_empty(), "{:?}", fixture.journal.lines());
+    let resumed: Vec<String> = fixture.journal.lines()[before..]
+        .iter()
+        .filter(|l| l.starts_with("run "))
+        .cloned()
+        .collect();
+    assert_eq!(
+        resumed,
+        lines(&order),
+        "every run again, the first two included"
+    );
+    let machines: i64 = db
+        .query_row(
+            "SELECT count(DISTINCT machine_id) FROM runs WHERE status = 'completed'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(machines, 1, "no cell mixes machines");
 }
 
 #[test]
