@@ -144,6 +144,12 @@ fn plan_shows_interleaved_order_without_running_anything() {
         })
         .collect();
     assert_eq!(targets, ["s", "t", "s", "t", "t", "s", "t", "s"], "{text}");
+    // Sharding a lab whose results are a SQLite file is refused at the plan already.
+    let output = stampede_command(&["lab", "plan", spec.to_str().unwrap(), "--shards", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("which pods on other machines cannot share"));
     assert!(
         !dir.join("two-configs.db").exists(),
         "plan wrote a results database"

@@ -276,7 +276,12 @@ pub struct FleetArgs {
 #[derive(Debug, Subcommand)]
 pub enum LabAction {
     /// Show the expanded runs, their order and the estimated duration; runs nothing
-    Plan { spec: std::path::PathBuf },
+    Plan {
+        spec: std::path::PathBuf,
+        /// Show which shard each run falls to with `lab run --shards N`, and each shard's time
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
+    },
     /// Run every cell of the spec, recording each run in the results database
     Run {
         spec: std::path::PathBuf,

@@ -22,7 +22,7 @@ use crate::store::{unix_now, Store};
 
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
-        LabAction::Plan { spec } => plan(spec),
+        LabAction::Plan { spec, shards } => plan(spec, *shards),
         LabAction::Run {
             spec,
             keep_going,
@@ -68,7 +68,7 @@ fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>, Failure> {
 /// Seconds a lab run takes beyond its measuring, for estimates before any run was measured.
 const DEFAULT_RUN_OVERHEAD: Duration = Duration::from_secs(2);
 
-fn plan(path: &Path) -> CommandResult {
+fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
     // Workload options are checked before anything is planned.
     let (spec, workloads) = load_spec(path)?;
     // The order a resumed lab would use, when the results database holds an invocation that
@@ -90,13 +90,16 @@ fn plan(path: &Path) -> CommandResult {
         .unwrap_or_else(|| unix_now().to_bits());
     let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
     let plan = Plan::new(&spec, seed, &sequential);
+    if let Some(shards) = shards {
+        crate::lab::shards::check(&spec, plan.units.len(), shards)?;
+    }
     let rows: Vec<Vec<String>> = plan
         .runs
         .iter()
         .enumerate()
         .map(|(i, run)| {
             let cell = &plan.cells[run.cell];
-            vec![
+            let mut row = vec![
                 (i + 1).to_string(),
                 (run.repetition + 1).to_string(),
                 spec.targets[cell.target].name.clone(),
@@ -104,16 +107,16 @@ fn plan(path: &Path) -> CommandResult {
                 cell.script.clone(),
                 cell.scale.to_string(),
                 cell.clients.to_string(),
-            ]
+            ];
+            row.extend(shards.map(|n| (run.unit % n).to_string()));
+            row
         })
         .collect();
-    print!(
-        "{}",
-        table::render(
-            &["run", "rep", "target", "workload", "script", "scale", "clients"],
-            &rows
-        )
-    );
+    let mut header = vec![
+        "run", "rep", "target", "workload", "script", "scale", "clients",
+    ];
+    header.extend(shards.map(|_| "shard"));
+    print!("{}", table::render(&header, &rows));
     let overhead = latest
         .and_then(|lab| stored.as_mut()?.mean_overhead_s(lab.id).ok().flatten())
         .map(Duration::from_secs_f64);
@@ -131,6 +134,9 @@ fn plan(path: &Path) -> CommandResult {
         per_run.as_secs_f64(),
         if overhead.is_some() { "measured by earlier runs" } else { "assumed" },
     );
+    if let Some(shards) = shards {
+        println!("{}", shard_estimate(&spec, &plan, shards, per_run));
+    }
     if let Some(auto) = &spec.auto {
         println!("{}", auto_rule(&spec, auto));
         let calibrations = match stored.as_mut() {
@@ -216,6 +222,22 @@ fn execute(
         );
     }
     Ok(())
+}
+
+/// Each shard's runs and the slowest shard's time: the sharded lab's wall time, once its pods
+/// run (provisioning and loading on every shard besides).
+fn shard_estimate(spec: &LabSpec, plan: &Plan, shards: usize, per_run: Duration) -> String {
+    let mut runs = vec![0u32; shards];
+    for run in &plan.runs {
+        runs[run.unit % shards] += 1;
+    }
+    let most = runs.iter().copied().max().unwrap_or(0);
+    let each: Vec<String> = runs.iter().map(u32::to_string).collect();
+    format!(
+        "--shards {shards}: runs per shard {}; estimated {} on the slowest shard, plus each shard's provisioning and loading",
+        each.join(", "),
+        human((spec.warmup + spec.duration + per_run) * most)
+    )
 }
 
 /// What `runs = "auto"` will do, in one sentence.

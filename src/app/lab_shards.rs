@@ -82,7 +82,7 @@ fn latest_is_sharded(spec: &LabSpec) -> Result<bool, Failure> {
     let mut store = Store::open(&spec.results)?;
     Ok(store
         .latest_invocation(&spec.name)?
-        .is_some_and(|lab| lab.shards.is_some() && !lab.ended))
+        .is_some_and(|lab| lab.shards.is_some()))
 }
 
 /// Runs (or resumes) the lab on the shards' pods and prints what a local lab prints.

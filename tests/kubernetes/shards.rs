@@ -137,6 +137,14 @@ fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() 
     assert!(report.status.success(), "{}", text(&report.stderr));
     assert!(report_text.contains("## Machines"), "{report_text}");
     assert!(report_text.contains(&node), "{report_text}");
+    // The same rows loaded into another database by hand read the same.
+    let copy = format!("{db}_by_hand");
+    server().psql("postgres", &format!("DROP DATABASE IF EXISTS {copy}"));
+    server().psql("postgres", &format!("CREATE DATABASE {copy} TEMPLATE {db}"));
+    let copy_url = server().url_with_password(&copy);
+    let compared_copy = text(&lab(&["compare", &copy_url, "a", "b"]).stdout);
+    assert_eq!(compared_copy, compared);
+    assert_eq!(text(&lab(&["report", &copy_url]).stdout), report_text);
     assert_nothing_left(&namespace);
 }
 
@@ -268,6 +276,12 @@ fn sharding_what_pods_cannot_share_is_refused_before_anything_is_made() {
         "0"
     );
     assert!(kube().leftovers(&namespace).is_empty());
+    // The plan says which shard each run falls to, and each shard's share.
+    let output = lab(&["lab", "plan", &spec, "--shards", "2"]);
+    let plan = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(plan.lines().next().unwrap().ends_with("shard"), "{plan}");
+    assert!(plan.contains("--shards 2: runs per shard 4, 4;"), "{plan}");
     // The dry run prints the Job, the password a reference to the Job's own Secret.
     let output = lab(&["lab", "run", &spec, "--shards", "2", "--dry-run"]);
     let manifests = text(&output.stdout);

@@ -390,10 +390,16 @@ impl Fixture {
 
     /// (status, error) of every stored run, in run order.
     fn stored(&self) -> Vec<(String, Option<String>)> {
+        self.pairs("SELECT status, error FROM runs ORDER BY position, id")
+    }
+
+    /// The rows of a two-column query of the results.
+    fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+        &self,
+        sql: &str,
+    ) -> Vec<(A, B)> {
         let db = rusqlite::Connection::open(&self.database).unwrap();
-        let mut query = db
-            .prepare("SELECT status, error FROM runs ORDER BY position, id")
-            .unwrap();
+        let mut query = db.prepare(sql).unwrap();
         query
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
             .unwrap()
@@ -573,17 +579,8 @@ fn each_shard_runs_its_own_units_and_the_launcher_ends_the_lab() {
     assert_eq!(seen.len(), plan.runs.len());
     let recorded = crate::lab::shards::recorded(&mut store, lab_id, &plan, 2).unwrap();
     assert_eq!(recorded, [(8, 8), (8, 8)]);
-    let shards: Vec<(i64, i64)> = {
-        let db = rusqlite::Connection::open(&fixture.database).unwrap();
-        let mut query = db
-            .prepare("SELECT shard, count(*) FROM runs GROUP BY shard ORDER BY shard")
-            .unwrap();
-        query
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let shards: Vec<(i64, i64)> =
+        fixture.pairs("SELECT shard, count(*) FROM runs GROUP BY shard ORDER BY shard");
     assert_eq!(shards, [(0, 8), (1, 8)]);
 }
 
