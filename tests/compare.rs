@@ -46,6 +46,7 @@ fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRe
             p99_ms: 1000.0 / tps,
             // With 2 client cores: 72% of them at 400 tps, 54% at 300.
             client_cpu_us_per_txn: 3600.0,
+            transactions: (tps * 5.0) as u64,
             ..RunMetrics::default()
         }),
         // Five seconds around the median, a checkpoint completing in second 2.
@@ -58,7 +59,7 @@ fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRe
                 failed: 0,
             })
             .collect(),
-        counters: vec![],
+        counters: server_cpu(&cell.target, repetition, (tps * 5.0) as u64),
         statements: vec![],
         counter_series: [("checkpoints", 1.0), ("buffers_written", 640.0)]
             .map(|(name, value)| {
@@ -82,6 +83,30 @@ fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRe
 /// Target "a" and "b": at 1 client b is 20% faster (5 rounds; its third run stalled for a
 /// second), at 2 clients they are the same, at 4 clients each has 3 runs in rounds that do not pair up (b's in rounds 3–5: the
 /// unpaired analysis), and one run of b failed.
+/// The server's CPU per transaction of a synthetic run, in µs: 100 on "a", 80 on "b", each
+/// round a little more (a per-mille on a, two on b).
+fn server_us_per_txn(target: &str, round: u32) -> f64 {
+    match target {
+        "a" => 100.0 * (1.0 + 0.001 * f64::from(round)),
+        _ => 80.0 * (1.0 + 0.002 * f64::from(round)),
+    }
+}
+
+/// The `server` probe's counters of such a run: its CPU, 3/4 user and 1/4 system.
+fn server_cpu(target: &str, round: u32, transactions: u64) -> Vec<CounterRow> {
+    let seconds = server_us_per_txn(target, round) * transactions as f64 / 1e6;
+    [
+        ("cpu_user_s", seconds * 0.75),
+        ("cpu_system_s", seconds * 0.25),
+    ]
+    .map(|(name, value)| CounterRow {
+        source: "server".into(),
+        name: name.into(),
+        value,
+    })
+    .to_vec()
+}
+
 fn synthetic(path: &Path) {
     let mut store = Store::open(&Location::Sqlite(path.to_path_buf())).unwrap();
     let (lab, _) = store.lab("synthetic", "spec", 1).unwrap();
@@ -171,6 +196,56 @@ fn verdicts_on_known_answers() {
     assert!(
         text.contains("1 faster, 1 need ≥ 4 runs, 1 no detectable difference"),
         "{text}"
+    );
+
+    // Every per-run number compares with its paired interval: the server's CPU per
+    // transaction, from its counters, is 0.8× at each cell (b's own rounds a little dearer).
+    let output = stampede(&[
+        "compare",
+        db.to_str().unwrap(),
+        "a",
+        "b",
+        "--metric",
+        "server_cpu",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let two = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some("2"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let rounds: Vec<f64> = (0..5)
+        .map(|round| (server_us_per_txn("b", round) / server_us_per_txn("a", round)).ln())
+        .collect();
+    let expected = (rounds.iter().sum::<f64>() / 5.0).exp();
+    assert!(two.contains(&format!("{expected:.3}")), "{two}");
+    assert!(two.contains("5 pairs") && two.ends_with("faster"), "{two}");
+    // p50 and p95 are 250 and 500 ms over tps: their ratios are tps's inverted.
+    for metric in ["p50", "p95", "client_cpu"] {
+        let output = stampede(&[
+            "compare",
+            db.to_str().unwrap(),
+            "a",
+            "b",
+            "--metric",
+            metric,
+        ]);
+        assert!(output.status.success(), "{metric}: {}", stderr(&output));
+    }
+    let output = stampede(&["compare", db.to_str().unwrap(), "a", "b", "--metric", "p50"]);
+    let one = stdout(&output)
+        .lines()
+        .find(|l| l.split_whitespace().nth(3) == Some("1"))
+        .map(str::to_string)
+        .unwrap();
+    let inverse = 1.0 / geometric_mean;
+    assert!(one.contains(&format!("{inverse:.3}")), "{one}");
+    let output = stampede(&["compare", db.to_str().unwrap(), "a", "b", "--metric", "qps"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("use tps, p50, p95, p99, client_cpu, server_cpu, nopm"),
+        "{}",
+        stderr(&output)
     );
 
     // Latency: b's p99 is lower at 1 client, which is better.

@@ -349,7 +349,8 @@ fn metric_help() -> String {
         })
         .collect();
     format!(
-        "tps (higher is better), p99 (latency, lower is better), or a metric a workload reports: {}",
+        "{}, or a metric a workload reports: {}",
+        crate::report::comparison::Metric::run_metrics_help(),
         declared.join(", ")
     )
 }

@@ -38,44 +38,74 @@ pub struct WorkloadMetric {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     Tps,
+    P50,
+    P95,
     P99,
+    /// The driver's CPU per transaction (µs): the client's cost of a transaction.
+    ClientCpu,
+    /// The server processes' CPU per transaction (µs: the postmaster and every process it
+    /// forked): the work a transaction costs the server, which a busy neighbour moves less than
+    /// it moves throughput.
+    ServerCpu,
     /// One a workload declares (TPROC-C's nopm); runs of other workloads have none.
     Workload(&'static WorkloadMetric),
 }
 
+/// The metrics every run has, by name, in the order help and errors list them.
+const RUN_METRICS: [(&str, Metric); 6] = [
+    ("tps", Metric::Tps),
+    ("p50", Metric::P50),
+    ("p95", Metric::P95),
+    ("p99", Metric::P99),
+    ("client_cpu", Metric::ClientCpu),
+    ("server_cpu", Metric::ServerCpu),
+];
+
 impl Metric {
-    /// `tps`, `p99` or one of the metrics the workloads declare.
+    /// One of `RUN_METRICS` or of the metrics the workloads declare.
     pub fn parse(name: &str, declared: &[&'static WorkloadMetric]) -> Result<Metric, String> {
-        match name {
-            "tps" => Ok(Metric::Tps),
-            "p99" => Ok(Metric::P99),
-            other => match declared.iter().find(|metric| metric.name == other) {
-                Some(metric) => Ok(Metric::Workload(metric)),
-                None => {
-                    let mut names = vec!["tps", "p99"];
-                    names.extend(declared.iter().map(|metric| metric.name));
-                    let last = names.pop().expect("tps and p99 at least");
-                    Err(format!(
-                        "unknown metric \"{other}\"; use {} or {last}",
-                        names.join(", ")
-                    ))
-                }
-            },
+        if let Some((_, metric)) = RUN_METRICS.iter().find(|(n, _)| *n == name) {
+            return Ok(*metric);
         }
+        match declared.iter().find(|metric| metric.name == name) {
+            Some(metric) => Ok(Metric::Workload(metric)),
+            None => {
+                let mut names: Vec<&str> = RUN_METRICS.iter().map(|(n, _)| *n).collect();
+                names.extend(declared.iter().map(|metric| metric.name));
+                let last = names.pop().expect("the run metrics at least");
+                Err(format!(
+                    "unknown metric \"{name}\"; use {} or {last}",
+                    names.join(", ")
+                ))
+            }
+        }
+    }
+
+    /// Every run's metrics with their meaning, for help texts.
+    pub fn run_metrics_help() -> &'static str {
+        "tps (higher is better), p50, p95, p99 (latency, ms), client_cpu, server_cpu (CPU µs per \
+         transaction of the driver, of the server's processes; lower is better)"
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Metric::Tps => "tps",
-            Metric::P99 => "p99",
             Metric::Workload(metric) => metric.name,
+            run => {
+                RUN_METRICS
+                    .iter()
+                    .find(|(_, m)| *m == run)
+                    .expect("a run metric")
+                    .0
+            }
         }
     }
 
     pub fn direction(self) -> Direction {
         match self {
             Metric::Tps => Direction::HigherIsBetter,
-            Metric::P99 => Direction::LowerIsBetter,
+            Metric::P50 | Metric::P95 | Metric::P99 | Metric::ClientCpu | Metric::ServerCpu => {
+                Direction::LowerIsBetter
+            }
             Metric::Workload(metric) => metric.direction,
         }
     }
@@ -83,7 +113,11 @@ impl Metric {
     pub fn of(self, run: &StoredRun) -> Option<f64> {
         match self {
             Metric::Tps => run.tps,
+            Metric::P50 => run.p50_ms,
+            Metric::P95 => run.p95_ms,
             Metric::P99 => run.p99_ms,
+            Metric::ClientCpu => run.client_cpu_us_per_txn,
+            Metric::ServerCpu => run.server_cpu_us_per_txn,
             Metric::Workload(metric) => run.workload_metric(metric.name),
         }
     }
@@ -326,9 +360,16 @@ mod tests {
             Metric::parse("p99", &declared).unwrap().direction(),
             Direction::LowerIsBetter
         );
+        for name in ["tps", "p50", "p95", "p99", "client_cpu", "server_cpu"] {
+            assert_eq!(Metric::parse(name, &declared).unwrap().name(), name);
+        }
+        assert_eq!(
+            Metric::parse("server_cpu", &declared).unwrap().direction(),
+            Direction::LowerIsBetter
+        );
         assert_eq!(
             Metric::parse("qps", &declared).unwrap_err(),
-            "unknown metric \"qps\"; use tps, p99, nopm or wait"
+            "unknown metric \"qps\"; use tps, p50, p95, p99, client_cpu, server_cpu, nopm or wait"
         );
     }
 }

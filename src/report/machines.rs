@@ -151,6 +151,7 @@ mod tests {
             p95_ms: None,
             p99_ms: None,
             client_cpu_us_per_txn: None,
+            server_cpu_us_per_txn: None,
             served: None,
             workload_metrics: Vec::new(),
             stopped: None,

@@ -251,6 +251,9 @@ pub struct StoredRun {
     pub p95_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub client_cpu_us_per_txn: Option<f64>,
+    /// The server processes' CPU over the measured window per transaction (the `server`
+    /// probe's counters; None without them).
+    pub server_cpu_us_per_txn: Option<f64>,
     /// How evenly the run served its clients (stored from schema 10 on).
     pub served: Option<ServedClients>,
     /// The workload's own metrics (`RunMetrics::workload`); filled by `lab_runs` only.

@@ -530,8 +530,10 @@ const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.work
      c.stopped, c.rounds, r.client_txn_min, r.client_txn_median, r.client_txn_max, r.fairness_index,
      r.shard, (SELECT m.key FROM machines m WHERE m.id = r.machine_id),
      (SELECT m.cpu_model FROM machines m WHERE m.id = r.machine_id),
-     (SELECT m.kernel FROM machines m WHERE m.id = r.machine_id)";
-const RUN_COLUMN_COUNT: usize = 25;
+     (SELECT m.kernel FROM machines m WHERE m.id = r.machine_id),
+     (SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = 'server'
+        AND k.name IN ('cpu_user_s', 'cpu_system_s')) * 1000000.0 / nullif(r.transactions, 0)";
+const RUN_COLUMN_COUNT: usize = 26;
 
 /// The four columns of `ServedClients` from `first` on; None when the run stored none.
 fn served_clients(r: &Row, first: usize) -> Option<ServedClients> {
@@ -581,5 +583,6 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
             cpu_model: text(r, 23),
             kernel: text(r, 24),
         }),
+        server_cpu_us_per_txn: optional(r, 25),
     })
 }
