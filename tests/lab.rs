@@ -323,6 +323,7 @@ fn matrix_runs_resumes_after_sigterm_and_survives_a_killed_server() {
     }
     check_probes(&db, completed);
     check_report(&db);
+    check_server_cpu_metric(&db);
     // The final table has one row per cell, named with its workload: its median, min and max
     // tps are the stored runs', and beside the other target's cells the ratio to the base's
     // is the geometric mean of the rounds' ratios.
@@ -519,6 +520,54 @@ fn check_probes(db: &Path, completed: usize) {
 }
 
 /// The report's statement and per-transaction tables against the stored runs.
+/// `--metric server_cpu`: each cell's medians are those of its runs' server CPU per
+/// transaction, computed here from the stored counters and transactions.
+fn check_server_cpu_metric(db: &Path) {
+    let output = stampede_command(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "small-buffers",
+        "--format",
+        "json",
+        "--metric",
+        "server_cpu",
+    ])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let cells = report["comparisons"][0]["cells"].as_array().unwrap();
+    assert!(!cells.is_empty(), "{report}");
+    for row in cells {
+        let cell = &row["cell"];
+        let per_run = |target: &str| {
+            let rows = sqlite(
+                db,
+                &format!(
+                    "SELECT sum(k.value) * 1000000.0 / r.transactions FROM runs r \
+                     JOIN cells c ON c.id = r.cell_id JOIN run_counters k ON k.run_id = r.id \
+                     WHERE r.status = 'completed' AND c.target = '{target}' \
+                     AND c.script = '{}' AND c.scale = '{}' AND c.clients = {} \
+                     AND k.source = 'server' AND k.name IN ('cpu_user_s', 'cpu_system_s') \
+                     GROUP BY r.id ORDER BY 1",
+                    cell["script"].as_str().unwrap(),
+                    cell["scale"].as_str().unwrap(),
+                    cell["clients"]
+                ),
+            );
+            let values: Vec<f64> = rows.iter().map(|r| number(&r[0])).collect();
+            sorted_median(&values)
+        };
+        let close = |a: f64, b: &serde_json::Value| (a / b.as_f64().unwrap() - 1.0).abs() < 1e-9;
+        assert!(
+            close(per_run("small-buffers"), &row["base_median"]),
+            "{row}"
+        );
+        assert!(close(per_run("tuned"), &row["other_median"]), "{row}");
+    }
+}
+
 fn check_report(db: &Path) {
     let output = stampede_command(&[
         "report",
