@@ -7,8 +7,8 @@ use std::path::Path;
 
 use common::{stampede, stderr, stdout, TempFile};
 use stampede::store::{
-    CellRecord, CounterRow, Location, Machine, RunMetrics, RunRecord, RunStatus, SeriesRow, Store,
-    TargetRecord,
+    CellRecord, CounterRow, Location, Machine, RunMetrics, RunRecord, RunStatus, SeriesRow,
+    StatementRow, Store, TargetRecord,
 };
 
 fn temp_path(name: &str) -> TempFile {
@@ -255,6 +255,97 @@ fn verdicts_on_known_answers() {
         text.lines()
             .any(|l| l.split_whitespace().nth(3) == Some("1") && l.ends_with("faster")),
         "{text}"
+    );
+}
+
+/// A statement's mean time per call in a synthetic run: 1 ms on "a", 1.5 ms on "b", each
+/// round a little longer (1% on a, 2% on b).
+fn update_ms(target: &str, round: u32) -> f64 {
+    match target {
+        "a" => 1.0 * (1.0 + 0.01 * f64::from(round)),
+        _ => 1.5 * (1.0 + 0.02 * f64::from(round)),
+    }
+}
+
+fn statement(query: &str, calls: i64, mean_ms: f64) -> StatementRow {
+    StatementRow {
+        query: query.into(),
+        calls,
+        mean_ms: Some(mean_ms),
+        stddev_ms: Some(mean_ms / 10.0),
+        rows: Some(calls),
+        shared_blks_hit: None,
+        shared_blks_read: None,
+    }
+}
+
+#[test]
+fn a_statements_mean_time_compares_with_its_paired_interval() {
+    let db = temp_path("statements.db");
+    let mut store = Store::open(&Location::Sqlite(db.to_path_buf())).unwrap();
+    let (lab, _) = store.lab("statements", "spec", 1).unwrap();
+    store
+        .save_cells(lab, &[cell("a", 1), cell("b", 1)])
+        .unwrap();
+    for target in ["a", "b"] {
+        let record = TargetRecord {
+            name: target.into(),
+            ..TargetRecord::default()
+        };
+        store.save_target(lab, &record).unwrap();
+        for round in 0..5 {
+            let mut record = run(&cell(target, 1), round, RunStatus::Completed, 100.0);
+            record.statements = vec![
+                statement("UPDATE t SET x = $1", 100, update_ms(target, round)),
+                // Two calls a run: too rare to compare.
+                statement("SELECT now()", 2, 0.01),
+            ];
+            store.record_run(lab, &record).unwrap();
+        }
+    }
+    drop(store);
+    let output = stampede(&["report", db.to_str().unwrap(), "--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let of = |target: &str, query: &str| {
+        report["statements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["target"] == target && s["query"] == query)
+            .unwrap_or_else(|| panic!("{target} {query}: {report}"))
+            .clone()
+    };
+    // The geometric mean of the rounds' ratios, computed here from the stored means.
+    let logs: Vec<f64> = (0..5)
+        .map(|round| (update_ms("b", round) / update_ms("a", round)).ln())
+        .collect();
+    let expected = (logs.iter().sum::<f64>() / 5.0).exp();
+    let update = of("b", "UPDATE t SET x = $1");
+    let ratio = update["ratio"].as_f64().unwrap();
+    assert!((ratio / expected - 1.0).abs() < 1e-9, "{update}");
+    let (low, high) = (
+        update["ci_low"].as_f64().unwrap(),
+        update["ci_high"].as_f64().unwrap(),
+    );
+    assert!(low < expected && expected < high && high < 1.6, "{update}");
+    assert_eq!(update["verdict"], "slower");
+    assert_eq!(update["calls_per_run"], 100.0);
+    let rare = of("b", "SELECT now()");
+    assert!(rare["ratio"].is_null(), "{rare}");
+    assert!(
+        of("a", "UPDATE t SET x = $1")["ratio"].is_null(),
+        "the base has no ratio"
+    );
+    let output = stampede(&["report", db.to_str().unwrap(), "--format", "md"]);
+    let markdown = stdout(&output);
+    assert!(
+        markdown.contains("too rare (2 calls per run)"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains(&format!("{expected:.3} [{low:.3}–{high:.3}] slower")),
+        "{markdown}"
     );
 }
 

@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::comparison::{self, cell_of, CellComparison, CellKey, Metric};
+use super::comparison::{self, cell_of, verdict_text, CellComparison, CellKey, Metric};
 use super::headline;
 use super::noise::{self, Noise, NoiseInputs, RunProbes};
 use super::series::RunSeries;
 use super::warnings::{self, WarningInputs};
 use super::why::{self, WhyInputs, WhyPanel};
+use crate::analysis::verdict::Direction;
 use crate::analysis::{median, range};
 use crate::store::{CounterRow, RunStatus, StatementRow, StoredRun};
 
@@ -94,6 +95,40 @@ pub struct StatementChange {
     pub stddev_ms: f64,
     pub mean_change_pct: Option<f64>,
     pub stddev_change_pct: Option<f64>,
+    /// Median calls per run: below `RARE_CALLS` a run's mean is too few calls to estimate.
+    pub calls_per_run: f64,
+    /// Against the base, the rounds' mean execution times paired as tps is: the geometric mean
+    /// of the rounds' ratios, its 95% interval and the verdict ("faster" is a shorter time).
+    pub ratio: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub verdict: Option<String>,
+}
+
+/// Calls per run below which a statement's mean time is too rare to compare.
+pub const RARE_CALLS: f64 = 10.0;
+
+impl StatementChange {
+    /// "1.52 [1.48–1.57] slower", "too rare (3 calls per run)", or "-" (the base itself, or
+    /// no rounds both measured).
+    pub fn against_base(&self, base: &str) -> String {
+        if self.target == base {
+            return "-".into();
+        }
+        match (self.ratio, &self.verdict) {
+            (Some(ratio), Some(verdict)) => {
+                let interval = match (self.ci_low, self.ci_high) {
+                    (Some(low), Some(high)) => format!(" [{low:.3}–{high:.3}]"),
+                    _ => String::new(),
+                };
+                format!("{ratio:.3}{interval} {verdict}")
+            }
+            _ if self.calls_per_run < RARE_CALLS && self.mean_change_pct.is_some() => {
+                format!("too rare ({:.0} calls per run)", self.calls_per_run)
+            }
+            _ => "-".into(),
+        }
+    }
 }
 
 /// The machine's work per transaction (medians over the cell's runs).
@@ -311,7 +346,7 @@ fn summaries(runs: &[StoredRun], metric: Metric) -> Vec<CellSummary> {
 /// statement as pg_stat_statements and as performance_schema's digests print it is one.
 fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<StatementChange> {
     type Key = (String, CellKey, String);
-    let mut per_run: BTreeMap<Key, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut per_run: BTreeMap<Key, StatementRuns> = BTreeMap::new();
     let mut shown: BTreeMap<Key, String> = BTreeMap::new();
     for (run, statement) in rows {
         let key = (
@@ -323,31 +358,85 @@ fn statement_changes(rows: &[(StoredRun, StatementRow)], base: &str) -> Vec<Stat
             .entry(key.clone())
             .or_insert_with(|| statement.query.clone());
         let entry = per_run.entry(key).or_default();
-        // A time the results database does not hold counts for nothing.
-        entry.0.extend(statement.mean_ms);
-        entry.1.extend(statement.stddev_ms);
+        // A time the results database does not hold counts for nothing. Rows of one run whose
+        // texts match (one statement normalised twice) are one statement: calls added, the
+        // mean weighted by them.
+        if let Some(mean) = statement.mean_ms.filter(|_| statement.calls > 0) {
+            let round = entry.by_round.entry(run.repetition).or_default();
+            round.0 += mean * statement.calls as f64;
+            round.1 += statement.calls as f64;
+        }
+        entry.stddevs.extend(statement.stddev_ms);
     }
-    let medians: BTreeMap<Key, (f64, f64)> = per_run
-        .into_iter()
-        .filter_map(|(key, (means, stddevs))| Some((key, (median(&means)?, median(&stddevs)?))))
-        .collect();
     let change = |value: f64, base: f64| (base > 0.0).then(|| (value / base - 1.0) * 100.0);
-    medians
+    per_run
         .iter()
-        .map(|(key, (mean, stddev))| {
+        .filter_map(|(key, runs)| {
             let (target, cell, matching) = key;
-            let base_values = medians.get(&(base.to_string(), cell.clone(), matching.clone()));
-            StatementChange {
+            let (mean, stddev) = (median(&runs.means())?, median(&runs.stddevs)?);
+            let base_runs = per_run
+                .get(&(base.to_string(), cell.clone(), matching.clone()))
+                .filter(|_| target != base);
+            let base_medians =
+                base_runs.and_then(|b| Some((median(&b.means())?, median(&b.stddevs)?)));
+            let calls_per_run = runs.calls_per_run();
+            let paired = base_runs
+                .filter(|b| calls_per_run.min(b.calls_per_run()) >= RARE_CALLS)
+                .and_then(|b| paired_means(&b.mean_by_round(), &runs.mean_by_round()));
+            Some(StatementChange {
                 target: target.clone(),
                 cell: cell.clone(),
                 query: shown[key].clone(),
-                mean_ms: *mean,
-                stddev_ms: *stddev,
-                mean_change_pct: base_values.and_then(|b| change(*mean, b.0)),
-                stddev_change_pct: base_values.and_then(|b| change(*stddev, b.1)),
-            }
+                mean_ms: mean,
+                stddev_ms: stddev,
+                mean_change_pct: base_medians.and_then(|b| change(mean, b.0)),
+                stddev_change_pct: base_medians.and_then(|b| change(stddev, b.1)),
+                calls_per_run,
+                ratio: paired.as_ref().map(|p| p.ratio),
+                ci_low: paired.as_ref().and_then(|p| p.interval).map(|i| i.0),
+                ci_high: paired.as_ref().and_then(|p| p.interval).map(|i| i.1),
+                verdict: paired.as_ref().map(|p| verdict_text(&p.verdict)),
+            })
         })
         .collect()
+}
+
+/// One statement's runs in one target's cell.
+#[derive(Default)]
+struct StatementRuns {
+    /// Round → (the run's total execution time in ms, its calls).
+    by_round: BTreeMap<u32, (f64, f64)>,
+    stddevs: Vec<f64>,
+}
+
+impl StatementRuns {
+    fn mean_by_round(&self) -> BTreeMap<u32, f64> {
+        self.by_round
+            .iter()
+            .map(|(round, (total, calls))| (*round, total / calls))
+            .collect()
+    }
+
+    fn means(&self) -> Vec<f64> {
+        self.mean_by_round().into_values().collect()
+    }
+
+    fn calls_per_run(&self) -> f64 {
+        let calls: Vec<f64> = self.by_round.values().map(|(_, calls)| *calls).collect();
+        median(&calls).unwrap_or(0.0)
+    }
+}
+
+/// The rounds both targets measured, paired: a shorter time is better.
+fn paired_means(
+    base: &BTreeMap<u32, f64>,
+    other: &BTreeMap<u32, f64>,
+) -> Option<crate::analysis::paired::PairedComparison> {
+    let pairs: Vec<(f64, f64)> = base
+        .iter()
+        .filter_map(|(round, b)| Some((*b, *other.get(round)?)))
+        .collect();
+    crate::analysis::paired::compare_paired(&pairs, Direction::LowerIsBetter)
 }
 
 /// A statement's text with what differs between engines' normalisations taken out: case,

@@ -58,15 +58,17 @@ pub fn to_markdown(report: &LabReport) -> String {
     out += &series_markdown(report);
     out += &noise_view::markdown(&report.noise);
     if !report.statements.is_empty() {
-        out += "## Statements (pg_stat_statements)\n\n| target | cell | statement | mean ms | Δ mean vs base | stddev ms | Δ stddev vs base |\n|---|---|---|---|---|---|---|\n";
+        out += "## Statements (pg_stat_statements)\n\nMean time per call paired by round against the base: geometric mean of the rounds' ratios, 95% interval, verdict.\n\n| target | cell | statement | calls/run | mean ms | Δ mean vs base | ratio [95% CI] | stddev ms | Δ stddev vs base |\n|---|---|---|---|---|---|---|---|---|\n";
         for s in &report.statements {
             out += &format!(
-                "| {} | {} | `{}` | {:.4} | {} | {:.4} | {} |\n",
+                "| {} | {} | `{}` | {:.0} | {:.4} | {} | {} | {:.4} | {} |\n",
                 s.target,
                 cell_text(&s.cell),
                 s.query.replace('|', "\\|").replace('\n', " "),
+                s.calls_per_run,
                 s.mean_ms,
                 optional(s.mean_change_pct, 1) + if s.mean_change_pct.is_some() { "%" } else { "" },
+                s.against_base(&report.base),
                 s.stddev_ms,
                 optional(s.stddev_change_pct, 1)
                     + if s.stddev_change_pct.is_some() {
@@ -385,6 +387,10 @@ pub fn to_csv(report: &LabReport) -> String {
             ("stddev_ms", st.stddev_ms.to_string()),
             ("mean_change_pct", number(st.mean_change_pct)),
             ("stddev_change_pct", number(st.stddev_change_pct)),
+            ("calls_per_run", st.calls_per_run.to_string()),
+            ("mean_ratio", number(st.ratio)),
+            ("mean_ratio_ci_low", number(st.ci_low)),
+            ("mean_ratio_ci_high", number(st.ci_high)),
         ];
         for (measure, value) in measures {
             push("statement", &st.target, &st.cell, &st.query, measure, value);
