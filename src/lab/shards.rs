@@ -243,6 +243,8 @@ pub fn launch(
         crate::pods::launch::print_dry_run(crate::pods::launch::connect(kube), &manifests)?;
         return Ok(None);
     }
+    // Every option shapes the Job: checked before the invocation is written into the results.
+    manifests(request, 0, request.shards.unwrap_or(1), &[0], files.clone())?;
     let cluster = crate::pods::launch::connect(kube)?;
     let fleet = fleet_name(request.shards.unwrap_or(0), kube);
     let (mut store, lab_id, plan, shards) = open(spec, workloads, request.shards, &fleet)?;

@@ -267,6 +267,18 @@ fn sharding_what_pods_cannot_share_is_refused_before_anything_is_made() {
     let output = lab(&["lab", "run", &spec, "--shared-nodes"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(text(&output.stderr).contains("--shared-nodes needs --shards N"));
+    // A Kubernetes option the Job cannot take: refused before the invocation is written.
+    let output = lab(&[
+        "lab",
+        "run",
+        &spec,
+        "--shards",
+        "2",
+        "--toleration",
+        "nocolon",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("--toleration: \"nocolon\""));
     // Nothing was created: no invocation, no object.
     assert_eq!(
         server().psql(
