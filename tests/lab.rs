@@ -519,24 +519,26 @@ fn check_probes(db: &Path, completed: usize) {
     );
 }
 
-/// The report's statement and per-transaction tables against the stored runs.
-/// `--metric server_cpu`: each cell's medians are those of its runs' server CPU per
-/// transaction, computed here from the stored counters and transactions.
-fn check_server_cpu_metric(db: &Path) {
-    let output = stampede_command(&[
+/// The matrix lab's report as JSON against "small-buffers", with `extra` options.
+fn report_json(db: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
         "report",
         db.to_str().unwrap(),
         "--base",
         "small-buffers",
         "--format",
         "json",
-        "--metric",
-        "server_cpu",
-    ])
-    .output()
-    .unwrap();
+    ];
+    args.extend(extra);
+    let output = stampede_command(&args).output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
+/// `--metric server_cpu`: each cell's medians are those of its runs' server CPU per
+/// transaction, computed here from the stored counters and transactions.
+fn check_server_cpu_metric(db: &Path) {
+    let report = report_json(db, &["--metric", "server_cpu"]);
     let cells = report["comparisons"][0]["cells"].as_array().unwrap();
     assert!(!cells.is_empty(), "{report}");
     for row in cells {
@@ -568,19 +570,9 @@ fn check_server_cpu_metric(db: &Path) {
     }
 }
 
+/// The report's statement and per-transaction tables against the stored runs.
 fn check_report(db: &Path) {
-    let output = stampede_command(&[
-        "report",
-        db.to_str().unwrap(),
-        "--base",
-        "small-buffers",
-        "--format",
-        "json",
-    ])
-    .output()
-    .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let report = report_json(db, &[]);
     // Why: the configured difference (shared_buffers) is listed as such; one version, so no
     // unconfigured differences; both targets' sessions were sampled.
     let why = &report["why"][0];
