@@ -168,7 +168,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let timeline = Timeline {
         start_unix_s,
         interval_s: plan.interval.as_secs_f64(),
-        warmup_intervals: warmup_intervals(&plan),
+        warmup_intervals: plan.warmup_intervals(),
         first_thread: here.start,
     };
     let watchdog = Watchdog {
@@ -349,10 +349,6 @@ struct Timeline {
     warmup_intervals: u64,
     /// The run's number of this process's first thread (a spread run's share).
     first_thread: usize,
-}
-
-fn warmup_intervals(plan: &RunPlan) -> u64 {
-    (plan.warmup.as_nanos() / plan.interval.as_nanos().max(1)) as u64
 }
 
 /// Gives up on a run whose clients wait on the server for longer than `timeout`: each thread

@@ -288,6 +288,11 @@ pub fn default_stall_timeout(limit: &RunLimit) -> Duration {
 }
 
 impl RunPlan {
+    /// How many of the series' first intervals are the warmup's (it is a whole number of them).
+    pub fn warmup_intervals(&self) -> u64 {
+        (self.warmup.as_nanos() / self.interval.as_nanos().max(1)) as u64
+    }
+
     /// A plan for a workload's own scripts (sysbench's, TPROC-C's): one thread per client,
     /// every variable unset at the start, `:client_id` and `:default_seed` filled in by the
     /// driver, and pgbench's defaults for the rest (no rate or latency limit, no log,

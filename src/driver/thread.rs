@@ -295,12 +295,22 @@ impl ThreadContext {
         }
     }
 
+    /// The interval a measured event at `at` is counted in. The measured part begins when the
+    /// warmup gate opens, a little after this thread's start plus the warmup (the collector
+    /// reads the server between), but a thread scheduled late after the start barrier counts
+    /// from a later start: its first measured events could fall in the warmup's last interval,
+    /// which the collector drops, and the series would miss what the totals count.
+    fn measured_interval_of(&self, at: Instant) -> u64 {
+        self.interval_of(at).max(self.plan.warmup_intervals())
+    }
+
     /// Accounts one finished transaction: interval and script stats, and the log.
     fn record(&self, script_index: usize, result: &TxnResult, timing: TxnTiming, client: &Client) {
-        self.flush_before(self.interval_of(timing.end));
         if self.in_warmup(timing.end) {
+            self.flush_before(self.interval_of(timing.end));
             return;
         }
+        self.flush_before(self.measured_interval_of(timing.end));
         let latency_us = timing.latency.as_secs_f64() * 1e6;
         let lag_us = timing.lag.map_or(0.0, |lag| lag.as_secs_f64() * 1e6);
         let late = self
@@ -358,10 +368,11 @@ impl ThreadContext {
 
     /// `-R -L`: a transaction skipped because it was already too late when due.
     fn record_skipped(&self, script_index: usize, at: Instant, client_id: usize, number: u64) {
-        self.flush_before(self.interval_of(at));
         if self.in_warmup(at) {
+            self.flush_before(self.interval_of(at));
             return;
         }
+        self.flush_before(self.measured_interval_of(at));
         self.stats.borrow_mut().stats.skipped += 1;
         self.per_script.borrow_mut()[script_index].skipped += 1;
         self.log(LogEntry {
