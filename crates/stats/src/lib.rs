@@ -4,6 +4,7 @@
 pub mod bisect;
 pub mod calibration;
 pub mod changepoint;
+pub mod claim;
 pub mod fairness;
 pub mod paired;
 pub mod stopping;

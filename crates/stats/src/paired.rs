@@ -45,52 +45,79 @@ impl PairedComparison {
     }
 }
 
+/// The (1 − `alpha`) t interval of the ratio from the same log ratios `compare_paired` reads;
+/// None with fewer than two usable pairs. A claim's interim looks use a stricter level than
+/// the reported 95% (`claim`).
+pub fn interval_at(pairs: &[(f64, f64)], alpha: f64) -> Option<(f64, f64)> {
+    LogRatios::of(pairs)?.interval(alpha)
+}
+
+/// The log ratios ln(other / base) of the pairs whose values are both positive: their count,
+/// mean and sample standard deviation (None for one).
+struct LogRatios {
+    n: usize,
+    mean: f64,
+    sd: Option<f64>,
+}
+
+impl LogRatios {
+    fn of(pairs: &[(f64, f64)]) -> Option<LogRatios> {
+        let logs: Vec<f64> = pairs
+            .iter()
+            .filter(|(base, other)| *base > 0.0 && *other > 0.0)
+            .map(|(base, other)| (other / base).ln())
+            .collect();
+        let n = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / n;
+        let sd = (logs.len() >= 2)
+            .then(|| (logs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
+        (!logs.is_empty()).then_some(LogRatios {
+            n: logs.len(),
+            mean,
+            sd,
+        })
+    }
+
+    fn standard_error(&self) -> Option<f64> {
+        Some(self.sd? / (self.n as f64).sqrt())
+    }
+
+    fn interval(&self, alpha: f64) -> Option<(f64, f64)> {
+        let df = self.n as f64 - 1.0;
+        let half_width = student::quantile(1.0 - alpha / 2.0, df) * self.standard_error()?;
+        Some((
+            (self.mean - half_width).exp(),
+            (self.mean + half_width).exp(),
+        ))
+    }
+
+    /// The paired t test's two-sided p-value.
+    fn p_value(&self) -> f64 {
+        match self.standard_error() {
+            Some(se) if se > 0.0 => student::two_sided_p(self.mean / se, self.n as f64 - 1.0),
+            _ if self.mean == 0.0 => 1.0,
+            Some(_) => 0.0,
+            None => 1.0,
+        }
+    }
+}
+
 /// Compares `other` to `base` over rounds given as (base, other) pairs; None without a pair
 /// whose values are both positive.
 pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction) -> Option<PairedComparison> {
-    let logs: Vec<f64> = pairs
-        .iter()
-        .filter(|(base, other)| *base > 0.0 && *other > 0.0)
-        .map(|(base, other)| (other / base).ln())
-        .collect();
-    if logs.is_empty() {
-        return None;
-    }
-    let n = logs.len() as f64;
-    let mean = logs.iter().sum::<f64>() / n;
-    let ratio = mean.exp();
-    if logs.len() < 2 {
-        return Some(PairedComparison {
-            pairs: logs.len(),
-            ratio,
-            interval: None,
-            p_value: 1.0,
-            log_ratio_sd: None,
-            verdict: Verdict::NeedRuns(MIN_PAIRS),
-        });
-    }
-    let sd = (logs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    let standard_error = sd / n.sqrt();
-    let half_width = student::quantile(1.0 - ALPHA / 2.0, n - 1.0) * standard_error;
-    let interval = ((mean - half_width).exp(), (mean + half_width).exp());
-    let p_value = if standard_error > 0.0 {
-        student::two_sided_p(mean / standard_error, n - 1.0)
-    } else if mean == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    let verdict = if logs.len() < MIN_PAIRS {
-        Verdict::NeedRuns(MIN_PAIRS)
-    } else {
-        decide(p_value, interval.0, interval.1, direction)
+    let logs = LogRatios::of(pairs)?;
+    let interval = logs.interval(ALPHA);
+    let p_value = logs.p_value();
+    let verdict = match interval {
+        Some((low, high)) if logs.n >= MIN_PAIRS => decide(p_value, low, high, direction),
+        _ => Verdict::NeedRuns(MIN_PAIRS),
     };
     Some(PairedComparison {
-        pairs: logs.len(),
-        ratio,
-        interval: Some(interval),
+        pairs: logs.n,
+        ratio: logs.mean.exp(),
+        interval,
         p_value,
-        log_ratio_sd: Some(sd),
+        log_ratio_sd: logs.sd,
         verdict,
     })
 }
