@@ -7,6 +7,7 @@ use std::path::Path;
 use super::{calibrate, CommandResult, Failure};
 use crate::app::cli::CompareArgs;
 use crate::family;
+use crate::report::claims::{self, Claim};
 use crate::report::comparison::{self, CellComparison, Metric};
 use crate::report::headline;
 use crate::report::table;
@@ -24,6 +25,11 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         excluded,
     } = load_lab(&args.results, args.lab.as_deref(), &args.exclude_runs)?;
     check_targets(&runs, &lab_name, &[&args.base, &args.other])?;
+    let claims: Vec<Claim> = stored_claims(&mut store, id, &lab_name)?
+        .into_iter()
+        .filter(|c| c.base == args.base && c.target == args.other)
+        .collect();
+    print!("{}", claims::text(&claims::check(&claims, &runs)));
     let rows = comparison::compare_targets(&runs, &args.base, &args.other, metric);
     for sentence in headline::sentences(&args.other, &args.base, metric.name(), &rows) {
         println!("{sentence}");
@@ -160,6 +166,13 @@ pub fn load_lab(results: &str, lab: Option<&str>, exclude: &[i64]) -> Result<Loa
         runs,
         excluded,
     })
+}
+
+/// The claims of the spec lab `id` ran.
+pub fn stored_claims(store: &mut Store, id: i64, lab_name: &str) -> Result<Vec<Claim>, Failure> {
+    let text = store.lab_spec(id)?;
+    crate::lab::claims::stored(&text)
+        .map_err(|why| Failure::input(format!("lab \"{lab_name}\": its spec's claims: {why}")))
 }
 
 /// Unknown target names are refused with the lab's targets listed.

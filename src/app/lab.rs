@@ -197,6 +197,9 @@ fn execute(
         "{}",
         lab_results::table(&spec, lab.plan(), &outcome.completed)
     );
+    if !spec.claims.is_empty() {
+        print!("{}", crate::report::claims::text(&lab.claims()?));
+    }
     if outcome.interrupted {
         return Err(Failure::interrupted(format!(
             "interrupted; completed runs are saved: continue with `stampede lab resume {}`",

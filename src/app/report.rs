@@ -68,6 +68,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     let builds = lab.store.lab_builds(lab.id)?;
     let series = load_series(&mut lab, &base, &args.series_runs)?;
     let probes = load_probes(&mut lab, &counters)?;
+    let claims = super::compare::stored_claims(&mut lab.store, lab.id, &lab.name)?;
     let report = lab_report::build(Inputs {
         lab: &lab.name,
         base: &base,
@@ -85,6 +86,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         series,
         excluded: &lab.excluded,
         probes: &probes,
+        claims: &claims,
     });
     let text = render(&report);
     match &args.output {

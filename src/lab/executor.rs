@@ -311,6 +311,13 @@ impl<'a> Lab<'a> {
         &self.plan
     }
 
+    /// The spec's claims judged from the lab's stored runs.
+    pub fn claims(&mut self) -> Result<Vec<crate::report::claims::ClaimResult>, Failure> {
+        let claims: Vec<_> = self.spec.claims.iter().map(|c| c.claim.clone()).collect();
+        let runs = self.store.lab_runs(self.lab_id)?;
+        Ok(crate::report::claims::check(&claims, &runs))
+    }
+
     /// A bisection's step: the targets are (before, after, commit), and each unit stops once
     /// the commit is placed on one side by `metric` (or at the cap).
     pub fn place_between_ends(&mut self, metric: super::rounds::RoundMetric) {
@@ -936,6 +943,9 @@ fn stop_note(cell: &Cell, stop: Stop, state: &GroupState) -> String {
         Stop::Cap => format!("stopped at the cap: {group} at {precision} after {rounds} rounds"),
         Stop::Budget => {
             format!("stopped by the budget: {group} at {precision} after {rounds} rounds")
+        }
+        Stop::Claim => {
+            format!("claims decided: {group} at {precision} after {rounds} rounds")
         }
     }
 }

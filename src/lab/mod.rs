@@ -1,6 +1,7 @@
 //! The lab: a TOML matrix of targets × workloads × scales × clients × runs, expanded into an
 //! interleaved plan, run on managed servers, resumable, recorded in the results database.
 
+pub mod claims;
 pub mod executor;
 pub mod lock;
 pub mod managed_targets;

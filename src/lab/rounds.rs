@@ -12,12 +12,14 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use super::plan::Plan;
+use super::plan::{group_key, Plan};
 use super::spec::{AutoRuns, LabSpec};
 use crate::analysis::bisect::place;
+use crate::analysis::claim::{decided_at_look, Expectation};
 use crate::analysis::paired::MIN_PAIRS;
 use crate::analysis::stopping::{self, should_stop, Stop, StoppingRule};
 use crate::analysis::verdict::Direction;
+use crate::report::comparison::Metric;
 use crate::store::RunSummary;
 
 /// A group's state after a number of rounds.
@@ -31,6 +33,16 @@ pub struct GroupState {
     pub precision: Option<f64>,
     /// Whether every target's interval reached the precision (from the fifth round on).
     pub precise: bool,
+    /// Whether every claim about the group is decided at an interim look; None without a
+    /// claim an auto lab can judge (its metric is tps or p99).
+    pub claims_decided: Option<bool>,
+}
+
+impl GroupState {
+    /// Measured enough: precise, or its claims decided.
+    fn done(&self) -> bool {
+        self.precise || self.claims_decided == Some(true)
+    }
 }
 
 /// The number a round's judgement reads from each run.
@@ -42,6 +54,15 @@ pub enum RoundMetric {
 }
 
 impl RoundMetric {
+    /// The round metric of a report metric, for those a round's judgement reads.
+    pub fn of_metric(metric: Metric) -> Option<RoundMetric> {
+        match metric {
+            Metric::Tps => Some(RoundMetric::Tps),
+            Metric::P99 => Some(RoundMetric::P99),
+            _ => None,
+        }
+    }
+
     pub fn of(self, run: &RunSummary) -> Option<f64> {
         match self {
             RoundMetric::Tps => run.tps,
@@ -67,8 +88,22 @@ enum Rule {
     Sides,
 }
 
+/// A claim as a round's judgement reads it.
+struct RoundClaim {
+    /// Target indexes in the spec.
+    base: usize,
+    target: usize,
+    /// The `plan::group_key`s of the cells it selects.
+    groups: HashSet<String>,
+    metric: RoundMetric,
+    expectation: Expectation,
+}
+
 pub struct Rounds {
     rule: Rule,
+    claims: Vec<RoundClaim>,
+    /// The spec's workload names by index, for group keys.
+    workloads: Vec<String>,
     metric: RoundMetric,
     budget: Option<Duration>,
     run_time: Duration,
@@ -86,6 +121,8 @@ impl Rounds {
                 precision: auto.precision,
                 max_rounds: spec.runs as usize,
             }),
+            claims: round_claims(spec),
+            workloads: spec.workloads.iter().map(|w| w.name.clone()).collect(),
             metric: RoundMetric::Tps,
             budget: auto.budget,
             run_time: spec.warmup + spec.duration,
@@ -99,6 +136,8 @@ impl Rounds {
     pub fn between_ends(spec: &LabSpec, metric: RoundMetric) -> Rounds {
         Rounds {
             rule: Rule::Sides,
+            claims: Vec::new(),
+            workloads: Vec::new(),
             metric,
             budget: spec.auto.and_then(|auto| auto.budget),
             run_time: spec.warmup + spec.duration,
@@ -130,6 +169,8 @@ impl Rounds {
         let states = self.judge(plan, unit, repetition, completed);
         let stop = if states.iter().all(|s| s.precise) {
             Some(Stop::Precise)
+        } else if states.iter().all(GroupState::done) {
+            Some(Stop::Claim)
         } else if self.budget_spent(completed) {
             Some(Stop::Budget)
         } else {
@@ -198,9 +239,61 @@ impl Rounds {
                         }
                         Rule::Sides => false,
                     },
+                    claims_decided: self.claims_decided(plan, group, repetition, completed),
                 }
             })
             .collect()
+    }
+
+    /// Whether every claim about `group` is decided by the rounds before `repetition`; None
+    /// when no claim the rounds can judge is about it.
+    fn claims_decided(
+        &self,
+        plan: &Plan,
+        group: &[usize],
+        repetition: u32,
+        completed: &[RunSummary],
+    ) -> Option<bool> {
+        let first = &plan.cells[*group.first()?];
+        let key = group_key(
+            &self.workloads[first.workload],
+            &first.script,
+            first.scale,
+            first.clients,
+        );
+        let cell_of = |target: usize| {
+            group
+                .iter()
+                .copied()
+                .find(|&c| plan.cells[c].target == target)
+        };
+        let value = |cell: usize, round: u32, metric: RoundMetric| {
+            let key = &plan.cells[cell].key;
+            completed
+                .iter()
+                .find(|run| run.repetition == round && &run.cell_key == key)
+                .and_then(|run| metric.of(run))
+        };
+        let mut about = self
+            .claims
+            .iter()
+            .filter(|c| c.groups.contains(&key))
+            .peekable();
+        about.peek()?;
+        Some(about.all(|claim| {
+            let (Some(base), Some(other)) = (cell_of(claim.base), cell_of(claim.target)) else {
+                return false;
+            };
+            let pairs: Vec<(f64, f64)> = (0..repetition)
+                .filter_map(|round| {
+                    Some((
+                        value(base, round, claim.metric)?,
+                        value(other, round, claim.metric)?,
+                    ))
+                })
+                .collect();
+            decided_at_look(&claim.expectation, &pairs)
+        }))
     }
 
     /// Whether the lab has measured for its budget (warmup and duration of every completed run).
@@ -208,6 +301,25 @@ impl Rounds {
         self.budget
             .is_some_and(|budget| self.run_time * completed.len() as u32 >= budget)
     }
+}
+
+/// The spec's claims on metrics a round's judgement reads (tps, p99); a claim on another
+/// metric is judged in the report only, and its cells stop at the precision or the cap.
+fn round_claims(spec: &LabSpec) -> Vec<RoundClaim> {
+    let target = |name: &str| spec.targets.iter().position(|t| t.name == name);
+    spec.claims
+        .iter()
+        .filter_map(|spec_claim| {
+            let claim = &spec_claim.claim;
+            Some(RoundClaim {
+                base: target(&claim.base)?,
+                target: target(&claim.target)?,
+                groups: spec_claim.groups.iter().cloned().collect(),
+                metric: RoundMetric::of_metric(claim.metric)?,
+                expectation: claim.expectation,
+            })
+        })
+        .collect()
 }
 
 /// A bisection step's group over its rounds of (before, after, commit): precise once the commit
@@ -224,6 +336,7 @@ fn sides_state(group: &[usize], rounds: &[(f64, f64, f64)]) -> GroupState {
         }),
         precise: rounds.len() >= MIN_PAIRS
             && placement.is_some_and(|placement| placement.side.is_some()),
+        claims_decided: None,
     }
 }
 

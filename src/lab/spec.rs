@@ -39,6 +39,8 @@ struct SpecFile {
     workloads: Vec<WorkloadFile>,
     /// Where workloads with `pods = N` run their clients.
     kubernetes: Option<Spanned<toml::Value>>,
+    #[serde(rename = "claim", default)]
+    claims: Vec<super::claims::ClaimFile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,6 +195,8 @@ pub struct LabSpec {
     pub tags: Vec<(String, String)>,
     /// `[kubernetes]`: where the workloads with `pods = N` run their clients.
     pub kubernetes: crate::pods::KubeArgs,
+    /// `[[claim]]`: what the study expects, checked against the results.
+    pub claims: Vec<super::claims::SpecClaim>,
 }
 
 /// `runs = "auto"`: every undecided cell runs once more per round, and stops when the ratio of
@@ -220,12 +224,16 @@ impl std::fmt::Display for SpecError {
 }
 
 /// Locates byte offsets of the spec text for error messages.
-struct Source<'a> {
+pub(super) struct Source<'a> {
     path: &'a Path,
     text: &'a str,
 }
 
-impl Source<'_> {
+impl<'a> Source<'a> {
+    pub(super) fn new(path: &'a Path, text: &'a str) -> Source<'a> {
+        Source { path, text }
+    }
+
     fn line_of(&self, offset: usize) -> usize {
         self.text[..offset.min(self.text.len())]
             .matches('\n')
@@ -234,16 +242,23 @@ impl Source<'_> {
     }
 
     fn error(&self, offset: usize, message: impl std::fmt::Display) -> SpecError {
+        SpecError(format!("{}: {message}", self.position(offset)))
+    }
+
+    /// `file:line:col` of a byte offset.
+    fn position(&self, offset: usize) -> String {
         let before = &self.text[..offset.min(self.text.len())];
         let line = self.line_of(offset);
         let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-        SpecError(format!(
-            "{}:{line}:{column}: {message}",
-            self.path.display()
-        ))
+        format!("{}:{line}:{column}", self.path.display())
     }
 
-    fn at<T>(&self, spanned: &Spanned<T>, message: impl std::fmt::Display) -> SpecError {
+    /// `file:line:col` of a spanned value.
+    pub(super) fn position_of<T>(&self, spanned: &Spanned<T>) -> String {
+        self.position(spanned.span().start)
+    }
+
+    pub(super) fn at<T>(&self, spanned: &Spanned<T>, message: impl std::fmt::Display) -> SpecError {
         self.error(spanned.span().start, message)
     }
 }
@@ -278,6 +293,8 @@ pub fn with_workloads(
             workload.scripts = implementation.default_variants();
         }
     }
+    super::claims::check_cells(&mut spec.claims, &spec.workloads, &workloads)
+        .map_err(|e| crate::error::Failure::input(e.0))?;
     Ok((spec, workloads))
 }
 
@@ -353,6 +370,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     let targets = targets(&source, &file, base)?;
     let workloads = workloads(&source, &file, base)?;
     let kubernetes = kubernetes(&source, &file)?;
+    let claims = super::claims::parse(&source, &file.claims, &targets, &workloads)?;
     check_spread_engines(&source, &file, &targets)?;
     check_engines(&source, &file, &targets, &workloads)?;
     Ok(LabSpec {
@@ -371,6 +389,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         text,
         tags: Vec::new(),
         kubernetes,
+        claims,
     })
 }
 
@@ -1221,7 +1240,7 @@ clients = [1, 4]
     fn errors_name_line_and_key() {
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
-            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`, `kubernetes`"
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`, `kubernetes`, `claim`"
         );
         assert_eq!(
             error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),

@@ -37,6 +37,23 @@ fn table(header: &[&str], rows: &[Vec<(String, bool)>]) -> String {
 pub fn to_html(report: &LabReport) -> String {
     let title = format!("Lab \"{}\" against {}", report.lab, report.base);
     let mut sections: Vec<(String, String, String)> = Vec::new();
+    if !report.claims.is_empty() {
+        let rows: Vec<Vec<(String, bool)>> = report
+            .claims
+            .iter()
+            .map(|claim| {
+                super::claims::cells(claim)
+                    .into_iter()
+                    .map(|cell| (cell, true))
+                    .collect()
+            })
+            .collect();
+        sections.push((
+            "claims".into(),
+            "Claims".into(),
+            table(&super::claims::HEADER, &rows),
+        ));
+    }
     sections.push((
         "scaling".into(),
         format!("{} vs clients", report.metric),

@@ -24,6 +24,8 @@ pub struct LabReport {
     pub metric: String,
     /// What was decided, one sentence per target and workload: the answer first.
     pub headline: Vec<String>,
+    /// The spec's claims and their verdicts, shown before the tables.
+    pub claims: Vec<super::claims::ClaimResult>,
     pub method: &'static str,
     pub warnings: Vec<String>,
     /// Every target's cells: the metric's median and spread over completed runs.
@@ -160,6 +162,8 @@ pub struct Inputs<'a> {
     /// Runs the user left out (`--exclude-run`): not in `runs`, listed in the Noise section.
     pub excluded: &'a [StoredRun],
     pub probes: &'a RunProbes,
+    /// The spec's `[[claim]]`s.
+    pub claims: &'a [super::claims::Claim],
 }
 
 pub fn build(inputs: Inputs<'_>) -> LabReport {
@@ -196,6 +200,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         base: inputs.base.to_string(),
         metric: inputs.metric.name().to_string(),
         headline,
+        claims: super::claims::check(inputs.claims, inputs.runs),
         method: METHOD,
         warnings: report_warnings(&inputs, &targets, &comparisons, &why),
         summaries: summaries(inputs.runs, inputs.metric),

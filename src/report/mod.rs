@@ -2,6 +2,7 @@
 //! inline SVG in one HTML file, Markdown, CSV, JSON and terminal tables. Renders numbers it is
 //! given; never queries a server or drives load. (A single run's report lives with its family.)
 
+pub mod claims;
 pub mod comparison;
 pub mod gate;
 pub mod headline;

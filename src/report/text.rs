@@ -21,6 +21,9 @@ pub fn to_markdown(report: &LabReport) -> String {
     if !report.warnings.is_empty() {
         out += "\n";
     }
+    if !report.claims.is_empty() {
+        out += &super::claims::markdown(&report.claims);
+    }
     out += &format!("Method: {}.\n\n", report.method);
     for target in &report.comparisons {
         out += &format!("## {} vs {}\n\n", target.target, report.base);
@@ -260,6 +263,25 @@ pub fn to_csv(report: &LabReport) -> String {
             out.push('\n');
         };
     let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for claim in &report.claims {
+        let measures = [
+            ("ratio", number(claim.ratio)),
+            ("ci_low", number(claim.ci_low)),
+            ("ci_high", number(claim.ci_high)),
+            ("rounds", claim.rounds.to_string()),
+            ("verdict", claim.verdict.to_string()),
+        ];
+        for (measure, value) in measures {
+            push(
+                "claim",
+                &claim.target,
+                &no_cell,
+                &claim.says,
+                measure,
+                value,
+            );
+        }
+    }
     for s in &report.summaries {
         let measures = [
             ("runs", s.runs.to_string()),

@@ -460,7 +460,10 @@ mod simulation {
         // A clear claim is decided as often as at the precision stop, and sooner: 2x against
         // 1.8x is ln 1.11 = 0.105 away from the boundary, which this machine's paired noise
         // (log sd ≈ 0.13 with its tails) reaches in about ten rounds.
-        assert!(clear.0[0] >= precision.0[0] - 0.01, "{clear:?} {precision:?}");
+        assert!(
+            clear.0[0] >= precision.0[0] - 0.01,
+            "{clear:?} {precision:?}"
+        );
         assert!(clear.1 < precision.1, "{clear:?} {precision:?}");
     }
 }

@@ -30,6 +30,8 @@ pub enum Stop {
     Cap,
     /// The lab's time budget ran out first.
     Budget,
+    /// The cell's claims were decided (`claim::decided_at_look`) before its precision.
+    Claim,
 }
 
 impl Stop {
@@ -38,11 +40,12 @@ impl Stop {
             Stop::Precise => "precision",
             Stop::Cap => "cap",
             Stop::Budget => "budget",
+            Stop::Claim => "claim",
         }
     }
 
     pub fn parse(name: &str) -> Option<Stop> {
-        [Stop::Precise, Stop::Cap, Stop::Budget]
+        [Stop::Precise, Stop::Cap, Stop::Budget, Stop::Claim]
             .into_iter()
             .find(|stop| stop.name() == name)
     }

@@ -260,6 +260,15 @@ impl Store {
             .map(|v| v as i64))
     }
 
+    /// The spec text the lab was started with (a results password masked).
+    pub fn lab_spec(&mut self, lab: i64) -> Result<String, Failure> {
+        let rows = self
+            .db
+            .query("SELECT spec FROM labs WHERE id = ?1", &[lab.into()])
+            .map_err(db_error("labs"))?;
+        Ok(rows.first().map(|r| text(r, 0)).unwrap_or_default())
+    }
+
     /// The lab's targets in the spec's order.
     pub fn lab_target_names(&mut self, lab: i64) -> Result<Vec<String>, Failure> {
         let rows = self

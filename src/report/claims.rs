@@ -1,0 +1,292 @@
+//! A study's claims checked against a lab's stored runs: for each claim, the cells its selector
+//! names, the ratio of the claim's metric (target / base) paired by round with its 95%
+//! interval, and the verdict — reproduced, contradicted or undecided (`analysis::claim`).
+//!
+//! A claim over several cells (a workload's scripts, a group) is judged on the group's ratio:
+//! per round, the geometric mean of the cells' ratios in that round (rounds where every cell ran
+//! on both targets), then the t interval of those per-round log means, as for one cell. So the
+//! group's interval carries the rounds' shared drift once, not once per cell.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::comparison::{cell_of, CellKey, Metric};
+use crate::analysis::claim::{ClaimVerdict, Expectation};
+use crate::analysis::paired::compare_paired;
+use crate::store::{RunStatus, StoredRun};
+
+/// Which cells a claim is about: a workload, and any of its script, group, scale and clients.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellSelector {
+    pub workload: String,
+    pub script: Option<String>,
+    /// The workload's group for relative-throughput tables (sysbench's point, range, write).
+    pub group: Option<String>,
+    pub scale: Option<String>,
+    pub clients: Option<i64>,
+}
+
+impl CellSelector {
+    pub fn matches(&self, cell: &CellKey) -> bool {
+        cell.workload == self.workload
+            && self.script.as_ref().is_none_or(|s| *s == cell.script)
+            && self.group.as_ref().is_none_or(|g| *g == cell.family)
+            && self.scale.as_ref().is_none_or(|s| *s == cell.scale)
+            && self.clients.is_none_or(|c| c == cell.clients)
+    }
+
+    /// "pgbench tpcb-like scale 10 at 4 clients", naming only what is selected.
+    pub fn describe(&self) -> String {
+        let mut text = self.workload.clone();
+        if let Some(script) = &self.script {
+            text.push_str(&format!(" {script}"));
+        }
+        if let Some(group) = &self.group {
+            text.push_str(&format!(" group {group}"));
+        }
+        if let Some(scale) = &self.scale {
+            text.push_str(&format!(" scale {scale}"));
+        }
+        if let Some(clients) = self.clients {
+            text.push_str(&format!(" at {clients} clients"));
+        }
+        text
+    }
+}
+
+/// A claim as the spec states it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// The sentence, as its author wrote it.
+    pub says: String,
+    /// Author, date, link: free text.
+    pub source: Option<String>,
+    pub base: String,
+    pub target: String,
+    pub cells: CellSelector,
+    pub metric: Metric,
+    /// The expectation as written ("20% slower ±5%").
+    pub expect: String,
+    pub expectation: Expectation,
+}
+
+/// A claim's verdict with its evidence.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimResult {
+    pub says: String,
+    pub source: Option<String>,
+    pub base: String,
+    pub target: String,
+    pub cells: CellSelector,
+    pub metric: String,
+    pub expect: String,
+    /// The expectation as a region of the ratio ("ratio ≥ 1.800").
+    pub region: String,
+    /// Cells the selector matched in the stored runs.
+    pub matched_cells: usize,
+    /// Rounds in which every matched cell ran on both targets.
+    pub rounds: usize,
+    pub ratio: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub verdict: &'static str,
+    /// Undecided: the rounds in all that the measured noise says would decide it.
+    pub rounds_to_decide: Option<usize>,
+    /// Why there is no interval, when there is none.
+    pub note: Option<String>,
+}
+
+impl ClaimResult {
+    /// "1.62 [1.41–1.86]".
+    pub fn ratio_text(&self) -> String {
+        match (self.ratio, self.ci_low, self.ci_high) {
+            (Some(ratio), Some(low), Some(high)) => format!("{ratio:.3} [{low:.3}–{high:.3}]"),
+            (Some(ratio), _, _) => format!("{ratio:.3}"),
+            _ => "-".into(),
+        }
+    }
+
+    /// The verdict and what would change it: "undecided: about 12 rounds would decide it".
+    pub fn verdict_text(&self) -> String {
+        match (&self.note, self.rounds_to_decide) {
+            (Some(note), _) => format!("{}: {note}", self.verdict),
+            (None, Some(rounds)) => format!(
+                "{}: about {rounds} rounds at this noise would decide it",
+                self.verdict
+            ),
+            (None, None) if self.verdict == "undecided" => {
+                format!("{}: the ratio sits on the claim's boundary", self.verdict)
+            }
+            _ => self.verdict.to_string(),
+        }
+    }
+}
+
+/// Every claim judged from `runs` (completed runs only count).
+pub fn check(claims: &[Claim], runs: &[StoredRun]) -> Vec<ClaimResult> {
+    claims.iter().map(|claim| judge(claim, runs)).collect()
+}
+
+fn judge(claim: &Claim, runs: &[StoredRun]) -> ClaimResult {
+    let base = values(runs, &claim.base, claim);
+    let other = values(runs, &claim.target, claim);
+    let cells: Vec<&CellKey> = base.keys().filter(|c| other.contains_key(*c)).collect();
+    let pairs = group_pairs(&cells, &base, &other);
+    let mut result = ClaimResult {
+        says: claim.says.clone(),
+        source: claim.source.clone(),
+        base: claim.base.clone(),
+        target: claim.target.clone(),
+        cells: claim.cells.clone(),
+        metric: claim.metric.name().to_string(),
+        expect: claim.expect.clone(),
+        region: claim.expectation.describe(),
+        matched_cells: cells.len(),
+        rounds: pairs.len(),
+        ratio: None,
+        ci_low: None,
+        ci_high: None,
+        verdict: ClaimVerdict::Undecided.name(),
+        rounds_to_decide: None,
+        note: None,
+    };
+    let comparison = compare_paired(&pairs, claim.metric.direction());
+    let Some(comparison) = comparison else {
+        result.note = Some(if cells.is_empty() {
+            "no cell both targets completed matches the claim".into()
+        } else {
+            "no round in which every matched cell ran on both targets".into()
+        });
+        return result;
+    };
+    result.ratio = Some(comparison.ratio);
+    let Some(interval) = comparison.interval else {
+        result.note = Some("one round: an interval needs two".into());
+        return result;
+    };
+    (result.ci_low, result.ci_high) = (Some(interval.0), Some(interval.1));
+    let verdict = claim.expectation.judge(interval);
+    result.verdict = verdict.name();
+    if verdict == ClaimVerdict::Undecided {
+        result.rounds_to_decide = comparison
+            .log_ratio_sd
+            .and_then(|sd| claim.expectation.rounds_to_decide(comparison.ratio, sd));
+    }
+    result
+}
+
+/// The claim's metric per matched cell, by round, on `target`.
+fn values(
+    runs: &[StoredRun],
+    target: &str,
+    claim: &Claim,
+) -> BTreeMap<CellKey, BTreeMap<u32, f64>> {
+    let mut cells: BTreeMap<CellKey, BTreeMap<u32, f64>> = BTreeMap::new();
+    let measured = runs
+        .iter()
+        .filter(|r| r.target == target && r.status == RunStatus::Completed);
+    for run in measured {
+        let cell = cell_of(run);
+        if !claim.cells.matches(&cell) {
+            continue;
+        }
+        if let Some(value) = claim.metric.of(run).filter(|v| *v > 0.0) {
+            cells.entry(cell).or_default().insert(run.repetition, value);
+        }
+    }
+    cells
+}
+
+/// Per round in which every cell has both values: (1, the geometric mean of the cells'
+/// ratios), the form `compare_paired` reads.
+fn group_pairs(
+    cells: &[&CellKey],
+    base: &BTreeMap<CellKey, BTreeMap<u32, f64>>,
+    other: &BTreeMap<CellKey, BTreeMap<u32, f64>>,
+) -> Vec<(f64, f64)> {
+    let Some(first) = cells.first() else {
+        return Vec::new();
+    };
+    base[*first]
+        .keys()
+        .filter_map(|round| {
+            let logs: Option<Vec<f64>> = cells
+                .iter()
+                .map(|cell| Some((other[*cell].get(round)? / base[*cell].get(round)?).ln()))
+                .collect();
+            let logs = logs?;
+            Some((1.0, (logs.iter().sum::<f64>() / logs.len() as f64).exp()))
+        })
+        .collect()
+}
+
+/// The columns of the claims table.
+pub const HEADER: [&str; 8] = [
+    "claim",
+    "source",
+    "cells",
+    "metric",
+    "expected",
+    "measured (95% interval)",
+    "rounds",
+    "verdict",
+];
+
+/// A claim's row under `HEADER`.
+pub fn cells(r: &ClaimResult) -> Vec<String> {
+    vec![
+        r.says.clone(),
+        r.source.clone().unwrap_or_else(|| "-".into()),
+        format!(
+            "{} vs {}: {} ({} matched)",
+            r.target,
+            r.base,
+            r.cells.describe(),
+            r.matched_cells
+        ),
+        r.metric.clone(),
+        format!("{} ({})", r.expect, r.region),
+        r.ratio_text(),
+        r.rounds.to_string(),
+        r.verdict_text(),
+    ]
+}
+
+/// The claims as a Markdown section.
+pub fn markdown(results: &[ClaimResult]) -> String {
+    let mut out = format!(
+        "## Claims\n\n| {} |\n|{}\n",
+        HEADER.join(" | "),
+        "---|".repeat(HEADER.len())
+    );
+    for r in results {
+        let row: Vec<String> = cells(r).iter().map(|c| c.replace('|', "\\|")).collect();
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out.push('\n');
+    out
+}
+
+/// The claims for the terminal: one block per claim.
+pub fn text(results: &[ClaimResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        out.push_str(&format!(
+            "claim \"{}\"{}\n  {} vs {} on {} ({} cells), {}: expected {} ({}), measured {} over {} rounds → {}\n",
+            r.says,
+            r.source.as_ref().map_or(String::new(), |s| format!(" ({s})")),
+            r.target,
+            r.base,
+            r.cells.describe(),
+            r.matched_cells,
+            r.metric,
+            r.expect,
+            r.region,
+            r.ratio_text(),
+            r.rounds,
+            r.verdict_text()
+        ));
+    }
+    out
+}

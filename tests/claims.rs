@@ -1,0 +1,240 @@
+//! A spec's `[[claim]]`s on real servers: verdicts recomputed from the stored runs, an auto
+//! lab stopping a cell once its claim is decided, and bad claims refused with their position
+//! before anything starts.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{number, sqlite, stampede_command, stderr, stdout, LabDir};
+use stampede::server::binaries::Binaries;
+use stampede::server::cluster::{Cluster, OsUser};
+
+/// index scans off: select-only reads the whole table instead of one row.
+const TARGETS: &str = "[[target]]\nname = \"indexed\"\nsettings = { fsync = false }\n\
+     [[target]]\nname = \"twin\"\nsettings = { fsync = false }\n\
+     [[target]]\nname = \"seqscan\"\n\
+     settings = { fsync = false, enable_indexscan = false, enable_bitmapscan = false, enable_indexonlyscan = false }\n\
+     [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n";
+
+/// Stops the lab's clusters when the test ends, whatever happened.
+struct Servers(PathBuf);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let Ok(binaries) = Binaries::find_best() else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&self.0) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let cluster = Cluster {
+                binaries: binaries.clone(),
+                root: entry.path(),
+                port: 0,
+                run_as: OsUser::for_server().expect("server user"),
+                cpus: None,
+            };
+            if cluster.is_running() {
+                let _ = cluster.stop();
+            }
+        }
+    }
+}
+
+fn lab(name: &str, text: &str) -> (LabDir, PathBuf) {
+    let dir = LabDir::new(&format!("claims-{name}"));
+    let spec = dir.join("lab.toml");
+    std::fs::write(&spec, text).unwrap();
+    (dir, spec)
+}
+
+fn claim(says: &str, target: &str, metric: &str, expect: &str) -> String {
+    format!(
+        "[[claim]]\nsays = \"{says}\"\nsource = \"this test\"\ntarget = \"{target}\"\n\
+         workload = \"pgbench\"\nscript = \"select-only\"\nmetric = \"{metric}\"\nexpect = \"{expect}\"\n"
+    )
+}
+
+/// The stored (base, other) values of `column` per round for two targets' runs.
+fn stored_pairs(db: &Path, base: &str, other: &str, column: &str) -> Vec<(f64, f64)> {
+    sqlite(
+        db,
+        &format!(
+            "SELECT a.{column}, b.{column} FROM runs a JOIN cells ca ON ca.id = a.cell_id \
+             JOIN runs b ON b.repetition = a.repetition JOIN cells cb ON cb.id = b.cell_id \
+             WHERE ca.target = '{base}' AND cb.target = '{other}' AND a.status = 'completed' \
+             AND b.status = 'completed' ORDER BY a.repetition"
+        ),
+    )
+    .iter()
+    .map(|row| (number(&row[0]), number(&row[1])))
+    .collect()
+}
+
+/// The geometric mean of the pairs' ratios and its 95% t interval for three pairs.
+fn three_round_interval(pairs: &[(f64, f64)]) -> (f64, f64, f64) {
+    assert_eq!(pairs.len(), 3, "{pairs:?}");
+    let logs: Vec<f64> = pairs.iter().map(|(b, o)| (o / b).ln()).collect();
+    let mean = logs.iter().sum::<f64>() / 3.0;
+    let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+    // t(0.975, 2)
+    let half = 4.302652729749462 * sd / 3f64.sqrt();
+    (mean.exp(), (mean - half).exp(), (mean + half).exp())
+}
+
+#[test]
+fn claims_end_reproduced_contradicted_or_undecided_from_the_stored_runs() {
+    let text = format!(
+        "name = \"claims\"\nruns = 3\nduration = \"1s\"\nseed = 3\n{TARGETS}{}{}{}",
+        claim(
+            "seq scans at least double p99",
+            "seqscan",
+            "p99",
+            ">= 2x slower"
+        ),
+        claim("seq scans change nothing", "seqscan", "p99", "within 2%"),
+        claim("a twin is 20% faster", "twin", "tps", "+20%"),
+    );
+    let (dir, spec) = lab("verdicts", &text);
+    let _servers = Servers(dir.join("claims.db.servers"));
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = stdout(&output);
+    assert!(
+        printed.contains("claim \"seq scans at least double p99\" (this test)"),
+        "{printed}"
+    );
+    let db = dir.join("claims.db");
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let claims = json["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 3, "{}", json["claims"]);
+    // The ratios and intervals, recomputed from the stored per-run values.
+    let p99 = three_round_interval(&stored_pairs(&db, "indexed", "seqscan", "p99_ms"));
+    let tps = three_round_interval(&stored_pairs(&db, "indexed", "twin", "tps"));
+    for (claim, (ratio, low, high)) in claims.iter().zip([p99, p99, tps]) {
+        let close = |key: &str, value: f64| {
+            let stored = claim[key].as_f64().unwrap();
+            assert!(
+                (stored - value).abs() < 1e-9 * value,
+                "{key}: {claim} vs {value}"
+            );
+        };
+        close("ratio", ratio);
+        close("ci_low", low);
+        close("ci_high", high);
+        assert_eq!(claim["rounds"], 3, "{claim}");
+        assert_eq!(claim["matched_cells"], 1, "{claim}");
+    }
+    assert!(p99.1 >= 2.0, "{p99:?}");
+    assert_eq!(claims[0]["verdict"], "reproduced", "{}", claims[0]);
+    assert_eq!(claims[1]["verdict"], "contradicted", "{}", claims[1]);
+    // An A/A pair never reproduces a 20% change.
+    assert_ne!(claims[2]["verdict"], "reproduced", "{}", claims[2]);
+    assert_eq!(claims[0]["region"], "ratio ≥ 2.000");
+    // Claims come first in the Markdown report, and in compare for their two targets.
+    let markdown = stdout(
+        &stampede_command(&["report", db.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    );
+    let claims_at = markdown.find("## Claims").expect("a Claims section");
+    assert!(claims_at < markdown.find("Method:").unwrap(), "{markdown}");
+    assert!(markdown.contains("| **reproduced** |") || markdown.contains("reproduced |"));
+    let compare = stampede_command(&["compare", db.to_str().unwrap(), "indexed", "seqscan"])
+        .output()
+        .unwrap();
+    let compared = stdout(&compare);
+    assert!(
+        compared.starts_with("claim \"seq scans at least double p99\""),
+        "{compared}"
+    );
+    assert!(!compared.contains("a twin is 20% faster"), "{compared}");
+}
+
+#[test]
+fn an_auto_lab_stops_a_cell_once_its_claim_is_decided() {
+    // A precision of 1% this machine does not reach in 8 rounds; the claim decides at the
+    // first look (round 5): a sequential scan is not half as fast, it is a hundred times slower.
+    let text = format!(
+        "name = \"auto-claim\"\nruns = \"auto\"\nprecision = \"1%\"\nmax_runs = 8\nduration = \"1s\"\nseed = 3\n{}{}",
+        TARGETS.replace(
+            "[[target]]\nname = \"twin\"\nsettings = { fsync = false }\n",
+            ""
+        ),
+        claim("seq scans lose half the throughput", "seqscan", "tps", "<= -50%"),
+    );
+    let (dir, spec) = lab("auto", &text);
+    let _servers = Servers(dir.join("auto-claim.db.servers"));
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("auto-claim.db");
+    let cells = sqlite(&db, "SELECT DISTINCT stopped, rounds FROM cells");
+    assert_eq!(cells, vec![vec!["claim".to_string(), "5".to_string()]]);
+    assert!(
+        stderr(&output).contains("claims decided: pgbench/select-only/"),
+        "{}",
+        stderr(&output)
+    );
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let claim = &json["claims"][0];
+    assert_eq!(claim["verdict"], "reproduced", "{claim}");
+    assert_eq!(claim["rounds"], 5, "{claim}");
+    // Not by precision: the cell's interval is wider than the 1% asked.
+    let cell = &json["comparisons"][0]["cells"][0];
+    assert!(cell["precision"].as_f64().unwrap() > 0.01, "{cell}");
+}
+
+#[test]
+fn bad_claims_are_refused_with_their_position_and_nothing_runs() {
+    let head = format!("name = \"bad\"\nruns = 2\nduration = \"1s\"\n{TARGETS}");
+    let line = head.lines().count() + 1;
+    let cases = [
+        (
+            claim("x", "nope", "tps", "2x"),
+            format!("{}:4:10: claim: unknown target \"nope\"; the spec's targets are indexed, twin, seqscan", line),
+        ),
+        (
+            claim("x", "seqscan", "nopm", "2x"),
+            format!("{}:7:10: claim: metric: unknown metric \"nopm\"; use tps, p50, p95, p99, client_cpu or server_cpu (for workload \"pgbench\")", line),
+        ),
+        (
+            claim("x", "seqscan", "tps", "much faster"),
+            format!("{}:8:10: claim: expect: \"much faster\" is not an expectation; write \"2x\", \"+20%\", \"20% slower ±5%\", \">= 1.8x\", \"<= -5%\" or \"within 2%\"", line),
+        ),
+        (
+            claim("x", "seqscan", "tps", "2x").replace("select-only", "tpcb-like"),
+            format!("{}:5:12: claim: pgbench tpcb-like matches no cell of the lab", line),
+        ),
+    ];
+    for (index, (claim, position)) in cases.iter().enumerate() {
+        let (dir, spec) = lab(&format!("bad-{index}"), &format!("{head}{claim}"));
+        let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let (line, rest) = position.split_once(':').unwrap();
+        let claim_line: usize = line.parse().unwrap();
+        let (relative, rest) = rest.split_once(':').unwrap();
+        let expected = format!(
+            "stampede: error: {}:{}:{rest}",
+            spec.display(),
+            claim_line + relative.parse::<usize>().unwrap() - 1
+        );
+        assert_eq!(stderr(&output).trim(), expected);
+        assert!(!dir.join("bad.db").exists());
+        assert!(!dir.join("bad.db.servers").exists());
+    }
+}
