@@ -208,7 +208,7 @@ fn bad_claims_are_refused_with_their_position_and_nothing_runs() {
         ),
         (
             claim("x", "seqscan", "nopm", "2x"),
-            format!("{}:7:10: claim: metric: unknown metric \"nopm\"; use tps, p50, p95, p99, client_cpu or server_cpu (for workload \"pgbench\")", line),
+            format!("{}:7:10: claim: metric: unknown metric \"nopm\"; use tps, p50, p95, p99, client_cpu or server_cpu (or statement:<text>) (for workload \"pgbench\")", line),
         ),
         (
             claim("x", "seqscan", "tps", "much faster"),
@@ -237,4 +237,92 @@ fn bad_claims_are_refused_with_their_position_and_nothing_runs() {
         assert!(!dir.join("bad.db").exists());
         assert!(!dir.join("bad.db.servers").exists());
     }
+}
+
+#[test]
+fn a_statement_made_twice_as_slow_is_decided_from_its_own_times() {
+    // The script sleeps work_mem's bytes / 1e9 seconds: 21.0 ms on "short", 41.9 ms on "long".
+    let text = "name = \"statement\"\nruns = 3\nduration = \"1s\"\nseed = 3\n\
+         [[target]]\nname = \"short\"\nsettings = { fsync = false, work_mem = \"20MB\" }\n\
+         [[target]]\nname = \"long\"\nsettings = { fsync = false, work_mem = \"40MB\" }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"sleep.sql\"]\nclients = [1]\n\
+         [[claim]]\nsays = \"the sleep takes twice as long\"\ntarget = \"long\"\n\
+         workload = \"pgbench\"\nmetric = \"statement:SELECT pg_sleep\"\nexpect = \"2x slower\"\n";
+    let (dir, spec) = lab("statement", text);
+    std::fs::write(
+        dir.join("sleep.sql"),
+        "SELECT pg_sleep(pg_size_bytes(current_setting('work_mem')) / 1e9);\n",
+    )
+    .unwrap();
+    let _servers = Servers(dir.join("statement.db.servers"));
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("statement.db");
+    // Each run's mean as pg_stat_statements' deltas gave it, read from the stored rows.
+    let means = |target: &str| -> Vec<f64> {
+        sqlite(
+            &db,
+            &format!(
+                "SELECT s.mean_ms FROM run_statements s JOIN runs r ON r.id = s.run_id \
+                 JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}' \
+                 AND s.query LIKE 'SELECT pg_sleep%' AND r.status = 'completed' \
+                 ORDER BY r.repetition"
+            ),
+        )
+        .iter()
+        .map(|row| number(&row[0]))
+        .collect()
+    };
+    let (short, long) = (means("short"), means("long"));
+    // The sleep is the independent source: a call lasts at least its sleep, and little more.
+    for (values, sleep_ms) in [(&short, 20.97152), (&long, 41.94304)] {
+        assert_eq!(values.len(), 3, "{values:?}");
+        for mean in values.iter() {
+            assert!(*mean >= sleep_ms && *mean < sleep_ms + 5.0, "{values:?}");
+        }
+    }
+    let pairs: Vec<(f64, f64)> = short.iter().copied().zip(long.iter().copied()).collect();
+    let (ratio, low, high) = three_round_interval(&pairs);
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let claim = &json["claims"][0];
+    assert_eq!(claim["verdict"], "reproduced", "{claim}");
+    assert!(
+        (claim["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9,
+        "{claim}"
+    );
+    assert!(
+        (claim["ci_low"].as_f64().unwrap() - low).abs() < 1e-9,
+        "{claim}"
+    );
+    assert!(
+        (claim["ci_high"].as_f64().unwrap() - high).abs() < 1e-9,
+        "{claim}"
+    );
+    assert!(low > 1.9 && high < 2.1, "{claim}");
+    // The same number as a metric of compare: decided slower.
+    let compare = stampede_command(&[
+        "compare",
+        db.to_str().unwrap(),
+        "short",
+        "long",
+        "--metric",
+        "statement:select  PG_SLEEP",
+    ])
+    .output()
+    .unwrap();
+    assert!(compare.status.success(), "{}", stderr(&compare));
+    let printed = stdout(&compare);
+    let row = printed
+        .lines()
+        .find(|line| line.starts_with("pgbench ") && line.contains("sleep.sql"))
+        .unwrap_or_else(|| panic!("{printed}"));
+    assert!(
+        row.contains(&format!("{ratio:.3}")) && row.contains("slower"),
+        "{printed}"
+    );
 }

@@ -30,14 +30,14 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         .filter(|c| c.base == args.base && c.target == args.other)
         .collect();
     print!("{}", claims::text(&claims::check(&claims, &runs)));
-    let rows = comparison::compare_targets(&runs, &args.base, &args.other, metric);
-    for sentence in headline::sentences(&args.other, &args.base, metric.name(), &rows) {
+    let rows = comparison::compare_targets(&runs, &args.base, &args.other, &metric);
+    for sentence in headline::sentences(&args.other, &args.base, &metric.name(), &rows) {
         println!("{sentence}");
     }
     let mut warnings = warnings::warnings(&WarningInputs {
         runs: &runs,
         targets: &[&args.base, &args.other],
-        metric,
+        metric: &metric,
         client_cores: store.client_cores(id)?,
         builds: &store.lab_builds(id)?,
     });
@@ -147,10 +147,11 @@ pub fn load_lab(results: &str, lab: Option<&str>, exclude: &[i64]) -> Result<Loa
     let location = Location::parse(results, Path::new("."));
     let mut store = Store::open_existing(&location)?;
     let (id, name) = choose_lab(&mut store, lab, &location)?;
-    let (excluded, runs): (Vec<StoredRun>, Vec<StoredRun>) = store
-        .lab_runs(id)?
-        .into_iter()
-        .partition(|run| exclude.contains(&run.id));
+    let mut all = store.lab_runs(id)?;
+    // A statement's time is a metric like any other (`--metric statement:…`, claims).
+    store.attach_statements(id, &mut all)?;
+    let (excluded, runs): (Vec<StoredRun>, Vec<StoredRun>) =
+        all.into_iter().partition(|run| exclude.contains(&run.id));
     if let Some(unknown) = exclude
         .iter()
         .find(|wanted| !excluded.iter().any(|run| run.id == **wanted))

@@ -71,14 +71,19 @@ pub fn run(args: &GateArgs) -> CommandResult {
             args.against, latest.name
         )));
     }
-    let runs = store.runs_of_labs(&[latest.id, reference.id])?;
+    let mut runs = store.runs_of_labs(&[latest.id, reference.id])?;
+    if metric.needs_statements() {
+        for id in [latest.id, reference.id] {
+            store.attach_statements(id, runs.iter_mut().map(|(_, run)| run))?;
+        }
+    }
     let of = |lab: i64| -> Vec<_> {
         runs.iter()
             .filter(|(id, _)| *id == lab)
             .map(|(_, run)| run.clone())
             .collect()
     };
-    let (cells, unmatched) = gate::decide(&of(latest.id), &of(reference.id), metric, threshold);
+    let (cells, unmatched) = gate::decide(&of(latest.id), &of(reference.id), &metric, threshold);
     let gate = Gate {
         history,
         latest: label(latest),

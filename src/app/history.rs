@@ -22,11 +22,16 @@ pub fn run(args: &HistoryArgs) -> CommandResult {
         .filter(|i| args.lab.as_ref().is_none_or(|name| &i.history == name))
         .map(|i| i.id)
         .collect();
-    let runs = store.runs_of_labs(&ids)?;
-    let histories = history::build(&invocations, &runs, metric, args.lab.as_deref());
-    print!("{}", history_view::to_text(&histories, metric));
+    let mut runs = store.runs_of_labs(&ids)?;
+    if metric.needs_statements() {
+        for id in &ids {
+            store.attach_statements(*id, runs.iter_mut().map(|(_, run)| run))?;
+        }
+    }
+    let histories = history::build(&invocations, &runs, &metric, args.lab.as_deref());
+    print!("{}", history_view::to_text(&histories, &metric));
     if let Some(path) = &args.html {
-        write_file(path, &history_view::to_html(&histories, metric))?;
+        write_file(path, &history_view::to_html(&histories, &metric))?;
     }
     Ok(())
 }

@@ -314,7 +314,10 @@ impl<'a> Lab<'a> {
     /// The spec's claims judged from the lab's stored runs.
     pub fn claims(&mut self) -> Result<Vec<crate::report::claims::ClaimResult>, Failure> {
         let claims: Vec<_> = self.spec.claims.iter().map(|c| c.claim.clone()).collect();
-        let runs = self.store.lab_runs(self.lab_id)?;
+        let mut runs = self.store.lab_runs(self.lab_id)?;
+        if claims.iter().any(|claim| claim.metric.needs_statements()) {
+            self.store.attach_statements(self.lab_id, &mut runs)?;
+        }
         Ok(crate::report::claims::check(&claims, &runs))
     }
 

@@ -55,7 +55,7 @@ pub enum RoundMetric {
 
 impl RoundMetric {
     /// The round metric of a report metric, for those a round's judgement reads.
-    pub fn of_metric(metric: Metric) -> Option<RoundMetric> {
+    pub fn of_metric(metric: &Metric) -> Option<RoundMetric> {
         match metric {
             Metric::Tps => Some(RoundMetric::Tps),
             Metric::P99 => Some(RoundMetric::P99),
@@ -315,7 +315,7 @@ fn round_claims(spec: &LabSpec) -> Vec<RoundClaim> {
                 base: target(&claim.base)?,
                 target: target(&claim.target)?,
                 groups: spec_claim.groups.iter().cloned().collect(),
-                metric: RoundMetric::of_metric(claim.metric)?,
+                metric: RoundMetric::of_metric(&claim.metric)?,
                 expectation: claim.expectation,
             })
         })

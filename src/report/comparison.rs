@@ -35,7 +35,7 @@ pub struct WorkloadMetric {
     pub direction: Direction,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Metric {
     Tps,
     P50,
@@ -49,7 +49,14 @@ pub enum Metric {
     ServerCpu,
     /// One a workload declares (TPROC-C's nopm); runs of other workloads have none.
     Workload(&'static WorkloadMetric),
+    /// `statement:<text>`: the mean execution time (ms) of the statements whose normalised
+    /// text begins with `<text>` (case and runs of white space ignored), per run from its
+    /// pg_stat_statements deltas, calls-weighted when several match.
+    Statement(String),
 }
+
+/// What `--metric statement:` takes before the statement's text.
+pub const STATEMENT_PREFIX: &str = "statement:";
 
 /// The metrics every run has, by name, in the order help and errors list them.
 const RUN_METRICS: [(&str, Metric); 6] = [
@@ -64,8 +71,17 @@ const RUN_METRICS: [(&str, Metric); 6] = [
 impl Metric {
     /// One of `RUN_METRICS` or of the metrics the workloads declare.
     pub fn parse(name: &str, declared: &[&'static WorkloadMetric]) -> Result<Metric, String> {
+        if let Some(text) = name.strip_prefix(STATEMENT_PREFIX) {
+            let text = statement_key(text);
+            if text.is_empty() {
+                return Err(format!(
+                    "\"{name}\": give the statement's text (its beginning is enough) after \"statement:\""
+                ));
+            }
+            return Ok(Metric::Statement(text));
+        }
         if let Some((_, metric)) = RUN_METRICS.iter().find(|(n, _)| *n == name) {
-            return Ok(*metric);
+            return Ok(metric.clone());
         }
         match declared.iter().find(|metric| metric.name == name) {
             Some(metric) => Ok(Metric::Workload(metric)),
@@ -74,7 +90,7 @@ impl Metric {
                 names.extend(declared.iter().map(|metric| metric.name));
                 let last = names.pop().expect("the run metrics at least");
                 Err(format!(
-                    "unknown metric \"{name}\"; use {} or {last}",
+                    "unknown metric \"{name}\"; use {} or {last} (or statement:<text>)",
                     names.join(", ")
                 ))
             }
@@ -84,33 +100,43 @@ impl Metric {
     /// Every run's metrics with their meaning, for help texts.
     pub fn run_metrics_help() -> &'static str {
         "tps (higher is better), p50, p95, p99 (latency, ms), client_cpu, server_cpu (CPU µs per \
-         transaction of the driver, of the server's processes; lower is better)"
+         transaction of the driver, of the server's processes; lower is better), \
+         statement:<text> (the mean time of the statement whose text begins so)"
     }
 
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> String {
         match self {
-            Metric::Workload(metric) => metric.name,
-            run => {
-                RUN_METRICS
-                    .iter()
-                    .find(|(_, m)| *m == run)
-                    .expect("a run metric")
-                    .0
-            }
+            Metric::Workload(metric) => metric.name.to_string(),
+            Metric::Statement(text) => format!("{STATEMENT_PREFIX}{text}"),
+            run => RUN_METRICS
+                .iter()
+                .find(|(_, m)| m == run)
+                .expect("a run metric")
+                .0
+                .to_string(),
         }
     }
 
-    pub fn direction(self) -> Direction {
+    pub fn direction(&self) -> Direction {
         match self {
             Metric::Tps => Direction::HigherIsBetter,
-            Metric::P50 | Metric::P95 | Metric::P99 | Metric::ClientCpu | Metric::ServerCpu => {
-                Direction::LowerIsBetter
-            }
+            Metric::P50
+            | Metric::P95
+            | Metric::P99
+            | Metric::ClientCpu
+            | Metric::ServerCpu
+            | Metric::Statement(_) => Direction::LowerIsBetter,
             Metric::Workload(metric) => metric.direction,
         }
     }
 
-    pub fn of(self, run: &StoredRun) -> Option<f64> {
+    /// Whether the metric reads the runs' statements (`StoredRun::statements`), which the
+    /// commands then load.
+    pub fn needs_statements(&self) -> bool {
+        matches!(self, Metric::Statement(_))
+    }
+
+    pub fn of(&self, run: &StoredRun) -> Option<f64> {
         match self {
             Metric::Tps => run.tps,
             Metric::P50 => run.p50_ms,
@@ -119,8 +145,28 @@ impl Metric {
             Metric::ClientCpu => run.client_cpu_us_per_txn,
             Metric::ServerCpu => run.server_cpu_us_per_txn,
             Metric::Workload(metric) => run.workload_metric(metric.name),
+            Metric::Statement(text) => statement_mean(run, text),
         }
     }
+}
+
+/// A statement's text as `statement:` matches it: lower case, white space runs as one space.
+pub fn statement_key(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// The calls-weighted mean time (ms) of the run's statements whose text begins with `text`.
+fn statement_mean(run: &StoredRun, text: &str) -> Option<f64> {
+    let (time, calls) = run
+        .statements
+        .iter()
+        .filter(|s| s.calls > 0 && statement_key(&s.query).starts_with(text))
+        .filter_map(|s| Some((s.mean_ms? * s.calls as f64, s.calls as f64)))
+        .fold((0.0, 0.0), |(t, c), (time, calls)| (t + time, c + calls));
+    (calls > 0.0).then(|| time / calls)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -181,7 +227,7 @@ pub fn compare_targets(
     runs: &[StoredRun],
     base: &str,
     other: &str,
-    metric: Metric,
+    metric: &Metric,
 ) -> Vec<CellComparison> {
     let base_cells = rounds_by_cell(runs, base, metric);
     let other_cells = rounds_by_cell(runs, other, metric);
@@ -283,7 +329,7 @@ pub fn verdict_text(verdict: &Verdict) -> String {
 fn rounds_by_cell(
     runs: &[StoredRun],
     target: &str,
-    metric: Metric,
+    metric: &Metric,
 ) -> BTreeMap<CellKey, BTreeMap<u32, f64>> {
     let mut cells: BTreeMap<CellKey, BTreeMap<u32, f64>> = BTreeMap::new();
     for run in runs
@@ -301,7 +347,7 @@ fn rounds_by_cell(
 }
 
 /// The target's completed runs' values per cell.
-pub fn by_cell(runs: &[StoredRun], target: &str, metric: Metric) -> BTreeMap<CellKey, Vec<f64>> {
+pub fn by_cell(runs: &[StoredRun], target: &str, metric: &Metric) -> BTreeMap<CellKey, Vec<f64>> {
     let mut cells: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
     for run in runs
         .iter()
@@ -349,6 +395,42 @@ mod tests {
     };
 
     #[test]
+    fn a_statement_metric_is_the_calls_weighted_mean_of_the_statements_it_names() {
+        let metric = Metric::parse("statement:INSERT  INTO pgbench_history", &[]).unwrap();
+        assert_eq!(metric.name(), "statement:insert into pgbench_history");
+        assert_eq!(metric.direction(), Direction::LowerIsBetter);
+        let row = |query: &str, calls: i64, mean: f64| crate::store::StatementRow {
+            query: query.into(),
+            calls,
+            mean_ms: Some(mean),
+            stddev_ms: None,
+            rows: None,
+            shared_blks_hit: None,
+            shared_blks_read: None,
+        };
+        let run = StoredRun {
+            statements: vec![
+                row("INSERT INTO pgbench_history (tid) VALUES ($1)", 30, 0.2),
+                row(
+                    "insert into pgbench_history (tid, bid) values ($1, $2)",
+                    10,
+                    0.6,
+                ),
+                row("UPDATE pgbench_accounts SET abalance = $1", 40, 1.0),
+            ],
+            ..crate::report::machines::tests::run(1, 0, "host", "model", "kernel")
+        };
+        // (30 · 0.2 + 10 · 0.6) / 40 = 0.3
+        assert!((metric.of(&run).unwrap() - 0.3).abs() < 1e-12);
+        let none = Metric::parse("statement:SELECT", &[]).unwrap();
+        assert_eq!(none.of(&run), None);
+        assert_eq!(
+            Metric::parse("statement: ", &[]).unwrap_err(),
+            "\"statement: \": give the statement's text (its beginning is enough) after \"statement:\""
+        );
+    }
+
+    #[test]
     fn declared_metrics_are_parsed_with_their_direction() {
         let declared = [&NOPM, &LATENCY];
         let nopm = Metric::parse("nopm", &declared).unwrap();
@@ -369,7 +451,7 @@ mod tests {
         );
         assert_eq!(
             Metric::parse("qps", &declared).unwrap_err(),
-            "unknown metric \"qps\"; use tps, p50, p95, p99, client_cpu, server_cpu, nopm or wait"
+            "unknown metric \"qps\"; use tps, p50, p95, p99, client_cpu, server_cpu, nopm or wait (or statement:<text>)"
         );
     }
 }

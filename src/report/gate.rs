@@ -102,7 +102,7 @@ impl Gate {
 pub fn decide(
     latest: &[StoredRun],
     reference: &[StoredRun],
-    metric: Metric,
+    metric: &Metric,
     threshold: f64,
 ) -> (Vec<GateCell>, Vec<String>) {
     let (latest, reference) = (by_cell(latest, metric), by_cell(reference, metric));
@@ -139,7 +139,7 @@ pub fn decide(
 }
 
 /// Per cell key, the completed runs' values by round.
-fn by_cell(runs: &[StoredRun], metric: Metric) -> BTreeMap<String, BTreeMap<u32, f64>> {
+fn by_cell(runs: &[StoredRun], metric: &Metric) -> BTreeMap<String, BTreeMap<u32, f64>> {
     let mut cells: BTreeMap<String, BTreeMap<u32, f64>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         if let Some(value) = metric.of(run) {

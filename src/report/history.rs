@@ -71,7 +71,7 @@ pub struct Change {
 pub fn build(
     invocations: &[Invocation],
     runs: &[(i64, StoredRun)],
-    metric: Metric,
+    metric: &Metric,
     only: Option<&str>,
 ) -> Vec<History> {
     let mut keyed: BTreeMap<(String, String), Vec<&Invocation>> = BTreeMap::new();

@@ -33,7 +33,7 @@ fn heading(history: &History) -> String {
 }
 
 /// What a change is, in the metric's direction.
-fn change_word(change: &Change, metric: Metric) -> &'static str {
+fn change_word(change: &Change, metric: &Metric) -> &'static str {
     match (change.ratio < 1.0, metric.direction()) {
         (true, Direction::HigherIsBetter) | (false, Direction::LowerIsBetter) => "regression",
         _ => "improvement",
@@ -45,7 +45,7 @@ pub fn change_sentence(
     history: &History,
     cell: &CellHistory,
     change: &Change,
-    metric: Metric,
+    metric: &Metric,
 ) -> String {
     let invocation = |point: usize| &history.invocations[cell.points[point].invocation];
     let (before, after) = (invocation(change.at - 1), invocation(change.at));
@@ -67,7 +67,7 @@ pub fn change_sentence(
     )
 }
 
-pub fn to_text(histories: &[History], metric: Metric) -> String {
+pub fn to_text(histories: &[History], metric: &Metric) -> String {
     let mut out = String::new();
     for history in histories {
         let _ = writeln!(out, "{}", heading(history));
@@ -103,7 +103,7 @@ pub fn to_text(histories: &[History], metric: Metric) -> String {
     out
 }
 
-pub fn to_html(histories: &[History], metric: Metric) -> String {
+pub fn to_html(histories: &[History], metric: &Metric) -> String {
     let title = match histories {
         [one] => format!("History \"{}\"", one.name),
         _ => format!("{} histories", histories.len()),
@@ -137,7 +137,7 @@ pub fn to_html(histories: &[History], metric: Metric) -> String {
                 .iter()
                 .map(|c| (c.at, format!("{:.3}×", c.ratio)))
                 .collect();
-            body += &svg::history_chart(metric.name(), &marks, &changes);
+            body += &svg::history_chart(&metric.name(), &marks, &changes);
         }
     }
     format!(

@@ -173,7 +173,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         .iter()
         .map(|t| TargetComparison {
             target: t.to_string(),
-            cells: comparison::compare_targets(inputs.runs, inputs.base, t, inputs.metric),
+            cells: comparison::compare_targets(inputs.runs, inputs.base, t, &inputs.metric),
         })
         .collect();
     let why: Vec<WhyPanel> = others
@@ -182,7 +182,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         .collect();
     let headline = comparisons
         .iter()
-        .flat_map(|c| headline::sentences(&c.target, inputs.base, inputs.metric.name(), &c.cells))
+        .flat_map(|c| headline::sentences(&c.target, inputs.base, &inputs.metric.name(), &c.cells))
         .collect();
     let noise = noise::noise(&NoiseInputs {
         runs: inputs.runs,
@@ -192,7 +192,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
             .iter()
             .map(|c| (c.target.as_str(), c.cells.as_slice()))
             .collect(),
-        metric: inputs.metric,
+        metric: &inputs.metric,
         probes: inputs.probes,
     });
     LabReport {
@@ -203,7 +203,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         claims: super::claims::check(inputs.claims, inputs.runs),
         method: METHOD,
         warnings: report_warnings(&inputs, &targets, &comparisons, &why),
-        summaries: summaries(inputs.runs, inputs.metric),
+        summaries: summaries(inputs.runs, &inputs.metric),
         families: family_summaries(&comparisons),
         latency: latency_summaries(inputs.runs),
         series: inputs.series,
@@ -252,7 +252,7 @@ fn report_warnings(
     out.extend(warnings::warnings(&WarningInputs {
         runs: inputs.runs,
         targets: &names,
-        metric: inputs.metric,
+        metric: &inputs.metric,
         client_cores: inputs.client_cores,
         builds: inputs.builds,
     }));
@@ -321,7 +321,7 @@ fn latency_summaries(runs: &[StoredRun]) -> Vec<LatencySummary> {
         .collect()
 }
 
-fn summaries(runs: &[StoredRun], metric: Metric) -> Vec<CellSummary> {
+fn summaries(runs: &[StoredRun], metric: &Metric) -> Vec<CellSummary> {
     let mut values: BTreeMap<(String, CellKey), Vec<f64>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         if let Some(value) = metric.of(run) {

@@ -130,11 +130,17 @@ pub fn markdown(rows: &[MachineRow]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::{RunMachine, RunStatus};
 
-    fn run(clients: i64, shard: u32, host: &str, model: &str, kernel: &str) -> StoredRun {
+    pub(crate) fn run(
+        clients: i64,
+        shard: u32,
+        host: &str,
+        model: &str,
+        kernel: &str,
+    ) -> StoredRun {
         StoredRun {
             id: 1,
             target: "a".into(),
@@ -162,6 +168,7 @@ mod tests {
                 cpu_model: model.into(),
                 kernel: kernel.into(),
             }),
+            statements: Vec::new(),
         }
     }
 

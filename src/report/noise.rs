@@ -108,7 +108,7 @@ pub struct NoiseInputs<'a> {
     pub base: &'a str,
     /// Per target other than the base, its cells against the base's.
     pub comparisons: Vec<(&'a str, &'a [CellComparison])>,
-    pub metric: Metric,
+    pub metric: &'a Metric,
     pub probes: &'a RunProbes,
 }
 
@@ -144,7 +144,7 @@ pub fn noise(inputs: &NoiseInputs<'_>) -> Noise {
 /// The completed runs' values per (cell, target), by round.
 type Values = BTreeMap<(CellKey, String), BTreeMap<u32, f64>>;
 
-fn values(runs: &[StoredRun], metric: Metric) -> Values {
+fn values(runs: &[StoredRun], metric: &Metric) -> Values {
     let mut out = Values::new();
     for run in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         if let Some(value) = metric.of(run) {
@@ -229,7 +229,7 @@ fn drift_charts(runs: &[StoredRun], values: &Values) -> Vec<DriftChart> {
 fn flagged_runs(
     runs: &[StoredRun],
     values: &Values,
-    metric: Metric,
+    metric: &Metric,
     probes: &RunProbes,
 ) -> Vec<FlaggedRun> {
     let mut flagged = Vec::new();

@@ -18,7 +18,7 @@ pub const DRIVER_CPU_LIMIT: f64 = 0.70;
 pub struct WarningInputs<'a> {
     pub runs: &'a [StoredRun],
     pub targets: &'a [&'a str],
-    pub metric: Metric,
+    pub metric: &'a Metric,
     /// CPUs of the machine the driver ran on (unknown for results of older versions).
     pub client_cores: Option<i64>,
     /// Where each target's binaries came from and how they were built.
@@ -292,7 +292,7 @@ mod tests {
         mixed_builds(&WarningInputs {
             runs: &[],
             targets: &targets,
-            metric: Metric::Tps,
+            metric: &Metric::Tps,
             client_cores: None,
             builds,
         })

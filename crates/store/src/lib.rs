@@ -266,6 +266,9 @@ pub struct StoredRun {
     pub shard: Option<u32>,
     /// The machine it ran on (stored from schema 12 on).
     pub machine: Option<RunMachine>,
+    /// Its statements (pg_stat_statements' deltas over the run); empty unless a command that
+    /// compares a statement's time loads them.
+    pub statements: Vec<StatementRow>,
 }
 
 /// The machine a stored run ran on, as reports name and compare machines.

@@ -118,6 +118,25 @@ impl Store {
     }
 
     /// The statements of the lab's completed runs, each with its run's target and cell.
+    /// Fills the statements of `runs` that are lab `lab`'s from its stored pg_stat_statements
+    /// rows (other runs are left as they are).
+    pub fn attach_statements<'r>(
+        &mut self,
+        lab: i64,
+        runs: impl IntoIterator<Item = &'r mut StoredRun>,
+    ) -> Result<(), Failure> {
+        let mut by_id: std::collections::HashMap<i64, Vec<StatementRow>> = Default::default();
+        for (run, row) in self.lab_statements(lab)? {
+            by_id.entry(run.id).or_default().push(row);
+        }
+        for run in runs {
+            if let Some(rows) = by_id.remove(&run.id) {
+                run.statements = rows;
+            }
+        }
+        Ok(())
+    }
+
     pub fn lab_statements(&mut self, lab: i64) -> Result<Vec<(StoredRun, StatementRow)>, Failure> {
         let rows = self
             .db
@@ -593,5 +612,6 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
             kernel: text(r, 24),
         }),
         server_cpu_us_per_txn: optional(r, 25),
+        statements: Vec::new(),
     })
 }
