@@ -925,6 +925,93 @@ fn gate_decides_against_the_previous_night_or_a_tag_and_says_why_not() {
     );
 }
 
+/// Invocations of spec "controlled" (`control = "ref"`): night 1 at 100 tps for both targets;
+/// night 2 on a machine 30% slower for both (a neighbour started); night 3 the same slow
+/// machine with the candidate 10% below the control. Each round wobbles alike for both.
+fn controlled_history(path: &Path) {
+    let mut store = Store::open(&Location::Sqlite(path.to_path_buf())).unwrap();
+    let spec = "name = \"controlled\"\ncontrol = \"ref\"\nduration = \"1s\"\n";
+    for (night, machine_level, candidate_share) in [(1, 100.0, 1.0), (2, 70.0, 1.0), (3, 70.0, 0.9)]
+    {
+        let (lab, _) = store.next_invocation("controlled", spec, 1).unwrap();
+        let tags = [("night".to_string(), night.to_string())];
+        store
+            .describe_invocation(lab, "controlled", &machine("one", "6.1"), &tags)
+            .unwrap();
+        let cells = [cell("candidate", 1), cell("ref", 1)];
+        store.save_cells(lab, &cells).unwrap();
+        for round in 0..5u32 {
+            let round_level = machine_level * [1.0, 1.04, 0.97, 1.02, 0.98][round as usize];
+            // Each target's own noise: ±0.5%.
+            let own = [1.0, 1.005, 0.995, 1.003, 0.997];
+            let values = [
+                round_level * candidate_share * own[round as usize],
+                round_level * own[4 - round as usize],
+            ];
+            for (c, tps) in cells.iter().zip(values) {
+                store
+                    .record_run(lab, &run(c, round, RunStatus::Completed, tps))
+                    .unwrap();
+            }
+        }
+        store.end_lab(lab).unwrap();
+    }
+}
+
+#[test]
+fn a_control_target_cancels_the_machine_between_invocations() {
+    let db = temp_path("control.db");
+    controlled_history(&db);
+    let db = db.to_str().unwrap();
+    let gate = |args: &[&str]| {
+        let mut all = vec!["gate", db, "--threshold", "2%"];
+        all.extend_from_slice(args);
+        stampede(&all)
+    };
+    // Night 2 against night 1: the machine slowed by 30%, raw tps says regression...
+    let raw = gate(&["--lab-run", "night=2", "--control", "none"]);
+    assert_eq!(raw.status.code(), Some(3), "{}", stdout(&raw));
+    // ...and over the control (the spec's) the candidate is where it was.
+    let controlled = gate(&["--lab-run", "night=2"]);
+    let text = stdout(&controlled);
+    assert_eq!(
+        controlled.status.code(),
+        Some(0),
+        "{text}{}",
+        stderr(&controlled)
+    );
+    assert!(
+        text.contains("tps / ref") && text.contains("over the control target \"ref\"'s"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("| ref/"),
+        "the control is not gated itself: {text}"
+    );
+    // Night 3: the candidate lost 10% against the control: a regression over it too, with the
+    // ratio of the rounds' (candidate / ref) ratios between the nights.
+    let regression = gate(&[]);
+    assert_eq!(regression.status.code(), Some(3), "{}", stdout(&regression));
+    // Per round, (0.9 · own_r / own_(4-r)) / (own_r / own_(4-r)) = 0.9: the machine and the
+    // targets' own noise cancel, the change remains.
+    assert!(
+        stdout(&regression).contains("| 1.000 | 0.9000 | 0.900× | [0.900, 0.900] | 5 | **regression** |"),
+        "{}",
+        stdout(&regression)
+    );
+    // History says it compares over the control; a control that ran nowhere is refused.
+    let history = stampede(&["history", db]);
+    assert!(history.status.success(), "{}", stderr(&history));
+    assert!(stdout(&history)
+        .starts_with("Each target's tps is taken over the control target \"ref\"'s"));
+    let unknown = gate(&["--control", "nope"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        stderr(&unknown).trim(),
+        "stampede: error: control target \"nope\" has no runs here; the targets are candidate, ref"
+    );
+}
+
 #[test]
 fn history_and_gate_refuse_bad_input_with_exit_1() {
     let db = temp_path("gate-bad.db");

@@ -142,6 +142,11 @@ pub struct HistoryArgs {
     /// The series' metric (see `metric_help`)
     #[arg(long, default_value = "tps", help = metric_help())]
     pub metric: String,
+    /// Compare each target over this control target of the same invocation (an unchanged
+    /// reference run interleaved with the candidates); default: the spec's `control`; `none`
+    /// for the raw values
+    #[arg(long, value_name = "TARGET|none")]
+    pub control: Option<String>,
     /// Also write a chart per cell, points with their intervals and the changes marked, into
     /// this HTML file
     #[arg(long, value_name = "FILE")]
@@ -167,6 +172,11 @@ pub struct GateArgs {
     /// What to gate on (see `metric_help`)
     #[arg(long, default_value = "tps", help = metric_help())]
     pub metric: String,
+    /// Compare each target over this control target of the same invocation (an unchanged
+    /// reference run interleaved with the candidates); default: the spec's `control`; `none`
+    /// for the raw values
+    #[arg(long, value_name = "TARGET|none")]
+    pub control: Option<String>,
     /// Also write JUnit XML (a test case per cell) into this file
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,

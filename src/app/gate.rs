@@ -2,7 +2,7 @@
 //! Markdown on standard output, JUnit XML on request, and the exit code a CI job acts on:
 //! 0 pass, 3 a regression decided beyond the threshold, 4 undecided.
 
-use super::history::{check_history, open_invocations};
+use super::history::{check_history, control_target, open_invocations};
 use super::{CommandResult, Failure};
 use crate::app::cli::GateArgs;
 use crate::error::Kind;
@@ -77,6 +77,11 @@ pub fn run(args: &GateArgs) -> CommandResult {
             store.attach_statements(id, runs.iter_mut().map(|(_, run)| run))?;
         }
     }
+    let control = control_target(&mut store, latest.id, args.control.as_deref(), &runs)?;
+    let metric = match &control {
+        Some(control) => crate::report::control::attach(&mut runs, control, &metric),
+        None => metric,
+    };
     let of = |lab: i64| -> Vec<_> {
         runs.iter()
             .filter(|(id, _)| *id == lab)

@@ -8,7 +8,7 @@ use crate::app::cli::HistoryArgs;
 use crate::family;
 use crate::report::comparison::Metric;
 use crate::report::{history, history_view, write_file};
-use crate::store::{Invocation, Location, Store};
+use crate::store::{Invocation, Location, Store, StoredRun};
 
 pub fn run(args: &HistoryArgs) -> CommandResult {
     let metric =
@@ -27,6 +27,15 @@ pub fn run(args: &HistoryArgs) -> CommandResult {
         for id in &ids {
             store.attach_statements(*id, runs.iter_mut().map(|(_, run)| run))?;
         }
+    }
+    let latest = *ids.last().expect("a history has invocations");
+    let control = control_target(&mut store, latest, args.control.as_deref(), &runs)?;
+    let metric = match &control {
+        Some(control) => crate::report::control::attach(&mut runs, control, &metric),
+        None => metric,
+    };
+    if let Some(sentence) = crate::report::control::sentence(&metric) {
+        println!("{sentence}");
     }
     let histories = history::build(&invocations, &runs, &metric, args.lab.as_deref());
     print!("{}", history_view::to_text(&histories, &metric));
@@ -47,6 +56,34 @@ pub fn open_invocations(results: &str) -> Result<(Store, Vec<Invocation>), Failu
         )));
     }
     Ok((store, invocations))
+}
+
+/// The control target: `--control`'s (`none` for none), else the one the spec of invocation
+/// `latest` names; it must be a target of the runs.
+pub fn control_target(
+    store: &mut Store,
+    latest: i64,
+    given: Option<&str>,
+    runs: &[(i64, StoredRun)],
+) -> Result<Option<String>, Failure> {
+    let control = match given {
+        Some("none") => return Ok(None),
+        Some(name) => name.to_string(),
+        None => match crate::lab::spec::stored_control(&store.lab_spec(latest)?) {
+            Some(name) => name,
+            None => return Ok(None),
+        },
+    };
+    if !runs.iter().any(|(_, run)| run.target == control) {
+        let mut targets: Vec<&str> = runs.iter().map(|(_, run)| run.target.as_str()).collect();
+        targets.sort();
+        targets.dedup();
+        return Err(Failure::input(format!(
+            "control target \"{control}\" has no runs here; the targets are {}",
+            targets.join(", ")
+        )));
+    }
+    Ok(Some(control))
 }
 
 /// `--lab NAME` must name a spec the results hold.

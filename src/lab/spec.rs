@@ -41,6 +41,8 @@ struct SpecFile {
     kubernetes: Option<Spanned<toml::Value>>,
     #[serde(rename = "claim", default)]
     claims: Vec<super::claims::ClaimFile>,
+    /// A target every invocation runs unchanged: history and gate compare the others over it.
+    control: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -197,6 +199,8 @@ pub struct LabSpec {
     pub kubernetes: crate::pods::KubeArgs,
     /// `[[claim]]`: what the study expects, checked against the results.
     pub claims: Vec<super::claims::SpecClaim>,
+    /// `control = "target"`: history and gate compare the other targets over it.
+    pub control: Option<String>,
 }
 
 /// `runs = "auto"`: every undecided cell runs once more per round, and stops when the ratio of
@@ -371,6 +375,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     let workloads = workloads(&source, &file, base)?;
     let kubernetes = kubernetes(&source, &file)?;
     let claims = super::claims::parse(&source, &file.claims, &targets, &workloads)?;
+    let control = control(&source, &file, &targets)?;
     check_spread_engines(&source, &file, &targets)?;
     check_engines(&source, &file, &targets, &workloads)?;
     Ok(LabSpec {
@@ -390,7 +395,44 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         tags: Vec::new(),
         kubernetes,
         claims,
+        control,
     })
+}
+
+/// `control`: one of the targets, and not the only one.
+fn control(
+    source: &Source<'_>,
+    file: &SpecFile,
+    targets: &[TargetSpec],
+) -> Result<Option<String>, SpecError> {
+    let Some(control) = &file.control else {
+        return Ok(None);
+    };
+    let name = control.get_ref();
+    if !targets.iter().any(|t| &t.name == name) {
+        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        return Err(source.at(
+            control,
+            format!(
+                "control: unknown target \"{name}\"; the spec's targets are {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    if targets.len() < 2 {
+        return Err(source.at(
+            control,
+            "control: a control needs another target to compare over it",
+        ));
+    }
+    Ok(Some(name.clone()))
+}
+
+/// The `control` of a spec as the results store it (None without one, or for a text that is
+/// not a spec).
+pub fn stored_control(text: &str) -> Option<String> {
+    let table: toml::Table = text.parse().ok()?;
+    table.get("control")?.as_str().map(str::to_string)
 }
 
 /// `pods = N` runs against PostgreSQL targets: the lab gives the pods a password of its own
@@ -1240,7 +1282,7 @@ clients = [1, 4]
     fn errors_name_line_and_key() {
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
-            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`, `kubernetes`, `claim`"
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`, `kubernetes`, `claim`, `control`"
         );
         assert_eq!(
             error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),
@@ -1258,6 +1300,15 @@ clients = [1, 4]
             error(&GOOD.replace("\"16\"", "\"9.5\"")),
             "lab.toml:15:12: postgres: unknown version \"9.5\"; use a major 9.6 or 10-18 (\"16\"), an exact version (\"16.4.0\"), \"system\", a bin/ path or { source = … } to build"
         );
+        assert_eq!(
+            error(&GOOD.replace("runs = 2", "runs = 2\ncontrol = \"c\"")),
+            "lab.toml:4:11: control: unknown target \"c\"; the spec's targets are a, b"
+        );
+        let controlled = GOOD.replace("runs = 2", "runs = 2\ncontrol = \"b\"");
+        let spec = parse(Path::new("lab.toml"), &controlled).unwrap();
+        assert_eq!(spec.control.as_deref(), Some("b"));
+        assert_eq!(stored_control(&controlled).as_deref(), Some("b"));
+        assert_eq!(stored_control("not a spec"), None);
     }
 
     #[test]

@@ -53,6 +53,13 @@ pub enum Metric {
     /// text begins with `<text>` (case and runs of white space ignored), per run from its
     /// pg_stat_statements deltas, calls-weighted when several match.
     Statement(String),
+    /// A metric over the control target's in the same invocation, cell and round
+    /// (`StoredRun::control`, set by `control::attach`): what history and gate compare
+    /// across invocations when the spec names a control.
+    AgainstControl {
+        metric: Box<Metric>,
+        control: String,
+    },
 }
 
 /// What `--metric statement:` takes before the statement's text.
@@ -108,6 +115,7 @@ impl Metric {
         match self {
             Metric::Workload(metric) => metric.name.to_string(),
             Metric::Statement(text) => format!("{STATEMENT_PREFIX}{text}"),
+            Metric::AgainstControl { metric, control } => format!("{} / {control}", metric.name()),
             run => RUN_METRICS
                 .iter()
                 .find(|(_, m)| m == run)
@@ -127,13 +135,18 @@ impl Metric {
             | Metric::ServerCpu
             | Metric::Statement(_) => Direction::LowerIsBetter,
             Metric::Workload(metric) => metric.direction,
+            Metric::AgainstControl { metric, .. } => metric.direction(),
         }
     }
 
     /// Whether the metric reads the runs' statements (`StoredRun::statements`), which the
     /// commands then load.
     pub fn needs_statements(&self) -> bool {
-        matches!(self, Metric::Statement(_))
+        match self {
+            Metric::Statement(_) => true,
+            Metric::AgainstControl { metric, .. } => metric.needs_statements(),
+            _ => false,
+        }
     }
 
     pub fn of(&self, run: &StoredRun) -> Option<f64> {
@@ -146,6 +159,7 @@ impl Metric {
             Metric::ServerCpu => run.server_cpu_us_per_txn,
             Metric::Workload(metric) => run.workload_metric(metric.name),
             Metric::Statement(text) => statement_mean(run, text),
+            Metric::AgainstControl { metric, .. } => Some(metric.of(run)? / run.control?),
         }
     }
 }

@@ -202,6 +202,9 @@ pub fn to_markdown(gate: &Gate) -> String {
         percent(gate.threshold),
         gate.summary()
     );
+    if let Some(sentence) = super::control::sentence(&gate.metric) {
+        out += &format!("{sentence}\n\n");
+    }
     out += "| cell | reference | latest | ratio | 95% interval | rounds | verdict |\n";
     out += "|---|---:|---:|---:|---|---:|---|\n";
     for cell in &gate.cells {

@@ -169,6 +169,7 @@ pub(crate) mod tests {
                 kernel: kernel.into(),
             }),
             statements: Vec::new(),
+            control: None,
         }
     }
 

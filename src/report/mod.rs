@@ -4,6 +4,7 @@
 
 pub mod claims;
 pub mod comparison;
+pub mod control;
 pub mod gate;
 pub mod headline;
 pub mod history;

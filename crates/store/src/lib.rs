@@ -269,6 +269,9 @@ pub struct StoredRun {
     /// Its statements (pg_stat_statements' deltas over the run); empty unless a command that
     /// compares a statement's time loads them.
     pub statements: Vec<StatementRow>,
+    /// The control target's value of the compared metric in the same invocation, cell and
+    /// round; set only by a history or gate against a control.
+    pub control: Option<f64>,
 }
 
 /// The machine a stored run ran on, as reports name and compare machines.

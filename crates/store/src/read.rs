@@ -613,5 +613,6 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
         }),
         server_cpu_us_per_txn: optional(r, 25),
         statements: Vec::new(),
+        control: None,
     })
 }
