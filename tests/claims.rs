@@ -134,6 +134,7 @@ fn claims_end_reproduced_contradicted_or_undecided_from_the_stored_runs() {
         assert_eq!(claim["matched_cells"], 1, "{claim}");
     }
     assert!(p99.1 >= 2.0, "{p99:?}");
+    check_every_number(&db, &json, p99);
     assert_eq!(claims[0]["verdict"], "reproduced", "{}", claims[0]);
     assert_eq!(claims[1]["verdict"], "contradicted", "{}", claims[1]);
     // An A/A pair never reproduces a 20% change.
@@ -157,6 +158,61 @@ fn claims_end_reproduced_contradicted_or_undecided_from_the_stored_runs() {
         "{compared}"
     );
     assert!(!compared.contains("a twin is 20% faster"), "{compared}");
+}
+
+/// The report's every-number table against the stored runs: p99 as the claims, each run's
+/// context switches per transaction from the OS probe's stored counters, and QPS (one
+/// statement per select-only transaction) moving with tps.
+fn check_every_number(db: &Path, json: &serde_json::Value, p99: (f64, f64, f64)) {
+    let row = |metric: &str| {
+        json["every_metric"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["target"] == "seqscan" && c["metric"] == metric)
+            .unwrap_or_else(|| panic!("{metric}: {}", json["every_metric"]))
+            .clone()
+    };
+    let agrees = |row: &serde_json::Value, (ratio, low, high): (f64, f64, f64)| {
+        for (key, value) in [("ratio", ratio), ("ci_low", low), ("ci_high", high)] {
+            let shown = row[key].as_f64().unwrap();
+            assert!(
+                (shown - value).abs() < 1e-9 * value,
+                "{key}: {row} vs {value}"
+            );
+        }
+        assert_eq!(row["pairs"], 3, "{row}");
+    };
+    agrees(&row("p99"), p99);
+    let switches = sqlite(
+        db,
+        "SELECT a.per_txn, b.per_txn FROM run_counters_per_txn a \
+         JOIN runs ra ON ra.id = a.run_id JOIN cells ca ON ca.id = ra.cell_id \
+         JOIN runs rb ON rb.repetition = ra.repetition JOIN cells cb ON cb.id = rb.cell_id \
+         JOIN run_counters_per_txn b ON b.run_id = rb.id AND b.name = a.name AND b.source = a.source \
+         WHERE a.source = 'os' AND a.name = 'context_switches' AND ca.target = 'indexed' \
+         AND cb.target = 'seqscan' ORDER BY ra.repetition",
+    );
+    let pairs: Vec<(f64, f64)> = switches
+        .iter()
+        .map(|r| (number(&r[0]), number(&r[1])))
+        .collect();
+    agrees(
+        &row("context_switches_per_txn"),
+        three_round_interval(&pairs),
+    );
+    let tps = three_round_interval(&stored_pairs(db, "indexed", "seqscan", "tps"));
+    let qps = row("qps");
+    assert!(
+        (qps["ratio"].as_f64().unwrap() / tps.0 - 1.0).abs() < 1e-6,
+        "{qps} vs {tps:?}"
+    );
+    assert_eq!(row("tps")["verdict"], "slower");
+    assert_eq!(
+        row("os_cpu_us_per_txn")["verdict"],
+        "slower",
+        "a seq scan costs more CPU"
+    );
 }
 
 #[test]
@@ -208,7 +264,7 @@ fn bad_claims_are_refused_with_their_position_and_nothing_runs() {
         ),
         (
             claim("x", "seqscan", "nopm", "2x"),
-            format!("{}:7:10: claim: metric: unknown metric \"nopm\"; use tps, p50, p95, p99, client_cpu or server_cpu (or statement:<text>) (for workload \"pgbench\")", line),
+            format!("{}:7:10: claim: metric: unknown metric \"nopm\"; use tps, p50, p95, p99, client_cpu, server_cpu or qps (or statement:<text>) (for workload \"pgbench\")", line),
         ),
         (
             claim("x", "seqscan", "tps", "much faster"),

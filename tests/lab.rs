@@ -662,6 +662,45 @@ fn check_report(db: &Path) {
     check_report_figures(db, &report);
 }
 
+/// The family's group ratio from the stored tps: per round in which both cells completed on
+/// both targets, the mean of the cells' log ratios; their mean over the rounds, exponentiated.
+fn check_family_group(db: &Path, family: &serde_json::Value) {
+    let rows = sqlite(
+        db,
+        "SELECT r.repetition, c.clients, c.target, r.tps FROM runs r JOIN cells c ON c.id = r.cell_id \
+         WHERE r.status = 'completed' ORDER BY r.repetition",
+    );
+    let mut tps: std::collections::BTreeMap<(u32, String, String), f64> = Default::default();
+    for row in &rows {
+        tps.insert(
+            (row[0].parse().unwrap(), row[1].clone(), row[2].clone()),
+            number(&row[3]),
+        );
+    }
+    let rounds: std::collections::BTreeSet<u32> = tps.keys().map(|k| k.0).collect();
+    let means: Vec<f64> = rounds
+        .iter()
+        .filter_map(|&round| {
+            let log = |clients: &str| {
+                let of = |target: &str| tps.get(&(round, clients.to_string(), target.to_string()));
+                Some((of("tuned")? / of("small-buffers")?).ln())
+            };
+            Some((log("1")? + log("2")?) / 2.0)
+        })
+        .collect();
+    assert_eq!(family["rounds"], means.len(), "{family}");
+    if means.is_empty() {
+        assert!(family["ratio"].is_null(), "{family}");
+        return;
+    }
+    let expected = (means.iter().sum::<f64>() / means.len() as f64).exp();
+    let ratio = family["ratio"].as_f64().unwrap();
+    assert!(
+        (ratio / expected - 1.0).abs() < 1e-9,
+        "{family} vs {expected}"
+    );
+}
+
 /// The report's families, latency, per-second series and driver share against the stored runs.
 fn check_report_figures(db: &Path, report: &serde_json::Value) {
     let family = &report["families"][0];
@@ -670,6 +709,7 @@ fn check_report_figures(db: &Path, report: &serde_json::Value) {
         (&"tuned".into(), &"write".into(), &2.into()),
         "{family}"
     );
+    check_family_group(db, family);
     // Latency: the median over the cell's runs of the stored p99.
     let latency = report["latency"]
         .as_array()
@@ -1477,7 +1517,9 @@ fn the_study_004_example_runs_end_to_end_at_a_tiny_size() {
     let tiny = [
         ("duration = \"20s\"", "duration = \"1s\""),
         ("warmup = \"5s\"", "warmup = \"0s\""),
-        ("scale = [10]", "scale = [1]\nscripts = [\"update-index_range=100\", \"point-query_range=100\", \"scan_range=100\"]"),
+        ("runs = 3", "runs = 1"),
+        // The example's claims name hot-points and the range tests without aggregation (scan).
+        ("scale = [10]", "scale = [1]\nscripts = [\"update-index_range=100\", \"point-query_range=100\", \"scan_range=100\", \"hot-points_range=100\"]"),
         ("options = { tables = 1 }", "options = { tables = 1, postwrite_settle = 0 }"),
     ]
     .iter()
@@ -1511,7 +1553,7 @@ fn the_study_004_example_runs_end_to_end_at_a_tiny_size() {
     );
     let expected: Vec<Vec<String>> = majors
         .iter()
-        .map(|major| vec![format!("pg{major}"), "3".to_string()])
+        .map(|major| vec![format!("pg{major}"), "4".to_string()])
         .collect();
     assert_eq!(completed, expected);
     let base = sqlite(
@@ -1539,6 +1581,15 @@ fn the_study_004_example_runs_end_to_end_at_a_tiny_size() {
             "pg{major} in the report"
         );
     }
+    // The example's claims come first; one round gives no interval, so none is decided.
+    let claims_at = text.find("## Claims").expect("a Claims section");
+    assert!(claims_at < text.find("Method:").unwrap(), "{text}");
+    assert_eq!(
+        text.matches("undecided: one round: an interval needs two")
+            .count(),
+        3,
+        "{text}"
+    );
 }
 
 /// A run whose script fails on a live server is recorded as failed (the lab asks the server
@@ -1672,7 +1723,7 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
         common::interrupt_when(&["lab", "run", spec.to_str().unwrap()], "run 5/");
     assert_eq!(status.code(), Some(2), "{interrupted}");
     assert!(
-        interrupted.contains("runs = \"auto\": each cell runs round after round until every target's ratio to \"a\" is known to ±99% (95% interval, from round 5 on), at most 8 rounds"),
+        interrupted.contains("runs = \"auto\": each cell runs round after round until every target's tps ratio to \"a\" is known to ±99% (95% interval, from round 5 on), at most 8 rounds"),
         "{interrupted}"
     );
     let output = stampede_command(&["lab", "resume", spec.to_str().unwrap()])
@@ -1935,6 +1986,59 @@ fn an_auto_lab_decides_a_real_difference_in_its_direction() {
         "{}",
         json["headline"]
     );
+}
+
+/// `decide_on = "server_cpu"`: the rounds are judged on the server's CPU per transaction. With
+/// a precision the CPU reaches and tps does not (a sequential scan's throughput wobbles with
+/// its buffer reads; its CPU per scan is steady), the cell stops at the precision, and the
+/// interval the stop read is the server_cpu one.
+#[test]
+fn an_auto_lab_decides_on_server_cpu_when_asked() {
+    let (dir, spec) = lab_with_spec(
+        "auto-cpu",
+        "name = \"cpu\"\nruns = \"auto\"\nprecision = \"20%\"\nmax_runs = 6\nduration = \"1s\"\nseed = 5\n\
+         decide_on = \"server_cpu\"\n\
+         [[target]]\nname = \"indexed\"\nsettings = { fsync = false }\n\
+         [[target]]\nname = \"seqscan\"\n\
+         settings = { fsync = false, enable_indexscan = false, enable_bitmapscan = false, enable_indexonlyscan = false }\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
+    );
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    for target in ["indexed", "seqscan"] {
+        stop_cluster(dir.join(format!("cpu.db.servers/{target}")), None);
+    }
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("until every target's server_cpu ratio to \"indexed\""),
+        "{}",
+        stderr(&output)
+    );
+    let db = dir.join("cpu.db");
+    let cells = sqlite(&db, "SELECT DISTINCT stopped, rounds FROM cells");
+    let rounds: usize = cells[0][1].parse().unwrap();
+    let report = stampede_command(&[
+        "report",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+        "--metric",
+        "server_cpu",
+    ])
+    .output()
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let cell = &json["comparisons"][0]["cells"][0];
+    assert_eq!(cell["pairs"], rounds, "{cell}");
+    // A scan of the whole table costs the server more CPU per transaction than one lookup.
+    assert_eq!(cell["verdict"], "slower", "{cell}");
+    let precision = cell["precision"].as_f64().unwrap();
+    match cells[0][0].as_str() {
+        "precision" => assert!(precision <= 0.20 && (5..=6).contains(&rounds), "{cell}"),
+        "cap" => assert!(precision > 0.20 && rounds == 6, "{cell}"),
+        other => panic!("stopped by {other}"),
+    }
 }
 
 /// A lab `name` of two runs of `duration` with `stall_timeout = "2s"`, two clients of

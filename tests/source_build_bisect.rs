@@ -379,7 +379,7 @@ fn bad_input_is_refused_before_anything_is_built() {
         &[
             "--source", &source, "--good", "t0", "--bad", "t1", "--metric", "nopm", spec,
         ],
-        "unknown metric \"nopm\"; bisect decides on tps or p99",
+        "unknown metric \"nopm\"; rounds are decided on tps, p99 or server_cpu",
     );
     let resume = [
         "--source", &source, "--good", "t0", "--bad", "t1", "--resume", spec,

@@ -22,15 +22,7 @@ use crate::server::build_tree::BuildTree;
 use crate::signals::watch_signals;
 
 pub fn run(args: &BisectArgs) -> CommandResult {
-    let metric = match args.metric.as_str() {
-        "tps" => RoundMetric::Tps,
-        "p99" => RoundMetric::P99,
-        other => {
-            return Err(Failure::input(format!(
-                "unknown metric \"{other}\"; bisect decides on tps or p99"
-            )))
-        }
-    };
+    let metric = RoundMetric::parse(&args.metric).map_err(Failure::input)?;
     let template = Template::load(&args.spec, args.source.as_deref())?;
     let cells = template.cells_per_target()?;
     if cells != 1 {

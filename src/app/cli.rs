@@ -197,7 +197,7 @@ pub struct BisectArgs {
     /// The commit after the change; --good must be its ancestor
     #[arg(long, value_name = "REF")]
     pub bad: String,
-    /// What decides each step: tps or p99
+    /// What decides each step: tps, p99 or server_cpu (the server processes' CPU per transaction)
     #[arg(long, default_value = "tps")]
     pub metric: String,
     /// Descend into merges (default: first parents only, a merge is one step)

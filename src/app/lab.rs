@@ -255,11 +255,17 @@ fn auto_rule(spec: &LabSpec, auto: &AutoRuns) -> String {
         );
     }
     format!(
-        "runs = \"auto\": each cell runs round after round until every target's ratio to \"{}\" is known to ±{}% (95% interval, from round {} on), at most {} rounds{budget}",
+        "runs = \"auto\": each cell runs round after round until every target's {} ratio to \"{}\" is known to ±{}% (95% interval, from round {} on){}, at most {} rounds{budget}",
+        auto.metric.name(),
         spec.targets[0].name,
         // 0.99 * 100 is 98.99999999999999: print the percentage to a tenth, as given.
         (auto.precision * 1000.0).round() / 10.0,
         crate::analysis::stopping::MIN_ROUNDS,
+        if spec.claims.is_empty() {
+            ""
+        } else {
+            " or its claims are decided (a 99% interval)"
+        },
         spec.runs,
     )
 }

@@ -87,6 +87,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         excluded: &lab.excluded,
         probes: &probes,
         claims: &claims,
+        declared: &family::workload_metrics(),
     });
     let text = render(&report);
     match &args.output {

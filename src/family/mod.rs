@@ -47,10 +47,10 @@ mod tests {
     use crate::analysis::verdict::Direction;
 
     #[test]
-    fn tpcc_declares_nopm_and_tpm_once_each_higher_being_better() {
+    fn the_workloads_declare_qps_nopm_and_tpm_once_each_higher_being_better() {
         let metrics = workload_metrics();
         let names: Vec<&str> = metrics.iter().map(|metric| metric.name).collect();
-        assert_eq!(names, ["nopm", "tpm"]);
+        assert_eq!(names, ["qps", "nopm", "tpm"]);
         assert!(metrics
             .iter()
             .all(|metric| metric.direction == Direction::HigherIsBetter));

@@ -51,14 +51,38 @@ pub enum RoundMetric {
     Tps,
     /// The 99th percentile latency, in ms.
     P99,
+    /// The server processes' CPU µs per transaction: the work itself, which a busy neighbour
+    /// moves less than throughput (bench/metric_noise.py).
+    ServerCpu,
 }
 
 impl RoundMetric {
+    /// What `decide_on` and `bisect --metric` take.
+    pub fn parse(name: &str) -> Result<RoundMetric, String> {
+        match name {
+            "tps" => Ok(RoundMetric::Tps),
+            "p99" => Ok(RoundMetric::P99),
+            "server_cpu" => Ok(RoundMetric::ServerCpu),
+            other => Err(format!(
+                "unknown metric \"{other}\"; rounds are decided on tps, p99 or server_cpu"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundMetric::Tps => "tps",
+            RoundMetric::P99 => "p99",
+            RoundMetric::ServerCpu => "server_cpu",
+        }
+    }
+
     /// The round metric of a report metric, for those a round's judgement reads.
     pub fn of_metric(metric: &Metric) -> Option<RoundMetric> {
         match metric {
             Metric::Tps => Some(RoundMetric::Tps),
             Metric::P99 => Some(RoundMetric::P99),
+            Metric::ServerCpu => Some(RoundMetric::ServerCpu),
             _ => None,
         }
     }
@@ -67,6 +91,7 @@ impl RoundMetric {
         match self {
             RoundMetric::Tps => run.tps,
             RoundMetric::P99 => run.p99_ms,
+            RoundMetric::ServerCpu => run.server_cpu_us_per_txn,
         }
     }
 
@@ -74,7 +99,7 @@ impl RoundMetric {
     pub fn direction(self) -> Direction {
         match self {
             RoundMetric::Tps => Direction::HigherIsBetter,
-            RoundMetric::P99 => Direction::LowerIsBetter,
+            RoundMetric::P99 | RoundMetric::ServerCpu => Direction::LowerIsBetter,
         }
     }
 }
@@ -123,7 +148,7 @@ impl Rounds {
             }),
             claims: round_claims(spec),
             workloads: spec.workloads.iter().map(|w| w.name.clone()).collect(),
-            metric: RoundMetric::Tps,
+            metric: auto.metric,
             budget: auto.budget,
             run_time: spec.warmup + spec.duration,
             stopped: HashMap::new(),
@@ -368,6 +393,7 @@ mod tests {
                     repetition: round as u32,
                     tps: Some(*tps),
                     p99_ms: None,
+                    server_cpu_us_per_txn: None,
                 });
             }
         }

@@ -27,6 +27,8 @@ struct SpecFile {
     precision: Option<Spanned<String>>,
     max_runs: Option<Spanned<i64>>,
     budget: Option<Spanned<String>>,
+    /// What an auto lab decides on: tps, p99 or server_cpu.
+    decide_on: Option<Spanned<String>>,
     duration: Spanned<String>,
     warmup: Option<Spanned<String>>,
     stall_timeout: Option<Spanned<String>>,
@@ -211,6 +213,8 @@ pub struct AutoRuns {
     /// Relative half-width of the 95% interval (0.03 for ±3%).
     pub precision: f64,
     pub budget: Option<Duration>,
+    /// `decide_on`: the number each round's judgement reads (tps by default).
+    pub metric: super::rounds::RoundMetric,
 }
 
 pub const DEFAULT_RUNS: u32 = 3;
@@ -524,6 +528,9 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
                 .map(|p| (p.span().start, "precision")),
             file.max_runs.as_ref().map(|m| (m.span().start, "max_runs")),
             file.budget.as_ref().map(|b| (b.span().start, "budget")),
+            file.decide_on
+                .as_ref()
+                .map(|d| (d.span().start, "decide_on")),
         ];
         if let Some((offset, key)) = only_auto.into_iter().flatten().min() {
             return Err(source.error(
@@ -580,7 +587,19 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
                 })?,
         ),
     };
-    Ok((max_runs, Some(AutoRuns { precision, budget })))
+    let metric = match &file.decide_on {
+        None => super::rounds::RoundMetric::Tps,
+        Some(name) => super::rounds::RoundMetric::parse(name.get_ref())
+            .map_err(|why| source.at(name, format!("decide_on: {why}")))?,
+    };
+    Ok((
+        max_runs,
+        Some(AutoRuns {
+            precision,
+            budget,
+            metric,
+        }),
+    ))
 }
 
 /// "2%", "2.5 %" → 0.02, 0.025.
@@ -1042,7 +1061,7 @@ fn spread_pods(
         Some(format!(
             "pods: {pods} pods need at least {pods} clients and threads in every cell"
         ))
-    } else if !kind.metrics.is_empty() {
+    } else if kind.metrics.iter().any(|metric| metric.from_server) {
         Some(format!(
             "pods: workload \"{}\" reads its own numbers from the server over the window; \
              spread one run with `stampede {} run --pods N` instead",
@@ -1204,12 +1223,13 @@ clients = [1, 4]
             spec.auto,
             Some(AutoRuns {
                 precision: DEFAULT_PRECISION,
-                budget: None
+                budget: None,
+                metric: super::super::rounds::RoundMetric::Tps,
             })
         );
         let text = GOOD.replace(
             "runs = 2",
-            "runs = \"auto\"\nprecision = \"2.5%\"\nmax_runs = 20\nbudget = \"2h\"",
+            "runs = \"auto\"\nprecision = \"2.5%\"\nmax_runs = 20\nbudget = \"2h\"\ndecide_on = \"server_cpu\"",
         );
         let spec = parse(Path::new("lab.toml"), &text).unwrap();
         assert_eq!(spec.runs, 20);
@@ -1217,7 +1237,8 @@ clients = [1, 4]
             spec.auto,
             Some(AutoRuns {
                 precision: 0.025,
-                budget: Some(Duration::from_secs(7200))
+                budget: Some(Duration::from_secs(7200)),
+                metric: super::super::rounds::RoundMetric::ServerCpu,
             })
         );
         assert_eq!(spec_of_fixed().auto, None);
@@ -1282,7 +1303,7 @@ clients = [1, 4]
     fn errors_name_line_and_key() {
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\nrnus = 3")),
-            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`, `kubernetes`, `claim`, `control`"
+            "lab.toml:4:1: unknown field `rnus`, expected one of `name`, `runs`, `precision`, `max_runs`, `budget`, `decide_on`, `duration`, `warmup`, `stall_timeout`, `results`, `seed`, `probes`, `target`, `workload`, `kubernetes`, `claim`, `control`"
         );
         assert_eq!(
             error(&GOOD.replace("\"3s\"", "\"3 parsecs\"")),

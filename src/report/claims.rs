@@ -2,19 +2,15 @@
 //! names, the ratio of the claim's metric (target / base) paired by round with its 95%
 //! interval, and the verdict — reproduced, contradicted or undecided (`analysis::claim`).
 //!
-//! A claim over several cells (a workload's scripts, a group) is judged on the group's ratio:
-//! per round, the geometric mean of the cells' ratios in that round (rounds where every cell ran
-//! on both targets), then the t interval of those per-round log means, as for one cell. So the
-//! group's interval carries the rounds' shared drift once, not once per cell.
-
-use std::collections::BTreeMap;
+//! A claim over several cells (a workload's scripts, a group) is judged on the group's ratio
+//! (`comparison::group_rounds`).
 
 use serde::Serialize;
 
-use super::comparison::{cell_of, CellKey, Metric};
+use super::comparison::{group_rounds, CellKey, Metric};
 use crate::analysis::claim::{ClaimVerdict, Expectation};
 use crate::analysis::paired::compare_paired;
-use crate::store::{RunStatus, StoredRun};
+use crate::store::StoredRun;
 
 /// Which cells a claim is about: a workload, and any of its script, group, scale and clients.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -129,10 +125,10 @@ pub fn check(claims: &[Claim], runs: &[StoredRun]) -> Vec<ClaimResult> {
 }
 
 fn judge(claim: &Claim, runs: &[StoredRun]) -> ClaimResult {
-    let base = values(runs, &claim.base, claim);
-    let other = values(runs, &claim.target, claim);
-    let cells: Vec<&CellKey> = base.keys().filter(|c| other.contains_key(*c)).collect();
-    let pairs = group_pairs(&cells, &base, &other);
+    let group = group_rounds(runs, &claim.base, &claim.target, &claim.metric, |cell| {
+        claim.cells.matches(cell)
+    });
+    let (cells, pairs) = (group.cells, group.pairs);
     let mut result = ClaimResult {
         says: claim.says.clone(),
         source: claim.source.clone(),
@@ -142,7 +138,7 @@ fn judge(claim: &Claim, runs: &[StoredRun]) -> ClaimResult {
         metric: claim.metric.name().to_string(),
         expect: claim.expect.clone(),
         region: claim.expectation.describe(),
-        matched_cells: cells.len(),
+        matched_cells: cells,
         rounds: pairs.len(),
         ratio: None,
         ci_low: None,
@@ -153,7 +149,7 @@ fn judge(claim: &Claim, runs: &[StoredRun]) -> ClaimResult {
     };
     let comparison = compare_paired(&pairs, claim.metric.direction());
     let Some(comparison) = comparison else {
-        result.note = Some(if cells.is_empty() {
+        result.note = Some(if cells == 0 {
             "no cell both targets completed matches the claim".into()
         } else {
             "no round in which every matched cell ran on both targets".into()
@@ -174,51 +170,6 @@ fn judge(claim: &Claim, runs: &[StoredRun]) -> ClaimResult {
             .and_then(|sd| claim.expectation.rounds_to_decide(comparison.ratio, sd));
     }
     result
-}
-
-/// The claim's metric per matched cell, by round, on `target`.
-fn values(
-    runs: &[StoredRun],
-    target: &str,
-    claim: &Claim,
-) -> BTreeMap<CellKey, BTreeMap<u32, f64>> {
-    let mut cells: BTreeMap<CellKey, BTreeMap<u32, f64>> = BTreeMap::new();
-    let measured = runs
-        .iter()
-        .filter(|r| r.target == target && r.status == RunStatus::Completed);
-    for run in measured {
-        let cell = cell_of(run);
-        if !claim.cells.matches(&cell) {
-            continue;
-        }
-        if let Some(value) = claim.metric.of(run).filter(|v| *v > 0.0) {
-            cells.entry(cell).or_default().insert(run.repetition, value);
-        }
-    }
-    cells
-}
-
-/// Per round in which every cell has both values: (1, the geometric mean of the cells'
-/// ratios), the form `compare_paired` reads.
-fn group_pairs(
-    cells: &[&CellKey],
-    base: &BTreeMap<CellKey, BTreeMap<u32, f64>>,
-    other: &BTreeMap<CellKey, BTreeMap<u32, f64>>,
-) -> Vec<(f64, f64)> {
-    let Some(first) = cells.first() else {
-        return Vec::new();
-    };
-    base[*first]
-        .keys()
-        .filter_map(|round| {
-            let logs: Option<Vec<f64>> = cells
-                .iter()
-                .map(|cell| Some((other[*cell].get(round)? / base[*cell].get(round)?).ln()))
-                .collect();
-            let logs = logs?;
-            Some((1.0, (logs.iter().sum::<f64>() / logs.len() as f64).exp()))
-        })
-        .collect()
 }
 
 /// The columns of the claims table.

@@ -33,6 +33,9 @@ pub struct WorkloadMetric {
     /// As stored (`run_metrics.name`) and as `--metric` takes it.
     pub name: &'static str,
     pub direction: Direction,
+    /// Read from the server over the run's window (TPROC-C's New-Orders from district), not
+    /// counted by the driver: a run spread over pods cannot take it.
+    pub from_server: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,6 +342,60 @@ pub fn verdict_text(verdict: &Verdict) -> String {
     }
 }
 
+/// A group of cells' rounds as one comparison: per round in which every selected cell ran on
+/// both targets, (1, the geometric mean of the cells' ratios other / base), the pairs
+/// `compare_paired` reads. A group's interval is then the t interval of the rounds' mean log
+/// ratios: the rounds' shared drift counts once, not once per cell, and a cell that moved alone
+/// moves the group by its share.
+pub struct GroupRounds {
+    /// Selected cells both targets completed.
+    pub cells: usize,
+    pub pairs: Vec<(f64, f64)>,
+}
+
+pub fn group_rounds(
+    runs: &[StoredRun],
+    base: &str,
+    other: &str,
+    metric: &Metric,
+    selects: impl Fn(&CellKey) -> bool,
+) -> GroupRounds {
+    let mut base_cells = rounds_by_cell(runs, base, metric);
+    base_cells.retain(|cell, _| selects(cell));
+    let other_cells = rounds_by_cell(runs, other, metric);
+    let cells: Vec<&CellKey> = base_cells
+        .keys()
+        .filter(|c| other_cells.contains_key(*c))
+        .collect();
+    let Some(first) = cells.first() else {
+        return GroupRounds {
+            cells: 0,
+            pairs: Vec::new(),
+        };
+    };
+    let pairs = base_cells[*first]
+        .keys()
+        .filter_map(|round| {
+            let logs: Option<Vec<f64>> = cells
+                .iter()
+                .map(|cell| {
+                    let (b, o) = (
+                        base_cells[*cell].get(round)?,
+                        other_cells[*cell].get(round)?,
+                    );
+                    (*b > 0.0 && *o > 0.0).then(|| (o / b).ln())
+                })
+                .collect();
+            let logs = logs?;
+            Some((1.0, (logs.iter().sum::<f64>() / logs.len() as f64).exp()))
+        })
+        .collect();
+    GroupRounds {
+        cells: cells.len(),
+        pairs,
+    }
+}
+
 /// The target's completed runs' values per cell, by round (repetition).
 fn rounds_by_cell(
     runs: &[StoredRun],
@@ -402,10 +459,12 @@ mod tests {
     const NOPM: WorkloadMetric = WorkloadMetric {
         name: "nopm",
         direction: Direction::HigherIsBetter,
+        from_server: true,
     };
     const LATENCY: WorkloadMetric = WorkloadMetric {
         name: "wait",
         direction: Direction::LowerIsBetter,
+        from_server: false,
     };
 
     #[test]

@@ -124,6 +124,25 @@ pub fn to_html(report: &LabReport) -> String {
             efficiency(report),
         ));
     }
+    if !report.every_metric.is_empty() {
+        let rows: Vec<Vec<(String, bool)>> = report
+            .every_metric
+            .iter()
+            .map(|change| {
+                let cells = super::every_metric::cells(change);
+                cells
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, cell)| (cell, i < 3 || i == 5))
+                    .collect()
+            })
+            .collect();
+        sections.push((
+            "every-number".into(),
+            "Every number against the base".into(),
+            table(&super::every_metric::HEADER, &rows),
+        ));
+    }
     for panel in &report.why {
         sections.push((
             format!("why-{}", panel.target),
@@ -337,15 +356,28 @@ fn families(report: &LabReport) -> String {
                 (format!("{:.3}", f.median), false),
                 (format!("{:.3}", f.max), false),
                 (format!("{:.3}", f.mean), false),
+                (f.group_text(), false),
+                (f.rounds.to_string(), false),
+                (f.verdict.clone().unwrap_or_else(|| "-".into()), true),
             ]
         })
         .collect();
     format!(
-        "<p>Ratios to {} over each family's cells.</p>",
+        "<p>Ratios to {} over each family's cells; the group's ratio is the geometric mean over rounds of each round's geometric mean of the cells' ratios, with its 95% t interval.</p>",
         escape(&report.base)
     ) + &table(
         &[
-            "target", "workload", "family", "cells", "min", "median", "max", "mean",
+            "target",
+            "workload",
+            "family",
+            "cells",
+            "min",
+            "median",
+            "max",
+            "mean",
+            "group (95% interval)",
+            "rounds",
+            "verdict",
         ],
         &rows,
     )

@@ -13,6 +13,7 @@ use super::noise::{self, Noise, NoiseInputs, RunProbes};
 use super::series::RunSeries;
 use super::warnings::{self, WarningInputs};
 use super::why::{self, WhyInputs, WhyPanel};
+use crate::analysis::paired::{compare_paired, PairedComparison};
 use crate::analysis::verdict::Direction;
 use crate::analysis::{median, range};
 use crate::store::{CounterRow, RunStatus, StatementRow, StoredRun};
@@ -38,6 +39,8 @@ pub struct LabReport {
     pub series: Vec<RunSeries>,
     pub statements: Vec<StatementChange>,
     pub efficiency: Vec<Efficiency>,
+    /// Every per-run number against the base's, paired by round with its interval.
+    pub every_metric: Vec<super::every_metric::MetricChange>,
     /// Per target against the base: settings, plans and waits that differ.
     pub why: Vec<WhyPanel>,
     /// Where the noise comes from: spreads, drift per cell, flagged and excluded runs.
@@ -67,6 +70,24 @@ pub struct FamilySummary {
     pub median: f64,
     pub max: f64,
     pub mean: f64,
+    /// The group as one comparison (`comparison::group_rounds`): the geometric mean over
+    /// rounds of each round's geometric mean of the cells' ratios, with its 95% t interval.
+    pub ratio: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub rounds: usize,
+    pub verdict: Option<String>,
+}
+
+impl FamilySummary {
+    /// "1.032 [1.011–1.054]", or "-" without rounds both targets ran.
+    pub fn group_text(&self) -> String {
+        match (self.ratio, self.ci_low, self.ci_high) {
+            (Some(ratio), Some(low), Some(high)) => format!("{ratio:.3} [{low:.3}–{high:.3}]"),
+            (Some(ratio), _, _) => format!("{ratio:.3}"),
+            _ => "-".into(),
+        }
+    }
 }
 
 /// Latency percentiles of a cell: medians over its completed runs.
@@ -164,6 +185,8 @@ pub struct Inputs<'a> {
     pub probes: &'a RunProbes,
     /// The spec's `[[claim]]`s.
     pub claims: &'a [super::claims::Claim],
+    /// The metrics the workloads declare (NOPM, QPS), for the every-number table.
+    pub declared: &'a [&'static super::comparison::WorkloadMetric],
 }
 
 pub fn build(inputs: Inputs<'_>) -> LabReport {
@@ -204,12 +227,18 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         method: METHOD,
         warnings: report_warnings(&inputs, &targets, &comparisons, &why),
         summaries: summaries(inputs.runs, &inputs.metric),
-        families: family_summaries(&comparisons),
+        families: family_summaries(&comparisons, inputs.runs, inputs.base, &inputs.metric),
         latency: latency_summaries(inputs.runs),
         series: inputs.series,
         comparisons,
         statements: statement_changes(inputs.statements, inputs.base),
         efficiency: efficiency(inputs.runs, inputs.counters, inputs.client_cores),
+        every_metric: super::every_metric::changes(
+            inputs.runs,
+            inputs.counters,
+            inputs.base,
+            inputs.declared,
+        ),
         why,
         noise,
         machines: super::machines::machines(inputs.runs),
@@ -266,7 +295,12 @@ fn report_warnings(
     out
 }
 
-fn family_summaries(comparisons: &[TargetComparison]) -> Vec<FamilySummary> {
+fn family_summaries(
+    comparisons: &[TargetComparison],
+    runs: &[StoredRun],
+    base: &str,
+    metric: &Metric,
+) -> Vec<FamilySummary> {
     let mut out = Vec::new();
     for target in comparisons {
         let mut ratios: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
@@ -280,7 +314,16 @@ fn family_summaries(comparisons: &[TargetComparison]) -> Vec<FamilySummary> {
             let (Some((min, max)), Some(median)) = (range(&values), median(&values)) else {
                 continue;
             };
+            let group = comparison::group_rounds(runs, base, &target.target, metric, |cell| {
+                cell.workload == workload && cell.family == family
+            });
+            let paired = compare_paired(&group.pairs, metric.direction());
             out.push(FamilySummary {
+                ratio: paired.as_ref().map(|p| p.ratio),
+                ci_low: paired.as_ref().and_then(|p| p.interval).map(|i| i.0),
+                ci_high: paired.as_ref().and_then(|p| p.interval).map(|i| i.1),
+                rounds: group.pairs.len(),
+                verdict: paired.as_ref().map(|p| verdict_text(&p.verdict)),
                 target: target.target.clone(),
                 workload: workload.to_string(),
                 family: family.to_string(),
@@ -433,15 +476,12 @@ impl StatementRuns {
 }
 
 /// The rounds both targets measured, paired: a shorter time is better.
-fn paired_means(
-    base: &BTreeMap<u32, f64>,
-    other: &BTreeMap<u32, f64>,
-) -> Option<crate::analysis::paired::PairedComparison> {
+fn paired_means(base: &BTreeMap<u32, f64>, other: &BTreeMap<u32, f64>) -> Option<PairedComparison> {
     let pairs: Vec<(f64, f64)> = base
         .iter()
         .filter_map(|(round, b)| Some((*b, *other.get(round)?)))
         .collect();
-    crate::analysis::paired::compare_paired(&pairs, Direction::LowerIsBetter)
+    compare_paired(&pairs, Direction::LowerIsBetter)
 }
 
 /// A statement's text with what differs between engines' normalisations taken out: case,

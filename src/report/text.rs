@@ -98,6 +98,7 @@ pub fn to_markdown(report: &LabReport) -> String {
             );
         }
     }
+    out += &super::every_metric::markdown(&report.every_metric);
     for panel in &report.why {
         out += &why_markdown(panel, &report.base);
     }
@@ -109,13 +110,23 @@ fn families_markdown(report: &LabReport) -> String {
         return String::new();
     }
     let mut out = format!(
-        "## Relative {} by workload family (ratio to {})\n\n| target | workload | family | cells | min | median | max | mean |\n|---|---|---|---|---|---|---|---|\n",
+        "## Relative {} by workload family (ratio to {})\n\nThe group's ratio: per round the geometric mean of its cells' ratios, then their geometric mean over the rounds with its 95% t interval.\n\n| target | workload | family | cells | min | median | max | mean | group (95% interval) | rounds | verdict |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
         report.metric, report.base
     );
     for f in &report.families {
         out += &format!(
-            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
-            f.target, f.workload, f.family, f.cells, f.min, f.median, f.max, f.mean
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {} |\n",
+            f.target,
+            f.workload,
+            f.family,
+            f.cells,
+            f.min,
+            f.median,
+            f.max,
+            f.mean,
+            f.group_text(),
+            f.rounds,
+            f.verdict.as_deref().unwrap_or("-")
         );
     }
     out + "\n"
@@ -263,6 +274,25 @@ pub fn to_csv(report: &LabReport) -> String {
             out.push('\n');
         };
     let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for change in &report.every_metric {
+        let measures = [
+            ("ratio", number(Some(change.ratio))),
+            ("ci_low", number(change.ci_low)),
+            ("ci_high", number(change.ci_high)),
+            ("pairs", change.pairs.to_string()),
+            ("verdict", change.verdict.clone()),
+        ];
+        for (measure, value) in measures {
+            push(
+                "against_base",
+                &change.target,
+                &change.cell,
+                &change.metric,
+                measure,
+                value,
+            );
+        }
+    }
     for claim in &report.claims {
         let measures = [
             ("ratio", number(claim.ratio)),
@@ -336,21 +366,19 @@ pub fn to_csv(report: &LabReport) -> String {
             ..no_cell.clone()
         };
         let measures = [
-            ("cells", f.cells as f64),
-            ("min", f.min),
-            ("median", f.median),
-            ("max", f.max),
-            ("mean", f.mean),
+            ("cells", f.cells.to_string()),
+            ("min", f.min.to_string()),
+            ("median", f.median.to_string()),
+            ("max", f.max.to_string()),
+            ("mean", f.mean.to_string()),
+            ("ratio", number(f.ratio)),
+            ("ci_low", number(f.ci_low)),
+            ("ci_high", number(f.ci_high)),
+            ("rounds", f.rounds.to_string()),
+            ("verdict", f.verdict.clone().unwrap_or_default()),
         ];
         for (measure, value) in measures {
-            push(
-                "family",
-                &f.target,
-                &cell,
-                &f.family,
-                measure,
-                value.to_string(),
-            );
+            push("family", &f.target, &cell, &f.family, measure, value);
         }
     }
     for l in &report.latency {

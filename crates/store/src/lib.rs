@@ -343,6 +343,8 @@ pub struct RunSummary {
     pub repetition: u32,
     pub tps: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// The server processes' CPU µs per transaction (the `server` probe's counters).
+    pub server_cpu_us_per_txn: Option<f64>,
 }
 
 /// The backends report text (their errors differ in type); at the store's API it is a failed run.

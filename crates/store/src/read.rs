@@ -6,6 +6,14 @@ use std::collections::{HashMap, HashSet};
 use super::database::{Row, Value};
 use super::*;
 
+/// The SQL of a run's server CPU µs per transaction (`runs r`), for `concat!`.
+macro_rules! server_cpu_us_per_txn {
+    () => {
+        "(SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = 'server'
+            AND k.name IN ('cpu_user_s', 'cpu_system_s')) * 1000000.0 / nullif(r.transactions, 0)"
+    };
+}
+
 impl Store {
     /// (cell key, repetition) of runs that need no repeating: completed or failed. Interrupted
     /// runs are run again.
@@ -50,8 +58,11 @@ impl Store {
         let rows = self
             .db
             .query(
-                "SELECT c.key, r.repetition, r.tps, r.p99_ms FROM runs r JOIN cells c ON c.id = r.cell_id
-                 WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position",
+                &format!(
+                    "SELECT c.key, r.repetition, r.tps, r.p99_ms, {SERVER_CPU_US_PER_TXN}
+                     FROM runs r JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 AND r.status = 'completed' ORDER BY r.position"
+                ),
                 &[lab.into()],
             )
             .map_err(db_error("runs"))?;
@@ -62,6 +73,7 @@ impl Store {
                 repetition: int(r, 1) as u32,
                 tps: optional(r, 2),
                 p99_ms: optional(r, 3),
+                server_cpu_us_per_txn: optional(r, 4),
             })
             .collect())
     }
@@ -553,14 +565,18 @@ impl Store {
 
 /// The columns `stored_run` reads, first in a query over `runs r JOIN cells c`; a query's own
 /// columns follow from index `RUN_COLUMN_COUNT`.
-const RUN_COLUMNS: &str = "r.id, c.target, c.workload, coalesce(c.family, c.workload), c.script, c.scale, c.clients,
+const RUN_COLUMNS: &str = concat!(
+    "r.id, c.target, c.workload, coalesce(c.family, c.workload), c.script, c.scale, c.clients,
      r.repetition, r.status, r.duration_s, r.tps, r.p50_ms, r.p95_ms, r.p99_ms, r.client_cpu_us_per_txn,
      c.stopped, c.rounds, r.client_txn_min, r.client_txn_median, r.client_txn_max, r.fairness_index,
      r.shard, (SELECT m.key FROM machines m WHERE m.id = r.machine_id),
      (SELECT m.cpu_model FROM machines m WHERE m.id = r.machine_id),
-     (SELECT m.kernel FROM machines m WHERE m.id = r.machine_id),
-     (SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = 'server'
-        AND k.name IN ('cpu_user_s', 'cpu_system_s')) * 1000000.0 / nullif(r.transactions, 0)";
+     (SELECT m.kernel FROM machines m WHERE m.id = r.machine_id), ",
+    server_cpu_us_per_txn!()
+);
+
+/// A run's server CPU µs per transaction: the `server` probe's CPU over its transactions.
+const SERVER_CPU_US_PER_TXN: &str = server_cpu_us_per_txn!();
 const RUN_COLUMN_COUNT: usize = 26;
 
 /// The four columns of `ServedClients` from `first` on; None when the run stored none.

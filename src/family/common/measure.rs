@@ -7,11 +7,20 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::analysis::fairness::Fairness;
+use crate::analysis::verdict::Direction;
 use crate::driver::plan::RunPlan;
 use crate::driver::{self, DriverEvent, IntervalReport, LatencyStats, ScriptStats};
 use crate::error::Failure;
-use crate::family::api::{Measurement, RunObserver, RunRequest};
+use crate::family::api::{Measurement, RunObserver, RunRequest, WorkloadMetric};
 use crate::store::{RunMetrics, SeriesRow, ServedClients};
+
+/// Statements per second (sysbench's queries per second), stored for every run the common
+/// measurement takes; the workloads that count statements declare it.
+pub const QPS: WorkloadMetric = WorkloadMetric {
+    name: "qps",
+    direction: Direction::HigherIsBetter,
+    from_server: false,
+};
 
 /// A run's random seed: from the clock, as sysbench and pgbench default to.
 pub fn seed() -> u64 {
@@ -139,7 +148,7 @@ impl Window {
         }
     }
 
-    /// The window's metrics; `client_cpu` is the driver's CPU over the measured run, and
+    /// The window's metrics (`qps` among the workload's); `client_cpu` is the driver's CPU over the measured run, and
     /// `client_transactions` each client's committed transactions in it.
     pub fn measurement(&self, client_cpu: Duration, client_transactions: &[u64]) -> Measurement {
         let mut total = ScriptStats::default();
@@ -164,7 +173,8 @@ impl Window {
                 p999_ms: latency.p999,
                 max_ms: latency.max,
                 client_cpu_us_per_txn: client_cpu.as_secs_f64() * 1e6 / transactions.max(1) as f64,
-                workload: Vec::new(),
+                // sysbench's queries per second: every statement the clients completed.
+                workload: vec![(QPS.name.into(), total.statements as f64 / duration_s)],
                 served: ClientFairness::of(client_transactions).map(|f| f.served()),
             },
             series: self

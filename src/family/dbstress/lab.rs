@@ -45,7 +45,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     default_protocol: Protocol::Prepared,
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(DbstressLab::new(options)?)),
-    metrics: &[],
+    metrics: &[crate::family::common::measure::QPS],
 }];
 
 impl DbstressLab {

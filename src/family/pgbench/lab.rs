@@ -43,7 +43,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("pgbench", Flavor::Plain, options),
-        metrics: &[],
+        metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
         name: "pgbench-extra-indexes",
@@ -53,7 +53,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         create: |options| {
             PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
         },
-        metrics: &[],
+        metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
         name: "analytics",
@@ -61,7 +61,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("analytics", Flavor::Analytics, options),
-        metrics: &[],
+        metrics: &[crate::family::common::measure::QPS],
     },
 ];
 

@@ -69,7 +69,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(SysbenchLab::new(options)?)),
-        metrics: &[],
+        metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
         name: "sysbench-microbench",
@@ -77,7 +77,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(MicrobenchLab::new(options)?)),
-        metrics: &[],
+        metrics: &[crate::family::common::measure::QPS],
     },
 ];
 

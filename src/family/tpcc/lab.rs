@@ -42,10 +42,12 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
         WorkloadMetric {
             name: "nopm",
             direction: Direction::HigherIsBetter,
+            from_server: true,
         },
         WorkloadMetric {
             name: "tpm",
             direction: Direction::HigherIsBetter,
+            from_server: true,
         },
     ],
 }];
