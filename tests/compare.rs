@@ -941,7 +941,10 @@ fn gate_decides_against_the_previous_night_or_a_tag_and_says_why_not() {
 /// machine with the candidate 10% below the control. Each round wobbles alike for both.
 fn controlled_history(path: &Path) {
     let mut store = Store::open(&Location::Sqlite(path.to_path_buf())).unwrap();
-    let spec = "name = \"controlled\"\ncontrol = \"ref\"\nduration = \"1s\"\n";
+    let spec = "name = \"controlled\"\ncontrol = \"ref\"\nduration = \"1s\"\n\
+        [[target]]\nname = \"candidate\"\n[[target]]\nname = \"ref\"\n\
+        [[claim]]\nsays = \"the candidate keeps up with the release\"\nbase = \"ref\"\n\
+        target = \"candidate\"\nworkload = \"pgbench\"\nexpect = \"within 3%\"\n";
     for (night, machine_level, candidate_share) in [(1, 100.0, 1.0), (2, 70.0, 1.0), (3, 70.0, 0.9)]
     {
         let (lab, _) = store.next_invocation("controlled", spec, 1).unwrap();
@@ -1014,8 +1017,20 @@ fn a_control_target_cancels_the_machine_between_invocations() {
     // History says it compares over the control; a control that ran nowhere is refused.
     let history = stampede(&["history", db]);
     assert!(history.status.success(), "{}", stderr(&history));
-    assert!(stdout(&history)
-        .starts_with("Each target's tps is taken over the control target \"ref\"'s"));
+    let history = stdout(&history);
+    assert!(history.starts_with("Each target's tps is taken over the control target \"ref\"'s"));
+    // The spec's claim in each invocation: the candidate within 3% of the release, until
+    // night 3 (0.9×: the targets' own noise, own_r / own_(4-r), multiplies to 1 over the rounds).
+    let claims = history
+        .lines()
+        .find(|l| l.starts_with("  \"the candidate keeps up with the release\""))
+        .unwrap_or_else(|| panic!("{history}"));
+    assert!(
+        claims.contains("\"controlled\" reproduced")
+            && claims.contains("\"controlled #2\" reproduced")
+            && claims.contains("\"controlled #3\" contradicted 0.900 ["),
+        "{claims}"
+    );
     let unknown = gate(&["--control", "nope"]);
     assert_eq!(unknown.status.code(), Some(1));
     assert_eq!(

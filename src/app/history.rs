@@ -28,6 +28,7 @@ pub fn run(args: &HistoryArgs) -> CommandResult {
             store.attach_statements(*id, runs.iter_mut().map(|(_, run)| run))?;
         }
     }
+    let claims = claims_per_history(&mut store, &invocations, &ids, &mut runs)?;
     let latest = *ids.last().expect("a history has invocations");
     let control = control_target(&mut store, latest, args.control.as_deref(), &runs)?;
     let metric = match &control {
@@ -39,6 +40,7 @@ pub fn run(args: &HistoryArgs) -> CommandResult {
     }
     let histories = history::build(&invocations, &runs, &metric, args.lab.as_deref());
     print!("{}", history_view::to_text(&histories, &metric));
+    print!("{claims}");
     if let Some(path) = &args.html {
         write_file(path, &history_view::to_html(&histories, &metric))?;
     }
@@ -56,6 +58,52 @@ pub fn open_invocations(results: &str) -> Result<(Store, Vec<Invocation>), Failu
         )));
     }
     Ok((store, invocations))
+}
+
+/// Each selected history's claims (its latest invocation's spec) judged in every invocation,
+/// as text; the runs' statements are loaded when a claim compares one.
+fn claims_per_history(
+    store: &mut Store,
+    invocations: &[Invocation],
+    ids: &[i64],
+    runs: &mut [(i64, StoredRun)],
+) -> Result<String, Failure> {
+    let mut out = String::new();
+    let mut names: Vec<&str> = Vec::new();
+    for invocation in invocations.iter().filter(|i| ids.contains(&i.id)) {
+        if !names.contains(&invocation.history.as_str()) {
+            names.push(&invocation.history);
+        }
+    }
+    for name in names {
+        let members: Vec<&Invocation> = invocations
+            .iter()
+            .filter(|i| i.history == name && ids.contains(&i.id))
+            .collect();
+        let latest = members.last().expect("a history has invocations");
+        let claims = crate::lab::claims::stored(&store.lab_spec(latest.id)?)
+            .map_err(|why| Failure::input(format!("\"{name}\": its spec's claims: {why}")))?;
+        if claims.is_empty() {
+            continue;
+        }
+        if claims.iter().any(|claim| claim.metric.needs_statements()) {
+            for member in &members {
+                store.attach_statements(member.id, runs.iter_mut().map(|(_, run)| run))?;
+            }
+        }
+        let per_invocation: Vec<(String, Vec<StoredRun>)> = members
+            .iter()
+            .map(|member| {
+                let own = runs.iter().filter(|(lab, _)| *lab == member.id);
+                (
+                    member.name.clone(),
+                    own.map(|(_, run)| run.clone()).collect(),
+                )
+            })
+            .collect();
+        out += &crate::report::claims::history_text(name, &claims, &per_invocation);
+    }
+    Ok(out)
 }
 
 /// The control target: `--control`'s (`none` for none), else the one the spec of invocation

@@ -241,3 +241,36 @@ pub fn text(results: &[ClaimResult]) -> String {
     }
     out
 }
+
+/// Each claim of a spec judged in every invocation of its history, oldest first: one line per
+/// claim, its verdict and interval per invocation.
+pub fn history_text(
+    history: &str,
+    claims: &[Claim],
+    invocations: &[(String, Vec<StoredRun>)],
+) -> String {
+    if claims.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        format!("Claims of \"{history}\" (as its latest spec states them), per invocation:\n");
+    for claim in claims {
+        let verdicts: Vec<String> = invocations
+            .iter()
+            .map(|(name, runs)| {
+                let result = judge(claim, runs);
+                format!("\"{name}\" {} {}", result.verdict, result.ratio_text())
+            })
+            .collect();
+        out += &format!(
+            "  \"{}\" ({} vs {}, {}, {}): {}\n",
+            claim.says,
+            claim.target,
+            claim.base,
+            claim.metric.name(),
+            claim.expect,
+            verdicts.join(" · ")
+        );
+    }
+    out
+}
