@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::comparison::{group_rounds, CellKey, Metric};
+use super::comparison::{compare_targets, group_rounds, CellKey, Metric};
 use crate::analysis::claim::{ClaimVerdict, Expectation};
 use crate::analysis::paired::compare_paired;
 use crate::store::StoredRun;
@@ -147,6 +147,9 @@ fn judge(claim: &Claim, runs: &[StoredRun]) -> ClaimResult {
         rounds_to_decide: None,
         note: None,
     };
+    if pairs.is_empty() && cells == 1 {
+        return judged_unpaired(claim, runs, result);
+    }
     let comparison = compare_paired(&pairs, claim.metric.direction());
     let Some(comparison) = comparison else {
         result.note = Some(if cells == 0 {
@@ -169,6 +172,29 @@ fn judge(claim: &Claim, runs: &[StoredRun]) -> ClaimResult {
             .log_ratio_sd
             .and_then(|sd| claim.expectation.rounds_to_decide(comparison.ratio, sd));
     }
+    result
+}
+
+/// One cell whose runs do not pair by round (a target added later, runs lost): benchstat's
+/// analysis as `compare` gives it, the medians' ratio with its bootstrap interval.
+fn judged_unpaired(claim: &Claim, runs: &[StoredRun], mut result: ClaimResult) -> ClaimResult {
+    let row = compare_targets(runs, &claim.base, &claim.target, &claim.metric)
+        .into_iter()
+        .find(|row| claim.cells.matches(&row.cell));
+    let Some(row) = row else {
+        return result;
+    };
+    result.ratio = Some(row.ratio);
+    let (Some(low), Some(high)) = (row.ci_low, row.ci_high) else {
+        result.note = Some("one run a side: an interval needs two".into());
+        return result;
+    };
+    (result.ci_low, result.ci_high) = (Some(low), Some(high));
+    result.verdict = claim.expectation.judge((low, high)).name();
+    result.note = Some(format!(
+        "runs do not pair by round ({}/{}): the medians' ratio with its bootstrap interval",
+        row.base_runs, row.other_runs
+    ));
     result
 }
 

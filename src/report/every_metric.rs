@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::comparison::{cell_of, verdict_text, CellKey, Metric, WorkloadMetric};
 use crate::analysis::median;
 use crate::analysis::paired::compare_paired;
-use crate::analysis::verdict::Direction;
+use crate::analysis::verdict::{self, Direction};
 use crate::store::{CounterRow, RunStatus, StoredRun};
 
 #[derive(Debug, Clone, Serialize)]
@@ -20,9 +20,18 @@ pub struct MetricChange {
     pub target: String,
     pub cell: CellKey,
     pub metric: String,
-    /// Medians over each side's runs in the paired rounds.
+    #[serde(flatten)]
+    pub compared: Compared,
+}
+
+/// One measure of one cell against the base's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compared {
+    /// Medians over each side's runs (in the paired rounds, when they pair).
     pub base_median: f64,
     pub other_median: f64,
+    /// Rounds analysed as pairs; 0 when the runs did not pair up (benchstat's unpaired
+    /// analysis: the medians' ratio with a bootstrap interval).
     pub pairs: usize,
     pub ratio: f64,
     pub ci_low: Option<f64>,
@@ -75,28 +84,54 @@ pub fn changes(
         .filter(|((target, _, _), _)| target != base)
         .filter_map(|((target, cell, index), rounds)| {
             let base_rounds = values.get(&(base.to_string(), cell.clone(), *index))?;
-            let pairs: Vec<(f64, f64)> = base_rounds
-                .iter()
-                .filter_map(|(round, b)| Some((*b, *rounds.get(round)?)))
-                .collect();
             let measure = &measures[*index];
-            let comparison = compare_paired(&pairs, measure.direction)?;
-            let side =
-                |pick: fn(&(f64, f64)) -> f64| median(&pairs.iter().map(pick).collect::<Vec<_>>());
+            let compared = compare_rounds(base_rounds, rounds, measure.direction)?;
             Some(MetricChange {
                 target: target.clone(),
                 cell: cell.clone(),
                 metric: measure.name.clone(),
-                base_median: side(|p| p.0)?,
-                other_median: side(|p| p.1)?,
-                pairs: comparison.pairs,
-                ratio: comparison.ratio,
-                ci_low: comparison.interval.map(|i| i.0),
-                ci_high: comparison.interval.map(|i| i.1),
-                verdict: verdict_text(&comparison.verdict),
+                compared,
             })
         })
         .collect()
+}
+
+/// The rounds paired as tps is when every run of the side with fewer has its partner in the
+/// same round; otherwise benchstat's unpaired analysis (medians, bootstrap interval).
+fn compare_rounds(
+    base: &BTreeMap<u32, f64>,
+    other: &BTreeMap<u32, f64>,
+    direction: Direction,
+) -> Option<Compared> {
+    let pairs: Vec<(f64, f64)> = base
+        .iter()
+        .filter_map(|(round, b)| Some((*b, *other.get(round)?)))
+        .collect();
+    if !pairs.is_empty() && pairs.len() == base.len().min(other.len()) {
+        let paired = compare_paired(&pairs, direction)?;
+        let (b, o): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+        return Some(Compared {
+            base_median: median(&b)?,
+            other_median: median(&o)?,
+            pairs: paired.pairs,
+            ratio: paired.ratio,
+            ci_low: paired.interval.map(|i| i.0),
+            ci_high: paired.interval.map(|i| i.1),
+            verdict: verdict_text(&paired.verdict),
+        });
+    }
+    let b: Vec<f64> = base.values().copied().collect();
+    let o: Vec<f64> = other.values().copied().collect();
+    let unpaired = verdict::compare(&b, &o, direction)?;
+    Some(Compared {
+        base_median: unpaired.base_median,
+        other_median: unpaired.other_median,
+        pairs: 0,
+        ratio: unpaired.ratio,
+        ci_low: unpaired.interval.map(|i| i.0),
+        ci_high: unpaired.interval.map(|i| i.1),
+        verdict: verdict_text(&unpaired.verdict),
+    })
 }
 
 fn measures(declared: &[&'static WorkloadMetric]) -> Vec<Measure> {
@@ -136,7 +171,7 @@ fn measures(declared: &[&'static WorkloadMetric]) -> Vec<Measure> {
 }
 
 /// "1.052 [1.011–1.094] slower".
-pub fn against_base(change: &MetricChange) -> String {
+pub fn against_base(change: &Compared) -> String {
     match (change.ci_low, change.ci_high) {
         (Some(low), Some(high)) => format!(
             "{:.3} [{low:.3}–{high:.3}] {}",
@@ -166,10 +201,10 @@ pub fn cells(change: &MetricChange) -> Vec<String> {
             change.cell.workload, change.cell.script, change.cell.scale, change.cell.clients
         ),
         change.metric.clone(),
-        super::svg::significant(change.base_median),
-        super::svg::significant(change.other_median),
-        against_base(change),
-        change.pairs.to_string(),
+        super::svg::significant(change.compared.base_median),
+        super::svg::significant(change.compared.other_median),
+        against_base(&change.compared),
+        change.compared.pairs.to_string(),
     ]
 }
 

@@ -275,12 +275,13 @@ pub fn to_csv(report: &LabReport) -> String {
         };
     let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for change in &report.every_metric {
+        let compared = &change.compared;
         let measures = [
-            ("ratio", number(Some(change.ratio))),
-            ("ci_low", number(change.ci_low)),
-            ("ci_high", number(change.ci_high)),
-            ("pairs", change.pairs.to_string()),
-            ("verdict", change.verdict.clone()),
+            ("ratio", number(Some(compared.ratio))),
+            ("ci_low", number(compared.ci_low)),
+            ("ci_high", number(compared.ci_high)),
+            ("pairs", compared.pairs.to_string()),
+            ("verdict", compared.verdict.clone()),
         ];
         for (measure, value) in measures {
             push(
