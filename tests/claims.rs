@@ -5,6 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use common::{number, sqlite, stampede_command, stderr, stdout, LabDir};
 use stampede::server::binaries::Binaries;
@@ -48,6 +49,36 @@ fn lab(name: &str, text: &str) -> (LabDir, PathBuf) {
     let spec = dir.join("lab.toml");
     std::fs::write(&spec, text).unwrap();
     (dir, spec)
+}
+
+/// Runs the lab of `text` (its name `name`, `files` beside its spec) to its end: its folder,
+/// the guard that stops its servers, its results database and `lab run`'s output.
+fn run_lab(
+    dir_name: &str,
+    name: &str,
+    text: &str,
+    files: &[(&str, &str)],
+) -> (LabDir, Servers, PathBuf, Output) {
+    let (dir, spec) = lab(dir_name, text);
+    for (file, contents) in files {
+        std::fs::write(dir.join(file), contents).unwrap();
+    }
+    let servers = Servers(dir.join(format!("{name}.db.servers")));
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join(format!("{name}.db"));
+    (dir, servers, db, output)
+}
+
+/// `report DB --format json`.
+fn report_json(db: &Path) -> serde_json::Value {
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    serde_json::from_str(&stdout(&report)).unwrap()
 }
 
 fn claim(says: &str, target: &str, metric: &str, expect: &str) -> String {
@@ -97,23 +128,13 @@ fn claims_end_reproduced_contradicted_or_undecided_from_the_stored_runs() {
         claim("seq scans change nothing", "seqscan", "p99", "within 2%"),
         claim("a twin is 20% faster", "twin", "tps", "+20%"),
     );
-    let (dir, spec) = lab("verdicts", &text);
-    let _servers = Servers(dir.join("claims.db.servers"));
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    let (_dir, _servers, db, output) = run_lab("verdicts", "claims", &text, &[]);
     let printed = stdout(&output);
     assert!(
         printed.contains("claim \"seq scans at least double p99\" (this test)"),
         "{printed}"
     );
-    let db = dir.join("claims.db");
-    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(report.status.success(), "{}", stderr(&report));
-    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let json = report_json(&db);
     let claims = json["claims"].as_array().unwrap();
     assert_eq!(claims.len(), 3, "{}", json["claims"]);
     // The ratios and intervals, recomputed from the stored per-run values.
@@ -227,13 +248,7 @@ fn an_auto_lab_stops_a_cell_once_its_claim_is_decided() {
         ),
         claim("seq scans lose half the throughput", "seqscan", "tps", "<= -50%"),
     );
-    let (dir, spec) = lab("auto", &text);
-    let _servers = Servers(dir.join("auto-claim.db.servers"));
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let db = dir.join("auto-claim.db");
+    let (_dir, _servers, db, output) = run_lab("auto", "auto-claim", &text, &[]);
     let cells = sqlite(&db, "SELECT DISTINCT stopped, rounds FROM cells");
     assert_eq!(cells, vec![vec!["claim".to_string(), "5".to_string()]]);
     assert!(
@@ -241,10 +256,7 @@ fn an_auto_lab_stops_a_cell_once_its_claim_is_decided() {
         "{}",
         stderr(&output)
     );
-    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let json = report_json(&db);
     let claim = &json["claims"][0];
     assert_eq!(claim["verdict"], "reproduced", "{claim}");
     assert_eq!(claim["rounds"], 5, "{claim}");
@@ -304,18 +316,8 @@ fn a_statement_made_twice_as_slow_is_decided_from_its_own_times() {
          [[workload]]\nname = \"pgbench\"\nscripts = [\"sleep.sql\"]\nclients = [1]\n\
          [[claim]]\nsays = \"the sleep takes twice as long\"\ntarget = \"long\"\n\
          workload = \"pgbench\"\nmetric = \"statement:SELECT pg_sleep\"\nexpect = \"2x slower\"\n";
-    let (dir, spec) = lab("statement", text);
-    std::fs::write(
-        dir.join("sleep.sql"),
-        "SELECT pg_sleep(pg_size_bytes(current_setting('work_mem')) / 1e9);\n",
-    )
-    .unwrap();
-    let _servers = Servers(dir.join("statement.db.servers"));
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let db = dir.join("statement.db");
+    let sleep = "SELECT pg_sleep(pg_size_bytes(current_setting('work_mem')) / 1e9);\n";
+    let (_dir, _servers, db, _) = run_lab("statement", "statement", text, &[("sleep.sql", sleep)]);
     // Each run's mean as pg_stat_statements' deltas gave it, read from the stored rows.
     let means = |target: &str| -> Vec<f64> {
         sqlite(
@@ -341,10 +343,7 @@ fn a_statement_made_twice_as_slow_is_decided_from_its_own_times() {
     }
     let pairs: Vec<(f64, f64)> = short.iter().copied().zip(long.iter().copied()).collect();
     let (ratio, low, high) = three_round_interval(&pairs);
-    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let json = report_json(&db);
     let claim = &json["claims"][0];
     assert_eq!(claim["verdict"], "reproduced", "{claim}");
     assert!(

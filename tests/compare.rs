@@ -795,6 +795,35 @@ fn machine(host: &str, kernel: &str) -> Machine {
     }
 }
 
+/// One invocation of `spec` (its text `text`) on machine `host`, tagged night=`night`: its
+/// cells, each with `rounds` completed runs of `tps(cell, round)`.
+struct Night<'a> {
+    spec: &'a str,
+    text: &'a str,
+    host: &'a str,
+    kernel: &'a str,
+    night: usize,
+    cells: &'a [CellRecord],
+    rounds: u32,
+}
+
+fn record_night(store: &mut Store, night: &Night<'_>, tps: impl Fn(usize, u32) -> f64) {
+    let (lab, _) = store.next_invocation(night.spec, night.text, 1).unwrap();
+    let tags = [("night".to_string(), night.night.to_string())];
+    store
+        .describe_invocation(lab, night.spec, &machine(night.host, night.kernel), &tags)
+        .unwrap();
+    store.save_cells(lab, night.cells).unwrap();
+    for round in 0..night.rounds {
+        for (index, c) in night.cells.iter().enumerate() {
+            store
+                .record_run(lab, &run(c, round, RunStatus::Completed, tps(index, round)))
+                .unwrap();
+        }
+    }
+    store.end_lab(lab).unwrap();
+}
+
 /// Invocations of spec "nightly": on machine "one", 12 nights of 5 runs whose select-only cell
 /// at 1 client falls 10% from night 9 on, with a new kernel (tight runs: ±0.5%, nights ±1%);
 /// on machine "two" two
@@ -815,26 +844,24 @@ fn synthetic_history(path: &Path) {
     nights.insert(6, ("two".into(), 102, 301.0, 5));
     nights.push(("one".into(), 13, 90.0, 2));
     for (host, night, level, runs) in nights {
-        let (lab, _) = store.next_invocation("nightly", "spec", 1).unwrap();
-        let tags = [("night".to_string(), night.to_string())];
         // The kernel upgraded with the fall: still one series, and the change says so.
         let kernel = if (9..100).contains(&night) {
             "6.2"
         } else {
             "6.1"
         };
-        store
-            .describe_invocation(lab, "nightly", &machine(&host, kernel), &tags)
-            .unwrap();
-        let c = cell("pg", 1);
-        store.save_cells(lab, std::slice::from_ref(&c)).unwrap();
-        for round in 0..runs {
-            let tps = level * [1.0, 1.005, 0.995, 1.002, 0.998][round as usize];
-            store
-                .record_run(lab, &run(&c, round, RunStatus::Completed, tps))
-                .unwrap();
-        }
-        store.end_lab(lab).unwrap();
+        let night = Night {
+            spec: "nightly",
+            text: "spec",
+            host: &host,
+            kernel,
+            night,
+            cells: &[cell("pg", 1)],
+            rounds: runs,
+        };
+        record_night(&mut store, &night, |_, round| {
+            level * [1.0, 1.005, 0.995, 1.002, 0.998][round as usize]
+        });
     }
 }
 
@@ -945,30 +972,27 @@ fn controlled_history(path: &Path) {
         [[target]]\nname = \"candidate\"\n[[target]]\nname = \"ref\"\n\
         [[claim]]\nsays = \"the candidate keeps up with the release\"\nbase = \"ref\"\n\
         target = \"candidate\"\nworkload = \"pgbench\"\nexpect = \"within 3%\"\n";
+    let cells = [cell("candidate", 1), cell("ref", 1)];
     for (night, machine_level, candidate_share) in [(1, 100.0, 1.0), (2, 70.0, 1.0), (3, 70.0, 0.9)]
     {
-        let (lab, _) = store.next_invocation("controlled", spec, 1).unwrap();
-        let tags = [("night".to_string(), night.to_string())];
-        store
-            .describe_invocation(lab, "controlled", &machine("one", "6.1"), &tags)
-            .unwrap();
-        let cells = [cell("candidate", 1), cell("ref", 1)];
-        store.save_cells(lab, &cells).unwrap();
-        for round in 0..5u32 {
+        let night = Night {
+            spec: "controlled",
+            text: spec,
+            host: "one",
+            kernel: "6.1",
+            night,
+            cells: &cells,
+            rounds: 5,
+        };
+        record_night(&mut store, &night, |index, round| {
             let round_level = machine_level * [1.0, 1.04, 0.97, 1.02, 0.98][round as usize];
             // Each target's own noise: ±0.5%.
             let own = [1.0, 1.005, 0.995, 1.003, 0.997];
-            let values = [
-                round_level * candidate_share * own[round as usize],
-                round_level * own[4 - round as usize],
-            ];
-            for (c, tps) in cells.iter().zip(values) {
-                store
-                    .record_run(lab, &run(c, round, RunStatus::Completed, tps))
-                    .unwrap();
+            match index {
+                0 => round_level * candidate_share * own[round as usize],
+                _ => round_level * own[4 - round as usize],
             }
-        }
-        store.end_lab(lab).unwrap();
+        });
     }
 }
 

@@ -1930,24 +1930,34 @@ fn an_auto_lab_stops_a_cell_when_its_ratio_is_decided_and_resume_agrees() {
 /// no contention on a shared CI machine can hide). The auto lab decides it "slower" with the
 /// interval below 1, stores why the cell stopped and after how many rounds, and the report's
 /// ratio and headline agree with the stored tps.
-#[test]
-fn an_auto_lab_decides_a_real_difference_in_its_direction() {
+/// An auto lab `name` (at most 6 rounds of 1 s, and `extra` lines) of select-only at 2 clients
+/// on "indexed" and on "seqscan" (the same server with index scans off), run to its end: its
+/// folder, results database and output.
+fn run_index_scan_auto_lab(name: &str, extra: &str) -> (LabDir, PathBuf, std::process::Output) {
     let (dir, spec) = lab_with_spec(
-        "auto-ab",
-        "name = \"ab\"\nruns = \"auto\"\nprecision = \"15%\"\nmax_runs = 6\nduration = \"1s\"\nseed = 5\n\
-         [[target]]\nname = \"indexed\"\nsettings = { fsync = false }\n\
-         [[target]]\nname = \"seqscan\"\n\
-         settings = { fsync = false, enable_indexscan = false, enable_bitmapscan = false, enable_indexonlyscan = false }\n\
-         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
+        &format!("auto-{name}"),
+        &format!(
+            "name = \"{name}\"\nruns = \"auto\"\nmax_runs = 6\nduration = \"1s\"\nseed = 5\n{extra}\n\
+             [[target]]\nname = \"indexed\"\nsettings = {{ fsync = false }}\n\
+             [[target]]\nname = \"seqscan\"\n\
+             settings = {{ fsync = false, enable_indexscan = false, enable_bitmapscan = false, enable_indexonlyscan = false }}\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n"
+        ),
     );
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
         .output()
         .unwrap();
     for target in ["indexed", "seqscan"] {
-        stop_cluster(dir.join(format!("ab.db.servers/{target}")), None);
+        stop_cluster(dir.join(format!("{name}.db.servers/{target}")), None);
     }
     assert!(output.status.success(), "{}", stderr(&output));
-    let db = dir.join("ab.db");
+    let db = dir.join(format!("{name}.db"));
+    (dir, db, output)
+}
+
+#[test]
+fn an_auto_lab_decides_a_real_difference_in_its_direction() {
+    let (_dir, db, _) = run_index_scan_auto_lab("ab", "precision = \"15%\"");
     let cells = sqlite(&db, "SELECT DISTINCT stopped, rounds FROM cells");
     assert_eq!(cells.len(), 1, "{cells:?}");
     let rounds: usize = cells[0][1].parse().unwrap();
@@ -1994,28 +2004,13 @@ fn an_auto_lab_decides_a_real_difference_in_its_direction() {
 /// interval the stop read is the server_cpu one.
 #[test]
 fn an_auto_lab_decides_on_server_cpu_when_asked() {
-    let (dir, spec) = lab_with_spec(
-        "auto-cpu",
-        "name = \"cpu\"\nruns = \"auto\"\nprecision = \"20%\"\nmax_runs = 6\nduration = \"1s\"\nseed = 5\n\
-         decide_on = \"server_cpu\"\n\
-         [[target]]\nname = \"indexed\"\nsettings = { fsync = false }\n\
-         [[target]]\nname = \"seqscan\"\n\
-         settings = { fsync = false, enable_indexscan = false, enable_bitmapscan = false, enable_indexonlyscan = false }\n\
-         [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n",
-    );
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .output()
-        .unwrap();
-    for target in ["indexed", "seqscan"] {
-        stop_cluster(dir.join(format!("cpu.db.servers/{target}")), None);
-    }
-    assert!(output.status.success(), "{}", stderr(&output));
+    let (_dir, db, output) =
+        run_index_scan_auto_lab("cpu", "precision = \"20%\"\ndecide_on = \"server_cpu\"");
     assert!(
         stderr(&output).contains("until every target's server_cpu ratio to \"indexed\""),
         "{}",
         stderr(&output)
     );
-    let db = dir.join("cpu.db");
     let cells = sqlite(&db, "SELECT DISTINCT stopped, rounds FROM cells");
     let rounds: usize = cells[0][1].parse().unwrap();
     let report = stampede_command(&[

@@ -18,10 +18,9 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::plan::group_key;
-use super::spec::{Source, SpecError, TargetSpec, WorkloadSpec};
+use super::spec_text::{ScaleFile, Source, SpecError};
 use crate::analysis::claim::Expectation;
-use crate::family::{self, api::LabWorkload};
+use crate::family;
 use crate::report::claims::{CellSelector, Claim};
 use crate::report::comparison::Metric;
 
@@ -41,13 +40,6 @@ pub(super) struct ClaimFile {
     expect: Spanned<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum ScaleFile {
-    Number(i64),
-    Class(String),
-}
-
 /// A claim, where its selector is (for the cell check's error), and the cells it selects.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpecClaim {
@@ -58,19 +50,19 @@ pub struct SpecClaim {
     pub groups: Vec<String>,
 }
 
-/// The claims with their targets, workload and metric checked against the spec.
+/// The claims with their targets, workload and metric checked against the spec's target and
+/// workload names.
 pub(super) fn parse(
     source: &Source<'_>,
     files: &[ClaimFile],
-    targets: &[TargetSpec],
-    workloads: &[WorkloadSpec],
+    targets: &[&str],
+    workloads: &[&str],
 ) -> Result<Vec<SpecClaim>, SpecError> {
-    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
     files
         .iter()
         .map(|file| {
-            let claim = claim(source, file, &names)?;
-            if !workloads.iter().any(|w| w.name == claim.cells.workload) {
+            let claim = claim(source, file, targets)?;
+            if !workloads.contains(&claim.cells.workload.as_str()) {
                 return Err(source.at(
                     &file.workload,
                     format!(
@@ -159,10 +151,7 @@ fn claim(source: &Source<'_>, file: &ClaimFile, targets: &[&str]) -> Result<Clai
             workload: file.workload.get_ref().clone(),
             script: file.script.clone(),
             group: file.group.clone(),
-            scale: file.scale.as_ref().map(|scale| match scale {
-                ScaleFile::Number(n) => n.to_string(),
-                ScaleFile::Class(class) => class.clone(),
-            }),
+            scale: file.scale.as_ref().map(ScaleFile::text),
             clients: file.clients,
         },
         metric,
@@ -188,18 +177,27 @@ fn metric(source: &Source<'_>, file: &ClaimFile) -> Result<Metric, SpecError> {
     })
 }
 
-/// Every claim's selector matches at least one of the lab's cells (once the workloads'
-/// default variants are filled in); each claim keeps the cells it selects.
-pub fn check_cells(
-    claims: &mut [SpecClaim],
-    workloads: &[WorkloadSpec],
-    implementations: &[Box<dyn LabWorkload>],
-) -> Result<(), SpecError> {
+/// What a cell is apart from its target, as claims select it: `workload/script/scale/clients`.
+pub fn group_key(workload: &str, script: &str, scale: &str, clients: usize) -> String {
+    format!("{workload}/{script}/{scale}/{clients}")
+}
+
+/// A `[[workload]]`'s cells as claims select them (its variants known).
+pub struct WorkloadCells {
+    pub name: String,
+    /// Each variant's script label and group.
+    pub scripts: Vec<(String, String)>,
+    pub scales: Vec<String>,
+    pub clients: Vec<usize>,
+}
+
+/// Every claim's selector matches at least one of the lab's cells; each claim keeps the cells
+/// it selects.
+pub fn check_cells(claims: &mut [SpecClaim], workloads: &[WorkloadCells]) -> Result<(), SpecError> {
     for spec_claim in claims {
         spec_claim.groups = workloads
             .iter()
-            .zip(implementations)
-            .flat_map(|(w, implementation)| selected(&spec_claim.claim.cells, w, &**implementation))
+            .flat_map(|w| selected(&spec_claim.claim.cells, w))
             .collect();
         if spec_claim.groups.is_empty() {
             return Err(SpecError(format!(
@@ -213,34 +211,23 @@ pub fn check_cells(
 }
 
 /// The group keys of workload `w`'s cells the selector names.
-fn selected(
-    selector: &CellSelector,
-    w: &WorkloadSpec,
-    implementation: &dyn LabWorkload,
-) -> Vec<String> {
+fn selected(selector: &CellSelector, w: &WorkloadCells) -> Vec<String> {
     if w.name != selector.workload {
         return Vec::new();
     }
     let mut keys = Vec::new();
-    for variant in &w.scripts {
-        let script = w.script_label(variant);
-        let named = selector.script.as_ref().is_none_or(|s| *s == script)
-            && selector
-                .group
-                .as_ref()
-                .is_none_or(|g| *g == implementation.group(variant));
+    for (script, group) in &w.scripts {
+        let named = selector.script.as_ref().is_none_or(|s| s == script)
+            && selector.group.as_ref().is_none_or(|g| g == group);
         if !named {
             continue;
         }
         for scale in &w.scales {
             for clients in &w.clients {
-                let cell = selector
-                    .scale
-                    .as_ref()
-                    .is_none_or(|s| *s == scale.to_string())
+                let cell = selector.scale.as_ref().is_none_or(|s| s == scale)
                     && selector.clients.is_none_or(|c| c == *clients as i64);
                 if cell {
-                    keys.push(group_key(&w.name, &script, *scale, *clients));
+                    keys.push(group_key(&w.name, script, scale, *clients));
                 }
             }
         }

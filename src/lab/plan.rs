@@ -77,11 +77,6 @@ impl Plan {
     }
 }
 
-/// What a cell is apart from its target, as claims select it: `workload/script/scale/clients`.
-pub fn group_key(workload: &str, script: &str, scale: Scale, clients: usize) -> String {
-    format!("{workload}/{script}/{scale}/{clients}")
-}
-
 fn expand(spec: &LabSpec) -> Vec<Cell> {
     let mut cells = Vec::new();
     for (w, workload) in spec.workloads.iter().enumerate() {

@@ -12,14 +12,14 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use super::plan::{group_key, Plan};
+use super::claims::group_key;
+use super::plan::Plan;
+pub use super::round_metric::RoundMetric;
 use super::spec::{AutoRuns, LabSpec};
 use crate::analysis::bisect::place;
 use crate::analysis::claim::{decided_at_look, Expectation};
 use crate::analysis::paired::MIN_PAIRS;
 use crate::analysis::stopping::{self, should_stop, Stop, StoppingRule};
-use crate::analysis::verdict::Direction;
-use crate::report::comparison::Metric;
 use crate::store::RunSummary;
 
 /// A group's state after a number of rounds.
@@ -42,65 +42,6 @@ impl GroupState {
     /// Measured enough: precise, or its claims decided.
     fn done(&self) -> bool {
         self.precise || self.claims_decided == Some(true)
-    }
-}
-
-/// The number a round's judgement reads from each run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoundMetric {
-    Tps,
-    /// The 99th percentile latency, in ms.
-    P99,
-    /// The server processes' CPU µs per transaction: the work itself, which a busy neighbour
-    /// moves less than throughput (bench/metric_noise.py).
-    ServerCpu,
-}
-
-impl RoundMetric {
-    /// What `decide_on` and `bisect --metric` take.
-    pub fn parse(name: &str) -> Result<RoundMetric, String> {
-        match name {
-            "tps" => Ok(RoundMetric::Tps),
-            "p99" => Ok(RoundMetric::P99),
-            "server_cpu" => Ok(RoundMetric::ServerCpu),
-            other => Err(format!(
-                "unknown metric \"{other}\"; rounds are decided on tps, p99 or server_cpu"
-            )),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RoundMetric::Tps => "tps",
-            RoundMetric::P99 => "p99",
-            RoundMetric::ServerCpu => "server_cpu",
-        }
-    }
-
-    /// The round metric of a report metric, for those a round's judgement reads.
-    pub fn of_metric(metric: &Metric) -> Option<RoundMetric> {
-        match metric {
-            Metric::Tps => Some(RoundMetric::Tps),
-            Metric::P99 => Some(RoundMetric::P99),
-            Metric::ServerCpu => Some(RoundMetric::ServerCpu),
-            _ => None,
-        }
-    }
-
-    pub fn of(self, run: &RunSummary) -> Option<f64> {
-        match self {
-            RoundMetric::Tps => run.tps,
-            RoundMetric::P99 => run.p99_ms,
-            RoundMetric::ServerCpu => run.server_cpu_us_per_txn,
-        }
-    }
-
-    /// Which way is better.
-    pub fn direction(self) -> Direction {
-        match self {
-            RoundMetric::Tps => Direction::HigherIsBetter,
-            RoundMetric::P99 | RoundMetric::ServerCpu => Direction::LowerIsBetter,
-        }
     }
 }
 
@@ -283,7 +224,7 @@ impl Rounds {
         let key = group_key(
             &self.workloads[first.workload],
             &first.script,
-            first.scale,
+            &first.scale.to_string(),
             first.clients,
         );
         let cell_of = |target: usize| {

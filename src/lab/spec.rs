@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use super::spec_text::{syntax_error, SpecError};
+use super::spec_text::{ScaleFile, Source};
 pub use crate::conn::Engine;
 use crate::driver::plan::default_stall_timeout;
 use crate::driver::Protocol;
@@ -74,13 +76,6 @@ struct WorkloadFile {
     pods: Option<Spanned<i64>>,
     /// The workload's own options (sysbench: tables, rand_type, ...).
     options: Option<Spanned<BTreeMap<Spanned<String>, toml::Value>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum ScaleFile {
-    Number(i64),
-    Class(String),
 }
 
 /// A target's server: PostgreSQL from one of its binary sources, or MariaDB/MySQL.
@@ -214,68 +209,12 @@ pub struct AutoRuns {
     pub precision: f64,
     pub budget: Option<Duration>,
     /// `decide_on`: the number each round's judgement reads (tps by default).
-    pub metric: super::rounds::RoundMetric,
+    pub metric: super::round_metric::RoundMetric,
 }
 
 pub const DEFAULT_RUNS: u32 = 3;
 pub const DEFAULT_PRECISION: f64 = 0.03;
 pub const DEFAULT_MAX_RUNS: u32 = 15;
-
-/// A spec error: `file:line:col: message`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpecError(pub String);
-
-impl std::fmt::Display for SpecError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Locates byte offsets of the spec text for error messages.
-pub(super) struct Source<'a> {
-    path: &'a Path,
-    text: &'a str,
-}
-
-impl<'a> Source<'a> {
-    pub(super) fn new(path: &'a Path, text: &'a str) -> Source<'a> {
-        Source { path, text }
-    }
-
-    fn line_of(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())]
-            .matches('\n')
-            .count()
-            + 1
-    }
-
-    fn error(&self, offset: usize, message: impl std::fmt::Display) -> SpecError {
-        SpecError(format!("{}: {message}", self.position(offset)))
-    }
-
-    /// `file:line:col` of a byte offset.
-    fn position(&self, offset: usize) -> String {
-        let before = &self.text[..offset.min(self.text.len())];
-        let line = self.line_of(offset);
-        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-        format!("{}:{line}:{column}", self.path.display())
-    }
-
-    /// `file:line:col` of a spanned value.
-    pub(super) fn position_of<T>(&self, spanned: &Spanned<T>) -> String {
-        self.position(spanned.span().start)
-    }
-
-    pub(super) fn at<T>(&self, spanned: &Spanned<T>, message: impl std::fmt::Display) -> SpecError {
-        self.error(spanned.span().start, message)
-    }
-}
-
-/// A TOML syntax error in the spec at `path`, at its line and column.
-pub fn syntax_error(path: &Path, text: &str, error: &toml::de::Error) -> SpecError {
-    let offset = error.span().map_or(0, |s| s.start);
-    Source { path, text }.error(offset, error.message().trim())
-}
 
 pub fn load(path: &Path) -> Result<LabSpec, SpecError> {
     let text = std::fs::read_to_string(path)
@@ -301,13 +240,28 @@ pub fn with_workloads(
             workload.scripts = implementation.default_variants();
         }
     }
-    super::claims::check_cells(&mut spec.claims, &spec.workloads, &workloads)
+    let cells: Vec<super::claims::WorkloadCells> = spec
+        .workloads
+        .iter()
+        .zip(&workloads)
+        .map(|(w, implementation)| super::claims::WorkloadCells {
+            name: w.name.clone(),
+            scripts: w
+                .scripts
+                .iter()
+                .map(|variant| (w.script_label(variant), implementation.group(variant)))
+                .collect(),
+            scales: w.scales.iter().map(Scale::to_string).collect(),
+            clients: w.clients.clone(),
+        })
+        .collect();
+    super::claims::check_cells(&mut spec.claims, &cells)
         .map_err(|e| crate::error::Failure::input(e.0))?;
     Ok((spec, workloads))
 }
 
 pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
-    let source = Source { path, text };
+    let source = Source::new(path, text);
     let file: SpecFile = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
         source.error(offset, e.message().trim())
@@ -378,7 +332,15 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
     let targets = targets(&source, &file, base)?;
     let workloads = workloads(&source, &file, base)?;
     let kubernetes = kubernetes(&source, &file)?;
-    let claims = super::claims::parse(&source, &file.claims, &targets, &workloads)?;
+    let claims = super::claims::parse(
+        &source,
+        &file.claims,
+        &targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        &workloads
+            .iter()
+            .map(|w| w.name.as_str())
+            .collect::<Vec<_>>(),
+    )?;
     let control = control(&source, &file, &targets)?;
     check_spread_engines(&source, &file, &targets)?;
     check_engines(&source, &file, &targets, &workloads)?;
@@ -548,7 +510,7 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
     }
     let precision = match &file.precision {
         None => DEFAULT_PRECISION,
-        Some(p) => parse_percent(p.get_ref())
+        Some(p) => crate::analysis::claim::parse_percent(p.get_ref())
             .filter(|fraction| *fraction > 0.0 && *fraction < 1.0)
             .ok_or_else(|| {
                 source.at(
@@ -588,8 +550,8 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
         ),
     };
     let metric = match &file.decide_on {
-        None => super::rounds::RoundMetric::Tps,
-        Some(name) => super::rounds::RoundMetric::parse(name.get_ref())
+        None => super::round_metric::RoundMetric::Tps,
+        Some(name) => super::round_metric::RoundMetric::parse(name.get_ref())
             .map_err(|why| source.at(name, format!("decide_on: {why}")))?,
     };
     Ok((
@@ -600,16 +562,6 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
             metric,
         }),
     ))
-}
-
-/// "2%", "2.5 %" → 0.02, 0.025.
-fn parse_percent(text: &str) -> Option<f64> {
-    let number = text.trim().strip_suffix('%')?.trim();
-    number
-        .parse::<f64>()
-        .ok()
-        .filter(|n| n.is_finite())
-        .map(|n| n / 100.0)
 }
 
 fn targets(
@@ -1224,7 +1176,7 @@ clients = [1, 4]
             Some(AutoRuns {
                 precision: DEFAULT_PRECISION,
                 budget: None,
-                metric: super::super::rounds::RoundMetric::Tps,
+                metric: super::super::round_metric::RoundMetric::Tps,
             })
         );
         let text = GOOD.replace(
@@ -1238,7 +1190,7 @@ clients = [1, 4]
             Some(AutoRuns {
                 precision: 0.025,
                 budget: Some(Duration::from_secs(7200)),
-                metric: super::super::rounds::RoundMetric::ServerCpu,
+                metric: super::super::round_metric::RoundMetric::ServerCpu,
             })
         );
         assert_eq!(spec_of_fixed().auto, None);

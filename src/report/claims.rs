@@ -96,11 +96,7 @@ pub struct ClaimResult {
 impl ClaimResult {
     /// "1.62 [1.41–1.86]".
     pub fn ratio_text(&self) -> String {
-        match (self.ratio, self.ci_low, self.ci_high) {
-            (Some(ratio), Some(low), Some(high)) => format!("{ratio:.3} [{low:.3}–{high:.3}]"),
-            (Some(ratio), _, _) => format!("{ratio:.3}"),
-            _ => "-".into(),
-        }
+        super::comparison::ratio_text(self.ratio, self.ci_low, self.ci_high)
     }
 
     /// The verdict and what would change it: "undecided: about 12 rounds would decide it".
@@ -299,4 +295,91 @@ pub fn history_text(
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::verdict::Direction;
+
+    fn run(target: &str, clients: i64, repetition: u32, tps: f64) -> StoredRun {
+        StoredRun {
+            target: target.into(),
+            repetition,
+            tps: Some(tps),
+            shard: None,
+            machine: None,
+            ..crate::report::machines::tests::run(clients, 0, "host", "model", "kernel")
+        }
+    }
+
+    fn claim(expect: &str, clients: Option<i64>) -> Claim {
+        Claim {
+            says: "b is twice as fast".into(),
+            source: None,
+            base: "a".into(),
+            target: "b".into(),
+            cells: CellSelector {
+                workload: "pgbench".into(),
+                script: None,
+                group: None,
+                scale: None,
+                clients,
+            },
+            metric: Metric::Tps,
+            expect: expect.into(),
+            expectation: Expectation::parse(expect, Direction::HigherIsBetter).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_group_is_judged_on_the_rounds_geometric_means_of_its_cells() {
+        // Cell 1 doubles in every round, cell 2 grows by 1.9×, 2× and 2.1×.
+        let mut runs = Vec::new();
+        for (round, second) in [1.9, 2.0, 2.1].into_iter().enumerate() {
+            let round = round as u32;
+            runs.extend([
+                run("a", 1, round, 100.0),
+                run("b", 1, round, 200.0),
+                run("a", 2, round, 100.0),
+                run("b", 2, round, 100.0 * second),
+            ]);
+        }
+        let result = &check(&[claim("2x ±20%", None)], &runs)[0];
+        assert_eq!((result.matched_cells, result.rounds), (2, 3));
+        // Per round √(2 · r2); their geometric mean.
+        let logs: Vec<f64> = [1.9f64, 2.0, 2.1]
+            .iter()
+            .map(|r| (2.0 * r).sqrt().ln())
+            .collect();
+        let expected = (logs.iter().sum::<f64>() / 3.0).exp();
+        assert!(
+            (result.ratio.unwrap() - expected).abs() < 1e-12,
+            "{result:?}"
+        );
+        assert_eq!(result.verdict, "reproduced", "{result:?}");
+    }
+
+    #[test]
+    fn runs_that_do_not_pair_are_judged_as_benchstat_does() {
+        // Rounds 0–2 on a, 3–5 on b: no round holds both.
+        let mut runs: Vec<StoredRun> = (0..3).map(|r| run("a", 1, r, 100.0 + r as f64)).collect();
+        runs.extend((3..6).map(|r| run("b", 1, r, 300.0 + r as f64)));
+        let result = &check(&[claim(">= 2x", Some(1))], &runs)[0];
+        assert_eq!(result.rounds, 0);
+        assert_eq!(result.verdict, "reproduced", "{result:?}");
+        assert!(
+            result
+                .verdict_text()
+                .starts_with("reproduced: runs do not pair by round (3/3)"),
+            "{}",
+            result.verdict_text()
+        );
+        // No cell at all: said so.
+        let none = &check(&[claim(">= 2x", Some(8))], &runs)[0];
+        assert_eq!(
+            none.verdict_text(),
+            "undecided: no cell both targets completed matches the claim"
+        );
+    }
 }

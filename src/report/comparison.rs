@@ -332,6 +332,15 @@ fn row(cell: &CellKey, base_runs: usize, other_runs: usize, c: &Comparison) -> C
     }
 }
 
+/// "1.032 [1.011–1.054]"; the ratio alone without an interval; "-" without a ratio.
+pub fn ratio_text(ratio: Option<f64>, low: Option<f64>, high: Option<f64>) -> String {
+    match (ratio, low, high) {
+        (Some(ratio), Some(low), Some(high)) => format!("{ratio:.3} [{low:.3}–{high:.3}]"),
+        (Some(ratio), _, _) => format!("{ratio:.3}"),
+        _ => "-".into(),
+    }
+}
+
 pub fn verdict_text(verdict: &Verdict) -> String {
     match verdict {
         Verdict::Better => "faster".into(),

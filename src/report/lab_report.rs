@@ -82,11 +82,7 @@ pub struct FamilySummary {
 impl FamilySummary {
     /// "1.032 [1.011–1.054]", or "-" without rounds both targets ran.
     pub fn group_text(&self) -> String {
-        match (self.ratio, self.ci_low, self.ci_high) {
-            (Some(ratio), Some(low), Some(high)) => format!("{ratio:.3} [{low:.3}–{high:.3}]"),
-            (Some(ratio), _, _) => format!("{ratio:.3}"),
-            _ => "-".into(),
-        }
+        comparison::ratio_text(self.ratio, self.ci_low, self.ci_high)
     }
 }
 

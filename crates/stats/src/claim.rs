@@ -74,7 +74,7 @@ impl Expectation {
     pub fn parse(text: &str, direction: Direction) -> Result<Expectation, String> {
         let lowered = text.trim().to_lowercase();
         if let Some(rest) = lowered.strip_prefix("within ") {
-            let percent = percent(rest.trim())
+            let percent = parse_percent(rest)
                 .filter(|p| (0.0..1.0).contains(p))
                 .ok_or_else(|| {
                     format!(
@@ -90,7 +90,7 @@ impl Expectation {
         let (rest, tolerance) = match rest.split_once('±').or_else(|| rest.split_once("+-")) {
             Some((head, tolerance)) => {
                 let tolerance =
-                    percent(tolerance.trim())
+                    parse_percent(tolerance)
                         .filter(|t| *t >= 0.0)
                         .ok_or_else(|| {
                             format!("\"{text}\": the tolerance is a percentage, as \"±5%\"")
@@ -227,7 +227,7 @@ fn magnitude(text: &str) -> Option<(Magnitude, Option<Word>)> {
         }
         None => (text, None),
     };
-    let magnitude = if let Some(p) = percent(number) {
+    let magnitude = if let Some(p) = parse_percent(number) {
         Magnitude::Percent(p)
     } else {
         let factor = number
@@ -247,9 +247,9 @@ fn magnitude(text: &str) -> Option<(Magnitude, Option<Word>)> {
     Some((magnitude, word))
 }
 
-/// "20%" → 0.2; "-5%" → -0.05.
-fn percent(text: &str) -> Option<f64> {
-    let number = text.strip_suffix('%')?.trim();
+/// "20%" → 0.2; "-5%" → -0.05; "2.5 %" → 0.025 (a spec's precision is read so too).
+pub fn parse_percent(text: &str) -> Option<f64> {
+    let number = text.trim().strip_suffix('%')?.trim();
     number
         .parse::<f64>()
         .ok()

@@ -1,0 +1,65 @@
+//! The number an auto lab's rounds and a bisection's steps are judged on: tps, p99 or the
+//! server's CPU per transaction, read from each completed run's summary.
+
+use crate::analysis::verdict::Direction;
+use crate::report::comparison::Metric;
+use crate::store::RunSummary;
+
+/// The number a round's judgement reads from each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundMetric {
+    Tps,
+    /// The 99th percentile latency, in ms.
+    P99,
+    /// The server processes' CPU µs per transaction: the work itself, which a busy neighbour
+    /// moves less than throughput (bench/metric_noise.py).
+    ServerCpu,
+}
+
+impl RoundMetric {
+    /// What `decide_on` and `bisect --metric` take.
+    pub fn parse(name: &str) -> Result<RoundMetric, String> {
+        match name {
+            "tps" => Ok(RoundMetric::Tps),
+            "p99" => Ok(RoundMetric::P99),
+            "server_cpu" => Ok(RoundMetric::ServerCpu),
+            other => Err(format!(
+                "unknown metric \"{other}\"; rounds are decided on tps, p99 or server_cpu"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundMetric::Tps => "tps",
+            RoundMetric::P99 => "p99",
+            RoundMetric::ServerCpu => "server_cpu",
+        }
+    }
+
+    /// The round metric of a report metric, for those a round's judgement reads.
+    pub fn of_metric(metric: &Metric) -> Option<RoundMetric> {
+        match metric {
+            Metric::Tps => Some(RoundMetric::Tps),
+            Metric::P99 => Some(RoundMetric::P99),
+            Metric::ServerCpu => Some(RoundMetric::ServerCpu),
+            _ => None,
+        }
+    }
+
+    pub fn of(self, run: &RunSummary) -> Option<f64> {
+        match self {
+            RoundMetric::Tps => run.tps,
+            RoundMetric::P99 => run.p99_ms,
+            RoundMetric::ServerCpu => run.server_cpu_us_per_txn,
+        }
+    }
+
+    /// Which way is better.
+    pub fn direction(self) -> Direction {
+        match self {
+            RoundMetric::Tps => Direction::HigherIsBetter,
+            RoundMetric::P99 | RoundMetric::ServerCpu => Direction::LowerIsBetter,
+        }
+    }
+}
