@@ -1238,6 +1238,7 @@ fn the_microbench_suite_runs_as_one_sequence_per_target() {
         "run_statements",
         "run_counter_series",
         "run_wait_events",
+        "run_metrics",
     ] {
         sqlite(&db, &format!("DELETE FROM {table} WHERE run_id = {scan_a}"));
     }
