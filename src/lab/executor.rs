@@ -662,11 +662,22 @@ impl<'a> Lab<'a> {
             // A failed run keeps what the probes saw too; a run that hung says what its
             // sessions waited on.
             if let Some(window) = observer.window {
+                let stalled = measured
+                    .as_ref()
+                    .err()
+                    .filter(|e| crate::driver::is_stall(e));
+                if let Some(error) = stalled {
+                    // Said before the window's last readings: a backend hung while holding a
+                    // lock those readings take (pg_stat_statements' own) holds them up until it
+                    // moves, and the user should know why the lab waits.
+                    (observer.on_event)(LabEvent::Note(&format!(
+                        "{}; reading what the server was doing",
+                        error.message()
+                    )));
+                }
                 window.close(&mut record);
-                if let Err(error) = &measured {
-                    if crate::driver::is_stall(error) {
-                        return Err(error.clone().with_note(&waits_seen(&record.wait_events)));
-                    }
+                if let Some(error) = stalled {
+                    return Err(error.clone().with_note(&waits_seen(&record.wait_events)));
                 }
             }
             measured
