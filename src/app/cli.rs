@@ -233,13 +233,14 @@ pub enum ServerAction {
     Stop,
     /// Stop the managed default server and delete its data
     Destroy,
-    /// PostgreSQL majors available to provision (Maven Central, zonky builds), what is cached,
-    /// and the builds from source in the cache
+    /// PostgreSQL majors reachable and from where (zonky builds on Maven Central, Debian's
+    /// archive), what is cached, and the builds from source in the cache
     Versions,
-    /// Download PostgreSQL (a major such as 15, or an exact version such as 15.15.0) from Maven
-    /// Central (zonky builds) into the cache and print its bin/ path
+    /// Download PostgreSQL (a major such as 15 or 19, or an exact version such as 15.15.0 or
+    /// 19rc1) into the cache and print its bin/ path: zonky's build from Maven Central, else the
+    /// release from Debian's archive (built from its tarball, or Debian's own build unpacked)
     Download {
-        /// A major 9.6 or 10-18 (its newest release), or an exact version
+        /// A major (its newest release), or an exact version
         version: String,
     },
     /// Build PostgreSQL from a release tarball or a source directory into the cache and print

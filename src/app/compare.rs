@@ -41,6 +41,11 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         client_cores: store.client_cores(id)?,
         builds: &store.lab_builds(id)?,
     });
+    warnings.extend(crate::report::defaults::changed_defaults(
+        &store.lab_target_settings(id)?,
+        &args.base,
+        &[&args.base, &args.other],
+    ));
     warnings.extend(warnings::too_few_runs(&args.other, &args.base, &rows));
     warnings.extend(warnings::excluded_runs(&excluded));
     for warning in warnings {

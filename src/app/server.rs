@@ -8,6 +8,7 @@ use crate::server::build::{self, BuildRequest};
 use crate::server::download;
 use crate::server::managed::{default_home, ManagedServer};
 use crate::server::setup::SetupLine;
+use crate::server::{git_source, release};
 
 pub fn run(action: &ServerAction) -> CommandResult {
     match action {
@@ -24,6 +25,7 @@ pub fn run(action: &ServerAction) -> CommandResult {
                 cflags: cflags.clone(),
                 configure: configure.clone(),
                 patches: patches.clone(),
+                origin: None,
             })
         }
         _ => {}
@@ -72,33 +74,54 @@ pub fn run(action: &ServerAction) -> CommandResult {
     Ok(())
 }
 
-/// Majors 9.6–18: the system's binaries, the newest build on Maven Central (zonky), and what is
-/// cached.
+/// Every major reachable and from where: zonky's builds on Maven Central, the release
+/// tarballs Debian's source packages carry (built from source when zonky has no build), what
+/// is cached, and the system's binaries.
 fn versions() -> CommandResult {
     let root = download::cache_root();
     let cached = download::cached_versions(&root);
     let system = Binaries::find_best().ok();
+    let debian = release::source_releases();
+    let newest_sources = debian
+        .as_ref()
+        .map(|releases| release::newest_per_major(releases))
+        .unwrap_or_default();
+    let mut majors: Vec<String> = download::MAJORS.iter().map(|m| m.to_string()).collect();
+    for source in newest_sources.iter().rev() {
+        if !majors.contains(&source.major) {
+            majors.push(source.major.clone());
+        }
+    }
     let mut rows = Vec::new();
-    for major in download::MAJORS {
+    for major in &majors {
         let available = download::newest_available(major).unwrap_or_else(|e| {
+            if download::major_of(major).is_none() {
+                return "none".into();
+            }
             format!(
                 "unavailable ({})",
                 e.message().split(": ").last().unwrap_or("")
             )
         });
+        let source = newest_sources
+            .iter()
+            .find(|r| &r.major == major)
+            .map(|r| format!("{} ({})", r.upstream, r.package.suite))
+            .unwrap_or_default();
         let here: Vec<String> = cached
             .iter()
-            .filter(|(v, _)| download::major_of(v) == Some(major))
+            .filter(|(v, _)| download::major_of(v) == Some(major.as_str()))
             .map(|(v, _)| v.clone())
             .collect();
         let system_note = system
             .as_ref()
-            .filter(|b| download::major_of(b.release()) == Some(major))
+            .filter(|b| major_of_release(b.release()) == *major)
             .map(|b| b.bin_dir.display().to_string())
             .unwrap_or_default();
         rows.push(vec![
-            major.to_string(),
+            major.clone(),
             available,
+            source,
             here.join(", "),
             system_note,
         ]);
@@ -106,9 +129,23 @@ fn versions() -> CommandResult {
     print!(
         "{}",
         table::render(
-            &["major", "newest on Maven Central", "cached", "system"],
+            &[
+                "major",
+                "newest on Maven Central (zonky)",
+                "newest Debian source (built)",
+                "cached",
+                "system"
+            ],
             &rows
         )
+    );
+    if let Err(e) = &debian {
+        println!("Debian's source packages: unreachable ({})", e.message());
+    }
+    println!(
+        "a major zonky lacks builds from Debian's release tarball ({}); any branch builds from git: postgres = {{ git = \"{}\", ref = \"master\" }}",
+        release::SUITES.join(", "),
+        git_source::POSTGRES_GIT
     );
     println!("cache: {}", root.display());
     let builds = build::cached_builds();
@@ -121,16 +158,24 @@ fn versions() -> CommandResult {
     Ok(())
 }
 
-/// Downloads (or finds in the cache) and prints the bin/ path on stdout; progress goes to
-/// stderr.
+/// "9.6.24" → "9.6", "19rc1" → "19".
+fn major_of_release(release: &str) -> String {
+    if let Some(rest) = release.strip_prefix("9.") {
+        return format!("9.{}", rest.split('.').next().unwrap_or(""));
+    }
+    release.chars().take_while(char::is_ascii_digit).collect()
+}
+
+/// Downloads (or builds, for a release zonky lacks; or finds in the cache) and prints the
+/// bin/ path on stdout; progress goes to stderr.
 fn download(version: &str) -> CommandResult {
-    if download::major_of(version).is_none() {
+    if release::parse(version).is_none() {
         return Err(Failure::input(format!(
-            "unknown PostgreSQL version \"{version}\"; use a major 9.6 or 10-18 (\"16\") or an exact version (\"16.4.0\")"
+            "unknown PostgreSQL version \"{version}\"; use a major (\"16\", \"19\") or an exact version (\"16.4.0\", \"19rc1\")"
         )));
     }
     let mut setup = SetupLine::on_stderr();
-    let binaries = download::binaries(version, &mut |event| setup.show(event))?;
+    let binaries = release::binaries(version, &mut |event| setup.show(event))?;
     eprintln!("PostgreSQL {}", binaries.release());
     println!("{}", binaries.bin_dir.display());
     Ok(())

@@ -202,5 +202,6 @@ fn build_request(
         cflags: text("cflags")?,
         configure: list("configure")?,
         patches,
+        origin: None,
     })
 }

@@ -246,6 +246,11 @@ impl<'a> Lab<'a> {
                 w.check_variant(script)?;
             }
         }
+        if !keep_going {
+            for target in &spec.targets {
+                targets.check(target)?;
+            }
+        }
         let binaries: Vec<Result<TargetBinaries, Failure>> = spec
             .targets
             .iter()

@@ -22,6 +22,16 @@ use crate::store::{SettingRow, TargetRecord};
 pub struct ManagedTargets;
 
 impl Targets for ManagedTargets {
+    fn check(&self, spec: &TargetSpec) -> Result<(), Failure> {
+        match &spec.server {
+            ServerSource::Postgres(source) => source.check().map_err(|e| {
+                e.into_input()
+                    .map_message(|text| format!("target \"{}\": {text}", spec.name))
+            }),
+            ServerSource::Mariadb(_) => Ok(()),
+        }
+    }
+
     fn resolve(
         &self,
         spec: &TargetSpec,
@@ -79,7 +89,7 @@ impl LabServer for ProvisionedServer {
         .unwrap_or_default();
         let settings = query_rows(
             &admin,
-            "SELECT name, setting, unit, source FROM pg_settings ORDER BY name",
+            "SELECT name, setting, unit, source, boot_val, context FROM pg_settings ORDER BY name",
         )?
         .into_iter()
         .map(|row| SettingRow {
@@ -87,6 +97,8 @@ impl LabServer for ProvisionedServer {
             setting: row[1].clone(),
             unit: row[2].clone(),
             source: row[3].clone(),
+            boot_val: row[4].clone(),
+            context: row[5].clone(),
         })
         .collect();
         Ok(TargetRecord {

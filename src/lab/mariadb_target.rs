@@ -125,6 +125,8 @@ impl LabServer for LabMariadb {
                 name,
                 setting: Some(value),
                 unit: None,
+                boot_val: None,
+                context: None,
             })
             .collect();
         let binaries = &self.server.binaries;

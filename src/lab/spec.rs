@@ -17,6 +17,8 @@ use crate::driver::Protocol;
 use crate::driver::RunLimit;
 use crate::duration::parse_duration;
 use crate::family::{self, api::LabWorkloadKind};
+use crate::server::build::BuildRequest;
+use crate::server::git_source::GitSource;
 pub use crate::server::profile::Profile;
 pub use crate::server::provision::BinarySource;
 pub use crate::store::Location;
@@ -644,12 +646,21 @@ fn postgres_source(
         }
         return Ok(BinarySource::BinDir(dir));
     }
-    match crate::server::download::major_of(text) {
+    if text == "master" {
+        return Ok(BinarySource::Git(
+            GitSource {
+                url: crate::server::git_source::POSTGRES_GIT.into(),
+                reference: "master".into(),
+            },
+            BuildRequest::default(),
+        ));
+    }
+    match crate::server::release::parse(text) {
         Some(_) => Ok(BinarySource::Version(text.into())),
         None => Err(source.at(
             value,
             format!(
-                "postgres: unknown version \"{text}\"; use a major 9.6 or 10-18 (\"16\"), an exact version (\"16.4.0\"), \"system\", a bin/ path or {{ source = … }} to build"
+                "postgres: unknown version \"{text}\"; use a major (\"16\", \"19\"), an exact version (\"16.4.0\", \"19rc1\"), \"master\", \"system\", a bin/ path, {{ source = … }} or {{ git = …, ref = … }} to build"
             ),
         )),
     }
@@ -679,11 +690,14 @@ fn mariadb_source(
 }
 
 /// `postgres = { source = "…", cflags = "…", configure = […], patches = […] }`: a build from
-/// source, its files relative to the spec.
+/// source, its files relative to the spec; `{ git = "…", ref = "…", … }` builds a git ref.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BuildFile {
-    source: String,
+    source: Option<String>,
+    git: Option<String>,
+    #[serde(rename = "ref")]
+    reference: Option<String>,
     cflags: Option<String>,
     #[serde(default)]
     configure: Vec<String>,
@@ -714,8 +728,8 @@ fn build_request(
             ))
         }
     };
-    Ok(BinarySource::Build(crate::server::build::BuildRequest {
-        source: exists(&file.source, "source")?,
+    let request = BuildRequest {
+        source: PathBuf::new(),
         cflags: file.cflags,
         configure: file.configure,
         patches: file
@@ -723,7 +737,33 @@ fn build_request(
             .iter()
             .map(|patch| exists(patch, "patch"))
             .collect::<Result<_, _>>()?,
-    }))
+        origin: None,
+    };
+    match (file.source, file.git, file.reference) {
+        (Some(path), None, None) => Ok(BinarySource::Build(BuildRequest {
+            source: exists(&path, "source")?,
+            ..request
+        })),
+        (None, Some(url), reference) => {
+            // A local repository is named relative to the spec, as a source directory is.
+            let url = if url.contains("://") || url.contains('@') {
+                url
+            } else {
+                exists(&url, "git repository")?.display().to_string()
+            };
+            let reference = reference.unwrap_or_else(|| "master".into());
+            Ok(BinarySource::Git(GitSource { url, reference }, request))
+        }
+        (None, None, Some(_)) => Err(source.at(value, "postgres: ref needs git = \"<repository>\"")),
+        (Some(_), Some(_), _) | (Some(_), None, Some(_)) => Err(source.at(
+            value,
+            "postgres: give source (a tarball or directory) or git (a repository and ref), not both",
+        )),
+        (None, None, None) => Err(source.at(
+            value,
+            "postgres: a build needs source = \"<tarball or directory>\" or git = \"<repository>\"",
+        )),
+    }
 }
 
 fn profile(
@@ -1271,7 +1311,7 @@ clients = [1, 4]
         );
         assert_eq!(
             error(&GOOD.replace("\"16\"", "\"9.5\"")),
-            "lab.toml:15:12: postgres: unknown version \"9.5\"; use a major 9.6 or 10-18 (\"16\"), an exact version (\"16.4.0\"), \"system\", a bin/ path or { source = … } to build"
+            "lab.toml:15:12: postgres: unknown version \"9.5\"; use a major (\"16\", \"19\"), an exact version (\"16.4.0\", \"19rc1\"), \"master\", \"system\", a bin/ path, { source = … } or { git = …, ref = … } to build"
         );
         assert_eq!(
             error(&GOOD.replace("runs = 2", "runs = 2\ncontrol = \"c\"")),
@@ -1360,11 +1400,16 @@ clients = [1, 4]
                 cflags: Some("-O2".into()),
                 configure: vec!["--enable-debug".into()],
                 patches: vec![],
+                origin: None,
             }))
         );
         let error = |text: &str| parse(&dir.join("lab.toml"), &with(text)).unwrap_err().0;
         assert!(error("{ source = \"pg.tar.bz2\", cflag = \"-O2\" }")
-            .ends_with("lab.toml:15:12: postgres: unknown field `cflag`, expected one of `source`, `cflags`, `configure`, `patches`"));
+            .ends_with("lab.toml:15:12: postgres: unknown field `cflag`, expected one of `source`, `git`, `ref`, `cflags`, `configure`, `patches`"));
+        assert!(error("{ git = \"https://example.org/pg.git\", source = \"pg.tar.bz2\" }")
+            .ends_with("lab.toml:15:12: postgres: give source (a tarball or directory) or git (a repository and ref), not both"));
+        assert!(error("{ ref = \"master\" }")
+            .ends_with("lab.toml:15:12: postgres: ref needs git = \"<repository>\""));
         assert!(
             error("{ source = \"pg.tar.bz2\", patches = [\"none.patch\"] }")
                 .contains("postgres: patch \""),

@@ -36,6 +36,11 @@ impl TargetBinaries {
 
 /// Resolves and provisions the targets of a lab spec.
 pub trait Targets {
+    /// Checks, without downloading or building, that the target's binaries can be had; every
+    /// target is checked before any is resolved, so that a bad one costs nothing.
+    fn check(&self, _spec: &TargetSpec) -> Result<(), Failure> {
+        Ok(())
+    }
     /// The target's binaries, checked before the lab starts (a download or a build happens
     /// here, told to `events`), with the target's settings checked against them.
     fn resolve(

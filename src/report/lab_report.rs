@@ -274,6 +274,11 @@ fn report_warnings(
                 panel.other_settings.len()
             )
         }));
+    out.extend(super::defaults::changed_defaults(
+        inputs.why.settings,
+        inputs.base,
+        &names,
+    ));
     out.extend(warnings::warnings(&WarningInputs {
         runs: inputs.runs,
         targets: &names,

@@ -5,6 +5,7 @@
 pub mod claims;
 pub mod comparison;
 pub mod control;
+pub mod defaults;
 pub mod every_metric;
 pub mod gate;
 pub mod headline;

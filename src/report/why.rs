@@ -177,7 +177,7 @@ fn configured_apart(diffs: Vec<SettingDiff>) -> (Vec<SettingDiff>, Vec<SettingDi
 /// that could not be sampled): missing, not zero.
 pub const NO_WAIT_SAMPLES: &str = "none sampled";
 
-fn with_unit(row: &SettingRow) -> Option<String> {
+pub(super) fn with_unit(row: &SettingRow) -> Option<String> {
     let value = row.setting.clone()?;
     Some(match row.unit.as_deref() {
         Some(unit) => format!("{value} {unit}"),
@@ -187,7 +187,7 @@ fn with_unit(row: &SettingRow) -> Option<String> {
 
 /// A setting's value in its unit's base (bytes, milliseconds), so that one value in two
 /// versions' units is one value: 9.6's max_wal_size "64 × 16MB" is 11's "1024 MB".
-fn normalized(row: &SettingRow) -> Option<String> {
+pub(super) fn normalized(row: &SettingRow) -> Option<String> {
     let value = row.setting.as_deref()?;
     let Some(unit) = row.unit.as_deref() else {
         return Some(value.to_string());
@@ -284,6 +284,8 @@ mod tests {
             setting: Some(value.into()),
             unit: None,
             source: Some(source.into()),
+            boot_val: None,
+            context: None,
         }
     }
 

@@ -41,7 +41,10 @@ impl Binaries {
 
     /// The major version number, e.g. 15 (9 for 9.6: compare it, do not print it).
     pub fn major(&self) -> Option<u32> {
-        self.release().split('.').next()?.parse().ok()
+        // "19rc1" and "19beta2" are 19 too.
+        let major = self.release().split('.').next()?;
+        let digits: String = major.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
     }
 
     /// The release as `postgres --version` prints it, e.g. "15.18" or "9.6.24".

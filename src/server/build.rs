@@ -17,7 +17,7 @@ use super::binaries::Binaries;
 use crate::error::Failure;
 
 /// What to build.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BuildRequest {
     /// A release tarball (`.tar.gz`, `.tar.bz2`, `.tar.xz`) or a source directory.
     pub source: PathBuf,
@@ -26,6 +26,9 @@ pub struct BuildRequest {
     pub configure: Vec<String>,
     /// Patches applied with `patch -p1`, in order.
     pub patches: Vec<PathBuf>,
+    /// Where stampede fetched the source from (a Debian source package, a git URL and ref), as
+    /// the build's record names it in place of the file's name.
+    pub origin: Option<String>,
 }
 
 /// Where a build came from, kept beside it in the cache and recorded with every result.
@@ -137,13 +140,19 @@ pub fn build(
         return Ok(built);
     }
     need_tool("make", "make")?;
+    if let SourceKind::Directory(tree) = &source.kind {
+        need_parser_generators(tree)?;
+    }
     let work = root.join(format!(".{key}.{}.partial", std::process::id()));
     let logs = root.join("logs").join(&key);
     let result = (|| {
         prepare_dirs(&work, &logs)?;
         check_disk_space(&root)?;
         let mut record = BuildRecord {
-            source: display_name(&request.source),
+            source: request
+                .origin
+                .clone()
+                .unwrap_or_else(|| display_name(&request.source)),
             source_sha256: source.sha256.clone(),
             git_describe: source.git_describe.clone(),
             uncommitted_sha256: source.uncommitted_sha256.clone(),
@@ -523,6 +532,29 @@ pub(super) fn need_tool(tool: &str, package: &str) -> Result<(), Failure> {
     }
 }
 
+/// A git checkout has no generated parser (release tarballs carry `gram.c` and the scanners):
+/// building it needs bison and flex, named before anything runs.
+pub(super) fn need_parser_generators(tree: &Path) -> Result<(), Failure> {
+    if tree.join("src/backend/parser/gram.c").is_file() {
+        return Ok(());
+    }
+    need_bison_and_flex()
+}
+
+/// bison and flex, which a tree without the generated parser needs.
+pub(super) fn need_bison_and_flex() -> Result<(), Failure> {
+    for tool in ["bison", "flex"] {
+        need_tool(tool, tool).map_err(|failure| {
+            failure.map_message(|message| {
+                format!(
+                    "{message} (a git checkout has no generated parser, unlike a release tarball)"
+                )
+            })
+        })?;
+    }
+    Ok(())
+}
+
 /// The compiler command configure would pick: `CC`, else `cc`.
 fn compiler_command() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())
@@ -760,6 +792,7 @@ mod tests {
             cflags: cflags.map(Into::into),
             configure: vec!["--enable-debug".into()],
             patches: Vec::new(),
+            origin: None,
         }
     }
 

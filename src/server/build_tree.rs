@@ -17,8 +17,8 @@ use sha2::{Digest, Sha256};
 use super::binaries::Binaries;
 use super::build::{
     builds_root, cache_key, cached, check_disk_space, compiler_version, display_name, file_sha256,
-    hex, install_into_cache, io_failure, need_tool, write, BuildRecord, BuildRequest, Builder,
-    Built, Ccache, Step, LOG_TAIL_LINES, RECORD_FILE,
+    hex, install_into_cache, io_failure, need_bison_and_flex, need_tool, write, BuildRecord,
+    BuildRequest, Builder, Built, Ccache, Step, LOG_TAIL_LINES, RECORD_FILE,
 };
 use crate::error::Failure;
 
@@ -92,6 +92,8 @@ impl BuildTree {
             return Err(CommitBuildError::Broken(tail));
         }
         need_tool("make", "make")?;
+        // A commit's tree never has the generated parser.
+        need_bison_and_flex()?;
         std::fs::create_dir_all(&self.root).map_err(|e| io_failure(&self.root, e))?;
         let _lock = self.lock()?;
         check_disk_space(&builds_root())?;

@@ -217,6 +217,22 @@ async fn fetch_archive(
     }
 }
 
+/// The file at `url`, its progress reported as it arrives; a transient error is retried.
+pub(super) async fn fetch_with_progress(
+    url: &str,
+    what: &str,
+    events: &mut dyn FnMut(SetupEvent<'_>),
+) -> Result<Vec<u8>, reqwest::Error> {
+    let client = reqwest::Client::new();
+    let mut attempt = 1;
+    loop {
+        match fetch_once(&client, url, what, events).await {
+            Err(e) if attempt < DOWNLOAD_ATTEMPTS && transient(&e) => attempt += 1,
+            result => return result,
+        }
+    }
+}
+
 async fn fetch_once(
     client: &reqwest::Client,
     url: &str,

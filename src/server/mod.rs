@@ -5,11 +5,15 @@ pub mod binaries;
 pub mod build;
 pub mod build_tree;
 pub mod cluster;
+pub mod debian;
+pub mod debian_packages;
 pub mod download;
+pub mod git_source;
 pub mod managed;
 pub mod mariadb;
 pub mod profile;
 pub mod provision;
+pub mod release;
 pub mod setup;
 
 use crate::conn::{ConnFlags, ConnSpec};

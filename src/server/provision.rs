@@ -23,10 +23,13 @@ pub enum BinarySource {
     System,
     /// A bin/ directory (a package's, or a user's own build).
     BinDir(PathBuf),
-    /// A major ("16") or exact version ("16.4.0") to download.
+    /// A major ("16", "19") or exact version ("16.4.0", "19rc1"): zonky's download, else the
+    /// release tarball built from source (`release.rs`).
     Version(String),
     /// Built from a source tarball or directory (cached by content and flags).
     Build(super::build::BuildRequest),
+    /// Built from a git repository's ref; the request's source is filled in by the checkout.
+    Git(super::git_source::GitSource, super::build::BuildRequest),
 }
 
 /// `targets.binary_source` of binaries stampede built from source (followed by the build's
@@ -39,17 +42,27 @@ impl BinarySource {
         match self {
             BinarySource::System => Binaries::find_best(),
             BinarySource::BinDir(dir) => Binaries::at(dir),
-            BinarySource::Version(version) => super::download::binaries(version, events),
-            BinarySource::Build(request) => {
-                let mut announce = |step: super::build::Step, seconds: Option<f64>| {
-                    let note = match seconds {
-                        Some(seconds) => format!("build: {} done in {seconds:.1} s", step.name()),
-                        None => format!("build: {}...", step.name()),
-                    };
-                    events(SetupEvent::Note(&note));
+            BinarySource::Version(version) => super::release::binaries(version, events),
+            BinarySource::Build(request) => build_announced(request, events),
+            BinarySource::Git(git, request) => {
+                let checkout = git.checkout(events)?;
+                let request = super::build::BuildRequest {
+                    source: checkout.tree,
+                    origin: Some(format!("{} ({})", git.describe(), &checkout.commit[..12])),
+                    ..request.clone()
                 };
-                super::build::build(request, &mut announce).map(|built| built.binaries)
+                build_announced(&request, events)
             }
+        }
+    }
+
+    /// Checks, without downloading or building, that the binaries can be had: a version
+    /// that neither zonky nor Debian's source packages carry is refused here, before any
+    /// target is provisioned.
+    pub fn check(&self) -> Result<(), Failure> {
+        match self {
+            BinarySource::Version(version) => super::release::check(version),
+            _ => Ok(()),
         }
     }
 
@@ -60,6 +73,7 @@ impl BinarySource {
             BinarySource::BinDir(dir) => dir.display().to_string(),
             BinarySource::Version(version) => version.clone(),
             BinarySource::Build(request) => request.source.display().to_string(),
+            BinarySource::Git(git, _) => git.describe(),
         }
     }
 
@@ -72,13 +86,33 @@ impl BinarySource {
                 Some(record) => format!("{BUILT_BINARIES}: {}", record.describe()),
                 None => "bin/ path".into(),
             },
-            BinarySource::Version(_) => ZONKY_BINARIES.into(),
-            BinarySource::Build(_) => match super::build::record_of(bin_dir) {
-                Some(record) => format!("{BUILT_BINARIES}: {}", record.describe()),
-                None => BUILT_BINARIES.into(),
-            },
+            BinarySource::Version(_) | BinarySource::Build(_) | BinarySource::Git(..) => {
+                match super::build::record_of(bin_dir) {
+                    Some(record) => format!("{BUILT_BINARIES}: {}", record.describe()),
+                    None if matches!(self, BinarySource::Version(_)) => {
+                        super::debian_packages::record_of(bin_dir)
+                            .unwrap_or_else(|| ZONKY_BINARIES.into())
+                    }
+                    None => BUILT_BINARIES.into(),
+                }
+            }
         }
     }
+}
+
+/// Builds `request` (or takes it from the cache), each step said as it starts and ends.
+fn build_announced(
+    request: &super::build::BuildRequest,
+    events: &mut dyn FnMut(SetupEvent<'_>),
+) -> Result<Binaries, Failure> {
+    let mut announce = |step: super::build::Step, seconds: Option<f64>| {
+        let note = match seconds {
+            Some(seconds) => format!("build: {} done in {seconds:.1} s", step.name()),
+            None => format!("build: {}...", step.name()),
+        };
+        events(SetupEvent::Note(&note));
+    };
+    super::build::build(request, &mut announce).map(|built| built.binaries)
 }
 
 /// How a target's cluster is configured.

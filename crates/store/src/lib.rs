@@ -30,6 +30,11 @@ pub struct SettingRow {
     pub setting: Option<String>,
     pub unit: Option<String>,
     pub source: Option<String>,
+    /// `pg_settings.boot_val`: the server's compiled-in default (None for MariaDB/MySQL and
+    /// results of older versions).
+    pub boot_val: Option<String>,
+    /// `pg_settings.context` (`internal` settings are fixed at build or initdb).
+    pub context: Option<String>,
 }
 
 /// A target's captured configuration, as reports read it back.

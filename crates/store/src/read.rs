@@ -210,7 +210,7 @@ impl Store {
         let rows = self
             .db
             .query(
-                "SELECT t.name, t.server_version, s.name, s.setting, s.unit, s.source
+                "SELECT t.name, t.server_version, s.name, s.setting, s.unit, s.source, s.boot_val, s.context
                  FROM targets t JOIN target_settings s ON s.target_id = t.id
                  WHERE t.lab_id = ?1 ORDER BY t.name, s.name",
                 &[lab.into()],
@@ -223,6 +223,8 @@ impl Store {
                 setting: r.get(3).and_then(Value::as_string),
                 unit: r.get(4).and_then(Value::as_string),
                 source: r.get(5).and_then(Value::as_string),
+                boot_val: r.get(6).and_then(Value::as_string),
+                context: r.get(7).and_then(Value::as_string),
             };
             match out.last_mut() {
                 Some(target) if target.target == text(r, 0) => target.settings.push(setting),

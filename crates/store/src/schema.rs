@@ -229,4 +229,10 @@ ALTER TABLE runs ADD COLUMN machine_id INTEGER REFERENCES machines(id);
 ALTER TABLE runs ADD COLUMN shard INTEGER;  -- NULL in a lab run on one machine
 ALTER TABLE labs ADD COLUMN shards INTEGER;
 "#,
+    // 13: each setting's compiled-in default and context, so that a report names the defaults
+    // that changed between the versions it compares from the servers' own catalogs.
+    r#"
+ALTER TABLE target_settings ADD COLUMN boot_val TEXT;
+ALTER TABLE target_settings ADD COLUMN context TEXT;
+"#,
 ];

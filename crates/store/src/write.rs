@@ -147,13 +147,16 @@ impl Store {
             db.execute("DELETE FROM target_settings WHERE target_id = ?1", &[id.into()])?;
             for s in &target.settings {
                 db.execute(
-                    "INSERT INTO target_settings VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO target_settings (target_id, name, setting, unit, source, boot_val, context)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                     &[
                         id.into(),
                         (&s.name).into(),
                         s.setting.as_ref().into(),
                         s.unit.as_ref().into(),
                         s.source.as_ref().into(),
+                        s.boot_val.as_ref().into(),
+                        s.context.as_ref().into(),
                     ],
                 )?;
             }
