@@ -389,7 +389,7 @@ fn specs_that_mix_engines_wrongly_are_refused_before_anything_starts() {
         &dir,
         "name = \"bad\"\nduration = \"1s\"\n[[target]]\nname = \"m\"\nmariadb = \"no/such/dir\"\n[[workload]]\nname = \"dbstress\"\nclients = [1]\n",
         &format!(
-            "SPEC:5:11: mariadb: \"{}\" is neither \"system\" nor a directory holding mariadbd or mysqld",
+            "SPEC:5:11: mariadb: \"{}\" is neither \"system\", a release series (\"10.11\", \"11.8\") nor a directory holding mariadbd or mysqld",
             dir.join("no/such/dir").display()
         ),
     );
@@ -452,4 +452,103 @@ fn sessions_executing(socket: &Path, db: &str) -> usize {
         .trim()
         .parse()
         .unwrap_or(0)
+}
+
+/// Two MariaDB releases side by side, neither installed: 10.5 from Debian bullseye's packages and
+/// 11.8 from a newer suite's (its own C library with it), unpacked into the cache and run under
+/// the lab's managed lifecycle. sysbench's oltp_read_only runs on both (10.5 cannot prepare
+/// `BEGIN`; that statement is emulated as sysbench does), and the lab stores each server's own
+/// `version()`. A series no suite carries is refused before anything starts, naming those that are.
+#[test]
+fn two_mariadb_releases_from_debians_packages_run_sysbench_side_by_side() {
+    let dir = lab_dir("releases");
+    let _cleanup = Cleanup(dir.to_path_buf());
+    let spec = dir.join("lab.toml");
+    let write = |second: &str| {
+        std::fs::write(
+            &spec,
+            format!(
+                r#"name = "mariadb-releases"
+runs = 1
+duration = "2s"
+warmup = "500ms"
+
+[[target]]
+name = "m105"
+mariadb = "10.5"
+
+[[target]]
+name = "next"
+mariadb = "{second}"
+
+[[workload]]
+name = "sysbench"
+scripts = ["oltp_read_only"]
+scale = [1]
+clients = [2]
+"#
+            ),
+        )
+        .unwrap();
+    };
+    write("11.8");
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let progress = stderr(&output);
+    assert!(output.status.success(), "{progress}");
+    assert!(
+        progress.contains("target \"m105\": MariaDB 10.5: mariadb-server-core-10.5 1:10.5."),
+        "{progress}"
+    );
+    let db = dir.join("mariadb-releases.db");
+    let targets = sqlite(
+        &db,
+        "SELECT name, server_version, binary_source FROM targets ORDER BY name",
+    );
+    assert!(targets[0][1].starts_with("10.5."), "{targets:?}");
+    assert!(targets[0][1].contains("MariaDB"), "{targets:?}");
+    assert!(targets[1][1].starts_with("11.8."), "{targets:?}");
+    for target in &targets {
+        assert!(target[2].contains("(Debian "), "{target:?}");
+        assert!(target[2].contains(", unpacked)"), "{target:?}");
+    }
+    let runs = sqlite(
+        &db,
+        "SELECT c.target, r.status, r.transactions FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY c.target",
+    );
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for run in &runs {
+        assert_eq!(run[1], "completed", "{runs:?}");
+        assert!(number(&run[2]) > 0.0, "{runs:?}");
+    }
+    // Nothing was installed system-wide: the servers ran from the cache.
+    let cache = "/var/cache/stampede/postgresql/debian-packages/";
+    assert!(
+        targets.iter().all(|t| t[2].contains(cache))
+            || std::env::var_os("STAMPEDE_CACHE").is_some(),
+        "{targets:?}"
+    );
+
+    let refused_dir = lab_dir("releases-refused");
+    let refused_spec = refused_dir.join("lab.toml");
+    std::fs::copy(&spec, &refused_spec).unwrap();
+    let text = std::fs::read_to_string(&refused_spec)
+        .unwrap()
+        .replace("mariadb = \"11.8\"", "mariadb = \"10.6\"")
+        .replace("mariadb-releases", "refused");
+    std::fs::write(&refused_spec, text).unwrap();
+    let output = stampede_command(&["lab", "run", refused_spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.starts_with("stampede: error: target \"next\": MariaDB 10.6 is not reachable: Debian's packages (bullseye, bookworm, trixie, unstable) carry 10.5 ("),
+        "{message}"
+    );
+    assert!(message.contains(" 10.11 (10.11."), "{message}");
+    assert!(message.contains(" 11.8 (11.8."), "{message}");
+    assert!(!refused_dir.join("refused.db").exists());
+    assert!(!refused_dir.join("refused.db.servers").exists());
 }

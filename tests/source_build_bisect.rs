@@ -396,3 +396,89 @@ fn bad_input_is_refused_before_anything_is_built() {
     assert!(!own_cache.exists(), "nothing was built");
     assert!(!dir.join("hot.db").exists() && !dir.join("hot.db.servers").exists());
 }
+
+/// A lab target built from a git repository's ref (`postgres = { git, ref }`): the repository
+/// is mirrored into the cache, the ref's commit exported and built like a release tarball (so
+/// ccache serves what the release build compiled), and the lab records the ref and commit. A
+/// second lab finds the build in the cache. A ref the repository lacks is refused, naming its
+/// branches and tags, with nothing written.
+#[test]
+fn a_lab_target_builds_a_git_ref_from_a_repository() {
+    let dir = LabDir::new("git-target");
+    let repository = history().to_str().unwrap().to_string();
+    let write = |name: &str, reference: &str| {
+        let spec = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &spec,
+            format!(
+                r#"name = "{name}"
+runs = 1
+duration = "300ms"
+probes = false
+
+[[target]]
+name = "branch"
+postgres = {{ git = "{repository}", ref = "{reference}", cflags = "-O2" }}
+settings = {{ fsync = false }}
+
+[[workload]]
+name = "pgbench"
+scripts = ["select-only"]
+clients = [1]
+"#
+            ),
+        )
+        .unwrap();
+        spec
+    };
+    let spec = write("git", "t4");
+    let output = bisect_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let commit = hash_of("t4");
+    let source = common::sqlite(
+        &dir.join("git.db"),
+        "SELECT server, binary_source FROM targets",
+    );
+    assert_eq!(source[0][0], format!("{repository} t4"));
+    assert!(
+        source[0][1].starts_with(&format!(
+            "built from source: built from {repository} t4 ({}) (sha256 ",
+            &commit[..12]
+        )),
+        "{source:?}"
+    );
+    assert!(source[0][1].contains("CFLAGS -O2"), "{source:?}");
+    let runs = common::sqlite(
+        &dir.join("git.db"),
+        "SELECT count(*) FROM runs WHERE status = 'completed'",
+    );
+    assert_eq!(runs[0][0], "1");
+
+    // The same ref again: fetched, and the build taken from the cache (no make).
+    let again = write("again", "t4");
+    let output = bisect_command(&["lab", "run", again.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let progress = stderr(&output);
+    assert!(
+        progress.contains(&format!("fetching {repository}")),
+        "{progress}"
+    );
+    assert!(!progress.contains("build: make"), "{progress}");
+
+    let missing = write("missing", "no-such-ref");
+    let output = bisect_command(&["lab", "run", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    let expected = format!(
+        "stampede: error: target \"branch\": git ref \"no-such-ref\" does not exist in {repository}; branches: "
+    );
+    assert!(message.contains(&expected), "{message}");
+    assert!(message.contains("newest tags: t16, "), "{message}");
+    assert!(!dir.join("missing.db").exists());
+}

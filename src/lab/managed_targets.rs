@@ -12,6 +12,7 @@ use crate::error::Failure;
 use crate::pg::control::{query_rows, query_string, sql};
 use crate::probe::plans;
 use crate::server::mariadb::managed::MariadbBinaries;
+use crate::server::mariadb::release;
 use crate::server::profile::Machine;
 use crate::server::provision::{ProvisionedServer, ServerConfig};
 use crate::server::setup::SetupEvent;
@@ -28,6 +29,9 @@ impl Targets for ManagedTargets {
                 e.into_input()
                     .map_message(|text| format!("target \"{}\": {text}", spec.name))
             }),
+            ServerSource::Mariadb(source) if release::is_series(source) => release::locate(source)
+                .map(|_| ())
+                .map_err(|e| e.map_message(|text| format!("target \"{}\": {text}", spec.name))),
             ServerSource::Mariadb(_) => Ok(()),
         }
     }
@@ -47,6 +51,9 @@ impl Targets for ManagedTargets {
         let binaries = match &spec.server {
             ServerSource::Postgres(source) => {
                 source.resolve(&mut named).map(TargetBinaries::Postgres)
+            }
+            ServerSource::Mariadb(source) if release::is_series(source) => {
+                release::binaries(source, &mut named).map(TargetBinaries::Mariadb)
             }
             ServerSource::Mariadb(source) => {
                 MariadbBinaries::find(source).map(TargetBinaries::Mariadb)

@@ -141,6 +141,9 @@ impl LabServer for LabMariadb {
                 },
                 if binaries.source == "system" {
                     "system packages"
+                } else if binaries.unpacked {
+                    // "mariadb-server-core 1:11.8.9+ds-4 (Debian unstable, unpacked) (<root>)".
+                    binaries.source.as_str()
                 } else {
                     "bin/ path"
                 }

@@ -673,7 +673,7 @@ fn mariadb_source(
     base: &Path,
 ) -> Result<String, SpecError> {
     let text = value.get_ref().trim();
-    if text == "system" {
+    if text == "system" || crate::server::mariadb::release::is_series(text) {
         return Ok(text.into());
     }
     let dir = base.join(text);
@@ -681,7 +681,7 @@ fn mariadb_source(
         return Err(source.at(
             value,
             format!(
-                "mariadb: \"{}\" is neither \"system\" nor a directory holding mariadbd or mysqld",
+                "mariadb: \"{}\" is neither \"system\", a release series (\"10.11\", \"11.8\") nor a directory holding mariadbd or mysqld",
                 dir.display()
             ),
         ));

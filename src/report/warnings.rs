@@ -170,8 +170,8 @@ fn mixed_builds(inputs: &WarningInputs<'_>) -> Vec<String> {
         for other in others {
             if let Some(differences) = build_differences(first, other) {
                 out.push(format!(
-                    "\"{}\" and \"{}\" were built differently ({differences}): part of a difference may be the build's, not the version's",
-                    first.target, other.target
+                    "\"{}\" ({}) and \"{}\" ({}) were built differently ({differences}): part of a difference may be the build's, not the version's",
+                    first.target, first.binary_source, other.target, other.binary_source
                 ));
             }
         }
@@ -332,7 +332,7 @@ mod tests {
         ];
         assert_eq!(
             warnings_for(&flags),
-            ["\"zonky\" and \"o2\" were built differently (CFLAGS \"-Os\" vs \"-O2\"): part of a difference may be the build's, not the version's"]
+            [format!("\"zonky\" ({ZONKY_BINARIES}) and \"o2\" (built from source: y) were built differently (CFLAGS \"-Os\" vs \"-O2\"): part of a difference may be the build's, not the version's")]
         );
     }
 }

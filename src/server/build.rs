@@ -361,7 +361,9 @@ impl Builder<'_> {
                 "{} is not a PostgreSQL source tarball (no configure and src/backend/main/main.c inside)",
                 tarball.display()
             ))
-        })
+        })?;
+        // A tarball exported from git has no generated parser either.
+        need_parser_generators(into)
     }
 
     fn copy_tree(&self, dir: &Path, into: &Path) -> Result<(), Failure> {

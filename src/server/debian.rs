@@ -100,13 +100,24 @@ pub struct BinaryPackage {
 
 /// The binary packages of `suite` for this machine's architecture.
 pub fn binary_packages(suite: &str) -> Result<Vec<BinaryPackage>, Failure> {
+    binary_packages_named(suite, &|_| true)
+}
+
+/// The binary packages of `suite` whose name `wanted` accepts.
+pub fn binary_packages_named(
+    suite: &str,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<Vec<BinaryPackage>, Failure> {
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
         other => other,
     };
     let text = package_list(suite, &format!("main/binary-{arch}/Packages.xz"))?;
-    Ok(stanzas(&text).filter_map(binary_package).collect())
+    Ok(stanzas(&text)
+        .filter(|stanza| field(stanza, "Package").is_some_and(wanted))
+        .filter_map(binary_package)
+        .collect())
 }
 
 fn binary_package(stanza: &str) -> Option<BinaryPackage> {

@@ -1,8 +1,8 @@
 //! PostgreSQL from a git repository and ref (the development branch, a patch series' branch):
 //! the repository is mirrored once into the cache and fetched again on later uses; the ref's
-//! commit is checked out into a tree of its own (sharing the mirror's objects), which
-//! `build.rs` then builds like any source directory. A git tree lacks the files a release
-//! tarball generates, so building it needs bison and flex.
+//! commit is exported (`git archive`) as a tarball that `build.rs` builds like a release's, so
+//! that its objects are the ones a release build of the same files compiled (ccache). A git
+//! tree lacks the files a release tarball generates, so building it needs bison and flex.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,9 +24,10 @@ pub struct GitSource {
     pub reference: String,
 }
 
-/// A ref's commit checked out.
-pub struct Checkout {
-    pub tree: PathBuf,
+/// A ref's commit exported.
+pub struct Export {
+    /// `<cache>/git/archives/<commit>.tar.gz`.
+    pub tarball: PathBuf,
     pub commit: String,
 }
 
@@ -36,17 +37,17 @@ impl GitSource {
         format!("{} {}", self.url, self.reference)
     }
 
-    /// The ref's commit checked out under the cache, the repository fetched first (a fetch
-    /// that fails is said, and the mirror's last state used).
-    pub fn checkout(&self, events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<Checkout, Failure> {
+    /// The ref's commit exported under the cache, the repository fetched first (a fetch that
+    /// fails is said, and the mirror's last state used).
+    pub fn export(&self, events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<Export, Failure> {
         let root = super::download::cache_root().join("git");
         let mirror = self.mirror(&root, events)?;
         let commit = self.resolve(&mirror)?;
-        let tree = root.join("trees").join(&commit);
-        if !tree.join("configure").is_file() {
-            check_out(&mirror, &commit, &tree)?;
+        let tarball = root.join("archives").join(format!("{commit}.tar.gz"));
+        if !tarball.is_file() {
+            archive(&mirror, &commit, &tarball)?;
         }
-        Ok(Checkout { tree, commit })
+        Ok(Export { tarball, commit })
     }
 
     fn mirror(
@@ -144,34 +145,31 @@ impl GitSource {
     }
 }
 
-/// A tree of `commit` at `tree`, sharing the mirror's objects.
-fn check_out(mirror: &Path, commit: &str, tree: &Path) -> Result<(), Failure> {
-    let parent = tree.parent().expect("under trees/");
+/// `commit`'s files as a tarball at `tarball` (one top directory, as a release's).
+fn archive(mirror: &Path, commit: &str, tarball: &Path) -> Result<(), Failure> {
+    let parent = tarball.parent().expect("under archives/");
     std::fs::create_dir_all(parent)
         .map_err(|e| Failure::run(format!("{}: {e}", parent.display())).caused_by(e))?;
     let partial = parent.join(format!(".{commit}.{}.partial", std::process::id()));
-    let _ = std::fs::remove_dir_all(&partial);
     let result = git(
-        None,
+        Some(mirror),
         &[
-            "clone",
-            "--quiet",
-            "--shared",
-            "--no-checkout",
-            &mirror.to_string_lossy(),
+            "archive",
+            "--format=tar.gz",
+            "--prefix=postgresql/",
+            "-o",
             &partial.to_string_lossy(),
+            commit,
         ],
-    )
-    .and_then(|_| git_in(&partial, &["checkout", "--quiet", "--detach", commit]));
+    );
     if let Err(e) = result {
-        let _ = std::fs::remove_dir_all(&partial);
+        let _ = std::fs::remove_file(&partial);
         return Err(e);
     }
-    super::download::open_to_everyone(parent)?;
-    if std::fs::rename(&partial, tree).is_err() {
-        let _ = std::fs::remove_dir_all(&partial);
-    }
-    Ok(())
+    std::fs::rename(&partial, tarball).map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        Failure::run(format!("{}: {e}", tarball.display())).caused_by(e)
+    })
 }
 
 fn git(git_dir: Option<&Path>, args: &[&str]) -> Result<Output, Failure> {
@@ -179,12 +177,6 @@ fn git(git_dir: Option<&Path>, args: &[&str]) -> Result<Output, Failure> {
     if let Some(dir) = git_dir {
         command.arg("--git-dir").arg(dir);
     }
-    run(command, args)
-}
-
-fn git_in(work_tree: &Path, args: &[&str]) -> Result<Output, Failure> {
-    let mut command = Command::new("git");
-    command.arg("-C").arg(work_tree);
     run(command, args)
 }
 

@@ -45,10 +45,10 @@ impl BinarySource {
             BinarySource::Version(version) => super::release::binaries(version, events),
             BinarySource::Build(request) => build_announced(request, events),
             BinarySource::Git(git, request) => {
-                let checkout = git.checkout(events)?;
+                let export = git.export(events)?;
                 let request = super::build::BuildRequest {
-                    source: checkout.tree,
-                    origin: Some(format!("{} ({})", git.describe(), &checkout.commit[..12])),
+                    source: export.tarball,
+                    origin: Some(format!("{} ({})", git.describe(), &export.commit[..12])),
                     ..request.clone()
                 };
                 build_announced(&request, events)

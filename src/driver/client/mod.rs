@@ -86,7 +86,7 @@ pub struct Client {
     /// variables bound to its `?` markers, in order.
     mysql_statements: Vec<Vec<Option<mysql::PreparedCommand>>>,
     /// The statements prepared on the MySQL connection, by text.
-    mysql_by_text: std::collections::HashMap<String, crate::wire::mysql::Prepared>,
+    mysql_by_text: std::collections::HashMap<String, Option<crate::wire::mysql::Prepared>>,
     /// Which statements this connection has prepared, per script and command.
     prepared: Vec<Vec<bool>>,
     /// Prepared-statement names, per script and command, built once.

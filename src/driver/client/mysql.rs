@@ -14,12 +14,17 @@ use crate::wire::ConnError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A statement prepared on this connection and the variables bound to its markers.
+/// A statement prepared on this connection and the variables bound to its markers; no
+/// statement when the server cannot prepare it (`ER_UNSUPPORTED_PS`, e.g. `BEGIN` before
+/// MariaDB 10.6), which then runs as text with its values inlined, as sysbench emulates it.
 #[derive(Debug, Clone)]
 pub struct PreparedCommand {
-    statement: Prepared,
+    statement: Option<Prepared>,
     params: Vec<VarSlot>,
 }
+
+/// "This command is not supported in the prepared statement protocol yet".
+const ER_UNSUPPORTED_PS: u16 = 1295;
 
 impl Client {
     pub(super) async fn connect_mysql(&mut self, target: &MysqlSpec) -> Result<(), ConnError> {
@@ -41,7 +46,15 @@ impl Client {
         command_index: usize,
     ) -> Result<(), TryOutcome> {
         let capture = sql.store.is_some();
-        let reply = if plan.protocol == Protocol::Simple {
+        if plan.protocol != Protocol::Simple {
+            self.prepare_command(plan, sql, script_index, command_index)
+                .await?;
+        }
+        let emulated = plan.protocol != Protocol::Simple
+            && self.mysql_statements[script_index][command_index]
+                .as_ref()
+                .is_some_and(|prepared| prepared.statement.is_none());
+        let reply = if plan.protocol == Protocol::Simple || emulated {
             let text = self.inline_variables(plan, sql, true);
             self.debug(plan, || format!("sending {text}"));
             self.last_simple_sql = text;
@@ -50,15 +63,14 @@ impl Client {
                 Err(e) => Err(e),
             }
         } else {
-            self.prepare_command(plan, sql, script_index, command_index)
-                .await?;
             let prepared = self.mysql_statements[script_index][command_index]
                 .as_ref()
                 .expect("prepared");
+            let statement = prepared.statement.expect("not emulated");
             let variables = &self.variables;
             let values = prepared.params.iter().map(|slot| &variables[*slot]);
             match mysql(&mut self.conn) {
-                Ok(conn) => conn.execute(prepared.statement, values, capture).await,
+                Ok(conn) => conn.execute(statement, values, capture).await,
                 Err(e) => Err(e),
             }
         };
@@ -89,7 +101,8 @@ impl Client {
                 let abort = |message| abort_sql(self.id, script_index, command_index, message);
                 let conn = mysql(&mut self.conn).map_err(|e| abort(e.to_string()))?;
                 let statement = match conn.prepare(&text).await {
-                    Ok(Ok(statement)) => statement,
+                    Ok(Ok(statement)) => Some(statement),
+                    Ok(Err(error)) if error.mysql_errno == Some(ER_UNSUPPORTED_PS) => None,
                     Ok(Err(error)) => return Err(abort(error.render(Some(&text)))),
                     Err(e) => return Err(abort(e.to_string())),
                 };
@@ -130,24 +143,7 @@ pub fn with_markers(sql: &SqlCommand) -> (String, Vec<VarSlot>) {
     (text, params)
 }
 
-/// A string literal in single quotes, with the characters MySQL's parser treats specially
-/// escaped (mysql_real_escape_string's set).
-pub(super) fn push_quoted(out: &mut String, value: &str) {
-    out.push('\'');
-    for c in value.chars() {
-        match c {
-            '\'' => out.push_str("\\'"),
-            '\\' => out.push_str("\\\\"),
-            '\0' => out.push_str("\\0"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\u{1a}' => out.push_str("\\Z"),
-            '"' => out.push_str("\\\""),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-}
+pub(super) use crate::wire::mysql::push_quoted;
 
 #[cfg(test)]
 mod tests {

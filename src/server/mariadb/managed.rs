@@ -41,6 +41,9 @@ pub struct MariadbBinaries {
     pub version: String,
     /// Where the binaries came from ("system" or the bin/ path given).
     pub source: String,
+    /// Unpacked from Debian's packages: the server's compiled-in paths (plugins, messages)
+    /// point at the system's directories, so they are given under the unpack.
+    pub unpacked: bool,
 }
 
 impl MariadbBinaries {
@@ -85,6 +88,7 @@ impl MariadbBinaries {
             flavor,
             version,
             source: source.to_string(),
+            unpacked: false,
         })
     }
 
@@ -242,6 +246,7 @@ impl MariadbServer {
                         command.arg(format!("--basedir={}", base.display()));
                     }
                 }
+                command.args(self.unpacked_paths());
                 command.output()
             }
             _ => self
@@ -281,6 +286,10 @@ impl MariadbServer {
         {
             text.push_str(&format!("basedir = {}\n", base.display()));
         }
+        for option in self.unpacked_paths() {
+            text.push_str(option.trim_start_matches("--"));
+            text.push('\n');
+        }
         for (name, value) in &self.settings {
             match value.as_str() {
                 "" => text.push_str(&format!("{name}\n")),
@@ -291,6 +300,27 @@ impl MariadbServer {
         std::fs::write(&path, text).map_err(|e| {
             Failure::run(format!("could not write {}: {e}", path.display())).caused_by(e)
         })
+    }
+
+    /// `--plugin-dir` and `--lc-messages-dir` under an unpack of Debian's packages (the
+    /// compiled-in ones are the system's, which may hold another version or nothing).
+    fn unpacked_paths(&self) -> Vec<String> {
+        let Some(base) = self.binaries.base_dir().filter(|_| self.binaries.unpacked) else {
+            return Vec::new();
+        };
+        let mut options = Vec::new();
+        let plugins = base.join("lib/mysql/plugin");
+        if plugins.is_dir() {
+            options.push(format!("--plugin-dir={}", plugins.display()));
+        }
+        if let Some(messages) = ["share/mariadb", "share/mysql"]
+            .iter()
+            .map(|dir| base.join(dir))
+            .find(|dir| dir.join("english").is_dir())
+        {
+            options.push(format!("--lc-messages-dir={}", messages.display()));
+        }
+        options
     }
 
     pub fn pid(&self) -> Option<i32> {

@@ -3,3 +3,4 @@
 
 pub mod managed;
 pub mod profile;
+pub mod release;

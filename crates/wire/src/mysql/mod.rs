@@ -731,6 +731,25 @@ async fn open(spec: &MysqlSpec) -> Result<Stream, ConnError> {
     Ok(Stream::Tcp(stream))
 }
 
+/// A string literal in single quotes, with the characters MySQL's parser treats specially
+/// escaped (mysql_real_escape_string's set).
+pub fn push_quoted(out: &mut String, value: &str) {
+    out.push('\'');
+    for c in value.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\u{1a}' => out.push_str("\\Z"),
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

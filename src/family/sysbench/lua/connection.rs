@@ -33,8 +33,14 @@ enum Db {
 enum Statement {
     Pg(String),
     My(Prepared),
+    /// A statement the server cannot prepare (`ER_UNSUPPORTED_PS`, e.g. `BEGIN` before MariaDB
+    /// 10.6): sent as text with its values inlined, as sysbench's driver emulates it.
+    Emulated(String),
     DryRun,
 }
+
+/// "This command is not supported in the prepared statement protocol yet".
+const ER_UNSUPPORTED_PS: u16 = 1295;
 
 /// sysbench's error classes.
 const ERROR_NONE: u8 = 0;
@@ -314,6 +320,9 @@ impl Connection {
             }
             Db::My(conn) => match context.runtime().block_on(conn.prepare(sql)) {
                 Ok(Ok(prepared)) => Ok(Statement::My(prepared)),
+                Ok(Err(error)) if error.mysql_errno == Some(ER_UNSUPPORTED_PS) => {
+                    Ok(Statement::Emulated(sql.to_string()))
+                }
                 Ok(Err(error)) => Err(format!(
                     "mysql_stmt_prepare() failed\nFATAL: MySQL error: {} \"{}\"",
                     error.mysql_errno.unwrap_or(0),
@@ -344,6 +353,10 @@ impl Connection {
         if !matches!(self.statements.get(slot), Some(Some(_))) {
             self.set_error(ERROR_FATAL, 0, None, None);
             return None;
+        }
+        if let Some(Statement::Emulated(sql)) = &self.statements[slot] {
+            let text = inline_values(sql, values);
+            return self.query(&text);
         }
         self.recycle_rows();
         let statement = self.statements[slot].as_ref().expect("checked");
@@ -756,4 +769,24 @@ impl ResultSet {
         self.next += 1;
         Some(row)
     }
+}
+
+/// `sql` with each `?` marker replaced by its value as a literal (text quoted), as sysbench's
+/// emulation of a statement the server cannot prepare writes it.
+fn inline_values(sql: &str, values: &[BoundValue]) -> String {
+    let mut text = String::with_capacity(sql.len() + 16 * values.len());
+    let mut values = values.iter();
+    for c in sql.chars() {
+        if c != '?' {
+            text.push(c);
+            continue;
+        }
+        match values.next() {
+            Some(BoundValue::Text(value)) => crate::wire::mysql::push_quoted(&mut text, value),
+            Some(BoundValue::Null | BoundValue::Unset) => text.push_str("NULL"),
+            Some(value) => value.write_text(&mut text),
+            None => text.push('?'),
+        }
+    }
+    text
 }

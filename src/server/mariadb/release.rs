@@ -1,0 +1,135 @@
+//! MariaDB releases as targets: `mariadb = "10.11"` (a release series) provisions that series'
+//! server from Debian's packages of the release that carries it — unpacked into the cache with
+//! the libraries it needs, never installed system-wide (`debian_packages.rs`) — so that two
+//! series run side by side under the same managed lifecycle as the system's server.
+
+use super::managed::MariadbBinaries;
+use crate::error::Failure;
+use crate::server::debian::{self, BinaryPackage};
+use crate::server::debian_packages;
+use crate::server::setup::SetupEvent;
+
+/// The Debian releases searched, oldest first: each carries one MariaDB series (bullseye 10.5,
+/// bookworm 10.11, trixie and unstable 11.8).
+pub const SUITES: [&str; 4] = ["bullseye", "bookworm", "trixie", "unstable"];
+
+/// A series as a target names it: two numbers ("10.11", "11.8").
+pub fn is_series(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('.').collect();
+    parts.len() == 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A MariaDB server package of a suite.
+#[derive(Debug, Clone)]
+pub struct Reachable {
+    /// "11.8".
+    pub series: String,
+    pub suite: String,
+    pub package: BinaryPackage,
+}
+
+impl Reachable {
+    /// "11.8.9" of "1:11.8.9+ds-4".
+    pub fn release(&self) -> String {
+        upstream(&self.package.version)
+    }
+}
+
+fn upstream(version: &str) -> String {
+    let version = version.split_once(':').map_or(version, |v| v.1);
+    version
+        .split(['+', '-', '~'])
+        .next()
+        .unwrap_or(version)
+        .to_string()
+}
+
+/// Every suite's MariaDB server, oldest suite first.
+pub fn reachable() -> Result<Vec<Reachable>, Failure> {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for suite in SUITES {
+        let packages = debian::binary_packages_named(suite, &|name| {
+            name == "mariadb-server-core" || name.starts_with("mariadb-server-core-")
+        });
+        match packages {
+            Ok(packages) => found.extend(packages.into_iter().map(|package| {
+                Reachable {
+                    series: upstream(&package.version)
+                        .split('.')
+                        .take(2)
+                        .collect::<Vec<_>>()
+                        .join("."),
+                    suite: suite.to_string(),
+                    package,
+                }
+            })),
+            Err(e) => errors.push(e),
+        }
+    }
+    match (found.is_empty(), errors.into_iter().next()) {
+        (true, Some(error)) => Err(error),
+        _ => Ok(found),
+    }
+}
+
+/// The newest package of `series`, or an error naming the series that are reachable.
+pub fn locate(series: &str) -> Result<Reachable, Failure> {
+    let all = reachable()?;
+    all.iter()
+        .filter(|r| r.series == series)
+        .max_by(|a, b| debian::compare_versions(&a.package.version, &b.package.version))
+        .cloned()
+        .ok_or_else(|| {
+            let mut named: Vec<String> = Vec::new();
+            for r in &all {
+                let entry = format!("{} ({} in Debian {})", r.series, r.release(), r.suite);
+                if !named.iter().any(|n| n.starts_with(&format!("{} (", r.series))) {
+                    named.push(entry);
+                }
+            }
+            Failure::input(format!(
+                "MariaDB {series} is not reachable: Debian's packages ({}) carry {}; give \"system\" or the directory of an installation for another",
+                SUITES.join(", "),
+                named.join(", ")
+            ))
+        })
+}
+
+/// The server of `series`, unpacked from its Debian packages on first use.
+pub fn binaries(
+    series: &str,
+    events: &mut dyn FnMut(SetupEvent<'_>),
+) -> Result<MariadbBinaries, Failure> {
+    let found = locate(series)?;
+    let server = found.package.name.clone();
+    let client = server.replace("server", "client");
+    events(SetupEvent::Note(&format!(
+        "MariaDB {series}: {server} {} from Debian {} (unpacked into the cache, not installed)",
+        found.package.version, found.suite
+    )));
+    let unpacked = debian_packages::unpack(&[&found.suite], &[&server, &client], events)?;
+    let mut binaries = MariadbBinaries::find(&unpacked.root.join("usr").display().to_string())?;
+    binaries.source = format!("{} ({})", unpacked.describe(), unpacked.root.display());
+    binaries.unpacked = true;
+    Ok(binaries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_are_two_numbers_and_releases_drop_debian_suffixes() {
+        assert!(is_series("10.11") && is_series("11.8") && is_series("10.6"));
+        for not in ["system", "11", "11.8.9", "11.", "x.y", "./mariadb"] {
+            assert!(!is_series(not), "{not}");
+        }
+        assert_eq!(upstream("1:11.8.9+ds-4"), "11.8.9");
+        assert_eq!(upstream("1:10.11.19-0+deb12u1"), "10.11.19");
+        assert_eq!(upstream("10.5.29-0+deb11u1"), "10.5.29");
+    }
+}
