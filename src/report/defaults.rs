@@ -217,40 +217,29 @@ mod tests {
 
     #[test]
     fn changed_boot_values_are_named_with_what_overrode_them() {
+        let in_pages = |mut row: SettingRow| {
+            row.unit = Some("8kB".into());
+            row
+        };
         let base = target(
             "pg18",
             "PostgreSQL 18.6 on x86_64-pc-linux-gnu",
             vec![
                 row("jit", "on", "on", "default"),
                 row("max_locks_per_transaction", "64", "64", "default"),
-                row("shared_buffers", "16384", "1024", "configuration file"),
+                in_pages(row("shared_buffers", "16384", "1024", "configuration file")),
                 row("work_mem", "4096", "4096", "default"),
                 row("data_directory", "/a", "", "override"),
                 row("old_setting", "1", "1", "default"),
             ],
         );
-        let mut buffers = row("shared_buffers", "16384", "2048", "configuration file");
-        buffers.unit = Some("8kB".into());
-        let mut base_buffers = base.settings[2].clone();
-        base_buffers.unit = Some("8kB".into());
-        let base = TargetSettings {
-            settings: vec![
-                base.settings[0].clone(),
-                base.settings[1].clone(),
-                base_buffers,
-                base.settings[3].clone(),
-                base.settings[4].clone(),
-                base.settings[5].clone(),
-            ],
-            ..base
-        };
         let other = target(
             "pg19",
             "PostgreSQL 19rc1 on x86_64-pc-linux-gnu",
             vec![
                 row("jit", "off", "off", "default"),
                 row("max_locks_per_transaction", "128", "128", "default"),
-                buffers,
+                in_pages(row("shared_buffers", "16384", "2048", "configuration file")),
                 row("work_mem", "4096", "4096", "default"),
                 row("data_directory", "/b", "", "override"),
                 row("new_setting", "1", "1", "default"),

@@ -519,6 +519,11 @@ fn missing_dependency(log: &str) -> Option<String> {
 }
 
 pub(super) fn need_tool(tool: &str, package: &str) -> Result<(), Failure> {
+    need_tool_for("building PostgreSQL", tool, package)
+}
+
+/// `tool` runs here, or an error saying what `purpose` needs and the package that has it.
+pub(super) fn need_tool_for(purpose: &str, tool: &str, package: &str) -> Result<(), Failure> {
     let found = Command::new(tool)
         .arg("--version")
         .stdout(Stdio::null())
@@ -529,7 +534,7 @@ pub(super) fn need_tool(tool: &str, package: &str) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure::input(format!(
-            "building PostgreSQL needs {tool}, which is not installed; on Debian install {package}"
+            "{purpose} needs {tool}, which is not installed; on Debian install {package}"
         )))
     }
 }

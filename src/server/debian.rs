@@ -230,25 +230,12 @@ fn verify_signature(signed: &[u8], suite: &str) -> Result<String, Failure> {
             "checking Debian's signatures needs {KEYRING}; on Debian install debian-archive-keyring"
         )));
     }
-    let mut child = Command::new("gpgv")
-        .args(["--keyring", KEYRING, "--output", "-", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            Failure::input(format!(
-                "checking Debian's signatures needs gpgv: {e}; on Debian install gpgv"
-            ))
-            .caused_by(e)
-        })?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let input = signed.to_vec();
-    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
-    let output = child
-        .wait_with_output()
-        .map_err(|e| Failure::run(format!("gpgv: {e}")).caused_by(e))?;
-    let _ = writer.join();
+    let output = filter(
+        Command::new("gpgv").args(["--keyring", KEYRING, "--output", "-", "-"]),
+        signed,
+        "checking Debian's signatures needs gpgv",
+        "gpgv",
+    )?;
     if !output.status.success() {
         return Err(Failure::run(format!(
             "Debian's {suite} index has no good signature from the archive keyring: {}",
@@ -256,6 +243,33 @@ fn verify_signature(signed: &[u8], suite: &str) -> Result<String, Failure> {
         )));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `command` fed `input` on stdin, its output collected; a program that is not there is named
+/// with the package that has it.
+fn filter(
+    command: &mut Command,
+    input: &[u8],
+    needs: &str,
+    package: &str,
+) -> Result<std::process::Output, Failure> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            Failure::input(format!("{needs}: {e}; on Debian install {package}")).caused_by(e)
+        })?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = input.to_vec();
+    // Written from a thread: the child's output may fill its pipe before it reads all input.
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
+    let output = child
+        .wait_with_output()
+        .map_err(|e| Failure::run(format!("{command:?}: {e}")).caused_by(e))?;
+    let _ = writer.join();
+    Ok(output)
 }
 
 /// The sha256 the signed index gives for `path`.
@@ -288,25 +302,12 @@ fn check_digest(what: &str, bytes: &[u8], expected: &str) -> Result<(), Failure>
 }
 
 fn unxz(bytes: &[u8]) -> Result<String, Failure> {
-    let mut child = Command::new("xz")
-        .args(["-dc"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            Failure::input(format!(
-                "reading Debian's lists needs xz: {e}; install xz-utils"
-            ))
-            .caused_by(e)
-        })?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let input = bytes.to_vec();
-    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
-    let output = child
-        .wait_with_output()
-        .map_err(|e| Failure::run(format!("xz: {e}")).caused_by(e))?;
-    let _ = writer.join();
+    let output = filter(
+        Command::new("xz").arg("-dc"),
+        bytes,
+        "reading Debian's lists needs xz",
+        "xz-utils",
+    )?;
     if !output.status.success() {
         return Err(Failure::run(format!(
             "xz: {}",

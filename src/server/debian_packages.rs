@@ -315,17 +315,7 @@ fn has_interpreter(path: &Path) -> Result<bool, Failure> {
 
 fn need_tools() -> Result<(), Failure> {
     for (tool, package) in [("patchelf", "patchelf"), ("dpkg-deb", "dpkg")] {
-        let found = Command::new(tool)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            return Err(Failure::input(format!(
-                "unpacking Debian's packages needs {tool}, which is not installed; on Debian install {package}"
-            )));
-        }
+        super::build::need_tool_for("unpacking Debian's packages", tool, package)?;
     }
     Ok(())
 }
