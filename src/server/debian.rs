@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::download::get;
 use super::setup::SetupEvent;
 use crate::error::Failure;
 
@@ -280,15 +281,6 @@ fn listed_digest(release: &str, path: &str) -> Option<String> {
         let _size = parts.next()?;
         (parts.next()? == path).then(|| digest.to_string())
     })
-}
-
-fn get(url: &str) -> Result<Vec<u8>, Failure> {
-    crate::pg::control_runtime()
-        .block_on(async {
-            let response = reqwest::get(url).await?.error_for_status()?;
-            response.bytes().await.map(|bytes| bytes.to_vec())
-        })
-        .map_err(|e| Failure::run(format!("could not reach {url}: {e}")).caused_by(e))
 }
 
 fn check_digest(what: &str, bytes: &[u8], expected: &str) -> Result<(), Failure> {

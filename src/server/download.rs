@@ -217,6 +217,16 @@ async fn fetch_archive(
     }
 }
 
+/// The file at `url`, whole (an index, a digest).
+pub(super) fn get(url: &str) -> Result<Vec<u8>, Failure> {
+    crate::pg::control_runtime()
+        .block_on(async {
+            let response = reqwest::get(url).await?.error_for_status()?;
+            response.bytes().await.map(|bytes| bytes.to_vec())
+        })
+        .map_err(|e| Failure::run(format!("could not reach {url}: {e}")).caused_by(e))
+}
+
 /// The file at `url`, its progress reported as it arrives; a transient error is retried.
 pub(super) async fn fetch_with_progress(
     url: &str,

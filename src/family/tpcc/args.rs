@@ -15,7 +15,7 @@ pub enum TpccAction {
     /// Run the TPROC-C mix with virtual users: NOPM and TPM as HammerDB computes them
     #[command(disable_help_flag = true)]
     Run(Box<RunArgs>),
-    /// Check TPC-C's consistency conditions (3.3.2.1-4; --all adds 5-9)
+    /// Check TPC-C's consistency conditions (3.3.2.1-4; --all adds 5-9 and the run's New-Order amounts)
     #[command(disable_help_flag = true)]
     Check(CheckArgs),
     /// Drop the TPROC-C tables and procedures
@@ -55,7 +55,7 @@ pub struct BuildArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub connection: ConnectionArgs,
-    /// Also the conditions that read whole tables (3.3.2.5-9)
+    /// Also the conditions that read whole tables (3.3.2.5-9, and the New-Order amounts of the orders a run created)
     #[arg(long)]
     pub all: bool,
     /// Refuse a database built with another warehouse count

@@ -1,5 +1,6 @@
 //! TPC-C's consistency conditions (clause 3.3.2): each a query that returns the keys that
-//! break it. 1–4 always; 5–9 with `--all` (they scan orders, order_line and history).
+//! break it. 1–4 always; 5–9 with `--all` (they scan orders, order_line and history), and with
+//! them the amounts New-Order wrote, recomputed from the item prices, taxes and discounts.
 
 use crate::error::Failure;
 use tokio_postgres::Client;
@@ -15,7 +16,7 @@ pub struct Condition {
     pub expensive: bool,
 }
 
-pub const CONDITIONS: [Condition; 9] = [
+pub const CONDITIONS: [Condition; 10] = [
     Condition {
         clause: "3.3.2.1",
         rule: "W_YTD = sum(D_YTD) per warehouse",
@@ -100,6 +101,25 @@ pub const CONDITIONS: [Condition; 9] = [
                 FROM district LEFT JOIN (SELECT h_w_id, h_d_id, sum(h_amount) AS paid FROM history GROUP BY 1, 2) h
                        ON h_w_id = d_w_id AND h_d_id = d_id
                 WHERE d_ytd IS DISTINCT FROM paid ORDER BY d_w_id, d_id",
+        expensive: true,
+    },
+    // Not one of TPC-C's conditions: the line amounts of the orders the run created (the load
+    // made 3,000 per district), as HammerDB 6.0 computes them (quantity × price with the taxes
+    // and discount; 4.x added the quantity instead of multiplying), rounded as numeric(6,2).
+    Condition {
+        clause: "2.4.2.2",
+        rule: "OL_AMOUNT = OL_QUANTITY × I_PRICE × (1 + W_TAX + D_TAX) × (1 − C_DISCOUNT) for the run's orders (HammerDB 6.0)",
+        query: "SELECT format('w_id=%s d_id=%s o_id=%s ol_number=%s', ol_w_id, ol_d_id, ol_o_id, ol_number),
+                       format('ol_amount %s, expected %s', ol_amount, expected)
+                FROM order_line
+                JOIN orders ON o_w_id = ol_w_id AND o_d_id = ol_d_id AND o_id = ol_o_id
+                JOIN customer ON c_w_id = o_w_id AND c_d_id = o_d_id AND c_id = o_c_id
+                JOIN district ON d_w_id = ol_w_id AND d_id = ol_d_id
+                JOIN warehouse ON w_id = ol_w_id
+                JOIN item ON i_id = ol_i_id
+                CROSS JOIN LATERAL (SELECT round(ol_quantity * i_price * (1 + w_tax + d_tax) * (1 - c_discount), 2) AS expected) e
+                WHERE ol_o_id > 3000 AND ol_amount IS DISTINCT FROM expected
+                ORDER BY ol_w_id, ol_d_id, ol_o_id, ol_number",
         expensive: true,
     },
 ];

@@ -2,5 +2,6 @@
 //! workloads; the driver's `mysql` module speaks the protocol.
 
 pub mod managed;
+pub mod maven;
 pub mod profile;
 pub mod release;

