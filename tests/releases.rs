@@ -30,6 +30,11 @@ name = "pg19"
 postgres = "19"
 settings = { fsync = false }
 
+[[target]]
+name = "pg18debian"
+postgres = { debian = "18" }
+settings = { fsync = false }
+
 [[workload]]
 name = "pgbench"
 scripts = ["select-only"]
@@ -53,11 +58,18 @@ clients = [2]
         &db,
         "SELECT name, server_version, binary_source FROM targets ORDER BY name",
     );
+    // Ordered by name: pg18, pg18debian, pg19.
     assert!(targets[0][1].starts_with("PostgreSQL 18."), "{targets:?}");
-    assert!(targets[1][1].starts_with("PostgreSQL 19"), "{targets:?}");
+    assert!(targets[1][1].starts_with("PostgreSQL 18."), "{targets:?}");
+    assert!(targets[2][1].starts_with("PostgreSQL 19"), "{targets:?}");
+    assert_eq!(targets[0][2], "zonky (Maven Central)", "{targets:?}");
     assert!(
-        targets[1][2].starts_with("Debian's packages: postgresql-19 19~")
-            || targets[1][2].starts_with("built from source: built from postgresql-19_19"),
+        targets[1][2].starts_with("Debian's packages: postgresql-18 18."),
+        "{targets:?}"
+    );
+    assert!(
+        targets[2][2].starts_with("Debian's packages: postgresql-19 19~")
+            || targets[2][2].starts_with("built from source: built from postgresql-19_19"),
         "{targets:?}"
     );
     // The boot values are stored as the server has them (checked against the server's own
@@ -66,9 +78,9 @@ clients = [2]
         &db,
         "SELECT t.name, s.boot_val FROM target_settings s JOIN targets t ON t.id = s.target_id WHERE s.name = 'jit' ORDER BY t.name",
     );
-    assert_eq!(jit, [["pg18", "on"], ["pg19", "off"]]);
+    assert_eq!(jit, [["pg18", "on"], ["pg18debian", "on"], ["pg19", "off"]]);
     let completed = sqlite(&db, "SELECT count(*) FROM runs WHERE status = 'completed'");
-    assert_eq!(completed[0][0], "4");
+    assert_eq!(completed[0][0], "6");
 
     let report = stampede_command(&["report", db.to_str().unwrap()])
         .output()
@@ -92,10 +104,19 @@ clients = [2]
         warning.contains(" drops ") && warning.contains("io_workers"),
         "{warning}"
     );
-    // The report names 19's provenance.
+    // The report names 19's provenance; Debian's 18 and 19 are built alike, so no build warning
+    // pairs those two (zonky's 18 differs from both).
+    assert!(text.contains(&targets[2][2]), "{text}");
+    let built_differently: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("were built differently"))
+        .collect();
+    assert!(!built_differently.is_empty(), "{text}");
     assert!(
-        text.contains(&targets[1][2]) || text.contains("postgresql-19"),
-        "{text}"
+        built_differently
+            .iter()
+            .all(|line| line.contains("\"pg18\" (zonky (Maven Central))")),
+        "{built_differently:?}"
     );
 }
 

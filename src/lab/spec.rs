@@ -698,6 +698,8 @@ struct BuildFile {
     git: Option<String>,
     #[serde(rename = "ref")]
     reference: Option<String>,
+    /// Debian's own build of a major or release, unpacked (not built).
+    debian: Option<String>,
     cflags: Option<String>,
     #[serde(default)]
     configure: Vec<String>,
@@ -728,6 +730,27 @@ fn build_request(
             ))
         }
     };
+    if let Some(version) = file.debian {
+        let alone = file.source.is_none()
+            && file.git.is_none()
+            && file.reference.is_none()
+            && file.cflags.is_none()
+            && file.configure.is_empty()
+            && file.patches.is_empty();
+        if !alone {
+            return Err(source.at(
+                value,
+                "postgres: debian = \"…\" takes Debian's build as it is: no source, git, cflags, configure or patches beside it",
+            ));
+        }
+        if crate::server::release::parse(version.trim()).is_none() {
+            return Err(source.at(
+                value,
+                format!("postgres: debian = \"{version}\" is not a major or release (\"18\", \"19rc1\")"),
+            ));
+        }
+        return Ok(BinarySource::Debian(version.trim().to_string()));
+    }
     let request = BuildRequest {
         source: PathBuf::new(),
         cflags: file.cflags,
@@ -1405,11 +1428,16 @@ clients = [1, 4]
         );
         let error = |text: &str| parse(&dir.join("lab.toml"), &with(text)).unwrap_err().0;
         assert!(error("{ source = \"pg.tar.bz2\", cflag = \"-O2\" }")
-            .ends_with("lab.toml:15:12: postgres: unknown field `cflag`, expected one of `source`, `git`, `ref`, `cflags`, `configure`, `patches`"));
+            .ends_with("lab.toml:15:12: postgres: unknown field `cflag`, expected one of `source`, `git`, `ref`, `debian`, `cflags`, `configure`, `patches`"));
         assert!(error("{ git = \"https://example.org/pg.git\", source = \"pg.tar.bz2\" }")
             .ends_with("lab.toml:15:12: postgres: give source (a tarball or directory) or git (a repository and ref), not both"));
         assert!(error("{ ref = \"master\" }")
             .ends_with("lab.toml:15:12: postgres: ref needs git = \"<repository>\""));
+        assert!(error("{ debian = \"19\", cflags = \"-O2\" }")
+            .ends_with("lab.toml:15:12: postgres: debian = \"…\" takes Debian's build as it is: no source, git, cflags, configure or patches beside it"));
+        assert!(error("{ debian = \"nineteen\" }").ends_with(
+            "lab.toml:15:12: postgres: debian = \"nineteen\" is not a major or release (\"18\", \"19rc1\")"
+        ));
         assert!(
             error("{ source = \"pg.tar.bz2\", patches = [\"none.patch\"] }")
                 .contains("postgres: patch \""),

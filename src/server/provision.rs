@@ -30,6 +30,8 @@ pub enum BinarySource {
     Build(super::build::BuildRequest),
     /// Built from a git repository's ref; the request's source is filled in by the checkout.
     Git(super::git_source::GitSource, super::build::BuildRequest),
+    /// Debian's own build of a major or release (`{ debian = "18" }`), unpacked.
+    Debian(String),
 }
 
 /// `targets.binary_source` of binaries stampede built from source (followed by the build's
@@ -43,6 +45,7 @@ impl BinarySource {
             BinarySource::System => Binaries::find_best(),
             BinarySource::BinDir(dir) => Binaries::at(dir),
             BinarySource::Version(version) => super::release::binaries(version, events),
+            BinarySource::Debian(version) => super::release::debian_binaries(version, events),
             BinarySource::Build(request) => build_announced(request, events),
             BinarySource::Git(git, request) => {
                 let export = git.export(events)?;
@@ -62,6 +65,7 @@ impl BinarySource {
     pub fn check(&self) -> Result<(), Failure> {
         match self {
             BinarySource::Version(version) => super::release::check(version),
+            BinarySource::Debian(version) => super::release::check_debian(version),
             _ => Ok(()),
         }
     }
@@ -74,6 +78,7 @@ impl BinarySource {
             BinarySource::Version(version) => version.clone(),
             BinarySource::Build(request) => request.source.display().to_string(),
             BinarySource::Git(git, _) => git.describe(),
+            BinarySource::Debian(version) => format!("debian {version}"),
         }
     }
 
@@ -96,6 +101,8 @@ impl BinarySource {
                     None => BUILT_BINARIES.into(),
                 }
             }
+            BinarySource::Debian(_) => super::debian_packages::record_of(bin_dir)
+                .unwrap_or_else(|| "Debian's packages".into()),
         }
     }
 }

@@ -218,7 +218,14 @@ pub fn binaries(
     };
     let tarball = match debian::fetch_pool_file(&release.tarball, &sources_dir(), events) {
         Ok(tarball) => tarball,
-        Err(e) => return debian_build(version, &release, &e, events),
+        Err(e) => {
+            let why = format!(
+                "PostgreSQL {version}: zonky publishes no {} build and the source tarball is out of reach ({})",
+                release.major,
+                e.message()
+            );
+            return debian_build(&release, &why, events);
+        }
     };
     let request = BuildRequest {
         source: tarball,
@@ -262,17 +269,14 @@ pub fn binaries(
 /// archive serves the packages but not the source tarball. Its flags are Debian's (`-O2`), not
 /// stampede's: the report names the provenance of each target.
 fn debian_build(
-    version: &str,
     release: &SourceRelease,
-    tarball_error: &Failure,
+    why: &str,
     events: &mut dyn FnMut(SetupEvent<'_>),
 ) -> Result<Binaries, Failure> {
     let major = &release.major;
     events(SetupEvent::Note(&format!(
-        "PostgreSQL {version}: zonky publishes no {major} build and the source tarball is out of reach ({}); using Debian's build of {} from its {} packages",
-        tarball_error.message(),
-        release.upstream,
-        release.package.suite
+        "{why}; using Debian's build of {} from its {} packages",
+        release.upstream, release.package.suite
     )));
     let server = format!("postgresql-{major}");
     let client = format!("postgresql-client-{major}");
@@ -292,6 +296,36 @@ fn debian_build(
         unpacked.describe()
     )));
     Ok(binaries)
+}
+
+/// Debian's own build of `version` (a major or an exact release) whatever zonky publishes, so
+/// that releases built alike are compared (`postgres = { debian = "18" }` beside `"19"`).
+pub fn debian_binaries(
+    version: &str,
+    events: &mut dyn FnMut(SetupEvent<'_>),
+) -> Result<Binaries, Failure> {
+    let release = debian_release(version)?;
+    let why = format!("PostgreSQL {version}: Debian's build, as the target asks");
+    debian_build(&release, &why, events)
+}
+
+/// Checks that Debian's suites carry `version`, without downloading its packages.
+pub fn check_debian(version: &str) -> Result<(), Failure> {
+    debian_release(version).map(|_| ())
+}
+
+fn debian_release(version: &str) -> Result<SourceRelease, Failure> {
+    let wanted = match parse(version) {
+        Some(Wanted::Zonky) if !version.contains('.') || version == "9.6" => {
+            Wanted::Major(version.to_string())
+        }
+        Some(Wanted::Zonky) | None => return Err(unknown_version(version)),
+        Some(wanted) => wanted,
+    };
+    let releases = source_releases()?;
+    find(&releases, &wanted)
+        .cloned()
+        .ok_or_else(|| not_reachable(version, &releases))
 }
 
 /// Where release tarballs are kept once downloaded.
