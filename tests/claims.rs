@@ -118,7 +118,7 @@ fn three_round_interval(pairs: &[(f64, f64)]) -> (f64, f64, f64) {
 #[test]
 fn claims_end_reproduced_contradicted_or_undecided_from_the_stored_runs() {
     let text = format!(
-        "name = \"claims\"\nruns = 3\nduration = \"1s\"\nseed = 3\n{TARGETS}{}{}{}",
+        "name = \"claims\"\nruns = 3\nduration = \"2s\"\nseed = 3\n{TARGETS}{}{}{}",
         claim(
             "seq scans at least double p99",
             "seqscan",
