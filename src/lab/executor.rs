@@ -460,7 +460,8 @@ impl<'a> Lab<'a> {
         Ok(true)
     }
 
-    /// At the end of an auto lab, the units still undecided stopped at the cap.
+    /// At the end of an auto lab, the units still undecided stopped at the cap — unless their
+    /// last round brought the precision (or decided their claims), which then is why they stop.
     fn record_caps(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<(), Failure> {
         let Some(rounds) = &self.rounds else {
             return Ok(());
@@ -472,7 +473,7 @@ impl<'a> Lab<'a> {
             .map(|unit| rounds.judge(&self.plan, unit, self.spec.runs, &completed))
             .collect();
         for states in undecided {
-            self.record_stop(Stop::Cap, &states, on_event)?;
+            self.record_stop(super::rounds::stop_at_cap(&states), &states, on_event)?;
         }
         Ok(())
     }

@@ -45,6 +45,18 @@ impl GroupState {
     }
 }
 
+/// Why a unit that ran every round stopped: its last round may have brought the precision or
+/// decided its claims; otherwise the cap.
+pub fn stop_at_cap(states: &[GroupState]) -> Stop {
+    if states.iter().all(|s| s.precise) {
+        Stop::Precise
+    } else if states.iter().all(GroupState::done) {
+        Stop::Claim
+    } else {
+        Stop::Cap
+    }
+}
+
 /// What stops a unit before the cap.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Rule {

@@ -176,6 +176,13 @@ pub fn fetch_pool_file(
     Ok(target)
 }
 
+/// The digest of `suite`'s signed index as it stands (cached for an hour): what identifies the
+/// suite's lists.
+pub fn index_digest(suite: &str) -> Result<String, Failure> {
+    let dir = super::download::cache_root().join("debian").join(suite);
+    Ok(hex(&Sha256::digest(signed_index(suite, &dir)?.as_bytes())))
+}
+
 /// The text of `path` (an `.xz` list) in `suite`, checked against the signed index.
 fn package_list(suite: &str, path: &str) -> Result<String, Failure> {
     let dir = super::download::cache_root().join("debian").join(suite);

@@ -57,11 +57,20 @@ pub fn unpack(
     wanted: &[&str],
     events: &mut dyn FnMut(SetupEvent<'_>),
 ) -> Result<Unpacked, Failure> {
+    let suite = suites.join("+");
+    // The same suites' signed indexes and the same request give the same packages: an unpack
+    // made then is used without reading the (large) package lists again.
+    let memo = resolution_memo(suites, wanted)?;
+    if let Some(unpacked) = std::fs::read_to_string(&memo)
+        .ok()
+        .and_then(|root| recorded(Path::new(root.trim()), &suite))
+    {
+        return Ok(unpacked);
+    }
     let indexes = suites
         .iter()
         .map(|suite| debian::binary_packages(suite))
         .collect::<Result<Vec<_>, _>>()?;
-    let suite = suites.join("+");
     let closure = closure(&indexes, wanted)
         .map_err(|missing| Failure::input(format!("Debian {suite} has no package {missing}")))?;
     let key = closure_key(&closure);
@@ -78,6 +87,7 @@ pub fn unpack(
         packages,
     };
     if root.join(RECORD_FILE).is_file() {
+        remember(&memo, &root)?;
         return Ok(unpacked);
     }
     need_tools()?;
@@ -114,7 +124,54 @@ pub fn unpack(
         // Another process unpacked the same packages meanwhile.
         let _ = std::fs::remove_dir_all(&partial);
     }
+    remember(&memo, &root)?;
     Ok(unpacked)
+}
+
+/// Where the unpack of `wanted` from `suites`, at their current signed indexes, is remembered.
+fn resolution_memo(suites: &[&str], wanted: &[&str]) -> Result<PathBuf, Failure> {
+    let mut hasher = Sha256::new();
+    for suite in suites {
+        hasher.update(suite.as_bytes());
+        hasher.update(debian::index_digest(suite)?.as_bytes());
+    }
+    for name in wanted {
+        hasher.update(b"\0");
+        hasher.update(name.as_bytes());
+    }
+    let key: String = hasher.finalize()[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(super::download::cache_root()
+        .join("debian-packages")
+        .join("resolved")
+        .join(key))
+}
+
+fn remember(memo: &Path, root: &Path) -> Result<(), Failure> {
+    let dir = memo.parent().expect("under resolved/");
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(memo, root.display().to_string()))
+        .map_err(|e| Failure::run(format!("{}: {e}", memo.display())).caused_by(e))
+}
+
+/// The unpack at `root`, from its record, if it is complete.
+fn recorded(root: &Path, suite: &str) -> Option<Unpacked> {
+    let text = std::fs::read_to_string(root.join(RECORD_FILE)).ok()?;
+    let packages = text
+        .lines()
+        .filter(|line| !line.starts_with("suite "))
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            Some((parts.next()?.to_string(), parts.next()?.to_string()))
+        })
+        .collect();
+    Some(Unpacked {
+        root: root.to_path_buf(),
+        suite: suite.to_string(),
+        packages,
+    })
 }
 
 /// The packages `wanted` names with every library package they depend on, transitively; the
