@@ -567,4 +567,5 @@ clients = [2]
     );
     assert!(!refused_dir.join("refused.db").exists());
     assert!(!refused_dir.join("refused.db.servers").exists());
+    assert!(!refused_dir.join("refused.db.lock").exists());
 }

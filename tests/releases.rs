@@ -179,6 +179,10 @@ clients = [1]
     assert_eq!(message.lines().count(), 1, "{message}");
     assert!(!dir.join("nowhere.db").exists());
     assert!(!dir.join("nowhere.db.servers").exists());
+    assert!(
+        !dir.join("nowhere.db.lock").exists(),
+        "refused before the lab's lock"
+    );
 
     // `server download` says the same, and an unknown spelling is named as such.
     let output = stampede_command(&["server", "download", "19beta"])

@@ -240,15 +240,17 @@ impl<'a> Lab<'a> {
         stop: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<Lab<'a>, Failure> {
+        // A target that cannot be had is refused before the lab takes its lock or writes
+        // anything.
+        if !keep_going {
+            for target in &spec.targets {
+                targets.check(target)?;
+            }
+        }
         let lock = LabLock::acquire(&lock_path(&spec.results, &spec.server_root), &spec.name)?;
         for (workload, w) in spec.workloads.iter().zip(&workloads) {
             for script in &workload.scripts {
                 w.check_variant(script)?;
-            }
-        }
-        if !keep_going {
-            for target in &spec.targets {
-                targets.check(target)?;
             }
         }
         let binaries: Vec<Result<TargetBinaries, Failure>> = spec

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::build::hex;
 use super::download::get;
 use super::setup::SetupEvent;
 use crate::error::Failure;
@@ -355,10 +356,6 @@ fn multiline_field<'a>(stanza: &'a str, name: &'a str) -> impl Iterator<Item = &
     lines
         .take_while(move |line| found && line.starts_with(' '))
         .map(str::trim)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Debian's version order (`dpkg --compare-versions`): epoch, then the upstream version, then

@@ -139,10 +139,7 @@ fn resolution_memo(suites: &[&str], wanted: &[&str]) -> Result<PathBuf, Failure>
         hasher.update(b"\0");
         hasher.update(name.as_bytes());
     }
-    let key: String = hasher.finalize()[..12]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let key = super::build::hex(&hasher.finalize()[..12]);
     Ok(super::download::cache_root()
         .join("debian-packages")
         .join("resolved")
@@ -270,10 +267,7 @@ fn closure_key(closure: &[&BinaryPackage]) -> String {
     for digest in digests {
         hasher.update(digest.as_bytes());
     }
-    hasher.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::build::hex(&hasher.finalize()[..8])
 }
 
 /// Points every ELF program under `tree` (which will live at `root`) at the unpacked dynamic

@@ -221,7 +221,7 @@ async fn fetch_archive(
 pub(super) fn get(url: &str) -> Result<Vec<u8>, Failure> {
     crate::pg::control_runtime()
         .block_on(async {
-            let response = reqwest::get(url).await?.error_for_status()?;
+            let response = client()?.get(url).send().await?.error_for_status()?;
             response.bytes().await.map(|bytes| bytes.to_vec())
         })
         .map_err(|e| Failure::run(format!("could not reach {url}: {e}")).caused_by(e))
@@ -233,7 +233,7 @@ pub(super) async fn fetch_with_progress(
     what: &str,
     events: &mut dyn FnMut(SetupEvent<'_>),
 ) -> Result<Vec<u8>, reqwest::Error> {
-    let client = reqwest::Client::new();
+    let client = client()?;
     let mut attempt = 1;
     loop {
         match fetch_once(&client, url, what, events).await {
@@ -241,6 +241,15 @@ pub(super) async fn fetch_with_progress(
             result => return result,
         }
     }
+}
+
+/// A client that gives up on a mirror that does not answer or stops sending, rather than
+/// holding a lab forever.
+fn client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .read_timeout(std::time::Duration::from_secs(60))
+        .build()
 }
 
 async fn fetch_once(

@@ -86,10 +86,7 @@ fn install(
         .next()
         .unwrap_or("")
         .to_lowercase();
-    let actual: String = Sha1::digest(&jar)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual = crate::server::build::hex(&Sha1::digest(&jar));
     if actual != published {
         return Err(Failure::run(format!(
             "downloading MariaDB {version}: the jar's SHA-1 is {actual}, Maven Central publishes {published}; nothing was installed"

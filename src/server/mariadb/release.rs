@@ -96,7 +96,10 @@ pub fn locate(series: &str) -> Result<Located, Failure> {
     if let Some(found) = debian {
         return Ok(Located::Debian(found.clone()));
     }
-    let maven = maven::versions().unwrap_or_default();
+    let (maven, maven_error) = match maven::versions() {
+        Ok(versions) => (versions, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
     if let Some(version) = maven::newest_of(&maven, series) {
         return Ok(Located::Maven(version));
     }
@@ -119,7 +122,9 @@ pub fn locate(series: &str) -> Result<Located, Failure> {
         .filter(|v| v.split('.').next().and_then(|m| m.parse::<u32>().ok()) >= Some(10))
         .filter(|v| !v.starts_with("10.1.") && !v.starts_with("10.2."))
         .collect();
-    let maven_text = if modern.is_empty() {
+    let maven_text = if let Some(error) = maven_error {
+        format!("unreachable ({})", error.message())
+    } else if modern.is_empty() {
         "none".to_string()
     } else {
         modern
