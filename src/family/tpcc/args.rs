@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 
-pub use crate::family::common::connection::ConnectionArgs;
+pub use crate::family::common::connection::EngineConnectionArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum TpccAction {
@@ -20,13 +20,13 @@ pub enum TpccAction {
     Check(CheckArgs),
     /// Drop the TPROC-C tables and procedures
     #[command(disable_help_flag = true)]
-    Drop(ConnectionArgs),
+    Drop(EngineConnectionArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct BuildArgs {
     #[command(flatten)]
-    pub connection: ConnectionArgs,
+    pub connection: EngineConnectionArgs,
     /// Warehouses to load (HammerDB's pg_count_ware)
     #[arg(long, short = 'w', default_value_t = 1, allow_negative_numbers = true)]
     pub warehouses: i64,
@@ -54,7 +54,7 @@ pub struct BuildArgs {
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
-    pub connection: ConnectionArgs,
+    pub connection: EngineConnectionArgs,
     /// Also the conditions that read whole tables (3.3.2.5-9, and the New-Order amounts of the orders a run created)
     #[arg(long)]
     pub all: bool,
@@ -66,7 +66,7 @@ pub struct CheckArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub connection: ConnectionArgs,
+    pub connection: EngineConnectionArgs,
     /// Virtual users: one connection each, home warehouses spread evenly (see --home-warehouses)
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub vu: i64,

@@ -45,7 +45,11 @@ pub async fn checked_warehouses(
     client: &tokio_postgres::Client,
     asked: Option<i64>,
 ) -> Result<i64, Failure> {
-    let built = built_warehouses(client).await?;
+    same_warehouses(built_warehouses(client).await?, asked)
+}
+
+/// `built`, unless `asked` is another count.
+pub fn same_warehouses(built: i64, asked: Option<i64>) -> Result<i64, Failure> {
     if let Some(asked) = asked {
         positive::<i64>(asked, "warehouses")?;
         if asked != built {

@@ -4,16 +4,19 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::conn::Endpoint;
 use crate::error::{CommandResult, Failure};
-use crate::family::common::connection::{connection, positive};
-use crate::family::tpcc::args::{BuildArgs, CheckArgs, ConnectionArgs, TpccAction};
-use crate::family::tpcc::built::{checked_warehouses, existing_tables};
+use crate::family::common::connection::{endpoint, positive};
+use crate::family::tpcc::args::{BuildArgs, CheckArgs, EngineConnectionArgs, TpccAction};
+use crate::family::tpcc::built::{checked_warehouses, existing_tables, same_warehouses};
 use crate::family::tpcc::check::{self, SHOWN};
 use crate::family::tpcc::load::{self, Loader};
+use crate::family::tpcc::mysql;
 use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::schema;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error};
+use crate::wire::mysql::control::ControlSession;
 
 pub fn run(action: &TpccAction) -> CommandResult {
     match action {
@@ -40,7 +43,10 @@ fn build(args: &BuildArgs) -> CommandResult {
         None => crate::cpu::cores(),
     };
     let rules = Rules::parse(&args.rules, "--rules").map_err(Failure::input)?;
-    let conn = connection(&args.connection)?;
+    let endpoint = endpoint(&args.connection)?;
+    if let Endpoint::Mysql(_) = endpoint {
+        refuse_on_mysql(args, rules)?;
+    }
     let partitions = if args.partition {
         schema::partitions_for(warehouses)
     } else {
@@ -52,21 +58,26 @@ fn build(args: &BuildArgs) -> CommandResult {
             schema::PARTITION_FROM_WAREHOUSES
         );
     }
-    let runtime = control_runtime();
-    let client = runtime.block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
-        if let Some(table) = existing_tables(&client).await?.first() {
-            return Err(Failure::input(format!(
-                "table {table} already exists; run `stampede tpcc drop` first"
-            )));
+    let existing = match &endpoint {
+        Endpoint::Postgres(conn) => control_runtime().block_on(async {
+            let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
+            existing_tables(&client).await
+        })?,
+        Endpoint::Mysql(spec) => {
+            let mut session = ControlSession::connect(spec).map_err(Failure::into_input)?;
+            mysql::built::existing_tables(&mut session)?
         }
-        Ok(client)
-    })?;
+    };
+    if let Some(table) = existing.first() {
+        return Err(Failure::input(format!(
+            "table {table} already exists; run `stampede tpcc drop` first"
+        )));
+    }
     let seed = args
         .seed
         .unwrap_or_else(crate::family::common::measure::seed);
     let loader = Loader {
-        conn: conn.clone(),
+        conn: endpoint.clone(),
         warehouses,
         connections: threads,
         seed,
@@ -81,17 +92,39 @@ fn build(args: &BuildArgs) -> CommandResult {
         rules.name()
     );
     let started = Instant::now();
+    let runtime = control_runtime();
     runtime.block_on(
         loader.build(&|line| println!("{line} ({:.1} s)", started.elapsed().as_secs_f64())),
     )?;
     let loaded = started.elapsed().as_secs_f64();
-    runtime.block_on(finish(&client, args.cluster, &started))?;
+    if let Endpoint::Postgres(conn) = &endpoint {
+        runtime.block_on(async {
+            let client = connect_quietly(conn).await?;
+            finish(&client, args.cluster, &started).await
+        })?;
+    }
     let total = started.elapsed().as_secs_f64();
     println!(
         "built {warehouses} warehouse(s) in {total:.1} s (load and indexes {loaded:.1} s): {:.1} warehouses per minute",
         warehouses as f64 * 60.0 / total
     );
     Ok(())
+}
+
+/// What HammerDB's MariaDB build does not have.
+fn refuse_on_mysql(args: &BuildArgs, rules: Rules) -> Result<(), Failure> {
+    let refused = if args.partition {
+        "--partition"
+    } else if args.cluster {
+        "--cluster"
+    } else if rules != Rules::HammerDb {
+        "--rules tpc-c"
+    } else {
+        return Ok(());
+    };
+    Err(Failure::input(format!(
+        "{refused} builds on PostgreSQL only: on MariaDB/MySQL, TPROC-C is HammerDB's MariaDB schema and procedures"
+    )))
 }
 
 /// CLUSTER (optional), then ANALYZE, as HammerDB's build ends, and VACUUM, as autovacuum
@@ -124,50 +157,66 @@ async fn finish(
 }
 
 fn check(args: &CheckArgs) -> CommandResult {
-    let conn = connection(&args.connection)?;
-    control_runtime().block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
-        let built = checked_warehouses(&client, args.warehouses).await?;
-        let outcomes = check::check(&client, args.all).await?;
-        let mut failed = Vec::new();
-        for outcome in &outcomes {
-            let c = outcome.condition;
-            if outcome.total == 0 {
-                println!("{} {}: ok", c.clause, c.rule);
-                continue;
-            }
-            failed.push(c.clause);
-            println!(
-                "{} {}: FAILED for {} key(s){}",
-                c.clause,
-                c.rule,
-                outcome.total,
-                if outcome.total > SHOWN {
-                    format!(", the first {SHOWN}:")
-                } else {
-                    ":".into()
-                }
-            );
-            for (key, found) in &outcome.offenders {
-                println!("    {key}: {found}");
-            }
+    let (built, outcomes) = match endpoint(&args.connection)? {
+        Endpoint::Postgres(conn) => control_runtime().block_on(async {
+            let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
+            let built = checked_warehouses(&client, args.warehouses).await?;
+            Ok::<_, Failure>((built, check::check(&client, args.all).await?))
+        })?,
+        Endpoint::Mysql(spec) => {
+            let mut session = ControlSession::connect(&spec).map_err(Failure::into_input)?;
+            let (built, _) = mysql::built::marker(&mut session)?;
+            let built = same_warehouses(built, args.warehouses)?;
+            (built, mysql::check::check(&mut session, args.all)?)
         }
-        if failed.is_empty() {
-            println!(
-                "{built} warehouse(s): all {} conditions hold",
-                outcomes.len()
-            );
-            return Ok(());
+    };
+    let mut failed = Vec::new();
+    for outcome in &outcomes {
+        let c = outcome.condition;
+        if outcome.total == 0 {
+            println!("{} {}: ok", c.clause, c.rule);
+            continue;
         }
-        Err(Failure::run(format!(
-            "consistency check failed: {}",
-            failed.join(", ")
-        )))
-    })
+        failed.push(c.clause);
+        println!(
+            "{} {}: FAILED for {} key(s){}",
+            c.clause,
+            c.rule,
+            outcome.total,
+            if outcome.total > SHOWN {
+                format!(", the first {SHOWN}:")
+            } else {
+                ":".into()
+            }
+        );
+        for (key, found) in &outcome.offenders {
+            println!("    {key}: {found}");
+        }
+    }
+    if failed.is_empty() {
+        println!(
+            "{built} warehouse(s): all {} conditions hold",
+            outcomes.len()
+        );
+        return Ok(());
+    }
+    Err(Failure::run(format!(
+        "consistency check failed: {}",
+        failed.join(", ")
+    )))
 }
 
-fn drop_tables(args: &ConnectionArgs) -> CommandResult {
-    let conn = connection(args)?;
+fn drop_tables(args: &EngineConnectionArgs) -> CommandResult {
+    let conn = match endpoint(args)? {
+        Endpoint::Postgres(conn) => conn,
+        Endpoint::Mysql(spec) => {
+            let mut session = ControlSession::connect(&spec).map_err(Failure::into_input)?;
+            for table in mysql::built::drop_all(&mut session)? {
+                println!("dropped {table}");
+            }
+            return Ok(());
+        }
+    };
     control_runtime().block_on(async {
         let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
         for table in existing_tables(&client).await? {

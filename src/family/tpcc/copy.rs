@@ -3,6 +3,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use super::rows::RowWriter;
+
 /// Microseconds from the Unix epoch to PostgreSQL's, 2000-01-01 00:00:00 UTC.
 const POSTGRES_EPOCH_US: i64 = 946_684_800_000_000;
 
@@ -30,52 +32,6 @@ impl BinaryRows {
         self.buffer.put_i16(columns);
     }
 
-    pub fn int2(&mut self, value: i64) {
-        self.buffer.put_i32(2);
-        self.buffer.put_i16(value as i16);
-    }
-
-    pub fn int4(&mut self, value: i64) {
-        self.buffer.put_i32(4);
-        self.buffer.put_i32(value as i32);
-    }
-
-    pub fn text(&mut self, value: &str) {
-        self.buffer.put_i32(value.len() as i32);
-        self.buffer.put_slice(value.as_bytes());
-    }
-
-    /// A text value of `length` bytes that `fill` writes in place (ASCII).
-    pub fn text_with(&mut self, length: usize, fill: impl FnOnce(&mut [u8])) {
-        self.buffer.put_i32(length as i32);
-        let start = self.buffer.len();
-        self.buffer.resize(start + length, 0);
-        fill(&mut self.buffer[start..]);
-    }
-
-    pub fn null(&mut self) {
-        self.buffer.put_i32(-1);
-    }
-
-    /// A timestamptz at `unix_us` microseconds since the Unix epoch.
-    pub fn timestamptz(&mut self, unix_us: i64) {
-        self.buffer.put_i32(8);
-        self.buffer.put_i64(unix_us - POSTGRES_EPOCH_US);
-    }
-
-    /// A numeric of `unscaled` × 10^-scale (scale at most 4), e.g. (1234, 2) for 12.34.
-    pub fn numeric(&mut self, unscaled: i64, scale: u32) {
-        let (weight, digits) = base_10000(unscaled.unsigned_abs(), scale);
-        self.buffer.put_i32(8 + 2 * digits.len() as i32);
-        self.buffer.put_i16(digits.len() as i16);
-        self.buffer.put_i16(weight);
-        self.buffer.put_u16(if unscaled < 0 { 0x4000 } else { 0 });
-        self.buffer.put_i16(scale as i16);
-        for digit in digits {
-            self.buffer.put_i16(digit);
-        }
-    }
-
     /// COPY's end-of-data marker.
     pub fn finish(&mut self) {
         self.buffer.put_i16(-1);
@@ -92,6 +48,51 @@ impl BinaryRows {
     /// What was written since the last call.
     pub fn take(&mut self) -> Bytes {
         self.buffer.split().freeze()
+    }
+}
+
+impl RowWriter for BinaryRows {
+    fn int2(&mut self, value: i64) {
+        self.buffer.put_i32(2);
+        self.buffer.put_i16(value as i16);
+    }
+
+    fn int4(&mut self, value: i64) {
+        self.buffer.put_i32(4);
+        self.buffer.put_i32(value as i32);
+    }
+
+    fn text(&mut self, value: &str) {
+        self.buffer.put_i32(value.len() as i32);
+        self.buffer.put_slice(value.as_bytes());
+    }
+
+    fn text_with(&mut self, length: usize, fill: impl FnOnce(&mut [u8])) {
+        self.buffer.put_i32(length as i32);
+        let start = self.buffer.len();
+        self.buffer.resize(start + length, 0);
+        fill(&mut self.buffer[start..]);
+    }
+
+    fn null(&mut self) {
+        self.buffer.put_i32(-1);
+    }
+
+    fn timestamptz(&mut self, unix_us: i64) {
+        self.buffer.put_i32(8);
+        self.buffer.put_i64(unix_us - POSTGRES_EPOCH_US);
+    }
+
+    fn numeric(&mut self, unscaled: i64, scale: u32) {
+        let (weight, digits) = base_10000(unscaled.unsigned_abs(), scale);
+        self.buffer.put_i32(8 + 2 * digits.len() as i32);
+        self.buffer.put_i16(digits.len() as i16);
+        self.buffer.put_i16(weight);
+        self.buffer.put_u16(if unscaled < 0 { 0x4000 } else { 0 });
+        self.buffer.put_i16(scale as i16);
+        for digit in digits {
+            self.buffer.put_i16(digit);
+        }
     }
 }
 

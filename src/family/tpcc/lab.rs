@@ -6,15 +6,16 @@
 //! HammerDB's all warehouses. Each run stores
 //! HammerDB's NOPM and TPM (`run_metrics`), from the server's counters around the measured run.
 
-use super::run::{plan, read_counters, run_constants, warehouse_choice, Counters, Settings};
+use super::run::{
+    check_engine, plan, read_counters, run_constants, warehouse_choice, Counters, Settings,
+};
 use crate::analysis::verdict::Direction;
-use crate::conn::ConnSpec;
 use crate::conn::Endpoint;
 use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
-    POSTGRES_ONLY,
+    BOTH_ENGINES,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
@@ -35,7 +36,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     name: "tpcc",
     protocols: &[Protocol::Simple, Protocol::Prepared],
     default_protocol: Protocol::Simple,
-    engines: POSTGRES_ONLY,
+    engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(TpccLab::new(options)?)),
     metrics: &[
         // HammerDB's New-Orders per minute and all transactions per minute.
@@ -101,7 +102,11 @@ impl FamilyWorkload for TpccLab {
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {
-        let conn = conn.postgres("TPROC-C")?;
+        if let (Endpoint::Mysql(_), Rules::TpcC) = (conn, self.rules) {
+            return Err(Failure::input(
+                "workload \"tpcc\": rules = \"tpc-c\" runs on PostgreSQL only; MariaDB/MySQL's TPROC-C is HammerDB's",
+            ));
+        }
         let loader = Loader {
             conn: conn.clone(),
             warehouses: scale,
@@ -142,7 +147,7 @@ impl FamilyWorkload for TpccLab {
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, Failure> {
-        let conn = request.conn.postgres("TPROC-C")?;
+        let conn = request.conn;
         let seed = lab_run::seed();
         let constants = run_constants(conn, seed, self.rules)?;
         let mut counted = CountedWindow {
@@ -169,6 +174,7 @@ impl FamilyWorkload for TpccLab {
                 rules: self.rules,
                 seed,
             };
+            check_engine(conn, &settings)?;
             plan(conn, request.scale, constants, &settings)
         })?;
         let before = counted
@@ -185,7 +191,7 @@ impl FamilyWorkload for TpccLab {
 /// sessions have ended), then lets the lab open it.
 struct CountedWindow<'a> {
     inner: &'a mut dyn RunObserver,
-    conn: &'a ConnSpec,
+    conn: &'a Endpoint,
     before: Option<Result<Counters, Failure>>,
 }
 

@@ -7,6 +7,7 @@
 //! indexes are built after the data (the same size as HammerDB's, whose keys arrive in order).
 
 use crate::error::Failure;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,9 +18,10 @@ use tokio_postgres::{Client, CopyInSink};
 
 use super::copy::BinaryRows;
 use super::random::{NurandConstants, TpccRandom};
+use super::rows::{RowWriter, TableSink};
 use super::rules::Rules;
 use super::{procedures, schema};
-use crate::conn::ConnSpec;
+use crate::conn::{ConnSpec, Endpoint};
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::extensions::tpcc_names::last_name;
 
@@ -66,7 +68,7 @@ const STREAMS: [Stream; 8] = [
 const KEYED_DURING_LOAD: &str = "stock";
 
 pub struct Loader {
-    pub conn: ConnSpec,
+    pub conn: Endpoint,
     pub warehouses: i64,
     pub connections: usize,
     pub seed: u64,
@@ -84,7 +86,18 @@ impl Loader {
     /// Creates the tables, loads them and builds their keys and indexes; `announce` hears of
     /// each step.
     pub async fn build(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
-        let client = connect_quietly(&self.conn).await?;
+        match &self.conn {
+            Endpoint::Postgres(conn) => self.build_postgres(conn, announce).await,
+            Endpoint::Mysql(spec) => super::mysql::load::build(self, spec, announce).await,
+        }
+    }
+
+    async fn build_postgres(
+        &self,
+        conn: &ConnSpec,
+        announce: &(dyn Fn(String) + Sync),
+    ) -> Result<(), Failure> {
+        let client = connect_quietly(conn).await?;
         for (table, _) in schema::TABLES {
             for statement in schema::create_table(table, self.partitions) {
                 execute(&client, &statement).await?;
@@ -93,25 +106,14 @@ impl Loader {
         for (_, statement) in indexes(|table| table == KEYED_DURING_LOAD) {
             execute(&client, statement).await?;
         }
-        let constants = NurandConstants::draw(&mut TpccRandom::seeded(self.seed).prng);
-        let next_stream = AtomicUsize::new(0);
-        let mut workers = Vec::new();
-        for _ in 0..self.connections.clamp(1, STREAMS.len()) {
-            workers.push(async {
-                let client = connect_quietly(&self.conn).await?;
-                while let Some(stream) = STREAMS.get(next_stream.fetch_add(1, Ordering::Relaxed)) {
-                    let rows = self.load_stream(&client, *stream, constants).await?;
-                    announce(format!("loaded {} ({rows} rows)", stream.tables()));
-                }
-                Ok::<(), Failure>(())
-            });
-        }
-        let connections = workers.len();
-        for result in futures_util::future::join_all(workers).await {
-            result?;
-        }
+        let constants = self.constants();
+        let open = || async {
+            let client = connect_quietly(conn).await?;
+            Ok(PgCopy::new(client, self.rows_loaded.clone()))
+        };
+        let connections = self.load_streams(open, constants, announce).await?;
         announce("building keys and indexes".into());
-        self.build_indexes(connections).await?;
+        self.build_indexes(conn, connections).await?;
         announce("creating the transactions' procedures".into());
         for statement in server_routines(&client).await?.definitions() {
             execute(&client, &statement).await?;
@@ -123,13 +125,44 @@ impl Loader {
         .await
     }
 
-    async fn build_indexes(&self, connections: usize) -> Result<(), Failure> {
+    /// The load's NURand constants (C_LAST is recorded with the build).
+    pub(super) fn constants(&self) -> NurandConstants {
+        NurandConstants::draw(&mut TpccRandom::seeded(self.seed).prng)
+    }
+
+    /// Every table's rows over up to `connections` sinks that `open` makes, each loading one
+    /// stream after another, at once; how many sinks there were.
+    pub(super) async fn load_streams<S: TableSink, F: Future<Output = Result<S, Failure>>>(
+        &self,
+        open: impl Fn() -> F,
+        constants: NurandConstants,
+        announce: &(dyn Fn(String) + Sync),
+    ) -> Result<usize, Failure> {
+        let next_stream = AtomicUsize::new(0);
+        let workers: Vec<_> = (0..self.connections.clamp(1, STREAMS.len()))
+            .map(|_| async {
+                let mut sink = open().await?;
+                while let Some(stream) = STREAMS.get(next_stream.fetch_add(1, Ordering::Relaxed)) {
+                    let rows = self.load_stream(&mut sink, *stream, constants).await?;
+                    announce(format!("loaded {} ({rows} rows)", stream.tables()));
+                }
+                Ok::<(), Failure>(())
+            })
+            .collect();
+        let connections = workers.len();
+        for result in futures_util::future::join_all(workers).await {
+            result?;
+        }
+        Ok(connections)
+    }
+
+    async fn build_indexes(&self, conn: &ConnSpec, connections: usize) -> Result<(), Failure> {
         let after_load: Vec<_> = indexes(|table| table != KEYED_DURING_LOAD).collect();
         let mut workers = Vec::new();
         for worker in 0..connections {
             let after_load = &after_load;
             workers.push(async move {
-                let client = connect_quietly(&self.conn).await?;
+                let client = connect_quietly(conn).await?;
                 for (i, (_, statement)) in after_load.iter().enumerate() {
                     if i % connections == worker {
                         execute(&client, statement).await?;
@@ -150,10 +183,10 @@ impl Loader {
         TpccRandom::seeded(self.seed ^ key.wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
-    /// Loads one stream; the rows written.
-    async fn load_stream(
+    /// Loads one stream through `sink`; the rows written.
+    async fn load_stream<S: TableSink>(
         &self,
-        client: &Client,
+        sink: &mut S,
         stream: Stream,
         constants: NurandConstants,
     ) -> Result<u64, Failure> {
@@ -161,40 +194,40 @@ impl Loader {
             Stream::Warehouses => "warehouse",
             other => other.tables(),
         };
-        let mut copy = Copy::start(client, first_table, &self.rows_loaded).await?;
+        sink.start(first_table).await?;
         if stream == Stream::Item {
-            self.item_rows(&mut copy).await?;
-            return copy.finish().await;
+            self.item_rows(sink).await?;
+            return sink.finish().await;
         }
         let mut rows = 0;
         if stream == Stream::Warehouses {
             for warehouse in 1..=self.warehouses {
-                self.warehouse_row(&mut copy, warehouse).await?;
+                self.warehouse_row(sink, warehouse).await?;
             }
-            rows += copy.finish().await?;
-            copy = Copy::start(client, "district", &self.rows_loaded).await?;
+            rows += sink.finish().await?;
+            sink.start("district").await?;
         }
         for warehouse in 1..=self.warehouses {
             let mut random = self.random_for(stream as u64, warehouse);
             let random = &mut random;
             match stream {
-                Stream::Warehouses => self.district_rows(&mut copy, warehouse, random).await?,
-                Stream::Stock => self.stock_rows(&mut copy, warehouse, random).await?,
+                Stream::Warehouses => self.district_rows(sink, warehouse, random).await?,
+                Stream::Stock => self.stock_rows(sink, warehouse, random).await?,
                 Stream::Customer => {
-                    self.customer_rows(&mut copy, warehouse, random, constants)
+                    self.customer_rows(sink, warehouse, random, constants)
                         .await?
                 }
-                Stream::History => self.history_rows(&mut copy, warehouse, random).await?,
-                Stream::Orders => self.order_rows(&mut copy, warehouse, random).await?,
-                Stream::NewOrder => self.new_order_rows(&mut copy, warehouse).await?,
-                Stream::OrderLine => self.order_line_rows(&mut copy, warehouse, random).await?,
+                Stream::History => self.history_rows(sink, warehouse, random).await?,
+                Stream::Orders => self.order_rows(sink, warehouse, random).await?,
+                Stream::NewOrder => self.new_order_rows(sink, warehouse).await?,
+                Stream::OrderLine => self.order_line_rows(sink, warehouse, random).await?,
                 Stream::Item => unreachable!("loaded above"),
             }
         }
-        Ok(rows + copy.finish().await?)
+        Ok(rows + sink.finish().await?)
     }
 
-    async fn item_rows(&self, copy: &mut Copy<'_>) -> Result<(), Failure> {
+    async fn item_rows<S: TableSink>(&self, copy: &mut S) -> Result<(), Failure> {
         let mut random = self.random_for(Stream::Item as u64, 0);
         for id in 1..=ITEMS {
             let rows = copy.row(5);
@@ -208,7 +241,11 @@ impl Loader {
         Ok(())
     }
 
-    async fn warehouse_row(&self, copy: &mut Copy<'_>, warehouse: i64) -> Result<(), Failure> {
+    async fn warehouse_row<S: TableSink>(
+        &self,
+        copy: &mut S,
+        warehouse: i64,
+    ) -> Result<(), Failure> {
         let mut random = self.random_for(WAREHOUSE_ROW, warehouse);
         let rows = copy.row(9);
         rows.int4(warehouse);
@@ -219,9 +256,9 @@ impl Loader {
         copy.sent_row().await
     }
 
-    async fn district_rows(
+    async fn district_rows<S: TableSink>(
         &self,
-        copy: &mut Copy<'_>,
+        copy: &mut S,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
@@ -239,9 +276,9 @@ impl Loader {
         Ok(())
     }
 
-    async fn stock_rows(
+    async fn stock_rows<S: TableSink>(
         &self,
-        copy: &mut Copy<'_>,
+        copy: &mut S,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
@@ -262,9 +299,9 @@ impl Loader {
         Ok(())
     }
 
-    async fn customer_rows(
+    async fn customer_rows<S: TableSink>(
         &self,
-        copy: &mut Copy<'_>,
+        copy: &mut S,
         warehouse: i64,
         random: &mut TpccRandom,
         constants: NurandConstants,
@@ -313,9 +350,9 @@ impl Loader {
         Ok(())
     }
 
-    async fn history_rows(
+    async fn history_rows<S: TableSink>(
         &self,
-        copy: &mut Copy<'_>,
+        copy: &mut S,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
@@ -344,9 +381,9 @@ impl Loader {
             .collect()
     }
 
-    async fn order_rows(
+    async fn order_rows<S: TableSink>(
         &self,
-        copy: &mut Copy<'_>,
+        copy: &mut S,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
@@ -376,7 +413,11 @@ impl Loader {
         Ok(())
     }
 
-    async fn new_order_rows(&self, copy: &mut Copy<'_>, warehouse: i64) -> Result<(), Failure> {
+    async fn new_order_rows<S: TableSink>(
+        &self,
+        copy: &mut S,
+        warehouse: i64,
+    ) -> Result<(), Failure> {
         for district in 1..=DISTRICTS {
             for order in FIRST_NEW_ORDER..=ORDERS_PER_DISTRICT {
                 let rows = copy.row(3);
@@ -389,9 +430,9 @@ impl Loader {
         Ok(())
     }
 
-    async fn order_line_rows(
+    async fn order_line_rows<S: TableSink>(
         &self,
-        copy: &mut Copy<'_>,
+        copy: &mut S,
         warehouse: i64,
         random: &mut TpccRandom,
     ) -> Result<(), Failure> {
@@ -460,19 +501,19 @@ fn indexes(
 }
 
 /// An a-string of random(min, max) letters and digits, written in place.
-fn alphanumeric(rows: &mut BinaryRows, random: &mut TpccRandom, min: usize, max: usize) {
+fn alphanumeric(rows: &mut impl RowWriter, random: &mut TpccRandom, min: usize, max: usize) {
     let length = random.length(min, max);
     rows.text_with(length, |out| random.fill_alphanumeric(out));
 }
 
 /// I_DATA / S_DATA, written in place.
-fn data_with_original(rows: &mut BinaryRows, random: &mut TpccRandom) {
+fn data_with_original(rows: &mut impl RowWriter, random: &mut TpccRandom) {
     let length = random.length(26, 50);
     rows.text_with(length, |out| random.fill_data_with_original(out));
 }
 
 /// street 1, street 2, city, state, zip.
-fn address(rows: &mut BinaryRows, random: &mut TpccRandom) {
+fn address(rows: &mut impl RowWriter, random: &mut TpccRandom) {
     for _ in 0..3 {
         alphanumeric(rows, random, 10, 20);
     }
@@ -504,57 +545,35 @@ async fn execute(client: &Client, statement: &str) -> Result<(), Failure> {
         .map_err(|e| sql_error(statement, e))
 }
 
-/// One table's binary COPY, sent in chunks as rows are written.
-struct Copy<'a> {
+/// Binary COPY, one table at a time, sent in chunks as rows are written.
+struct PgCopy {
+    client: Client,
     table: &'static str,
-    sink: Pin<Box<CopyInSink<Bytes>>>,
+    sink: Option<Pin<Box<CopyInSink<Bytes>>>>,
     rows: BinaryRows,
     pending_rows: u64,
     /// Rows sent so far by this COPY.
     sent_rows: u64,
-    rows_loaded: &'a AtomicU64,
+    rows_loaded: Arc<AtomicU64>,
 }
 
-impl<'a> Copy<'a> {
-    async fn start(
-        client: &Client,
-        table: &'static str,
-        rows_loaded: &'a AtomicU64,
-    ) -> Result<Copy<'a>, Failure> {
-        let statement = format!("COPY {table} FROM STDIN WITH (FORMAT binary)");
-        let sink = client
-            .copy_in::<_, Bytes>(&statement)
-            .await
-            .map_err(|e| sql_error(&statement, e))?;
-        Ok(Copy {
-            table,
-            sink: Box::pin(sink),
+impl PgCopy {
+    fn new(client: Client, rows_loaded: Arc<AtomicU64>) -> PgCopy {
+        PgCopy {
+            client,
+            table: "",
+            sink: None,
             rows: BinaryRows::new(),
             pending_rows: 0,
             sent_rows: 0,
             rows_loaded,
-        })
-    }
-
-    /// Starts a row of `columns` values, to be written into the returned buffer.
-    fn row(&mut self, columns: i16) -> &mut BinaryRows {
-        self.rows.row(columns);
-        &mut self.rows
-    }
-
-    /// Counts the row just written and sends the buffer once it is large enough.
-    async fn sent_row(&mut self) -> Result<(), Failure> {
-        self.pending_rows += 1;
-        if self.rows.len() >= CHUNK_BYTES {
-            self.send().await?;
         }
-        Ok(())
     }
 
     async fn send(&mut self) -> Result<(), Failure> {
         let chunk = self.rows.take();
-        self.sink
-            .send(chunk)
+        let sink = self.sink.as_mut().expect("a COPY started");
+        sink.send(chunk)
             .await
             .map_err(|e| sql_error(&format!("COPY {}", self.table), e))?;
         self.rows_loaded
@@ -563,13 +582,43 @@ impl<'a> Copy<'a> {
         self.pending_rows = 0;
         Ok(())
     }
+}
 
-    /// Ends the COPY; the rows it wrote.
-    async fn finish(mut self) -> Result<u64, Failure> {
+impl TableSink for PgCopy {
+    type Rows = BinaryRows;
+
+    async fn start(&mut self, table: &'static str) -> Result<(), Failure> {
+        let statement = format!("COPY {table} FROM STDIN WITH (FORMAT binary)");
+        let sink = self
+            .client
+            .copy_in::<_, Bytes>(&statement)
+            .await
+            .map_err(|e| sql_error(&statement, e))?;
+        self.table = table;
+        self.sink = Some(Box::pin(sink));
+        self.rows = BinaryRows::new();
+        self.sent_rows = 0;
+        Ok(())
+    }
+
+    fn row(&mut self, columns: i16) -> &mut BinaryRows {
+        self.rows.row(columns);
+        &mut self.rows
+    }
+
+    async fn sent_row(&mut self) -> Result<(), Failure> {
+        self.pending_rows += 1;
+        if self.rows.len() >= CHUNK_BYTES {
+            self.send().await?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<u64, Failure> {
         self.rows.finish();
         self.send().await?;
-        self.sink
-            .as_mut()
+        let mut sink = self.sink.take().expect("a COPY started");
+        sink.as_mut()
             .finish()
             .await
             .map_err(|e| sql_error(&format!("COPY {}", self.table), e))?;

@@ -2,18 +2,19 @@
 //! CALL per transaction); NOPM and TPM computed as HammerDB does, from the server's counters
 //! around the measured run, beside the driver's own counts and latencies per transaction.
 
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::Client;
 
 use super::built::{checked_warehouses, load_c_last};
-use crate::conn::ConnSpec;
+use super::mysql;
 use crate::conn::Endpoint;
 use crate::driver::plan::{ErrorPolicy, Pauses, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::ScriptStats;
 use crate::driver::{self, DriverEvent, RunResult};
 use crate::error::{CommandResult, Failure};
-use crate::family::common::connection::{connection, positive};
+use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure::{check_aborted, ClientFairness, LatencySummary};
 use crate::family::tpcc::args::RunArgs;
 use crate::family::tpcc::inputs::{Inputs, WarehouseChoice};
@@ -25,6 +26,7 @@ use crate::pg::control::server_version_num;
 use crate::pg::control_runtime;
 use crate::pg::{connect_quietly, sql_error};
 use crate::script::{parse_script, VarTable};
+use crate::wire::mysql::control::ControlSession;
 
 /// The virtual users' application_name, to wait for their sessions to end.
 const APPLICATION: &str = "stampede-tpcc";
@@ -60,9 +62,9 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let stall_timeout =
         crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
             .map_err(Failure::input)?;
-    let conn = connection(&args.connection)?;
-    let runtime = control_runtime();
-    let (client, warehouses, load_c_last) = runtime.block_on(open(&conn, args.warehouses))?;
+    let endpoint = endpoint(&args.connection)?;
+    check_engine(&endpoint, &settings)?;
+    let (control, warehouses, load_c_last) = Control::open(&endpoint, args.warehouses)?;
     let stop = crate::signals::watch_signals();
     let constants = NurandConstants::for_run(
         &mut TpccRandom::seeded(settings.seed).prng,
@@ -74,18 +76,18 @@ pub fn run(args: &RunArgs) -> CommandResult {
     // the counters are read between the two with no transaction in flight, and after the last
     // one before the sessions close (pg_stat_database then lags alike at both readings).
     let mut before = if settings.rampup.is_zero() {
-        Some(runtime.block_on(settled_counters(&client)))
+        Some(control.settled_counters())
     } else {
         None
     };
     let mut at_end = None;
-    let mut plan = plan(&conn, warehouses, constants, &settings)?;
+    let mut plan = plan(&endpoint, warehouses, constants, &settings)?;
     plan.warmup = settings.rampup;
     plan.stop = Some(stop);
     plan.stall_timeout = stall_timeout;
     let result = driver::run(plan, &mut |event| match event {
-        DriverEvent::WarmupEnded => before = Some(runtime.block_on(counters(&client))),
-        DriverEvent::MeasuredEnded => at_end = Some(runtime.block_on(counters(&client))),
+        DriverEvent::WarmupEnded => before = Some(control.counters()),
+        DriverEvent::MeasuredEnded => at_end = Some(control.counters()),
         DriverEvent::Interval(interval) if (interval.index + 1) % 10 == 0 => println!(
             "[ {}s ] {:.1} transactions/s",
             interval.index + 1,
@@ -95,7 +97,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     })?;
     let after = match at_end {
         Some(counters) => counters?,
-        None => runtime.block_on(settled_counters(&client))?,
+        None => control.settled_counters()?,
     };
     check_aborted(result.aborted_clients, "virtual user", "")?;
     let before = before.ok_or_else(|| Failure::run("the run was stopped within its rampup"))??;
@@ -107,16 +109,82 @@ pub fn run(args: &RunArgs) -> CommandResult {
     Ok(())
 }
 
-/// A control session on the built database: its warehouses (checked against `expected`) and
-/// the C_LAST constant its load used.
-pub(super) async fn open(
-    conn: &ConnSpec,
-    expected: Option<i64>,
-) -> Result<(Client, i64, Option<i64>), Failure> {
-    let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
-    let warehouses = checked_warehouses(&client, expected).await?;
-    let load_c_last = load_c_last(&client).await;
-    Ok((client, warehouses, load_c_last))
+/// A control session on the built database, on either engine: what the build recorded, and
+/// the server's counters NOPM and TPM come from.
+pub enum Control {
+    Postgres(Client),
+    Mysql(RefCell<ControlSession>),
+}
+
+impl Control {
+    /// The session, the built warehouses (checked against `expected`) and the C_LAST constant
+    /// the load used.
+    pub fn open(
+        endpoint: &Endpoint,
+        expected: Option<i64>,
+    ) -> Result<(Control, i64, Option<i64>), Failure> {
+        match endpoint {
+            Endpoint::Postgres(conn) => control_runtime().block_on(async {
+                let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
+                let warehouses = checked_warehouses(&client, expected).await?;
+                let load_c_last = load_c_last(&client).await;
+                Ok((Control::Postgres(client), warehouses, load_c_last))
+            }),
+            Endpoint::Mysql(spec) => {
+                let mut session = ControlSession::connect(spec).map_err(Failure::into_input)?;
+                let (built, load_c_last) = mysql::built::marker(&mut session)?;
+                let warehouses = super::built::same_warehouses(built, expected)?;
+                Ok((
+                    Control::Mysql(RefCell::new(session)),
+                    warehouses,
+                    load_c_last,
+                ))
+            }
+        }
+    }
+
+    /// The counters now.
+    pub fn counters(&self) -> Result<Counters, Failure> {
+        match self {
+            Control::Postgres(client) => control_runtime().block_on(counters(client)),
+            Control::Mysql(session) => {
+                let (next_order_ids, transactions) =
+                    mysql::built::counters(&mut session.borrow_mut())?;
+                Ok(Counters {
+                    next_order_ids,
+                    transactions,
+                })
+            }
+        }
+    }
+
+    /// The counters once the virtual users' work has reached them.
+    pub fn settled_counters(&self) -> Result<Counters, Failure> {
+        match self {
+            Control::Postgres(client) => control_runtime().block_on(settled_counters(client)),
+            Control::Mysql(_) => self.counters(),
+        }
+    }
+}
+
+/// What MariaDB/MySQL's TPROC-C is not: client mode, prepared calls and TPC-C's inputs are
+/// PostgreSQL's (HammerDB's MariaDB procedures take its own inputs).
+pub fn check_engine(endpoint: &Endpoint, settings: &Settings) -> Result<(), Failure> {
+    let Endpoint::Mysql(_) = endpoint else {
+        return Ok(());
+    };
+    let refused = if settings.mode != Mode::Server {
+        "--mode client"
+    } else if settings.call != Protocol::Simple {
+        "--call prepared"
+    } else if settings.rules != Rules::HammerDb {
+        "--rules tpc-c"
+    } else {
+        return Ok(());
+    };
+    Err(Failure::input(format!(
+        "{refused} runs on PostgreSQL only: on MariaDB/MySQL, TPROC-C is HammerDB's procedures called with HammerDB's inputs (--mode server, --call simple, --rules hammerdb)"
+    )))
 }
 
 /// The run's first line: what runs, on what, how.
@@ -262,7 +330,7 @@ fn keying_thinking(args: &RunArgs) -> Result<Option<f64>, Failure> {
 
 /// The driver's plan: the six scripts with the mix's weights, one client per virtual user.
 pub fn plan(
-    conn: &ConnSpec,
+    endpoint: &Endpoint,
     warehouses: i64,
     constants: NurandConstants,
     settings: &Settings,
@@ -275,22 +343,36 @@ pub fn plan(
         constants,
         settings.rules,
     );
-    for (name, text, weight) in scripts::scripts(
-        &inputs,
-        settings.mix,
-        settings.mode,
-        Routines::for_server(server_version_num(&conn.clone().untracked())?),
-        settings.call,
-    ) {
+    let (scripts, endpoint) = match endpoint {
+        Endpoint::Postgres(conn) => {
+            let routines = Routines::for_server(server_version_num(&conn.clone().untracked())?);
+            let scripts = scripts::scripts(
+                &inputs,
+                settings.mix,
+                settings.mode,
+                routines,
+                settings.call,
+            );
+            // The virtual users' sessions are told apart by name, to wait for them to end.
+            let mut conn = conn.clone();
+            conn.application_name = APPLICATION.into();
+            (scripts, Endpoint::Postgres(conn))
+        }
+        Endpoint::Mysql(_) => (
+            scripts::named(
+                mysql::scripts::server_scripts(&inputs),
+                scripts::weights(settings.mix, false),
+            ),
+            endpoint.clone(),
+        ),
+    };
+    for (name, text, weight) in scripts {
         let script = parse_script(name, name, &text, &mut variables)
             .map_err(|e| Failure::input(format!("internal script {name}: {e}")))?;
         weighted.push(WeightedScript { script, weight });
     }
-    // The virtual users' sessions are told apart by name, to wait for them to end.
-    let mut conn = conn.clone();
-    conn.application_name = APPLICATION.into();
     let mut plan = RunPlan::for_workload(
-        &Endpoint::Postgres(conn),
+        &endpoint,
         settings.vu,
         settings.limit,
         settings.protocol(),
@@ -315,12 +397,13 @@ pub fn plan(
 /// The counters once the virtual users' sessions are gone (a backend reports its statistics
 /// as it exits, after it leaves pg_stat_activity, so the transaction count is read until it
 /// stays still).
-/// The run's NURand constants for the database at `conn` (see `NurandConstants::for_run`).
-pub fn run_constants(conn: &ConnSpec, seed: u64, rules: Rules) -> Result<NurandConstants, Failure> {
-    let load_c_last = control_runtime().block_on(async {
-        let client = connect_quietly(conn).await?;
-        Ok::<_, Failure>(load_c_last(&client).await)
-    })?;
+/// The run's NURand constants for the database at `endpoint` (see `NurandConstants::for_run`).
+pub fn run_constants(
+    endpoint: &Endpoint,
+    seed: u64,
+    rules: Rules,
+) -> Result<NurandConstants, Failure> {
+    let (_, _, load_c_last) = Control::open(endpoint, None)?;
     Ok(NurandConstants::for_run(
         &mut TpccRandom::seeded(seed).prng,
         load_c_last,
@@ -328,12 +411,10 @@ pub fn run_constants(conn: &ConnSpec, seed: u64, rules: Rules) -> Result<NurandC
     ))
 }
 
-/// `settled_counters` over a connection of its own, for callers outside a runtime (the lab).
-pub fn read_counters(conn: &ConnSpec) -> Result<Counters, Failure> {
-    control_runtime().block_on(async {
-        let client = connect_quietly(conn).await?;
-        settled_counters(&client).await
-    })
+/// The settled counters over a connection of its own, for callers outside a runtime (the lab).
+pub fn read_counters(endpoint: &Endpoint) -> Result<Counters, Failure> {
+    let (control, _, _) = Control::open(endpoint, None)?;
+    control.settled_counters()
 }
 
 impl Counters {
@@ -347,7 +428,7 @@ impl Counters {
     }
 }
 
-pub(super) async fn settled_counters(client: &Client) -> Result<Counters, Failure> {
+async fn settled_counters(client: &Client) -> Result<Counters, Failure> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let sessions: i64 = query_value(
@@ -373,7 +454,7 @@ pub(super) async fn settled_counters(client: &Client) -> Result<Counters, Failur
     Ok(last)
 }
 
-pub(super) async fn counters(client: &Client) -> Result<Counters, Failure> {
+async fn counters(client: &Client) -> Result<Counters, Failure> {
     Ok(Counters {
         next_order_ids: query_value(client, "SELECT sum(d_next_o_id)::bigint FROM district")
             .await?,

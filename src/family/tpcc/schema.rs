@@ -179,6 +179,19 @@ pub const CLUSTER_ON: [(&str, &str); 8] = [
     ("order_line", "order_line_i1"),
 ];
 
+/// `table`'s column names in its DDL's order: the order the loader writes a row's values in.
+pub fn columns(table: &str) -> Vec<&'static str> {
+    let ddl = TABLES
+        .iter()
+        .find(|(name, _)| *name == table)
+        .map(|(_, ddl)| *ddl)
+        .expect("a TPC-C table");
+    ddl.lines()
+        .skip(1)
+        .filter_map(|line| line.split_whitespace().next())
+        .collect()
+}
+
 /// HammerDB partitions order_line from this many warehouses on.
 pub const PARTITION_FROM_WAREHOUSES: i64 = 200;
 
@@ -235,5 +248,12 @@ mod tests {
         assert!(ddl[0].ends_with("ol_dist_info character(24)) PARTITION BY HASH (ol_w_id)"));
         assert!(ddl[3].ends_with("FOR VALUES WITH (MODULUS 3, REMAINDER 2)"));
         assert_eq!(create_table("item", 3).len(), 1);
+    }
+
+    #[test]
+    fn columns_follow_the_ddl() {
+        assert_eq!(columns("new_order"), ["no_w_id", "no_o_id", "no_d_id"]);
+        assert_eq!(columns("customer").len(), 21);
+        assert_eq!(columns("stock").len(), 17);
     }
 }

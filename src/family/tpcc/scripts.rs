@@ -134,20 +134,35 @@ pub fn scripts(
             client_scripts::stock_level(inputs),
         ],
     };
-    let weights = [
-        mix.new_order * 99,
-        mix.new_order,
-        mix.payment * 100,
-        mix.order_status * 100,
-        mix.delivery * 100,
-        mix.stock_level * 100,
-    ];
+    named(texts, weights(mix, true))
+}
+
+/// The scripts with their names and weights.
+pub fn named(texts: [String; 6], weights: [u32; 6]) -> Vec<(&'static str, String, u32)> {
     NAMES
         .into_iter()
         .zip(texts)
         .zip(weights)
         .map(|((name, text), weight)| (name, text, weight))
         .collect()
+}
+
+/// The mix's weights times 100 per script, New-Order's split 99 : 1 between committing and
+/// rolling back when the client draws the rollback (`rollback_scripted`), else all New-Order's.
+pub fn weights(mix: Mix, rollback_scripted: bool) -> [u32; 6] {
+    let (new_order, rollback) = if rollback_scripted {
+        (mix.new_order * 99, mix.new_order)
+    } else {
+        (mix.new_order * 100, 0)
+    };
+    [
+        new_order,
+        rollback,
+        mix.payment * 100,
+        mix.order_status * 100,
+        mix.delivery * 100,
+        mix.stock_level * 100,
+    ]
 }
 
 /// HammerDB's timestamp argument (its client formats the time and the server parses it back:

@@ -7,12 +7,12 @@
 
 use super::args::RunArgs;
 use super::random::{NurandConstants, TpccRandom};
-use super::run::{self, Counters, TpccReport};
+use super::run::{self, Control, Counters, TpccReport};
+use crate::conn::Endpoint;
 use crate::driver::{self, DriverEvent};
 use crate::error::{CommandResult, Failure};
-use crate::family::common::connection::connection;
+use crate::family::common::connection::endpoint;
 use crate::family::common::measure::check_aborted;
-use crate::pg::control_runtime;
 use crate::pods::launch::{
     pod_json_path, replace_option, require_named_server, without_kube_options, Launch,
 };
@@ -30,9 +30,14 @@ pub fn launch(args: &RunArgs) -> CommandResult {
             settings.vu
         )));
     }
+    if let Endpoint::Mysql(_) = endpoint(&args.connection)? {
+        return Err(Failure::input(
+            "--pods spreads TPROC-C on PostgreSQL only; run MariaDB/MySQL's from one client",
+        ));
+    }
     require_named_server(
-        args.connection.host.as_deref(),
-        &[args.connection.dbname.as_ref()],
+        args.connection.connection.host.as_deref(),
+        &[args.connection.connection.dbname.as_ref()],
     )?;
     // The words after "stampede tpcc run", as the user gave them.
     let given: Vec<String> = std::env::args().skip(3).collect();
@@ -58,8 +63,7 @@ pub fn run_in_pod(args: &RunArgs, role: PodRole) -> CommandResult {
     let stall_timeout =
         crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
             .map_err(Failure::input)?;
-    let conn = connection(&args.connection)?;
-    let runtime = control_runtime();
+    let endpoint = endpoint(&args.connection)?;
     let mut pod = PodRun::start(
         role,
         Box::new(|interval| {
@@ -73,17 +77,17 @@ pub fn run_in_pod(args: &RunArgs, role: PodRole) -> CommandResult {
         }),
     )?;
     let first = pod.role.index == 0;
-    let opened = runtime.block_on(run::open(&conn, args.warehouses));
+    let opened = Control::open(&endpoint, args.warehouses);
     // Without a rampup the window opens before any pod's users connect: pod 0 reads the
     // counters before it joins, and the others connect only once every pod has joined.
     let mut before: Option<Result<Counters, Failure>> = match &opened {
-        Ok((client, _, _)) if first && settings.rampup.is_zero() => {
-            Some(runtime.block_on(run::settled_counters(client)))
+        Ok((control, _, _)) if first && settings.rampup.is_zero() => {
+            Some(control.settled_counters())
         }
         _ => None,
     };
     let joined = pod.join();
-    let (client, warehouses, load_c_last) = match (opened, joined) {
+    let (control, warehouses, load_c_last) = match (opened, joined) {
         (Ok(opened), Ok(())) => opened,
         (Err(failure), _) | (_, Err(failure)) => {
             pod.finish(Err(failure.clone()), 0, 0)?;
@@ -98,9 +102,9 @@ pub fn run_in_pod(args: &RunArgs, role: PodRole) -> CommandResult {
         load_c_last,
         settings.rules,
     );
-    let read = || runtime.block_on(run::counters(&client));
+    let read = || control.counters();
     let mut at_end = None;
-    let mut plan = run::plan(&conn, warehouses, constants, &settings)?;
+    let mut plan = run::plan(&endpoint, warehouses, constants, &settings)?;
     // One thread per virtual user, the same on every pod, split as the users are.
     plan.threads = settings.vu;
     plan.share = Some(pod.share(settings.vu));
@@ -129,7 +133,7 @@ pub fn run_in_pod(args: &RunArgs, role: PodRole) -> CommandResult {
     };
     let after = match at_end {
         Some(counters) => counters?,
-        None => runtime.block_on(run::settled_counters(&client))?,
+        None => control.settled_counters()?,
     };
     check_aborted(spread.merged.aborted_clients, "virtual user", "")?;
     let before = before.ok_or_else(|| Failure::run("the run was stopped within its rampup"))??;
