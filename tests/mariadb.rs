@@ -631,13 +631,18 @@ fn a_password_account_over_tcp_runs_in_both_protocols() {
     }
 }
 
-fn stampede_dbstress(action: &str, db: &str, args: &[&str]) -> Output {
+/// `stampede COMMAND ACTION --engine mariadb` on `db` over the test server's socket as root.
+fn stampede_on_mariadb(command: &str, action: &str, db: &str, args: &[&str]) -> Output {
     let socket = socket();
     let mut all = vec![
-        "dbstress", action, "--engine", "mariadb", "--socket", &socket, "-U", "root", "-d", db,
+        command, action, "--engine", "mariadb", "--socket", &socket, "-U", "root", "-d", db,
     ];
     all.extend(args);
     stampede(&all)
+}
+
+fn stampede_dbstress(action: &str, db: &str, args: &[&str]) -> Output {
+    stampede_on_mariadb("dbstress", action, db, args)
 }
 
 /// dbSTRESS on its original engine: the same rows as on PostgreSQL (one digest over every
@@ -851,12 +856,7 @@ fn the_watchdog_kills_queries_stuck_on_a_lock() {
 }
 
 fn stampede_tpcc(action: &str, db: &str, args: &[&str]) -> Output {
-    let socket = socket();
-    let mut all = vec![
-        "tpcc", action, "--engine", "mariadb", "--socket", &socket, "-U", "root", "-d", db,
-    ];
-    all.extend(args);
-    stampede(&all)
+    stampede_on_mariadb("tpcc", action, db, args)
 }
 
 /// TPROC-C on MariaDB as HammerDB's MariaDB build and driver have it: the loader's rows equal

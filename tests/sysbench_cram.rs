@@ -20,6 +20,19 @@ use std::process::Command;
 
 use common::mariadb;
 
+/// cram's command: `cram`, or `cram3` as Debian 12's python3-cram names it.
+fn cram() -> &'static str {
+    let on_path = |name: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
+    };
+    if on_path("cram") {
+        "cram"
+    } else {
+        "cram3"
+    }
+}
+
 /// Suite files where stampede differs from sysbench on purpose, and why.
 const DELIBERATE: &[(&str, &str)] = &[
     (
@@ -223,7 +236,7 @@ impl Harness {
             }
             Server::Neither => {}
         }
-        let output = Command::new("cram")
+        let output = Command::new(cram())
             .arg("--shell=/bin/bash")
             .arg(format!("t/{file}"))
             .current_dir(&self.root)

@@ -129,6 +129,16 @@ pub trait FamilyWorkload {
     ) -> Result<(), Failure> {
         Ok(())
     }
+    /// Refuses, before anything starts, what it cannot run on a target of `engine`: a
+    /// variant, the protocol or an option only the other engine has (the reason).
+    fn check_engine(
+        &self,
+        _engine: Engine,
+        _variant: &Self::Variant,
+        _protocol: Protocol,
+    ) -> Result<(), String> {
+        Ok(())
+    }
     /// Runs the warmup, calls `observer.open_window`, then the measured run of `variant`,
     /// reporting each second to the observer.
     fn run(
@@ -151,6 +161,9 @@ pub trait LabWorkload {
     /// The variant's group in relative-throughput tables, stored as the cell's family.
     fn group(&self, name: &str) -> String;
     fn sequential(&self) -> bool;
+    /// As `FamilyWorkload::check_engine`, for a variant by name (one that cannot be read
+    /// passes: `check_variant` refuses it).
+    fn check_engine(&self, engine: Engine, name: &str, protocol: Protocol) -> Result<(), String>;
     fn between_steps(
         &self,
         conn: &Endpoint,
@@ -194,6 +207,13 @@ impl<W: FamilyWorkload> LabWorkload for W {
 
     fn sequential(&self) -> bool {
         FamilyWorkload::sequential(self)
+    }
+
+    fn check_engine(&self, engine: Engine, name: &str, protocol: Protocol) -> Result<(), String> {
+        match self.variant(name) {
+            Ok(variant) => FamilyWorkload::check_engine(self, engine, &variant, protocol),
+            Err(_) => Ok(()),
+        }
     }
 
     fn between_steps(

@@ -1154,6 +1154,29 @@ fn check_engines(
                     ),
                 ));
             }
+            let protocol = spec.protocol.unwrap_or(kind.default_protocol);
+            if let Ok(workload) = (kind.create)(&spec.options) {
+                let variants = if spec.scripts.is_empty() {
+                    workload.default_variants()
+                } else {
+                    spec.scripts.clone()
+                };
+                for variant in &variants {
+                    workload
+                        .check_engine(engine, variant, protocol)
+                        .map_err(|reason| {
+                            source.at(
+                                &w.name,
+                                format!(
+                                    "workload \"{}\" on target \"{}\" ({}): {reason}",
+                                    spec.name,
+                                    target.name,
+                                    engine.name()
+                                ),
+                            )
+                        })?;
+                }
+            }
             if engine == Engine::Mariadb && spec.protocol == Some(Protocol::Extended) {
                 let at = w.protocol.as_ref().expect("a protocol was given");
                 return Err(source.at(

@@ -1,8 +1,12 @@
-//! Debian's archive as a source of releases stampede does not find elsewhere: a suite's signed
-//! index (`InRelease`, checked with `gpgv` against the Debian archive keyring), the package lists
-//! it names (checked by the digests the signed index gives) and files of the pool (checked by
-//! the digests the lists give). Nothing unchecked is used. Indexes are cached under the cache
-//! root and refreshed after an hour; when the archive is out of reach the cached ones serve.
+//! Debian's archive (and Ubuntu's, which has the same layout) as a source of releases stampede
+//! does not find elsewhere: a suite's signed index (`InRelease`, checked with `gpgv` against the
+//! archive's keyring), the package lists it names (checked by the digests the signed index
+//! gives) and files of the pool (checked by the digests the lists give). Nothing unchecked is
+//! used. A suite is a Debian suite's name (`bookworm`) or `ubuntu/` and an Ubuntu one's
+//! (`ubuntu/jammy-updates`). Ubuntu's keys come from Debian's `ubuntu-keyring` package, taken
+//! through Debian's signed archive, when the system has none. Indexes are cached under the
+//! cache root and refreshed after an hour; when the archive is out of reach the cached ones
+//! serve.
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -16,22 +20,135 @@ use super::download::get;
 use super::setup::SetupEvent;
 use crate::error::Failure;
 
-/// The archive stampede reads (`STAMPEDE_DEBIAN_MIRROR` overrides).
-const MIRROR: &str = "http://deb.debian.org/debian";
-
 /// The keys that sign Debian's archive, as the `debian-archive-keyring` package installs them.
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+
+/// Ubuntu's keys where its `ubuntu-keyring` package (Debian's or Ubuntu's) installs them.
+const UBUNTU_KEYRING: &str = "usr/share/keyrings/ubuntu-archive-keyring.gpg";
+
+/// The Debian suite whose `ubuntu-keyring` stampede takes when the system has no Ubuntu keys.
+const UBUNTU_KEYRING_SUITE: &str = "trixie";
 
 /// How long a downloaded index is used before the archive is asked again.
 const INDEX_FRESH_FOR: Duration = Duration::from_secs(3600);
 
-fn mirror() -> String {
-    std::env::var("STAMPEDE_DEBIAN_MIRROR").unwrap_or_else(|_| MIRROR.into())
+/// Which archive a suite is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Archive {
+    Debian,
+    Ubuntu,
+}
+
+impl Archive {
+    /// The archive and the suite's name in it.
+    pub fn of(suite: &str) -> (Archive, &str) {
+        match suite.strip_prefix("ubuntu/") {
+            Some(name) => (Archive::Ubuntu, name),
+            None => (Archive::Debian, suite),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Archive::Debian => "Debian",
+            Archive::Ubuntu => "Ubuntu",
+        }
+    }
+
+    /// The mirror read (`STAMPEDE_DEBIAN_MIRROR`, `STAMPEDE_UBUNTU_MIRROR` override).
+    fn mirror(self) -> String {
+        let (variable, default) = match self {
+            Archive::Debian => ("STAMPEDE_DEBIAN_MIRROR", "http://deb.debian.org/debian"),
+            Archive::Ubuntu => ("STAMPEDE_UBUNTU_MIRROR", "http://archive.ubuntu.com/ubuntu"),
+        };
+        std::env::var(variable).unwrap_or_else(|_| default.into())
+    }
+
+    /// The components whose lists are read: Ubuntu keeps much of what Debian has in main
+    /// (MariaDB among it) in universe.
+    fn components(self) -> &'static [&'static str] {
+        match self {
+            Archive::Debian => &["main"],
+            Archive::Ubuntu => &["main", "universe"],
+        }
+    }
+
+    fn keyring(self) -> Result<PathBuf, Failure> {
+        match self {
+            Archive::Debian if Path::new(KEYRING).is_file() => Ok(KEYRING.into()),
+            Archive::Debian => Err(Failure::input(format!(
+                "checking Debian's signatures needs {KEYRING}; on Debian install debian-archive-keyring"
+            ))),
+            Archive::Ubuntu => ubuntu_keyring(),
+        }
+    }
+}
+
+/// "Debian unstable", "Ubuntu jammy-updates+jammy": suites joined by `+`, as users read them.
+pub fn suites_label(suites: &str) -> String {
+    let archive = Archive::of(suites).0;
+    let names: Vec<&str> = suites
+        .split('+')
+        .map(|suite| Archive::of(suite).1)
+        .collect();
+    format!("{} {}", archive.label(), names.join("+"))
+}
+
+/// The suites an unpack of `suite`'s packages reads: an Ubuntu `-updates` (or `-security`)
+/// pocket holds only what changed since the release, so the release's suite follows it.
+pub fn with_release(suite: &str) -> Vec<String> {
+    let (archive, name) = Archive::of(suite);
+    match (archive, name.rsplit_once('-')) {
+        (Archive::Ubuntu, Some((release, "updates" | "security"))) => {
+            vec![suite.to_string(), format!("ubuntu/{release}")]
+        }
+        _ => vec![suite.to_string()],
+    }
+}
+
+/// Ubuntu's archive keys: the system's, else Debian's `ubuntu-keyring` package unpacked into the
+/// cache (its file checked through Debian's signed index, so the chain of trust holds).
+fn ubuntu_keyring() -> Result<PathBuf, Failure> {
+    let system = Path::new("/").join(UBUNTU_KEYRING);
+    if system.is_file() {
+        return Ok(system);
+    }
+    let dir = super::download::cache_root()
+        .join("debian")
+        .join("ubuntu-keyring");
+    let keyring = dir.join(UBUNTU_KEYRING);
+    if keyring.is_file() {
+        return Ok(keyring);
+    }
+    let package = binary_packages_named(UBUNTU_KEYRING_SUITE, &|name| name == "ubuntu-keyring")?
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            Failure::run(format!(
+                "Debian's {UBUNTU_KEYRING_SUITE} has no ubuntu-keyring package to check Ubuntu's signatures with"
+            ))
+        })?;
+    let deb = fetch_pool_file(&package.file, &dir, &mut |_| {})?;
+    let output = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&dir)
+        .output()
+        .map_err(|e| Failure::input(format!("dpkg-deb: {e}")).caused_by(e))?;
+    if !output.status.success() || !keyring.is_file() {
+        return Err(Failure::run(format!(
+            "unpacking {}: {}",
+            deb.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(keyring)
 }
 
 /// A file of the archive's pool with the digest its list gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolFile {
+    pub archive: Archive,
     /// The path under the mirror, e.g. `pool/main/p/postgresql-19/postgresql-19_19~rc1.orig.tar.bz2`.
     pub path: String,
     pub size: u64,
@@ -58,7 +175,7 @@ pub fn source_packages(
     suite: &str,
     wanted: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<SourcePackage>, Failure> {
-    let text = package_list(suite, "main/source/Sources.xz")?;
+    let text = component_lists(suite, "source/Sources.xz")?;
     Ok(stanzas(&text)
         .filter(|stanza| field(stanza, "Package").is_some_and(wanted))
         .filter_map(|stanza| source_package(suite, stanza))
@@ -74,6 +191,7 @@ fn source_package(suite: &str, stanza: &str) -> Option<SourcePackage> {
             let size = parts.next()?.parse().ok()?;
             let name = parts.next()?;
             Some(PoolFile {
+                archive: Archive::of(suite).0,
                 path: format!("{directory}/{name}"),
                 size,
                 sha256,
@@ -115,14 +233,25 @@ pub fn binary_packages_named(
         "aarch64" => "arm64",
         other => other,
     };
-    let text = package_list(suite, &format!("main/binary-{arch}/Packages.xz"))?;
+    let text = component_lists(suite, &format!("binary-{arch}/Packages.xz"))?;
+    let archive = Archive::of(suite).0;
     Ok(stanzas(&text)
         .filter(|stanza| field(stanza, "Package").is_some_and(wanted))
-        .filter_map(binary_package)
+        .filter_map(|stanza| binary_package(archive, stanza))
         .collect())
 }
 
-fn binary_package(stanza: &str) -> Option<BinaryPackage> {
+/// `list` (under each component) of `suite`, every component's text one after the other.
+fn component_lists(suite: &str, list: &str) -> Result<String, Failure> {
+    let mut text = String::new();
+    for component in Archive::of(suite).0.components() {
+        text.push_str(&package_list(suite, &format!("{component}/{list}"))?);
+        text.push_str("\n\n");
+    }
+    Ok(text)
+}
+
+fn binary_package(archive: Archive, stanza: &str) -> Option<BinaryPackage> {
     let names = |value: Option<&str>| -> Vec<Vec<String>> {
         value
             .unwrap_or("")
@@ -150,6 +279,7 @@ fn binary_package(stanza: &str) -> Option<BinaryPackage> {
             .flatten()
             .collect(),
         file: PoolFile {
+            archive,
             path: field(stanza, "Filename")?.into(),
             size: field(stanza, "Size")?.parse().ok()?,
             sha256: field(stanza, "SHA256")?.into(),
@@ -167,12 +297,16 @@ pub fn fetch_pool_file(
     if target.is_file() && super::build::file_sha256(&target)? == file.sha256 {
         return Ok(target);
     }
-    let url = format!("{}/{}", mirror(), file.path);
-    let what = format!("downloading {} from Debian's archive", file.name());
+    let url = format!("{}/{}", file.archive.mirror(), file.path);
+    let what = format!(
+        "downloading {} from {}'s archive",
+        file.name(),
+        file.archive.label()
+    );
     let bytes = crate::pg::control_runtime()
         .block_on(super::download::fetch_with_progress(&url, &what, events))
         .map_err(|e| Failure::run(format!("downloading {url}: {e}")).caused_by(e))?;
-    check_digest(file.name(), &bytes, &file.sha256)?;
+    check_digest(file.archive, file.name(), &bytes, &file.sha256)?;
     write_atomically(&target, &bytes)?;
     Ok(target)
 }
@@ -188,18 +322,20 @@ pub fn index_digest(suite: &str) -> Result<String, Failure> {
 fn package_list(suite: &str, path: &str) -> Result<String, Failure> {
     let dir = super::download::cache_root().join("debian").join(suite);
     let release = signed_index(suite, &dir)?;
+    let (archive, name) = Archive::of(suite);
     let sha256 = listed_digest(&release, path).ok_or_else(|| {
         Failure::run(format!(
-            "Debian's {suite} index does not list {path}; the suite may not exist"
+            "{}'s {name} index does not list {path}; the suite may not exist",
+            archive.label()
         ))
     })?;
     let cached = dir.join(path.replace('/', "_"));
     let bytes = match std::fs::read(&cached) {
         Ok(bytes) if hex(&Sha256::digest(&bytes)) == sha256 => bytes,
         _ => {
-            let url = format!("{}/dists/{suite}/{path}", mirror());
+            let url = format!("{}/dists/{name}/{path}", archive.mirror());
             let bytes = get(&url)?;
-            check_digest(path, &bytes, &sha256)?;
+            check_digest(archive, path, &bytes, &sha256)?;
             write_atomically(&cached, &bytes)?;
             bytes
         }
@@ -217,7 +353,8 @@ fn signed_index(suite: &str, dir: &Path) -> Result<String, Failure> {
         .and_then(|modified| modified.elapsed().ok())
         .is_some_and(|age| age < INDEX_FRESH_FOR);
     if !fresh {
-        let url = format!("{}/dists/{suite}/InRelease", mirror());
+        let (archive, name) = Archive::of(suite);
+        let url = format!("{}/dists/{name}/InRelease", archive.mirror());
         match get(&url) {
             Ok(bytes) => {
                 verify_signature(&bytes, suite)?;
@@ -234,20 +371,21 @@ fn signed_index(suite: &str, dir: &Path) -> Result<String, Failure> {
 
 /// `gpgv` on a clear-signed index: the signed text when a key of the archive keyring made it.
 fn verify_signature(signed: &[u8], suite: &str) -> Result<String, Failure> {
-    if !Path::new(KEYRING).is_file() {
-        return Err(Failure::input(format!(
-            "checking Debian's signatures needs {KEYRING}; on Debian install debian-archive-keyring"
-        )));
-    }
+    let (archive, name) = Archive::of(suite);
+    let keyring = archive.keyring()?;
     let output = filter(
-        Command::new("gpgv").args(["--keyring", KEYRING, "--output", "-", "-"]),
+        Command::new("gpgv")
+            .arg("--keyring")
+            .arg(&keyring)
+            .args(["--output", "-", "-"]),
         signed,
-        "checking Debian's signatures needs gpgv",
+        &format!("checking {}'s signatures needs gpgv", archive.label()),
         "gpgv",
     )?;
     if !output.status.success() {
         return Err(Failure::run(format!(
-            "Debian's {suite} index has no good signature from the archive keyring: {}",
+            "{}'s {name} index has no good signature from the archive keyring: {}",
+            archive.label(),
             String::from_utf8_lossy(&output.stderr).trim()
         )));
     }
@@ -291,13 +429,14 @@ fn listed_digest(release: &str, path: &str) -> Option<String> {
     })
 }
 
-fn check_digest(what: &str, bytes: &[u8], expected: &str) -> Result<(), Failure> {
+fn check_digest(archive: Archive, what: &str, bytes: &[u8], expected: &str) -> Result<(), Failure> {
     let actual = hex(&Sha256::digest(bytes));
     if actual == expected {
         return Ok(());
     }
     Err(Failure::run(format!(
-        "{what} from Debian's archive has sha256 {actual}, its signed index says {expected}; nothing was used"
+        "{what} from {}'s archive has sha256 {actual}, its signed index says {expected}; nothing was used",
+        archive.label()
     )))
 }
 
@@ -430,6 +569,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ubuntu_suites_name_their_archive_and_pockets_read_their_release() {
+        assert_eq!(Archive::of("ubuntu/jammy"), (Archive::Ubuntu, "jammy"));
+        assert_eq!(Archive::of("bookworm"), (Archive::Debian, "bookworm"));
+        assert_eq!(
+            with_release("ubuntu/jammy-updates"),
+            ["ubuntu/jammy-updates", "ubuntu/jammy"]
+        );
+        assert_eq!(with_release("unstable"), ["unstable"]);
+        assert_eq!(
+            suites_label("ubuntu/jammy-updates+ubuntu/jammy"),
+            "Ubuntu jammy-updates+jammy"
+        );
+        assert_eq!(suites_label("unstable"), "Debian unstable");
+    }
+
+    #[test]
     fn versions_order_as_dpkg_orders_them() {
         let ascending = [
             "19~beta2-1",
@@ -463,7 +618,7 @@ mod tests {
     #[test]
     fn a_packages_stanza_gives_its_dependencies_and_file() {
         let stanza = "Package: mariadb-server-core\nVersion: 1:11.8.9+ds-4\nPre-Depends: libc6 (>= 2.43)\nDepends: mariadb-common (>= 1:11.8.9+ds-4), libaio1t64 (>= 0.3.93) | libaio1:amd64, zlib1g\nProvides: virtual-mysql-server-core\nFilename: pool/main/m/mariadb/mariadb-server-core_11.8.9+ds-4_amd64.deb\nSize: 100\nSHA256: ab\n";
-        let package = binary_package(stanza).unwrap();
+        let package = binary_package(Archive::Debian, stanza).unwrap();
         assert_eq!(package.version, "1:11.8.9+ds-4");
         assert_eq!(
             package.depends,

@@ -28,7 +28,10 @@ impl Unpacked {
     /// "mariadb-server-core 1:11.8.9+ds-4 (Debian unstable)".
     pub fn describe(&self) -> String {
         let (name, version) = &self.packages[0];
-        format!("{name} {version} (Debian {}, unpacked)", self.suite)
+        format!(
+            "{name} {version} ({}, unpacked)",
+            debian::suites_label(&self.suite)
+        )
     }
 }
 
@@ -43,7 +46,9 @@ pub fn record_of(bin_dir: &Path) -> Option<String> {
     let (name, version) = (parts.next()?, parts.next()?);
     let suite = text.lines().find_map(|line| line.strip_prefix("suite "))?;
     Some(format!(
-        "Debian's packages: {name} {version} (Debian {suite}, unpacked by stampede)"
+        "{}'s packages: {name} {version} ({}, unpacked by stampede)",
+        debian::Archive::of(suite).0.label(),
+        debian::suites_label(suite)
     ))
 }
 
@@ -71,8 +76,12 @@ pub fn unpack(
         .iter()
         .map(|suite| debian::binary_packages(suite))
         .collect::<Result<Vec<_>, _>>()?;
-    let closure = closure(&indexes, wanted)
-        .map_err(|missing| Failure::input(format!("Debian {suite} has no package {missing}")))?;
+    let closure = closure(&indexes, wanted).map_err(|missing| {
+        Failure::input(format!(
+            "{} has no package {missing}",
+            debian::suites_label(&suite)
+        ))
+    })?;
     let key = closure_key(&closure);
     let root = super::download::cache_root()
         .join("debian-packages")
@@ -102,8 +111,9 @@ pub fn unpack(
             run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&partial))?;
         }
         events(SetupEvent::Note(&format!(
-            "unpacked {} packages of Debian {suite}; pointing their programs at the unpacked libraries",
-            closure.len()
+            "unpacked {} packages of {}; pointing their programs at the unpacked libraries",
+            closure.len(),
+            debian::suites_label(&suite)
         )));
         make_self_contained(&partial, &root)?;
         let mut record: String = closure
@@ -399,6 +409,7 @@ mod tests {
                 .collect(),
             provides: Vec::new(),
             file: PoolFile {
+                archive: debian::Archive::Debian,
                 path: format!("pool/{name}.deb"),
                 size: 1,
                 sha256: name.into(),

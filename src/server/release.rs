@@ -383,6 +383,7 @@ mod tests {
     #[test]
     fn a_debian_package_is_a_release_with_its_orig_tarball() {
         let file = |name: &str| PoolFile {
+            archive: debian::Archive::Debian,
             path: format!("pool/main/p/postgresql-19/{name}"),
             size: 1,
             sha256: "00".into(),

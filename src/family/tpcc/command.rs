@@ -93,9 +93,9 @@ fn build(args: &BuildArgs) -> CommandResult {
     );
     let started = Instant::now();
     let runtime = control_runtime();
-    runtime.block_on(
-        loader.build(&|line| println!("{line} ({:.1} s)", started.elapsed().as_secs_f64())),
-    )?;
+    runtime.block_on(super::build::build(&loader, &|line| {
+        println!("{line} ({:.1} s)", started.elapsed().as_secs_f64())
+    }))?;
     let loaded = started.elapsed().as_secs_f64();
     if let Endpoint::Postgres(conn) = &endpoint {
         runtime.block_on(async {

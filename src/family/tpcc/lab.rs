@@ -10,7 +10,7 @@ use super::run::{
     check_engine, plan, read_counters, run_constants, warehouse_choice, Counters, Settings,
 };
 use crate::analysis::verdict::Direction;
-use crate::conn::Endpoint;
+use crate::conn::{Endpoint, Engine};
 use crate::driver::{Protocol, RunLimit};
 use crate::error::Failure;
 use crate::family::api::{
@@ -102,11 +102,6 @@ impl FamilyWorkload for TpccLab {
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {
-        if let (Endpoint::Mysql(_), Rules::TpcC) = (conn, self.rules) {
-            return Err(Failure::input(
-                "workload \"tpcc\": rules = \"tpc-c\" runs on PostgreSQL only; MariaDB/MySQL's TPROC-C is HammerDB's",
-            ));
-        }
         let loader = Loader {
             conn: conn.clone(),
             warehouses: scale,
@@ -117,7 +112,25 @@ impl FamilyWorkload for TpccLab {
             now_unix_us: (crate::store::unix_now() * 1e6) as i64,
             rows_loaded: Default::default(),
         };
-        crate::pg::control_runtime().block_on(loader.build(&|_| {}))
+        crate::pg::control_runtime().block_on(super::build::build(&loader, &|_| {}))
+    }
+
+    fn check_engine(&self, engine: Engine, mode: &Mode, protocol: Protocol) -> Result<(), String> {
+        if engine != Engine::Mariadb {
+            return Ok(());
+        }
+        let refused = if *mode == Mode::Client {
+            "the client mode"
+        } else if protocol != Protocol::Simple {
+            "protocol = \"prepared\""
+        } else if self.rules != Rules::HammerDb {
+            "rules = \"tpc-c\""
+        } else {
+            return Ok(());
+        };
+        Err(format!(
+            "{refused} runs on PostgreSQL only: MariaDB/MySQL's TPROC-C is HammerDB's procedures called with HammerDB's inputs"
+        ))
     }
 
     fn writes(&self, _mode: &Mode) -> bool {

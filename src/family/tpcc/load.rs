@@ -83,16 +83,9 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Creates the tables, loads them and builds their keys and indexes; `announce` hears of
-    /// each step.
-    pub async fn build(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
-        match &self.conn {
-            Endpoint::Postgres(conn) => self.build_postgres(conn, announce).await,
-            Endpoint::Mysql(spec) => super::mysql::load::build(self, spec, announce).await,
-        }
-    }
-
-    async fn build_postgres(
+    /// On PostgreSQL: creates the tables, loads them and builds their keys and indexes;
+    /// `announce` hears of each step.
+    pub(super) async fn build_postgres(
         &self,
         conn: &ConnSpec,
         announce: &(dyn Fn(String) + Sync),

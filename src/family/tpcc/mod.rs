@@ -5,6 +5,7 @@
 //! workload `tpcc`.
 
 pub mod args;
+pub mod build;
 pub mod built;
 pub mod check;
 pub mod client_scripts;

