@@ -195,13 +195,23 @@ fn mixed_builds(inputs: &WarningInputs<'_>) -> Vec<String> {
     }
 }
 
-/// What differs between two builds' CFLAGS and configure options (installation paths aside),
-/// when both are known and something does.
+/// What differs between two builds' CFLAGS and configure options, when both are known and
+/// something that can change the code does: compiler warnings, debug information, source-path
+/// maps, installation paths and the version's label (Debian's 18 and 19 differ in all of these)
+/// are left aside.
 fn build_differences(a: &TargetBuild, b: &TargetBuild) -> Option<String> {
     let mut differences = Vec::new();
-    let (a_cflags, b_cflags) = (a.pg_config_value("CFLAGS")?, b.pg_config_value("CFLAGS")?);
+    let cflags = |build: &TargetBuild| -> Option<String> {
+        let flags: Vec<&str> = build
+            .pg_config_value("CFLAGS")?
+            .split_whitespace()
+            .filter(|flag| shapes_code(flag))
+            .collect();
+        Some(flags.join(" "))
+    };
+    let (a_cflags, b_cflags) = (cflags(a)?, cflags(b)?);
     if a_cflags != b_cflags {
-        differences.push(flag_difference("CFLAGS", a_cflags, b_cflags));
+        differences.push(flag_difference("CFLAGS", &a_cflags, &b_cflags));
     }
     let configure = |build: &TargetBuild| {
         build.pg_config_value("CONFIGURE").map(|text| {
@@ -209,7 +219,10 @@ fn build_differences(a: &TargetBuild, b: &TargetBuild) -> Option<String> {
                 .map(str::trim)
                 // Installation paths and CFLAGS (compared on their own) say nothing of the build.
                 .filter(|option| {
-                    !option.is_empty() && !option.contains('/') && !option.starts_with("CFLAGS=")
+                    !option.is_empty()
+                        && !option.contains('/')
+                        && !option.starts_with("CFLAGS=")
+                        && !LABELS_ONLY.iter().any(|label| option.starts_with(label))
                 })
                 .map(str::to_string)
                 .collect::<Vec<_>>()
@@ -229,6 +242,28 @@ fn build_differences(a: &TargetBuild, b: &TargetBuild) -> Option<String> {
         }
     }
     (!differences.is_empty()).then(|| differences.join("; "))
+}
+
+/// Configure options that name or label a build without changing its code.
+const LABELS_ONLY: [&str; 3] = [
+    "--with-extra-version",
+    "--with-pgport",
+    "--enable-tap-tests",
+];
+
+/// Whether a compiler flag can change the code built: warnings (`-W…` without a comma: `-Wp,`
+/// and `-Wl,` pass flags on), debug information and source-path maps cannot.
+fn shapes_code(flag: &str) -> bool {
+    let warning = flag.starts_with("-W") && !flag.contains(',');
+    let debug_info = flag.starts_with("-g");
+    let path_map = [
+        "-ffile-prefix-map=",
+        "-fdebug-prefix-map=",
+        "-fmacro-prefix-map=",
+    ]
+    .iter()
+    .any(|map| flag.starts_with(map));
+    !(warning || debug_info || path_map || flag.starts_with("-fdiagnostics-"))
 }
 
 /// The flags only one side has, e.g. `CFLAGS "-Os" vs "-O2 -g"`.
@@ -334,5 +369,36 @@ mod tests {
             warnings_for(&flags),
             [format!("\"zonky\" ({ZONKY_BINARIES}) and \"o2\" (built from source: y) were built differently (CFLAGS \"-Os\" vs \"-O2\"): part of a difference may be the build's, not the version's")]
         );
+        // Debian's 18 and 19: new warnings, their own path maps and version labels, the same
+        // code generation.
+        let debian = [
+            build(
+                "pg18",
+                "Debian's packages: postgresql-18",
+                "-Wall -Wmissing-prototypes -g -O2 -ffile-prefix-map=/build/a=. -Wp,-D_FORTIFY_SOURCE=2",
+                "'--with-extra-version= (Debian 18.6-1)' '--with-lz4' '--enable-tap-tests'",
+            ),
+            build(
+                "pg19",
+                "Debian's packages: postgresql-19",
+                "-Wall -Wmissing-variable-declarations -g -O2 -ffile-prefix-map=/build/b=. -Wp,-D_FORTIFY_SOURCE=2",
+                "'--with-extra-version= (Debian 19~rc1-1)' '--with-lz4'",
+            ),
+        ];
+        assert!(
+            warnings_for(&debian).is_empty(),
+            "{:?}",
+            warnings_for(&debian)
+        );
+        let fortify = [
+            debian[0].clone(),
+            build(
+                "pg19",
+                "Debian's packages: postgresql-19",
+                "-Wall -g -O2 -Wp,-D_FORTIFY_SOURCE=3",
+                "'--with-lz4'",
+            ),
+        ];
+        assert_eq!(warnings_for(&fortify).len(), 1);
     }
 }
