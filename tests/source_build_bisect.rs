@@ -68,7 +68,7 @@ fn change(dir: &Path, n: usize) -> String {
             let text = std::fs::read_to_string(&file).unwrap();
             let anchor = "\tAssert(queryDesc->estate == NULL);\n";
             assert!(text.contains(anchor));
-            let spin = "\t{\n\t\tvolatile int spin;\n\n\t\tfor (spin = 0; spin < 100000; spin++)\n\t\t\t;\n\t}\n";
+            let spin = "\t{\n\t\tvolatile int spin;\n\n\t\tfor (spin = 0; spin < 400000; spin++)\n\t\t\t;\n\t}\n";
             std::fs::write(&file, text.replacen(anchor, &format!("{anchor}{spin}"), 1)).unwrap();
             "executor: spin at every query's start".into()
         }
