@@ -5,7 +5,7 @@ use clap::{CommandFactory, FromArgMatches};
 use stampede::app::cli::{Cli, TopCommand};
 use stampede::app::{self, Failure};
 use stampede::error::{Kind, INCOMPLETE_NOTICE};
-use stampede::family::{dbstress, pgbench, sysbench, tpcc};
+use stampede::family::{dbstress, pgbench, sysbench, tpcc, tproch};
 
 fn main() {
     // A pod of a spread run: its output goes framed to the container's log, for the launcher.
@@ -66,6 +66,7 @@ fn run_command(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         TopCommand::Gate(args) => app::gate::run(args),
         TopCommand::Sysbench { action } => sysbench::command::run(action),
         TopCommand::Tpcc { action } => tpcc::command::run(action),
+        TopCommand::Tproch { action } => tproch::command::run(action),
         TopCommand::Dbstress { action } => dbstress::command::run(action),
         TopCommand::Completions { shell } => app::shell::completions(*shell),
         TopCommand::Man { dir } => app::shell::man(dir.as_deref()),

@@ -6,7 +6,7 @@ mod common;
 use common::{assert_refused, stampede, stdout};
 
 /// The top-level subcommands, as `stampede --help` lists them.
-const SUBCOMMANDS: [&str; 11] = [
+const SUBCOMMANDS: [&str; 12] = [
     "pgbench",
     "quickstart",
     "lab",
@@ -14,6 +14,7 @@ const SUBCOMMANDS: [&str; 11] = [
     "report",
     "sysbench",
     "tpcc",
+    "tproch",
     "dbstress",
     "server",
     "completions",

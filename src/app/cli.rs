@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::family::{dbstress, pgbench, sysbench, tpcc};
+use crate::family::{dbstress, pgbench, sysbench, tpcc, tproch};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,6 +58,12 @@ pub enum TopCommand {
     Tpcc {
         #[command(subcommand)]
         action: tpcc::args::TpccAction,
+    },
+    /// HammerDB's TPROC-H (TPC-H's 22 queries and refresh functions): build with dbgen's data,
+    /// run query streams, the power and throughput tests, check
+    Tproch {
+        #[command(subcommand)]
+        action: tproch::args::TprochAction,
     },
     /// dbSTRESS (Dimitri Kravtchuk's benchmark): prepare its tables, run read-only or read+write sessions
     Dbstress {

@@ -9,6 +9,7 @@ pub mod dbstress;
 pub mod pgbench;
 pub mod sysbench;
 pub mod tpcc;
+pub mod tproch;
 
 use api::{LabWorkloadKind, WorkloadMetric};
 

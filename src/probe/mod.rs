@@ -9,6 +9,7 @@ pub mod plans;
 pub mod run_stats;
 pub mod sampler;
 pub mod server_cpu;
+pub mod server_io;
 pub mod statement_window;
 
 use crate::store::CounterRow;

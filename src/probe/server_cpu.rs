@@ -30,7 +30,7 @@ pub fn counters(data_dir: &Path) -> Vec<CounterRow> {
         .collect()
 }
 
-fn postmaster_pid(data_dir: &Path) -> Option<u32> {
+pub(super) fn postmaster_pid(data_dir: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
     text.lines().next()?.trim().parse().ok()
 }

@@ -1,0 +1,409 @@
+//! `stampede tproch build|run|check|drop`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio_postgres::Client;
+
+use super::args::{BuildArgs, EngineConnectionArgs, RunArgs, TprochAction};
+use super::load::Build;
+use super::run::{RunPlan, TestResult};
+use super::schema::TABLES;
+use super::{check, metrics};
+use crate::conn::{ConnSpec, Endpoint};
+use crate::error::{CommandResult, Failure};
+use crate::family::common::connection::{endpoint, positive};
+use crate::pg::{connect_quietly, control_runtime, sql_error};
+
+pub fn run(action: &TprochAction) -> CommandResult {
+    match action {
+        TprochAction::Build(args) => build(args),
+        TprochAction::Run(args) => run_tests(args),
+        TprochAction::Check(args) => {
+            let conn = postgres(args)?;
+            control_runtime().block_on(check::check(&conn))
+        }
+        TprochAction::Drop(args) => drop_tables(args),
+    }
+}
+
+/// The PostgreSQL server a command talks to; MariaDB's TPROC-H is refused (not built yet).
+fn postgres(args: &EngineConnectionArgs) -> Result<ConnSpec, Failure> {
+    match endpoint(args)? {
+        Endpoint::Postgres(conn) => Ok(conn),
+        Endpoint::Mysql(_) => Err(Failure::input(
+            "--engine mariadb: stampede's TPROC-H runs on PostgreSQL only so far",
+        )),
+    }
+}
+
+fn build(args: &BuildArgs) -> CommandResult {
+    let scale_factor = args.scale_factor;
+    if !(scale_factor > 0.0 && scale_factor <= 100_000.0) {
+        return Err(Failure::input(format!(
+            "--scale-factor {scale_factor}: must be above 0 and at most 100000"
+        )));
+    }
+    let threads = match args.threads {
+        Some(t) => positive::<usize>(t, "threads")?,
+        None => crate::cpu::cores(),
+    };
+    let conn = postgres(&args.connection)?;
+    control_runtime().block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
+        refuse_existing(&client).await
+    })?;
+    println!("building TPROC-H: scale factor {scale_factor} over {threads} connection(s)");
+    let started = Instant::now();
+    let build = Build {
+        conn,
+        scale_factor,
+        connections: threads,
+    };
+    build.run(&|line| println!("{line}"))?;
+    println!(
+        "built scale factor {scale_factor} in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Refuses a database holding a table of TPROC-H's names: an earlier build, or another
+/// schema's table (TPROC-C has customer and orders) that a build must not touch.
+async fn refuse_existing(client: &Client) -> Result<(), Failure> {
+    for table in &TABLES {
+        match table_kind(client, table.name, table.key_column).await? {
+            TableKind::Absent => {}
+            TableKind::Ours => {
+                return Err(Failure::input(format!(
+                    "table {} already exists; run `stampede tproch drop` first",
+                    table.name
+                )))
+            }
+            TableKind::Foreign => {
+                return Err(Failure::input(format!(
+                    "table {} already exists and is not TPROC-H's (it has no {} column): build into another database",
+                    table.name, table.key_column
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+enum TableKind {
+    Absent,
+    Ours,
+    Foreign,
+}
+
+async fn table_kind(client: &Client, table: &str, key_column: &str) -> Result<TableKind, Failure> {
+    let statement = "SELECT count(*) FILTER (WHERE a.attname = $2) FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND pg_catalog.pg_table_is_visible(c.oid) GROUP BY c.oid";
+    let rows = client
+        .query(statement, &[&table, &key_column])
+        .await
+        .map_err(|e| sql_error(statement, e))?;
+    Ok(match rows.first() {
+        None => TableKind::Absent,
+        Some(row) if row.get::<_, i64>(0) > 0 => TableKind::Ours,
+        Some(_) => TableKind::Foreign,
+    })
+}
+
+fn drop_tables(args: &EngineConnectionArgs) -> CommandResult {
+    let conn = postgres(args)?;
+    control_runtime().block_on(async {
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
+        let mut ours = Vec::new();
+        for table in &TABLES {
+            match table_kind(&client, table.name, table.key_column).await? {
+                TableKind::Ours => ours.push(table.name),
+                TableKind::Foreign => println!("left {}: not TPROC-H's", table.name),
+                TableKind::Absent => {}
+            }
+        }
+        if ours.is_empty() {
+            println!("no TPROC-H tables here");
+            return Ok(());
+        }
+        let statement = format!("DROP TABLE {} CASCADE", ours.join(", "));
+        client
+            .batch_execute(&statement)
+            .await
+            .map_err(|e| sql_error(&statement, e))?;
+        println!("dropped {}", ours.join(", "));
+        Ok(())
+    })
+}
+
+/// What `run --json` writes.
+#[derive(Serialize)]
+struct RunReport<'a> {
+    scale_factor: f64,
+    server_version: String,
+    degree_of_parallel: i64,
+    tests: &'a [TestResult],
+    /// TPC-H's metrics from this run's timings: derived, not an audited TPC-H result.
+    derived_metrics: Option<DerivedMetrics>,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct DerivedMetrics {
+    power_at_size: Option<f64>,
+    throughput_at_size: Option<f64>,
+    qphh_at_size: Option<f64>,
+}
+
+fn run_tests(args: &RunArgs) -> CommandResult {
+    let settings = RunSettings::of(args)?;
+    let runtime = control_runtime();
+    let (plan, server_version) = runtime.block_on(settings.plan(args))?;
+    println!(
+        "TPROC-H on PostgreSQL {server_version}: scale factor {} (from supplier's rows), max_parallel_workers_per_gather {}",
+        plan.scale_factor, plan.degree_of_parallel
+    );
+    let tests = runtime.block_on(settings.run(&plan))?;
+    let derived = derived_metrics(&plan, &tests);
+    for test in &tests {
+        summarize(test);
+    }
+    if let Some(m) = derived {
+        say_metrics(m);
+    }
+    if let Some(path) = &args.json {
+        let report = RunReport {
+            scale_factor: plan.scale_factor,
+            server_version,
+            degree_of_parallel: plan.degree_of_parallel,
+            tests: &tests,
+            derived_metrics: derived,
+        };
+        let text = serde_json::to_string_pretty(&report).expect("serializable");
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Failure::run(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let failed: usize = tests
+        .iter()
+        .flat_map(|t| &t.query_sets)
+        .flat_map(|s| &s.queries)
+        .filter(|q| q.error.is_some())
+        .count();
+    if failed > 0 {
+        return Err(Failure::run(format!("{failed} query run(s) failed")));
+    }
+    Ok(())
+}
+
+/// The run's settings, checked before anything connects.
+struct RunSettings {
+    virtual_users: usize,
+    query_sets: usize,
+    update_sets: i64,
+    trickle: Duration,
+    queries: Vec<usize>,
+    tpch_streams: Option<usize>,
+    refresh: bool,
+}
+
+impl RunSettings {
+    fn of(args: &RunArgs) -> Result<RunSettings, Failure> {
+        let virtual_users = positive::<usize>(args.vu, "vu")?;
+        let query_sets = positive::<usize>(args.query_sets, "query-sets")?;
+        let update_sets = positive::<i64>(args.update_sets, "update-sets")?;
+        if args.degree_of_parallel < 0 {
+            return Err(Failure::input(format!(
+                "--degree-of-parallel {}: must be 0 or more",
+                args.degree_of_parallel
+            )));
+        }
+        if args.trickle_refresh < 0 {
+            return Err(Failure::input(format!(
+                "--trickle-refresh {}: must be 0 or more milliseconds",
+                args.trickle_refresh
+            )));
+        }
+        if args.refresh && virtual_users == 1 && args.update_sets != 1 {
+            println!("the power test runs one update set; --update-sets applies to several users");
+        }
+        let tpch_streams = match args.tpch_streams {
+            Some(s) => Some(positive::<usize>(s, "tpch-streams")?),
+            None => None,
+        };
+        Ok(RunSettings {
+            virtual_users,
+            query_sets,
+            update_sets,
+            trickle: Duration::from_millis(args.trickle_refresh as u64),
+            queries: query_list(args.queries.as_deref())?,
+            tpch_streams,
+            refresh: args.refresh,
+        })
+    }
+
+    async fn plan(&self, args: &RunArgs) -> Result<(RunPlan, String), Failure> {
+        let conn = postgres(&args.connection)?;
+        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
+        if let TableKind::Absent | TableKind::Foreign =
+            table_kind(&client, "lineitem", "l_orderkey").await?
+        {
+            return Err(Failure::input(
+                "no TPROC-H tables here (lineitem is missing): run `stampede tproch build` first",
+            ));
+        }
+        let scale_factor = check::scale_factor(&client).await?;
+        let version = client
+            .query_one("SELECT current_setting('server_version')", &[])
+            .await
+            .map_err(|e| sql_error("reading server_version", e))?
+            .get(0);
+        let plan = RunPlan {
+            conn,
+            scale_factor,
+            degree_of_parallel: args.degree_of_parallel,
+            query_sets: self.query_sets,
+            queries: self.queries.clone(),
+            raise_errors: args.raise_query_error,
+            verbose: args.verbose,
+            trickle: self.trickle,
+            seed: args
+                .seed
+                .unwrap_or_else(crate::family::common::measure::seed),
+            data_dir: local_data_dir(&client).await,
+        };
+        Ok((plan, version))
+    }
+
+    async fn run(&self, plan: &RunPlan) -> Result<Vec<TestResult>, Failure> {
+        if let Some(streams) = self.tpch_streams {
+            let power = plan.power_test().await?;
+            let throughput = RunPlan {
+                trickle: Duration::ZERO,
+                query_sets: 1,
+                ..plan.clone()
+            }
+            .throughput_test(streams, streams as i64)
+            .await?;
+            return Ok(vec![power, throughput]);
+        }
+        let test = match (self.virtual_users, self.refresh) {
+            (1, true) => plan.power_test().await?,
+            (users, true) => plan.throughput_test(users - 1, self.update_sets).await?,
+            (users, false) => plan.query_sets_only(users).await?,
+        };
+        Ok(vec![test])
+    }
+}
+
+/// `--queries 1,6,14`: TPC-H's query numbers, each once; all 22 when absent.
+fn query_list(list: Option<&str>) -> Result<Vec<usize>, Failure> {
+    let Some(list) = list else {
+        return Ok((1..=22).collect());
+    };
+    let mut queries = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        match item.parse::<usize>() {
+            Ok(n) if (1..=22).contains(&n) => {
+                if !queries.contains(&n) {
+                    queries.push(n);
+                }
+            }
+            _ => {
+                return Err(Failure::input(format!(
+                    "--queries {list}: {item} is not a TPC-H query (1 to 22)"
+                )))
+            }
+        }
+    }
+    Ok(queries)
+}
+
+/// The server's data directory when it runs on this machine and its pid file can be read
+/// (superuser, or pg_read_all_settings, to read data_directory).
+async fn local_data_dir(client: &Client) -> Option<PathBuf> {
+    let row = client.query_one("SHOW data_directory", &[]).await.ok()?;
+    let dir = PathBuf::from(row.get::<_, String>(0));
+    std::fs::metadata(dir.join("postmaster.pid")).ok()?;
+    Some(dir)
+}
+
+fn derived_metrics(plan: &RunPlan, tests: &[TestResult]) -> Option<DerivedMetrics> {
+    let power = tests.iter().find(|t| t.test == "power").and_then(|t| {
+        let queries: Vec<f64> = t
+            .query_sets
+            .iter()
+            .flat_map(|s| &s.queries)
+            .map(|q| q.seconds)
+            .collect();
+        let refreshes: Vec<f64> = t.refreshes.iter().map(|r| r.seconds).collect();
+        (queries.len() == 22)
+            .then(|| metrics::power_at_size(plan.scale_factor, &queries, &refreshes))
+    });
+    let throughput = tests.iter().find(|t| t.test == "throughput").and_then(|t| {
+        let complete = t.query_sets.iter().all(|s| s.queries.len() == 22);
+        complete.then(|| metrics::throughput_at_size(plan.scale_factor, t.query_streams, t.seconds))
+    });
+    if power.is_none() && throughput.is_none() {
+        return None;
+    }
+    Some(DerivedMetrics {
+        power_at_size: power,
+        throughput_at_size: throughput,
+        qphh_at_size: power
+            .zip(throughput)
+            .map(|(p, t)| metrics::qphh_at_size(p, t)),
+    })
+}
+
+/// HammerDB's closing lines per query set, and the test's time.
+fn summarize(test: &TestResult) {
+    for set in &test.query_sets {
+        let returned = set.queries.iter().filter(|q| q.rows > 0).count();
+        let mean = set
+            .geometric_mean_s
+            .map_or("-".to_string(), |m| format!("{m:.5}"));
+        println!(
+            "stream {}: completed query set {} in {:.3} seconds; geometric mean of query times returning rows ({returned}) is {mean}",
+            set.stream, set.set, set.seconds
+        );
+    }
+    let mut line = format!(
+        "{} test: {} query stream(s), {:.3} seconds",
+        test.test, test.query_streams, test.seconds
+    );
+    if let Some(server) = test.server {
+        line.push_str(&format!(
+            "; server CPU {:.2} s, read {:.1} MB, written {:.1} MB",
+            server.cpu_s,
+            server.read_bytes as f64 / 1e6,
+            server.write_bytes as f64 / 1e6
+        ));
+    }
+    println!("{line}");
+}
+
+fn say_metrics(m: DerivedMetrics) {
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    println!(
+        "derived from TPC-H's formulas (not an audited TPC-H result): Power@Size {}, Throughput@Size {}, QphH@Size {}",
+        show(m.power_at_size),
+        show(m.throughput_at_size),
+        show(m.qphh_at_size)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_lists_name_tpc_h_queries_once() {
+        assert_eq!(query_list(Some("14, 2,14")).unwrap(), [14, 2]);
+        assert_eq!(query_list(None).unwrap().len(), 22);
+        let error = query_list(Some("1,23")).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "--queries 1,23: 23 is not a TPC-H query (1 to 22)"
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! The build: HammerDB's tables, dbgen's rows streamed into them by parallel COPY (no file in
+//! between), then HammerDB's keys and indexes, each step over several connections.
+//!
+//! Each loading connection has an OS thread of its own that generates its parts' rows and
+//! hands them to the shared control runtime, whose threads keep writing to the server while the
+//! generator makes the next chunk.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_util::SinkExt;
+use tokio_postgres::Client;
+
+use super::data;
+use super::schema::{self, TABLES};
+use crate::conn::ConnSpec;
+use crate::error::Failure;
+use crate::pg::{connect_quietly, control_runtime, sql_error};
+
+/// Bytes generated before they are sent: large enough that a send costs little, small enough
+/// that the server starts parsing early.
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// A build's settings.
+pub struct Build {
+    pub conn: ConnSpec,
+    pub scale_factor: f64,
+    pub connections: usize,
+}
+
+/// One part of one table, as a loading connection takes it.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    table: &'static str,
+    part: i32,
+    parts: i32,
+}
+
+/// What the loading connections share: the pieces left, the rows loaded per table and the
+/// parts still loading, and whether one of them failed.
+struct Progress {
+    pieces: Mutex<VecDeque<Piece>>,
+    tables: Mutex<Vec<(&'static str, i32, u64)>>,
+    failed: AtomicBool,
+}
+
+impl Build {
+    /// Creates the tables, loads them, adds keys and indexes, and VACUUMs and ANALYZEs them,
+    /// reporting each step through `say`.
+    pub fn run(&self, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+        let runtime = control_runtime();
+        runtime.block_on(async {
+            let client = connect_quietly(&self.conn).await?;
+            let creates: Vec<&str> = TABLES.iter().map(|t| t.create).collect();
+            execute(&client, &format!("BEGIN; {}; COMMIT", creates.join("; "))).await
+        })?;
+        say("created the 8 tables".into());
+        self.load(say)?;
+        runtime.block_on(self.keys_and_indexes(say))
+    }
+
+    fn load(&self, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+        let mut pieces = VecDeque::new();
+        let mut tables = Vec::new();
+        for table in TABLES.iter().map(|t| t.name) {
+            let parts = data::part_count(table, self.scale_factor);
+            pieces.extend((1..=parts).map(|part| Piece { table, part, parts }));
+            tables.push((table, parts, 0));
+        }
+        let progress = Progress {
+            pieces: Mutex::new(pieces),
+            tables: Mutex::new(tables),
+            failed: AtomicBool::new(false),
+        };
+        let connections = self.connections.min(progress.pieces.lock().unwrap().len());
+        let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..connections)
+                .map(|_| scope.spawn(|| self.load_pieces(&progress, say)))
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("loader thread"))
+                .collect()
+        });
+        results.into_iter().collect()
+    }
+
+    /// One loading connection: takes pieces until none are left or another connection failed.
+    fn load_pieces(
+        &self,
+        progress: &Progress,
+        say: &(dyn Fn(String) + Sync),
+    ) -> Result<(), Failure> {
+        let runtime = control_runtime();
+        let client = runtime.block_on(connect_quietly(&self.conn))?;
+        let started = Instant::now();
+        loop {
+            if progress.failed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let Some(piece) = progress.pieces.lock().unwrap().pop_front() else {
+                return Ok(());
+            };
+            let rows = self.copy_piece(&client, piece).inspect_err(|_| {
+                progress.failed.store(true, Ordering::Relaxed);
+            })?;
+            let mut tables = progress.tables.lock().unwrap();
+            let entry = tables
+                .iter_mut()
+                .find(|(name, _, _)| *name == piece.table)
+                .expect("a known table");
+            entry.1 -= 1;
+            entry.2 += rows;
+            if entry.1 == 0 {
+                say(format!(
+                    "loaded {}: {} rows ({:.1} s)",
+                    piece.table,
+                    entry.2,
+                    started.elapsed().as_secs_f64()
+                ));
+            }
+        }
+    }
+
+    /// One piece through COPY: generated here, sent by the control runtime chunk by chunk.
+    fn copy_piece(&self, client: &Client, piece: Piece) -> Result<u64, Failure> {
+        let runtime = control_runtime();
+        let columns = TABLES
+            .iter()
+            .find(|t| t.name == piece.table)
+            .expect("a known table")
+            .columns;
+        let statement = format!(
+            "COPY {} ({columns}) FROM STDIN WITH (FORMAT text, DELIMITER '|')",
+            piece.table
+        );
+        let sink = runtime
+            .block_on(client.copy_in::<_, Bytes>(&statement))
+            .map_err(|e| sql_error(&statement, e))?;
+        let mut sink = Box::pin(sink);
+        let mut failure = None;
+        let mut flush = |out: &mut Vec<u8>| -> Result<(), String> {
+            let chunk = Bytes::from(std::mem::replace(
+                out,
+                Vec::with_capacity(CHUNK_BYTES + 4096),
+            ));
+            runtime.block_on(sink.send(chunk)).map_err(|e| {
+                let message = e.to_string();
+                failure = Some(sql_error(&statement, e));
+                message
+            })
+        };
+        let mut out = Vec::with_capacity(CHUNK_BYTES + 4096);
+        let rows = data::write_part(
+            piece.table,
+            self.scale_factor,
+            piece.part,
+            piece.parts,
+            &mut out,
+            CHUNK_BYTES,
+            &mut flush,
+        )
+        .and_then(|rows| flush(&mut out).map(|()| rows));
+        if let Err(message) = rows {
+            return Err(failure.unwrap_or_else(|| Failure::run(message)));
+        }
+        runtime
+            .block_on(sink.as_mut().finish())
+            .map_err(|e| sql_error(&statement, e))?;
+        Ok(rows.expect("checked above"))
+    }
+
+    /// HammerDB's 24 key and index statements: the primary keys at once, the indexes at once,
+    /// the foreign keys in rounds of keys on different tables; then VACUUM and ANALYZE.
+    async fn keys_and_indexes(&self, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+        let started = Instant::now();
+        let elapsed = || started.elapsed().as_secs_f64();
+        self.at_once(&schema::PRIMARY_KEYS).await?;
+        say(format!("added the primary keys ({:.1} s)", elapsed()));
+        self.at_once(&schema::INDEXES).await?;
+        say(format!("created the indexes ({:.1} s)", elapsed()));
+        for round in schema::foreign_key_rounds() {
+            self.at_once(&round).await?;
+        }
+        say(format!("added the foreign keys ({:.1} s)", elapsed()));
+        let analyze: Vec<String> = TABLES
+            .iter()
+            .map(|t| format!("VACUUM (ANALYZE) {}", t.name))
+            .collect();
+        let analyze: Vec<&str> = analyze.iter().map(String::as_str).collect();
+        self.at_once(&analyze).await?;
+        say(format!("vacuumed and analyzed ({:.1} s)", elapsed()));
+        Ok(())
+    }
+
+    /// Runs `statements` over up to `connections` connections, each taking the next.
+    async fn at_once(&self, statements: &[&str]) -> Result<(), Failure> {
+        let queue = Mutex::new(statements.iter().copied().collect::<VecDeque<&str>>());
+        let workers = (0..self.connections.min(statements.len())).map(|_| async {
+            let client = connect_quietly(&self.conn).await?;
+            loop {
+                let Some(statement) = queue.lock().unwrap().pop_front() else {
+                    return Ok::<(), Failure>(());
+                };
+                execute(&client, statement).await?;
+            }
+        });
+        futures_util::future::join_all(workers)
+            .await
+            .into_iter()
+            .collect()
+    }
+}
+
+async fn execute(client: &Client, statement: &str) -> Result<(), Failure> {
+    client
+        .batch_execute(statement)
+        .await
+        .map_err(|e| sql_error(statement, e))
+}

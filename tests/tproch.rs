@@ -1,0 +1,238 @@
+//! `stampede tproch build|run|check|drop` against the test server at scale factor 0.01: dbgen's
+//! row counts, the power test and a two-stream throughput test with their refresh functions
+//! (orders kept, lineitem as dbgen's update sets make it), each query's time against the
+//! server's own (pg_stat_statements), bad input.
+
+mod common;
+
+use common::{assert_refused, server, stampede_on, stderr, stdout, TempFile};
+
+fn tproch(db: &str, args: &[&str]) -> std::process::Output {
+    stampede_on("tproch", db, args)
+}
+
+fn count(db: &str, table: &str) -> i64 {
+    server()
+        .psql(db, &format!("SELECT count(*) FROM {table}"))
+        .parse()
+        .unwrap()
+}
+
+fn run_json(db: &str, args: &[&str]) -> serde_json::Value {
+    let json = TempFile::new(&format!("tproch-{db}.json"));
+    let mut all = vec!["run", "--json", json.to_str().unwrap(), "--seed", "3"];
+    all.extend(args);
+    let output = tproch(db, &all);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&*json).unwrap()).unwrap()
+}
+
+/// dbgen's SF 0.01 row counts, as its `.tbl` files hold them.
+const SF_001: [(&str, i64); 8] = [
+    ("region", 5),
+    ("nation", 25),
+    ("supplier", 100),
+    ("customer", 1_500),
+    ("part", 2_000),
+    ("partsupp", 8_000),
+    ("orders", 15_000),
+    ("lineitem", 60_175),
+];
+
+#[test]
+fn a_build_holds_dbgen_s_rows_and_the_power_and_throughput_tests_keep_them_consistent() {
+    let s = server();
+    let db = s.create_database("tproch_sf001");
+    let output = tproch(&db, &["build", "--scale-factor", "0.01", "--threads", "2"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for (table, rows) in SF_001 {
+        assert_eq!(count(&db, table), rows, "{table}");
+    }
+    let indexes: i64 = s
+        .psql(
+            &db,
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = 'public'",
+        )
+        .parse()
+        .unwrap();
+    assert_eq!(indexes, 16, "HammerDB's 8 primary keys and 8 indexes");
+    let check = tproch(&db, &["check"]);
+    assert!(
+        check.status.success(),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+
+    s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    s.reset_statements(&db);
+    let power = run_json(&db, &["--refresh"]);
+    power_test_timed_as_the_server_saw_it(&db, &power);
+    assert_eq!(
+        count(&db, "orders"),
+        15_000,
+        "RF1 adds as many orders as RF2 deletes"
+    );
+    // Update set 1: order indexes 1..=15, inserted with sequence 1, deleted with 0.
+    assert_eq!(count(&db, "orders WHERE o_orderkey IN (1, 9)"), 1);
+    let lines_after_one_set = count(&db, "lineitem");
+    assert_ne!(lines_after_one_set, 60_175);
+
+    let throughput = run_json(
+        &db,
+        &[
+            "--vu",
+            "3",
+            "--refresh",
+            "--update-sets",
+            "2",
+            "--trickle-refresh",
+            "0",
+        ],
+    );
+    let test = &throughput["tests"][0];
+    assert_eq!(test["test"], "throughput");
+    assert_eq!(test["query_streams"], 2);
+    let sets = test["query_sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 2);
+    for set in sets {
+        assert_eq!(set["queries"].as_array().unwrap().len(), 22, "{set}");
+    }
+    let refreshed: Vec<i64> = test["refreshes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["update_set"].as_i64().unwrap())
+        .collect();
+    assert_eq!(refreshed, [2, 2, 3, 3]);
+    assert!(
+        throughput["derived_metrics"]["throughput_at_size"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(count(&db, "orders"), 15_000);
+    let check = tproch(&db, &["check"]);
+    assert!(
+        check.status.success(),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+    assert!(
+        stdout(&check).contains("3 update set(s) applied"),
+        "{}",
+        stdout(&check)
+    );
+
+    let dropped = tproch(&db, &["drop"]);
+    assert!(dropped.status.success(), "{}", stderr(&dropped));
+    assert_eq!(
+        s.psql(
+            &db,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        "0"
+    );
+}
+
+/// The power test: RF1 of 15 orders, the 22 queries in stream 0's order, RF2; each query's
+/// time holds the server's execution of it (pg_stat_statements), with little more.
+fn power_test_timed_as_the_server_saw_it(db: &str, report: &serde_json::Value) {
+    let test = &report["tests"][0];
+    assert_eq!(test["test"], "power");
+    let refreshes = test["refreshes"].as_array().unwrap();
+    assert_eq!(refreshes.len(), 2);
+    assert_eq!(refreshes[0]["function"], "RF1");
+    assert_eq!(refreshes[0]["orders"], 15);
+    assert_eq!(refreshes[1]["function"], "RF2");
+    let queries = test["query_sets"][0]["queries"].as_array().unwrap();
+    let order: Vec<i64> = queries
+        .iter()
+        .map(|q| q["query"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        [14, 2, 9, 20, 6, 17, 18, 8, 21, 13, 3, 22, 16, 4, 11, 15, 1, 10, 19, 5, 7, 12]
+    );
+    assert!(report["derived_metrics"]["power_at_size"].as_f64().unwrap() > 0.0);
+    let server_ms: f64 = server()
+        .psql(
+            db,
+            "SELECT sum(total_exec_time) FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query ILIKE 'select%' AND query NOT ILIKE '%pg_stat_statements%' AND query NOT ILIKE '%o_orderkey = $1%' AND query NOT ILIKE 'select current_setting%' AND query NOT ILIKE '%count(%) FROM supplier%' AND query NOT ILIKE '%pg_class%'",
+        )
+        .parse()
+        .unwrap();
+    let client_s: f64 = queries.iter().map(|q| q["seconds"].as_f64().unwrap()).sum();
+    assert!(
+        server_ms / 1000.0 <= client_s,
+        "server {server_ms} ms, client {client_s} s"
+    );
+    assert!(
+        client_s - server_ms / 1000.0 < 2.0,
+        "server {server_ms} ms, client {client_s} s"
+    );
+    for query in queries {
+        assert!(query["error"].is_null(), "{query}");
+        assert!(
+            query["server"]["cpu_s"].as_f64().is_some(),
+            "a local server is measured: {query}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_written() {
+    let s = server();
+    let db = s.create_database("tproch_refusals");
+    // Another schema's table of a TPROC-H name (TPROC-C has customer).
+    s.psql(&db, "CREATE TABLE customer (c_id int)");
+    assert_refused(
+        &tproch(&db, &["build", "--scale-factor", "0.01"]),
+        "table customer already exists and is not TPROC-H's (it has no c_custkey column): build into another database",
+        "foreign table",
+    );
+    assert_eq!(
+        s.psql(
+            &db,
+            "SELECT string_agg(tablename, ',') FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        "customer"
+    );
+    for (sf, message) in [
+        ("0", "--scale-factor 0: must be above 0 and at most 100000"),
+        (
+            "-1",
+            "--scale-factor -1: must be above 0 and at most 100000",
+        ),
+    ] {
+        assert_refused(&tproch(&db, &["build", "--scale-factor", sf]), message, sf);
+    }
+    assert_refused(
+        &tproch(&db, &["run", "--queries", "3,23"]),
+        "--queries 3,23: 23 is not a TPC-H query (1 to 22)",
+        "query 23",
+    );
+    assert_refused(
+        &tproch(&db, &["run", "--vu", "0"]),
+        "--vu must be at least 1 (not 0)",
+        "no streams",
+    );
+    assert_refused(
+        &tproch(&db, &["run"]),
+        "no TPROC-H tables here (lineitem is missing): run `stampede tproch build` first",
+        "nothing built",
+    );
+    let dropped = tproch(&db, &["drop"]);
+    assert!(
+        stdout(&dropped).contains("left customer: not TPROC-H's"),
+        "{}",
+        stdout(&dropped)
+    );
+    assert_eq!(s.psql(&db, "SELECT count(*) FROM customer"), "0");
+}
