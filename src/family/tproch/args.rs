@@ -96,6 +96,10 @@ pub struct RunArgs {
     /// stream of as many update sets; prints Power@Size, Throughput@Size and QphH@Size
     #[arg(long = "tpch-streams", value_name = "S", allow_negative_numbers = true)]
     pub tpch_streams: Option<i64>,
+    /// Every query with TPC-H's qualification values (clause 2.4, "Validation"), whose answers
+    /// TPC-H publishes for scale factor 1, instead of HammerDB's random draws
+    #[arg(long)]
+    pub qualification: bool,
     /// Seed of the substitution parameters (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,

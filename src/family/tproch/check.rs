@@ -128,6 +128,6 @@ mod tests {
         let new: i64 = NewOrders::of_set(1, 0.01)
             .map(|n| n.lines.len() as i64)
             .sum();
-        assert_eq!(one_set, 60_175 - base_lines(1, 15) + new);
+        assert_eq!(one_set, 60_175 - base_lines(1, 10) + new);
     }
 }

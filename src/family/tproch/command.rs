@@ -269,6 +269,7 @@ impl RunSettings {
             seed: args
                 .seed
                 .unwrap_or_else(crate::family::common::measure::seed),
+            qualification: args.qualification,
             data_dir: local_data_dir(&client).await,
         };
         Ok((plan, version))

@@ -19,9 +19,15 @@ use tpchgen::generators::{
 use tpchgen::random::{RandomBoundedInt, RandomBoundedLong, RandomString, RandomText};
 use tpchgen::text::TextPool;
 
-/// Orders per update set: 0.1% of the base orders (dbgen's `UPD_PCT`).
+/// Orders per update set: 0.1% of the base orders (dbgen's `UPD_PCT`), as dbgen counts them:
+/// below scale factor 1 it scales the base count first and divides it by 10,000 in integers
+/// (SF 0.01: 15,000 orders, 10 per set, not 15).
 pub fn orders_per_set(scale_factor: f64) -> i64 {
-    (1_500_000.0 / 10_000.0 * scale_factor * 10.0) as i64
+    if scale_factor < 1.0 {
+        (1_500_000.0 * scale_factor) as i64 / 10_000 * 10
+    } else {
+        (150.0 * scale_factor) as i64 * 10
+    }
 }
 
 /// `mk_sparse`: two bits of `sequence` inserted above the index's low three bits.
@@ -306,6 +312,81 @@ pub fn delete_statements(key: i64) -> String {
 mod tests {
     use super::*;
 
+    use sha2::{Digest, Sha256};
+
+    /// sha256 of dbgen 2.x's update-set files (`dbgen -s SF -U 3`, TPC-H's kit built from
+    /// source): orders.tbl.uN, lineitem.tbl.uN and delete.N.
+    const DBGEN_UPDATE_SETS: [(f64, i64, [&str; 3]); 5] = [
+        (
+            0.01,
+            1,
+            [
+                "eb9134d683b291367d5fb16fb8abb8a363ed77366a6813658aeab9a8920219dd",
+                "b05bdc0089ae2c14d1923f5f491a3f8017686bc7842053d39799c45026e19acf",
+                "4ce4ed89cd87c533647c12b92147da06e7d264184b7d57b1b7488794eb7bb9f3",
+            ],
+        ),
+        (
+            0.01,
+            2,
+            [
+                "7096dacb79e9f582308b4fab750e45989be392b4f4231aa2a41f998f30334027",
+                "f4f380631028d2b529e69c5f19597f15dfab136c295098f54fa1518a517f1bb0",
+                "fc3a9c71ed3b6719cc168e6acafcaf92aaa1625065d6c3a55d4f4f179aeb08dd",
+            ],
+        ),
+        (
+            0.01,
+            3,
+            [
+                "ec351d44fbb9be42744e10b3ae71a891e0032ee0f746d26a69586ed5f9cae5dd",
+                "b1f2881fb7353e20113e7279b9875cd551b98db4dc4fb7118a17866099754066",
+                "32dbbb4f8730d7cb64f41af2b4588c0fa3fc371157caa7e5efcf3fc4399f1837",
+            ],
+        ),
+        (
+            1.0,
+            1,
+            [
+                "9959cc8fc853d82cc8a424828af2ea4c3a9e9b36f3ec4b0fece52f130a26a8aa",
+                "bd924b1d723f906ca63f8b76e8dd19deb7c55374cbb0cc47785c73bb90cdea1f",
+                "801d3d83fd0735a07ac9c60c247d93f2233bdd17d1e5ff7a7e9c81629c6cb8b9",
+            ],
+        ),
+        (
+            1.0,
+            2,
+            [
+                "eaee073d331dd1bf9d1d00dc88c8d58fef514c23f760f23099b24d568383ef28",
+                "0f39c9184a43da4bde2b7f5190159618a3819009fb23fd1bc87fe2190f5ea833",
+                "2e17020ddd0807cbe26c7057e774cb20782265387893b337825c307e369c0f93",
+            ],
+        ),
+    ];
+
+    fn hex(digest: impl AsRef<[u8]>) -> String {
+        digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn update_sets_are_dbgen_s_byte_for_byte() {
+        for (sf, set, [orders, lines, deletes]) in DBGEN_UPDATE_SETS {
+            let (mut o, mut l, mut d) = (Sha256::new(), Sha256::new(), Sha256::new());
+            for new in NewOrders::of_set(set, sf) {
+                o.update(format!("{}\n", new.order));
+                for line in &new.lines {
+                    l.update(format!("{line}\n"));
+                }
+            }
+            for key in deleted_keys(set, sf) {
+                d.update(format!("{key}|\n"));
+            }
+            assert_eq!(hex(o.finalize()), orders, "orders.tbl.u{set} at SF {sf}");
+            assert_eq!(hex(l.finalize()), lines, "lineitem.tbl.u{set} at SF {sf}");
+            assert_eq!(hex(d.finalize()), deletes, "delete.{set} at SF {sf}");
+        }
+    }
+
     #[test]
     fn sparse_keys_leave_room_for_three_update_sequences() {
         // dbgen's base keys: 1..7, then 32.. (the index's low three bits kept).
@@ -322,10 +403,11 @@ mod tests {
     #[test]
     fn an_update_set_holds_a_thousandth_of_the_orders_with_their_lines() {
         assert_eq!(orders_per_set(1.0), 1500);
-        assert_eq!(orders_per_set(0.01), 15);
+        assert_eq!(orders_per_set(0.01), 10);
+        assert_eq!(orders_per_set(0.05), 70);
         let set: Vec<NewOrder> = NewOrders::of_set(2, 0.01).collect();
-        assert_eq!(set.len(), 15);
-        assert_eq!(set[0].order.o_orderkey, sparse_key(16, 1));
+        assert_eq!(set.len(), 10);
+        assert_eq!(set[0].order.o_orderkey, sparse_key(11, 1));
         for new in &set {
             assert!((1..=7).contains(&new.lines.len()));
             assert!(new
@@ -334,6 +416,6 @@ mod tests {
                 .all(|l| l.l_orderkey == new.order.o_orderkey));
             assert!(new.order.o_custkey % 3 != 0);
         }
-        assert_eq!(deleted_keys(2, 0.01).next(), Some(sparse_key(16, 0)));
+        assert_eq!(deleted_keys(2, 0.01).next(), Some(sparse_key(11, 0)));
     }
 }

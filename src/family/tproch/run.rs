@@ -31,6 +31,8 @@ pub struct RunPlan {
     pub verbose: bool,
     pub trickle: Duration,
     pub seed: u64,
+    /// TPC-H's qualification values instead of random draws.
+    pub qualification: bool,
     /// The server's data directory when it runs on this machine: its CPU and I/O are measured.
     pub data_dir: Option<PathBuf>,
 }
@@ -228,7 +230,10 @@ impl RunPlan {
         let mut done = Vec::with_capacity(sets);
         for set in 1..=sets {
             let drawn: Vec<Parameters> = (1..=22)
-                .map(|q| params::draw(q, self.scale_factor, &mut random))
+                .map(|q| match self.qualification {
+                    true => params::qualification(q),
+                    false => params::draw(q, self.scale_factor, &mut random),
+                })
                 .collect();
             let started = Instant::now();
             let mut timings = Vec::new();
