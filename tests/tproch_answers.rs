@@ -126,7 +126,7 @@ fn same_value(got: &str, expected: &str) -> bool {
     }
     match (got.parse::<f64>(), expected.parse::<f64>()) {
         (Ok(g), Ok(e)) if expected.contains('.') => {
-            (g - e).abs() <= (0.01 * e.abs()).max(0.01).min(100.0)
+            (g - e).abs() <= (0.01 * e.abs()).clamp(0.01, 100.0)
         }
         _ => false,
     }
