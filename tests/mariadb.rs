@@ -1021,3 +1021,128 @@ fn tpcc_loads_postgresqls_rows_runs_hammerdbs_calls_and_counts_the_servers_trans
     );
     assert_eq!(procedures.trim(), "0");
 }
+
+fn stampede_tproch(action: &str, db: &str, args: &[&str]) -> Output {
+    stampede_on_mariadb("tproch", action, db, args)
+}
+
+/// TPROC-H on MariaDB as HammerDB's MariaDB build and driver have it: dbgen's rows at SF 0.01
+/// in HammerDB's upper-case tables, the power test (RF1, stream 0's 22 queries, RF2) and a
+/// two-stream throughput test keeping the orders and passing the checks, every query's time
+/// holding the server's own (performance_schema's statement digests).
+#[test]
+fn tproch_builds_dbgen_s_rows_and_runs_the_power_and_throughput_tests() {
+    let _one = exclusive();
+    let db = create_database("tproch_maria");
+    succeeded(
+        stampede_tproch("build", &db, &["--scale-factor", "0.01", "--threads", "2"]),
+        "build",
+    );
+    for (table, rows) in [
+        ("REGION", 5),
+        ("NATION", 25),
+        ("SUPPLIER", 100),
+        ("CUSTOMER", 1_500),
+        ("PART", 2_000),
+        ("PARTSUPP", 8_000),
+        ("ORDERS", 15_000),
+        ("LINEITEM", 60_175),
+    ] {
+        assert_eq!(
+            sql(&db, &format!("SELECT COUNT(*) FROM {table}")).trim(),
+            rows.to_string(),
+            "{table}"
+        );
+    }
+    succeeded(stampede_tproch("check", &db, &[]), "check");
+
+    sql(
+        "",
+        "TRUNCATE performance_schema.events_statements_summary_by_digest",
+    );
+    let json = TempFile::new("tproch-maria-power.json");
+    succeeded(
+        stampede_tproch(
+            "run",
+            &db,
+            &["--refresh", "--seed", "5", "--json", json.to_str().unwrap()],
+        ),
+        "power test",
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let test = &report["tests"][0];
+    assert_eq!(test["test"], "power");
+    assert_eq!(test["refreshes"][0]["orders"], 10);
+    let queries = test["query_sets"][0]["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 22);
+    for query in queries {
+        assert!(query["error"].is_null(), "{query}");
+        assert!(
+            query["server"]["cpu_s"].as_f64().is_some(),
+            "a local server is measured: {query}"
+        );
+    }
+    let client_s: f64 = queries.iter().map(|q| q["seconds"].as_f64().unwrap()).sum();
+    let server_s: f64 = sql(
+        "",
+        &format!(
+            "SELECT SUM(SUM_TIMER_WAIT) / 1e12 FROM performance_schema.events_statements_summary_by_digest \
+             WHERE SCHEMA_NAME = '{db}' AND DIGEST_TEXT LIKE 'SELECT%' AND DIGEST_TEXT NOT LIKE '%COUNT ( * )%'"
+        ),
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    assert!(
+        server_s <= client_s,
+        "server {server_s} s, client {client_s} s"
+    );
+    assert!(
+        client_s - server_s < 2.0,
+        "server {server_s} s, client {client_s} s"
+    );
+    assert_eq!(sql(&db, "SELECT COUNT(*) FROM ORDERS").trim(), "15000");
+
+    let json = TempFile::new("tproch-maria-throughput.json");
+    succeeded(
+        stampede_tproch(
+            "run",
+            &db,
+            &[
+                "--vu",
+                "3",
+                "--refresh",
+                "--update-sets",
+                "2",
+                "--trickle-refresh",
+                "0",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        ),
+        "throughput test",
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let sets = report["tests"][0]["query_sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 2);
+    assert!(sets
+        .iter()
+        .all(|s| s["queries"].as_array().unwrap().len() == 22));
+    let check = succeeded(stampede_tproch("check", &db, &[]), "check after refreshes");
+    assert!(
+        stdout(&check).contains("3 update set(s) applied"),
+        "{}",
+        stdout(&check)
+    );
+    succeeded(stampede_tproch("drop", &db, &[]), "drop");
+    assert_eq!(
+        sql(
+            "",
+            &format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}'")
+        )
+        .trim(),
+        "0"
+    );
+}

@@ -7,6 +7,7 @@
 mod common;
 
 use common::{server, stampede_on, stderr};
+use stampede::family::tproch::session::Dialect;
 use stampede::family::tproch::{params, queries};
 
 /// The first rows each query returns in TPC-H's answer set where the specification limits the
@@ -25,7 +26,8 @@ fn every_query_returns_tpc_h_s_published_answer_at_scale_factor_1() {
     assert!(output.status.success(), "{}", stderr(&output));
     let mut wrong = Vec::new();
     for number in 1..=22 {
-        let text = params::qualification(number).substitute(queries::text(number));
+        let text =
+            params::qualification(number).substitute(queries::text(Dialect::Postgres, number));
         let text = text.replace("{stream}", "0");
         let rows = run(&db, &text);
         if number == 16 {

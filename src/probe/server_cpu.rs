@@ -30,7 +30,15 @@ pub fn counters(data_dir: &Path) -> Vec<CounterRow> {
         .collect()
 }
 
-pub(super) fn postmaster_pid(data_dir: &Path) -> Option<u32> {
+/// CPU seconds of process `root` and its children so far (user and system, the reaped
+/// children's included): a server's whole process tree, for any engine.
+pub fn tree_seconds(root: u32) -> Option<f64> {
+    let ticks = tree_ticks(root)?;
+    Some((ticks.user + ticks.system) / super::os::clock_ticks_per_second())
+}
+
+/// The postmaster's pid, from its data directory's pid file.
+pub fn postmaster_pid(data_dir: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
     text.lines().next()?.trim().parse().ok()
 }

@@ -13,9 +13,14 @@ pub struct ServerIo {
 }
 
 pub fn read(data_dir: &Path) -> Option<ServerIo> {
-    let postmaster = super::server_cpu::postmaster_pid(data_dir)?;
-    let mut total = process_io(postmaster)?;
-    for child in crate::sys::children_of(postmaster) {
+    read_tree(super::server_cpu::postmaster_pid(data_dir)?)
+}
+
+/// Bytes read and written so far by process `root` and its children (a PostgreSQL postmaster,
+/// or a MariaDB server's single process).
+pub fn read_tree(root: u32) -> Option<ServerIo> {
+    let mut total = process_io(root)?;
+    for child in crate::sys::children_of(root) {
         // A child may end between the listing and the read: it is then in the postmaster's.
         if let Some(io) = process_io(child) {
             total.read_bytes += io.read_bytes;

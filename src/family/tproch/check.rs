@@ -3,14 +3,13 @@
 //! sets applied so far), an index on every table, and HammerDB's consistency check 4 (each
 //! order's total equals its lines' discounted, taxed prices, truncated as dbgen sums them).
 
-use tokio_postgres::Client;
-
+use super::data;
 use super::refresh::{self, NewOrders};
+use super::run;
 use super::schema::TABLES;
-use super::{data, run};
-use crate::conn::ConnSpec;
+use super::session::{Dialect, Session};
+use crate::conn::Endpoint;
 use crate::error::Failure;
-use crate::pg::{connect_quietly, sql_error};
 use tpchgen::generators::OrderGenerator;
 
 /// Lines of the base orders with indexes `first..first + count` (1-based), from dbgen's
@@ -41,8 +40,8 @@ pub fn expected_lines(scale_factor: f64, applied: i64) -> i64 {
 }
 
 /// The database's scale factor, from its suppliers (10,000 per unit, as HammerDB reads it).
-pub async fn scale_factor(client: &Client) -> Result<f64, Failure> {
-    let suppliers = count(client, "supplier").await?;
+pub async fn scale_factor(session: &mut Session, dialect: Dialect) -> Result<f64, Failure> {
+    let suppliers = count(session, &dialect.table("supplier")).await?;
     if suppliers == 0 {
         return Err(Failure::input(
             "supplier is empty: the TPROC-H build did not finish",
@@ -51,24 +50,25 @@ pub async fn scale_factor(client: &Client) -> Result<f64, Failure> {
     Ok(suppliers as f64 / 10_000.0)
 }
 
-async fn count(client: &Client, table: &str) -> Result<i64, Failure> {
-    let statement = format!("SELECT count(*) FROM {table}");
-    let row = client
-        .query_one(&statement, &[])
-        .await
-        .map_err(|e| sql_error(&statement, e))?;
-    Ok(row.get(0))
+async fn count(session: &mut Session, table: &str) -> Result<i64, Failure> {
+    Ok(session
+        .value(&format!("SELECT count(*) FROM {table}"))
+        .await?
+        .unwrap_or(0))
 }
 
 /// Runs the checks, printing one line each; an error names the first that failed.
-pub async fn check(conn: &ConnSpec) -> Result<(), Failure> {
-    let client = connect_quietly(conn).await.map_err(Failure::into_input)?;
-    let sf = scale_factor(&client).await?;
-    let applied = run::next_update_set(conn, sf).await? - 1;
+pub async fn check(endpoint: &Endpoint) -> Result<(), Failure> {
+    let dialect = Dialect::of(endpoint);
+    let mut session = Session::connect(endpoint)
+        .await
+        .map_err(Failure::into_input)?;
+    let sf = scale_factor(&mut session, dialect).await?;
+    let applied = run::next_update_set(endpoint, dialect, sf).await? - 1;
     println!("scale factor {sf} (from supplier's rows), {applied} update set(s) applied");
     let mut failures = Vec::new();
     for table in TABLES.iter().map(|t| t.name) {
-        let rows = count(&client, table).await?;
+        let rows = count(&mut session, &dialect.table(table)).await?;
         let expected = match table {
             "lineitem" => expected_lines(sf, applied),
             other => data::base_rows(other, sf),
@@ -80,11 +80,11 @@ pub async fn check(conn: &ConnSpec) -> Result<(), Failure> {
                 "{table} has {rows} rows, dbgen's count is {expected}"
             ));
         }
-        if !has_index(&client, table).await? {
+        if indexes(&mut session, dialect, table).await? == 0 {
             failures.push(format!("{table} has no index"));
         }
     }
-    let wrong_totals = wrong_order_totals(&client).await?;
+    let wrong_totals = wrong_order_totals(&mut session, dialect).await?;
     println!("orders whose total differs from their lines': {wrong_totals}");
     if wrong_totals > 0 {
         failures.push(format!(
@@ -97,23 +97,31 @@ pub async fn check(conn: &ConnSpec) -> Result<(), Failure> {
     }
 }
 
-async fn has_index(client: &Client, table: &str) -> Result<bool, Failure> {
-    let statement = "SELECT count(*) FROM pg_indexes WHERE tablename = $1";
-    let row = client
-        .query_one(statement, &[&table])
-        .await
-        .map_err(|e| sql_error(statement, e))?;
-    Ok(row.get::<_, i64>(0) > 0)
+async fn indexes(session: &mut Session, dialect: Dialect, table: &str) -> Result<i64, Failure> {
+    let statement = match dialect {
+        Dialect::Postgres => format!(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = '{table}' AND schemaname = current_schema()"
+        ),
+        Dialect::Mariadb => format!(
+            "SELECT count(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{}'",
+            dialect.table(table)
+        ),
+    };
+    Ok(session.value(&statement).await?.unwrap_or(0))
 }
 
-/// HammerDB's consistency check 4, with PostgreSQL's trunc for its truncate.
-async fn wrong_order_totals(client: &Client) -> Result<i64, Failure> {
-    let statement = "SELECT count(*) FROM (SELECT o_orderkey, o_totalprice - sum(trunc(trunc(l_extendedprice * (1 - l_discount), 2) * (1 + l_tax), 2)) AS part_res FROM orders, lineitem WHERE o_orderkey = l_orderkey GROUP BY o_orderkey, o_totalprice) temp WHERE part_res <> 0";
-    let row = client
-        .query_one(statement, &[])
-        .await
-        .map_err(|e| sql_error(statement, e))?;
-    Ok(row.get(0))
+/// HammerDB's consistency check 4 (its `truncate` is PostgreSQL's trunc, MariaDB's TRUNCATE).
+async fn wrong_order_totals(session: &mut Session, dialect: Dialect) -> Result<i64, Failure> {
+    let truncate = match dialect {
+        Dialect::Postgres => "trunc",
+        Dialect::Mariadb => "truncate",
+    };
+    let statement = format!(
+        "SELECT count(*) FROM (SELECT o_orderkey, o_totalprice - sum({truncate}({truncate}(l_extendedprice * (1 - l_discount), 2) * (1 + l_tax), 2)) AS part_res FROM {orders}, {lineitem} WHERE o_orderkey = l_orderkey GROUP BY o_orderkey, o_totalprice) temp WHERE part_res <> 0",
+        orders = dialect.table("orders"),
+        lineitem = dialect.table("lineitem")
+    );
+    Ok(session.value(&statement).await?.unwrap_or(0))
 }
 
 #[cfg(test)]

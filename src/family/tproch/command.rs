@@ -1,40 +1,28 @@
 //! `stampede tproch build|run|check|drop`.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio_postgres::Client;
 
 use super::args::{BuildArgs, EngineConnectionArgs, RunArgs, TprochAction};
 use super::load::Build;
 use super::run::{RunPlan, TestResult};
 use super::schema::TABLES;
+use super::session::{Dialect, Session};
 use super::{check, metrics};
-use crate::conn::{ConnSpec, Endpoint};
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
-use crate::pg::{connect_quietly, control_runtime, sql_error};
+use crate::pg::control_runtime;
 
 pub fn run(action: &TprochAction) -> CommandResult {
     match action {
         TprochAction::Build(args) => build(args),
         TprochAction::Run(args) => run_tests(args),
         TprochAction::Check(args) => {
-            let conn = postgres(args)?;
-            control_runtime().block_on(check::check(&conn))
+            let endpoint = endpoint(args)?;
+            control_runtime().block_on(check::check(&endpoint))
         }
         TprochAction::Drop(args) => drop_tables(args),
-    }
-}
-
-/// The PostgreSQL server a command talks to; MariaDB's TPROC-H is refused (not built yet).
-fn postgres(args: &EngineConnectionArgs) -> Result<ConnSpec, Failure> {
-    match endpoint(args)? {
-        Endpoint::Postgres(conn) => Ok(conn),
-        Endpoint::Mysql(_) => Err(Failure::input(
-            "--engine mariadb: stampede's TPROC-H runs on PostgreSQL only so far",
-        )),
     }
 }
 
@@ -49,15 +37,17 @@ fn build(args: &BuildArgs) -> CommandResult {
         Some(t) => positive::<usize>(t, "threads")?,
         None => crate::cpu::cores(),
     };
-    let conn = postgres(&args.connection)?;
+    let endpoint = endpoint(&args.connection)?;
     control_runtime().block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
-        refuse_existing(&client).await
+        let mut session = Session::connect(&endpoint)
+            .await
+            .map_err(Failure::into_input)?;
+        refuse_existing(&mut session, Dialect::of(&endpoint)).await
     })?;
     println!("building TPROC-H: scale factor {scale_factor} over {threads} connection(s)");
     let started = Instant::now();
     let build = Build {
-        conn,
+        endpoint,
         scale_factor,
         connections: threads,
     };
@@ -71,20 +61,19 @@ fn build(args: &BuildArgs) -> CommandResult {
 
 /// Refuses a database holding a table of TPROC-H's names: an earlier build, or another
 /// schema's table (TPROC-C has customer and orders) that a build must not touch.
-async fn refuse_existing(client: &Client) -> Result<(), Failure> {
+async fn refuse_existing(session: &mut Session, dialect: Dialect) -> Result<(), Failure> {
     for table in &TABLES {
-        match table_kind(client, table.name, table.key_column).await? {
+        match table_kind(session, dialect, table.name, table.key_column).await? {
             TableKind::Absent => {}
-            TableKind::Ours => {
+            TableKind::Ours(name) => {
                 return Err(Failure::input(format!(
-                    "table {} already exists; run `stampede tproch drop` first",
-                    table.name
+                    "table {name} already exists; run `stampede tproch drop` first"
                 )))
             }
-            TableKind::Foreign => {
+            TableKind::Foreign(name) => {
                 return Err(Failure::input(format!(
-                    "table {} already exists and is not TPROC-H's (it has no {} column): build into another database",
-                    table.name, table.key_column
+                    "table {name} already exists and is not TPROC-H's (it has no {} column): build into another database",
+                    table.key_column
                 )))
             }
         }
@@ -92,34 +81,54 @@ async fn refuse_existing(client: &Client) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Whether a table of TPROC-H's name is here, and whether it is TPROC-H's (it has the key
+/// column), with its name as the server spells it.
 enum TableKind {
     Absent,
-    Ours,
-    Foreign,
+    Ours(String),
+    Foreign(String),
 }
 
-async fn table_kind(client: &Client, table: &str, key_column: &str) -> Result<TableKind, Failure> {
-    let statement = "SELECT count(*) FILTER (WHERE a.attname = $2) FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND pg_catalog.pg_table_is_visible(c.oid) GROUP BY c.oid";
-    let rows = client
-        .query(statement, &[&table, &key_column])
-        .await
-        .map_err(|e| sql_error(statement, e))?;
+async fn table_kind(
+    session: &mut Session,
+    dialect: Dialect,
+    table: &str,
+    key_column: &str,
+) -> Result<TableKind, Failure> {
+    // MariaDB's table names are case-sensitive: TPROC-H's are upper case, TPROC-C's lower.
+    let statement = match dialect {
+        Dialect::Postgres => format!(
+            "SELECT c.relname::text, count(*) FILTER (WHERE a.attname = '{key_column}') FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE c.relname = '{table}' AND c.relkind IN ('r', 'p') AND pg_catalog.pg_table_is_visible(c.oid) GROUP BY c.oid, c.relname"
+        ),
+        Dialect::Mariadb => format!(
+            "SELECT TABLE_NAME, sum(lower(COLUMN_NAME) = '{key_column}') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND lower(TABLE_NAME) = '{table}' GROUP BY TABLE_NAME ORDER BY 2 DESC"
+        ),
+    };
+    let rows = session.query(&statement).await?.map_err(Failure::run)?;
     Ok(match rows.first() {
         None => TableKind::Absent,
-        Some(row) if row.get::<_, i64>(0) > 0 => TableKind::Ours,
-        Some(_) => TableKind::Foreign,
+        Some(row) => {
+            let name = row[0].clone().unwrap_or_default();
+            match row[1].as_deref() {
+                Some("0") | None => TableKind::Foreign(name),
+                Some(_) => TableKind::Ours(name),
+            }
+        }
     })
 }
 
 fn drop_tables(args: &EngineConnectionArgs) -> CommandResult {
-    let conn = postgres(args)?;
+    let endpoint = endpoint(args)?;
+    let dialect = Dialect::of(&endpoint);
     control_runtime().block_on(async {
-        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
+        let mut session = Session::connect(&endpoint)
+            .await
+            .map_err(Failure::into_input)?;
         let mut ours = Vec::new();
         for table in &TABLES {
-            match table_kind(&client, table.name, table.key_column).await? {
-                TableKind::Ours => ours.push(table.name),
-                TableKind::Foreign => println!("left {}: not TPROC-H's", table.name),
+            match table_kind(&mut session, dialect, table.name, table.key_column).await? {
+                TableKind::Ours(name) => ours.push(name),
+                TableKind::Foreign(name) => println!("left {name}: not TPROC-H's"),
                 TableKind::Absent => {}
             }
         }
@@ -127,11 +136,15 @@ fn drop_tables(args: &EngineConnectionArgs) -> CommandResult {
             println!("no TPROC-H tables here");
             return Ok(());
         }
-        let statement = format!("DROP TABLE {} CASCADE", ours.join(", "));
-        client
-            .batch_execute(&statement)
-            .await
-            .map_err(|e| sql_error(&statement, e))?;
+        let statement = match dialect {
+            Dialect::Postgres => format!("DROP TABLE {} CASCADE", ours.join(", ")),
+            Dialect::Mariadb => {
+                format!("SET FOREIGN_KEY_CHECKS = 0; DROP TABLE {}", ours.join(", "))
+            }
+        };
+        for part in statement.split("; ") {
+            session.execute(part).await?;
+        }
         println!("dropped {}", ours.join(", "));
         Ok(())
     })
@@ -159,9 +172,16 @@ fn run_tests(args: &RunArgs) -> CommandResult {
     let settings = RunSettings::of(args)?;
     let runtime = control_runtime();
     let (plan, server_version) = runtime.block_on(settings.plan(args))?;
+    let parallel = match plan.dialect {
+        Dialect::Postgres => format!(
+            ", max_parallel_workers_per_gather {}",
+            plan.degree_of_parallel
+        ),
+        Dialect::Mariadb => String::new(),
+    };
     println!(
-        "TPROC-H on PostgreSQL {server_version}: scale factor {} (from supplier's rows), max_parallel_workers_per_gather {}",
-        plan.scale_factor, plan.degree_of_parallel
+        "TPROC-H on {server_version}: scale factor {} (from supplier's rows){parallel}",
+        plan.scale_factor
     );
     let tests = runtime.block_on(settings.run(&plan))?;
     let derived = derived_metrics(&plan, &tests);
@@ -242,23 +262,31 @@ impl RunSettings {
     }
 
     async fn plan(&self, args: &RunArgs) -> Result<(RunPlan, String), Failure> {
-        let conn = postgres(&args.connection)?;
-        let client = connect_quietly(&conn).await.map_err(Failure::into_input)?;
-        if let TableKind::Absent | TableKind::Foreign =
-            table_kind(&client, "lineitem", "l_orderkey").await?
+        let endpoint = endpoint(&args.connection)?;
+        let dialect = Dialect::of(&endpoint);
+        let mut session = Session::connect(&endpoint)
+            .await
+            .map_err(Failure::into_input)?;
+        if let TableKind::Absent | TableKind::Foreign(_) =
+            table_kind(&mut session, dialect, "lineitem", "l_orderkey").await?
         {
             return Err(Failure::input(
                 "no TPROC-H tables here (lineitem is missing): run `stampede tproch build` first",
             ));
         }
-        let scale_factor = check::scale_factor(&client).await?;
-        let version = client
-            .query_one("SELECT current_setting('server_version')", &[])
-            .await
-            .map_err(|e| sql_error("reading server_version", e))?
-            .get(0);
+        let scale_factor = check::scale_factor(&mut session, dialect).await?;
+        let version_query = match dialect {
+            Dialect::Postgres => "SELECT 'PostgreSQL ' || current_setting('server_version')",
+            Dialect::Mariadb => "SELECT concat('MariaDB/MySQL ', version())",
+        };
+        let version = session
+            .value::<String>(version_query)
+            .await?
+            .unwrap_or_default();
         let plan = RunPlan {
-            conn,
+            server_pid: local_server_pid(&mut session, dialect).await,
+            endpoint,
+            dialect,
             scale_factor,
             degree_of_parallel: args.degree_of_parallel,
             query_sets: self.query_sets,
@@ -270,7 +298,6 @@ impl RunSettings {
                 .seed
                 .unwrap_or_else(crate::family::common::measure::seed),
             qualification: args.qualification,
-            data_dir: local_data_dir(&client).await,
         };
         Ok((plan, version))
     }
@@ -319,13 +346,24 @@ fn query_list(list: Option<&str>) -> Result<Vec<usize>, Failure> {
     Ok(queries)
 }
 
-/// The server's data directory when it runs on this machine and its pid file can be read
-/// (superuser, or pg_read_all_settings, to read data_directory).
-async fn local_data_dir(client: &Client) -> Option<PathBuf> {
-    let row = client.query_one("SHOW data_directory", &[]).await.ok()?;
-    let dir = PathBuf::from(row.get::<_, String>(0));
-    std::fs::metadata(dir.join("postmaster.pid")).ok()?;
-    Some(dir)
+/// The server's root process when it runs on this machine and its pid file can be read:
+/// PostgreSQL's postmaster (superuser, or pg_read_all_settings, reads data_directory),
+/// MariaDB's server (`@@pid_file`).
+async fn local_server_pid(session: &mut Session, dialect: Dialect) -> Option<u32> {
+    let pid_file = match dialect {
+        Dialect::Postgres => {
+            let dir: String = session.value("SHOW data_directory").await.ok()??;
+            std::path::PathBuf::from(dir).join("postmaster.pid")
+        }
+        Dialect::Mariadb => {
+            let file: String = session.value("SELECT @@pid_file").await.ok()??;
+            std::path::PathBuf::from(file)
+        }
+    };
+    let text = std::fs::read_to_string(pid_file).ok()?;
+    let pid: u32 = text.lines().next()?.trim().parse().ok()?;
+    std::fs::metadata(format!("/proc/{pid}")).ok()?;
+    Some(pid)
 }
 
 fn derived_metrics(plan: &RunPlan, tests: &[TestResult]) -> Option<DerivedMetrics> {

@@ -14,9 +14,9 @@ use bytes::Bytes;
 use futures_util::SinkExt;
 use tokio_postgres::Client;
 
-use super::data;
 use super::schema::{self, TABLES};
-use crate::conn::ConnSpec;
+use super::{data, mariadb};
+use crate::conn::{ConnSpec, Endpoint};
 use crate::error::Failure;
 use crate::pg::{connect_quietly, control_runtime, sql_error};
 
@@ -26,17 +26,17 @@ const CHUNK_BYTES: usize = 256 << 10;
 
 /// A build's settings.
 pub struct Build {
-    pub conn: ConnSpec,
+    pub endpoint: Endpoint,
     pub scale_factor: f64,
     pub connections: usize,
 }
 
 /// One part of one table, as a loading connection takes it.
 #[derive(Debug, Clone, Copy)]
-struct Piece {
-    table: &'static str,
-    part: i32,
-    parts: i32,
+pub struct Piece {
+    pub table: &'static str,
+    pub part: i32,
+    pub parts: i32,
 }
 
 /// What the loading connections share: the pieces left, the rows loaded per table and the
@@ -48,21 +48,39 @@ struct Progress {
 }
 
 impl Build {
-    /// Creates the tables, loads them, adds keys and indexes, and VACUUMs and ANALYZEs them,
+    /// Creates the tables, loads them, adds keys and indexes, and gathers statistics,
     /// reporting each step through `say`.
     pub fn run(&self, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+        match &self.endpoint {
+            Endpoint::Postgres(conn) => self.run_postgres(conn, say),
+            Endpoint::Mysql(spec) => mariadb::build(self, spec, say),
+        }
+    }
+
+    fn run_postgres(&self, conn: &ConnSpec, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
         let runtime = control_runtime();
         runtime.block_on(async {
-            let client = connect_quietly(&self.conn).await?;
+            let client = connect_quietly(conn).await?;
             let creates: Vec<&str> = TABLES.iter().map(|t| t.create).collect();
             execute(&client, &format!("BEGIN; {}; COMMIT", creates.join("; "))).await
         })?;
         say("created the 8 tables".into());
-        self.load(say)?;
-        runtime.block_on(self.keys_and_indexes(say))
+        self.load(
+            say,
+            || runtime.block_on(connect_quietly(conn)),
+            |client, piece| self.copy_piece(client, piece),
+        )?;
+        runtime.block_on(self.keys_and_indexes(conn, say))
     }
 
-    fn load(&self, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+    /// Loads every table's pieces over the build's connections, each on a thread of its own
+    /// that `connect`s once and `load`s the pieces it takes, largest tables first.
+    pub fn load<C>(
+        &self,
+        say: &(dyn Fn(String) + Sync),
+        connect: impl Fn() -> Result<C, Failure> + Sync,
+        load: impl Fn(&mut C, Piece) -> Result<u64, Failure> + Sync,
+    ) -> Result<(), Failure> {
         let mut pieces = VecDeque::new();
         let mut tables = Vec::new();
         for table in TABLES.iter().map(|t| t.name) {
@@ -78,7 +96,7 @@ impl Build {
         let connections = self.connections.min(progress.pieces.lock().unwrap().len());
         let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..connections)
-                .map(|_| scope.spawn(|| self.load_pieces(&progress, say)))
+                .map(|_| scope.spawn(|| load_pieces(&progress, say, &connect, &load)))
                 .collect();
             workers
                 .into_iter()
@@ -88,45 +106,8 @@ impl Build {
         results.into_iter().collect()
     }
 
-    /// One loading connection: takes pieces until none are left or another connection failed.
-    fn load_pieces(
-        &self,
-        progress: &Progress,
-        say: &(dyn Fn(String) + Sync),
-    ) -> Result<(), Failure> {
-        let runtime = control_runtime();
-        let client = runtime.block_on(connect_quietly(&self.conn))?;
-        let started = Instant::now();
-        loop {
-            if progress.failed.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            let Some(piece) = progress.pieces.lock().unwrap().pop_front() else {
-                return Ok(());
-            };
-            let rows = self.copy_piece(&client, piece).inspect_err(|_| {
-                progress.failed.store(true, Ordering::Relaxed);
-            })?;
-            let mut tables = progress.tables.lock().unwrap();
-            let entry = tables
-                .iter_mut()
-                .find(|(name, _, _)| *name == piece.table)
-                .expect("a known table");
-            entry.1 -= 1;
-            entry.2 += rows;
-            if entry.1 == 0 {
-                say(format!(
-                    "loaded {}: {} rows ({:.1} s)",
-                    piece.table,
-                    entry.2,
-                    started.elapsed().as_secs_f64()
-                ));
-            }
-        }
-    }
-
     /// One piece through COPY: generated here, sent by the control runtime chunk by chunk.
-    fn copy_piece(&self, client: &Client, piece: Piece) -> Result<u64, Failure> {
+    fn copy_piece(&self, client: &mut Client, piece: Piece) -> Result<u64, Failure> {
         let runtime = control_runtime();
         let columns = TABLES
             .iter()
@@ -175,15 +156,19 @@ impl Build {
 
     /// HammerDB's 24 key and index statements: the primary keys at once, the indexes at once,
     /// the foreign keys in rounds of keys on different tables; then VACUUM and ANALYZE.
-    async fn keys_and_indexes(&self, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+    async fn keys_and_indexes(
+        &self,
+        conn: &ConnSpec,
+        say: &(dyn Fn(String) + Sync),
+    ) -> Result<(), Failure> {
         let started = Instant::now();
         let elapsed = || started.elapsed().as_secs_f64();
-        self.at_once(&schema::PRIMARY_KEYS).await?;
+        self.at_once(conn, &schema::PRIMARY_KEYS).await?;
         say(format!("added the primary keys ({:.1} s)", elapsed()));
-        self.at_once(&schema::INDEXES).await?;
+        self.at_once(conn, &schema::INDEXES).await?;
         say(format!("created the indexes ({:.1} s)", elapsed()));
         for round in schema::foreign_key_rounds() {
-            self.at_once(&round).await?;
+            self.at_once(conn, &round).await?;
         }
         say(format!("added the foreign keys ({:.1} s)", elapsed()));
         let analyze: Vec<String> = TABLES
@@ -191,16 +176,16 @@ impl Build {
             .map(|t| format!("VACUUM (ANALYZE) {}", t.name))
             .collect();
         let analyze: Vec<&str> = analyze.iter().map(String::as_str).collect();
-        self.at_once(&analyze).await?;
+        self.at_once(conn, &analyze).await?;
         say(format!("vacuumed and analyzed ({:.1} s)", elapsed()));
         Ok(())
     }
 
     /// Runs `statements` over up to `connections` connections, each taking the next.
-    async fn at_once(&self, statements: &[&str]) -> Result<(), Failure> {
+    async fn at_once(&self, conn: &ConnSpec, statements: &[&str]) -> Result<(), Failure> {
         let queue = Mutex::new(statements.iter().copied().collect::<VecDeque<&str>>());
         let workers = (0..self.connections.min(statements.len())).map(|_| async {
-            let client = connect_quietly(&self.conn).await?;
+            let client = connect_quietly(conn).await?;
             loop {
                 let Some(statement) = queue.lock().unwrap().pop_front() else {
                     return Ok::<(), Failure>(());
@@ -212,6 +197,43 @@ impl Build {
             .await
             .into_iter()
             .collect()
+    }
+}
+
+/// One loading connection: takes pieces until none are left or another connection failed.
+fn load_pieces<C>(
+    progress: &Progress,
+    say: &(dyn Fn(String) + Sync),
+    connect: &(impl Fn() -> Result<C, Failure> + Sync),
+    load: &(impl Fn(&mut C, Piece) -> Result<u64, Failure> + Sync),
+) -> Result<(), Failure> {
+    let mut conn = connect()?;
+    let started = Instant::now();
+    loop {
+        if progress.failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let Some(piece) = progress.pieces.lock().unwrap().pop_front() else {
+            return Ok(());
+        };
+        let rows = load(&mut conn, piece).inspect_err(|_| {
+            progress.failed.store(true, Ordering::Relaxed);
+        })?;
+        let mut tables = progress.tables.lock().unwrap();
+        let entry = tables
+            .iter_mut()
+            .find(|(name, _, _)| *name == piece.table)
+            .expect("a known table");
+        entry.1 -= 1;
+        entry.2 += rows;
+        if entry.1 == 0 {
+            say(format!(
+                "loaded {}: {} rows ({:.1} s)",
+                piece.table,
+                entry.2,
+                started.elapsed().as_secs_f64()
+            ));
+        }
     }
 }
 

@@ -362,6 +362,7 @@ fn distinct(random: &mut PgPrng, count: usize, low: i64, high: i64) -> Vec<Strin
 mod tests {
     use super::*;
     use crate::family::tproch::queries;
+    use crate::family::tproch::session::Dialect;
 
     #[test]
     fn markers_take_their_whole_number_and_other_colons_stay() {
@@ -377,8 +378,12 @@ mod tests {
     fn every_query_s_markers_are_all_filled_by_its_draw_and_by_the_qualification_values() {
         let mut random = PgPrng::seeded(7);
         for number in 1..=22 {
-            for params in [draw(number, 1.0, &mut random), qualification(number)] {
-                let text = params.substitute(queries::text(number));
+            let dialects = [Dialect::Postgres, Dialect::Mariadb];
+            for (params, dialect) in [draw(number, 1.0, &mut random), qualification(number)]
+                .into_iter()
+                .flat_map(|p| dialects.map(|d| (p.clone(), d)))
+            {
+                let text = params.substitute(queries::text(dialect, number));
                 let left = text
                     .match_indices(':')
                     .filter(|(at, _)| text[at + 1..].starts_with(|c: char| c.is_ascii_digit()))

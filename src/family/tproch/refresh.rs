@@ -19,6 +19,8 @@ use tpchgen::generators::{
 use tpchgen::random::{RandomBoundedInt, RandomBoundedLong, RandomString, RandomText};
 use tpchgen::text::TextPool;
 
+use super::session::Dialect;
+
 /// Orders per update set: 0.1% of the base orders (dbgen's `UPD_PCT`), as dbgen counts them:
 /// below scale factor 1 it scales the base count first and divides it by 10,000 in integers
 /// (SF 0.01: 15,000 orders, 10 per set, not 15).
@@ -281,31 +283,43 @@ impl Iterator for NewOrders<'static> {
 }
 
 /// RF1's statements for one new order: its lines, then the order (as HammerDB inserts them;
-/// the lines' foreign key to the order is deferrable).
-pub fn insert_statements(new: &NewOrder<'_>) -> String {
-    let mut sql = String::with_capacity(256 * (new.lines.len() + 1));
-    for l in &new.lines {
-        sql.push_str(&format!(
-            "INSERT INTO lineitem (l_orderkey, l_partkey, l_suppkey, l_linenumber, l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, l_shipmode, l_comment) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}');\n",
-            l.l_orderkey, l.l_partkey, l.l_suppkey, l.l_linenumber, l.l_quantity, l.l_extendedprice,
-            l.l_discount, l.l_tax, l.l_returnflag, l.l_linestatus, l.l_shipdate, l.l_commitdate,
-            l.l_receiptdate, l.l_shipinstruct, l.l_shipmode, l.l_comment
-        ));
-    }
+/// the lines' foreign key to the order is deferred on PostgreSQL, unchecked on MariaDB).
+pub fn insert_statements(dialect: Dialect, new: &NewOrder<'_>) -> Vec<String> {
+    let lineitem = dialect.table("lineitem");
+    let mut statements: Vec<String> = new
+        .lines
+        .iter()
+        .map(|l| {
+            format!(
+                "INSERT INTO {lineitem} (l_orderkey, l_partkey, l_suppkey, l_linenumber, l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, l_shipmode, l_comment) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",
+                l.l_orderkey, l.l_partkey, l.l_suppkey, l.l_linenumber, l.l_quantity,
+                l.l_extendedprice, l.l_discount, l.l_tax, l.l_returnflag, l.l_linestatus,
+                l.l_shipdate, l.l_commitdate, l.l_receiptdate, l.l_shipinstruct, l.l_shipmode,
+                l.l_comment
+            )
+        })
+        .collect();
     let o = &new.order;
-    sql.push_str(&format!(
-        "INSERT INTO orders (o_orderkey, o_custkey, o_orderstatus, o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment) VALUES ({}, {}, '{}', {}, '{}', '{}', '{}', {}, '{}');\n",
-        o.o_orderkey, o.o_custkey, o.o_orderstatus, o.o_totalprice, o.o_orderdate,
-        o.o_orderpriority, o.o_clerk, o.o_shippriority, o.o_comment
+    statements.push(format!(
+        "INSERT INTO {} (o_orderkey, o_custkey, o_orderstatus, o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment) VALUES ({}, {}, '{}', {}, '{}', '{}', '{}', {}, '{}')",
+        dialect.table("orders"), o.o_orderkey, o.o_custkey, o.o_orderstatus, o.o_totalprice,
+        o.o_orderdate, o.o_orderpriority, o.o_clerk, o.o_shippriority, o.o_comment
     ));
-    sql
+    statements
 }
 
 /// RF2's statements for one old order: its lines, then the order.
-pub fn delete_statements(key: i64) -> String {
-    format!(
-        "DELETE FROM lineitem WHERE l_orderkey = {key};\nDELETE FROM orders WHERE o_orderkey = {key};\n"
-    )
+pub fn delete_statements(dialect: Dialect, key: i64) -> Vec<String> {
+    vec![
+        format!(
+            "DELETE FROM {} WHERE l_orderkey = {key}",
+            dialect.table("lineitem")
+        ),
+        format!(
+            "DELETE FROM {} WHERE o_orderkey = {key}",
+            dialect.table("orders")
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -3,25 +3,24 @@
 //! RF1 then the queries in stream 0's order then RF2); and TPC-H's whole performance test (a
 //! power test, then S query streams beside a refresh stream of S update sets).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::params::{self, Parameters};
 use super::refresh::{self, NewOrders};
+use super::session::{Dialect, Session};
 use super::{metrics, queries, streams};
-use crate::conn::ConnSpec;
+use crate::conn::Endpoint;
 use crate::error::Failure;
-use crate::pg::{connect_quietly, sql_error};
 use crate::probe::server_io::{self, ServerIo};
 use crate::script::prng::PgPrng;
 
 /// What a run does, from the command line.
 #[derive(Clone)]
 pub struct RunPlan {
-    pub conn: ConnSpec,
+    pub endpoint: Endpoint,
+    pub dialect: Dialect,
     pub scale_factor: f64,
     pub degree_of_parallel: i64,
     pub query_sets: usize,
@@ -33,8 +32,9 @@ pub struct RunPlan {
     pub seed: u64,
     /// TPC-H's qualification values instead of random draws.
     pub qualification: bool,
-    /// The server's data directory when it runs on this machine: its CPU and I/O are measured.
-    pub data_dir: Option<PathBuf>,
+    /// The server's root process when it runs on this machine (PostgreSQL's postmaster,
+    /// MariaDB's server): its CPU and I/O are measured.
+    pub server_pid: Option<u32>,
 }
 
 /// One query as it ran.
@@ -91,7 +91,7 @@ pub struct TestResult {
 /// Server CPU and I/O readings, when the server is local.
 #[derive(Clone)]
 struct Meter {
-    data_dir: Option<PathBuf>,
+    server_pid: Option<u32>,
 }
 
 struct Reading {
@@ -101,14 +101,10 @@ struct Reading {
 
 impl Meter {
     fn read(&self) -> Option<Reading> {
-        let dir = self.data_dir.as_ref()?;
-        let cpu_s = crate::probe::server_cpu::counters(dir)
-            .iter()
-            .map(|c| c.value)
-            .sum();
+        let pid = self.server_pid?;
         Some(Reading {
-            cpu_s,
-            io: server_io::read(dir)?,
+            cpu_s: crate::probe::server_cpu::tree_seconds(pid)?,
+            io: server_io::read_tree(pid)?,
         })
     }
 
@@ -125,7 +121,7 @@ impl Meter {
 impl RunPlan {
     fn meter(&self) -> Meter {
         Meter {
-            data_dir: self.data_dir.clone(),
+            server_pid: self.server_pid,
         }
     }
 
@@ -160,7 +156,7 @@ impl RunPlan {
         let started = Instant::now();
         let meter = self.meter();
         let before = meter.read();
-        let set = next_update_set(&self.conn, self.scale_factor).await?;
+        let set = next_update_set(&self.endpoint, self.dialect, self.scale_factor).await?;
         let mut refreshes = vec![self.rf1(set, Duration::ZERO).await?];
         let query_sets = self.query_stream(0, 1, true).await?;
         refreshes.push(self.rf2(set, Duration::ZERO).await?);
@@ -202,7 +198,7 @@ impl RunPlan {
     async fn refresh_stream(&self, update_sets: i64) -> Result<Vec<RefreshTiming>, Failure> {
         let mut timings = Vec::new();
         for _ in 0..update_sets {
-            let set = next_update_set(&self.conn, self.scale_factor).await?;
+            let set = next_update_set(&self.endpoint, self.dialect, self.scale_factor).await?;
             timings.push(self.rf1(set, self.trickle).await?);
             timings.push(self.rf2(set, self.trickle).await?);
         }
@@ -217,15 +213,14 @@ impl RunPlan {
         sets: usize,
         measure_each: bool,
     ) -> Result<Vec<QuerySet>, Failure> {
-        let client = connect_quietly(&self.conn).await?;
-        let setting = format!(
-            "SET max_parallel_workers_per_gather = {}",
-            self.degree_of_parallel
-        );
-        client
-            .batch_execute(&setting)
-            .await
-            .map_err(|e| sql_error(&setting, e))?;
+        let mut session = Session::connect(&self.endpoint).await?;
+        if self.dialect == Dialect::Postgres {
+            let setting = format!(
+                "SET max_parallel_workers_per_gather = {}",
+                self.degree_of_parallel
+            );
+            session.execute(&setting).await?;
+        }
         let mut random = PgPrng::seeded(self.seed.wrapping_add(stream as u64 * 7919));
         let mut done = Vec::with_capacity(sets);
         for set in 1..=sets {
@@ -243,15 +238,15 @@ impl RunPlan {
                 .filter(|q| self.queries.contains(q))
                 .collect();
             for (position, &query) in chosen.iter().enumerate() {
-                let text = drawn[query - 1].substitute(queries::text(query));
+                let text = drawn[query - 1].substitute(queries::text(self.dialect, query));
                 let text = text.replace("{stream}", &stream.to_string());
                 let meter = if measure_each {
                     self.meter()
                 } else {
-                    Meter { data_dir: None }
+                    Meter { server_pid: None }
                 };
                 let timing = self
-                    .run_query(&client, query, &text, &drawn[query - 1], &meter)
+                    .run_query(&mut session, query, &text, &drawn[query - 1], &meter)
                     .await?;
                 self.say_query(stream, position + 1, chosen.len(), &timing);
                 timings.push(timing);
@@ -295,7 +290,7 @@ impl RunPlan {
     /// creation and drop).
     async fn run_query(
         &self,
-        client: &Client,
+        session: &mut Session,
         query: usize,
         text: &str,
         parameters: &Parameters,
@@ -310,20 +305,20 @@ impl RunPlan {
             println!("{text}");
         }
         if let Some(create) = before {
-            self.side_statement(client, create).await?;
+            self.side_statement(session, create).await?;
         }
         let reading = meter.read();
         let started = Instant::now();
-        let outcome = client.simple_query(timed).await;
+        let outcome = session.query(timed).await?;
         let seconds = started.elapsed().as_secs_f64();
         let server = meter.since(&reading);
         if let Some(drop) = after {
-            self.side_statement(client, drop).await?;
+            self.side_statement(session, drop).await?;
         }
         let (rows, error) = match outcome {
-            Ok(messages) => (self.rows_of(&messages), None),
-            Err(e) if self.raise_errors => return Err(sql_error(timed, e)),
-            Err(e) => (0, Some(sql_error(timed, e).into_message())),
+            Ok(rows) => (self.rows_of(&rows), None),
+            Err(error) if self.raise_errors => return Err(Failure::run(error)),
+            Err(error) => (0, Some(error)),
         };
         Ok(QueryTiming {
             query,
@@ -335,89 +330,82 @@ impl RunPlan {
         })
     }
 
-    async fn side_statement(&self, client: &Client, statement: &str) -> Result<(), Failure> {
-        match client.batch_execute(statement).await {
-            Err(e) if self.raise_errors => Err(sql_error(statement, e)),
+    async fn side_statement(&self, session: &mut Session, statement: &str) -> Result<(), Failure> {
+        match session.execute(statement).await {
+            Err(e) if self.raise_errors => Err(e),
             _ => Ok(()),
         }
     }
 
-    fn rows_of(&self, messages: &[SimpleQueryMessage]) -> u64 {
-        let mut rows = 0;
-        for message in messages {
-            if let SimpleQueryMessage::Row(row) = message {
-                rows += 1;
-                if self.verbose {
-                    let values: Vec<&str> =
-                        (0..row.len()).map(|i| row.get(i).unwrap_or("")).collect();
-                    println!("{}", values.join("|"));
-                }
+    fn rows_of(&self, rows: &[Vec<Option<String>>]) -> u64 {
+        if self.verbose {
+            for row in rows {
+                let values: Vec<&str> = row.iter().map(|v| v.as_deref().unwrap_or("")).collect();
+                println!("{}", values.join("|"));
             }
         }
-        rows
+        rows.len() as u64
     }
 
     /// RF1: update set `set`'s new orders, each order's lines then the order, committed every
     /// 1000 orders (as HammerDB), `trickle` before each order.
     async fn rf1(&self, set: i64, trickle: Duration) -> Result<RefreshTiming, Failure> {
-        let client = connect_quietly(&self.conn).await?;
-        let started = Instant::now();
-        let mut orders = 0;
-        for new in NewOrders::of_set(set, self.scale_factor) {
-            if !trickle.is_zero() {
-                tokio::time::sleep(trickle).await;
-            }
-            let mut batch = String::new();
-            if orders % 1000 == 0 {
-                batch.push_str("BEGIN; SET CONSTRAINTS lineitem_order_fk DEFERRED;\n");
-            }
-            batch.push_str(&refresh::insert_statements(&new));
-            orders += 1;
-            if orders % 1000 == 0 {
-                batch.push_str("COMMIT;");
-            }
-            execute(&client, &batch, "RF1").await?;
-        }
-        if orders % 1000 != 0 {
-            execute(&client, "COMMIT", "RF1").await?;
-        }
-        let timing = refresh_timing("RF1", set, orders, started);
+        let statements = NewOrders::of_set(set, self.scale_factor)
+            .map(|new| refresh::insert_statements(self.dialect, &new));
+        let timing = self.refresh("RF1", set, statements, trickle).await?;
         println!(
-            "New Sales refresh (RF1, update set {set}): {orders} orders in {:.3} seconds",
-            timing.seconds
+            "New Sales refresh (RF1, update set {set}): {} orders in {:.3} seconds",
+            timing.orders, timing.seconds
         );
         Ok(timing)
     }
 
     /// RF2: update set `set`'s old orders deleted, lines first, committed every 1000 orders.
     async fn rf2(&self, set: i64, trickle: Duration) -> Result<RefreshTiming, Failure> {
-        let client = connect_quietly(&self.conn).await?;
+        let statements = refresh::deleted_keys(set, self.scale_factor)
+            .map(|key| refresh::delete_statements(self.dialect, key));
+        let timing = self.refresh("RF2", set, statements, trickle).await?;
+        println!(
+            "Old Sales refresh (RF2, update set {set}): {} orders in {:.3} seconds",
+            timing.orders, timing.seconds
+        );
+        Ok(timing)
+    }
+
+    /// A refresh function: each order's statements in turn, a transaction per 1000 orders.
+    async fn refresh(
+        &self,
+        function: &'static str,
+        set: i64,
+        orders: impl Iterator<Item = Vec<String>>,
+        trickle: Duration,
+    ) -> Result<RefreshTiming, Failure> {
+        let mut session = Session::connect(&self.endpoint).await?;
+        let begin = match self.dialect {
+            Dialect::Postgres => "BEGIN; SET CONSTRAINTS lineitem_order_fk DEFERRED",
+            Dialect::Mariadb => "SET FOREIGN_KEY_CHECKS = 0, autocommit = 0",
+        };
         let started = Instant::now();
-        let mut orders = 0;
-        for key in refresh::deleted_keys(set, self.scale_factor) {
+        let mut count = 0;
+        for statements in orders {
             if !trickle.is_zero() {
                 tokio::time::sleep(trickle).await;
             }
-            let mut batch = String::new();
-            if orders % 1000 == 0 {
-                batch.push_str("BEGIN;\n");
+            if count % 1000 == 0 {
+                session.execute(begin).await?;
             }
-            batch.push_str(&refresh::delete_statements(key));
-            orders += 1;
-            if orders % 1000 == 0 {
-                batch.push_str("COMMIT;");
+            for statement in &statements {
+                session.execute(statement).await?;
             }
-            execute(&client, &batch, "RF2").await?;
+            count += 1;
+            if count % 1000 == 0 {
+                session.execute("COMMIT").await?;
+            }
         }
-        if orders % 1000 != 0 {
-            execute(&client, "COMMIT", "RF2").await?;
+        if count % 1000 != 0 {
+            session.execute("COMMIT").await?;
         }
-        let timing = refresh_timing("RF2", set, orders, started);
-        println!(
-            "Old Sales refresh (RF2, update set {set}): {orders} orders in {:.3} seconds",
-            timing.seconds
-        );
-        Ok(timing)
+        Ok(refresh_timing(function, set, count, started))
     }
 }
 
@@ -435,13 +423,6 @@ fn refresh_timing(
     }
 }
 
-async fn execute(client: &Client, batch: &str, what: &str) -> Result<(), Failure> {
-    client
-        .batch_execute(batch)
-        .await
-        .map_err(|e| sql_error(what, e))
-}
-
 fn gather(streams: Vec<Result<Vec<QuerySet>, Failure>>) -> Result<Vec<QuerySet>, Failure> {
     let mut all = Vec::new();
     for stream in streams {
@@ -452,24 +433,24 @@ fn gather(streams: Vec<Result<Vec<QuerySet>, Failure>>) -> Result<Vec<QuerySet>,
 
 /// The first update set whose RF2 has not run: set k's first old order is still there. A set
 /// whose new orders are in but whose old ones are not gone was interrupted: refused.
-pub async fn next_update_set(conn: &ConnSpec, scale_factor: f64) -> Result<i64, Failure> {
-    let client = connect_quietly(conn).await?;
-    let exists = |key: i64| {
-        let client = &client;
-        async move {
-            let statement = format!("SELECT 1 FROM orders WHERE o_orderkey = {key}");
-            let rows = client
-                .simple_query(&statement)
-                .await
-                .map_err(|e| sql_error(&statement, e))?;
-            Ok::<bool, Failure>(rows.iter().any(|m| matches!(m, SimpleQueryMessage::Row(_))))
-        }
-    };
+pub async fn next_update_set(
+    endpoint: &Endpoint,
+    dialect: Dialect,
+    scale_factor: f64,
+) -> Result<i64, Failure> {
+    let mut session = Session::connect(endpoint).await?;
+    let orders = dialect.table("orders");
     let last_set = (1_500_000.0 * scale_factor) as i64 / refresh::orders_per_set(scale_factor);
     for set in 1..=last_set {
         let first = *refresh::set_indexes(set, scale_factor).start();
-        if exists(refresh::sparse_key(first, 0)).await? {
-            if exists(refresh::sparse_key(first, 1)).await? {
+        let (old, new) = (refresh::sparse_key(first, 0), refresh::sparse_key(first, 1));
+        let statement = format!(
+            "SELECT count(*) FROM {orders} WHERE o_orderkey = {old} UNION ALL SELECT count(*) FROM {orders} WHERE o_orderkey = {new}"
+        );
+        let rows = session.query(&statement).await?.map_err(Failure::run)?;
+        let present = |row: usize| rows.get(row).and_then(|r| r[0].as_deref()) == Some("1");
+        if present(0) {
+            if present(1) {
                 return Err(Failure::run(format!(
                     "update set {set} is half applied (its new orders are in, its old orders were not deleted): an earlier refresh was interrupted; rebuild with `stampede tproch drop` and `build`"
                 )));
