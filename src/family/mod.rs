@@ -14,10 +14,11 @@ pub mod tproch;
 use api::{LabWorkloadKind, WorkloadMetric};
 
 /// Every family's lab workloads, in the order `lab plan` and errors list them.
-const FAMILIES: [&[LabWorkloadKind]; 4] = [
+const FAMILIES: [&[LabWorkloadKind]; 5] = [
     pgbench::lab::KINDS,
     sysbench::lab::KINDS,
     tpcc::lab::KINDS,
+    tproch::lab::KINDS,
     dbstress::lab::KINDS,
 ];
 

@@ -33,11 +33,49 @@ fn parameter_count(query: &str) -> usize {
     highest
 }
 
+/// SQL's typed literals (`date '1998-12-01'`, `interval '3 month'`) become `date $4` once
+/// pg_stat_statements has normalized them, which does not parse: written as casts of their
+/// parameters (`$4::date`) they do, with the same types.
+fn typed_parameters_as_casts(query: &str) -> String {
+    const TYPES: [&str; 5] = ["date", "interval", "timestamptz", "timestamp", "time"];
+    let mut out = String::with_capacity(query.len() + 16);
+    let mut rest = query;
+    'scan: while !rest.is_empty() {
+        for name in TYPES {
+            let Some(head) = rest.get(..name.len()) else {
+                continue;
+            };
+            let boundary = out
+                .chars()
+                .last()
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
+            if boundary && head.eq_ignore_ascii_case(name) {
+                let after = rest[name.len()..].trim_start();
+                let digits = after
+                    .strip_prefix('$')
+                    .map_or(0, |d| d.bytes().take_while(u8::is_ascii_digit).count());
+                if digits > 0 && after.len() < rest.len() - name.len() {
+                    out.push_str(&after[..digits + 1]);
+                    out.push_str("::");
+                    out.push_str(name);
+                    rest = &after[digits + 1..];
+                    continue 'scan;
+                }
+            }
+        }
+        let next = rest.chars().next().expect("not empty");
+        out.push(next);
+        rest = &rest[next.len_utf8()..];
+    }
+    out
+}
+
 /// The text EXPLAIN prints for the statement, or why there is none.
 pub fn explain(conn: &ConnSpec, query: &str) -> Option<String> {
     if !plannable(query) {
         return None;
     }
+    let query = &typed_parameters_as_casts(query);
     let arguments = match parameter_count(query) {
         0 => String::new(),
         n => format!("({})", vec!["NULL"; n].join(", ")),
@@ -59,6 +97,20 @@ pub fn explain(conn: &ConnSpec, query: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_literals_normalized_to_parameters_become_casts() {
+        assert_eq!(
+            typed_parameters_as_casts(
+                "where l_shipdate <= date $4 - interval $5 and x < DATE $1 and up_date $2 and d = $3"
+            ),
+            "where l_shipdate <= $4::date - $5::interval and x < $1::date and up_date $2 and d = $3"
+        );
+        assert_eq!(
+            typed_parameters_as_casts("date_trunc($1, t)"),
+            "date_trunc($1, t)"
+        );
+    }
 
     #[test]
     fn parameters_and_plannable_statements() {

@@ -572,9 +572,17 @@ fn why_section(panel: &WhyPanel, base: &str) -> String {
         );
     }
     for plan in &panel.plan_differences {
+        let nodes = plan.changed_nodes().map_or(String::new(), |nodes| {
+            format!(
+                "<p>Plan nodes changed ({} → {}): {}</p>",
+                escape(base),
+                escape(&panel.target),
+                escape(&nodes)
+            )
+        });
         let _ = write!(
             out,
-            "<h3>Plan differs: <code>{}</code></h3><p>{}</p><pre>{}</pre><p>{}</p><pre>{}</pre>",
+            "<h3>Plan differs: <code>{}</code></h3>{nodes}<p>{}</p><pre>{}</pre><p>{}</p><pre>{}</pre>",
             escape(&plan.query),
             escape(base),
             escape(&plan.base_plan),

@@ -206,6 +206,12 @@ fn why_markdown(panel: &WhyPanel, base: &str) -> String {
         out += "\n";
     }
     for plan in &panel.plan_differences {
+        if let Some(nodes) = plan.changed_nodes() {
+            out += &format!(
+                "Plan nodes changed ({base} → {}): {nodes}\n\n",
+                panel.target
+            );
+        }
         out += &format!(
             "Plan differs for `{}`:\n\n```\n-- {base}\n{}\n-- {}\n{}\n```\n\n",
             plan.query.replace('\n', " "),

@@ -40,6 +40,28 @@ pub struct PlanDiff {
     pub query: String,
     pub base_plan: String,
     pub plan: String,
+    /// The plan nodes only one side has (each side's, in plan order): what changed, in a line.
+    pub nodes_only_in_base: Vec<String>,
+    pub nodes_only_in_other: Vec<String>,
+}
+
+impl PlanDiff {
+    /// "Gather, Parallel Seq Scan on lineitem → Seq Scan on lineitem", or None when the two
+    /// plans have the same nodes (they differ in their details: keys, filters, order).
+    pub fn changed_nodes(&self) -> Option<String> {
+        if self.nodes_only_in_base.is_empty() && self.nodes_only_in_other.is_empty() {
+            return None;
+        }
+        let side = |nodes: &[String]| match nodes {
+            [] => "(none)".to_string(),
+            _ => nodes.join(", "),
+        };
+        Some(format!(
+            "{} → {}",
+            side(&self.nodes_only_in_base),
+            side(&self.nodes_only_in_other)
+        ))
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -244,13 +266,52 @@ fn plan_diffs(plans: &[[String; 4]], base: &str, target: &str) -> Vec<PlanDiff> 
             let base_plan = plans
                 .iter()
                 .find(|b| b[0] == base && b[1] == p[1] && b[2] == p[2])?;
-            (without_costs(&base_plan[3]) != without_costs(&p[3])).then(|| PlanDiff {
-                dataset: p[1].clone(),
-                query: p[2].clone(),
-                base_plan: base_plan[3].clone(),
-                plan: p[3].clone(),
+            (without_costs(&base_plan[3]) != without_costs(&p[3])).then(|| {
+                let (base_nodes, nodes) = (plan_nodes(&base_plan[3]), plan_nodes(&p[3]));
+                PlanDiff {
+                    dataset: p[1].clone(),
+                    query: p[2].clone(),
+                    base_plan: base_plan[3].clone(),
+                    plan: p[3].clone(),
+                    nodes_only_in_base: missing_from(&base_nodes, &nodes),
+                    nodes_only_in_other: missing_from(&nodes, &base_nodes),
+                }
             })
         })
+        .collect()
+}
+
+/// The nodes of an EXPLAIN text, in plan order: its first line and every `->` line, without
+/// the estimates (`Parallel Seq Scan on lineitem`).
+fn plan_nodes(plan: &str) -> Vec<String> {
+    plan.lines()
+        .enumerate()
+        .filter_map(|(at, line)| {
+            let line = line.trim_start();
+            let node = match line.strip_prefix("->") {
+                Some(node) => node.trim_start(),
+                None if at == 0 => line,
+                None => return None,
+            };
+            let node = node.find("  (").map_or(node, |end| &node[..end]);
+            Some(node.trim_end().to_string())
+        })
+        .collect()
+}
+
+/// The nodes of `nodes` that `other` does not have (as many times as it lacks them).
+fn missing_from(nodes: &[String], other: &[String]) -> Vec<String> {
+    let mut left: Vec<&String> = other.iter().collect();
+    nodes
+        .iter()
+        .filter(|node| match left.iter().position(|o| o == node) {
+            Some(at) => {
+                left.remove(at);
+                false
+            }
+            None => true,
+        })
+        .cloned()
         .collect()
 }
 
@@ -277,6 +338,26 @@ fn top_waits(waits: &[(String, String, f64)], target: &str) -> Vec<(String, f64)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_change_names_the_nodes_each_side_has_alone() {
+        let parallel = "Finalize GroupAggregate  (cost=1.00..2.00 rows=6 width=236)\n  Group Key: l_returnflag\n  ->  Gather Merge  (cost=1.00..2.00 rows=12 width=236)\n        Workers Planned: 2\n        ->  Sort  (cost=1.00..2.00 rows=6 width=236)\n              ->  Partial HashAggregate  (cost=1.00..2.00 rows=6 width=236)\n                    ->  Parallel Seq Scan on lineitem  (cost=0.00..1.00 rows=250 width=25)";
+        let serial = "Sort  (cost=1.00..2.00 rows=6 width=236)\n  ->  HashAggregate  (cost=1.00..2.00 rows=6 width=236)\n        ->  Seq Scan on lineitem  (cost=0.00..1.00 rows=600 width=25)";
+        let plans = [
+            [
+                "parallel".to_string(),
+                "d".into(),
+                "q1".into(),
+                parallel.into(),
+            ],
+            ["serial".to_string(), "d".into(), "q1".into(), serial.into()],
+        ];
+        let diffs = plan_diffs(&plans, "parallel", "serial");
+        assert_eq!(
+            diffs[0].changed_nodes().unwrap(),
+            "Finalize GroupAggregate, Gather Merge, Partial HashAggregate, Parallel Seq Scan on lineitem → HashAggregate, Seq Scan on lineitem"
+        );
+    }
 
     fn setting(name: &str, value: &str, source: &str) -> SettingRow {
         SettingRow {
