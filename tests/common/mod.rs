@@ -117,6 +117,45 @@ impl TestServer {
         name.to_string()
     }
 
+    /// Runs several statements with psql, read from its standard input, and returns the
+    /// unaligned, tuples-only rows they return (`-c` would show the last one's alone), NULL
+    /// as `NULL`.
+    pub fn psql_statements(&self, db: &str, sql: &str) -> String {
+        use std::io::Write;
+        let mut child = Command::new("psql")
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-P",
+                "null=NULL",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+            ])
+            .arg(self.socket_dir())
+            .args(["-p", &self.port(), "-U", &self.user, "-d", db, "-f", "-"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("psql runs");
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(sql.as_bytes()).unwrap();
+        input.write_all(b";\n").unwrap();
+        drop(input);
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "psql failed for {sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
     /// Runs SQL with psql and returns its unaligned, tuples-only output.
     pub fn psql(&self, db: &str, sql: &str) -> String {
         let output = Command::new("psql")
