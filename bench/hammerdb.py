@@ -37,6 +37,13 @@ def shim_folder(pgtcl):
     return folder
 
 
+def hammerdb_version(source):
+    """The version a HammerDB source tree's CLI announces (`set hdb_version "v4.12"`)."""
+    with open(os.path.join(source, "hammerdbcli")) as f:
+        match = re.search(r'set hdb_version "([^"]+)"', f.read())
+    return match.group(1) if match else "(unknown version)"
+
+
 class HammerDB:
     def __init__(self, source, host, port, database, warehouses, pgtcl=None):
         if not os.path.exists(os.path.join(source, "hammerdbcli")):

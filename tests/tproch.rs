@@ -236,3 +236,38 @@ fn bad_input_is_refused_before_anything_is_written() {
     );
     assert_eq!(s.psql(&db, "SELECT count(*) FROM customer"), "0");
 }
+
+/// `tproch generate` writes dbgen's files without a server: every table's rows, `|` after each
+/// field, the big tables in numbered parts; a folder that already holds one is refused.
+#[test]
+fn generate_writes_dbgen_s_files_and_refuses_to_overwrite() {
+    let dir = common::LabDir::new("tproch-generate");
+    let folder = dir.join("out");
+    let args = [
+        "tproch",
+        "generate",
+        "--scale-factor",
+        "0.01",
+        "--threads",
+        "2",
+        "--dir",
+    ];
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(folder.to_str().unwrap());
+    let output = common::stampede(&all);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for (table, rows) in SF_001 {
+        let text = std::fs::read_to_string(folder.join(format!("{table}.tbl"))).unwrap();
+        assert_eq!(text.lines().count() as i64, rows, "{table}");
+        assert!(text.lines().all(|l| l.ends_with('|')), "{table}");
+    }
+    let again = common::stampede(&all);
+    assert_refused(
+        &again,
+        &format!(
+            "{} already exists: generate into an empty folder",
+            folder.join("lineitem.tbl").display()
+        ),
+        "second generate",
+    );
+}

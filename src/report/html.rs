@@ -100,6 +100,14 @@ pub fn to_html(report: &LabReport) -> String {
             latency(report),
         ));
     }
+    let query_tables = super::query_times::query_times(report);
+    if !query_tables.is_empty() {
+        sections.push((
+            "queries".into(),
+            "Query times by target".into(),
+            query_times(&query_tables),
+        ));
+    }
     if !report.series.is_empty() {
         sections.push((
             "series".into(),
@@ -279,6 +287,35 @@ const PERCENTILE_DASHES: [(&str, Option<&str>); 3] =
 
 /// Per (workload, script, scale): p50 / p95 / p99 against clients, a color per target and a
 /// dash per percentile; then the table.
+/// Each query's time per target as bars, a group per query, and the table beside them.
+fn query_times(tables: &[super::query_times::QueryTimes]) -> String {
+    let mut out = String::new();
+    for table in tables {
+        let names: Vec<&str> = table.targets.iter().map(String::as_str).collect();
+        let bars: Vec<ValueBar> = table
+            .rows
+            .iter()
+            .flat_map(|(query, times)| {
+                times.iter().enumerate().filter_map(move |(i, time)| {
+                    time.map(|value| ValueBar {
+                        label: format!("{query} {}", table.targets[i]),
+                        value,
+                        color: i,
+                    })
+                })
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<h3>TPROC-H, {}</h3>{}{}",
+            escape(&table.dataset),
+            legend(&names, ""),
+            svg::value_bars("median query time, ms", &bars)
+        );
+    }
+    out
+}
+
 fn latency(report: &LabReport) -> String {
     let targets = target_names(report);
     let mut out = legend(&targets, "<span>solid p50, dashed p95, dotted p99</span>");

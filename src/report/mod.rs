@@ -16,6 +16,7 @@ pub mod lab_report;
 pub mod machines;
 pub mod noise;
 pub mod noise_view;
+pub mod query_times;
 pub mod series;
 pub mod svg;
 pub mod table;

@@ -58,6 +58,7 @@ pub fn to_markdown(report: &LabReport) -> String {
     out += &super::machines::markdown(&report.machines);
     out += &families_markdown(report);
     out += &latency_markdown(report);
+    out += &super::query_times::markdown(&super::query_times::query_times(report));
     out += &series_markdown(report);
     out += &noise_view::markdown(&report.noise);
     if !report.statements.is_empty() {

@@ -11,6 +11,9 @@ pub enum TprochAction {
     /// HammerDB's keys and indexes, then VACUUM and ANALYZE
     #[command(disable_help_flag = true)]
     Build(BuildArgs),
+    /// Write dbgen's `.tbl` files (a big table in parts: `lineitem.tbl.1` …, as `dbgen -C`
+    /// names them) without a server: to load elsewhere, or to time generation alone
+    Generate(GenerateArgs),
     /// Run query sets with virtual users as HammerDB does (one user with --refresh: TPC-H's
     /// power test), or TPC-H's power and throughput tests with --tpch-streams
     #[command(disable_help_flag = true)]
@@ -39,6 +42,24 @@ pub struct BuildArgs {
     /// Connections loading in parallel (HammerDB's build threads; default: the client's cores)
     #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// TPC-H's scale factor
+    #[arg(
+        long = "scale-factor",
+        short = 's',
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub scale_factor: f64,
+    /// Threads generating in parallel (default: the machine's cores)
+    #[arg(long, allow_negative_numbers = true)]
+    pub threads: Option<i64>,
+    /// The folder to write into (made when missing; a file already there is refused)
+    #[arg(long, value_name = "DIR")]
+    pub dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

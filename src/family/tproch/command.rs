@@ -4,12 +4,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::args::{BuildArgs, EngineConnectionArgs, RunArgs, TprochAction};
+use super::args::{BuildArgs, EngineConnectionArgs, GenerateArgs, RunArgs, TprochAction};
 use super::load::Build;
 use super::run::{RunPlan, TestResult};
 use super::schema::TABLES;
 use super::session::{Dialect, Session};
-use super::{check, metrics};
+use super::{check, generate, metrics};
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
 use crate::pg::control_runtime;
@@ -17,6 +17,7 @@ use crate::pg::control_runtime;
 pub fn run(action: &TprochAction) -> CommandResult {
     match action {
         TprochAction::Build(args) => build(args),
+        TprochAction::Generate(args) => generate(args),
         TprochAction::Run(args) => run_tests(args),
         TprochAction::Check(args) => {
             let endpoint = endpoint(args)?;
@@ -26,17 +27,51 @@ pub fn run(action: &TprochAction) -> CommandResult {
     }
 }
 
-fn build(args: &BuildArgs) -> CommandResult {
-    let scale_factor = args.scale_factor;
-    if !(scale_factor > 0.0 && scale_factor <= 100_000.0) {
+/// `--scale-factor`: dbgen's range.
+fn checked_scale_factor(scale_factor: f64) -> Result<f64, Failure> {
+    if scale_factor > 0.0 && scale_factor <= 100_000.0 {
+        return Ok(scale_factor);
+    }
+    Err(Failure::input(format!(
+        "--scale-factor {scale_factor}: must be above 0 and at most 100000"
+    )))
+}
+
+fn threads(threads: Option<i64>) -> Result<usize, Failure> {
+    match threads {
+        Some(t) => positive::<usize>(t, "threads"),
+        None => Ok(crate::cpu::cores()),
+    }
+}
+
+fn generate(args: &GenerateArgs) -> CommandResult {
+    let scale_factor = checked_scale_factor(args.scale_factor)?;
+    let threads = threads(args.threads)?;
+    let files = generate::files(scale_factor);
+    if let Some(existing) = files.iter().find(|f| args.dir.join(f).exists()) {
         return Err(Failure::input(format!(
-            "--scale-factor {scale_factor}: must be above 0 and at most 100000"
+            "{} already exists: generate into an empty folder",
+            args.dir.join(existing).display()
         )));
     }
-    let threads = match args.threads {
-        Some(t) => positive::<usize>(t, "threads")?,
-        None => crate::cpu::cores(),
-    };
+    std::fs::create_dir_all(&args.dir)
+        .map_err(|e| Failure::input(format!("cannot make {}: {e}", args.dir.display())))?;
+    let started = Instant::now();
+    let (rows, bytes) =
+        generate::write(&args.dir, scale_factor, threads, &|line| println!("{line}"))?;
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "generated scale factor {scale_factor}: {rows} rows, {:.1} MB in {seconds:.2} s over {threads} thread(s): {:.0} rows/s, {:.1} MB/s",
+        bytes as f64 / 1e6,
+        rows as f64 / seconds,
+        bytes as f64 / 1e6 / seconds
+    );
+    Ok(())
+}
+
+fn build(args: &BuildArgs) -> CommandResult {
+    let scale_factor = checked_scale_factor(args.scale_factor)?;
+    let threads = threads(args.threads)?;
     let endpoint = endpoint(&args.connection)?;
     control_runtime().block_on(async {
         let mut session = Session::connect(&endpoint)

@@ -40,6 +40,14 @@ pub fn part_count(table: &str, scale_factor: f64) -> i32 {
     ((rows + ROWS_PER_PART - 1) / ROWS_PER_PART).clamp(1, i32::MAX as i64) as i32
 }
 
+/// How a row is written: as COPY reads it (the last `|` made the line's end), or as dbgen
+/// writes its `.tbl` files (`|` after every field).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LineFormat {
+    Copy,
+    Tbl,
+}
+
 /// Writes part `part` (1-based) of `parts` of `table` as COPY text lines into `out`, calling
 /// `flush` whenever `out` holds `chunk` bytes or more; returns the rows written.
 pub fn write_part(
@@ -51,83 +59,74 @@ pub fn write_part(
     chunk: usize,
     flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), String>,
 ) -> Result<u64, String> {
-    let sf = scale_factor;
-    match table {
-        "region" => lines(
-            RegionGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        "nation" => lines(
-            NationGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        "supplier" => lines(
-            SupplierGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        "customer" => lines(
-            CustomerGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        "part" => lines(
-            PartGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        "partsupp" => lines(
-            PartSuppGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        "orders" => lines(
-            OrderGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        "lineitem" => lines(
-            LineItemGenerator::new(sf, part, parts).iter(),
-            out,
-            chunk,
-            flush,
-        ),
-        other => unreachable!("not a TPC-H table: {other}"),
-    }
+    let writer = Lines {
+        format: LineFormat::Copy,
+        chunk,
+    };
+    writer.part(table, scale_factor, part, parts, out, flush)
 }
 
-fn lines<R: std::fmt::Display>(
-    rows: impl Iterator<Item = R>,
-    out: &mut Vec<u8>,
-    chunk: usize,
-    flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), String>,
-) -> Result<u64, String> {
-    let mut count = 0;
-    for row in rows {
-        push_line(out, &row);
-        count += 1;
-        if out.len() >= chunk {
-            flush(out)?;
+/// Rows written as lines of one format, flushed every `chunk` bytes.
+pub struct Lines {
+    pub format: LineFormat,
+    pub chunk: usize,
+}
+
+impl Lines {
+    /// Part `part` (1-based) of `parts` of `table` into `out`, calling `flush` whenever `out`
+    /// holds `chunk` bytes or more; returns the rows written.
+    pub fn part(
+        &self,
+        table: &str,
+        scale_factor: f64,
+        part: i32,
+        parts: i32,
+        out: &mut Vec<u8>,
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), String>,
+    ) -> Result<u64, String> {
+        let sf = scale_factor;
+        match table {
+            "region" => self.rows(RegionGenerator::new(sf, part, parts).iter(), out, flush),
+            "nation" => self.rows(NationGenerator::new(sf, part, parts).iter(), out, flush),
+            "supplier" => self.rows(SupplierGenerator::new(sf, part, parts).iter(), out, flush),
+            "customer" => self.rows(CustomerGenerator::new(sf, part, parts).iter(), out, flush),
+            "part" => self.rows(PartGenerator::new(sf, part, parts).iter(), out, flush),
+            "partsupp" => self.rows(PartSuppGenerator::new(sf, part, parts).iter(), out, flush),
+            "orders" => self.rows(OrderGenerator::new(sf, part, parts).iter(), out, flush),
+            "lineitem" => self.rows(LineItemGenerator::new(sf, part, parts).iter(), out, flush),
+            other => unreachable!("not a TPC-H table: {other}"),
         }
     }
-    Ok(count)
+
+    fn rows<R: std::fmt::Display>(
+        &self,
+        rows: impl Iterator<Item = R>,
+        out: &mut Vec<u8>,
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), String>,
+    ) -> Result<u64, String> {
+        let mut count = 0;
+        for row in rows {
+            push_line(out, &row, self.format);
+            count += 1;
+            if out.len() >= self.chunk {
+                flush(out)?;
+            }
+        }
+        Ok(count)
+    }
 }
 
-/// A `.tbl` line with its last `|` made the line's end.
-pub fn push_line(out: &mut Vec<u8>, row: &dyn std::fmt::Display) {
+/// A `.tbl` line, with its last `|` made the line's end for COPY.
+pub fn push_line(out: &mut Vec<u8>, row: &dyn std::fmt::Display, format: LineFormat) {
     write!(out, "{row}").expect("writing to memory");
-    let last = out.len() - 1;
-    debug_assert_eq!(out[last], b'|');
-    out[last] = b'\n';
+    match format {
+        LineFormat::Copy => {
+            let last = out.len() - 1;
+            debug_assert_eq!(out[last], b'|');
+            out[last] = b'\n';
+        }
+        LineFormat::Tbl => out.push(b'\n'),
+    }
 }
 
 #[cfg(test)]

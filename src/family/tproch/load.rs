@@ -73,37 +73,14 @@ impl Build {
         runtime.block_on(self.keys_and_indexes(conn, say))
     }
 
-    /// Loads every table's pieces over the build's connections, each on a thread of its own
-    /// that `connect`s once and `load`s the pieces it takes, largest tables first.
+    /// Loads every table's pieces over the build's connections (`in_parallel`).
     pub fn load<C>(
         &self,
         say: &(dyn Fn(String) + Sync),
         connect: impl Fn() -> Result<C, Failure> + Sync,
         load: impl Fn(&mut C, Piece) -> Result<u64, Failure> + Sync,
     ) -> Result<(), Failure> {
-        let mut pieces = VecDeque::new();
-        let mut tables = Vec::new();
-        for table in TABLES.iter().map(|t| t.name) {
-            let parts = data::part_count(table, self.scale_factor);
-            pieces.extend((1..=parts).map(|part| Piece { table, part, parts }));
-            tables.push((table, parts, 0));
-        }
-        let progress = Progress {
-            pieces: Mutex::new(pieces),
-            tables: Mutex::new(tables),
-            failed: AtomicBool::new(false),
-        };
-        let connections = self.connections.min(progress.pieces.lock().unwrap().len());
-        let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..connections)
-                .map(|_| scope.spawn(|| load_pieces(&progress, say, &connect, &load)))
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("loader thread"))
-                .collect()
-        });
-        results.into_iter().collect()
+        in_parallel(self.scale_factor, self.connections, say, connect, load)
     }
 
     /// One piece through COPY: generated here, sent by the control runtime chunk by chunk.
@@ -200,6 +177,41 @@ impl Build {
     }
 }
 
+/// Every table's pieces at `scale_factor` over `workers` threads, each of which `connect`s
+/// once and `load`s the pieces it takes, largest tables first; a line through `say` as each
+/// table is done.
+pub fn in_parallel<C>(
+    scale_factor: f64,
+    workers: usize,
+    say: &(dyn Fn(String) + Sync),
+    connect: impl Fn() -> Result<C, Failure> + Sync,
+    load: impl Fn(&mut C, Piece) -> Result<u64, Failure> + Sync,
+) -> Result<(), Failure> {
+    let mut pieces = VecDeque::new();
+    let mut tables = Vec::new();
+    for table in TABLES.iter().map(|t| t.name) {
+        let parts = data::part_count(table, scale_factor);
+        pieces.extend((1..=parts).map(|part| Piece { table, part, parts }));
+        tables.push((table, parts, 0));
+    }
+    let progress = Progress {
+        pieces: Mutex::new(pieces),
+        tables: Mutex::new(tables),
+        failed: AtomicBool::new(false),
+    };
+    let workers = workers.min(progress.pieces.lock().unwrap().len());
+    let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..workers)
+            .map(|_| scope.spawn(|| load_pieces(&progress, say, &connect, &load)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|w| w.join().expect("loader thread"))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
 /// One loading connection: takes pieces until none are left or another connection failed.
 fn load_pieces<C>(
     progress: &Progress,
@@ -228,7 +240,7 @@ fn load_pieces<C>(
         entry.2 += rows;
         if entry.1 == 0 {
             say(format!(
-                "loaded {}: {} rows ({:.1} s)",
+                "{}: {} rows ({:.1} s)",
                 piece.table,
                 entry.2,
                 started.elapsed().as_secs_f64()

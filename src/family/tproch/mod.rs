@@ -8,6 +8,7 @@ pub mod args;
 pub mod check;
 pub mod command;
 pub mod data;
+pub mod generate;
 pub mod lab;
 pub mod load;
 pub mod mariadb;
