@@ -446,12 +446,7 @@ fn summarize(test: &TestResult) {
         test.test, test.query_streams, test.seconds
     );
     if let Some(server) = test.server {
-        line.push_str(&format!(
-            "; server CPU {:.2} s, read {:.1} MB, written {:.1} MB",
-            server.cpu_s,
-            server.read_bytes as f64 / 1e6,
-            server.write_bytes as f64 / 1e6
-        ));
+        line.push_str(&format!("; {}", server.describe()));
     }
     println!("{line}");
 }

@@ -4,22 +4,18 @@
 //! `ANALYZE TABLE … PERSISTENT FOR ALL`, or a plain ANALYZE where the server has no engine-
 //! independent statistics.
 
-use std::time::Duration;
-
 use super::data;
 use super::load::{Build, Piece};
 use super::schema::TABLES;
+use super::session::{connect_mysql as connect, Session};
 use crate::conn::MysqlSpec;
 use crate::error::Failure;
 use crate::pg::control_runtime;
-use crate::wire::mysql::control::sql_failure;
-use crate::wire::mysql::{push_quoted, MyConn};
+use crate::wire::mysql::push_quoted;
 
 /// Send an INSERT when its values reach this many bytes (MariaDB's max_allowed_packet is
 /// 16 MiB by default, MySQL's 64 MiB).
 const INSERT_BYTES: usize = 1 << 20;
-
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// HammerDB's MariaDB tables (`mariaolap.tcl`'s GenerateTableQueries, InnoDB), in its order:
 /// keys, indexes and foreign keys declared in the CREATE (the load runs with foreign key checks
@@ -56,33 +52,33 @@ pub fn build(
     say: &(dyn Fn(String) + Sync),
 ) -> Result<(), Failure> {
     let runtime = control_runtime();
-    let mut session = runtime.block_on(connect(spec))?;
-    runtime.block_on(execute(&mut session, "SET FOREIGN_KEY_CHECKS = 0"))?;
+    let mut session = Session::Mysql(runtime.block_on(connect(spec))?);
+    runtime.block_on(session.execute("SET FOREIGN_KEY_CHECKS = 0"))?;
     for create in CREATE_TABLES {
-        runtime.block_on(execute(&mut session, create))?;
+        runtime.block_on(session.execute(create))?;
     }
     say("created the 8 tables with their keys".into());
     build.load(
         say,
         || {
-            let mut conn = runtime.block_on(connect(spec))?;
-            runtime.block_on(execute(&mut conn, "SET FOREIGN_KEY_CHECKS = 0"))?;
+            let mut conn = Session::Mysql(runtime.block_on(connect(spec))?);
+            runtime.block_on(conn.execute("SET FOREIGN_KEY_CHECKS = 0"))?;
             Ok(conn)
         },
         |conn, piece| insert_piece(conn, piece, build.scale_factor),
     )?;
     let tables: Vec<String> = TABLES.iter().map(|t| t.name.to_uppercase()).collect();
     let analyze = format!("ANALYZE TABLE {} PERSISTENT FOR ALL", tables.join(", "));
-    if runtime.block_on(execute(&mut session, &analyze)).is_err() {
+    if runtime.block_on(session.execute(&analyze)).is_err() {
         let standard = format!("ANALYZE TABLE {}", tables.join(", "));
-        runtime.block_on(execute(&mut session, &standard))?;
+        runtime.block_on(session.execute(&standard))?;
     }
     say("analyzed the tables".into());
     Ok(())
 }
 
 /// One piece as INSERTs of about a megabyte each, committed one by one (autocommit).
-fn insert_piece(conn: &mut MyConn, piece: Piece, scale_factor: f64) -> Result<u64, Failure> {
+fn insert_piece(conn: &mut Session, piece: Piece, scale_factor: f64) -> Result<u64, Failure> {
     let runtime = control_runtime();
     let columns = TABLES
         .iter()
@@ -110,7 +106,7 @@ fn insert_piece(conn: &mut MyConn, piece: Piece, scale_factor: f64) -> Result<u6
             return Ok(());
         }
         runtime
-            .block_on(execute(conn, &statement))
+            .block_on(conn.execute(&statement))
             .map_err(|e| e.into_message())
     };
     let mut lines = Vec::with_capacity(INSERT_BYTES + 4096);
@@ -141,23 +137,6 @@ fn push_values(out: &mut String, line: &str, numeric: &[usize]) {
         }
     }
     out.push(')');
-}
-
-async fn connect(spec: &MysqlSpec) -> Result<MyConn, Failure> {
-    MyConn::connect(spec, CONNECT_TIMEOUT).await.map_err(|e| {
-        Failure::input(format!(
-            "could not connect to MySQL/MariaDB at {}: {e}",
-            spec.describe()
-        ))
-    })
-}
-
-async fn execute(conn: &mut MyConn, sql: &str) -> Result<(), Failure> {
-    match conn.query_all(sql).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => Err(sql_failure(sql, &error)),
-        Err(error) => Err(Failure::run(format!("lost the connection: {error}"))),
-    }
 }
 
 #[cfg(test)]

@@ -57,6 +57,18 @@ pub struct ServerWork {
     pub write_bytes: u64,
 }
 
+impl ServerWork {
+    /// "server CPU 1.23 s, read 4.5 MB, written 0.0 MB"
+    pub fn describe(&self) -> String {
+        format!(
+            "server CPU {:.2} s, read {:.1} MB, written {:.1} MB",
+            self.cpu_s,
+            self.read_bytes as f64 / 1e6,
+            self.write_bytes as f64 / 1e6
+        )
+    }
+}
+
 /// One pass of a stream over its queries.
 #[derive(Debug, Clone, Serialize)]
 pub struct QuerySet {
@@ -273,12 +285,7 @@ impl RunPlan {
             timing.query, timing.seconds, timing.rows
         );
         if let Some(server) = timing.server {
-            line.push_str(&format!(
-                "; server CPU {:.2} s, read {:.1} MB, written {:.1} MB",
-                server.cpu_s,
-                server.read_bytes as f64 / 1e6,
-                server.write_bytes as f64 / 1e6
-            ));
+            line.push_str(&format!("; {}", server.describe()));
         }
         if let Some(error) = &timing.error {
             line = format!("stream {stream}: query {} failed: {error}", timing.query);

@@ -106,7 +106,8 @@ impl Session {
     }
 }
 
-async fn connect_mysql(spec: &MysqlSpec) -> Result<MyConn, Failure> {
+/// A MySQL/MariaDB connection for control work; a refusal names the server.
+pub async fn connect_mysql(spec: &MysqlSpec) -> Result<MyConn, Failure> {
     MyConn::connect(spec, CONNECT_TIMEOUT).await.map_err(|e| {
         Failure::input(format!(
             "could not connect to MySQL/MariaDB at {}: {e}",
