@@ -86,7 +86,7 @@ fn build(args: &BuildArgs) -> CommandResult {
         scale_factor,
         connections: threads,
     };
-    build.run(&|line| println!("{line}"))?;
+    super::build::build(&build, &|line| println!("{line}"))?;
     println!(
         "built scale factor {scale_factor} in {:.1} s",
         started.elapsed().as_secs_f64()

@@ -133,12 +133,12 @@ impl FamilyWorkload for TprochLab {
     fn load(&self, conn: &Endpoint, scale: i64, note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         let scale_factor = self.scale_factor(scale);
         note(&format!("building TPROC-H at scale factor {scale_factor}"));
-        Build {
+        let build = Build {
             endpoint: conn.clone(),
             scale_factor,
             connections: crate::cpu::cores(),
-        }
-        .run(&|_| {})
+        };
+        super::build::build(&build, &|_| {})
     }
 
     fn writes(&self, _variant: &Variant) -> bool {

@@ -14,8 +14,8 @@ use bytes::Bytes;
 use futures_util::SinkExt;
 use tokio_postgres::Client;
 
+use super::data;
 use super::schema::{self, TABLES};
-use super::{data, mariadb};
 use crate::conn::{ConnSpec, Endpoint};
 use crate::error::Failure;
 use crate::pg::{connect_quietly, control_runtime, sql_error};
@@ -48,16 +48,13 @@ struct Progress {
 }
 
 impl Build {
-    /// Creates the tables, loads them, adds keys and indexes, and gathers statistics,
-    /// reporting each step through `say`.
-    pub fn run(&self, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
-        match &self.endpoint {
-            Endpoint::Postgres(conn) => self.run_postgres(conn, say),
-            Endpoint::Mysql(spec) => mariadb::build(self, spec, say),
-        }
-    }
-
-    fn run_postgres(&self, conn: &ConnSpec, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
+    /// PostgreSQL's build: creates the tables, loads them by COPY, adds keys and indexes, and
+    /// VACUUMs and ANALYZEs them, reporting each step through `say`.
+    pub fn run_postgres(
+        &self,
+        conn: &ConnSpec,
+        say: &(dyn Fn(String) + Sync),
+    ) -> Result<(), Failure> {
         let runtime = control_runtime();
         runtime.block_on(async {
             let client = connect_quietly(conn).await?;

@@ -5,6 +5,7 @@
 //! `stampede tproch` command.
 
 pub mod args;
+pub mod build;
 pub mod check;
 pub mod command;
 pub mod data;
