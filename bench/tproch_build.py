@@ -171,6 +171,8 @@ def main():
         first = stampede_build(server, "tproch_source", args)
         statements = schema_statements(server, "tproch_source")
         files = dump_files(server, "tproch_source", dump, args.threads)
+        # The dump and the floor's copy need the room (SF 10: about 11 GB and 15 GB).
+        psql(server, "postgres", "DROP DATABASE tproch_source")
         results = {"stampede": [first], "floor": [floor(server, "tproch_floor", statements, files, args.threads)]}
         for round_index in range(1, args.rounds):
             order = ["floor", "stampede"] if round_index % 2 == 0 else ["stampede", "floor"]
