@@ -9,7 +9,7 @@ use super::load::Build;
 use super::run::{RunPlan, TestResult};
 use super::schema::TABLES;
 use super::session::{Dialect, Session};
-use super::{check, generate, metrics};
+use super::{check, data, generate, metrics};
 use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
 use crate::pg::control_runtime;
@@ -29,12 +29,12 @@ pub fn run(action: &TprochAction) -> CommandResult {
 
 /// `--scale-factor`: dbgen's range.
 fn checked_scale_factor(scale_factor: f64) -> Result<f64, Failure> {
-    if scale_factor > 0.0 && scale_factor <= 100_000.0 {
-        return Ok(scale_factor);
+    match data::scale_factor_problem(scale_factor) {
+        None => Ok(scale_factor),
+        Some(problem) => Err(Failure::input(format!(
+            "--scale-factor {scale_factor}: {problem}"
+        ))),
     }
-    Err(Failure::input(format!(
-        "--scale-factor {scale_factor}: must be above 0 and at most 100000"
-    )))
 }
 
 fn threads(threads: Option<i64>) -> Result<usize, Failure> {

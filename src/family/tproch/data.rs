@@ -26,6 +26,14 @@ pub fn base_rows(table: &str, scale_factor: f64) -> i64 {
     (per_unit as f64 * scale_factor) as i64
 }
 
+/// Why a scale factor cannot be built, if it cannot: below 0.01 dbgen's update sets hold no
+/// order (they are a thousandth of the orders, counted in tens), above 100,000 its keys
+/// overflow.
+pub fn scale_factor_problem(scale_factor: f64) -> Option<&'static str> {
+    (!(0.01..=100_000.0).contains(&scale_factor))
+        .then_some("must be from 0.01 to 100000 (below 0.01 dbgen's update sets hold no order)")
+}
+
 /// How many parts a table is cut into: about half a million rows each, so the loader's
 /// connections share the big tables and the last part to finish is short.
 pub fn part_count(table: &str, scale_factor: f64) -> i32 {

@@ -62,11 +62,11 @@ impl TprochLab {
     fn new(options: &toml::Table) -> Result<TprochLab, OptionsError> {
         let parsed: TprochOptions = options::parse("tproch", options)?;
         if let Some(sf) = parsed.scale_factor {
-            if !(sf > 0.0 && sf <= 100_000.0) {
+            if let Some(problem) = super::data::scale_factor_problem(sf) {
                 return Err(OptionsError::at(
                     "tproch",
                     "scale_factor",
-                    format!("scale_factor = {sf}: must be above 0 and at most 100000"),
+                    format!("scale_factor = {sf}: {problem}"),
                 ));
             }
         }
@@ -229,7 +229,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("scale_factor = 0: must be above 0"),
+                .contains("scale_factor = 0: must be from 0.01 to 100000"),
             "{error}"
         );
     }

@@ -83,11 +83,7 @@ impl Build {
     /// One piece through COPY: generated here, sent by the control runtime chunk by chunk.
     fn copy_piece(&self, client: &mut Client, piece: Piece) -> Result<u64, Failure> {
         let runtime = control_runtime();
-        let columns = TABLES
-            .iter()
-            .find(|t| t.name == piece.table)
-            .expect("a known table")
-            .columns;
+        let columns = schema::table(piece.table).columns;
         let statement = format!(
             "COPY {} ({columns}) FROM STDIN WITH (FORMAT text, DELIMITER '|')",
             piece.table

@@ -6,7 +6,7 @@
 
 use super::data;
 use super::load::{Build, Piece};
-use super::schema::TABLES;
+use super::schema::{self, TABLES};
 use super::session::{connect_mysql as connect, Session};
 use crate::conn::MysqlSpec;
 use crate::error::Failure;
@@ -80,11 +80,7 @@ pub fn build(
 /// One piece as INSERTs of about a megabyte each, committed one by one (autocommit).
 fn insert_piece(conn: &mut Session, piece: Piece, scale_factor: f64) -> Result<u64, Failure> {
     let runtime = control_runtime();
-    let columns = TABLES
-        .iter()
-        .find(|t| t.name == piece.table)
-        .expect("a known table")
-        .columns;
+    let columns = schema::table(piece.table).columns;
     let head = format!(
         "INSERT INTO {} ({columns}) VALUES ",
         piece.table.to_uppercase()

@@ -447,7 +447,13 @@ pub async fn next_update_set(
 ) -> Result<i64, Failure> {
     let mut session = Session::connect(endpoint).await?;
     let orders = dialect.table("orders");
-    let last_set = (1_500_000.0 * scale_factor) as i64 / refresh::orders_per_set(scale_factor);
+    let per_set = refresh::orders_per_set(scale_factor);
+    if per_set == 0 {
+        return Err(Failure::input(format!(
+            "scale factor {scale_factor}: dbgen's update sets hold no order below 0.01"
+        )));
+    }
+    let last_set = (1_500_000.0 * scale_factor) as i64 / per_set;
     for set in 1..=last_set {
         let first = *refresh::set_indexes(set, scale_factor).start();
         let (old, new) = (refresh::sparse_key(first, 0), refresh::sparse_key(first, 1));

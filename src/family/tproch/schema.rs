@@ -65,6 +65,14 @@ pub const TABLES: [Table; 8] = [
     },
 ];
 
+/// The table of that name.
+pub fn table(name: &str) -> &'static Table {
+    TABLES
+        .iter()
+        .find(|t| t.name == name)
+        .expect("a TPC-H table")
+}
+
 /// HammerDB's primary keys: each on its own table, so they build at once.
 pub const PRIMARY_KEYS: [&str; 8] = [
     "ALTER TABLE REGION ADD CONSTRAINT REGION_PK PRIMARY KEY (R_REGIONKEY)",
