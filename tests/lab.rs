@@ -2,6 +2,9 @@
 //! configurations), two client counts, two runs, seconds long; plan order, stored provenance
 //! and series, SIGTERM mid-matrix then resume, a killed postmaster recorded as a failed run.
 
+// libc for signals and exit hooks the tests send and install.
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

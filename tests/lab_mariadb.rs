@@ -4,6 +4,9 @@
 //! against its own counters; the cross-engine report in Chromium; faults (SIGTERM and resume, a
 //! killed mariadbd); and the specs refused before anything starts.
 
+// libc for signals and exit hooks the tests send and install.
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -12,6 +12,9 @@
 //! bisection's first build compiles the same release through ccache, so it costs CI a warm
 //! build, not a second cold one.
 
+// libc for signals and exit hooks the tests send and install.
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! A real PostgreSQL for the integration tests, started through stampede's own `server/` code on
 //! a free port in 15400–15999 and stopped when the test binary exits.
 
+// libc for signals and exit hooks the tests send and install.
+#![allow(unsafe_code)]
 #![allow(dead_code)]
 
 pub mod browser;

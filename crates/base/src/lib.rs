@@ -2,8 +2,6 @@
 //! the operating system's calls (users, CPU pinning, CPU time, cores), SIGINT/SIGTERM as a flag,
 //! and durations as specs and options write them.
 
-#![forbid(unsafe_code)]
-
 pub mod cpu;
 pub mod duration;
 pub mod error;

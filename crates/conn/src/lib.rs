@@ -4,8 +4,6 @@
 //! PostgreSQL control sessions for setup and probes (`pg`). "Where to connect" is not "a server
 //! we own": servers live above, in the binary crate's `server/`.
 
-#![forbid(unsafe_code)]
-
 pub mod conninfo;
 pub mod endpoint;
 pub mod hosts;

@@ -7,8 +7,6 @@
 //! the configuration as kubectl does (KUBECONFIG, ~/.kube/config, or the pod's service account
 //! when it runs in a cluster).
 
-#![forbid(unsafe_code)]
-
 pub mod fleet;
 pub mod frame;
 pub mod launch;

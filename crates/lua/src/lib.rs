@@ -6,6 +6,7 @@
 pub use mlua;
 
 /// A fresh interpreter with LuaJIT's standard libraries, `jit` and `ffi` loaded.
+#[allow(unsafe_code)]
 pub fn interpreter() -> mlua::Lua {
     // SAFETY: mlua calls a Lua with the FFI "unsafe" because a script can then call any C
     // function with any arguments. That is what sysbench's scripts are for: the script is the

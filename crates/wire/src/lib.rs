@@ -5,8 +5,6 @@
 //! statement brings back on either engine is in `reply`. Also MySQL's control session, as the
 //! server's own protocol serves setup and probes there.
 
-#![forbid(unsafe_code)]
-
 pub mod cancel;
 mod classify;
 mod error_position;
