@@ -2,13 +2,16 @@
 """stampede vs pgbench over TLS, side by side on one server in one run; prints ratios.
 
 Starts its own PostgreSQL with ssl = on (a self-signed certificate made with openssl) on
-127.0.0.1:15710, loads pgbench at scale 10, then runs select-only, prepared, c=8, -j 2 under
-sslmode=require (TLS 1.3, the server's choice of cipher) and, for scale, under sslmode=disable,
-alternating the tools (ABBA) so drift hits both alike:
+127.0.0.1:15710, loads pgbench at scale 10, then runs select-only, prepared, at -c 1 -j 1 (a
+thread's only client: the solo socket), -c 4 -j 2 and -c 8 -j 2 (several clients per thread:
+the sweep), under sslmode=require (TLS 1.3, the server's choice of cipher) and, for scale,
+under sslmode=disable, rotating the tools' order each round so drift hits all alike:
                      stampede tps / pgbench tps                  (goal >= 1.0 over TLS)
                      client CPU us per transaction, from wait4   (stampede / pgbench)
+With --against OLD, an older stampede binary runs in the same rotation and its ratios print
+beside the new one's (a before/after of a change, in one sitting).
 
-Usage: bench/tls_select_only.py [--seconds 15] [--rounds 2]
+Usage: bench/tls_select_only.py [--seconds 15] [--rounds 2] [--against old/stampede]
 Build first: cargo build --release.
 """
 import argparse
@@ -39,8 +42,7 @@ def conninfo(sslmode):
     return f"host=127.0.0.1 port={SERVER.port} user=postgres dbname=bench sslmode={sslmode}"
 
 
-def run_tool(tool, args, sslmode):
-    program = [STAMPEDE, "pgbench"] if tool == "stampede" else ["pgbench"]
+def run_tool(program, args, sslmode):
     out, _, cpu = measured(program + args + [conninfo(sslmode)])
     tps = float(next(line for line in out.splitlines() if line.startswith("tps = ")).split()[2])
     txns = int(next(line for line in out.splitlines()
@@ -48,19 +50,22 @@ def run_tool(tool, args, sslmode):
     return tps, cpu * 1e6 / txns
 
 
-def compare(sslmode, seconds, rounds):
-    args = ["-S", "-M", "prepared", "-c", "8", "-j", "2", "-T", str(seconds), "-n"]
-    results = {"pgbench": [], "stampede": []}
+def compare(tools, sslmode, clients, jobs, seconds, rounds):
+    args = ["-S", "-M", "prepared", "-c", str(clients), "-j", str(jobs), "-T", str(seconds), "-n"]
+    results = {name: [] for name in tools}
+    names = list(tools)
     for r in range(rounds):
-        order = ("pgbench", "stampede") if r % 2 == 0 else ("stampede", "pgbench")
-        for tool in order:
-            results[tool].append(run_tool(tool, args, sslmode))
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            results[name].append(run_tool(tools[name], args, sslmode))
     mean = lambda xs: sum(xs) / len(xs)
-    pg_tps, st_tps = (mean([r[0] for r in results[t]]) for t in ("pgbench", "stampede"))
-    pg_cpu, st_cpu = (mean([r[1] for r in results[t]]) for t in ("pgbench", "stampede"))
-    print(f"select-only prepared c=8 j=2 sslmode={sslmode:8} pgbench {pg_tps:9.0f} tps {pg_cpu:6.2f} us/txn | "
-          f"stampede {st_tps:9.0f} tps {st_cpu:6.2f} us/txn | tps ratio {st_tps / pg_tps:.3f}  "
-          f"cpu ratio {st_cpu / pg_cpu:.3f}")
+    tps = {name: mean([r[0] for r in results[name]]) for name in names}
+    cpu = {name: mean([r[1] for r in results[name]]) for name in names}
+    line = (f"c={clients} j={jobs} sslmode={sslmode:8} pgbench {tps['pgbench']:7.0f} tps "
+            f"{cpu['pgbench']:5.2f} us/txn")
+    for name in names[1:]:
+        line += (f" | {name} {tps[name]:7.0f} tps {cpu[name]:5.2f} us/txn, "
+                 f"tps ratio {tps[name] / tps['pgbench']:.3f} cpu ratio {cpu[name] / cpu['pgbench']:.3f}")
+    print(line)
     sys.stdout.flush()
 
 
@@ -68,7 +73,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--against", help="an older stampede binary, measured beside this one")
     opts = parser.parse_args()
+    tools = {"pgbench": ["pgbench"], "stampede": [STAMPEDE, "pgbench"]}
+    if opts.against:
+        tools["old"] = [opts.against, "pgbench"]
     if not os.path.exists(STAMPEDE):
         sys.exit("build first: cargo build --release")
     SERVER.init()
@@ -83,7 +92,8 @@ def main():
         subprocess.run(["pgbench", "-i", "-q", "-s", "10"] + SERVER.conn("bench"), check=True,
                        capture_output=True)
         for sslmode in ("require", "disable"):
-            compare(sslmode, opts.seconds, opts.rounds)
+            for clients, jobs in ((1, 1), (4, 2), (8, 2)):
+                compare(tools, sslmode, clients, jobs, opts.seconds, opts.rounds)
     finally:
         SERVER.remove()
 

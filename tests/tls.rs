@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{stampede_with_env, stderr};
+use common::{stampede_with_env, stderr, stdout};
 use stampede::server::binaries::Binaries;
 use stampede::server::cluster::{Cluster, OsUser};
 
@@ -384,6 +384,43 @@ fn every_sslmode_connects_or_refuses_as_libpq_does() {
         "{}",
         stderr(&missing_root)
     );
+    several_clients_on_one_thread_read_tls_replies(&server, home.path());
+}
+
+/// Three clients on one thread wait in the thread's sweep under TLS as over plain TCP, and
+/// read replies of many TLS records (rustls may hold decrypted replies that poll(2) cannot see).
+fn several_clients_on_one_thread_read_tls_replies(server: &TlsServer, home: &Path) {
+    let script = home.join("large.sql");
+    std::fs::write(
+        &script,
+        "SELECT repeat('x', 40000) FROM generate_series(1, 3);\nSELECT 1;\n",
+    )
+    .unwrap();
+    let conninfo = server.conninfo("localhost", "plain", "swept", "sslmode=require");
+    let args = [
+        "pgbench",
+        "-n",
+        "-c",
+        "3",
+        "-j",
+        "1",
+        "-t",
+        "30",
+        "-f",
+        script.to_str().unwrap(),
+        &conninfo,
+    ];
+    let run = stampede_with_env(
+        &args,
+        &[("HOME", home.to_str().unwrap()), ("PGPASSWORD", PASSWORD)],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(
+        stdout(&run).contains("number of transactions actually processed: 90/90"),
+        "{}",
+        stdout(&run)
+    );
+    assert_eq!(server.session_encrypted("swept"), Some(true));
 }
 
 #[test]

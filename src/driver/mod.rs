@@ -11,6 +11,9 @@ mod thread;
 pub mod txlog;
 mod warmup;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};

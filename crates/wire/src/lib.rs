@@ -11,6 +11,8 @@ mod error_position;
 pub mod mysql;
 pub mod pg;
 pub mod reply;
+#[cfg(feature = "scripted-server")]
+pub mod scripted;
 pub mod statement;
 mod stream;
 pub mod sweep;

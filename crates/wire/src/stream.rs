@@ -4,6 +4,7 @@
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -21,9 +22,14 @@ pub enum Stream {
     Unix(UnixSocket),
     Tls(Box<TlsStream<TcpStream>>),
     /// The connection of a thread's only client, out of the runtime's reactor (`SoloSocket`).
-    Solo(SoloSocket),
-    /// One of a thread's several clients' connections, out of the reactor (`go_sweep`).
-    Sweep(SweepSocket),
+    Solo(SoloSocket<Plain>),
+    /// One of a thread's several clients' connections, out of the reactor (`SweepSocket`).
+    Sweep(SweepSocket<Plain>),
+    /// The same two, under TLS.
+    SoloTls(Box<SoloSocket<Tls>>),
+    SweepTls(Box<SweepSocket<Tls>>),
+    /// Nothing: the connection moved to another variant (`leave_reactor`) and failed on the way.
+    Gone,
 }
 
 /// How a connection waits for the server once it is open.
@@ -102,24 +108,118 @@ async fn write_waiting<S>(mut socket: S, mut data: &[u8]) -> io::Result<()>
 where
     S: Write + AsFd,
 {
-    const WAIT_MS: u16 = 10;
     while !data.is_empty() {
-        match socket.write(data) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => data = &data[n..],
-            Err(e) if is_timeout(&e) => {
-                let mut wanted = [nix::poll::PollFd::new(
-                    socket.as_fd(),
-                    nix::poll::PollFlags::POLLOUT,
-                )];
-                nix::poll::poll(&mut wanted, WAIT_MS).map_err(io::Error::from)?;
-                tokio::task::yield_now().await;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+        let sent = socket.write(data);
+        data = &data[wrote_or_wait(sent, socket.as_fd()).await?..];
     }
     Ok(())
+}
+
+/// What one write to a socket outside the reactor sent; 0 after waiting in poll(2), up to
+/// 10 ms, when the socket was full (or the write was interrupted). Other tasks of the thread
+/// run between such waits.
+async fn wrote_or_wait(sent: io::Result<usize>, socket: impl AsFd) -> io::Result<usize> {
+    const WAIT_MS: u16 = 10;
+    match sent {
+        Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+        Ok(n) => Ok(n),
+        Err(e) if is_timeout(&e) => {
+            let mut wanted = [nix::poll::PollFd::new(
+                socket.as_fd(),
+                nix::poll::PollFlags::POLLOUT,
+            )];
+            nix::poll::poll(&mut wanted, WAIT_MS).map_err(io::Error::from)?;
+            tokio::task::yield_now().await;
+            Ok(0)
+        }
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// What a connection outside the runtime's reactor reads and writes through: its socket
+/// (`Plain`), or TLS over it (`Tls`). `SoloSocket` and `SweepSocket` wait on the socket the
+/// same way for both, through this one small trait with static dispatch: the plain socket's
+/// path is compiled as if TLS did not exist, and TLS takes the same waits.
+pub(crate) trait Transport {
+    /// The socket: what poll(2) and the sweep wait on.
+    fn socket(&self) -> &Arc<SoloFd>;
+    /// Reads what has arrived (0: the peer closed); WouldBlock, or a blocking socket's
+    /// timeout, when nothing has.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Sends all of `data`, waiting in poll(2) while the socket is full.
+    async fn write_all(&mut self, data: &[u8]) -> io::Result<()>;
+}
+
+/// A plain socket: reads and writes go straight to it.
+pub(crate) struct Plain(Arc<SoloFd>);
+
+impl Transport for Plain {
+    fn socket(&self) -> &Arc<SoloFd> {
+        &self.0
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &*self.0 {
+            SoloFd::Tcp(tcp) => (&*tcp).read(buf),
+            SoloFd::Unix(unix) => (&*unix).read(buf),
+        }
+    }
+
+    async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        match &*self.0 {
+            SoloFd::Tcp(tcp) => write_waiting(tcp, data).await,
+            SoloFd::Unix(unix) => write_waiting(unix, data).await,
+        }
+    }
+}
+
+/// TLS over a TCP socket, after the handshake (made in the reactor by tokio-rustls, whose
+/// session goes on here): rustls decrypts what the socket brings and encrypts what is sent.
+pub(crate) struct Tls {
+    socket: Arc<SoloFd>,
+    session: rustls::ClientConnection,
+}
+
+/// The TCP socket under TLS.
+fn tcp_of(socket: &SoloFd) -> &std::net::TcpStream {
+    match socket {
+        SoloFd::Tcp(tcp) => tcp,
+        SoloFd::Unix(_) => unreachable!("TLS runs over TCP alone"),
+    }
+}
+
+impl Transport for Tls {
+    fn socket(&self) -> &Arc<SoloFd> {
+        &self.socket
+    }
+
+    /// Plaintext already decrypted comes first: a record may carry more than one reply, and
+    /// poll(2) cannot see what rustls holds. Only when it holds none is the socket read.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.session.reader().read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return done,
+            }
+            if self.session.read_tls(&mut tcp_of(&self.socket))? == 0 {
+                return Ok(0);
+            }
+            self.session
+                .process_new_packets()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        }
+    }
+
+    async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.session.writer().write_all(data)?;
+        while self.session.wants_write() {
+            let tcp = tcp_of(&self.socket);
+            let sent = self.session.write_tls(&mut &*tcp);
+            wrote_or_wait(sent, tcp).await?;
+        }
+        Ok(())
+    }
 }
 
 /// A socket read and written outside the runtime's reactor, for a thread that runs one client.
@@ -130,8 +230,8 @@ where
 /// Here the thread waits in the kernel itself, as sysbench's and pgbench's single-connection
 /// loops do. A wait ends after `SOLO_WAKE` even without a reply and yields, so that the
 /// thread's other task (the interval ticker) still runs while a statement takes long.
-pub struct SoloSocket {
-    socket: SoloFd,
+pub(crate) struct SoloSocket<T> {
+    transport: T,
     scratch: Box<[u8]>,
     /// How long a wait lasts before it yields (`SOLO_WAKE`), None: until the reply.
     wake: Option<Duration>,
@@ -142,7 +242,7 @@ pub struct SoloSocket {
 /// not: its reader's wait queue is also woken each time the server consumes what was sent (the
 /// writable signal), so a blocking read woke 1.7 times a statement on oltp_point_select. It stays non-blocking and waits in poll(2) for input alone,
 /// which filters that signal out (as libmariadb does).
-enum SoloFd {
+pub(crate) enum SoloFd {
     Tcp(std::net::TcpStream),
     Unix(std::os::unix::net::UnixStream),
 }
@@ -152,16 +252,16 @@ enum SoloFd {
 /// is inside a long statement closes the interval.
 const SOLO_WAKE: Duration = Duration::from_millis(50);
 
-impl SoloSocket {
-    fn new(socket: SoloFd, wake: Option<Duration>) -> io::Result<SoloSocket> {
-        if let SoloFd::Tcp(tcp) = &socket {
+impl<T: Transport> SoloSocket<T> {
+    fn new(transport: T, wake: Option<Duration>) -> io::Result<SoloSocket<T>> {
+        if let SoloFd::Tcp(tcp) = &**transport.socket() {
             tcp.set_nonblocking(false)?;
             tcp.set_read_timeout(wake)?;
             // A server that stops reading must not stop the thread's interval ticker either.
             tcp.set_write_timeout(wake)?;
         }
         Ok(SoloSocket {
-            socket,
+            transport,
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             wake,
         })
@@ -169,10 +269,10 @@ impl SoloSocket {
 
     async fn read_some(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
         loop {
-            let read = match &self.socket {
-                SoloFd::Tcp(tcp) => (&*tcp).read(&mut self.scratch),
+            let read = match &**self.transport.socket() {
+                SoloFd::Tcp(_) => self.transport.read(&mut self.scratch),
                 SoloFd::Unix(unix) => match wait_readable(unix.as_fd(), self.wake) {
-                    Ok(true) => (&*unix).read(&mut self.scratch),
+                    Ok(true) => self.transport.read(&mut self.scratch),
                     Ok(false) => Err(io::ErrorKind::WouldBlock.into()),
                     Err(e) => Err(e),
                 },
@@ -189,11 +289,8 @@ impl SoloSocket {
         }
     }
 
-    async fn write_all(&self, data: &[u8]) -> io::Result<()> {
-        match &self.socket {
-            SoloFd::Tcp(tcp) => write_waiting(tcp, data).await,
-            SoloFd::Unix(unix) => write_waiting(unix, data).await,
-        }
+    async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.transport.write_all(data).await
     }
 }
 
@@ -209,34 +306,30 @@ impl AsFd for SoloFd {
 /// A non-blocking socket read outside the reactor, one of several on its thread: a read that
 /// finds nothing registers the socket with the thread's sweep (`crate::sweep`), which wakes the
 /// client when input comes.
-pub struct SweepSocket {
-    socket: std::sync::Arc<SoloFd>,
+pub(crate) struct SweepSocket<T: Transport> {
+    transport: T,
     scratch: Box<[u8]>,
 }
 
-impl SweepSocket {
-    fn new(socket: SoloFd) -> io::Result<SweepSocket> {
-        if let SoloFd::Tcp(tcp) = &socket {
+impl<T: Transport> SweepSocket<T> {
+    fn new(transport: T) -> io::Result<SweepSocket<T>> {
+        if let SoloFd::Tcp(tcp) = &**transport.socket() {
             tcp.set_nonblocking(true)?;
         }
         Ok(SweepSocket {
-            socket: std::sync::Arc::new(socket),
+            transport,
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         })
     }
 
     async fn read_some(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
-        let socket = &self.socket;
+        let transport = &mut self.transport;
         let scratch = &mut self.scratch;
         let n = std::future::poll_fn(|cx| loop {
-            let read = match &**socket {
-                SoloFd::Tcp(tcp) => (&*tcp).read(scratch),
-                SoloFd::Unix(unix) => (&*unix).read(scratch),
-            };
-            match read {
+            match transport.read(scratch) {
                 Ok(n) => return std::task::Poll::Ready(Ok(n)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let fd: crate::sweep::SweepFd = socket.clone();
+                    let fd: crate::sweep::SweepFd = transport.socket().clone();
                     crate::sweep::wait_for_input(&fd, cx.waker());
                     return std::task::Poll::Pending;
                 }
@@ -249,17 +342,14 @@ impl SweepSocket {
         Ok(n)
     }
 
-    async fn write_all(&self, data: &[u8]) -> io::Result<()> {
-        match &*self.socket {
-            SoloFd::Tcp(tcp) => write_waiting(tcp, data).await,
-            SoloFd::Unix(unix) => write_waiting(unix, data).await,
-        }
+    async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.transport.write_all(data).await
     }
 }
 
-impl Drop for SweepSocket {
+impl<T: Transport> Drop for SweepSocket<T> {
     fn drop(&mut self) {
-        let fd: crate::sweep::SweepFd = self.socket.clone();
+        let fd: crate::sweep::SweepFd = self.transport.socket().clone();
         crate::sweep::forget(&fd);
     }
 }
@@ -304,6 +394,9 @@ impl Stream {
             Stream::Unix(unix) => return unix.read_some(buf).await,
             Stream::Solo(solo) => return solo.read_some(buf).await,
             Stream::Sweep(sweep) => return sweep.read_some(buf).await,
+            Stream::SoloTls(solo) => return solo.read_some(buf).await,
+            Stream::SweepTls(sweep) => return sweep.read_some(buf).await,
+            Stream::Gone => return Err(io::ErrorKind::NotConnected.into()),
             Stream::Tcp(tcp) => tcp,
         };
         loop {
@@ -325,21 +418,46 @@ impl Stream {
     }
 
     /// For a thread's only client, the socket leaves the reactor (`SoloSocket`); for several
-    /// clients on one thread, too (`SweepSocket`). TLS stays as it is: rustls reads through the
-    /// runtime's socket. Called after the handshake, whose timeout needs the runtime's timer.
+    /// clients on one thread, too (`SweepSocket`); under TLS alike, the session going on over
+    /// the socket outside the reactor. Called after the handshake, whose timeout needs the
+    /// runtime's timer.
     pub fn leave_reactor(&mut self, waiting: Waiting) -> io::Result<()> {
-        let socket = match self {
+        if waiting == Waiting::Reactor {
+            return Ok(());
+        }
+        let wake = match waiting {
+            Waiting::Solo => Some(SOLO_WAKE),
+            _ => None,
+        };
+        let plain = match self {
             Stream::Tcp(tcp) => SoloFd::Tcp(tcp.as_fd().try_clone_to_owned()?.into()),
             Stream::Unix(unix) => SoloFd::Unix(unix.socket.get_ref().try_clone()?),
-            Stream::Tls(_) | Stream::Solo(_) | Stream::Sweep(_) => return Ok(()),
+            Stream::Tls(tls) => {
+                let socket = SoloFd::Tcp(tls.get_ref().0.as_fd().try_clone_to_owned()?.into());
+                let Stream::Tls(stream) = std::mem::replace(self, Stream::Gone) else {
+                    unreachable!("matched as TLS")
+                };
+                let (_, session) = stream.into_inner();
+                let tls = Tls {
+                    socket: Arc::new(socket),
+                    session,
+                };
+                // Dropping the registered stream takes its fd out of epoll and closes it; the
+                // duplicate goes on with the same connection and session.
+                *self = match waiting {
+                    Waiting::Sweep => Stream::SweepTls(Box::new(SweepSocket::new(tls)?)),
+                    _ => Stream::SoloTls(Box::new(SoloSocket::new(tls, wake)?)),
+                };
+                return Ok(());
+            }
+            _ => return Ok(()),
         };
+        let plain = Plain(Arc::new(plain));
         // Dropping the registered stream takes its fd out of epoll and closes it; the
         // duplicate goes on with the same connection.
         *self = match waiting {
-            Waiting::Reactor => return Ok(()),
-            Waiting::Solo => Stream::Solo(SoloSocket::new(socket, Some(SOLO_WAKE))?),
-            Waiting::SoloUntimed => Stream::Solo(SoloSocket::new(socket, None)?),
-            Waiting::Sweep => Stream::Sweep(SweepSocket::new(socket)?),
+            Waiting::Sweep => Stream::Sweep(SweepSocket::new(plain)?),
+            _ => Stream::Solo(SoloSocket::new(plain, wake)?),
         };
         Ok(())
     }
@@ -349,6 +467,9 @@ impl Stream {
             Stream::Unix(unix) => unix.write_all(data).await,
             Stream::Solo(solo) => solo.write_all(data).await,
             Stream::Sweep(sweep) => sweep.write_all(data).await,
+            Stream::SoloTls(solo) => solo.write_all(data).await,
+            Stream::SweepTls(sweep) => sweep.write_all(data).await,
+            Stream::Gone => Err(io::ErrorKind::NotConnected.into()),
             Stream::Tcp(s) => s.write_all(data).await,
             Stream::Tls(s) => {
                 s.write_all(data).await?;

@@ -675,7 +675,7 @@ fn my_outcome(reply: Reply, rows: &mut MysqlRows) -> (Option<DbError>, Outcome) 
 /// waits in the kernel (`Waiting::SoloUntimed`, every connection here) it completes at once, and the
 /// runtime's `block_on` (entering its context, moving the future, parking) cost 5% of the
 /// client's user CPU on sysbench's point select. Only a future that yields (a wait longer than
-/// the solo socket's wake interval, TLS) goes on in the runtime.
+/// the solo socket's wake interval) goes on in the runtime.
 fn complete<F: std::future::Future>(context: &ThreadContext, future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let mut poll_context = std::task::Context::from_waker(std::task::Waker::noop());
