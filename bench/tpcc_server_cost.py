@@ -32,7 +32,7 @@ warehouses are drawn at random per user, so two users may share one by chance).
        [--statement-cpu [--statement-log FILE]] [--vacuum-between-runs] [--no-idle]
        [--server-log FILE]
 --setting plan_cache_mode=force_generic_plan takes PL/pgSQL's choice between custom and generic
-plans (which decides whether a session's Stock-Levels go slow, see bench/README.md) out of both
+plans (which decides whether a session's Stock-Levels go slow, see bench/results/tpcc.md) out of both
 tools' runs alike. --statement-cpu adds, per type, the CPU per call of the procedure's
 statements (pg_stat_kcache beside pg_stat_statements, Debian's postgresql-NN-pg-stat-kcache;
 --statement-log FILE gets every statement's executions and CPU per execution per run): with more

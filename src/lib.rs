@@ -1,20 +1,12 @@
 //! stampede: a benchmark lab for PostgreSQL and MariaDB/MySQL in one binary.
 //!
 //! Data flows left to right: spec (`app::cli`, `lab::spec`) → plan (`lab`) → `server` →
-//! workload (`family`) → `driver` → `probe` → `store` → `analysis` → `report`. `app` holds the
+//! workload (`family`) → `driver` → `probe` → `store` → `stampede_stats` → `report`. `app` holds the
 //! generic commands; each workload family keeps everything of its own under `family/<name>/`.
 //!
 //! The layers below this crate are crates of their own (`crates/`), so none of them can import
-//! anything above it; they are re-exported here under the names the code uses.
-
-pub use stampede_base::{cpu, duration, error, signals, sys};
-pub use stampede_conn as conn;
-pub use stampede_conn::{pg, tls};
-pub use stampede_lua as lua;
-pub use stampede_script as script;
-pub use stampede_stats as analysis;
-pub use stampede_store as store;
-pub use stampede_wire as wire;
+//! anything above it; the code uses them under their own names (`stampede_conn`,
+//! `stampede_wire`, `stampede_stats`, …), so `crate::` always means a folder of this crate.
 
 pub mod app;
 pub mod bisect;

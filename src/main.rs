@@ -4,8 +4,8 @@ use clap::{CommandFactory, FromArgMatches};
 
 use stampede::app::cli::{Cli, TopCommand};
 use stampede::app::{self, Failure};
-use stampede::error::{Kind, INCOMPLETE_NOTICE};
 use stampede::family::{dbstress, pgbench, sysbench, tpcc, tproch};
+use stampede_base::error::{Kind, INCOMPLETE_NOTICE};
 
 fn main() {
     // A pod of a spread run: its output goes framed to the container's log, for the launcher.
@@ -36,7 +36,7 @@ fn main() {
 fn run() -> Result<i32, Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("sysbench") {
-        if let Some(outcome) = sysbench::front::main(&args[1..]) {
+        if let Some(outcome) = sysbench::entry::main(&args[1..]) {
             return outcome;
         }
     }

@@ -95,7 +95,9 @@ impl Tree {
             let entries = std::fs::read_dir(root.join(&folder)).expect("a readable folder");
             for entry in entries.map(|e| e.expect("a folder entry")) {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if matches!(name.as_str(), ".git" | "target" | "node_modules") {
+                // Build outputs: cargo's `target/` at the root and in fuzz/ (src/lab/target/ is ours).
+                let build_output = name == "target" && matches!(folder.to_str(), Some("" | "fuzz"));
+                if build_output || matches!(name.as_str(), ".git" | "node_modules") {
                     continue;
                 }
                 let path = folder.join(&name);

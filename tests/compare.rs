@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::{stampede, stderr, stdout, TempFile};
-use stampede::store::{
+use stampede_store::{
     CellRecord, CounterRow, Location, Machine, RunMetrics, RunRecord, RunStatus, SeriesRow,
     StatementRow, Store, TargetRecord,
 };

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use common::{stampede_with_env, stderr, stdout};
-use stampede::server::binaries::Binaries;
-use stampede::server::cluster::{Cluster, OsUser};
+use stampede::server::postgres::binaries::Binaries;
+use stampede::server::postgres::cluster::{Cluster, OsUser};
 
 const PASSWORD: &str = "failover-test-pw";
 

@@ -11,8 +11,8 @@
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use stampede::wire::mysql::fuzz_reply;
-use stampede::wire::pg::fuzz_reply as fuzz_pg_reply;
+use stampede_wire::mysql::fuzz_reply;
+use stampede_wire::pg::fuzz_reply as fuzz_pg_reply;
 
 /// Executions per target: well under a second each in a release build.
 const EXECUTIONS: usize = 1_000_000;
@@ -219,7 +219,7 @@ fn the_connection_string_parser_never_panics() {
         seeds,
         tokens,
         on_text(|text| {
-            let _ = stampede::conn::conninfo::parse(text);
+            let _ = stampede_conn::conninfo::parse(text);
         }),
     );
 }
@@ -269,7 +269,7 @@ fn the_script_parser_and_evaluator_never_panic() {
         0x5eed_0003,
         seeds,
         tokens,
-        on_text(stampede::script::fuzzing::parse_and_evaluate),
+        on_text(stampede_script::fuzzing::parse_and_evaluate),
     );
 }
 

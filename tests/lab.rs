@@ -13,9 +13,9 @@ use std::process::Stdio;
 use common::{
     lab_sessions_running, number, sqlite, stampede_command, stderr, stdout, wait_until, LabDir,
 };
-use stampede::server::binaries::Binaries;
-use stampede::server::cluster::{Cluster, OsUser};
-use stampede::server::download;
+use stampede::server::postgres::binaries::Binaries;
+use stampede::server::postgres::cluster::{Cluster, OsUser};
+use stampede::server::postgres::download;
 
 fn lab_dir(name: &str) -> LabDir {
     LabDir::new(&format!("lab-{name}"))
@@ -2122,7 +2122,7 @@ fn a_lab_restarts_a_server_that_stops_answering() {
     let postmaster = postmaster_pid(&data);
     let mut server: Vec<i32> = vec![postmaster];
     server.extend(
-        stampede::sys::children_of(postmaster as u32)
+        stampede_base::sys::children_of(postmaster as u32)
             .into_iter()
             .map(|pid| pid as i32),
     );

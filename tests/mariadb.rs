@@ -452,15 +452,15 @@ fn microbench_suite_runs_with_analyze_and_optimize() {
 /// count shows the definitions sent once after the change, then skipped.
 #[test]
 fn prepared_statements_skip_unchanged_metadata_and_follow_a_changed_table() {
-    use stampede::script::Value;
-    use stampede::wire::mysql::{MyConn, Prepared};
-    use stampede::wire::QueryResult;
+    use stampede_script::Value;
+    use stampede_wire::mysql::{MyConn, Prepared};
+    use stampede_wire::QueryResult;
 
     /// One execute with capture: its result and the bytes the server sent for it (plus the
     /// status query's own reply, the same each time).
     async fn execute(conn: &mut MyConn, statement: Prepared, id: i64) -> (QueryResult, u64) {
         let status = "SHOW SESSION STATUS LIKE 'Bytes_sent'";
-        let bytes_sent = |rows: stampede::wire::mysql::control::Rows| -> u64 {
+        let bytes_sent = |rows: stampede_wire::mysql::Rows| -> u64 {
             rows.rows[0][1].as_deref().unwrap().parse().unwrap()
         };
         let before = bytes_sent(conn.query_all(status).await.unwrap().unwrap());

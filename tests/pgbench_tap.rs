@@ -15,8 +15,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use stampede::server::binaries::Binaries;
-use stampede::server::cluster::OsUser;
+use stampede::server::postgres::binaries::Binaries;
+use stampede::server::postgres::cluster::OsUser;
 
 /// Assertions where stampede differs from pgbench 15 and 17 on purpose (docs/pgbench.md,
 /// "Differences from pgbench"), by name with the exit status dropped from status checks, and why.
@@ -243,7 +243,7 @@ fn pgbench_15_tap_suite_passes_except_for_the_listed_differences() {
 
 #[test]
 fn pgbench_17_tap_suite_passes_except_for_the_listed_differences() {
-    let binaries = stampede::server::download::binaries("17", &mut |_| {})
+    let binaries = stampede::server::postgres::download::binaries("17", &mut |_| {})
         .expect("PostgreSQL 17 from Maven Central (zonky)");
     suite_passes_except("17", &binaries.bin_dir, DELIBERATE);
 }

@@ -158,8 +158,8 @@ clients = [2]
 }
 
 fn stop(root: &Path, bin_dir: Option<PathBuf>) {
-    use stampede::server::binaries::Binaries;
-    use stampede::server::cluster::{Cluster, OsUser};
+    use stampede::server::postgres::binaries::Binaries;
+    use stampede::server::postgres::cluster::{Cluster, OsUser};
     let binaries = match bin_dir {
         Some(dir) => Binaries::at(&dir).ok(),
         None => Binaries::find_best().ok(),

@@ -7,19 +7,19 @@ use std::path::{Path, PathBuf};
 
 use super::progress::Progress;
 use super::{CommandResult, Failure};
-use crate::analysis::paired::PairedComparison;
-use crate::analysis::verdict::Verdict;
 use crate::app::cli::{BisectArgs, ReportArgs};
-use crate::bisect::history::{Commit, History};
+use crate::bisect::git::{Commit, History};
 use crate::bisect::template::Template;
 use crate::bisect::{Bisect, BisectEvent, Decision, Finished, Found, Outcome, StepRow};
-use crate::duration::human;
 use crate::lab::executor::LabEvent;
 use crate::lab::rounds::RoundMetric;
 use crate::report::table;
-use crate::server::build::BuildRequest;
-use crate::server::build_tree::BuildTree;
-use crate::signals::watch_signals;
+use crate::server::postgres::build::BuildRequest;
+use crate::server::postgres::build_tree::BuildTree;
+use stampede_base::duration::human;
+use stampede_base::signals::watch_signals;
+use stampede_stats::paired::PairedComparison;
+use stampede_stats::verdict::Verdict;
 
 pub fn run(args: &BisectArgs) -> CommandResult {
     let metric = RoundMetric::parse(&args.metric).map_err(Failure::input)?;
@@ -306,7 +306,7 @@ fn default_html(spec: &Path) -> PathBuf {
 
 /// An interrupted bisection goes on with the same command and --resume.
 fn with_resume_hint(failure: Failure, args: &BisectArgs) -> Failure {
-    if failure.kind() != crate::error::Kind::Interrupted {
+    if failure.kind() != stampede_base::error::Kind::Interrupted {
         return failure;
     }
     let mut command = format!(

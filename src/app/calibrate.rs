@@ -11,18 +11,18 @@ use std::time::Duration;
 use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
-use crate::analysis::calibration::{detectable_change, rounds_for_precision};
-use crate::analysis::coefficient_of_variation;
-use crate::analysis::paired::compare_paired;
-use crate::analysis::verdict::Direction;
-use crate::duration::human;
 use crate::lab::executor::Lab;
-use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::plan::Plan;
 use crate::lab::spec::{AutoRuns, LabSpec, DEFAULT_PRECISION};
+use crate::lab::target::managed::ManagedTargets;
 use crate::report::table;
-use crate::signals::watch_signals;
-use crate::store::{unix_now, Calibration, RunStatus, Store, StoredRun};
+use stampede_base::duration::human;
+use stampede_base::signals::watch_signals;
+use stampede_stats::calibration::{detectable_change, rounds_for_precision};
+use stampede_stats::coefficient_of_variation;
+use stampede_stats::paired::compare_paired;
+use stampede_stats::verdict::Direction;
+use stampede_store::{unix_now, Calibration, RunStatus, Store, StoredRun};
 
 pub fn calibrate(path: &Path, rounds: u32) -> CommandResult {
     let (spec, workloads) = load_spec(path)?;
@@ -221,7 +221,7 @@ pub fn auto_estimate(
     };
     let (mut runs, mut precise, mut capped, mut unknown) = (0usize, 0usize, 0usize, 0usize);
     for unit in &plan.units {
-        let mut unit_rounds = crate::analysis::stopping::MIN_ROUNDS.min(cap);
+        let mut unit_rounds = stampede_stats::stopping::MIN_ROUNDS.min(cap);
         for group in unit {
             let expected = noise_of(&plan.cells[group[0]])
                 .map(|c| rounds_for_precision(c.log_ratio_sd, auto.precision, cap));

@@ -52,7 +52,7 @@ pub enum TopCommand {
     /// sysbench's oltp_* tests: prepare, run, cleanup, with sysbench's options and report
     Sysbench {
         #[command(subcommand)]
-        action: sysbench::args::SysbenchAction,
+        action: sysbench::subcommands::SysbenchAction,
     },
     /// HammerDB's TPROC-C: build the schema and data, check TPC-C's consistency conditions
     Tpcc {
@@ -359,8 +359,8 @@ fn metric_help() -> String {
         .iter()
         .map(|metric| {
             let better = match metric.direction {
-                crate::analysis::verdict::Direction::HigherIsBetter => "higher",
-                crate::analysis::verdict::Direction::LowerIsBetter => "lower",
+                stampede_stats::verdict::Direction::HigherIsBetter => "higher",
+                stampede_stats::verdict::Direction::LowerIsBetter => "lower",
             };
             format!("{} ({better} is better)", metric.name)
         })

@@ -12,7 +12,7 @@ use crate::report::comparison::{self, CellComparison, Metric};
 use crate::report::headline;
 use crate::report::table;
 use crate::report::warnings::{self, WarningInputs};
-use crate::store::{Location, Store, StoredRun};
+use stampede_store::{Location, Store, StoredRun};
 
 pub fn run(args: &CompareArgs) -> CommandResult {
     let metric =

@@ -5,13 +5,13 @@
 use super::history::{check_history, control_target, open_invocations};
 use super::{CommandResult, Failure};
 use crate::app::cli::GateArgs;
-use crate::error::Kind;
 use crate::family;
 use crate::report::comparison::Metric;
 use crate::report::gate::{self, Gate, Outcome};
 use crate::report::history::label;
 use crate::report::write_file;
-use crate::store::Invocation;
+use stampede_base::error::Kind;
+use stampede_store::Invocation;
 
 pub fn run(args: &GateArgs) -> CommandResult {
     let metric =

@@ -8,7 +8,7 @@ use crate::app::cli::HistoryArgs;
 use crate::family;
 use crate::report::comparison::Metric;
 use crate::report::{history, history_view, write_file};
-use crate::store::{Invocation, Location, Store, StoredRun};
+use stampede_store::{Invocation, Location, Store, StoredRun};
 
 pub fn run(args: &HistoryArgs) -> CommandResult {
     let metric =

@@ -11,14 +11,14 @@ use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::app::cli::{FleetArgs, LabAction};
-use crate::duration::human;
 use crate::lab::executor::Lab;
-use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::plan::Plan;
 use crate::lab::spec::{AutoRuns, LabSpec};
+use crate::lab::target::managed::ManagedTargets;
 use crate::report::table;
-use crate::signals::watch_signals;
-use crate::store::{unix_now, Store};
+use stampede_base::duration::human;
+use stampede_base::signals::watch_signals;
+use stampede_store::{unix_now, Store};
 
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
@@ -260,7 +260,7 @@ fn auto_rule(spec: &LabSpec, auto: &AutoRuns) -> String {
         spec.targets[0].name,
         // 0.99 * 100 is 98.99999999999999: print the percentage to a tenth, as given.
         (auto.precision * 1000.0).round() / 10.0,
-        crate::analysis::stopping::MIN_ROUNDS,
+        stampede_stats::stopping::MIN_ROUNDS,
         if spec.claims.is_empty() {
             ""
         } else {

@@ -4,15 +4,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::analysis::paired::compare_paired;
-use crate::analysis::verdict::Direction;
-use crate::analysis::{median, range};
-use crate::error::Failure;
 use crate::lab::plan::Plan;
 use crate::lab::spec::LabSpec;
 use crate::report::comparison::verdict_text;
 use crate::report::table as text_table;
-use crate::store::RunSummary;
+use stampede_base::error::Failure;
+use stampede_stats::paired::compare_paired;
+use stampede_stats::verdict::Direction;
+use stampede_stats::{median, range};
+use stampede_store::RunSummary;
 
 const HEADER: [&str; 10] = [
     "target",

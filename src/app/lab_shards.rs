@@ -9,16 +9,16 @@ use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::app::cli::FleetArgs;
-use crate::duration::human;
 use crate::family::api::LabWorkload;
 use crate::lab::executor::{Lab, Opening};
-use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::plan::Plan;
 use crate::lab::shards::{self, ShardEvent, ShardProgress, ShardRequest};
 use crate::lab::spec::LabSpec;
+use crate::lab::target::managed::ManagedTargets;
 use crate::pods::KubeArgs;
-use crate::signals::watch_signals;
-use crate::store::Store;
+use stampede_base::duration::human;
+use stampede_base::signals::watch_signals;
+use stampede_store::Store;
 
 /// The Kubernetes options of a sharded `run` or `resume` (the command line's over the spec's),
 /// or None for a lab on this machine. Options without a sharded lab to shape are refused.
@@ -76,7 +76,7 @@ pub fn sharded(
 /// Whether the spec's latest invocation ran sharded (a results file that does not exist yet
 /// is not created to find out).
 fn latest_is_sharded(spec: &LabSpec) -> Result<bool, Failure> {
-    if !spec.results.exists() || matches!(spec.results, crate::store::Location::Sqlite(_)) {
+    if !spec.results.exists() || matches!(spec.results, stampede_store::Location::Sqlite(_)) {
         return Ok(false);
     }
     let mut store = Store::open(&spec.results)?;
@@ -191,7 +191,7 @@ pub fn shard_run(
     // The pod's working directory may be a volume several shards share.
     spec.server_root = PathBuf::from(stampede_kube::manifest::WORKDIR)
         .join(format!("{}-shard-{}.servers", spec.name, shard.index));
-    let machine = crate::store::Machine::this();
+    let machine = stampede_store::Machine::this();
     eprintln!(
         "shard {} of {}: lab \"{}\" on {}",
         shard.index,

@@ -17,4 +17,4 @@ pub mod report;
 pub mod server;
 pub mod shell;
 
-pub use crate::error::{CommandResult, Failure};
+pub use stampede_base::error::{CommandResult, Failure};

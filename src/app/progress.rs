@@ -2,10 +2,10 @@
 
 use std::io::IsTerminal;
 
-use crate::duration::human;
 use crate::lab::executor::LabEvent;
 use crate::server::setup::SetupLine;
-use crate::store::RunStatus;
+use stampede_base::duration::human;
+use stampede_store::RunStatus;
 
 /// The progress line on stderr: one line per run, ended by its result. On a terminal the
 /// line also shows each measured second's tps as it comes.

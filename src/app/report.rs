@@ -7,14 +7,14 @@ use super::compare::{check_targets, load_lab, LoadedLab};
 use super::{CommandResult, Failure};
 use crate::app::cli::ReportArgs;
 use crate::family;
-use crate::probe::cluster_stats::CHECKPOINT_SERIES;
+use crate::probe::postgres::cluster_stats::CHECKPOINT_SERIES;
 use crate::report::comparison::{cell_of, Metric};
 use crate::report::lab_report::{self, Inputs};
 use crate::report::noise::{self, RunProbes};
 use crate::report::series::{self, RunSeries};
 use crate::report::why::WhyInputs;
 use crate::report::{html, text};
-use crate::store::{CounterRow, RunStatus, StoredRun};
+use stampede_store::{CounterRow, RunStatus, StoredRun};
 
 /// The format an output file's extension names; Markdown for standard output and other names.
 fn format_of(output: Option<&std::path::Path>) -> String {
@@ -112,12 +112,13 @@ fn load_probes(
         }
         out
     };
-    let cpu = |store: &mut crate::store::Store, name: &str| -> Result<HashMap<i64, f64>, Failure> {
-        Ok(store
-            .lab_counter_series_sums(lab.id, "os", name)?
-            .into_iter()
-            .collect())
-    };
+    let cpu =
+        |store: &mut stampede_store::Store, name: &str| -> Result<HashMap<i64, f64>, Failure> {
+            Ok(store
+                .lab_counter_series_sums(lab.id, "os", name)?
+                .into_iter()
+                .collect())
+        };
     let steal = cpu(&mut lab.store, "cpu_steal_s")?;
     let mut total: HashMap<i64, f64> = HashMap::new();
     for name in OS_CPU_TIMES {

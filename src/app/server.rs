@@ -3,12 +3,12 @@
 use super::{CommandResult, Failure};
 use crate::app::cli::ServerAction;
 use crate::report::table;
-use crate::server::binaries::Binaries;
-use crate::server::build::{self, BuildRequest};
-use crate::server::download;
-use crate::server::managed::{default_home, ManagedServer};
+use crate::server::postgres::binaries::Binaries;
+use crate::server::postgres::build::{self, BuildRequest};
+use crate::server::postgres::download;
+use crate::server::postgres::managed::{default_home, ManagedServer};
+use crate::server::postgres::{git_source, release};
 use crate::server::setup::SetupLine;
-use crate::server::{git_source, release};
 
 pub fn run(action: &ServerAction) -> CommandResult {
     match action {

@@ -1,14 +1,14 @@
 //! `stampede bisect`: the commit that made a change. The two ends are built and measured
 //! against each other (a lab with the spec's `runs`); without a decided change it stops there.
 //! Then, as `git bisect` does, the next commit is picked from what is left (`history`), built
-//! in the kept tree (`server::build_tree`), and measured interleaved with both ends until it is
+//! in the kept tree (`server::postgres::build_tree`), and measured interleaved with both ends until it is
 //! placed on one side (`analysis::bisect`); a commit that does not build, or that the rounds
 //! cannot place within the cap, is skipped and said so, never guessed. Every step is a lab of
 //! its own in the spec's results, so `report` and `compare` read it, and `--resume` goes on from
 //! what the results already hold. At the end the first commit carrying the change is measured
 //! once more against its parent (the lab the HTML report shows).
 
-pub mod history;
+pub mod git;
 pub mod template;
 
 use std::collections::HashMap;
@@ -17,17 +17,17 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::analysis::bisect::{place, Side};
-use crate::analysis::paired::{compare_paired, PairedComparison};
-use crate::analysis::verdict::Verdict;
-use crate::error::Failure;
 use crate::lab::executor::{Lab, LabEvent};
-use crate::lab::managed_targets::ManagedTargets;
 use crate::lab::rounds::RoundMetric;
-use crate::server::build::Step;
-use crate::server::build_tree::{BuildTree, CommitBuildError};
-use crate::store::Store;
-use history::{Commit, History, Next};
+use crate::lab::target::managed::ManagedTargets;
+use crate::server::postgres::build::Step;
+use crate::server::postgres::build_tree::{BuildTree, CommitBuildError};
+use git::{Commit, History, Next};
+use stampede_base::error::Failure;
+use stampede_stats::bisect::{place, Side};
+use stampede_stats::paired::{compare_paired, PairedComparison};
+use stampede_stats::verdict::Verdict;
+use stampede_store::Store;
 use template::Template;
 
 /// What a bisection needs: the history, the spec, the ends and how to judge.

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Failure;
 use crate::family::api::LabWorkload;
 use crate::lab::spec::{self, LabSpec};
-use crate::server::build::BuildRequest;
+use crate::server::postgres::build::BuildRequest;
+use stampede_base::error::Failure;
 
 pub struct Template {
     path: PathBuf,

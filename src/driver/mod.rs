@@ -21,15 +21,15 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::analysis::fairness::Fairness;
-use crate::cpu::{process_cpu, CpuTimes};
-use crate::error::Failure;
-use crate::script::prng::PgPrng;
-use crate::script::Value;
 pub use plan::{
     ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, Share, ShareMaker, TxnLogSpec,
     WeightedScript,
 };
+use stampede_base::cpu::{process_cpu, CpuTimes};
+use stampede_base::error::Failure;
+use stampede_script::prng::PgPrng;
+use stampede_script::Value;
+use stampede_stats::fairness::Fairness;
 pub use stats::{CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats};
 use thread::{ThreadMessage, ThreadResult, ThreadSetup};
 use txlog::{EpochClock, TxnLog};

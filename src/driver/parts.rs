@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::LagStats;
 use super::{CommandStats, FailureCounts, IntervalReport, LatencyStats, RunResult, ScriptStats};
-use crate::cpu::CpuTimes;
+use stampede_base::cpu::CpuTimes;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct LatencyPart {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::plan::{Pauses, WeightedScript};
-use crate::script::prng::PgPrng;
+use stampede_script::prng::PgPrng;
 
 /// How long a pause sleeps at most before it looks at the stop flag again.
 const STOP_CHECK: Duration = Duration::from_secs(1);
@@ -88,7 +88,7 @@ pub fn steady_state_start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::script::Script;
+    use stampede_script::Script;
 
     #[test]
     fn clients_start_where_a_steady_cycle_would_find_them() {

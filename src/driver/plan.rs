@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use crate::conn::Endpoint;
-use crate::script::ast::VarSlot;
-use crate::script::{Script, Value, VarTable};
-use crate::wire::mysql;
-use crate::wire::DbError;
+use stampede_conn::Endpoint;
+use stampede_script::ast::VarSlot;
+use stampede_script::{Script, Value, VarTable};
+use stampede_wire::mysql;
+use stampede_wire::DbError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
@@ -269,7 +269,7 @@ pub fn stall_timeout_option(
     let Some(text) = given else {
         return Ok(Some(default_stall_timeout(limit)));
     };
-    match crate::duration::parse_duration(text) {
+    match stampede_base::duration::parse_duration(text) {
         Some(d) if d.is_zero() => Ok(None),
         Some(d) => Ok(Some(d)),
         None => Err(format!(
@@ -370,7 +370,8 @@ mod tests {
     #[test]
     fn clients_spread_evenly_and_threads_are_capped() {
         let spread = |clients, threads| {
-            let conn = crate::conn::ConnSpec::on_socket(std::path::Path::new("/tmp"), 1, "u", "d");
+            let conn =
+                stampede_conn::ConnSpec::on_socket(std::path::Path::new("/tmp"), 1, "u", "d");
             let mut plan = RunPlan::for_workload(
                 &Endpoint::Postgres(conn),
                 clients,

@@ -1,8 +1,8 @@
 //! Latency accounting: an HDR histogram plus exact sums (pgbench's average and stddev come from
 //! sums, not from histogram buckets). Everything merges, so threads never share state.
 
-pub use crate::wire::FailureKind;
 use hdrhistogram::Histogram;
+pub use stampede_wire::FailureKind;
 
 /// Longest latency the histograms hold exactly: one hour, in microseconds. Longer ones are
 /// clamped to it (and still counted in the sums exactly).

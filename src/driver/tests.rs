@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use super::{run, DriverEvent, Protocol, RunLimit, RunPlan, RunResult, TxnLogSpec, WeightedScript};
-use crate::conn::Endpoint;
-use crate::error::Failure;
-use crate::script::{parse_script, VarTable};
-use crate::wire::scripted::{Answer, ScriptedServer};
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
+use stampede_script::{parse_script, VarTable};
+use stampede_wire::scripted::{Answer, ScriptedServer};
 
 /// The UPDATE as the server receives it: parameterized, with the script's semicolon.
 const UPDATE: &str = "UPDATE t SET v = v + 1 WHERE id = $1;";
@@ -117,7 +117,7 @@ fn max_tries_ends_a_transaction_as_a_failure_of_its_class() {
 
 #[test]
 fn another_error_aborts_the_client_unless_errors_continue() {
-    let duplicate = |call: &crate::wire::scripted::Call| {
+    let duplicate = |call: &stampede_wire::scripted::Call| {
         (call.text == UPDATE).then(|| {
             Answer::error(
                 "23505",
@@ -275,7 +275,7 @@ fn every_way_of_waiting_runs_the_same_transactions() {
 fn each_clients_count_is_its_sessions_count_at_the_server() {
     // Three clients on one thread's sweep against a server that answers at once. How evenly
     // they are served is the run's to report (`RunResult::fairness`), not this test's to bound:
-    // a client whose reply is there before it reads goes on (bench/README.md, "Several clients
+    // a client whose reply is there before it reads goes on (bench/results/pgbench.md, "Several clients
     // per thread"). What must hold is that the counts it reports are the server's.
     let server = ScriptedServer::start(|_| None);
     let plan = plan(

@@ -16,9 +16,9 @@ use super::plan::{RunLimit, RunPlan};
 use super::stats::{CommandStats, ScriptStats};
 use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
 use super::warmup::WarmupGate;
-use crate::script::prng::PgPrng;
-use crate::wire::cancel::CancelToken;
-use crate::wire::Waiting;
+use stampede_script::prng::PgPrng;
+use stampede_wire::cancel::CancelToken;
+use stampede_wire::Waiting;
 
 pub enum ThreadMessage {
     /// Everything that completed in interval `index` (since this thread's start) on one thread.
@@ -101,7 +101,7 @@ pub struct ThreadSetup {
 /// goes on at once, and its backend, kept on a CPU, answers fast again: left alone, some
 /// clients ran 1.5-2.5x the transactions of others (10 `\set` script, `-c 8 -j 2`, 2 cores).
 /// Yielding at 5% ahead kept the busiest / least busy client within 1.1-1.35 at a few percent
-/// of throughput (bench/README.md, "Several clients per thread"); yielding after every
+/// of throughput (bench/results/pgbench.md, "Several clients per thread"); yielding after every
 /// transaction was fair to the transaction but cost 15-25% of it.
 const AHEAD_MARGIN: f64 = 1.05;
 
@@ -416,7 +416,7 @@ pub fn run_thread(plan: Arc<RunPlan>, setup: ThreadSetup) -> ThreadResult {
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .on_thread_park(crate::wire::sweep::before_park)
+        .on_thread_park(stampede_wire::sweep::before_park)
         .build()
         .expect("tokio runtime");
     runtime.block_on(run_clients(plan, setup))
@@ -429,7 +429,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         client.waiting = waiting;
     }
     if waiting == Waiting::Sweep {
-        crate::wire::sweep::set_clients(setup.clients.len());
+        stampede_wire::sweep::set_clients(setup.clients.len());
     }
     if !plan.connect_per_transaction {
         let attempts = setup.clients.iter_mut().map(|c| {
@@ -509,7 +509,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
             () = &mut local => {}
             () = setup.abandon.notified() => {
                 abandoned_clients = context.live_clients.get();
-                crate::wire::sweep::leave_to_reactor();
+                stampede_wire::sweep::leave_to_reactor();
                 // A backend waiting on a lock does not read its socket: closing the connection
                 // alone would leave it waiting, holding what it holds, after the run.
                 context.cancel_running_queries().await;
@@ -638,7 +638,7 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
         };
         context.record(script_index, &result, timing, &client);
         if client.waiting == Waiting::Sweep && context.is_ahead(&client) {
-            crate::wire::sweep::yield_turn().await;
+            stampede_wire::sweep::yield_turn().await;
         }
         if let Some(message) = result.abort_after {
             abort(&context, message);
@@ -668,7 +668,7 @@ async fn client_loop(context: Rc<ThreadContext>, mut client: Client) {
     merge_command_stats(&context, &client);
     context.live_clients.set(context.live_clients.get() - 1);
     if client.waiting == Waiting::Sweep {
-        crate::wire::sweep::set_clients(context.live_clients.get());
+        stampede_wire::sweep::set_clients(context.live_clients.get());
     }
     if context.live_clients.get() == 0 {
         context.all_done.notify_one();
@@ -859,5 +859,5 @@ async fn interval_ticker(context: Rc<ThreadContext>, tick: Arc<Notify>) {
 
 /// Best effort: a CPU list the machine lacks leaves the thread where it was.
 fn pin_current_thread(cpus: &[usize]) {
-    let _ = crate::sys::pin_current_thread(cpus);
+    let _ = stampede_base::sys::pin_current_thread(cpus);
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::plan::{RunPlan, TxnLogSpec};
 use super::stats::FailureKind;
-use crate::script::prng::PgPrng;
+use stampede_script::prng::PgPrng;
 
 /// How a logged transaction ended.
 #[derive(Debug, Clone, Copy, PartialEq)]

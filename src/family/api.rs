@@ -9,12 +9,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::conn::{Endpoint, Engine};
 use crate::driver::Protocol;
-use crate::error::Failure;
 use crate::family::common::options::OptionsError;
 pub use crate::report::comparison::WorkloadMetric;
-use crate::store::{PodRow, RunMetrics, SeriesRow};
+use stampede_base::error::Failure;
+use stampede_conn::{Endpoint, Engine};
+use stampede_store::{PodRow, RunMetrics, SeriesRow};
 
 /// A lab workload a family offers: its name in a spec, what it accepts, how to make it.
 pub struct LabWorkloadKind {

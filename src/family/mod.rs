@@ -46,7 +46,7 @@ pub fn workload_metrics() -> Vec<&'static WorkloadMetric> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::verdict::Direction;
+    use stampede_stats::verdict::Direction;
 
     #[test]
     fn the_workloads_declare_qps_nopm_and_tpm_once_each_higher_being_better() {

@@ -19,10 +19,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::spec_text::{ScaleFile, Source, SpecError};
-use crate::analysis::claim::Expectation;
 use crate::family;
 use crate::report::claims::{CellSelector, Claim};
 use crate::report::comparison::Metric;
+use stampede_stats::claim::Expectation;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

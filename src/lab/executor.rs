@@ -14,15 +14,15 @@ use super::rounds::{GroupState, Rounds};
 use super::spec::{LabSpec, Scale};
 use super::target::{LabServer, TargetBinaries, Targets};
 use super::window::{OpenWindow, RunProbes};
-use crate::analysis::stopping::Stop;
-use crate::conn::Endpoint;
 use crate::driver::Protocol;
-use crate::error::Failure;
 use crate::family::api::{LabWorkload, RunObserver, RunRequest};
-use crate::server::profile::Machine;
-use crate::server::provision::ServerConfig;
+use crate::server::postgres::profile::Machine;
+use crate::server::postgres::provision::ServerConfig;
 use crate::server::setup::SetupEvent;
-use crate::store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store, WaitSample};
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
+use stampede_stats::stopping::Stop;
+use stampede_store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store, WaitSample};
 
 /// What the lab tells its caller as it goes.
 pub enum LabEvent<'a> {
@@ -102,7 +102,7 @@ pub struct Lab<'a> {
     /// The machine the runs are measured on (`machines.id`).
     machine_id: i64,
     /// This machine's identity, against which earlier runs of a cell are checked on resume.
-    machine: crate::store::Machine,
+    machine: stampede_store::Machine,
     /// A shard of a lab spread over a fleet: the units it runs.
     shard: Option<Shard>,
     /// No other lab writes these results while this one runs.
@@ -273,7 +273,7 @@ impl<'a> Lab<'a> {
         .map_err(Failure::into_input)?;
         let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
         let plan = Plan::new(spec, seed, &sequential);
-        let machine = crate::store::Machine::this();
+        let machine = stampede_store::Machine::this();
         let machine_id = store
             .record_machine(&machine)
             .map_err(Failure::into_input)?;
@@ -281,7 +281,7 @@ impl<'a> Lab<'a> {
             .save_cells(lab_id, &cell_records(spec, &plan, &workloads))
             .map_err(Failure::into_input)?;
         store
-            .record_client_cores(lab_id, crate::cpu::cores())
+            .record_client_cores(lab_id, stampede_base::cpu::cores())
             .map_err(Failure::into_input)?;
         // A sharded lab's machines are its runs' (its launcher describes the invocation).
         if !matches!(opening, Opening::Shard(_)) {

@@ -10,8 +10,8 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::Failure;
-use crate::store::Location;
+use stampede_base::error::Failure;
+use stampede_store::Location;
 
 /// Held for the lab's lifetime; dropping it releases the lock.
 pub struct LabLock {

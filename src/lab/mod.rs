@@ -4,8 +4,6 @@
 pub mod claims;
 pub mod executor;
 pub mod lock;
-pub mod managed_targets;
-pub mod mariadb_target;
 pub mod plan;
 pub mod pods;
 pub mod round_metric;

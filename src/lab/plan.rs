@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::spec::{LabSpec, Scale};
-use crate::script::prng::PgPrng;
+use stampede_script::prng::PgPrng;
 
 /// One combination measured `runs` times.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,15 +18,15 @@ use stampede_spread::coordinator::CoordinatorOptions;
 use stampede_spread::{Coordinator, CoordinatorEvent};
 
 use super::spec::WorkloadSpec;
-use crate::conn::{ConnFlags, Endpoint, MysqlSpec};
 use crate::driver::{IntervalReport, Protocol};
-use crate::error::{CommandResult, Failure};
 use crate::family::api::{Measurement, RunObserver, RunRequest};
 use crate::family::common::measure::Window;
 use crate::pods::launch::Launch;
 use crate::pods::role::{merged_interval, pods_table};
 use crate::pods::{KubeArgs, PodRole, PodRun, PodShare};
-use crate::store::PodRow;
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::{ConnFlags, Endpoint, MysqlSpec};
+use stampede_store::PodRow;
 
 /// The barrier between the warmup and the measured run, where the lab opens its window.
 const WINDOW: &str = "window";
@@ -210,14 +210,14 @@ fn pods_password(conn: &Endpoint) -> Result<String, Failure> {
             "pods = N runs against the lab's PostgreSQL targets (a MariaDB target's clients run here)",
         ));
     };
-    let password = crate::server::provision::random_password()?;
+    let password = crate::server::postgres::provision::random_password()?;
     // The password is hex; the role's name is quoted as an identifier.
     let statement = format!(
         "ALTER ROLE \"{}\" PASSWORD '{password}'",
         conn.user.replace('"', "\"\"")
     );
-    crate::pg::control_runtime().block_on(async {
-        let client = crate::pg::connect_quietly(conn).await?;
+    stampede_conn::control_runtime().block_on(async {
+        let client = stampede_control::postgres::connect_quietly(conn).await?;
         client
             .batch_execute(&statement)
             .await

@@ -1,9 +1,9 @@
 //! The number an auto lab's rounds and a bisection's steps are judged on: tps, p99 or the
 //! server's CPU per transaction, read from each completed run's summary.
 
-use crate::analysis::verdict::Direction;
 use crate::report::comparison::Metric;
-use crate::store::RunSummary;
+use stampede_stats::verdict::Direction;
+use stampede_store::RunSummary;
 
 /// The number a round's judgement reads from each run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,11 +16,11 @@ use super::claims::group_key;
 use super::plan::Plan;
 pub use super::round_metric::RoundMetric;
 use super::spec::{AutoRuns, LabSpec};
-use crate::analysis::bisect::place;
-use crate::analysis::claim::{decided_at_look, Expectation};
-use crate::analysis::paired::MIN_PAIRS;
-use crate::analysis::stopping::{self, should_stop, Stop, StoppingRule};
-use crate::store::RunSummary;
+use stampede_stats::bisect::place;
+use stampede_stats::claim::{decided_at_look, Expectation};
+use stampede_stats::paired::MIN_PAIRS;
+use stampede_stats::stopping::{self, should_stop, Stop, StoppingRule};
+use stampede_store::RunSummary;
 
 /// A group's state after a number of rounds.
 #[derive(Debug, Clone, PartialEq)]

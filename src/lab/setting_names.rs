@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::target::TargetBinaries;
-use crate::error::Failure;
 use crate::server::mariadb::profile::normal_name;
+use stampede_base::error::Failure;
 
 /// Refuses the first setting the target's server does not know. A binary that cannot list its
 /// settings is not checked (the server's start still is).

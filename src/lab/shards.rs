@@ -18,12 +18,12 @@ use stampede_kube::SecretEnv;
 use super::executor::{cell_records, open_invocation, Shard};
 use super::plan::Plan;
 use super::spec::{LabSpec, ServerSource};
-use crate::error::Failure;
 use crate::family::api::LabWorkload;
 use crate::pods::KubeArgs;
-use crate::server::profile::Profile;
-use crate::server::provision::BinarySource;
-use crate::store::{Location, Store};
+use crate::server::postgres::profile::Profile;
+use crate::server::postgres::provision::BinarySource;
+use stampede_base::error::Failure;
+use stampede_store::{Location, Store};
 
 /// The variable the shard pods read the results database's password from (a Secret's key).
 pub const RESULTS_PASSWORD_ENV: &str = "STAMPEDE_RESULTS_PASSWORD";
@@ -189,7 +189,7 @@ pub fn open(
         store.describe_invocation(
             lab_id,
             &spec.name,
-            &crate::store::Machine::this(),
+            &stampede_store::Machine::this(),
             &spec.tags,
         )?;
         store.record_shards(lab_id, shards, fleet)?;
@@ -390,7 +390,7 @@ fn manifests(
     options.files = files;
     options.independent_pods = true;
     options.field_env = vec![(
-        crate::sys::NODE_NAME_ENV.to_string(),
+        stampede_base::sys::NODE_NAME_ENV.to_string(),
         "spec.nodeName".to_string(),
     )];
     match (

@@ -11,17 +11,17 @@ use toml::Spanned;
 
 pub use super::spec_text::{syntax_error, SpecError};
 use super::spec_text::{ScaleFile, Source};
-pub use crate::conn::Engine;
 use crate::driver::plan::default_stall_timeout;
 use crate::driver::Protocol;
 use crate::driver::RunLimit;
-use crate::duration::parse_duration;
 use crate::family::{self, api::LabWorkloadKind};
-use crate::server::build::BuildRequest;
-use crate::server::git_source::GitSource;
-pub use crate::server::profile::Profile;
-pub use crate::server::provision::BinarySource;
-pub use crate::store::Location;
+use crate::server::postgres::build::BuildRequest;
+use crate::server::postgres::git_source::GitSource;
+pub use crate::server::postgres::profile::Profile;
+pub use crate::server::postgres::provision::BinarySource;
+use stampede_base::duration::parse_duration;
+pub use stampede_conn::Engine;
+pub use stampede_store::Location;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -228,13 +228,14 @@ pub fn load(path: &Path) -> Result<LabSpec, SpecError> {
 /// workload without `scripts` gets its default variants.
 pub fn with_workloads(
     mut spec: LabSpec,
-) -> Result<(LabSpec, Vec<Box<dyn crate::family::api::LabWorkload>>), crate::error::Failure> {
+) -> Result<(LabSpec, Vec<Box<dyn crate::family::api::LabWorkload>>), stampede_base::error::Failure>
+{
     let workloads = spec
         .workloads
         .iter()
         .map(|w| {
             let kind = family::lab_workload(&w.name).expect("the spec admits only known workloads");
-            (kind.create)(&w.options).map_err(|e| crate::error::Failure::input(e.message))
+            (kind.create)(&w.options).map_err(|e| stampede_base::error::Failure::input(e.message))
         })
         .collect::<Result<Vec<_>, _>>()?;
     for (workload, implementation) in spec.workloads.iter_mut().zip(&workloads) {
@@ -258,7 +259,7 @@ pub fn with_workloads(
         })
         .collect();
     super::claims::check_cells(&mut spec.claims, &cells)
-        .map_err(|e| crate::error::Failure::input(e.0))?;
+        .map_err(|e| stampede_base::error::Failure::input(e.0))?;
     Ok((spec, workloads))
 }
 
@@ -512,7 +513,7 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
     }
     let precision = match &file.precision {
         None => DEFAULT_PRECISION,
-        Some(p) => crate::analysis::claim::parse_percent(p.get_ref())
+        Some(p) => stampede_stats::claim::parse_percent(p.get_ref())
             .filter(|fraction| *fraction > 0.0 && *fraction < 1.0)
             .ok_or_else(|| {
                 source.at(
@@ -524,7 +525,7 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
                 )
             })?,
     };
-    let minimum = crate::analysis::stopping::MIN_ROUNDS as i64;
+    let minimum = stampede_stats::stopping::MIN_ROUNDS as i64;
     let max_runs = match &file.max_runs {
         None => DEFAULT_MAX_RUNS,
         Some(m) if *m.get_ref() < minimum || *m.get_ref() > 10_000 => {
@@ -649,13 +650,13 @@ fn postgres_source(
     if text == "master" {
         return Ok(BinarySource::Git(
             GitSource {
-                url: crate::server::git_source::POSTGRES_GIT.into(),
+                url: crate::server::postgres::git_source::POSTGRES_GIT.into(),
                 reference: "master".into(),
             },
             BuildRequest::default(),
         ));
     }
-    match crate::server::release::parse(text) {
+    match crate::server::postgres::release::parse(text) {
         Some(_) => Ok(BinarySource::Version(text.into())),
         None => Err(source.at(
             value,
@@ -743,7 +744,7 @@ fn build_request(
                 "postgres: debian = \"…\" takes Debian's build as it is: no source, git, cflags, configure or patches beside it",
             ));
         }
-        if crate::server::release::parse(version.trim()).is_none() {
+        if crate::server::postgres::release::parse(version.trim()).is_none() {
             return Err(source.at(
                 value,
                 format!("postgres: debian = \"{version}\" is not a major or release (\"18\", \"19rc1\")"),
@@ -1441,13 +1442,15 @@ clients = [1, 4]
         .unwrap();
         assert_eq!(
             spec.targets[1].server,
-            ServerSource::Postgres(BinarySource::Build(crate::server::build::BuildRequest {
-                source: dir.join("pg.tar.bz2"),
-                cflags: Some("-O2".into()),
-                configure: vec!["--enable-debug".into()],
-                patches: vec![],
-                origin: None,
-            }))
+            ServerSource::Postgres(BinarySource::Build(
+                crate::server::postgres::build::BuildRequest {
+                    source: dir.join("pg.tar.bz2"),
+                    cflags: Some("-O2".into()),
+                    configure: vec!["--enable-debug".into()],
+                    patches: vec![],
+                    origin: None,
+                }
+            ))
         );
         let error = |text: &str| parse(&dir.join("lab.toml"), &with(text)).unwrap_err().0;
         assert!(error("{ source = \"pg.tar.bz2\", cflag = \"-O2\" }")

@@ -6,17 +6,18 @@
 //! probes (PostgreSQL's views, MariaDB's status and performance_schema); the lab sees these
 //! traits.
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::conn::ConnSpec;
-use crate::conn::MysqlSpec;
-use crate::cpu;
 use crate::probe::mariadb as mariadb_probe;
-use crate::probe::sampler::Sampler;
-use crate::probe::{cluster_stats, delta, os, run_stats, server_cpu};
-use crate::store::{CounterRow, RunRecord};
+use crate::probe::postgres::sampler::Sampler;
+use crate::probe::postgres::{cluster_stats, run_stats};
+use crate::probe::{delta, os, server_cpu};
+use stampede_base::cpu;
+use stampede_conn::ConnSpec;
+use stampede_conn::MysqlSpec;
+use stampede_store::{CounterRow, RunRecord};
 
 /// A server's probes for one run.
 pub trait RunProbes {

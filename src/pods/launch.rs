@@ -16,7 +16,7 @@ use stampede_kube::Cluster;
 use super::options::KubeArgs;
 use super::role::{COORDINATOR_ENV, PODS_ENV, RUN_ENV};
 use super::terminal::JSON_ENV;
-use crate::error::{CommandResult, Failure};
+use stampede_base::error::{CommandResult, Failure};
 
 /// Where pod 0 writes the run's `--json` document before framing it for the launcher.
 const POD_JSON_PATH: &str = "/tmp/stampede-result.json";
@@ -85,7 +85,7 @@ impl Launch<'_> {
              of {}",
             options.image
         );
-        let stop = crate::signals::watch_signals();
+        let stop = stampede_base::signals::watch_signals();
         let outcome = follow(&cluster, manifests, start_timeout, stop, true)?;
         if let Some(path) = &self.json_path {
             let mut text = outcome.json.join("\n");
@@ -278,7 +278,7 @@ pub fn job_name(command: &[&str]) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
     let seed = now ^ u64::from(std::process::id()) << 20;
-    let mut random = crate::script::prng::PgPrng::seeded(seed);
+    let mut random = stampede_script::prng::PgPrng::seeded(seed);
     let suffix: String = (0..5)
         .map(|_| {
             let letters = b"abcdefghijklmnopqrstuvwxyz0123456789";

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 use stampede_kube::manifest::{JobOptions, WorkdirVolume};
 use stampede_kube::SecretEnv;
 
@@ -226,7 +226,7 @@ impl KubeArgs {
     pub fn start_timeout(&self) -> Result<Duration, Failure> {
         match self.pod_start_timeout.as_deref() {
             None => Ok(Duration::from_secs(120)),
-            Some(text) => crate::duration::parse_duration(text).ok_or_else(|| {
+            Some(text) => stampede_base::duration::parse_duration(text).ok_or_else(|| {
                 Failure::input(format!(
                     "--pod-start-timeout: \"{text}\" is not a duration (such as 90s or 5m)"
                 ))

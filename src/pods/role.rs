@@ -15,7 +15,7 @@ use stampede_spread::{Coordinator, CoordinatorEvent, PodOutcome, SpreadError, Wo
 
 use crate::driver::parts::{merge, ResultPart, StatsPart};
 use crate::driver::{IntervalReport, RunResult, ScriptStats, Share, ShareMaker};
-use crate::error::Failure;
+use stampede_base::error::Failure;
 
 /// The environment the launcher gives every pod (JOB_COMPLETION_INDEX is Kubernetes').
 pub const RUN_ENV: &str = "STAMPEDE_RUN";
@@ -420,7 +420,7 @@ impl PodRun {
                 worker.abort_reason().unwrap_or_default()
             ))),
             (Ok(mut share), Some(worker)) => {
-                share.cores = crate::cpu::cores();
+                share.cores = stampede_base::cpu::cores();
                 let report = serde_json::to_value(share).expect("serializes");
                 worker.done(report).map_err(|e| Failure::run(e.0))
             }

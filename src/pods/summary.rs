@@ -1,8 +1,8 @@
 //! The lines a spread run adds after its workload's summary: one row per pod, how evenly the
 //! pods were served, and a warning for a pod whose client saturated its CPUs.
 
-use crate::analysis::fairness::Fairness;
 use crate::pods::{PodSummary, SpreadSummary};
+use stampede_stats::fairness::Fairness;
 
 /// A pod whose client used this share of its CPUs may have limited the load it offered.
 const SATURATED: f64 = 0.9;

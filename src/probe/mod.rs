@@ -1,18 +1,13 @@
 //! Measurements taken beside the load: the client's own CPU, the server's counters, the
 //! operating system's counters, wait-event samples and plans.
 
-pub mod cluster_stats;
 pub mod mariadb;
 pub mod os;
-pub mod pgstat;
-pub mod plans;
-pub mod run_stats;
-pub mod sampler;
+pub mod postgres;
 pub mod server_cpu;
 pub mod server_io;
-pub mod statement_window;
 
-use crate::store::CounterRow;
+use stampede_store::CounterRow;
 
 /// `after - before` for each counter of `after`, matched by source and name (a counter absent
 /// before counts from zero).

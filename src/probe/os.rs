@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::store::CounterRow as Counter;
+use stampede_store::CounterRow as Counter;
 
 pub const SOURCE: &str = "os";
 

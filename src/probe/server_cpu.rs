@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::store::CounterRow;
+use stampede_store::CounterRow;
 
 pub const SOURCE: &str = "server";
 
@@ -56,7 +56,7 @@ fn tree_ticks(postmaster: u32) -> Option<Ticks> {
     let mut total = own.ticks_with_reaped();
     // A process may end between the listing and the read: it is then in the postmaster's
     // reaped ticks, or about to be.
-    for child in crate::sys::children_of(postmaster)
+    for child in stampede_base::sys::children_of(postmaster)
         .into_iter()
         .filter_map(ProcStat::read)
         .filter(|stat| stat.parent == postmaster)

@@ -20,7 +20,7 @@ pub fn read(data_dir: &Path) -> Option<ServerIo> {
 /// or a MariaDB server's single process).
 pub fn read_tree(root: u32) -> Option<ServerIo> {
     let mut total = process_io(root)?;
-    for child in crate::sys::children_of(root) {
+    for child in stampede_base::sys::children_of(root) {
         // A child may end between the listing and the read: it is then in the postmaster's.
         if let Some(io) = process_io(child) {
             total.read_bytes += io.read_bytes;

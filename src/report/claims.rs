@@ -8,9 +8,9 @@
 use serde::Serialize;
 
 use super::comparison::{compare_targets, group_rounds, CellKey, Metric};
-use crate::analysis::claim::{ClaimVerdict, Expectation};
-use crate::analysis::paired::compare_paired;
-use crate::store::StoredRun;
+use stampede_stats::claim::{ClaimVerdict, Expectation};
+use stampede_stats::paired::compare_paired;
+use stampede_store::StoredRun;
 
 /// Which cells a claim is about: a workload, and any of its script, group, scale and clients.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -300,7 +300,7 @@ pub fn history_text(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::verdict::Direction;
+    use stampede_stats::verdict::Direction;
 
     fn run(target: &str, clients: i64, repetition: u32, tps: f64) -> StoredRun {
         StoredRun {

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::paired::{compare_paired, PairedComparison};
-use crate::analysis::verdict::{self, Comparison, Direction, Verdict};
-use crate::store::{RunStatus, StoredRun};
+use stampede_stats::paired::{compare_paired, PairedComparison};
+use stampede_stats::verdict::{self, Comparison, Direction, Verdict};
+use stampede_store::{RunStatus, StoredRun};
 
 /// What a cell is, apart from its target.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -481,7 +481,7 @@ mod tests {
         let metric = Metric::parse("statement:INSERT  INTO pgbench_history", &[]).unwrap();
         assert_eq!(metric.name(), "statement:insert into pgbench_history");
         assert_eq!(metric.direction(), Direction::LowerIsBetter);
-        let row = |query: &str, calls: i64, mean: f64| crate::store::StatementRow {
+        let row = |query: &str, calls: i64, mean: f64| stampede_store::StatementRow {
             query: query.into(),
             calls,
             mean_ms: Some(mean),

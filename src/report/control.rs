@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::comparison::Metric;
 use super::history::cell_key;
-use crate::store::{RunStatus, StoredRun};
+use stampede_store::{RunStatus, StoredRun};
 
 /// Sets every run's `control` from the control target's run of the same invocation, cell and
 /// round, drops the control's own runs, and returns the metric that reads the ratio. A run

@@ -5,7 +5,7 @@
 //! lacks. initdb's own defaults (data checksums since 18) show in the values of the settings
 //! fixed at initdb.
 
-use crate::store::{SettingRow, TargetSettings};
+use stampede_store::{SettingRow, TargetSettings};
 
 /// Settings whose default says where or on what the server runs, not what the version does.
 const ENVIRONMENT: [&str; 22] = [

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::comparison::{cell_of, verdict_text, CellKey, Metric, WorkloadMetric};
-use crate::analysis::median;
-use crate::analysis::paired::compare_paired;
-use crate::analysis::verdict::{self, Direction};
-use crate::store::{CounterRow, RunStatus, StoredRun};
+use stampede_stats::median;
+use stampede_stats::paired::compare_paired;
+use stampede_stats::verdict::{self, Direction};
+use stampede_store::{CounterRow, RunStatus, StoredRun};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricChange {

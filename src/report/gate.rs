@@ -13,9 +13,9 @@ use std::fmt::Write;
 use super::comparison::Metric;
 use super::history::{cell_key, InvocationLabel};
 use super::svg::{escape, significant};
-use crate::analysis::paired::{compare_paired, PairedComparison, MIN_PAIRS};
-use crate::analysis::verdict::Direction;
-use crate::store::{RunStatus, StoredRun};
+use stampede_stats::paired::{compare_paired, PairedComparison, MIN_PAIRS};
+use stampede_stats::verdict::Direction;
+use stampede_store::{RunStatus, StoredRun};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -124,7 +124,7 @@ pub fn decide(
             let comparison = compare_paired(&pairs, metric.direction());
             let outcome = outcome(comparison.as_ref(), metric.direction(), threshold);
             let median = |values: &BTreeMap<u32, f64>| {
-                crate::analysis::median(&values.values().copied().collect::<Vec<_>>())
+                stampede_stats::median(&values.values().copied().collect::<Vec<_>>())
             };
             Some(GateCell {
                 cell: cell.clone(),

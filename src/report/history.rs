@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::changepoint::{self, Point};
-use crate::analysis::student;
 use crate::report::comparison::Metric;
-use crate::store::{Invocation, RunStatus, StoredRun};
+use stampede_stats::changepoint::{self, Point};
+use stampede_stats::student;
+use stampede_store::{Invocation, RunStatus, StoredRun};
 
 pub struct History {
     /// The spec's name.

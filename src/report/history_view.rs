@@ -7,7 +7,7 @@ use super::comparison::Metric;
 use super::history::{utc_minute, CellHistory, Change, History};
 use super::html::STYLE;
 use super::svg::{self, escape, significant, HistoryMark};
-use crate::analysis::verdict::Direction;
+use stampede_stats::verdict::Direction;
 
 /// The heading line of a history.
 fn heading(history: &History) -> String {

@@ -13,10 +13,10 @@ use super::noise::{self, Noise, NoiseInputs, RunProbes};
 use super::series::RunSeries;
 use super::warnings::{self, WarningInputs};
 use super::why::{self, WhyInputs, WhyPanel};
-use crate::analysis::paired::{compare_paired, PairedComparison};
-use crate::analysis::verdict::Direction;
-use crate::analysis::{median, range};
-use crate::store::{CounterRow, RunStatus, StatementRow, StoredRun};
+use stampede_stats::paired::{compare_paired, PairedComparison};
+use stampede_stats::verdict::Direction;
+use stampede_stats::{median, range};
+use stampede_store::{CounterRow, RunStatus, StatementRow, StoredRun};
 
 #[derive(Debug, Serialize)]
 pub struct LabReport {
@@ -174,7 +174,7 @@ pub struct Inputs<'a> {
     pub counters: &'a [(StoredRun, CounterRow)],
     pub why: WhyInputs<'a>,
     pub client_cores: Option<i64>,
-    pub builds: &'a [crate::store::TargetBuild],
+    pub builds: &'a [stampede_store::TargetBuild],
     pub series: Vec<RunSeries>,
     /// Runs the user left out (`--exclude-run`): not in `runs`, listed in the Noise section.
     pub excluded: &'a [StoredRun],

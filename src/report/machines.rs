@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::store::StoredRun;
+use stampede_store::StoredRun;
 
 #[derive(Debug, Serialize, PartialEq)]
 pub struct MachineRow {
@@ -132,7 +132,7 @@ pub fn markdown(rows: &[MachineRow]) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::store::{RunMachine, RunStatus};
+    use stampede_store::{RunMachine, RunStatus};
 
     pub(crate) fn run(
         clients: i64,

@@ -26,7 +26,7 @@ pub mod why;
 
 use std::path::Path;
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 
 /// Writes a report or a JSON result where the user asked; failing to is a failed run (exit 2),
 /// since the run's numbers are lost.

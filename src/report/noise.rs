@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::comparison::{cell_of, CellComparison, CellKey, Metric};
-use crate::analysis::{coefficient_of_variation, median};
-use crate::store::{CounterRow, RunStatus, StoredRun};
+use stampede_stats::{coefficient_of_variation, median};
+use stampede_store::{CounterRow, RunStatus, StoredRun};
 
 /// A run whose log value is further than this many robust standard deviations (1.4826 MAD)
 /// from its cell's median is flagged: for normal noise, 1 run in 2,000.

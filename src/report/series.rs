@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::comparison::{cell_of, CellKey};
-use crate::store::{RunStatus, StoredRun};
+use stampede_store::{RunStatus, StoredRun};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSeries {

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::comparison::{by_cell, cell_of, CellComparison, CellKey, Metric};
-use crate::analysis::coefficient_of_variation;
-use crate::analysis::fairness::UNEVEN_BELOW;
-use crate::store::ZONKY_BINARIES;
-use crate::store::{RunStatus, ServedClients, StoredRun, TargetBuild};
+use stampede_stats::coefficient_of_variation;
+use stampede_stats::fairness::UNEVEN_BELOW;
+use stampede_store::ZONKY_BINARIES;
+use stampede_store::{RunStatus, ServedClients, StoredRun, TargetBuild};
 
 /// Cells whose spread across repetitions exceeds this coefficient of variation are flagged.
 pub const NOISY_COV: f64 = 0.05;

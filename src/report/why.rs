@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::store::{SettingRow, TargetSettings};
+use stampede_store::{SettingRow, TargetSettings};
 
 /// Settings that differ by construction between any two clusters of a lab, or that the server
 /// derives from configured ones (shared memory follows shared_buffers).

@@ -1,24 +1,14 @@
-//! Targets: a connection the user gives, or a cluster stampede manages (binaries, initdb,
-//! start/stop as a non-root user). Knows nothing about workloads.
+//! Servers: a connection the user gives, or a server stampede manages — one folder per engine
+//! (`postgres/`, `mariadb/`), and what getting binaries reports while it works (`setup`).
+//! Knows nothing about workloads.
 
-pub mod binaries;
-pub mod build;
-pub mod build_tree;
-pub mod cluster;
-pub mod debian;
-pub mod debian_packages;
-pub mod download;
-pub mod git_source;
-pub mod managed;
 pub mod mariadb;
-pub mod profile;
-pub mod provision;
-pub mod release;
+pub mod postgres;
 pub mod setup;
 
-use crate::conn::{ConnFlags, ConnSpec};
-use crate::error::Failure;
-use managed::{default_home, ManagedServer};
+use postgres::managed::{default_home, ManagedServer};
+use stampede_base::error::Failure;
+use stampede_conn::{ConnFlags, ConnSpec};
 
 /// The connection to use: the one the user gave, or else the managed default server (started or
 /// created as needed, announced in one line on stderr).

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
-use stampede::server::binaries::Binaries;
-use stampede::server::cluster::{Cluster, OsUser};
+use stampede::server::postgres::binaries::Binaries;
+use stampede::server::postgres::cluster::{Cluster, OsUser};
 
 pub const PASSWORD: &str = "test-password-7d1";
 

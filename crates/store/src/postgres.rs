@@ -22,7 +22,7 @@ impl Postgres {
             |e: &dyn std::fmt::Display| format!("could not open results database {location}: {e}");
         // libpq's reading of the URL: PG* defaults, sslmode and the rest of its parameters.
         let spec = stampede_conn::ConnSpec::from_conninfo(url).map_err(|e| fail(&e))?;
-        let client = stampede_conn::pg::control_runtime().block_on(async {
+        let client = stampede_conn::control_runtime().block_on(async {
             let (client, connection) = spec.connect_control().await.map_err(|e| match e {
                 stampede_conn::ConnectError::Server(e) => error_text(&e),
                 hosts => hosts.to_string(),
@@ -52,14 +52,14 @@ fn error_text(e: &tokio_postgres::Error) -> String {
 
 impl Database for Postgres {
     fn batch(&mut self, sql: &str) -> Result<(), String> {
-        stampede_conn::pg::control_runtime()
+        stampede_conn::control_runtime()
             .block_on(self.client.batch_execute(sql))
             .map_err(|e| error_text(&e))
     }
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<(), String> {
         let params: Vec<Param<'_>> = params.iter().map(Param).collect();
-        stampede_conn::pg::control_runtime()
+        stampede_conn::control_runtime()
             .block_on(
                 self.client
                     .execute(&dollar_placeholders(sql), &references(&params)),
@@ -70,7 +70,7 @@ impl Database for Postgres {
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, String> {
         let params: Vec<Param<'_>> = params.iter().map(Param).collect();
-        let rows = stampede_conn::pg::control_runtime()
+        let rows = stampede_conn::control_runtime()
             .block_on(
                 self.client
                     .query(&dollar_placeholders(sql), &references(&params)),

@@ -7,7 +7,7 @@
 //! queue, so every reply that arrives runs it, even while the thread is busy with another
 //! client; and the thread sleeps in epoll_wait whenever the tasks it has run leave none ready.
 //! poll(2) registers the sockets only while the thread waits in it, and a thread that finds
-//! input on any socket does not sleep at all. Measured in bench/README.md ("several clients
+//! input on any socket does not sleep at all. Measured in bench/results/pgbench.md ("several clients
 //! per thread").
 //!
 //! The wait runs in the runtime's park hook (`before_park`): tokio calls it when no task can

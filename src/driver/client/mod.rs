@@ -9,17 +9,17 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Protocol, RunPlan};
 use super::stats::{CommandStats, FailureKind};
-use crate::conn::Endpoint;
-use crate::script::ast::{
+use stampede_conn::Endpoint;
+use stampede_script::ast::{
     Command, CommandKind, Expr, ResultStore, ShellWord, SleepArg, SqlCommand, SqlPiece,
 };
-use crate::script::eval::{evaluate, to_int, truth, EvalContext};
-use crate::script::parser::valid_variable_name;
-use crate::script::prng::PgPrng;
-use crate::script::Value;
-use crate::wire::cancel::CancelToken;
-use crate::wire::mysql::MyConn;
-use crate::wire::{ConnError, DbError, PgConn, QueryResult, Reply, Waiting};
+use stampede_script::eval::{evaluate, to_int, truth, EvalContext};
+use stampede_script::parser::valid_variable_name;
+use stampede_script::prng::PgPrng;
+use stampede_script::Value;
+use stampede_wire::cancel::CancelToken;
+use stampede_wire::mysql::MyConn;
+use stampede_wire::{ConnError, DbError, PgConn, QueryResult, Reply, Waiting};
 
 /// A client's connection: the protocol of the plan's engine.
 enum Connection {
@@ -86,7 +86,7 @@ pub struct Client {
     /// variables bound to its `?` markers, in order.
     mysql_statements: Vec<Vec<Option<mysql::PreparedCommand>>>,
     /// The statements prepared on the MySQL connection, by text.
-    mysql_by_text: std::collections::HashMap<String, Option<crate::wire::mysql::Prepared>>,
+    mysql_by_text: std::collections::HashMap<String, Option<stampede_wire::mysql::Prepared>>,
     /// Which statements this connection has prepared, per script and command.
     prepared: Vec<Vec<bool>>,
     /// Prepared-statement names, per script and command, built once.
@@ -515,7 +515,7 @@ impl Client {
         &mut self,
         plan: &RunPlan,
         duration: &SleepArg,
-        unit: crate::script::ast::SleepUnit,
+        unit: stampede_script::ast::SleepUnit,
         script_index: usize,
         command_index: usize,
     ) -> Result<(), TryOutcome> {

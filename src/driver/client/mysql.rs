@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use super::{abort_sql, Client, Connection, TryOutcome};
-use crate::conn::MysqlSpec;
 use crate::driver::plan::{Protocol, RunPlan};
-use crate::script::ast::{SqlCommand, SqlPiece, VarSlot};
-use crate::wire::mysql::{MyConn, Prepared};
-use crate::wire::ConnError;
+use stampede_conn::MysqlSpec;
+use stampede_script::ast::{SqlCommand, SqlPiece, VarSlot};
+use stampede_wire::mysql::{MyConn, Prepared};
+use stampede_wire::ConnError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -143,7 +143,7 @@ pub fn with_markers(sql: &SqlCommand) -> (String, Vec<VarSlot>) {
     (text, params)
 }
 
-pub(super) use crate::wire::mysql::push_quoted;
+pub(super) use stampede_wire::mysql::push_quoted;
 
 #[cfg(test)]
 mod tests {

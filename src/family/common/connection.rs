@@ -3,11 +3,11 @@
 
 use clap::{ArgAction, Args};
 
-use crate::conn::Endpoint;
-use crate::conn::MysqlSpec;
-use crate::conn::{ConnFlags, ConnSpec};
-use crate::error::Failure;
 use crate::server::resolve_target;
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
+use stampede_conn::MysqlSpec;
+use stampede_conn::{ConnFlags, ConnSpec};
 
 /// Where the database is; unset ones follow PG* variables, or the managed default server.
 /// `-h` is the host, as in pgbench and psql, so help is `-?`/`--help`: a command that
@@ -68,7 +68,7 @@ fn mysql_spec(args: &EngineConnectionArgs) -> Result<MysqlSpec, Failure> {
     };
     let login = std::env::var("USER")
         .ok()
-        .or_else(crate::sys::effective_user_name)
+        .or_else(stampede_base::sys::effective_user_name)
         .unwrap_or_else(|| "root".into());
     let user = flags.user.clone().unwrap_or(login);
     Ok(MysqlSpec {

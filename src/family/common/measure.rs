@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::analysis::fairness::Fairness;
-use crate::analysis::verdict::Direction;
 use crate::driver::plan::RunPlan;
 use crate::driver::{self, DriverEvent, IntervalReport, LatencyStats, ScriptStats};
-use crate::error::Failure;
 use crate::family::api::{Measurement, RunObserver, RunRequest, WorkloadMetric};
-use crate::store::{RunMetrics, SeriesRow, ServedClients};
+use stampede_base::error::Failure;
+use stampede_stats::fairness::Fairness;
+use stampede_stats::verdict::Direction;
+use stampede_store::{RunMetrics, SeriesRow, ServedClients};
 
 /// Statements per second (sysbench's queries per second), stored for every run the common
 /// measurement takes; the workloads that count statements declare it.

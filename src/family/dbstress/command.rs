@@ -7,20 +7,20 @@ use std::time::Duration;
 use futures_util::future::try_join_all;
 use tokio_postgres::Client;
 
-use crate::conn::ConnSpec;
-use crate::conn::Endpoint;
 use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::CommandStats;
 use crate::driver::{self, RunResult};
-use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure::{ClientFairness, LatencySummary};
 use crate::family::dbstress::args::{DbstressAction, PrepareArgs, RunArgs};
 use crate::family::dbstress::mysql;
 use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, STATEMENTS};
-use crate::pg::control_runtime;
-use crate::pg::{connect_quietly, sql_error, visible_tables};
-use crate::script::{parse_script, Value, VarTable};
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::control_runtime;
+use stampede_conn::ConnSpec;
+use stampede_conn::Endpoint;
+use stampede_control::postgres::{connect_quietly, sql_error, visible_tables};
+use stampede_script::{parse_script, Value, VarTable};
 
 /// Five tables per set: a thousand sets are 5,000 tables, more than any study asks for.
 const MAX_SETS: i64 = 1000;
@@ -45,7 +45,7 @@ fn prepare(args: &PrepareArgs) -> CommandResult {
     let sets = sets as u32;
     let threads = match args.threads {
         Some(t) => positive::<usize>(t, "threads")?,
-        None => crate::cpu::cores(),
+        None => stampede_base::cpu::cores(),
     };
     let target = endpoint(&args.connection)?;
     let started = std::time::Instant::now();

@@ -3,9 +3,7 @@
 //! simple; `options = { rw_ratio = 5, same_ref = true, for_update = true, anti_dead = true }`.
 
 use super::command::{plan, prepare_tables, Settings};
-use crate::conn::Endpoint;
 use crate::driver::Protocol;
-use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
     BOTH_ENGINES,
@@ -13,6 +11,8 @@ use crate::family::api::{
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, on_off, OptionsError};
 use crate::family::dbstress::statements::{Mode, TransactionShape};
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
 
 /// `options = { ... }`: study 003's transaction shape beyond the mode.
 #[derive(serde::Deserialize)]
@@ -86,7 +86,7 @@ impl FamilyWorkload for DbstressLab {
         scale: i64,
         _note: &mut dyn FnMut(&str),
     ) -> Result<(), Failure> {
-        prepare_tables(conn, scale, 1, crate::cpu::cores(), false)
+        prepare_tables(conn, scale, 1, stampede_base::cpu::cores(), false)
     }
 
     fn writes(&self, mode: &Mode) -> bool {

@@ -3,9 +3,9 @@
 //! objects over `threads` sessions, then the indexes, `ANALYZE TABLE` and the marker.
 
 use super::statements::{self, MARKER, MYSQL_OBJECTS_PER_INSERT};
-use crate::conn::MysqlSpec;
-use crate::error::Failure;
-use crate::wire::mysql::control::ControlSession;
+use stampede_base::error::Failure;
+use stampede_conn::MysqlSpec;
+use stampede_control::mysql::ControlSession;
 
 /// Creates and fills `sets` sets of `objects` objects; refuses a database that has them.
 pub fn prepare(

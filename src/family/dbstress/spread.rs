@@ -4,11 +4,11 @@
 
 use super::args::RunArgs;
 use crate::driver::{self, DriverEvent, RunPlan};
-use crate::error::{CommandResult, Failure};
 use crate::pods::launch::{
     pod_json_path, replace_option, require_named_server, without_kube_options, Launch,
 };
 use crate::pods::{PodRole, PodRun, SpreadResult};
+use stampede_base::error::{CommandResult, Failure};
 
 /// Launches the run as an Indexed Job once its options are checked.
 pub fn launch(args: &RunArgs, sessions: u32, seed: u64) -> CommandResult {

@@ -7,7 +7,7 @@
 //! (`dbSTRESS-common.lua`, MySQL-only DDL); see docs/dbstress.md for what this implementation chose
 //! where the original kit is not public.
 
-use crate::conn::Engine;
+use stampede_conn::Engine;
 
 /// The marker `prepare` leaves, with the object count and the number of sets.
 pub const MARKER: &str = "dbstress_info";
@@ -269,7 +269,7 @@ fn object_draws(shape: &TransactionShape, engine: Engine) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::script::{parse_script, VarTable};
+    use stampede_script::{parse_script, VarTable};
 
     #[test]
     fn scripts_parse_in_every_shape() {

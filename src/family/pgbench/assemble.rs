@@ -4,9 +4,9 @@
 use super::report::{ClientCpu, CommandReport, Failures, PgbenchReport, ScriptResult, SeriesPoint};
 use super::setup::{ServerObservations, ServerSetup};
 use super::spec::RunSpec;
-use crate::conn::ConnSpec;
 use crate::driver::{CommandStats, RunResult, ScriptStats, WeightedScript};
 use crate::family::common::measure::{ClientFairness, LatencySummary};
+use stampede_conn::ConnSpec;
 
 /// What the driver ran and measured.
 pub struct DriverRun {

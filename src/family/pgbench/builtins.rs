@@ -138,8 +138,8 @@ mod tests {
     #[test]
     fn builtins_parse() {
         for builtin in &BUILTINS {
-            let mut vars = crate::script::VarTable::default();
-            crate::script::parse_script(
+            let mut vars = stampede_script::VarTable::default();
+            stampede_script::parse_script(
                 builtin.name,
                 builtin.description,
                 builtin.script,

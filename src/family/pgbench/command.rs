@@ -2,14 +2,14 @@
 
 use super::spec::{InitSpec, LogOptions, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, plan as pgbench_plan, run as pgbench_run};
-use crate::conn::ConnFlags;
 use crate::driver::{ErrorPolicy, Protocol};
-use crate::error::{CommandResult, Failure};
 use crate::family::pgbench::args::{PgbenchArgs, ScriptChoice};
 use crate::family::pgbench::builtins;
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
 use crate::server::resolve_target;
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::ConnFlags;
 
 /// pgbench's MAX_SCRIPTS.
 const MAX_SCRIPTS: usize = 128;

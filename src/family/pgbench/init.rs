@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::spec::InitSpec;
-use crate::conn::ConnSpec;
-use crate::error::{CommandResult, Failure};
 use crate::family::pgbench::loader::{InitStep, Loader};
-use crate::pg::control_runtime;
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::control_runtime;
+use stampede_conn::ConnSpec;
 
 /// `announce` gets pgbench's step lines ("creating tables...", "done in …"): the command prints
 /// them on stderr, the lab as its notes.

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use super::spec::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run, setup as pgbench_setup};
-use crate::conn::Endpoint;
 use crate::driver::Protocol;
-use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest,
     ALL_PROTOCOLS, POSTGRES_ONLY,
@@ -21,6 +19,8 @@ use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::builtins::{self, Builtin};
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
 
 /// Which of the pgbench-schema workloads: pgbench's own, study 002's variant with four extra
 /// indexes, or study 002's analytical queries.

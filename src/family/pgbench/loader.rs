@@ -2,7 +2,7 @@
 //! binary COPY, FREEZE wherever the table was created or truncated in the loading transaction,
 //! independent tables and partitions over several connections, keys built after the data.
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -10,13 +10,13 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
 use tokio_postgres::Client;
 
-use crate::pg::{connect_quietly, sql_error};
+use stampede_control::postgres::{connect_quietly, sql_error};
 
 use super::schema::{
     self, PartitionMethod, SchemaOptions, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH,
 };
-use crate::conn::ConnSpec;
 use crate::family::pgbench::analytics;
+use stampede_conn::ConnSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitStep {

@@ -12,6 +12,7 @@ pub mod lab;
 pub mod loader;
 pub mod plan;
 pub mod progress;
+pub mod quickstart;
 pub mod report;
 pub mod run;
 pub mod schema;

@@ -6,12 +6,12 @@ use std::time::Duration;
 use super::args::ScriptChoice;
 use super::builtins;
 use super::spec::RunSpec;
-use crate::conn::{ConnSpec, Endpoint};
 use crate::driver::{Protocol, RunLimit, RunPlan, TxnLogSpec, WeightedScript};
-use crate::error::Failure;
-use crate::script::ast::SqlPiece;
-use crate::script::parser::MAX_ARGS;
-use crate::script::{parse_script, CommandKind, Script, Value, VarTable};
+use stampede_base::error::Failure;
+use stampede_conn::{ConnSpec, Endpoint};
+use stampede_script::ast::SqlPiece;
+use stampede_script::parser::MAX_ARGS;
+use stampede_script::{parse_script, CommandKind, Script, Value, VarTable};
 
 /// The run's scripts, parsed into one variable table.
 pub struct ParsedScripts {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::family::common::measure::{ClientFairness, LatencySummary};
-use crate::probe::statement_window::StatementWindow;
+use crate::probe::postgres::statement_window::StatementWindow;
 
 /// Failed transactions by kind, and the retries made (of successful and failed ones).
 #[derive(Debug, Clone, Default, Serialize)]

@@ -9,10 +9,10 @@ use super::progress::ProgressPrinter;
 use super::report::{summary_text, to_json, PgbenchReport};
 use super::setup;
 use super::spec::RunSpec;
-use crate::conn::ConnSpec;
 use crate::driver::{self, DriverEvent};
-use crate::error::{CommandResult, Failure};
-use crate::pg::control_runtime;
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::control_runtime;
+use stampede_conn::ConnSpec;
 
 pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
     let exit_on_abort = spec.exit_on_abort;

@@ -10,12 +10,13 @@ use super::analytics;
 use super::args::ScriptChoice;
 use super::report::ServerCounters;
 use super::spec::{RunSpec, VacuumBeforeRun};
-use crate::conn::ConnSpec;
 use crate::driver::RunResult;
-use crate::error::Failure;
-use crate::pg::{connect_quietly, connection_error, control_runtime, sql_error};
-use crate::probe::pgstat::{XactCounters, XactProbe};
-use crate::probe::statement_window::{self, StatementTotals, StatementWindow};
+use crate::probe::postgres::pgstat::{XactCounters, XactProbe};
+use crate::probe::postgres::statement_window::{self, StatementTotals, StatementWindow};
+use stampede_base::error::Failure;
+use stampede_conn::control_runtime;
+use stampede_conn::ConnSpec;
+use stampede_control::postgres::{connect_quietly, connection_error, sql_error};
 
 /// What the server's counters say about the run's window.
 pub struct ServerObservations {

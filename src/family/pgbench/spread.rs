@@ -11,14 +11,14 @@ use super::plan;
 use super::progress::ProgressPrinter;
 use super::setup;
 use super::spec::RunSpec;
-use crate::conn::ConnSpec;
 use crate::driver::{self, DriverEvent};
-use crate::error::{CommandResult, Failure};
-use crate::pg::control_runtime;
 use crate::pods::launch::{
     pod_json_path, replace_option, require_named_server, without_kube_options, Launch,
 };
 use crate::pods::{PodRole, PodRun};
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::control_runtime;
+use stampede_conn::ConnSpec;
 use stampede_kube::manifest::FILES_DIR;
 
 /// Launches the run as an Indexed Job; `spec` is the checked run (nothing is connected to).

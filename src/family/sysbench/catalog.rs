@@ -3,7 +3,7 @@
 //! order, with the same SQL text, the same tables chosen per statement group and the same
 //! distributions — so pg_stat_statements shows the same statements and QPS is comparable.
 
-use super::options::OltpOptions;
+use super::oltp_options::OltpOptions;
 
 /// The tests `stampede sysbench run` knows, as sysbench names them.
 pub const TESTS: [&str; 17] = [
@@ -508,7 +508,7 @@ impl<'o> Builder<'o> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::script::{parse_script, VarTable};
+    use stampede_script::{parse_script, VarTable};
 
     #[test]
     fn read_only_counts_sysbench_queries() {

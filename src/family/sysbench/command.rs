@@ -8,17 +8,17 @@ use crate::driver::{
     self, DriverEvent, ErrorPolicy, MysqlRetried, Protocol, RunLimit, RunPlan, RunResult,
     WeightedScript,
 };
-use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::positive;
-use crate::family::sysbench::args::{SysbenchAction, SysbenchArgs};
 use crate::family::sysbench::catalog::{self, GeneratedTest};
 use crate::family::sysbench::microbench::{self, Step};
-use crate::family::sysbench::options::{OltpOptions, RandKind, RandOptions};
+use crate::family::sysbench::oltp_options::{OltpOptions, RandKind, RandOptions};
 use crate::family::sysbench::report::{
     self as sysbench_report, IntervalLine, SuiteLine, SysbenchReport,
 };
+use crate::family::sysbench::subcommands::{SysbenchAction, SysbenchArgs};
 use crate::family::sysbench::target::SysbenchTarget;
-use crate::script::{parse_script, Value, VarTable};
+use stampede_base::error::{CommandResult, Failure};
+use stampede_script::{parse_script, Value, VarTable};
 
 const DEFAULT_TIME_S: u64 = 10;
 
@@ -330,7 +330,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     if let Some(role) = pod {
         return run_in_pod(args, &test, plan, role, seed);
     }
-    let stop = crate::signals::watch_signals();
+    let stop = stampede_base::signals::watch_signals();
     plan.stop = Some(stop.clone());
     print_run_mode(args, threads);
     if args.warmup_time > 0 {
@@ -453,7 +453,7 @@ fn run_suite(args: &SysbenchArgs, suite: &str) -> CommandResult {
     target
         .check_prepared(base.tables)
         .map_err(Failure::into_input)?;
-    let stop = crate::signals::watch_signals();
+    let stop = stampede_base::signals::watch_signals();
     let seed = seed(args);
     let mut results = Vec::new();
     println!("{}", sysbench_report::SUITE_HEADER);

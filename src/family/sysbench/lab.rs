@@ -8,19 +8,19 @@ use std::time::Duration;
 
 use super::command::{oltp_options, test_plan};
 use super::target::SysbenchTarget;
-use crate::conn::Endpoint;
 use crate::driver::{Protocol, RunLimit};
-use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
     BOTH_ENGINES,
 };
 use crate::family::common::measure as lab_run;
 use crate::family::common::options::{self, OptionsError};
-use crate::family::sysbench::args::SysbenchArgs;
 use crate::family::sysbench::catalog;
 use crate::family::sysbench::microbench::{self, Group, MicroTest};
-use crate::family::sysbench::options::{OltpOptions, RandKind};
+use crate::family::sysbench::oltp_options::{OltpOptions, RandKind};
+use crate::family::sysbench::subcommands::SysbenchArgs;
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
 
 /// Rows per table per unit of a lab's `scale`.
 pub const ROWS_PER_SCALE: i64 = 10_000;
@@ -256,7 +256,7 @@ impl FamilyWorkload for MicrobenchLab {
 
 /// Loads the sbtest tables with `sysbench prepare`'s loader.
 fn load(conn: &Endpoint, options: &OltpOptions) -> Result<(), Failure> {
-    SysbenchTarget::of(conn).prepare(options, crate::cpu::cores(), 1, &|_| {})
+    SysbenchTarget::of(conn).prepare(options, stampede_base::cpu::cores(), 1, &|_| {})
 }
 
 /// The warmup, then the measured run of sysbench test `test`, through the plans of

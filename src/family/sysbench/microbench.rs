@@ -4,7 +4,7 @@
 //! writes, the "postwrite" step (VACUUM ANALYZE every table, CHECKPOINT, settle), the reads
 //! again, then delete and insert — and grouped as his tables group them.
 
-use super::options::{OltpOptions, RandKind};
+use super::oltp_options::{OltpOptions, RandKind};
 
 /// The groups of his relative-QPS tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

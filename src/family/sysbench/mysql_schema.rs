@@ -7,12 +7,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::options::OltpOptions;
-use crate::conn::MysqlSpec;
-use crate::error::Failure;
-use crate::script::extensions::sysbench_random;
-use crate::script::prng::PgPrng;
-use crate::wire::mysql::control::ControlSession;
+use super::oltp_options::OltpOptions;
+use stampede_base::error::Failure;
+use stampede_conn::MysqlSpec;
+use stampede_control::mysql::ControlSession;
+use stampede_script::extensions::sysbench_random;
+use stampede_script::prng::PgPrng;
 
 /// Rows per INSERT: about 200 KB of VALUES, well under any max_allowed_packet.
 const ROWS_PER_INSERT: u32 = 1000;

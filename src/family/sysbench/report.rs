@@ -5,13 +5,13 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::analysis::{median, range};
 use crate::driver::{IntervalReport, LatencyStats, RunResult, ScriptStats};
 use crate::family::common::measure::{ClientFairness, LatencySummary};
 use crate::family::sysbench::catalog::{GeneratedTest, QueryMix};
 use crate::family::sysbench::layout::{self, Stat, Timer};
 use crate::family::sysbench::microbench::{Group, MicroTest};
-use crate::family::sysbench::options::OltpOptions;
+use crate::family::sysbench::oltp_options::OltpOptions;
+use stampede_stats::{median, range};
 
 /// The numbers of a finished run.
 #[derive(Debug, Serialize)]

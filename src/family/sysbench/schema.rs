@@ -4,7 +4,7 @@
 //! groups of random digits — loaded by binary COPY, tables in parallel over `--threads`
 //! connections.
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -12,11 +12,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
 use tokio_postgres::Client;
 
-use super::options::{OltpOptions, RandKind};
-use crate::conn::ConnSpec;
-use crate::pg::{connect_quietly, sql_error, visible_tables};
-use crate::script::extensions::sysbench_random;
-use crate::script::prng::PgPrng;
+use super::oltp_options::{OltpOptions, RandKind};
+use stampede_conn::ConnSpec;
+use stampede_control::postgres::{connect_quietly, sql_error, visible_tables};
+use stampede_script::extensions::sysbench_random;
+use stampede_script::prng::PgPrng;
 
 const COPY_CHUNK_ROWS: u32 = 20_000;
 

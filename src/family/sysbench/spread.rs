@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::args::SysbenchArgs;
 use super::catalog::GeneratedTest;
 use super::report::IntervalLine;
+use super::subcommands::SysbenchArgs;
 use crate::driver::{self, DriverEvent, RunLimit, RunPlan, Share};
-use crate::error::{CommandResult, Failure};
 use crate::pods::launch::{pod_json_path, replace_option, without_kube_options, Launch};
 use crate::pods::role::share_of;
 use crate::pods::{KubeArgs, PodRole, PodRun, SpreadResult};
+use stampede_base::error::{CommandResult, Failure};
 
 /// `--pods` spreads a run; the other commands run from here.
 pub fn refused_with_pods(command: &str) -> Failure {

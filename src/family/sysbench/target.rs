@@ -4,17 +4,17 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use super::args::SysbenchArgs;
 use super::mysql_schema::{self, MysqlPreparer};
-use super::options::OltpOptions;
+use super::oltp_options::OltpOptions;
 use super::schema::{self, Preparer};
-use crate::conn::Endpoint;
-use crate::conn::MysqlSpec;
-use crate::conn::{ConnFlags, ConnSpec};
-use crate::error::Failure;
-use crate::pg::control_runtime;
+use super::subcommands::SysbenchArgs;
 use crate::server::resolve_target;
-use crate::wire::mysql::control::ControlSession;
+use stampede_base::error::Failure;
+use stampede_conn::control_runtime;
+use stampede_conn::Endpoint;
+use stampede_conn::MysqlSpec;
+use stampede_conn::{ConnFlags, ConnSpec};
+use stampede_control::mysql::ControlSession;
 
 #[derive(Debug, Clone)]
 pub enum SysbenchTarget {

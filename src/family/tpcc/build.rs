@@ -3,8 +3,8 @@
 
 use super::load::Loader;
 use super::mysql;
-use crate::conn::Endpoint;
-use crate::error::Failure;
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
 
 /// Creates the tables, loads them and builds their keys, indexes and procedures at the
 /// loader's endpoint; `announce` hears of each step.

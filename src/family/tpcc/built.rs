@@ -2,10 +2,10 @@
 //! records (the warehouse count, the load's C_LAST constant). Read by `check`, `run`, `drop`
 //! and the lab before they touch anything.
 
-use crate::error::Failure;
 use crate::family::common::connection::positive;
 use crate::family::tpcc::schema;
-use crate::pg::{sql_error, visible_tables};
+use stampede_base::error::Failure;
+use stampede_control::postgres::{sql_error, visible_tables};
 
 /// The TPROC-C tables (and the marker) that exist in the database, in the schema's order.
 pub async fn existing_tables(client: &tokio_postgres::Client) -> Result<Vec<String>, Failure> {

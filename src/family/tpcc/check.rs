@@ -2,10 +2,10 @@
 //! break it. 1–4 always; 5–9 with `--all` (they scan orders, order_line and history), and with
 //! them the amounts New-Order wrote, recomputed from the item prices, taxes and discounts.
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 use tokio_postgres::Client;
 
-use crate::pg::sql_error;
+use stampede_control::postgres::sql_error;
 
 pub struct Condition {
     pub clause: &'static str,

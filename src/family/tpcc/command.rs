@@ -4,8 +4,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::conn::Endpoint;
-use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::tpcc::args::{BuildArgs, CheckArgs, EngineConnectionArgs, TpccAction};
 use crate::family::tpcc::built::{checked_warehouses, existing_tables, same_warehouses};
@@ -14,9 +12,11 @@ use crate::family::tpcc::load::{self, Loader};
 use crate::family::tpcc::mysql;
 use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::schema;
-use crate::pg::control_runtime;
-use crate::pg::{connect_quietly, sql_error};
-use crate::wire::mysql::control::ControlSession;
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::control_runtime;
+use stampede_conn::Endpoint;
+use stampede_control::mysql::ControlSession;
+use stampede_control::postgres::{connect_quietly, sql_error};
 
 pub fn run(action: &TpccAction) -> CommandResult {
     match action {
@@ -40,7 +40,7 @@ fn build(args: &BuildArgs) -> CommandResult {
     let warehouses = positive::<i64>(args.warehouses, "warehouses")?;
     let threads = match args.threads {
         Some(t) => positive::<usize>(t, "threads")?,
-        None => crate::cpu::cores(),
+        None => stampede_base::cpu::cores(),
     };
     let rules = Rules::parse(&args.rules, "--rules").map_err(Failure::input)?;
     let endpoint = endpoint(&args.connection)?;
@@ -83,7 +83,7 @@ fn build(args: &BuildArgs) -> CommandResult {
         seed,
         partitions,
         rules,
-        now_unix_us: (crate::store::unix_now() * 1e6) as i64,
+        now_unix_us: (stampede_store::unix_now() * 1e6) as i64,
         rows_loaded: Arc::new(AtomicU64::new(0)),
     };
     println!(

@@ -9,10 +9,7 @@
 use super::run::{
     check_engine, plan, read_counters, run_constants, warehouse_choice, Counters, Settings,
 };
-use crate::analysis::verdict::Direction;
-use crate::conn::{Endpoint, Engine};
 use crate::driver::{Protocol, RunLimit};
-use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
     BOTH_ENGINES,
@@ -22,6 +19,9 @@ use crate::family::common::options::{self, OptionsError};
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::scripts::{Mix, Mode};
+use stampede_base::error::Failure;
+use stampede_conn::{Endpoint, Engine};
+use stampede_stats::verdict::Direction;
 
 pub struct TpccLab {
     mix: Mix,
@@ -105,14 +105,14 @@ impl FamilyWorkload for TpccLab {
         let loader = Loader {
             conn: conn.clone(),
             warehouses: scale,
-            connections: crate::cpu::cores(),
+            connections: stampede_base::cpu::cores(),
             seed: 1,
             partitions: 1,
             rules: self.rules,
-            now_unix_us: (crate::store::unix_now() * 1e6) as i64,
+            now_unix_us: (stampede_store::unix_now() * 1e6) as i64,
             rows_loaded: Default::default(),
         };
-        crate::pg::control_runtime().block_on(super::build::build(&loader, &|_| {}))
+        stampede_conn::control_runtime().block_on(super::build::build(&loader, &|_| {}))
     }
 
     fn check_engine(&self, engine: Engine, mode: &Mode, protocol: Protocol) -> Result<(), String> {

@@ -6,7 +6,7 @@
 //! warehouse after warehouse, its leaf pages split as HammerDB's do); the other keys and
 //! indexes are built after the data (the same size as HammerDB's, whose keys arrive in order).
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -21,9 +21,9 @@ use super::random::{NurandConstants, TpccRandom};
 use super::rows::{RowWriter, TableSink};
 use super::rules::Rules;
 use super::{procedures, schema};
-use crate::conn::{ConnSpec, Endpoint};
-use crate::pg::{connect_quietly, sql_error};
-use crate::script::extensions::tpcc_names::last_name;
+use stampede_conn::{ConnSpec, Endpoint};
+use stampede_control::postgres::{connect_quietly, sql_error};
+use stampede_script::extensions::tpcc_names::last_name;
 
 pub const ITEMS: i64 = 100_000;
 pub const DISTRICTS: i64 = 10;
@@ -626,7 +626,7 @@ pub async fn server_routines(
     let row = client
         .query_one("SELECT current_setting('server_version_num')::integer", &[])
         .await
-        .map_err(|e| crate::pg::sql_error("reading server_version_num", e))?;
+        .map_err(|e| stampede_control::postgres::sql_error("reading server_version_num", e))?;
     Ok(procedures::Routines::for_server(
         row.get::<_, i32>(0).into(),
     ))

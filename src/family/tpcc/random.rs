@@ -3,7 +3,7 @@
 //! and stock data.
 
 use super::rules::Rules;
-use crate::script::prng::PgPrng;
+use stampede_script::prng::PgPrng;
 
 const ALPHANUMERIC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 

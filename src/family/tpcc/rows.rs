@@ -3,7 +3,7 @@
 //! multi-row INSERT's literals) into a `TableSink` that sends them in chunks, one table at a
 //! time per connection. Static dispatch: the generator is compiled once per engine.
 
-use crate::error::Failure;
+use stampede_base::error::Failure;
 
 /// One row's values, in the table's column order.
 pub(in crate::family::tpcc) trait RowWriter {

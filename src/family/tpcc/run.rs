@@ -9,11 +9,9 @@ use tokio_postgres::Client;
 
 use super::built::{checked_warehouses, load_c_last};
 use super::mysql;
-use crate::conn::Endpoint;
 use crate::driver::plan::{ErrorPolicy, Pauses, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::ScriptStats;
 use crate::driver::{self, DriverEvent, RunResult};
-use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure::{check_aborted, ClientFairness, LatencySummary};
 use crate::family::tpcc::args::RunArgs;
@@ -22,11 +20,13 @@ use crate::family::tpcc::procedures::Routines;
 use crate::family::tpcc::random::{NurandConstants, TpccRandom};
 use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::scripts::{self, Mix, Mode, KEYING_THINKING_S, NAMES};
-use crate::pg::control::server_version_num;
-use crate::pg::control_runtime;
-use crate::pg::{connect_quietly, sql_error};
-use crate::script::{parse_script, VarTable};
-use crate::wire::mysql::control::ControlSession;
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::control_runtime;
+use stampede_conn::Endpoint;
+use stampede_control::mysql::ControlSession;
+use stampede_control::postgres::queries::server_version_num;
+use stampede_control::postgres::{connect_quietly, sql_error};
+use stampede_script::{parse_script, VarTable};
 
 /// The virtual users' application_name, to wait for their sessions to end.
 const APPLICATION: &str = "stampede-tpcc";
@@ -65,7 +65,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let endpoint = endpoint(&args.connection)?;
     check_engine(&endpoint, &settings)?;
     let (control, warehouses, load_c_last) = Control::open(&endpoint, args.warehouses)?;
-    let stop = crate::signals::watch_signals();
+    let stop = stampede_base::signals::watch_signals();
     let constants = NurandConstants::for_run(
         &mut TpccRandom::seeded(settings.seed).prng,
         load_c_last,
@@ -213,7 +213,7 @@ pub(super) fn print_header(settings: &Settings, warehouses: i64) {
 pub(super) fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     let vu = positive::<usize>(args.vu, "vu")?;
     let duration = |text: &str, name: &str| {
-        crate::duration::parse_duration(text).ok_or_else(|| {
+        stampede_base::duration::parse_duration(text).ok_or_else(|| {
             Failure::input(format!(
                 "--{name} \"{text}\": give a duration such as 90s, 5m or 1h"
             ))
@@ -380,7 +380,7 @@ pub fn plan(
         variables,
         settings.seed,
     );
-    plan.threads = settings.vu.min(crate::cpu::cores());
+    plan.threads = settings.vu.min(stampede_base::cpu::cores());
     plan.pauses = settings.keying_thinking.map(|scale| {
         KEYING_THINKING_S
             .iter()

@@ -216,7 +216,7 @@ mod tests {
     use crate::family::tpcc::inputs::WarehouseChoice;
     use crate::family::tpcc::random::NurandConstants;
     use crate::family::tpcc::rules::Rules;
-    use crate::script::{parse_script, VarTable};
+    use stampede_script::{parse_script, VarTable};
 
     #[test]
     fn mixes_parse_and_scripts_parse() {

@@ -8,15 +8,15 @@
 use super::args::RunArgs;
 use super::random::{NurandConstants, TpccRandom};
 use super::run::{self, Control, Counters, TpccReport};
-use crate::conn::Endpoint;
 use crate::driver::{self, DriverEvent};
-use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::endpoint;
 use crate::family::common::measure::check_aborted;
 use crate::pods::launch::{
     pod_json_path, replace_option, require_named_server, without_kube_options, Launch,
 };
 use crate::pods::{PodRole, PodRun};
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::Endpoint;
 
 /// Launches the run as an Indexed Job once its options are checked.
 pub fn launch(args: &RunArgs) -> CommandResult {

@@ -2,8 +2,8 @@
 
 use super::load::Build;
 use super::mariadb;
-use crate::conn::Endpoint;
-use crate::error::Failure;
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
 
 /// Creates the tables, loads dbgen's rows, adds HammerDB's keys and indexes and gathers
 /// statistics on the build's server, reporting each step through `say`.

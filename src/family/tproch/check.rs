@@ -8,8 +8,8 @@ use super::refresh::{self, NewOrders};
 use super::run;
 use super::schema::TABLES;
 use super::session::{Dialect, Session};
-use crate::conn::Endpoint;
-use crate::error::Failure;
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
 use tpchgen::generators::OrderGenerator;
 
 /// Lines of the base orders with indexes `first..first + count` (1-based), from dbgen's

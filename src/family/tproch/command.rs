@@ -10,9 +10,9 @@ use super::run::{RunPlan, TestResult};
 use super::schema::TABLES;
 use super::session::{Dialect, Session};
 use super::{check, data, generate, metrics};
-use crate::error::{CommandResult, Failure};
 use crate::family::common::connection::{endpoint, positive};
-use crate::pg::control_runtime;
+use stampede_base::error::{CommandResult, Failure};
+use stampede_conn::control_runtime;
 
 pub fn run(action: &TprochAction) -> CommandResult {
     match action {
@@ -40,7 +40,7 @@ fn checked_scale_factor(scale_factor: f64) -> Result<f64, Failure> {
 fn threads(threads: Option<i64>) -> Result<usize, Failure> {
     match threads {
         Some(t) => positive::<usize>(t, "threads"),
-        None => Ok(crate::cpu::cores()),
+        None => Ok(stampede_base::cpu::cores()),
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::data::{self, LineFormat, Lines};
 use super::load::{in_parallel, Piece};
 use super::schema::TABLES;
-use crate::error::Failure;
+use stampede_base::error::Failure;
 
 const CHUNK_BYTES: usize = 1 << 20;
 

@@ -15,16 +15,16 @@ use super::params::{self, Parameters};
 use super::queries;
 use super::session::Dialect;
 use super::streams;
-use crate::conn::Endpoint;
 use crate::driver::plan::{Protocol, RunLimit, RunPlan, WeightedScript};
-use crate::error::Failure;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, BOTH_ENGINES,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
-use crate::script::prng::PgPrng;
-use crate::script::{parse_script, VarTable};
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
+use stampede_script::prng::PgPrng;
+use stampede_script::{parse_script, VarTable};
 
 /// TPROC-H's queries, sent as HammerDB sends them: literals over the simple protocol.
 pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
@@ -136,7 +136,7 @@ impl FamilyWorkload for TprochLab {
         let build = Build {
             endpoint: conn.clone(),
             scale_factor,
-            connections: crate::cpu::cores(),
+            connections: stampede_base::cpu::cores(),
         };
         super::build::build(&build, &|_| {})
     }

@@ -16,9 +16,10 @@ use tokio_postgres::Client;
 
 use super::data;
 use super::schema::{self, TABLES};
-use crate::conn::{ConnSpec, Endpoint};
-use crate::error::Failure;
-use crate::pg::{connect_quietly, control_runtime, sql_error};
+use stampede_base::error::Failure;
+use stampede_conn::control_runtime;
+use stampede_conn::{ConnSpec, Endpoint};
+use stampede_control::postgres::{connect_quietly, sql_error};
 
 /// Bytes generated before they are sent: large enough that a send costs little, small enough
 /// that the server starts parsing early.

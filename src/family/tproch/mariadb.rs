@@ -8,10 +8,10 @@ use super::data;
 use super::load::{Build, Piece};
 use super::schema::{self, TABLES};
 use super::session::{connect_mysql as connect, Session};
-use crate::conn::MysqlSpec;
-use crate::error::Failure;
-use crate::pg::control_runtime;
-use crate::wire::mysql::push_quoted;
+use stampede_base::error::Failure;
+use stampede_conn::control_runtime;
+use stampede_conn::MysqlSpec;
+use stampede_wire::mysql::push_quoted;
 
 /// Send an INSERT when its values reach this many bytes (MariaDB's max_allowed_packet is
 /// 16 MiB by default, MySQL's 64 MiB).

@@ -3,7 +3,7 @@
 //! "Validation" line of each query: the answers TPC-H publishes are for these), and the
 //! substitution of `:n` markers.
 
-use crate::script::prng::PgPrng;
+use stampede_script::prng::PgPrng;
 
 const REGIONS: [&str; 5] = ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"];
 const SEGMENTS: [&str; 5] = [

@@ -11,10 +11,10 @@ use super::params::{self, Parameters};
 use super::refresh::{self, NewOrders};
 use super::session::{Dialect, Session};
 use super::{metrics, queries, streams};
-use crate::conn::Endpoint;
-use crate::error::Failure;
 use crate::probe::server_io::{self, ServerIo};
-use crate::script::prng::PgPrng;
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
+use stampede_script::prng::PgPrng;
 
 /// What a run does, from the command line.
 #[derive(Clone)]

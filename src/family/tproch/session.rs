@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-use crate::conn::{ConnSpec, Endpoint, MysqlSpec};
-use crate::error::Failure;
-use crate::pg::{connect_quietly, sql_error};
-use crate::wire::mysql::control::sql_failure;
-use crate::wire::mysql::MyConn;
+use stampede_base::error::Failure;
+use stampede_conn::{ConnSpec, Endpoint, MysqlSpec};
+use stampede_control::mysql::sql_failure;
+use stampede_control::postgres::{connect_quietly, sql_error};
+use stampede_wire::mysql::MyConn;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -10,18 +10,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::{dataset_name, Lab, LabEvent, LabOutcome, Opening, Shard, RUN_COPY};
-use crate::conn::ConnSpec;
-use crate::conn::Endpoint;
-use crate::error::{Failure, Kind};
 use crate::family::api::{FamilyWorkload, LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::lab::spec::{self, LabSpec, TargetSpec};
 use crate::lab::target::{LabServer, TargetBinaries, Targets};
 use crate::lab::window::RunProbes;
-use crate::server::binaries::Binaries;
-use crate::server::profile::Machine;
-use crate::server::provision::ServerConfig;
+use crate::server::postgres::binaries::Binaries;
+use crate::server::postgres::profile::Machine;
+use crate::server::postgres::provision::ServerConfig;
 use crate::server::setup::SetupEvent;
-use crate::store::{RunMetrics, TargetRecord};
+use stampede_base::error::{Failure, Kind};
+use stampede_conn::ConnSpec;
+use stampede_conn::Endpoint;
+use stampede_store::{RunMetrics, TargetRecord};
 
 /// What the fakes did, in order, one line per action.
 #[derive(Default, Clone)]
@@ -670,8 +670,8 @@ fn a_fresh_run_of_an_ended_lab_is_the_next_invocation_of_its_history() {
         8,
         "the new invocation's runs alone"
     );
-    let location = crate::store::Location::Sqlite(fixture.database.clone());
-    let mut store = crate::store::Store::open(&location).unwrap();
+    let location = stampede_store::Location::Sqlite(fixture.database.clone());
+    let mut store = stampede_store::Store::open(&location).unwrap();
     let labs = store.invocations().unwrap();
     let names: Vec<(&str, &str)> = labs
         .iter()

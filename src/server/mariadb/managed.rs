@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::conn::MysqlSpec;
-use crate::error::Failure;
-use crate::server::cluster::OsUser;
+use crate::server::postgres::cluster::OsUser;
+use stampede_base::error::Failure;
+use stampede_conn::MysqlSpec;
 
 const SERVER_NAMES: [&str; 2] = ["mariadbd", "mysqld"];
 const INSTALL_NAMES: [&str; 2] = ["mariadb-install-db", "mysql_install_db"];
@@ -140,7 +140,7 @@ pub struct MariadbServer {
 
 impl MariadbServer {
     pub fn new(binaries: MariadbBinaries, root: PathBuf, port: u16) -> Result<Self, Failure> {
-        let run_as = match crate::sys::is_root() {
+        let run_as = match stampede_base::sys::is_root() {
             true => match OsUser::lookup("mysql") {
                 Some(user) => Some(user),
                 None => OsUser::for_server()?,
@@ -381,7 +381,7 @@ impl MariadbServer {
     }
 
     fn accepts_connections(&self) -> bool {
-        crate::wire::mysql::control::ControlSession::connect(&self.spec())
+        stampede_control::mysql::ControlSession::connect(&self.spec())
             .and_then(|mut session| session.execute("SELECT 1"))
             .is_ok()
     }

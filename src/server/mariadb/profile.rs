@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use crate::error::Failure;
-use crate::server::profile::{merge, size, Machine, Profile, GB, MB};
+use crate::server::postgres::profile::{merge, size, Machine, Profile, GB, MB};
+use stampede_base::error::Failure;
 
 /// What a lab server always has: statement digests on (pg_stat_statements' counterpart), and
 /// connections for the largest client count.

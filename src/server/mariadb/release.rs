@@ -6,10 +6,10 @@
 
 use super::managed::MariadbBinaries;
 use super::maven;
-use crate::error::Failure;
-use crate::server::debian::{self, BinaryPackage};
-use crate::server::debian_packages;
+use crate::server::postgres::debian::{self, BinaryPackage};
+use crate::server::postgres::debian_packages;
 use crate::server::setup::SetupEvent;
+use stampede_base::error::Failure;
 
 /// The suites searched, oldest first: each carries one MariaDB series (Debian bullseye 10.5,
 /// bookworm 10.11, trixie and unstable 11.8; Ubuntu 22.04's updates 10.6, the LTS series no

@@ -7,7 +7,6 @@
 //! Unix socket. The server's error numbers that a run retries are classified here.
 
 mod auth;
-pub mod control;
 mod packet;
 mod reply;
 mod rows;

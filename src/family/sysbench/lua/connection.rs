@@ -11,12 +11,12 @@ use std::time::Duration;
 use super::context::ThreadContext;
 use super::stats::Counter;
 use super::target::{Ignored, Target};
-use crate::conn::{ConnSpec, MysqlSpec};
-use crate::script::Value as BoundValue;
-use crate::wire::mysql::Rows as MysqlRows;
-use crate::wire::mysql::{MyConn, Prepared};
-use crate::wire::reply::RawRows;
-use crate::wire::{ConnError, DbError, PgConn, Reply, StatementReply, Waiting};
+use stampede_conn::{ConnSpec, MysqlSpec};
+use stampede_script::Value as BoundValue;
+use stampede_wire::mysql::Rows as MysqlRows;
+use stampede_wire::mysql::{MyConn, Prepared};
+use stampede_wire::reply::RawRows;
+use stampede_wire::{ConnError, DbError, PgConn, Reply, StatementReply, Waiting};
 
 /// sysbench's limit on a bulk INSERT's text before it is sent.
 const BULK_PACKET_BYTES: usize = 512 * 1024;
@@ -782,7 +782,7 @@ fn inline_values(sql: &str, values: &[BoundValue]) -> String {
             continue;
         }
         match values.next() {
-            Some(BoundValue::Text(value)) => crate::wire::mysql::push_quoted(&mut text, value),
+            Some(BoundValue::Text(value)) => stampede_wire::mysql::push_quoted(&mut text, value),
             Some(BoundValue::Null | BoundValue::Unset) => text.push_str("NULL"),
             Some(value) => value.write_text(&mut text),
             None => text.push('?'),

@@ -11,8 +11,8 @@ use super::control::RunControl;
 use super::log::Log;
 use super::stats::Stats;
 use super::target::Target;
-use crate::family::sysbench::cmdline::{OptionDef, Options};
-use crate::family::sysbench::options::RandKind;
+use crate::family::sysbench::oltp_options::RandKind;
+use crate::family::sysbench::sysbench_cmdline::{OptionDef, Options};
 
 /// Where the script comes from.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::stats::Stats;
-use crate::script::prng::PgPrng;
+use stampede_script::prng::PgPrng;
 
 /// What the workers of one run share: the limits, the clock and the counters.
 pub struct RunControl {

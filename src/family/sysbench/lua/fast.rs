@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::context::{RandSettings, Shared};
-use crate::family::sysbench::options::RandKind;
-use crate::lua::mlua::{self, LightUserData, Lua, Table};
-use crate::script::extensions::sysbench_random as random;
-use crate::script::prng::PgPrng;
+use crate::family::sysbench::oltp_options::RandKind;
+use stampede_lua::mlua::{self, LightUserData, Lua, Table};
+use stampede_script::extensions::sysbench_random as random;
+use stampede_script::prng::PgPrng;
 
 /// A thread's random numbers and event under way.
 struct Draws {

@@ -21,10 +21,10 @@ use std::sync::Arc;
 pub use log::Log;
 pub use state::VERSION;
 
-use super::cmdline::{self, CommandLine, Options};
-use crate::error::Failure;
+use super::sysbench_cmdline::{self, CommandLine, Options};
 use crate::pods::KubeArgs;
 use context::{Script, Shared};
+use stampede_base::error::Failure;
 use state::Interpreter;
 
 /// Runs a script's command; returns the exit code (sysbench's: 1 for anything that failed),
@@ -59,7 +59,7 @@ fn checked_script(line: &CommandLine, log: &Log) -> Option<(Arc<Shared>, Interpr
             return None;
         }
     };
-    let general = Options::new(line.clone(), cmdline::general_options());
+    let general = Options::new(line.clone(), sysbench_cmdline::general_options());
     let shared = Arc::new(Shared::new(script, general, log.clone()));
     let main_state = match Interpreter::new(&shared, None) {
         Ok(state) => state,
@@ -81,7 +81,7 @@ fn checked_script(line: &CommandLine, log: &Log) -> Option<(Arc<Shared>, Interpr
         }
     };
     let legacy = declared.is_none();
-    let mut defs = cmdline::general_options();
+    let mut defs = sysbench_cmdline::general_options();
     defs.extend(declared.clone().unwrap_or_default());
     let options = Options::new(line.clone(), defs);
     if let Err(failure) = options.check(legacy) {
@@ -121,7 +121,7 @@ fn help(shared: &Arc<Shared>, main_state: &Interpreter, name: &str) -> i32 {
     let declared = shared.declared();
     if !declared.is_empty() {
         println!("{name} options:");
-        println!("{}", cmdline::option_list(&declared));
+        println!("{}", sysbench_cmdline::option_list(&declared));
         return 0;
     }
     eprintln!("'{name}' test does not implement the 'help' command.");

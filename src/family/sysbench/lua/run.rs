@@ -13,10 +13,10 @@ use super::log::{INFO, WARNING};
 use super::spread::{LuaPod, Totals};
 use super::state::Interpreter;
 use super::stats::{self, Stats};
-use crate::error::Failure;
 use crate::family::sysbench::layout::{self, Stat};
 use crate::pods::SpreadSummary;
-use crate::script::prng::PgPrng;
+use stampede_base::error::Failure;
+use stampede_script::prng::PgPrng;
 
 /// The run's settings from the options, with sysbench's warnings for the deprecated aliases.
 struct Settings {
@@ -32,7 +32,7 @@ struct Settings {
 
 fn settings(shared: &Shared) -> Settings {
     let options = shared.options();
-    // A deprecated alias, when given, stands for its option (front.rs warned of it).
+    // A deprecated alias, when given, stands for its option (entry.rs warned of it).
     let aliased = |name: &str, alias: &str| {
         let alias = alias.replace('-', "_");
         options.int(if options.given(&alias) { &alias } else { name })
@@ -154,7 +154,7 @@ fn run_threads(
         }),
         stop: match &pod {
             Some(pod) => pod.stop_flag(),
-            None => crate::signals::watch_signals_second_exits(),
+            None => stampede_base::signals::watch_signals_second_exits(),
         },
     });
     let _ = shared.run.set(control.clone());
@@ -189,7 +189,7 @@ fn run_threads(
         return 1;
     }
     control.start_now();
-    let cpu_start = crate::cpu::process_cpu();
+    let cpu_start = stampede_base::cpu::process_cpu();
     control.running.store(here.len() as u32, Ordering::Relaxed);
     if pod.as_ref().is_none_or(LuaPod::first) {
         shared.log.notice("Threads started!\n");
@@ -204,7 +204,7 @@ fn run_threads(
         let _ = worker.join();
     }
     let total_s = control.elapsed();
-    let client_cpu_s = crate::cpu::process_cpu()
+    let client_cpu_s = stampede_base::cpu::process_cpu()
         .since(&cpu_start)
         .total()
         .as_secs_f64();

@@ -12,15 +12,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::cmdline::CommandLine;
 use super::context::{Script, Shared};
 use super::control::RunControl;
 use super::stats::{LogHistogram, COUNTERS};
-use crate::error::{CommandResult, Failure};
+use super::sysbench_cmdline::CommandLine;
 use crate::family::sysbench::layout::{Stat, Timer};
 use crate::family::sysbench::spread::{require_named_server, PodLine};
 use crate::pods::role::share_of;
 use crate::pods::{KubeArgs, PodRole, PodRun, PodShare, SpreadSummary};
+use stampede_base::error::{CommandResult, Failure};
 
 /// The launcher's side: the script's options are checked (it was loaded to read them).
 pub fn launch(shared: &Shared, line: &CommandLine, kube: &KubeArgs) -> CommandResult {

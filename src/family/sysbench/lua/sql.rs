@@ -11,12 +11,12 @@ use std::ffi::c_void;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::Ordering;
 
-use crate::lua::mlua::{self, LightUserData, Lua, Table, UserData, UserDataMethods, Value};
+use stampede_lua::mlua::{self, LightUserData, Lua, Table, UserData, UserDataMethods, Value};
 
 use super::connection::Connection;
 use super::context::ThreadContext;
 use super::target::Target;
-use crate::script::Value as BoundValue;
+use stampede_script::Value as BoundValue;
 
 fn context(lua: &Lua) -> Rc<ThreadContext> {
     lua.app_data_ref::<Rc<ThreadContext>>()

@@ -8,15 +8,15 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use crate::lua::mlua::{self, Function, Lua, MultiValue, Table, UserData, Value};
+use stampede_lua::mlua::{self, Function, Lua, MultiValue, Table, UserData, Value};
 
 use super::context::{Script, Shared, ThreadContext};
 use super::stats::LogHistogram;
 use super::{fast, sql};
-use crate::family::sysbench::cmdline::{self, Kind, OptValue, OptionDef};
 use crate::family::sysbench::layout::Stat;
-use crate::script::extensions::sysbench_random as random;
-use crate::script::prng::PgPrng;
+use crate::family::sysbench::sysbench_cmdline::{self, Kind, OptValue, OptionDef};
+use stampede_script::extensions::sysbench_random as random;
+use stampede_script::prng::PgPrng;
 
 /// sysbench's Lua API as stampede writes it, chunk by chunk under sysbench's own module names
 /// (which its error messages show).
@@ -47,7 +47,7 @@ pub struct Interpreter {
 impl Interpreter {
     /// The main thread's interpreter (`tid` None) or worker `tid`'s.
     pub fn new(shared: &Arc<Shared>, tid: Option<usize>) -> Result<Interpreter, String> {
-        let lua = crate::lua::interpreter();
+        let lua = stampede_lua::interpreter();
         let context = ThreadContext {
             shared: shared.clone(),
             tid: tid.unwrap_or(0),
@@ -402,7 +402,7 @@ fn add_option_functions(lua: &Lua, native: &Table) -> mlua::Result<()> {
         "print_test_options",
         lua.create_function(|lua, ()| {
             let declared = context(lua).declared.borrow().clone().unwrap_or_default();
-            println!("{}", cmdline::option_list(&declared));
+            println!("{}", sysbench_cmdline::option_list(&declared));
             let _ = std::io::stdout().flush();
             Ok(())
         })?,

@@ -1,9 +1,9 @@
 //! Where a script's driver connects: PostgreSQL (`--pgsql-*`, else the `PG*` variables, else
 //! the managed default server) or MySQL/MariaDB (`--mysql-*`, its ignored errors, its dry run).
 
-use crate::conn::{ConnFlags, ConnSpec, MysqlSpec};
-use crate::family::sysbench::cmdline::Options;
+use crate::family::sysbench::sysbench_cmdline::Options;
 use crate::server::resolve_target;
+use stampede_conn::{ConnFlags, ConnSpec, MysqlSpec};
 
 /// Where the driver connects.
 #[derive(Debug, Clone)]

@@ -2,9 +2,9 @@
 //! C_LAST constant), the server's counters NOPM and TPM come from, and `tpcc drop`.
 
 use super::procedures;
-use crate::error::Failure;
 use crate::family::tpcc::schema::{MARKER, TABLES};
-use crate::wire::mysql::control::ControlSession;
+use stampede_base::error::Failure;
+use stampede_control::mysql::ControlSession;
 
 /// The TPROC-C tables (and the marker) that exist, in the schema's order.
 pub fn existing_tables(session: &mut ControlSession) -> Result<Vec<String>, Failure> {

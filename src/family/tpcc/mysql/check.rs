@@ -2,9 +2,9 @@
 //! the same conditions as `tpcc::check`'s, each a query that returns the keys that break it
 //! (MariaDB has no FULL JOIN, no `IS DISTINCT FROM`, no `format`).
 
-use crate::error::Failure;
 use crate::family::tpcc::check::{Outcome, CONDITIONS, SHOWN};
-use crate::wire::mysql::control::ControlSession;
+use stampede_base::error::Failure;
+use stampede_control::mysql::ControlSession;
 
 /// The queries in `CONDITIONS`' order.
 const QUERIES: [&str; 10] = [

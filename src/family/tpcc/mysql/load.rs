@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{procedures, schema};
-use crate::conn::MysqlSpec;
-use crate::error::Failure;
 use crate::family::tpcc::load::Loader;
 use crate::family::tpcc::rows::{RowWriter, TableSink};
 use crate::family::tpcc::schema::columns;
-use crate::wire::mysql::control::sql_failure;
-use crate::wire::mysql::MyConn;
+use stampede_base::error::Failure;
+use stampede_conn::MysqlSpec;
+use stampede_control::mysql::sql_failure;
+use stampede_wire::mysql::MyConn;
 
 /// Send an INSERT when its values reach this many bytes (MariaDB's max_allowed_packet is
 /// 16 MiB by default, MySQL's 64 MiB).
@@ -194,7 +194,7 @@ impl RowWriter for ValuesRows {
     fn text(&mut self, value: &str) {
         self.separate();
         let mut quoted = String::with_capacity(value.len() + 2);
-        crate::wire::mysql::push_quoted(&mut quoted, value);
+        stampede_wire::mysql::push_quoted(&mut quoted, value);
         self.buffer.extend_from_slice(quoted.as_bytes());
     }
 

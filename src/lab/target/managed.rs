@@ -1,0 +1,79 @@
+//! The lab's real targets: each spec target resolved to its engine's binaries and provisioned
+//! as that engine's `LabServer` (`postgres.rs`, `mariadb.rs`).
+
+use std::path::Path;
+
+use super::{LabServer, TargetBinaries, Targets};
+use crate::lab::spec::{ServerSource, TargetSpec};
+use crate::server::mariadb::managed::MariadbBinaries;
+use crate::server::mariadb::release;
+use crate::server::postgres::provision::{ProvisionedServer, ServerConfig};
+use crate::server::setup::SetupEvent;
+use stampede_base::error::Failure;
+
+/// Managed servers from the spec's sources: PostgreSQL (system, bin dir, download, build) and
+/// MariaDB/MySQL (system, bin dir).
+pub struct ManagedTargets;
+
+impl Targets for ManagedTargets {
+    fn check(&self, spec: &TargetSpec) -> Result<(), Failure> {
+        match &spec.server {
+            ServerSource::Postgres(source) => source.check().map_err(|e| {
+                e.into_input()
+                    .map_message(|text| format!("target \"{}\": {text}", spec.name))
+            }),
+            ServerSource::Mariadb(source) if release::is_series(source) => release::locate(source)
+                .map(|_| ())
+                .map_err(|e| e.map_message(|text| format!("target \"{}\": {text}", spec.name))),
+            ServerSource::Mariadb(_) => Ok(()),
+        }
+    }
+
+    fn resolve(
+        &self,
+        spec: &TargetSpec,
+        events: &mut dyn FnMut(SetupEvent<'_>),
+    ) -> Result<TargetBinaries, Failure> {
+        let mut named = |event: SetupEvent<'_>| match event {
+            SetupEvent::Note(note) => events(SetupEvent::Note(&format!(
+                "target \"{}\": {note}",
+                spec.name
+            ))),
+            download => events(download),
+        };
+        let binaries = match &spec.server {
+            ServerSource::Postgres(source) => {
+                source.resolve(&mut named).map(TargetBinaries::Postgres)
+            }
+            ServerSource::Mariadb(source) if release::is_series(source) => {
+                release::binaries(source, &mut named).map(TargetBinaries::Mariadb)
+            }
+            ServerSource::Mariadb(source) => {
+                MariadbBinaries::find(source).map(TargetBinaries::Mariadb)
+            }
+        };
+        let in_target = |e: Failure| {
+            e.into_input()
+                .map_message(|text| format!("target \"{}\": {text}", spec.name))
+        };
+        let binaries = binaries.map_err(in_target)?;
+        crate::lab::setting_names::check(&binaries, &spec.settings).map_err(in_target)?;
+        Ok(binaries)
+    }
+
+    fn provision(
+        &self,
+        binaries: &TargetBinaries,
+        root: &Path,
+        config: &ServerConfig<'_>,
+    ) -> Result<Box<dyn LabServer>, Failure> {
+        Ok(match binaries {
+            TargetBinaries::Postgres(binaries) => {
+                Box::new(ProvisionedServer::provision(binaries, root, config)?)
+            }
+            TargetBinaries::Mariadb(binaries) => Box::new(super::mariadb::LabMariadb::provision(
+                binaries, root, config,
+            )?),
+        })
+    }
+}

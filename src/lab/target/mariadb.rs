@@ -1,0 +1,328 @@
+//! A MariaDB/MySQL lab target: a managed server with the profile's settings, and the lab's
+//! work on it in MySQL's terms: databases instead of template copies (a run's pristine copy is
+//! `CREATE TABLE … LIKE` + `INSERT … SELECT` per table, the routines re-created from `SHOW CREATE`),
+//! `ANALYZE TABLE` for VACUUM ANALYZE, a
+//! dirty-page flush for CHECKPOINT, `SHOW GLOBAL VARIABLES` for pg_settings.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::LabServer;
+use crate::lab::spec::TargetSpec;
+use crate::lab::window::{MariadbProbes, RunProbes};
+use crate::server::mariadb::managed::{Flavor, MariadbBinaries, MariadbServer};
+use crate::server::mariadb::profile;
+use crate::server::postgres::profile::Machine;
+use crate::server::postgres::provision::{free_port, ServerConfig};
+use stampede_base::error::Failure;
+use stampede_conn::Endpoint;
+use stampede_conn::MysqlSpec;
+use stampede_control::mysql::ControlSession;
+use stampede_store::{SettingRow, TargetRecord};
+
+/// How a run's pristine copy is made, as reports name it.
+const RESTORE_METHOD: &str = "CREATE TABLE … LIKE + INSERT … SELECT (and the routines)";
+/// The longest a checkpoint waits for the buffer pool's dirty pages to be written.
+const FLUSH_LIMIT: Duration = Duration::from_secs(120);
+
+pub struct LabMariadb {
+    server: MariadbServer,
+}
+
+impl LabMariadb {
+    /// Initialises the data directory under `root` once, writes my.cnf with a free port and
+    /// the settings, and starts the server.
+    pub fn provision(
+        binaries: &MariadbBinaries,
+        root: &Path,
+        config: &ServerConfig<'_>,
+    ) -> Result<LabMariadb, Failure> {
+        if let Some(parent) = root.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Failure::run(format!("could not create {}: {e}", parent.display())).caused_by(e)
+            })?;
+        }
+        let mut server =
+            MariadbServer::new(binaries.clone(), root.to_path_buf(), free_port(None)?)?;
+        server.settings = profile::settings(
+            config.profile,
+            &Machine::probe(root),
+            config.max_clients,
+            config.settings,
+        )?;
+        if server.is_running() {
+            server.stop()?;
+        }
+        if server.is_initialized() {
+            server.write_config()?;
+        } else {
+            server.init()?;
+        }
+        server.start()?;
+        Ok(LabMariadb { server })
+    }
+
+    fn spec(&self, database: &str) -> MysqlSpec {
+        self.server.spec().with_database(database)
+    }
+
+    fn session(&self) -> Result<ControlSession, Failure> {
+        ControlSession::connect(&self.spec(""))
+    }
+
+    fn number(&self, sql: &str) -> Result<u64, Failure> {
+        let rows = self.session()?.rows(sql)?;
+        let text = rows
+            .rows
+            .first()
+            .and_then(|row| row.first().cloned().flatten())
+            .unwrap_or_default();
+        text.parse::<f64>()
+            .map(|n| n as u64)
+            .map_err(|_| Failure::run(format!("{sql} returned {text:?}")))
+    }
+
+    fn tables(&self, session: &mut ControlSession, database: &str) -> Result<Vec<String>, Failure> {
+        let rows = session.rows(&format!(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{database}' AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME"
+        ))?;
+        Ok(rows
+            .rows
+            .into_iter()
+            .filter_map(|row| row.into_iter().next().flatten())
+            .collect())
+    }
+
+    /// The CREATE statements of `database`'s stored procedures and functions (TPROC-C's
+    /// transactions are procedures), as the server shows them.
+    fn routines(
+        &self,
+        session: &mut ControlSession,
+        database: &str,
+    ) -> Result<Vec<String>, Failure> {
+        let rows = session.rows(&format!(
+            "SELECT ROUTINE_TYPE, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = '{database}' ORDER BY ROUTINE_NAME"
+        ))?;
+        let mut statements = Vec::new();
+        for row in rows.rows {
+            let (Some(Some(kind)), Some(Some(name))) = (row.first(), row.get(1)) else {
+                continue;
+            };
+            let shown = session.rows(&format!("SHOW CREATE {kind} `{database}`.`{name}`"))?;
+            // Name, sql_mode, then the statement.
+            let statement = shown
+                .rows
+                .into_iter()
+                .next()
+                .and_then(|row| row.into_iter().nth(2).flatten());
+            statements.push(statement.ok_or_else(|| {
+                Failure::run(format!(
+                    "the server does not show {database}.{name}'s definition to stampede's user"
+                ))
+            })?);
+        }
+        Ok(statements)
+    }
+
+    fn analyze(&self, session: &mut ControlSession, database: &str) -> Result<(), Failure> {
+        for table in self.tables(session, database)? {
+            session.execute(&format!("ANALYZE TABLE `{database}`.`{table}`"))?;
+        }
+        Ok(())
+    }
+}
+
+impl LabServer for LabMariadb {
+    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure> {
+        let mut session = self.session()?;
+        let server_version = session
+            .rows("SELECT VERSION()")?
+            .rows
+            .first()
+            .and_then(|row| row.first().cloned().flatten())
+            .unwrap_or_default();
+        let configured = |name: &str| self.server.settings.iter().any(|(n, _)| n == name);
+        let settings = session
+            .pairs("SHOW GLOBAL VARIABLES")?
+            .into_iter()
+            .map(|(name, value)| SettingRow {
+                source: Some(
+                    if configured(&name) {
+                        "configuration file"
+                    } else {
+                        "default"
+                    }
+                    .into(),
+                ),
+                name,
+                setting: Some(value),
+                unit: None,
+                boot_val: None,
+                context: None,
+            })
+            .collect();
+        let binaries = &self.server.binaries;
+        Ok(TargetRecord {
+            name: spec.name.clone(),
+            server: spec.server.spec_text(),
+            binary_source: format!(
+                "{} ({})",
+                match binaries.flavor {
+                    Flavor::MariaDb => "MariaDB",
+                    Flavor::MySql => "MySQL",
+                },
+                if binaries.source == "system" {
+                    "system packages"
+                } else if binaries.unpacked {
+                    // "mariadb-server-core 1:11.8.9+ds-4 (Debian unstable, unpacked) (<root>)".
+                    binaries.source.as_str()
+                } else {
+                    "bin/ path"
+                }
+            ),
+            bin_dir: binaries
+                .server
+                .parent()
+                .map_or_else(String::new, |dir| dir.display().to_string()),
+            server_version,
+            pg_config: String::new(),
+            profile: spec.profile.name(),
+            restore_method: RESTORE_METHOD.into(),
+            settings,
+        })
+    }
+
+    fn conn(&self, database: &str) -> Endpoint {
+        Endpoint::Mysql(self.spec(database))
+    }
+
+    fn workload_conn(&self, database: &str) -> Endpoint {
+        Endpoint::Mysql(self.spec(database))
+    }
+
+    fn has_dataset(&self, database: &str) -> bool {
+        self.number(&format!(
+            "SELECT COUNT(*) FROM `{database}`.stampede_dataset"
+        ))
+        .is_ok_and(|n| n == 1)
+    }
+
+    fn create_empty(&self, database: &str) -> Result<(), Failure> {
+        let mut session = self.session()?;
+        session.execute(&format!("DROP DATABASE IF EXISTS `{database}`"))?;
+        session.execute(&format!("CREATE DATABASE `{database}`"))
+    }
+
+    fn seal_dataset(&self, database: &str) -> Result<(), Failure> {
+        let mut session = self.session()?;
+        self.analyze(&mut session, database)?;
+        session.execute(&format!(
+            "CREATE TABLE `{database}`.stampede_dataset AS SELECT NOW() AS loaded_at"
+        ))?;
+        drop(session);
+        self.checkpoint()
+    }
+
+    fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure> {
+        self.create_empty(copy)?;
+        let mut session = self.session()?;
+        for table in self.tables(&mut session, template)? {
+            session.execute(&format!(
+                "CREATE TABLE `{copy}`.`{table}` LIKE `{template}`.`{table}`"
+            ))?;
+            session.execute(&format!(
+                "INSERT INTO `{copy}`.`{table}` SELECT * FROM `{template}`.`{table}`"
+            ))?;
+        }
+        let routines = self.routines(&mut session, template)?;
+        if !routines.is_empty() {
+            // A routine is created in the session's database.
+            session.execute(&format!("USE `{copy}`"))?;
+            for statement in routines {
+                session.execute(&statement)?;
+            }
+        }
+        self.analyze(&mut session, copy)
+    }
+
+    fn drop_database(&self, database: &str) -> Result<(), Failure> {
+        self.session()?
+            .execute(&format!("DROP DATABASE IF EXISTS `{database}`"))
+    }
+
+    /// InnoDB has no CHECKPOINT: every dirty page is flushed by lowering the dirty-page
+    /// limit to zero until none is left, then the limit is put back.
+    fn checkpoint(&self) -> Result<(), Failure> {
+        let mut session = self.session()?;
+        let limit = session
+            .rows("SELECT @@GLOBAL.innodb_max_dirty_pages_pct")?
+            .rows
+            .first()
+            .and_then(|row| row.first().cloned().flatten())
+            .unwrap_or_else(|| "90".into());
+        session.execute("FLUSH TABLES")?;
+        session.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")?;
+        let started = Instant::now();
+        while self
+            .number("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY'")
+            .is_ok_and(|dirty| dirty > 0)
+            && started.elapsed() < FLUSH_LIMIT
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        session.execute(&format!("SET GLOBAL innodb_max_dirty_pages_pct = {limit}"))
+    }
+
+    fn database_bytes(&self, database: &str) -> Result<u64, Failure> {
+        self.number(&format!(
+            "SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{database}'"
+        ))
+    }
+
+    fn shared_buffers_bytes(&self) -> Result<u64, Failure> {
+        self.number("SELECT @@GLOBAL.innodb_buffer_pool_size")
+    }
+
+    fn machine(&self) -> Machine {
+        Machine::probe(&self.server.root)
+    }
+
+    fn alive(&self) -> bool {
+        self.session()
+            .and_then(|mut session| session.execute("SELECT 1"))
+            .is_ok()
+    }
+
+    /// A killed server's pid file and socket linger; `start` clears the socket and waits.
+    fn restart(&self) -> Result<(), Failure> {
+        let mut last = Ok(());
+        for _ in 0..10 {
+            last = self.server.start();
+            if last.is_ok() {
+                return last;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        last
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        self.server.log_tail(lines)
+    }
+
+    fn stop(&self) {
+        let _ = self.server.stop();
+    }
+
+    fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
+        Some(Box::new(MariadbProbes {
+            run: self.spec(run.database()),
+            data_dir: self.server.data_dir(),
+        }))
+    }
+
+    /// Statement digests carry `?` for their values, which EXPLAIN cannot take.
+    fn explain(&self, _database: &str, _statement: &str) -> Option<String> {
+        None
+    }
+}
