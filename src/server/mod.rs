@@ -1,7 +1,9 @@
 //! Servers: a connection the user gives, or a server stampede manages — one folder per engine
-//! (`postgres/`, `mariadb/`), and what getting binaries reports while it works (`setup`).
+//! (`postgres/`, `mariadb/`), what getting binaries reports while it works (`setup`) and the
+//! downloads and digests both engines' sources share (`fetch`).
 //! Knows nothing about workloads.
 
+pub mod fetch;
 pub mod mariadb;
 pub mod postgres;
 pub mod setup;

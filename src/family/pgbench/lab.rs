@@ -18,7 +18,7 @@ use crate::family::pgbench::analytics;
 use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::builtins::{self, Builtin};
 use crate::family::pgbench::loader::{parse_steps, InitStep};
-use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
+use crate::family::pgbench::schema::SchemaOptions;
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 
@@ -131,15 +131,7 @@ impl FamilyWorkload for PgbenchLab {
         }
         let spec = InitSpec {
             steps,
-            schema: SchemaOptions {
-                scale,
-                fillfactor: 100,
-                unlogged: false,
-                tablespace: None,
-                index_tablespace: None,
-                partitions: 0,
-                partition_method: PartitionMethod::Range,
-            },
+            schema: SchemaOptions::at_scale(scale),
             quiet: true,
         };
         pgbench_init::run(&spec, conn, note)?;

@@ -5,7 +5,7 @@
 use crate::driver::Protocol;
 use crate::family::pgbench::args::ScriptChoice;
 use crate::family::pgbench::loader::{parse_steps, InitStep};
-use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
+use crate::family::pgbench::schema::SchemaOptions;
 use crate::family::pgbench::spec::{InitSpec, RunSpec};
 use crate::family::pgbench::{init, run};
 use stampede_base::error::Failure;
@@ -33,15 +33,7 @@ pub fn measure(
 ) -> Result<Vec<Cell>, Failure> {
     let spec = InitSpec {
         steps: parse_steps(InitStep::DEFAULT).expect("default steps parse"),
-        schema: SchemaOptions {
-            scale,
-            fillfactor: 100,
-            unlogged: false,
-            tablespace: None,
-            index_tablespace: None,
-            partitions: 0,
-            partition_method: PartitionMethod::Range,
-        },
+        schema: SchemaOptions::at_scale(scale),
         quiet: false,
     };
     init::run(&spec, target, &mut |line| say(line))?;

@@ -35,6 +35,20 @@ pub struct SchemaOptions {
 }
 
 impl SchemaOptions {
+    /// pgbench's defaults at `scale`: fillfactor 100, logged, not partitioned, default
+    /// tablespaces (`pgbench -i -s scale`).
+    pub fn at_scale(scale: i64) -> SchemaOptions {
+        SchemaOptions {
+            scale,
+            fillfactor: 100,
+            unlogged: false,
+            partitions: 0,
+            partition_method: PartitionMethod::Range,
+            tablespace: None,
+            index_tablespace: None,
+        }
+    }
+
     pub fn bigint_accounts(&self) -> bool {
         self.scale >= BIGINT_SCALE
     }

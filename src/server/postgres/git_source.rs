@@ -55,7 +55,7 @@ impl GitSource {
         root: &Path,
         events: &mut dyn FnMut(SetupEvent<'_>),
     ) -> Result<PathBuf, Failure> {
-        let key = super::build::hex(&Sha256::digest(self.url.as_bytes())[..8]);
+        let key = crate::server::fetch::hex(&Sha256::digest(self.url.as_bytes())[..8]);
         let mirror = root.join(format!("{key}.git"));
         if mirror.join("HEAD").is_file() {
             events(SetupEvent::Note(&format!("fetching {}", self.url)));

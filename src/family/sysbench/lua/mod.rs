@@ -16,6 +16,9 @@ mod state;
 mod stats;
 mod target;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 
 pub use log::Log;
