@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::probe::mariadb as mariadb_probe;
-use crate::probe::postgres::sampler::Sampler;
+use crate::probe::postgres::sampler;
 use crate::probe::postgres::{cluster_stats, run_stats};
+use crate::probe::sampler::Sampler;
 use crate::probe::{delta, os, server_cpu};
 use stampede_base::cpu;
 use stampede_conn::ConnSpec;
@@ -56,7 +57,7 @@ impl RunProbes for WindowProbes {
         run_stats::wait_for_sessions_to_end(&self.run, SETTLE_LIMIT);
         run_stats::reset_statements(&self.run)?;
         let before = self.counters()?;
-        let sampler = Sampler::start(
+        let sampler = sampler::start(
             self.admin.clone(),
             self.run.dbname.clone(),
             self.data_dir.clone(),

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::probe::postgres::sampler::{thread_cpu_s, Sampler, Samples, TICK};
+use crate::probe::sampler::{thread_cpu_s, Sampler, Samples, TICK};
 use crate::probe::{delta, os};
 use stampede_base::error::Failure;
 use stampede_conn::MysqlSpec;

@@ -1,4 +1,4 @@
-//! A background sampler for the measured window: what the run's sessions wait on, from
+//! PostgreSQL's sampler for the measured window (`probe::sampler` runs it): what the run's sessions wait on, from
 //! pg_stat_activity ten times a second; the operating system's counters and the checkpointer's
 //! (checkpoints done, buffers written) per second. It
 //! connects to another database than the run's, so its own queries do not count as the run's
@@ -7,82 +7,36 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::SimpleQueryMessage;
 
 use super::cluster_stats::CHECKPOINT_SERIES;
+use crate::probe::sampler::{thread_cpu_s, Sampler, Samples, TICK};
 use crate::probe::{delta, os};
+
+const TICKS_PER_SECOND: u64 = 10;
 use stampede_conn::ConnSpec;
 use stampede_store::{CounterRow, WaitSample};
 
-pub const TICK: Duration = Duration::from_millis(100);
-const TICKS_PER_SECOND: u64 = 10;
-
-/// What the sampler collected.
-#[derive(Debug, Default)]
-pub struct Samples {
-    pub wait_events: Vec<WaitSample>,
-    /// (second, the counter's change during that second).
-    pub counter_series: Vec<(u64, CounterRow)>,
-    /// What sampling cost: CPU seconds of the sampler's thread and of its server backend.
-    pub own_cost: Vec<CounterRow>,
-}
-
-/// A sampling thread: it samples until told to finish, then hands its samples over.
-pub struct Sampler {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Samples>>,
-}
-
-impl Sampler {
-    /// Runs `sample` on a thread of its own; it returns when the flag it is given is set.
-    pub fn spawn(sample: impl FnOnce(&AtomicBool) -> Samples + Send + 'static) -> Sampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::spawn(move || sample(&flag));
-        Sampler {
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    /// Starts sampling the sessions of `database` through `admin` (a connection to another
-    /// database of the same server), the checkpointer's counters, and the OS counters of the
-    /// disk holding `data_dir`; the queries follow the server's version.
-    pub fn start(
-        admin: ConnSpec,
-        database: String,
-        data_dir: PathBuf,
-        server_version_num: i64,
-    ) -> Sampler {
-        Sampler::spawn(move |stop| {
-            let sources = Sources {
-                database: &database,
-                data_dir: &data_dir,
-                checkpoint_query: super::cluster_stats::checkpoint_query(server_version_num),
-                server_version_num,
-            };
-            sample(&admin, &sources, stop)
-        })
-    }
-
-    pub fn finish(mut self) -> Samples {
-        self.stop.store(true, Ordering::SeqCst);
-        self.handle
-            .take()
-            .and_then(|handle| handle.join().ok())
-            .unwrap_or_default()
-    }
-}
-
-/// A sampler dropped without `finish` (the run failed) stops by itself.
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
+/// Starts sampling the sessions of `database` through `admin` (a connection to another
+/// database of the same server), the checkpointer's counters, and the OS counters of the
+/// disk holding `data_dir`; the queries follow the server's version.
+pub fn start(
+    admin: ConnSpec,
+    database: String,
+    data_dir: PathBuf,
+    server_version_num: i64,
+) -> Sampler {
+    Sampler::spawn(move |stop| {
+        let sources = Sources {
+            database: &database,
+            data_dir: &data_dir,
+            checkpoint_query: super::cluster_stats::checkpoint_query(server_version_num),
+            server_version_num,
+        };
+        sample(&admin, &sources, stop)
+    })
 }
 
 /// Active sessions of `database` by wait event. Before 10 pg_stat_activity has no
@@ -274,13 +228,6 @@ async fn backend_pid(client: &tokio_postgres::Client) -> Option<i32> {
     messages.iter().find_map(|m| match m {
         SimpleQueryMessage::Row(row) => row.get(0)?.parse().ok(),
         _ => None,
-    })
-}
-
-/// CPU seconds of the calling thread.
-pub(crate) fn thread_cpu_s() -> f64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0.0, |time| {
-        time.tv_sec() as f64 + time.tv_nsec() as f64 / 1e9
     })
 }
 
