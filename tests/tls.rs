@@ -421,6 +421,14 @@ fn several_clients_on_one_thread_read_tls_replies(server: &TlsServer, home: &Pat
         stdout(&run)
     );
     assert_eq!(server.session_encrypted("swept"), Some(true));
+    // The server's own word: each of the three clients' sessions was encrypted.
+    let log = std::fs::read_to_string(server.cluster.log_file()).unwrap_or_default();
+    let encrypted = log
+        .lines()
+        .filter(|line| line.contains("connection authorized"))
+        .filter(|line| line.contains("application_name=swept SSL enabled"))
+        .count();
+    assert_eq!(encrypted, 3, "{log}");
 }
 
 #[test]

@@ -48,6 +48,15 @@ fn run_plan(plan: RunPlan) -> (Result<RunResult, Failure>, Vec<String>) {
     (result, said)
 }
 
+/// The length of the runs whose errors must come after their end.
+const SHORT_RUN: Duration = Duration::from_millis(100);
+
+/// `answer`, once a run of `SHORT_RUN` is over whatever the machine's speed: the statement is
+/// sent after the run's start, and answered `SHORT_RUN` after it arrives.
+fn after_the_end(answer: Answer) -> Answer {
+    Answer::After(SHORT_RUN, Box::new(answer))
+}
+
 fn serialization_failure() -> Answer {
     Answer::error(
         "40001",
@@ -176,19 +185,10 @@ fn the_watchdog_abandons_a_stalled_client_and_cancels_its_query() {
 
 #[test]
 fn an_error_after_the_end_is_neither_retried_nor_counted() {
-    let late_conflict = || {
-        Answer::After(
-            Duration::from_millis(300),
-            Box::new(serialization_failure()),
-        )
-    };
-    let server = ScriptedServer::start(move |call| (call.text == UPDATE).then(late_conflict));
-    let mut plan = plan(
-        &server,
-        TRANSFER,
-        2,
-        RunLimit::Duration(Duration::from_millis(100)),
-    );
+    let server = ScriptedServer::start(move |call| {
+        (call.text == UPDATE).then(|| after_the_end(serialization_failure()))
+    });
+    let mut plan = plan(&server, TRANSFER, 2, RunLimit::Duration(SHORT_RUN));
     plan.errors.max_tries = 10;
     let result = run_plan(plan).0.expect("the run");
     assert_eq!(result.total.failures.total(), 0);
@@ -223,19 +223,10 @@ fn a_pipeline_is_retried_whole_and_its_late_error_ends_the_client_uncounted() {
         "skipped after the error until the Sync"
     );
 
-    let late = || {
-        Answer::After(
-            Duration::from_millis(300),
-            Box::new(serialization_failure()),
-        )
-    };
-    let server = ScriptedServer::start(move |call| (call.text == "UPDATE t SET v = 1;").then(late));
-    let mut timed = plan(
-        &server,
-        PIPELINE,
-        1,
-        RunLimit::Duration(Duration::from_millis(100)),
-    );
+    let server = ScriptedServer::start(move |call| {
+        (call.text == "UPDATE t SET v = 1;").then(|| after_the_end(serialization_failure()))
+    });
+    let mut timed = plan(&server, PIPELINE, 1, RunLimit::Duration(SHORT_RUN));
     timed.errors.max_tries = 10;
     let result = run_plan(timed).0.expect("the run");
     assert_eq!(

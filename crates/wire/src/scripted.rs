@@ -219,12 +219,16 @@ impl Session {
     fn open(mut socket: UnixStream, shared: Arc<Shared>) -> io::Result<Session> {
         loop {
             let length = read_i32(&mut socket)?;
-            let mut body = vec![0; (length - 4).max(0) as usize];
+            // A start-up packet holds at least its length and a code; a cancel request 16 bytes.
+            if !(8..=10_000).contains(&length) {
+                return Err(io::ErrorKind::InvalidData.into());
+            }
+            let mut body = vec![0; length as usize - 4];
             socket.read_exact(&mut body)?;
             let code = i32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
             match code {
                 SSL_REQUEST => socket.write_all(b"N")?,
-                CANCEL_REQUEST => {
+                CANCEL_REQUEST if body.len() >= 12 => {
                     let key = i32::from_be_bytes(body[4..8].try_into().expect("4 bytes"));
                     shared.seen.lock().expect("the server's record").cancels += 1;
                     let cancelled = shared.cancelled.lock().expect("the sessions");
