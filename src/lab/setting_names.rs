@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::target::TargetBinaries;
-use crate::server::mariadb::profile::normal_name;
+use crate::server::mariadb::profile::Mariadb;
+use crate::server::profile::ProfileRules;
 use stampede_base::error::Failure;
 
 /// Refuses the first setting the target's server does not know. A binary that cannot list its
@@ -35,7 +36,7 @@ pub fn check(binaries: &TargetBinaries, settings: &[(String, String)]) -> Result
                 return Ok(());
             };
             let is_known = |name: &str| {
-                let name = normal_name(name);
+                let name = Mariadb::normal_name(name);
                 // `loose_` options are ignored by a server that lacks them; `skip_x` is `x` off.
                 name.starts_with("loose_")
                     || known.contains(&name)
@@ -88,7 +89,7 @@ fn variable_names(help: &str) -> Vec<String> {
         .skip(1)
         .take_while(|line| !line.trim().is_empty())
         .filter_map(|line| line.split_whitespace().next())
-        .map(normal_name)
+        .map(Mariadb::normal_name)
         .collect()
 }
 

@@ -20,8 +20,8 @@ use super::plan::Plan;
 use super::spec::{LabSpec, ServerSource};
 use crate::family::api::LabWorkload;
 use crate::pods::KubeArgs;
-use crate::server::postgres::profile::Profile;
 use crate::server::postgres::provision::BinarySource;
+use crate::server::profile::Profile;
 use stampede_base::error::Failure;
 use stampede_store::{Location, Store};
 

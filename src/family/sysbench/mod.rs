@@ -15,7 +15,6 @@ pub mod lab;
 pub mod layout;
 pub mod lua;
 pub mod microbench;
-pub mod mysql_schema;
 pub mod oltp_options;
 pub mod report;
 pub mod schema;

@@ -4,9 +4,10 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use super::mysql_schema::{self, MysqlPreparer};
 use super::oltp_options::OltpOptions;
-use super::schema::{self, Preparer};
+use super::schema::mysql::MysqlPreparer;
+use super::schema::postgres::Preparer;
+use super::schema::{self, require_tables};
 use super::subcommands::SysbenchArgs;
 use crate::server::resolve_target;
 use stampede_base::error::Failure;
@@ -69,11 +70,13 @@ impl SysbenchTarget {
     pub fn existing_tables(&self) -> Result<Vec<u32>, Failure> {
         match self {
             SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
-                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
-                schema::existing_tables(&client).await
+                let client = schema::postgres::connect(conn)
+                    .await
+                    .map_err(Failure::into_input)?;
+                schema::postgres::existing_tables(&client).await
             }),
             SysbenchTarget::Mysql { spec, .. } => {
-                mysql_schema::existing_tables(&mut ControlSession::connect(spec)?)
+                schema::mysql::existing_tables(&mut ControlSession::connect(spec)?)
             }
         }
     }
@@ -81,7 +84,7 @@ impl SysbenchTarget {
     /// Refuses to run before prepare: every table the test reads must exist.
     pub fn check_prepared(&self, tables: u32) -> Result<(), Failure> {
         let existing = self.existing_tables()?;
-        schema::require_tables(&existing, tables)
+        require_tables(&existing, tables)
     }
 
     /// Creates and loads the tables, `connections` at a time.
@@ -123,12 +126,14 @@ impl SysbenchTarget {
     pub fn postwrite(&self, tables: u32) -> Result<String, Failure> {
         match self {
             SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
-                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
-                let vacuum = schema::postwrite(&client, tables).await?;
+                let client = schema::postgres::connect(conn)
+                    .await
+                    .map_err(Failure::into_input)?;
+                let vacuum = schema::postgres::postwrite(&client, tables).await?;
                 Ok(format!("{vacuum}, CHECKPOINT"))
             }),
             SysbenchTarget::Mysql { spec, .. } => {
-                let done = mysql_schema::postwrite(&mut ControlSession::connect(spec)?, tables)?;
+                let done = schema::mysql::postwrite(&mut ControlSession::connect(spec)?, tables)?;
                 Ok(done.to_string())
             }
         }
@@ -138,10 +143,12 @@ impl SysbenchTarget {
     pub fn create_bulk_insert_tables(&self, threads: u32) -> Result<Vec<String>, Failure> {
         match self {
             SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
-                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
-                schema::create_bulk_insert_tables(&client, threads).await
+                let client = schema::postgres::connect(conn)
+                    .await
+                    .map_err(Failure::into_input)?;
+                schema::postgres::create_bulk_insert_tables(&client, threads).await
             }),
-            SysbenchTarget::Mysql { spec, .. } => mysql_schema::create_bulk_insert_tables(
+            SysbenchTarget::Mysql { spec, .. } => schema::mysql::create_bulk_insert_tables(
                 &mut ControlSession::connect(spec)?,
                 threads,
             ),
@@ -179,11 +186,13 @@ impl SysbenchTarget {
     pub fn cleanup(&self, tables: u32) -> Result<Vec<String>, Failure> {
         match self {
             SysbenchTarget::Postgres(conn) => control_runtime().block_on(async {
-                let client = schema::connect(conn).await.map_err(Failure::into_input)?;
-                schema::cleanup(&client, tables).await
+                let client = schema::postgres::connect(conn)
+                    .await
+                    .map_err(Failure::into_input)?;
+                schema::postgres::cleanup(&client, tables).await
             }),
             SysbenchTarget::Mysql { spec, .. } => {
-                mysql_schema::cleanup(&mut ControlSession::connect(spec)?, tables)
+                schema::mysql::cleanup(&mut ControlSession::connect(spec)?, tables)
             }
         }
     }

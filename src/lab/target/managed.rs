@@ -7,7 +7,8 @@ use super::{LabServer, TargetBinaries, Targets};
 use crate::lab::spec::{ServerSource, TargetSpec};
 use crate::server::mariadb::managed::MariadbBinaries;
 use crate::server::mariadb::release;
-use crate::server::postgres::provision::{ProvisionedServer, ServerConfig};
+use crate::server::postgres::provision::ProvisionedServer;
+use crate::server::profile::ServerConfig;
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use super::LabServer;
 use crate::lab::spec::TargetSpec;
 use crate::lab::window::{MariadbProbes, RunProbes};
+use crate::server::free_port;
 use crate::server::mariadb::managed::{Flavor, MariadbBinaries, MariadbServer};
-use crate::server::mariadb::profile;
-use crate::server::postgres::profile::Machine;
-use crate::server::postgres::provision::{free_port, ServerConfig};
+use crate::server::mariadb::profile::Mariadb;
+use crate::server::profile::Machine;
+use crate::server::profile::{self, ServerConfig};
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_conn::MysqlSpec;
@@ -44,7 +45,7 @@ impl LabMariadb {
         }
         let mut server =
             MariadbServer::new(binaries.clone(), root.to_path_buf(), free_port(None)?)?;
-        server.settings = profile::settings(
+        server.settings = profile::settings::<Mariadb>(
             config.profile,
             &Machine::probe(root),
             config.max_clients,

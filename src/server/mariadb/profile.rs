@@ -5,97 +5,82 @@
 
 use std::path::Path;
 
-use crate::server::postgres::profile::{merge, size, Machine, Profile, GB, MB};
+use crate::server::profile::{whole_megabytes, Machine, ProfileRules, GB, MB};
 use stampede_base::error::Failure;
 
-/// What a lab server always has: statement digests on (pg_stat_statements' counterpart), and
-/// connections for the largest client count.
-pub fn lab_needs(max_clients: usize) -> Vec<(String, String)> {
-    vec![
-        ("performance_schema".into(), "ON".into()),
-        (
-            "max_connections".into(),
-            (max_clients + 20).max(151).to_string(),
-        ),
-    ]
-}
+/// MariaDB's (and MySQL's) rules.
+pub struct Mariadb;
 
-/// InnoDB's starter tuning: a quarter of RAM for the buffer pool (as shared_buffers), a redo
-/// log half its size (at most a tenth of the free disk, 256 MB to 16 GB) so that checkpoints
-/// are rare, O_DIRECT (no double caching), SSD I/O capacity, and no neighbour flushing.
-pub fn tuned(machine: &Machine) -> Vec<(String, String)> {
-    let buffer_pool = machine.ram_bytes / 4;
-    let redo = (buffer_pool / 2)
-        .min(machine.free_disk_bytes / 10)
-        .clamp(256 * MB, 16 * GB);
-    [
-        ("innodb_buffer_pool_size", mysql_size(buffer_pool)),
-        ("innodb_log_file_size", mysql_size(redo)),
-        ("innodb_log_buffer_size", "64M".to_string()),
-        ("innodb_flush_method", "O_DIRECT".to_string()),
-        ("innodb_io_capacity", "2000".to_string()),
-        ("innodb_io_capacity_max", "4000".to_string()),
-        ("innodb_flush_neighbors", "0".to_string()),
-    ]
-    .into_iter()
-    .map(|(name, value)| (name.to_string(), value))
-    .collect()
+impl ProfileRules for Mariadb {
+    /// What a lab server always has: statement digests on (pg_stat_statements' counterpart), and
+    /// connections for the largest client count.
+    fn lab_needs(max_clients: usize) -> Vec<(String, String)> {
+        vec![
+            ("performance_schema".into(), "ON".into()),
+            (
+                "max_connections".into(),
+                (max_clients + 20).max(151).to_string(),
+            ),
+        ]
+    }
+
+    /// InnoDB's starter tuning: a quarter of RAM for the buffer pool (as shared_buffers), a redo
+    /// log half its size (at most a tenth of the free disk, 256 MB to 16 GB) so that checkpoints
+    /// are rare, O_DIRECT (no double caching), SSD I/O capacity, and no neighbour flushing.
+    fn tuned(machine: &Machine, _max_clients: usize) -> Vec<(String, String)> {
+        let buffer_pool = machine.ram_bytes / 4;
+        let redo = (buffer_pool / 2)
+            .min(machine.free_disk_bytes / 10)
+            .clamp(256 * MB, 16 * GB);
+        [
+            ("innodb_buffer_pool_size", mysql_size(buffer_pool)),
+            ("innodb_log_file_size", mysql_size(redo)),
+            ("innodb_log_buffer_size", "64M".to_string()),
+            ("innodb_flush_method", "O_DIRECT".to_string()),
+            ("innodb_io_capacity", "2000".to_string()),
+            ("innodb_io_capacity_max", "4000".to_string()),
+            ("innodb_flush_neighbors", "0".to_string()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect()
+    }
+
+    /// `name = value` lines of a my.cnf fragment (section headers, comments and blank lines
+    /// skipped; a bare option such as `skip-log-bin` keeps an empty value and is written bare).
+    fn read_fragment(path: &Path) -> Result<Vec<(String, String)>, Failure> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Failure::run(format!("could not read profile {}: {e}", path.display())).caused_by(e)
+        })?;
+        Ok(text
+            .lines()
+            .map(|line| line.split(['#', ';']).next().unwrap_or("").trim())
+            .filter(|line| !line.is_empty() && !line.starts_with('['))
+            .map(|line| match line.split_once('=') {
+                Some((name, value)) => (
+                    Self::normal_name(name),
+                    value.trim().trim_matches(['\'', '"']).to_string(),
+                ),
+                None => (Self::normal_name(line), String::new()),
+            })
+            .collect())
+    }
+
+    /// Server variables are spelt with `-` or `_`; my.cnf and `SHOW VARIABLES` agree on `_`.
+    fn normal_name(name: &str) -> String {
+        name.trim().replace('-', "_")
+    }
 }
 
 /// my.cnf sizes in whole megabytes ("512M").
 fn mysql_size(bytes: u64) -> String {
-    size(bytes).trim_end_matches('B').to_string()
-}
-
-/// `name = value` lines of a my.cnf fragment (section headers, comments and blank lines
-/// skipped; a bare option such as `skip-log-bin` keeps an empty value and is written bare).
-pub fn read_fragment(path: &Path) -> Result<Vec<(String, String)>, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::run(format!("could not read profile {}: {e}", path.display())).caused_by(e)
-    })?;
-    Ok(text
-        .lines()
-        .map(|line| line.split(['#', ';']).next().unwrap_or("").trim())
-        .filter(|line| !line.is_empty() && !line.starts_with('['))
-        .map(|line| match line.split_once('=') {
-            Some((name, value)) => (
-                normal_name(name),
-                value.trim().trim_matches(['\'', '"']).to_string(),
-            ),
-            None => (normal_name(line), String::new()),
-        })
-        .collect())
-}
-
-/// Server variables are spelt with `-` or `_`; my.cnf and `SHOW VARIABLES` agree on `_`.
-pub fn normal_name(name: &str) -> String {
-    name.trim().replace('-', "_")
-}
-
-/// The profile's settings, then the lab's needs, then the user's overrides: later entries win.
-pub fn settings(
-    profile: &Profile,
-    machine: &Machine,
-    max_clients: usize,
-    overrides: &[(String, String)],
-) -> Result<Vec<(String, String)>, Failure> {
-    let mut all = match profile {
-        Profile::Untuned => Vec::new(),
-        Profile::Tuned => tuned(machine),
-        Profile::File(path) => read_fragment(path)?,
-    };
-    all.extend(lab_needs(max_clients));
-    all.extend(
-        overrides
-            .iter()
-            .map(|(name, value)| (normal_name(name), value.clone())),
-    );
-    Ok(merge(all))
+    format!("{}M", whole_megabytes(bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::profile::{settings, Profile};
 
     #[test]
     fn tuned_scales_with_the_machine_and_overrides_win() {
@@ -104,7 +89,7 @@ mod tests {
             cores: 2,
             free_disk_bytes: 80 * GB,
         };
-        let all = settings(
+        let all = settings::<Mariadb>(
             &Profile::Tuned,
             &machine,
             32,
@@ -121,9 +106,9 @@ mod tests {
             free_disk_bytes: GB,
             ..machine
         };
-        assert_eq!(tuned(&small_disk)[1].1, "256M");
+        assert_eq!(Mariadb::tuned(&small_disk, 1)[1].1, "256M");
         assert_eq!(
-            settings(&Profile::Untuned, &machine, 300, &[])
+            settings::<Mariadb>(&Profile::Untuned, &machine, 300, &[])
                 .unwrap()
                 .len(),
             2
@@ -139,7 +124,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            read_fragment(&path).unwrap(),
+            Mariadb::read_fragment(&path).unwrap(),
             vec![
                 ("innodb_buffer_pool_size".to_string(), "1G".to_string()),
                 ("skip_log_bin".to_string(), String::new()),

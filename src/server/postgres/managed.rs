@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::binaries::Binaries;
 use super::cluster::{Cluster, OsUser};
-use super::provision::{free_port, random_password};
+use super::provision::random_password;
+use crate::server::free_port;
 use crate::server::setup::SetupEvent;
 use stampede_conn::ConnSpec;
 

@@ -4,13 +4,14 @@
 //! kind of target touches this file, not the lab.
 
 use stampede_base::error::Failure;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::binaries::Binaries;
 use super::cluster::{Cluster, OsUser};
-use super::profile::{self, Machine, Profile};
+use super::profile::Postgres;
+use crate::server::free_port;
+use crate::server::profile::{self, Machine, ServerConfig};
 use crate::server::setup::SetupEvent;
 use stampede_conn::ConnSpec;
 use stampede_control::postgres::queries::{query_string, server_version_num};
@@ -122,17 +123,6 @@ fn build_announced(
     super::build::build(request, &mut announce).map(|built| built.binaries)
 }
 
-/// How a target's cluster is configured.
-pub struct ServerConfig<'a> {
-    pub profile: &'a Profile,
-    /// Overrides on top of the profile, as postgresql.conf values.
-    pub settings: &'a [(String, String)],
-    /// Pin the server to these CPUs.
-    pub cpus: Option<Vec<usize>>,
-    /// The most clients any workload will open (the profile sizes max_connections from it).
-    pub max_clients: usize,
-}
-
 /// A started cluster the lab owns.
 pub struct ProvisionedServer {
     pub cluster: Cluster,
@@ -166,7 +156,7 @@ impl ProvisionedServer {
             })?;
         }
         let machine = Machine::probe(root);
-        let settings = profile::settings(
+        let settings = profile::settings::<Postgres>(
             config.profile,
             &machine,
             config.max_clients,
@@ -256,26 +246,6 @@ impl ProvisionedServer {
         } else {
             "template database (STRATEGY FILE_COPY)"
         }
-    }
-}
-
-/// A TCP port on 127.0.0.1 that nothing listens on: the first free one of `range`, or any the
-/// system hands out.
-pub fn free_port(range: Option<Range<u16>>) -> Result<u16, Failure> {
-    match range {
-        Some(range) => range
-            .clone()
-            .find(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok())
-            .ok_or_else(|| {
-                Failure::run(format!(
-                    "no free TCP port in {}..{}",
-                    range.start, range.end
-                ))
-            }),
-        None => std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|listener| listener.local_addr())
-            .map(|address| address.port())
-            .map_err(|e| Failure::run(format!("no free TCP port: {e}")).caused_by(e)),
     }
 }
 

@@ -1,21 +1,22 @@
 //! sysbench's tables on MySQL/MariaDB, as its `oltp_common.lua` creates them for the mysql
 //! driver: `id INTEGER NOT NULL AUTO_INCREMENT` (without with `--auto-inc=off`), the key
 //! declared in the CREATE TABLE, `/*! ENGINE = innodb */`, rows by multi-row INSERTs, then
-//! the secondary index on k. The rows are the PostgreSQL loader's: ids 1..table_size, k from
-//! the default distribution, c and pad groups of random digits.
+//! the secondary index on k.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::oltp_options::OltpOptions;
+use super::{
+    bulk_insert_table, loading_connections, table_name, table_number, tables_of, tables_to_drop,
+    TableRows,
+};
+use crate::family::sysbench::oltp_options::OltpOptions;
 use stampede_base::error::Failure;
 use stampede_conn::MysqlSpec;
 use stampede_control::mysql::ControlSession;
-use stampede_script::extensions::sysbench_random;
-use stampede_script::prng::PgPrng;
 
 /// Rows per INSERT: about 200 KB of VALUES, well under any max_allowed_packet.
-const ROWS_PER_INSERT: u32 = 1000;
+const ROWS_PER_INSERT: usize = 1000;
 
 pub struct MysqlPreparer {
     pub spec: MysqlSpec,
@@ -32,13 +33,7 @@ pub fn existing_tables(session: &mut ControlSession) -> Result<Vec<u32>, Failure
     let mut numbers: Vec<u32> = rows
         .rows
         .iter()
-        .filter_map(|row| {
-            row.first()?
-                .as_deref()?
-                .strip_prefix("sbtest")?
-                .parse()
-                .ok()
-        })
+        .filter_map(|row| table_number(row.first()?.as_deref()?))
         .collect();
     numbers.sort_unstable();
     Ok(numbers)
@@ -46,16 +41,12 @@ pub fn existing_tables(session: &mut ControlSession) -> Result<Vec<u32>, Failure
 
 /// Drops `sbtest1..tables` and any further sbtest tables left behind.
 pub fn cleanup(session: &mut ControlSession, tables: u32) -> Result<Vec<String>, Failure> {
-    let mut numbers: Vec<u32> = (1..=tables).collect();
-    for extra in existing_tables(session)? {
-        if !numbers.contains(&extra) {
-            numbers.push(extra);
-        }
-    }
+    let existing = existing_tables(session)?;
     let mut dropped = Vec::new();
-    for t in numbers {
-        session.execute(&format!("DROP TABLE IF EXISTS sbtest{t}"))?;
-        dropped.push(format!("sbtest{t}"));
+    for t in tables_to_drop(tables, &existing) {
+        let name = table_name(t);
+        session.execute(&format!("DROP TABLE IF EXISTS {name}"))?;
+        dropped.push(name);
     }
     Ok(dropped)
 }
@@ -67,10 +58,8 @@ pub fn create_bulk_insert_tables(
 ) -> Result<Vec<String>, Failure> {
     (1..=threads)
         .map(|t| {
-            session.execute(&format!(
-                "CREATE TABLE IF NOT EXISTS sbtest{t} (id INTEGER NOT NULL, k INTEGER DEFAULT '0' NOT NULL, PRIMARY KEY (id))"
-            ))?;
-            Ok(format!("sbtest{t}"))
+            session.execute(&bulk_insert_table(t))?;
+            Ok(table_name(t))
         })
         .collect()
 }
@@ -117,15 +106,13 @@ fn maintain(session: &mut ControlSession, sql: &str) -> Result<(), Failure> {
 impl MysqlPreparer {
     /// Creates and loads every table, `connections` tables at a time.
     pub fn prepare(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
-        let connections = self.connections.clamp(1, self.options.tables as usize);
+        let connections = loading_connections(self.connections, self.options.tables);
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..connections)
                 .map(|worker| {
                     scope.spawn(move || {
                         let mut session = ControlSession::connect(&self.spec)?;
-                        let tables = (1..=self.options.tables)
-                            .filter(|t| (*t as usize - 1) % connections == worker);
-                        for table in tables {
+                        for table in tables_of(worker, connections, self.options.tables) {
                             self.create_table(&mut session, table, announce)?;
                         }
                         Ok::<(), Failure>(())
@@ -145,7 +132,7 @@ impl MysqlPreparer {
         announce: &(dyn Fn(String) + Sync),
     ) -> Result<(), Failure> {
         let o = &self.options;
-        let name = format!("sbtest{table}");
+        let name = table_name(table);
         announce(format!("Creating table '{name}'..."));
         let id_def = if o.auto_inc {
             "INTEGER NOT NULL AUTO_INCREMENT"
@@ -178,24 +165,18 @@ impl MysqlPreparer {
         name: &str,
         table: u32,
     ) -> Result<(), Failure> {
-        // The PostgreSQL loader's stream per table, so both engines hold the same rows.
-        let mut rng = PgPrng::seeded(self.seed ^ (table as u64).wrapping_mul(0x9E37_79B9));
-        let size = self.options.table_size;
-        let mut id = 1;
-        while id <= size {
-            let end = (id + ROWS_PER_INSERT - 1).min(size);
+        let mut rows = TableRows::new(&self.options, self.seed, table).peekable();
+        while rows.peek().is_some() {
             let mut sql = format!("INSERT INTO {name}(id, k, c, pad) VALUES");
-            for row in id..=end {
-                let k = super::schema::draw(&mut rng, &self.options, size as i64);
-                let c = sysbench_random::digit_groups(&mut rng, 10);
-                let pad = sysbench_random::digit_groups(&mut rng, 5);
-                let separator = if row == id { "" } else { "," };
-                sql.push_str(&format!("{separator}({row}, {k}, '{c}', '{pad}')"));
+            let mut inserted = 0;
+            for row in rows.by_ref().take(ROWS_PER_INSERT) {
+                let separator = if inserted == 0 { "" } else { "," };
+                let (id, k, c, pad) = (row.id, row.k, row.c, row.pad);
+                sql.push_str(&format!("{separator}({id}, {k}, '{c}', '{pad}')"));
+                inserted += 1;
             }
             session.execute(&sql)?;
-            self.rows_loaded
-                .fetch_add((end - id + 1) as u64, Ordering::Relaxed);
-            id = end + 1;
+            self.rows_loaded.fetch_add(inserted, Ordering::Relaxed);
         }
         Ok(())
     }

@@ -1,8 +1,6 @@
-//! sysbench's tables: `sbtestN(id, k, c CHAR(120), pad CHAR(60))` with the primary key on id
-//! (or a plain index with `--secondary`) and an index on k, the same rows as sysbench's prepare
-//! — ids 1..table_size in order, k from the default distribution over 1..table_size, c and pad
-//! groups of random digits — loaded by binary COPY, tables in parallel over `--threads`
-//! connections.
+//! sysbench's tables on PostgreSQL: the columns without keys, the rows by binary COPY, then the
+//! primary key on id (or a plain index with `--secondary`) and the index on k — a faster
+//! equivalent of sysbench's keyed inserts — tables in parallel over `--threads` connections.
 
 use stampede_base::error::Failure;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,13 +10,15 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
 use tokio_postgres::Client;
 
-use super::oltp_options::{OltpOptions, RandKind};
+use super::{
+    bulk_insert_table, loading_connections, table_name, table_number, tables_of, tables_to_drop,
+    Row, TableRows,
+};
+use crate::family::sysbench::oltp_options::OltpOptions;
 use stampede_conn::ConnSpec;
 use stampede_control::postgres::{connect_quietly, sql_error, visible_tables};
-use stampede_script::extensions::sysbench_random;
-use stampede_script::prng::PgPrng;
 
-const COPY_CHUNK_ROWS: u32 = 20_000;
+const COPY_CHUNK_ROWS: usize = 20_000;
 
 pub struct Preparer {
     pub conn: ConnSpec,
@@ -38,30 +38,11 @@ pub async fn existing_tables(client: &Client) -> Result<Vec<u32>, Failure> {
     let mut numbers: Vec<u32> = visible_tables(client, "^sbtest[0-9]+$")
         .await?
         .iter()
-        .filter_map(|name| name["sbtest".len()..].parse().ok())
+        .filter_map(|name| table_number(name))
         .collect();
     numbers.sort_unstable();
     Ok(numbers)
 }
-/// Refuses to run before prepare: every table the test reads must exist.
-pub fn require_tables(existing: &[u32], tables: u32) -> Result<(), Failure> {
-    let missing: Vec<String> = (1..=tables)
-        .filter(|t| !existing.contains(t))
-        .map(|t| format!("sbtest{t}"))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let what = if missing.len() == 1 {
-        format!("table {} does not exist", missing[0])
-    } else {
-        format!("tables {} do not exist", missing.join(", "))
-    };
-    Err(Failure::run(format!(
-        "{what}; run `stampede sysbench prepare --tables {tables}` first"
-    )))
-}
-
 /// bulk_insert's tables, one per thread, as its Lua `prepare` creates them.
 pub async fn create_bulk_insert_tables(
     client: &Client,
@@ -69,14 +50,12 @@ pub async fn create_bulk_insert_tables(
 ) -> Result<Vec<String>, Failure> {
     let mut created = Vec::new();
     for t in 1..=threads {
-        let create = format!(
-            "CREATE TABLE IF NOT EXISTS sbtest{t} (id INTEGER NOT NULL, k INTEGER DEFAULT '0' NOT NULL, PRIMARY KEY (id))"
-        );
+        let create = bulk_insert_table(t);
         client
             .batch_execute(&create)
             .await
             .map_err(|e| sql_error(&create, e))?;
-        created.push(format!("sbtest{t}"));
+        created.push(table_name(t));
     }
     Ok(created)
 }
@@ -113,15 +92,10 @@ pub async fn postwrite(client: &Client, tables: u32) -> Result<&'static str, Fai
 
 /// Drops `sbtest1..tables` (sysbench's cleanup), and any further sbtest tables left behind.
 pub async fn cleanup(client: &Client, tables: u32) -> Result<Vec<String>, Failure> {
-    let mut numbers: Vec<u32> = (1..=tables).collect();
-    for extra in existing_tables(client).await? {
-        if !numbers.contains(&extra) {
-            numbers.push(extra);
-        }
-    }
+    let existing = existing_tables(client).await?;
     let mut dropped = Vec::new();
-    for t in numbers {
-        let name = format!("sbtest{t}");
+    for t in tables_to_drop(tables, &existing) {
+        let name = table_name(t);
         client
             .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
             .await
@@ -138,12 +112,10 @@ impl Preparer {
 
     /// Creates and loads every table, `connections` tables at a time.
     pub async fn prepare(&self, announce: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
-        let connections = self.connections.clamp(1, self.options.tables as usize);
+        let connections = loading_connections(self.connections, self.options.tables);
         let mut workers = Vec::new();
         for worker in 0..connections {
-            let tables: Vec<u32> = (1..=self.options.tables)
-                .filter(|t| (*t as usize - 1) % connections == worker)
-                .collect();
+            let tables: Vec<u32> = tables_of(worker, connections, self.options.tables).collect();
             workers.push(async move {
                 let client = connect(&self.conn).await?;
                 for table in tables {
@@ -165,7 +137,7 @@ impl Preparer {
         announce: &(dyn Fn(String) + Sync),
     ) -> Result<(), Failure> {
         let o = &self.options;
-        let name = format!("sbtest{table}");
+        let name = table_name(table);
         announce(format!("Creating table '{name}'..."));
         let id_type = if o.auto_inc {
             "SERIAL"
@@ -220,60 +192,39 @@ impl Preparer {
             .await
             .map_err(|e| sql_error(&format!("COPY {name}"), e))?;
         futures_util::pin_mut!(sink);
-        // A stream per table, so that tables load alike however they are spread.
-        let mut rng = PgPrng::seeded(self.seed ^ (table as u64).wrapping_mul(0x9E37_79B9));
         let mut buffer = BytesMut::with_capacity(4 << 20);
         buffer.put_slice(b"PGCOPY\n\xff\r\n\0");
         buffer.put_i32(0);
         buffer.put_i32(0);
-        let size = self.options.table_size;
-        let mut id = 1;
-        while id <= size {
-            let chunk_end = (id + COPY_CHUNK_ROWS - 1).min(size);
-            for row in id..=chunk_end {
-                self.write_row(&mut buffer, &mut rng, row);
-            }
-            if chunk_end == size {
+        let mut rows = TableRows::new(&self.options, self.seed, table).peekable();
+        while rows.peek().is_some() {
+            let chunk = rows.by_ref().take(COPY_CHUNK_ROWS);
+            let written = chunk.map(|row| write_row(&mut buffer, &row)).count();
+            if rows.peek().is_none() {
                 buffer.put_i16(-1);
             }
             sink.send(buffer.split().freeze())
                 .await
                 .map_err(|e| sql_error(&format!("COPY {name}"), e))?;
             self.rows_loaded
-                .fetch_add((chunk_end - id + 1) as u64, Ordering::Relaxed);
-            id = chunk_end + 1;
+                .fetch_add(written as u64, Ordering::Relaxed);
         }
         sink.finish()
             .await
             .map_err(|e| sql_error(&format!("COPY {name}"), e))?;
         Ok(())
     }
-
-    fn write_row(&self, buffer: &mut BytesMut, rng: &mut PgPrng, id: u32) {
-        let k = draw(rng, &self.options, self.options.table_size as i64);
-        buffer.put_i16(4);
-        buffer.put_i32(4);
-        buffer.put_i32(id as i32);
-        buffer.put_i32(4);
-        buffer.put_i32(k as i32);
-        for groups in [10, 5] {
-            let text = sysbench_random::digit_groups(rng, groups);
-            buffer.put_i32(text.len() as i32);
-            buffer.put_slice(text.as_bytes());
-        }
-    }
 }
 
-/// `sysbench.rand.default(1, high)` for the loader.
-pub(super) fn draw(rng: &mut PgPrng, options: &OltpOptions, high: i64) -> i64 {
-    let r = &options.rand;
-    match r.kind {
-        RandKind::Uniform => sysbench_random::uniform(rng, 1, high),
-        RandKind::Gaussian => sysbench_random::gaussian(rng, 1, high, r.spec_iter),
-        RandKind::Special => {
-            sysbench_random::special(rng, 1, high, r.spec_iter, r.spec_pct, r.spec_res)
-        }
-        RandKind::Pareto => sysbench_random::pareto(rng, 1, high, r.pareto_h),
-        RandKind::Zipfian => sysbench_random::zipfian(rng, 1, high, r.zipfian_exp),
+/// One row in binary COPY's format: four fields, each its length and its bytes.
+fn write_row(buffer: &mut BytesMut, row: &Row) {
+    buffer.put_i16(4);
+    buffer.put_i32(4);
+    buffer.put_i32(row.id as i32);
+    buffer.put_i32(4);
+    buffer.put_i32(row.k as i32);
+    for text in [&row.c, &row.pad] {
+        buffer.put_i32(text.len() as i32);
+        buffer.put_slice(text.as_bytes());
     }
 }
