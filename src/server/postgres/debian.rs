@@ -332,6 +332,10 @@ fn package_list(suite: &str, path: &str) -> Result<String, Failure> {
         ))
     })?;
     let cached = dir.join(path.replace('/', "_"));
+    let unpacked = unpacked_path(&cached, &sha256);
+    if let Ok(text) = std::fs::read_to_string(&unpacked) {
+        return Ok(text);
+    }
     let bytes = match std::fs::read(&cached) {
         Ok(bytes) if hex(&Sha256::digest(&bytes)) == sha256 => bytes,
         _ => {
@@ -342,7 +346,33 @@ fn package_list(suite: &str, path: &str) -> Result<String, Failure> {
             bytes
         }
     };
-    unxz(&bytes).map_err(|e| e.map_message(|m| format!("{suite} {path}: {m}")))
+    let text = unxz(&bytes).map_err(|e| e.map_message(|m| format!("{suite} {path}: {m}")))?;
+    keep_unpacked(&cached, &unpacked, &text);
+    Ok(text)
+}
+
+/// Where the list whose compressed digest is `sha256` is kept unpacked: xz takes about two
+/// seconds a suite, and resolving one release reads every suite's list.
+fn unpacked_path(cached: &Path, sha256: &str) -> PathBuf {
+    let name = cached.file_name().unwrap_or_default().to_string_lossy();
+    cached.with_file_name(format!("{name}.{}.txt", &sha256[..16.min(sha256.len())]))
+}
+
+/// Keeps `text` at `unpacked`, and drops the unpacked texts of the list's earlier versions. A
+/// cache that cannot be written only costs the next resolve its xz.
+fn keep_unpacked(cached: &Path, unpacked: &Path, text: &str) {
+    let prefix = format!(
+        "{}.",
+        cached.file_name().unwrap_or_default().to_string_lossy()
+    );
+    let dir = cached.parent().expect("a file in a directory");
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.starts_with(&prefix) && name.ends_with(".txt") && entry.path() != unpacked {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    let _ = write_atomically(unpacked, text.as_bytes());
 }
 
 /// The signed part of `suite`'s `InRelease`, its signature checked; from the cache when fresh or
