@@ -74,15 +74,7 @@ impl LabMariadb {
     }
 
     fn number(&self, sql: &str) -> Result<u64, Failure> {
-        let rows = self.session()?.rows(sql)?;
-        let text = rows
-            .rows
-            .first()
-            .and_then(|row| row.first().cloned().flatten())
-            .unwrap_or_default();
-        text.parse::<f64>()
-            .map(|n| n as u64)
-            .map_err(|_| Failure::run(format!("{sql} returned {text:?}")))
+        number_in(&mut self.session()?, sql)
     }
 
     fn tables(&self, session: &mut ControlSession, database: &str) -> Result<Vec<String>, Failure> {
@@ -260,39 +252,20 @@ impl LabServer for LabMariadb {
     /// back too.
     fn checkpoint(&self) -> Result<(), Failure> {
         let mut session = self.session()?;
-        let saved = [
-            "innodb_max_dirty_pages_pct",
-            "innodb_io_capacity",
-            "innodb_io_capacity_max",
-        ]
-        .map(|name| global(&mut session, name));
-        let [Some(dirty_pct), Some(capacity), Some(capacity_max)] = saved else {
-            return Err(Failure::run(
-                "the server did not show its InnoDB flushing settings",
-            ));
-        };
-        session.execute("FLUSH TABLES")?;
-        // The maximum first: the capacity may not exceed it.
-        session.execute(&format!(
-            "SET GLOBAL innodb_io_capacity_max = {FLUSH_IO_CAPACITY}"
-        ))?;
-        session.execute(&format!(
-            "SET GLOBAL innodb_io_capacity = {FLUSH_IO_CAPACITY}"
-        ))?;
-        session.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")?;
-        let started = Instant::now();
-        while dirty_pages(&mut session).is_ok_and(|dirty| dirty > 0)
-            && started.elapsed() < FLUSH_LIMIT
-        {
-            std::thread::sleep(Duration::from_millis(100));
+        let mut saved = Vec::new();
+        for name in FLUSH_SETTINGS {
+            saved.push(first_value(
+                &mut session,
+                &format!("SELECT @@GLOBAL.{name}"),
+            )?);
         }
-        session.execute(&format!(
-            "SET GLOBAL innodb_max_dirty_pages_pct = {dirty_pct}"
-        ))?;
-        session.execute(&format!("SET GLOBAL innodb_io_capacity = {capacity}"))?;
-        session.execute(&format!(
-            "SET GLOBAL innodb_io_capacity_max = {capacity_max}"
-        ))
+        let flushed = flush_dirty_pages(&mut session);
+        // Put back whatever happened while flushing; the capacity before its maximum, which it
+        // may not exceed.
+        for (name, value) in FLUSH_SETTINGS.iter().zip(&saved) {
+            session.execute(&format!("SET GLOBAL {name} = {value}"))?;
+        }
+        flushed
     }
 
     fn database_bytes(&self, database: &str) -> Result<u64, Failure> {
@@ -349,27 +322,49 @@ impl LabServer for LabMariadb {
     }
 }
 
-/// A global variable's value as the server shows it.
-fn global(session: &mut ControlSession, name: &str) -> Option<String> {
-    session
-        .rows(&format!("SELECT @@GLOBAL.{name}"))
-        .ok()?
-        .rows
-        .first()?
-        .first()
-        .cloned()
-        .flatten()
+/// The variables a checkpoint changes, in the order they are put back.
+const FLUSH_SETTINGS: [&str; 3] = [
+    "innodb_max_dirty_pages_pct",
+    "innodb_io_capacity",
+    "innodb_io_capacity_max",
+];
+
+/// Writes every dirty page: the capacity raised (its maximum first) and the dirty-page limit at
+/// zero until none is left, or `FLUSH_LIMIT` has passed.
+fn flush_dirty_pages(session: &mut ControlSession) -> Result<(), Failure> {
+    session.execute("FLUSH TABLES")?;
+    session.execute(&format!(
+        "SET GLOBAL innodb_io_capacity_max = {FLUSH_IO_CAPACITY}"
+    ))?;
+    session.execute(&format!(
+        "SET GLOBAL innodb_io_capacity = {FLUSH_IO_CAPACITY}"
+    ))?;
+    session.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")?;
+    let started = Instant::now();
+    let dirty = "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY'";
+    // A server without the counter (MySQL 5.7+ moved GLOBAL_STATUS) is not waited for.
+    while number_in(session, dirty).is_ok_and(|pages| pages > 0) && started.elapsed() < FLUSH_LIMIT
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
 }
 
-/// The buffer pool's pages not yet written.
-fn dirty_pages(session: &mut ControlSession) -> Result<u64, Failure> {
-    let sql = "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY'";
-    let text = session
+/// The first column of the first row `sql` returns, as the server shows it.
+fn first_value(session: &mut ControlSession, sql: &str) -> Result<String, Failure> {
+    session
         .rows(sql)?
         .rows
-        .first()
-        .and_then(|row| row.first().cloned().flatten())
-        .unwrap_or_default();
-    text.parse()
+        .into_iter()
+        .next()
+        .and_then(|row| row.into_iter().next().flatten())
+        .ok_or_else(|| Failure::run(format!("{sql} returned no value")))
+}
+
+/// `first_value` as a whole number (the server may show it as a decimal).
+fn number_in(session: &mut ControlSession, sql: &str) -> Result<u64, Failure> {
+    let text = first_value(session, sql)?;
+    text.parse::<f64>()
+        .map(|n| n as u64)
         .map_err(|_| Failure::run(format!("{sql} returned {text:?}")))
 }

@@ -26,9 +26,10 @@ pub fn table_number(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// How many connections load the tables: `--threads`, at most one a table.
+/// How many connections load the tables: `--threads`, at most one a table, at least one (no
+/// tables is no work, not a panic).
 pub fn loading_connections(threads: usize, tables: u32) -> usize {
-    threads.clamp(1, tables as usize)
+    threads.min(tables as usize).max(1)
 }
 
 /// The tables loading connection `worker` (of `connections`) creates: every connections-th.
@@ -148,6 +149,8 @@ mod tests {
     fn tables_are_dealt_round_the_connections_and_extras_are_dropped_last() {
         let connections = loading_connections(8, 5);
         assert_eq!(connections, 5);
+        assert_eq!(loading_connections(4, 0), 1);
+        assert_eq!(loading_connections(0, 3), 1);
         let dealt: Vec<Vec<u32>> = (0..2).map(|w| tables_of(w, 2, 5).collect()).collect();
         assert_eq!(dealt, vec![vec![1, 3, 5], vec![2, 4]]);
         assert_eq!(tables_to_drop(3, &[0, 1, 2, 7, 9]), vec![1, 2, 3, 0, 7, 9]);
