@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{number, sqlite, stampede_command, stderr, stdout, LabDir};
+use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
-use stampede::server::postgres::cluster::{Cluster, OsUser};
+use stampede::server::postgres::cluster::Cluster;
 
 /// index scans off: select-only reads the whole table instead of one row.
 const TARGETS: &str = "[[target]]\nname = \"indexed\"\nsettings = { fsync = false }\n\

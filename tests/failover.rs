@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use common::{stampede_with_env, stderr, stdout};
+use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
-use stampede::server::postgres::cluster::{Cluster, OsUser};
+use stampede::server::postgres::cluster::Cluster;
 
 const PASSWORD: &str = "failover-test-pw";
 

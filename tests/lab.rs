@@ -13,8 +13,9 @@ use std::process::Stdio;
 use common::{
     lab_sessions_running, number, sqlite, stampede_command, stderr, stdout, wait_until, LabDir,
 };
+use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
-use stampede::server::postgres::cluster::{Cluster, OsUser};
+use stampede::server::postgres::cluster::Cluster;
 use stampede::server::postgres::download;
 
 fn lab_dir(name: &str) -> LabDir {
@@ -858,7 +859,7 @@ clients = [2]
         .unwrap();
     let db = dir.join("versions.db");
     for (target, major) in [("pg10", "10."), ("pg11", "11."), ("pg16", "16.")] {
-        let cached = download::cached_versions(&download::cache_root());
+        let cached = download::cached_versions(&stampede::server::host::cache_root());
         if let Some((_, bin_dir)) = cached.into_iter().find(|(v, _)| v.starts_with(major)) {
             let root = dir.join("versions.db.servers").join(target);
             stop_cluster(root, Binaries::at(&bin_dir).ok());
@@ -1538,7 +1539,7 @@ fn the_study_004_example_runs_end_to_end_at_a_tiny_size() {
         .unwrap();
     let db = dir.join("study004-microbench-versions.db");
     let majors = ["10", "11", "12", "13", "14", "15", "16", "17", "18"];
-    let cached = download::cached_versions(&download::cache_root());
+    let cached = download::cached_versions(&stampede::server::host::cache_root());
     for major in majors {
         let bin = cached
             .iter()

@@ -15,8 +15,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
-use stampede::server::postgres::cluster::OsUser;
 
 /// Assertions where stampede differs from pgbench 15 and 17 on purpose (docs/pgbench.md,
 /// "Differences from pgbench"), by name with the exit status dropped from status checks, and why.

@@ -158,8 +158,9 @@ clients = [2]
 }
 
 fn stop(root: &Path, bin_dir: Option<PathBuf>) {
+    use stampede::server::host::OsUser;
     use stampede::server::postgres::binaries::Binaries;
-    use stampede::server::postgres::cluster::{Cluster, OsUser};
+    use stampede::server::postgres::cluster::Cluster;
     let binaries = match bin_dir {
         Some(dir) => Binaries::at(&dir).ok(),
         None => Binaries::find_best().ok(),

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{stampede_with_env, stderr, stdout};
+use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
-use stampede::server::postgres::cluster::{Cluster, OsUser};
+use stampede::server::postgres::cluster::Cluster;
 
 const PASSWORD: &str = "tls-test-pw";
 

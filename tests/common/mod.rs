@@ -13,8 +13,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
+use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
-use stampede::server::postgres::cluster::{Cluster, OsUser};
+use stampede::server::postgres::cluster::Cluster;
 
 pub const PASSWORD: &str = "test-password-7d1";
 

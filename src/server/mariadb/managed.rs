@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::server::postgres::cluster::OsUser;
+use crate::server::host::OsUser;
 use stampede_base::error::Failure;
 use stampede_conn::MysqlSpec;
 

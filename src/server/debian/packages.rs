@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use super::debian::{self, BinaryPackage};
+use super::{self as debian, BinaryPackage};
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 
@@ -83,7 +83,7 @@ pub fn unpack(
         ))
     })?;
     let key = closure_key(&closure);
-    let root = super::download::cache_root()
+    let root = crate::server::host::cache_root()
         .join("debian-packages")
         .join(format!("{}-{key}", wanted[0]));
     let packages: Vec<(String, String)> = closure
@@ -100,7 +100,7 @@ pub fn unpack(
         return Ok(unpacked);
     }
     need_tools()?;
-    let downloads = super::download::cache_root()
+    let downloads = crate::server::host::cache_root()
         .join("debian-packages")
         .join("debs");
     let partial = root.with_extension(format!("partial-{}", std::process::id()));
@@ -129,7 +129,7 @@ pub fn unpack(
         return Err(e);
     }
     run(Command::new("chmod").args(["-R", "a+rX"]).arg(&partial))?;
-    super::download::open_to_everyone(root.parent().expect("under the cache"))?;
+    crate::server::host::open_to_everyone(root.parent().expect("under the cache"))?;
     if std::fs::rename(&partial, &root).is_err() {
         // Another process unpacked the same packages meanwhile.
         let _ = std::fs::remove_dir_all(&partial);
@@ -150,7 +150,7 @@ fn resolution_memo(suites: &[&str], wanted: &[&str]) -> Result<PathBuf, Failure>
         hasher.update(name.as_bytes());
     }
     let key = crate::server::fetch::hex(&hasher.finalize()[..12]);
-    Ok(super::download::cache_root()
+    Ok(crate::server::host::cache_root()
         .join("debian-packages")
         .join("resolved")
         .join(key))
@@ -376,7 +376,7 @@ fn has_interpreter(path: &Path) -> Result<bool, Failure> {
 
 fn need_tools() -> Result<(), Failure> {
     for (tool, package) in [("patchelf", "patchelf"), ("dpkg-deb", "dpkg")] {
-        super::build::need_tool_for("unpacking Debian's packages", tool, package)?;
+        crate::server::host::need_tool_for("unpacking Debian's packages", tool, package)?;
     }
     Ok(())
 }
