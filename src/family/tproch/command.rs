@@ -8,9 +8,11 @@ use super::args::{BuildArgs, EngineConnectionArgs, GenerateArgs, RunArgs, Tproch
 use super::load::Build;
 use super::run::{RunPlan, TestResult};
 use super::schema::TABLES;
-use super::session::{Dialect, Session};
+use super::session::Dialect;
 use super::{check, data, generate, metrics};
 use crate::family::common::connection::{endpoint, positive};
+use crate::family::common::server_work::local_server_pid;
+use crate::family::common::sql_session::Session;
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::control_runtime;
 
@@ -319,7 +321,7 @@ impl RunSettings {
             .await?
             .unwrap_or_default();
         let plan = RunPlan {
-            server_pid: local_server_pid(&mut session, dialect).await,
+            server_pid: local_server_pid(&mut session).await,
             endpoint,
             dialect,
             scale_factor,
@@ -379,26 +381,6 @@ fn query_list(list: Option<&str>) -> Result<Vec<usize>, Failure> {
         }
     }
     Ok(queries)
-}
-
-/// The server's root process when it runs on this machine and its pid file can be read:
-/// PostgreSQL's postmaster (superuser, or pg_read_all_settings, reads data_directory),
-/// MariaDB's server (`@@pid_file`).
-async fn local_server_pid(session: &mut Session, dialect: Dialect) -> Option<u32> {
-    let pid_file = match dialect {
-        Dialect::Postgres => {
-            let dir: String = session.value("SHOW data_directory").await.ok()??;
-            std::path::PathBuf::from(dir).join("postmaster.pid")
-        }
-        Dialect::Mariadb => {
-            let file: String = session.value("SELECT @@pid_file").await.ok()??;
-            std::path::PathBuf::from(file)
-        }
-    };
-    let text = std::fs::read_to_string(pid_file).ok()?;
-    let pid: u32 = text.lines().next()?.trim().parse().ok()?;
-    std::fs::metadata(format!("/proc/{pid}")).ok()?;
-    Some(pid)
 }
 
 fn derived_metrics(plan: &RunPlan, tests: &[TestResult]) -> Option<DerivedMetrics> {

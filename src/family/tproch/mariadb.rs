@@ -7,7 +7,7 @@
 use super::data;
 use super::load::{Build, Piece};
 use super::schema::{self, TABLES};
-use super::session::{connect_mysql as connect, Session};
+use crate::family::common::sql_session::{connect_mysql as connect, Session};
 use stampede_base::error::Failure;
 use stampede_conn::control_runtime;
 use stampede_conn::MysqlSpec;

@@ -9,9 +9,10 @@ use serde::Serialize;
 
 use super::params::{self, Parameters};
 use super::refresh::{self, NewOrders};
-use super::session::{Dialect, Session};
+use super::session::Dialect;
 use super::{metrics, queries, streams};
-use crate::probe::server_io::{self, ServerIo};
+use crate::family::common::server_work::{Meter, ServerWork};
+use crate::family::common::sql_session::Session;
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_script::prng::PgPrng;
@@ -49,26 +50,6 @@ pub struct QueryTiming {
     pub server: Option<ServerWork>,
 }
 
-/// CPU seconds and storage bytes of the server's processes over an interval.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct ServerWork {
-    pub cpu_s: f64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-}
-
-impl ServerWork {
-    /// "server CPU 1.23 s, read 4.5 MB, written 0.0 MB"
-    pub fn describe(&self) -> String {
-        format!(
-            "server CPU {:.2} s, read {:.1} MB, written {:.1} MB",
-            self.cpu_s,
-            self.read_bytes as f64 / 1e6,
-            self.write_bytes as f64 / 1e6
-        )
-    }
-}
-
 /// One pass of a stream over its queries.
 #[derive(Debug, Clone, Serialize)]
 pub struct QuerySet {
@@ -98,36 +79,6 @@ pub struct TestResult {
     pub query_sets: Vec<QuerySet>,
     pub refreshes: Vec<RefreshTiming>,
     pub server: Option<ServerWork>,
-}
-
-/// Server CPU and I/O readings, when the server is local.
-#[derive(Clone)]
-struct Meter {
-    server_pid: Option<u32>,
-}
-
-struct Reading {
-    cpu_s: f64,
-    io: ServerIo,
-}
-
-impl Meter {
-    fn read(&self) -> Option<Reading> {
-        let pid = self.server_pid?;
-        Some(Reading {
-            cpu_s: crate::probe::server_cpu::tree_seconds(pid)?,
-            io: server_io::read_tree(pid)?,
-        })
-    }
-
-    fn since(&self, before: &Option<Reading>) -> Option<ServerWork> {
-        let (before, after) = (before.as_ref()?, self.read()?);
-        Some(ServerWork {
-            cpu_s: after.cpu_s - before.cpu_s,
-            read_bytes: after.io.read_bytes.saturating_sub(before.io.read_bytes),
-            write_bytes: after.io.write_bytes.saturating_sub(before.io.write_bytes),
-        })
-    }
 }
 
 impl RunPlan {
