@@ -13,6 +13,8 @@ const ELSEWHERE: &[(&str, &str)] = &[
     ("tests/sysbench_cram.rs", "tests/include/"),
     // Where a lab keeps a failed build, under the servers' directory it is given at run time.
     ("docs/bisect.md", "builds/broken/"),
+    // The Insert Benchmark's folder in mdcallag/mytools.
+    ("docs/ibench.md", "bench/ibench/"),
 ];
 
 /// File types whose paths are checked when written with a folder in front (`lab/plan.rs`).

@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::family::{dbstress, pgbench, sysbench, tpcc, tproch};
+use crate::family::{dbstress, ibench, pgbench, sysbench, tpcc, tproch};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,6 +69,12 @@ pub enum TopCommand {
     Dbstress {
         #[command(subcommand)]
         action: dbstress::args::DbstressAction,
+    },
+    /// Mark Callaghan's Insert Benchmark: iibench.py's steps (load, index, inserts with deletes,
+    /// queries under a steady write rate), rates second by second
+    Ibench {
+        #[command(subcommand)]
+        action: ibench::args::IbenchAction,
     },
     /// Manage the managed default server
     Server {

@@ -6,6 +6,7 @@
 pub mod api;
 pub mod common;
 pub mod dbstress;
+pub mod ibench;
 pub mod pgbench;
 pub mod sysbench;
 pub mod tpcc;

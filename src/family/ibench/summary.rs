@@ -1,0 +1,371 @@
+//! A step's result over all its clients, as stampede reports it: rates, the writer's rate against
+//! its target, CPU and I/O per operation, response-time percentiles, and the insert rate second
+//! by second with its coefficient of variation and the longest stall — in the terminal, and
+//! whole in `--json`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::instance::{InstanceResult, OpRecord};
+use super::steps::{Plan, Step};
+use crate::family::common::measure::LatencySummary;
+use crate::family::common::server_work::ServerWork;
+use stampede_base::error::Failure;
+
+/// A writer whose rate is below this share of its target fell behind.
+pub const WRITER_SHORTFALL: f64 = 0.99;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    pub step: String,
+    pub clients: u64,
+    /// From the clients' start (connected) to the last one's end (l.x: its CREATE INDEX
+    /// included).
+    pub seconds: f64,
+    pub inserted: u64,
+    pub deleted: u64,
+    pub queries: u64,
+    /// Rows inserted a second; l.x's counts the rows it indexed too, as his reports do.
+    pub inserts_per_s: f64,
+    pub deletes_per_s: f64,
+    pub queries_per_s: f64,
+    /// The query steps' writers: the rows a second they were to insert, over all clients,
+    /// and what they inserted a second, each over its own run.
+    pub writer_target_per_s: Option<f64>,
+    pub writer_per_s: Option<f64>,
+    /// Whether the writers' rate fell below 99% of the target.
+    pub writer_fell_behind: bool,
+    /// What "per operation" counts: a row inserted, or a query (the query steps).
+    pub operation: &'static str,
+    pub operations: u64,
+    pub client_cpu_us_per_op: f64,
+    pub server: Option<ServerPerOp>,
+    pub insert_ms: LatencySummary,
+    pub delete_ms: LatencySummary,
+    pub query_ms: LatencySummary,
+    /// Rows inserted, deleted and queries, in each whole second, over all clients.
+    pub per_second: Vec<[u64; 3]>,
+    /// The per-second insert rate's standard deviation over its mean (None under 2 seconds).
+    pub inserts_cv: Option<f64>,
+    /// The longest any client went without an insert finishing, seconds.
+    pub longest_insert_stall_s: f64,
+    /// l.x: the longest client's CREATE INDEX, seconds.
+    pub index_seconds: Option<f64>,
+    /// iibench.py's error counts: inserts, deletes, queries.
+    pub retries: [u64; 3],
+    pub interrupted: bool,
+}
+
+/// The server's CPU and storage I/O per operation, when it runs on this machine.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ServerPerOp {
+    pub cpu_us: f64,
+    pub read_kb: f64,
+    pub written_kb: f64,
+}
+
+/// `indexed` is the rows already in the tables when the step builds their indexes (l.x).
+pub fn step_result(
+    step: &Step,
+    instances: &[InstanceResult],
+    indexed: u64,
+    client_cpu: Duration,
+    server: Option<ServerWork>,
+) -> StepResult {
+    let seconds = instances
+        .iter()
+        .map(|r| r.total_seconds)
+        .fold(0.0, f64::max);
+    let sum = |f: fn(&InstanceResult) -> u64| instances.iter().map(f).sum::<u64>();
+    let inserted = sum(|r| r.totals.inserted);
+    let deleted = sum(|r| r.totals.deleted);
+    let queries = sum(|r| r.totals.queries);
+    let merged = |f: fn(&InstanceResult) -> &OpRecord| {
+        let mut all = OpRecord::default();
+        instances.iter().for_each(|r| all.merge(f(r)));
+        all
+    };
+    let (insert, delete, query) = (
+        merged(|r| &r.insert),
+        merged(|r| &r.delete),
+        merged(|r| &r.query),
+    );
+    let rate = |n: u64| {
+        if seconds > 0.0 {
+            n as f64 / seconds
+        } else {
+            0.0
+        }
+    };
+    let writer_target = step
+        .writer_rate()
+        .map(|r| (r * instances.len() as u64) as f64);
+    let writer = writer_target.map(|_| {
+        instances
+            .iter()
+            .filter(|r| r.seconds > 0.0)
+            .map(|r| r.totals.inserted as f64 / r.seconds)
+            .sum::<f64>()
+    });
+    let (operation, operations) = if writer_target.is_some() {
+        ("query", queries)
+    } else {
+        ("insert", inserted + indexed)
+    };
+    let per_op = |total: f64| {
+        if operations > 0 {
+            total / operations as f64
+        } else {
+            0.0
+        }
+    };
+    let per_second = per_second(instances);
+    StepResult {
+        step: step.name.clone(),
+        clients: instances.len() as u64,
+        seconds,
+        inserted,
+        deleted,
+        queries,
+        inserts_per_s: rate(inserted + indexed),
+        deletes_per_s: rate(deleted),
+        queries_per_s: rate(queries),
+        writer_target_per_s: writer_target,
+        writer_per_s: writer,
+        writer_fell_behind: writer
+            .zip(writer_target)
+            .is_some_and(|(writer, target)| writer < target * WRITER_SHORTFALL),
+        operation,
+        operations,
+        client_cpu_us_per_op: per_op(client_cpu.as_secs_f64() * 1e6),
+        server: server.map(|work| ServerPerOp {
+            cpu_us: per_op(work.cpu_s * 1e6),
+            read_kb: per_op(work.read_bytes as f64 / 1024.0),
+            written_kb: per_op(work.write_bytes as f64 / 1024.0),
+        }),
+        insert_ms: LatencySummary::of(&insert.latency),
+        delete_ms: LatencySummary::of(&delete.latency),
+        query_ms: LatencySummary::of(&query.latency),
+        inserts_cv: coefficient_of_variation(per_second.iter().map(|s| s[0] as f64)),
+        per_second,
+        longest_insert_stall_s: insert.longest_gap.as_secs_f64(),
+        index_seconds: instances
+            .iter()
+            .filter_map(|r| r.index_seconds)
+            .reduce(f64::max),
+        retries: [0, 1, 2].map(|i| instances.iter().map(|r| r.retries[i]).sum()),
+        interrupted: instances.iter().any(|r| r.interrupted),
+    }
+}
+
+/// Each whole second's rows inserted, deleted and queries, summed over the clients (as far as
+/// every client has that second).
+fn per_second(instances: &[InstanceResult]) -> Vec<[u64; 3]> {
+    let seconds = instances
+        .iter()
+        .map(|r| r.per_second.len())
+        .min()
+        .unwrap_or(0);
+    (0..seconds)
+        .map(|s| {
+            let mut sum = [0u64; 3];
+            for r in instances {
+                let now = r.per_second[s];
+                let before = s
+                    .checked_sub(1)
+                    .map(|p| r.per_second[p])
+                    .unwrap_or_default();
+                sum[0] += now.inserted - before.inserted;
+                sum[1] += now.deleted - before.deleted;
+                sum[2] += now.queries - before.queries;
+            }
+            sum
+        })
+        .collect()
+}
+
+/// Standard deviation over the mean (population), of two values or more with a mean above 0.
+pub fn coefficient_of_variation(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let values: Vec<f64> = values.collect();
+    if values.len() < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    if mean <= 0.0 {
+        return None;
+    }
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
+    Some(variance.sqrt() / mean)
+}
+
+/// The lines printed when a step ends.
+pub fn step_lines(r: &StepResult) -> String {
+    let mut text = format!(
+        "{}: {} client(s), {:.1} s: {:.0} inserts/s, {:.0} deletes/s, {:.1} queries/s",
+        r.step, r.clients, r.seconds, r.inserts_per_s, r.deletes_per_s, r.queries_per_s
+    );
+    if let Some((writer, target)) = r.writer_per_s.zip(r.writer_target_per_s) {
+        text.push_str(&format!(
+            "\n  writer: {writer:.1} rows/s of {target:.0} targeted ({:.1}%){}",
+            100.0 * writer / target,
+            if r.writer_fell_behind {
+                " — FELL BEHIND"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(index) = r.index_seconds {
+        text.push_str(&format!("\n  secondary indexes created in {index:.1} s"));
+    }
+    text.push_str(&format!(
+        "\n  per {}: client CPU {:.1} µs",
+        r.operation, r.client_cpu_us_per_op
+    ));
+    if let Some(server) = r.server {
+        text.push_str(&format!(
+            ", server CPU {:.1} µs, read {:.3} KB, written {:.3} KB",
+            server.cpu_us, server.read_kb, server.written_kb
+        ));
+    }
+    for (name, latency) in [
+        ("insert", &r.insert_ms),
+        ("delete", &r.delete_ms),
+        ("query", &r.query_ms),
+    ] {
+        if latency.count > 0 {
+            text.push_str(&format!(
+                "\n  {name} ms: p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  ({} statements)",
+                latency.p50, latency.p90, latency.p99, latency.p999, latency.max, latency.count
+            ));
+        }
+    }
+    let cv = r
+        .inserts_cv
+        .map_or("-".to_string(), |cv| format!("{cv:.3}"));
+    text.push_str(&format!(
+        "\n  inserts per second: cv {cv}, longest stall {:.3} s{}",
+        r.longest_insert_stall_s,
+        sparkline(&r.per_second)
+    ));
+    if r.retries.iter().any(|n| *n > 0) {
+        text.push_str(&format!(
+            "\n  refused statements: {} inserts, {} deletes, {} queries",
+            r.retries[0], r.retries[1], r.retries[2]
+        ));
+    }
+    text
+}
+
+/// The insert rate over the step as one line of block characters (his "IPS over time").
+fn sparkline(per_second: &[[u64; 3]]) -> String {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = per_second.iter().map(|s| s[0]).max().unwrap_or(0);
+    if per_second.len() < 2 || max == 0 {
+        return String::new();
+    }
+    // At most 60 columns: each the mean of its seconds.
+    let width = per_second.len().min(60);
+    let line: String = (0..width)
+        .map(|c| {
+            let from = c * per_second.len() / width;
+            let to = ((c + 1) * per_second.len() / width).max(from + 1);
+            let mean =
+                per_second[from..to].iter().map(|s| s[0]).sum::<u64>() as f64 / (to - from) as f64;
+            BLOCKS[((mean / max as f64) * 7.0).round() as usize]
+        })
+        .collect();
+    format!("\n  {line}")
+}
+
+/// The closing table, one row per step, as his reports read.
+pub fn table(results: &[StepResult]) -> String {
+    let mut text = format!(
+        "{:<8} {:>8} {:>10} {:>10} {:>9} {:>7} {:>10} {:>10} {:>8}",
+        "step", "secs", "ips", "dps", "qps", "cv", "stall_s", "cpu/op_us", "op"
+    );
+    for r in results {
+        let cpu = r.server.map_or(r.client_cpu_us_per_op, |s| {
+            s.cpu_us + r.client_cpu_us_per_op
+        });
+        text.push_str(&format!(
+            "\n{:<8} {:>8.1} {:>10.0} {:>10.0} {:>9.1} {:>7} {:>10.3} {:>10.1} {:>8}",
+            r.step,
+            r.seconds,
+            r.inserts_per_s,
+            r.deletes_per_s,
+            r.queries_per_s,
+            r.inserts_cv.map_or("-".into(), |cv| format!("{cv:.3}")),
+            r.longest_insert_stall_s,
+            cpu,
+            r.operation
+        ));
+    }
+    text
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    clients: u64,
+    shared_table: bool,
+    rows: u64,
+    writes: u64,
+    query_seconds: u64,
+    deletes: bool,
+    seed: u64,
+    steps: &'a [StepResult],
+}
+
+pub fn write_json(path: &Path, plan: &Plan, results: &[StepResult]) -> Result<(), Failure> {
+    let report = Report {
+        clients: plan.clients,
+        shared_table: plan.shared_table,
+        rows: plan.rows,
+        writes: plan.writes,
+        query_seconds: plan.query_seconds,
+        deletes: plan.deletes,
+        seed: plan.seed,
+        steps: results,
+    };
+    let text = serde_json::to_string_pretty(&report).expect("the report serializes");
+    std::fs::write(path, text + "\n")
+        .map_err(|e| Failure::run(format!("{}: {e}", path.display())).caused_by(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_coefficient_of_variation_is_the_spread_over_the_mean() {
+        assert_eq!(
+            coefficient_of_variation([5.0, 5.0, 5.0].into_iter()),
+            Some(0.0)
+        );
+        let cv =
+            coefficient_of_variation([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0].into_iter()).unwrap();
+        assert!((cv - 0.4).abs() < 1e-12, "{cv}");
+        assert_eq!(coefficient_of_variation([3.0].into_iter()), None);
+        assert_eq!(coefficient_of_variation([0.0, 0.0].into_iter()), None);
+    }
+
+    #[test]
+    fn seconds_sum_over_clients_as_far_as_all_have_them() {
+        use super::super::output::Totals;
+        let client = |cumulative: &[u64]| InstanceResult {
+            per_second: cumulative
+                .iter()
+                .map(|n| Totals {
+                    inserted: *n,
+                    deleted: 0,
+                    queries: 0,
+                })
+                .collect(),
+            ..InstanceResult::default()
+        };
+        let seconds = per_second(&[client(&[10, 30, 60]), client(&[5, 10])]);
+        assert_eq!(seconds, [[15, 0, 0], [25, 0, 0]]);
+    }
+}

@@ -1,0 +1,590 @@
+//! `stampede ibench step|run|cleanup` against real servers: each step's rows, indexes and
+//! statements checked against the server (row counts, pg_indexes, pg_stat_statements; MariaDB's
+//! statement counters), the inserts with deletes leaving the row count as it was, the
+//! rate-limited writer within 2% of its target, and bad input refused with nothing written.
+
+mod common;
+
+use common::mariadb::{create_database as create_mariadb_database, socket, sql as mariadb_sql};
+use common::{assert_refused, server, stampede, stderr, stdout, TempFile};
+use serde_json::Value;
+
+/// `stampede ibench step` (iibench.py's flags) on `db` of the test server.
+fn step(db: &str, args: &[&str]) -> std::process::Output {
+    let s = server();
+    let flags = [
+        format!("--db_host={}", s.socket_dir()),
+        format!("--db_port={}", s.port()),
+        format!("--db_user={}", s.user),
+        format!("--db_name={db}"),
+    ];
+    let mut all: Vec<&str> = vec!["ibench", "step"];
+    all.extend(flags.iter().map(String::as_str));
+    all.extend_from_slice(args);
+    stampede(&all)
+}
+
+fn succeeded(output: std::process::Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
+/// A fresh database with pg_stat_statements, for one test.
+fn database(name: &str) -> String {
+    let db = server().create_database(name);
+    server().psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    db
+}
+
+fn psql_number(db: &str, query: &str) -> i64 {
+    server().psql(db, query).trim().parse().unwrap()
+}
+
+/// pg_stat_statements' calls and rows of this database's statements matching `pattern`.
+fn statements(db: &str, pattern: &str) -> (i64, i64) {
+    let row = server().psql(
+        db,
+        &format!(
+            "SELECT coalesce(sum(calls), 0) || ' ' || coalesce(sum(rows), 0) FROM pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND query LIKE '{pattern}'"
+        ),
+    );
+    let mut numbers = row.split_whitespace().map(|n| n.parse().unwrap());
+    (numbers.next().unwrap(), numbers.next().unwrap())
+}
+
+/// The value after `label` on iibench.py's Totals line ("Totals: 3.0 secs, 500.1 rows/sec, …").
+fn totals(text: &str) -> (f64, f64, u64) {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Totals: "))
+        .unwrap_or_else(|| panic!("no Totals line in {text}"));
+    let fields: Vec<&str> = line.split([' ', ',']).filter(|f| !f.is_empty()).collect();
+    (
+        fields[1].parse().unwrap(),
+        fields[3].parse().unwrap(),
+        fields[5].parse().unwrap(),
+    )
+}
+
+/// The last interval line's 17 columns.
+fn last_interval(text: &str) -> Vec<f64> {
+    let line = text
+        .lines()
+        .rfind(|l| l.split('\t').count() == 17 && !l.starts_with("i_sec"))
+        .unwrap_or_else(|| panic!("no interval line in {text}"));
+    line.split('\t').map(|f| f.parse().unwrap()).collect()
+}
+
+#[test]
+fn a_load_inserts_max_rows_then_builds_the_three_indexes() {
+    let db = database("ibench_load");
+    server().reset_statements(&db);
+    let text = succeeded(step(
+        &db,
+        &[
+            "--setup",
+            "--max_rows=20000",
+            "--rows_per_commit=1000",
+            "--secondary_at_end",
+            "--secs_per_report=1",
+            "--table_name=pi1",
+        ],
+    ));
+    assert!(text.starts_with("i_sec\tt_sec\ti_ips\t"), "{text}");
+    assert_eq!(totals(&text).2, 20_000);
+    assert_eq!(last_interval(&text)[11], 20_000.0, "{text}");
+    assert!(text.contains("Created secondary indexes in "), "{text}");
+    assert_eq!(psql_number(&db, "SELECT count(*) FROM pi1"), 20_000);
+    assert_eq!(
+        psql_number(
+            &db,
+            "SELECT max(transactionid) - min(transactionid) + 1 FROM pi1"
+        ),
+        20_000
+    );
+    assert_eq!(
+        server().psql(
+            &db,
+            "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'pi1'"
+        ),
+        "pi1_marketsegment,pi1_pdc,pi1_pkey,pi1_registersegment"
+    );
+    // Twenty INSERTs of 1000 rows, one CREATE INDEX per index.
+    assert_eq!(statements(&db, "insert into pi1 %"), (20, 20_000));
+    assert_eq!(statements(&db, "create index pi1_%").0, 3);
+    // The data column is 10 long, half of that times 0.75 random (iibench.py's defaults).
+    assert_eq!(
+        server().psql(
+            &db,
+            "SELECT min(length(data)) || ' ' || max(length(data)) FROM pi1"
+        ),
+        "10 10"
+    );
+    assert_eq!(
+        psql_number(
+            &db,
+            "SELECT count(*) FROM pi1 WHERE data NOT LIKE 'aaaaaa%'"
+        ),
+        0
+    );
+}
+
+#[test]
+fn inserts_with_deletes_leave_the_row_count_as_it_was() {
+    let db = database("ibench_deletes");
+    succeeded(step(
+        &db,
+        &["--setup", "--max_rows=10000", "--table_name=pi1"],
+    ));
+    server().reset_statements(&db);
+    let text = succeeded(step(
+        &db,
+        &[
+            "--max_rows=5000",
+            "--rows_per_commit=50",
+            "--delete_per_insert",
+            "--table_name=pi1",
+            "--secs_per_report=1",
+        ],
+    ));
+    assert!(text.contains("get_min_trxid = 1 in "), "{text}");
+    let last = last_interval(&text);
+    assert_eq!((last[11], last[12]), (5000.0, 5000.0), "{text}");
+    assert_eq!(statements(&db, "insert into pi1 %"), (100, 5000));
+    assert_eq!(statements(&db, "delete from pi1 %"), (100, 5000));
+    // One min(transactionid) at the start; the next is due after 1000 more INSERTs.
+    assert_eq!(statements(&db, "select min(transactionid) from pi1").0, 1);
+    assert!(text.contains("getmin 1 queries, "), "{text}");
+    assert_eq!(psql_number(&db, "SELECT count(*) FROM pi1"), 10_000);
+    assert_eq!(psql_number(&db, "SELECT min(transactionid) FROM pi1"), 5001);
+    assert_eq!(
+        psql_number(&db, "SELECT max(transactionid) FROM pi1"),
+        15_000
+    );
+}
+
+#[test]
+fn range_queries_run_beside_a_writer_held_to_its_rate() {
+    let db = database("ibench_range");
+    succeeded(step(
+        &db,
+        &[
+            "--setup",
+            "--max_rows=20000",
+            "--secondary_at_end",
+            "--table_name=pi1",
+        ],
+    ));
+    server().reset_statements(&db);
+    let text = succeeded(step(
+        &db,
+        &[
+            "--max_rows=1500",
+            "--rows_per_commit=50",
+            "--inserts_per_second=500",
+            "--query_threads=1",
+            "--delete_per_insert",
+            "--use_prepared_query",
+            "--table_name=pi1",
+            "--secs_per_report=1",
+        ],
+    ));
+    let (seconds, rate, rows) = totals(&text);
+    assert_eq!(rows, 1500);
+    assert!(
+        (rate - 500.0).abs() <= 10.0,
+        "{rate} rows/s over {seconds} s: {text}"
+    );
+    let queries = last_interval(&text)[13] as i64;
+    assert!(queries > 0, "{text}");
+    // The three prepared range queries, executed as many times as the queries counted.
+    let (market, market_rows) = statements(&db, "PREPARE market_query_ps (int) as SELECT %");
+    let (register, register_rows) = statements(&db, "PREPARE register_query_ps (int) as SELECT %");
+    let (pdc, pdc_rows) = statements(&db, "PREPARE pdc_query_ps (int) as SELECT %");
+    assert_eq!(market + register + pdc, queries, "{text}");
+    assert!(market > 0 && register > 0 && pdc > 0);
+    let fetched = market_rows + register_rows + pdc_rows;
+    assert!(
+        text.contains(&format!(
+            "Query thread: {queries} queries, fetched/query(expected, actual) = ( 10 , {:.3} )",
+            fetched as f64 / queries as f64
+        )),
+        "{text}"
+    );
+    assert_eq!(psql_number(&db, "SELECT count(*) FROM pi1"), 20_000);
+}
+
+#[test]
+fn point_queries_read_by_primary_key() {
+    let db = database("ibench_point");
+    succeeded(step(
+        &db,
+        &["--setup", "--max_rows=5000", "--table_name=pi1"],
+    ));
+    server().reset_statements(&db);
+    let text = succeeded(step(
+        &db,
+        &[
+            "--max_rows=1000",
+            "--rows_per_commit=100",
+            "--inserts_per_second=1000",
+            "--query_threads=1",
+            "--query_pk_only",
+            "--table_name=pi1",
+        ],
+    ));
+    let queries = last_interval(&text)[13] as i64;
+    let (calls, rows) = statements(
+        &db,
+        "SELECT transactionid, productid, data FROM pi1 WHERE transactionid in (%",
+    );
+    assert_eq!(calls, queries, "{text}");
+    // Ten ids a query, each of a row that is there (no deletes): duplicates fetch once.
+    assert!(
+        rows <= 10 * calls && rows > 5 * calls,
+        "{rows} rows, {calls} calls"
+    );
+    assert!(statements(&db, "select max(transactionid) from pi1").0 >= 1);
+}
+
+fn run_json(args: &[&str], db: &str, json: &TempFile) -> Value {
+    let s = server();
+    let (socket_dir, port) = (s.socket_dir(), s.port());
+    let mut all = vec![
+        "ibench",
+        "run",
+        "-h",
+        &socket_dir,
+        "-p",
+        &port,
+        "-U",
+        &s.user,
+        "-d",
+        db,
+        "--json",
+        json.to_str().unwrap(),
+        "--settle",
+        "0",
+    ];
+    all.extend_from_slice(args);
+    let text = succeeded(stampede(&all));
+    assert!(text.contains("step "), "{text}");
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+fn step_named<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name} in {report}"))
+}
+
+#[test]
+fn the_steps_load_index_write_and_query_as_his_scripts_do() {
+    let db = database("ibench_run");
+    server().reset_statements(&db);
+    let json = TempFile::new("ibench-run.json");
+    let report = run_json(
+        &[
+            "--clients",
+            "2",
+            "--rows",
+            "20000",
+            "--writes",
+            "5000",
+            "--query-seconds",
+            "2",
+            "--steps",
+            "l.i0,l.x,l.i1,l.i2,qr200,qp200",
+        ],
+        &db,
+        &json,
+    );
+    let steps: Vec<&str> = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["l.i0", "l.x", "l.i1", "l.i2", "qr200", "qp200"]);
+    let number = |step: &str, field: &str| step_named(&report, step)[field].as_u64().unwrap();
+    assert_eq!(number("l.i0", "inserted"), 20_000);
+    assert_eq!(number("l.i0", "deleted"), 0);
+    // l.x: 100 rows over two clients, each one INSERT of 100 rows (the last INSERT is whole).
+    assert_eq!(number("l.x", "inserted"), 200);
+    assert_eq!(number("l.i1", "inserted"), 4000);
+    assert_eq!(number("l.i2", "inserted"), 1000);
+    for name in ["l.i1", "l.i2", "qr200", "qp200"] {
+        assert_eq!(number(name, "inserted"), number(name, "deleted"), "{name}");
+    }
+    // Each table kept its l.i0 and l.x rows through the writes.
+    for table in ["pi1", "pi2"] {
+        assert_eq!(
+            psql_number(&db, &format!("SELECT count(*) FROM {table}")),
+            10_100
+        );
+        assert_eq!(
+            psql_number(
+                &db,
+                &format!("SELECT count(*) FROM pg_indexes WHERE tablename = '{table}'")
+            ),
+            4
+        );
+    }
+    // Every row inserted and deleted, and every query, is the server's.
+    let all_steps = report["steps"].as_array().unwrap();
+    let sum = |field: &str| {
+        all_steps
+            .iter()
+            .map(|s| s[field].as_i64().unwrap())
+            .sum::<i64>()
+    };
+    let inserted_rows = statements(&db, "insert into pi_ %").1;
+    assert_eq!(inserted_rows, sum("inserted"));
+    assert_eq!(statements(&db, "delete from pi_ %").1, sum("deleted"));
+    let queries = statements(&db, "PREPARE %_query_ps %").0;
+    assert_eq!(queries, sum("queries"));
+    for name in ["qr200", "qp200"] {
+        let s = step_named(&report, name);
+        let (writer, target) = (
+            s["writer_per_s"].as_f64().unwrap(),
+            s["writer_target_per_s"].as_f64().unwrap(),
+        );
+        assert_eq!(target, 400.0);
+        assert!(
+            (writer - target).abs() <= 0.02 * target,
+            "{name}: {writer} of {target}"
+        );
+        assert_eq!(s["writer_fell_behind"], false);
+        assert!(s["queries"].as_u64().unwrap() > 0);
+        assert_eq!(s["operation"], "query");
+        // Two seconds at 400 rows a second, 50 rows per INSERT.
+        assert_eq!(s["per_second"].as_array().unwrap().len(), 2, "{s}");
+        assert_eq!(s["per_second"][0][0], 400);
+    }
+    let point = step_named(&report, "qp200");
+    assert!(point["query_ms"]["count"].as_u64().unwrap() > 0);
+    assert!(step_named(&report, "l.x")["index_seconds"]
+        .as_f64()
+        .is_some());
+    assert!(
+        step_named(&report, "l.i0")["longest_insert_stall_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
+#[test]
+fn cleanup_drops_the_tables() {
+    let db = database("ibench_cleanup");
+    succeeded(step(
+        &db,
+        &["--setup", "--max_rows=100", "--table_name=pi1"],
+    ));
+    succeeded(step(
+        &db,
+        &["--setup", "--max_rows=100", "--table_name=pi2"],
+    ));
+    let s = server();
+    let (socket_dir, port) = (s.socket_dir(), s.port());
+    succeeded(stampede(&[
+        "ibench",
+        "cleanup",
+        "--clients",
+        "2",
+        "-h",
+        &socket_dir,
+        "-p",
+        &port,
+        "-U",
+        &s.user,
+        "-d",
+        &db,
+    ]));
+    assert_eq!(
+        psql_number(
+            &db,
+            "SELECT count(*) FROM pg_tables WHERE tablename IN ('pi1', 'pi2')"
+        ),
+        0
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_written() {
+    let db = database("ibench_bad");
+    let json = TempFile::new("ibench-bad.json");
+    let s = server();
+    let (socket_dir, port) = (s.socket_dir(), s.port());
+    let run = |extra: &[&str]| {
+        let mut all = vec![
+            "ibench",
+            "run",
+            "-h",
+            &socket_dir,
+            "-p",
+            &port,
+            "-U",
+            &s.user,
+            "-d",
+            &db,
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        all.extend_from_slice(extra);
+        stampede(&all)
+    };
+    for (args, message) in [
+        (
+            &["--steps", "l.i0,l.i3"][..],
+            "unknown step \"l.i3\": the steps are l.i0, l.x, l.i1, l.i2, qrN and qpN (N rows a second, e.g. qr100)",
+        ),
+        (
+            &["--steps", "qr0"][..],
+            "unknown step \"qr0\": the steps are l.i0, l.x, l.i1, l.i2, qrN and qpN (N rows a second, e.g. qr100)",
+        ),
+        (&["--clients", "0"][..], "--clients must be at least 1 (not 0)"),
+        (&["--rows", "-5"][..], "--rows must be at least 1 (not -5)"),
+        (&["--settle", "-1"][..], "--settle must be at least 0 (not -1)"),
+        (
+            &["--clients", "2", "--shared-table"][..],
+            "--shared-table deletes other clients' rows: add --no-deletes (his iq.sh refuses delete_per_insert with only1t)",
+        ),
+    ] {
+        assert_refused(&run(args), message, &format!("{args:?}"));
+    }
+    for (args, message) in [
+        (
+            &["--inserts_per_second=-5"][..],
+            "--inserts_per_second must be at least 0 (not -5)",
+        ),
+        (&["--max_rows=0"][..], "--max_rows must be at least 1 (not 0)"),
+        (
+            &["--num_secondary_indexes=4"][..],
+            "--num_secondary_indexes must be 0 to 3 (not 4)",
+        ),
+        (
+            &["--dbms=mongo"][..],
+            "--dbms mongo: one of postgres, mysql (MariaDB, MySQL); stampede does not run MongoDB",
+        ),
+        (
+            &["--data_length_min=30", "--data_length_max=20"][..],
+            "--data_length_min 30 is above --data_length_max 20",
+        ),
+        (
+            &["--table_name=pi;drop"][..],
+            "--table_name \"pi;drop\": letters, digits and _ only, starting with a letter, at most 48",
+        ),
+        (
+            &["--no_inserts", "--query_threads=1"][..],
+            "--no_inserts needs --max_seconds: with no inserts nothing ends the run (iibench.py runs until killed)",
+        ),
+        (
+            &["--dbms=mysql", "--use_prepared_query"][..],
+            "--use_prepared_query: PostgreSQL only, as in iibench.py",
+        ),
+    ] {
+        let mut all = vec!["--setup"];
+        all.extend_from_slice(args);
+        assert_refused(&step(&db, &all), message, &format!("{args:?}"));
+    }
+    assert!(!json.exists());
+    assert_eq!(
+        psql_number(
+            &db,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        0
+    );
+}
+
+/// MariaDB's statement counters (global: this binary's only MariaDB test reads them).
+fn com_counters() -> (u64, u64) {
+    let text = mariadb_sql(
+        "",
+        "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('COM_INSERT', 'COM_DELETE') ORDER BY VARIABLE_NAME",
+    );
+    let values: Vec<u64> = text
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().parse().unwrap())
+        .collect();
+    (values[1], values[0])
+}
+
+#[test]
+fn the_steps_run_on_mariadb_with_forced_indexes() {
+    let db = create_mariadb_database("ibench");
+    let json = TempFile::new("ibench-mariadb.json");
+    let socket = socket();
+    let before = com_counters();
+    let text = succeeded(stampede(&[
+        "ibench",
+        "run",
+        "--engine",
+        "mariadb",
+        "--socket",
+        &socket,
+        "-U",
+        "root",
+        "-d",
+        &db,
+        "--rows",
+        "10000",
+        "--writes",
+        "2000",
+        "--query-seconds",
+        "2",
+        "--settle",
+        "0",
+        "--steps",
+        "l.i0,l.x,l.i1,l.i2,qr100,qp100",
+        "--json",
+        json.to_str().unwrap(),
+    ]));
+    let after = com_counters();
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(text.contains("qp100: 1 client(s)"), "{text}");
+    assert_eq!(mariadb_sql(&db, "SELECT count(*) FROM pi1").trim(), "10100");
+    let indexes = mariadb_sql(
+        &db,
+        "SELECT GROUP_CONCAT(DISTINCT INDEX_NAME ORDER BY INDEX_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'pi1'",
+    );
+    assert_eq!(
+        indexes.trim(),
+        "pi1_marketsegment,pi1_pdc,pi1_registersegment,PRIMARY"
+    );
+    let steps = report["steps"].as_array().unwrap();
+    let statements = |field: &str| {
+        steps
+            .iter()
+            .map(|s| s[field]["count"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(
+        after.0 - before.0,
+        statements("insert_ms"),
+        "INSERT statements"
+    );
+    assert_eq!(
+        after.1 - before.1,
+        statements("delete_ms"),
+        "DELETE statements"
+    );
+    for name in ["qr100", "qp100"] {
+        let s = step_named(&report, name);
+        let writer = s["writer_per_s"].as_f64().unwrap();
+        assert!((writer - 100.0).abs() <= 2.0, "{name}: {writer}");
+        assert!(s["queries"].as_u64().unwrap() > 0, "{name}");
+        assert_eq!(s["retries"], serde_json::json!([0, 0, 0]), "{name}");
+    }
+}
