@@ -15,6 +15,7 @@ const ELSEWHERE: &[(&str, &str)] = &[
     ("docs/bisect.md", "builds/broken/"),
     // The Insert Benchmark's folder in mdcallag/mytools.
     ("docs/ibench.md", "bench/ibench/"),
+    ("bench/results/ibench.md", "bench/ibench/iibench.py"),
 ];
 
 /// File types whose paths are checked when written with a folder in front (`lab/plan.rs`).

@@ -385,6 +385,41 @@ fn the_steps_load_index_write_and_query_as_his_scripts_do() {
 }
 
 #[test]
+fn partitions_split_the_table_and_a_held_transaction_comes_and_goes() {
+    let db = database("ibench_partitions");
+    server().reset_statements(&db);
+    let text = succeeded(step(
+        &db,
+        &[
+            "--setup",
+            "--max_rows=3000",
+            "--rows_per_commit=100",
+            "--num_partitions=3",
+            "--htap_transaction_seconds=1",
+            "--table_name=pi1",
+        ],
+    ));
+    assert_eq!(totals(&text).2, 3000);
+    // Three range partitions of 1000 ids each, as iibench.py bounds them.
+    assert_eq!(
+        server().psql(
+            &db,
+            "SELECT string_agg(c.relname || ':' || (SELECT count(*) FROM pi1 p WHERE p.tableoid = c.oid), ',' ORDER BY c.relname)
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'pi1'::regclass"
+        ),
+        "pi1_p0:999,pi1_p1:1000,pi1_p2:1001"
+    );
+    // The HTAP connection's transactions: BEGIN, a read, COMMIT, at least once.
+    let (begins, _) = statements(&db, "BEGIN");
+    let (commits, _) = statements(&db, "COMMIT");
+    assert!(
+        begins >= 1 && begins == commits,
+        "{begins} BEGIN, {commits} COMMIT"
+    );
+    assert_eq!(statements(&db, "select * from pi1 limit $1").0, begins);
+}
+
+#[test]
 fn cleanup_drops_the_tables() {
     let db = database("ibench_cleanup");
     succeeded(step(
