@@ -3,6 +3,8 @@
 //! statement counters), the inserts with deletes leaving the row count as it was, the
 //! rate-limited writer within 2% of its target, and bad input refused with nothing written.
 
+#![allow(unsafe_code)]
+
 mod common;
 
 use common::mariadb::{create_database as create_mariadb_database, socket, sql as mariadb_sql};
@@ -540,6 +542,73 @@ fn bad_input_is_refused_before_anything_is_written() {
             "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
         ),
         0
+    );
+}
+
+#[test]
+fn a_signal_ends_a_step_with_every_inserted_row_counted() {
+    let db = database("ibench_signal");
+    let s = server();
+    let flags = [
+        format!("--db_host={}", s.socket_dir()),
+        format!("--db_port={}", s.port()),
+        format!("--db_user={}", s.user),
+        format!("--db_name={db}"),
+    ];
+    let mut args: Vec<&str> = vec!["ibench", "step"];
+    args.extend(flags.iter().map(String::as_str));
+    // Two hours at 100 rows a second, stopped after its first second.
+    args.extend([
+        "--setup",
+        "--table_name=pi1",
+        "--max_rows=720000",
+        "--rows_per_commit=10",
+        "--inserts_per_second=100",
+        "--secs_per_report=1",
+    ]);
+    let mut child = common::stampede_command(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = common::Watch::new(child.stdout.take().unwrap());
+    out.wait_for("\n1.0\t1.0\t");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let text = out.finish();
+    assert_eq!(status.code(), Some(2), "{text}");
+    let inserted = totals(&text).2;
+    assert!((100..720_000).contains(&inserted), "{text}");
+    assert_eq!(last_interval(&text)[11] as u64, inserted, "{text}");
+    assert_eq!(
+        psql_number(&db, "SELECT count(*) FROM pi1") as u64,
+        inserted
+    );
+}
+
+#[test]
+fn a_run_after_l_i0_needs_its_tables() {
+    let db = database("ibench_missing");
+    let s = server();
+    let (socket_dir, port) = (s.socket_dir(), s.port());
+    let output = stampede(&[
+        "ibench",
+        "run",
+        "-h",
+        &socket_dir,
+        "-p",
+        &port,
+        "-U",
+        &s.user,
+        "-d",
+        &db,
+        "--steps",
+        "qr100",
+    ]);
+    assert_refused(
+        &output,
+        "step qr100: table pi1 is not there; start with l.i0, which creates the tables",
+        "qr100 alone",
     );
 }
 

@@ -245,9 +245,12 @@ pub fn run(args: &RunArgs) -> CommandResult {
     if let Some(dir) = &args.output_dir {
         prepare_output_dir(dir, &plan)?;
     }
-    let stop = stampede_base::signals::watch_signals();
     let runtime = runtime()?;
     let dbms = dbms_of(&endpoint);
+    if plan.steps[0].kind != StepKind::Load {
+        runtime.block_on(require_tables(&plan, &endpoint, &plan.steps[0]))?;
+    }
+    let stop = stampede_base::signals::watch_signals();
     let mut results = Vec::new();
     for step in &plan.steps {
         let result = runtime.block_on(run_step(
@@ -275,6 +278,25 @@ pub fn run(args: &RunArgs) -> CommandResult {
         return Err(Failure::interrupted(
             "stopped by a signal; the steps above were measured",
         ));
+    }
+    Ok(())
+}
+
+/// A run that does not start with l.i0 continues on the tables an earlier one made: refused,
+/// before anything runs, when one is not there.
+async fn require_tables(plan: &Plan, endpoint: &Endpoint, first: &Step) -> Result<(), Failure> {
+    let mut session = Session::connect(endpoint).await?;
+    for table in plan.tables() {
+        let there = session
+            .query(&format!("select 1 from {table} limit 0"))
+            .await?
+            .is_ok();
+        if !there {
+            return Err(Failure::input(format!(
+                "step {}: table {table} is not there; start with l.i0, which creates the tables",
+                first.name
+            )));
+        }
     }
     Ok(())
 }
