@@ -8,22 +8,28 @@
 mod common;
 
 use common::mariadb::{create_database as create_mariadb_database, socket, sql as mariadb_sql};
-use common::{assert_refused, server, stampede, stderr, stdout, TempFile};
+use common::{assert_refused, server, stampede, stampede_on, stderr, stdout, TempFile};
 use serde_json::Value;
 
-/// `stampede ibench step` (iibench.py's flags) on `db` of the test server.
-fn step(db: &str, args: &[&str]) -> std::process::Output {
+/// `ibench step` with iibench.py's connection flags for `db` of the test server, then `args`.
+fn step_command(db: &str, args: &[&str]) -> Vec<String> {
     let s = server();
-    let flags = [
+    let mut all: Vec<String> = vec![
+        "ibench".into(),
+        "step".into(),
         format!("--db_host={}", s.socket_dir()),
         format!("--db_port={}", s.port()),
         format!("--db_user={}", s.user),
         format!("--db_name={db}"),
     ];
-    let mut all: Vec<&str> = vec!["ibench", "step"];
-    all.extend(flags.iter().map(String::as_str));
-    all.extend_from_slice(args);
-    stampede(&all)
+    all.extend(args.iter().map(|a| a.to_string()));
+    all
+}
+
+/// `stampede ibench step` (iibench.py's flags) on `db` of the test server.
+fn step(db: &str, args: &[&str]) -> std::process::Output {
+    let all = step_command(db, args);
+    stampede(&all.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 fn succeeded(output: std::process::Output) -> String {
@@ -257,26 +263,9 @@ fn point_queries_read_by_primary_key() {
 }
 
 fn run_json(args: &[&str], db: &str, json: &TempFile) -> Value {
-    let s = server();
-    let (socket_dir, port) = (s.socket_dir(), s.port());
-    let mut all = vec![
-        "ibench",
-        "run",
-        "-h",
-        &socket_dir,
-        "-p",
-        &port,
-        "-U",
-        &s.user,
-        "-d",
-        db,
-        "--json",
-        json.to_str().unwrap(),
-        "--settle",
-        "0",
-    ];
+    let mut all = vec!["run", "--json", json.to_str().unwrap(), "--settle", "0"];
     all.extend_from_slice(args);
-    let text = succeeded(stampede(&all));
+    let text = succeeded(stampede_on("ibench", db, &all));
     assert!(text.contains("step "), "{text}");
     serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
 }
@@ -432,22 +421,7 @@ fn cleanup_drops_the_tables() {
         &db,
         &["--setup", "--max_rows=100", "--table_name=pi2"],
     ));
-    let s = server();
-    let (socket_dir, port) = (s.socket_dir(), s.port());
-    succeeded(stampede(&[
-        "ibench",
-        "cleanup",
-        "--clients",
-        "2",
-        "-h",
-        &socket_dir,
-        "-p",
-        &port,
-        "-U",
-        &s.user,
-        "-d",
-        &db,
-    ]));
+    succeeded(stampede_on("ibench", &db, &["cleanup", "--clients", "2"]));
     assert_eq!(
         psql_number(
             &db,
@@ -461,25 +435,10 @@ fn cleanup_drops_the_tables() {
 fn bad_input_is_refused_before_anything_is_written() {
     let db = database("ibench_bad");
     let json = TempFile::new("ibench-bad.json");
-    let s = server();
-    let (socket_dir, port) = (s.socket_dir(), s.port());
     let run = |extra: &[&str]| {
-        let mut all = vec![
-            "ibench",
-            "run",
-            "-h",
-            &socket_dir,
-            "-p",
-            &port,
-            "-U",
-            &s.user,
-            "-d",
-            &db,
-            "--json",
-            json.to_str().unwrap(),
-        ];
+        let mut all = vec!["run", "--json", json.to_str().unwrap()];
         all.extend_from_slice(extra);
-        stampede(&all)
+        stampede_on("ibench", &db, &all)
     };
     for (args, message) in [
         (
@@ -548,24 +507,19 @@ fn bad_input_is_refused_before_anything_is_written() {
 #[test]
 fn a_signal_ends_a_step_with_every_inserted_row_counted() {
     let db = database("ibench_signal");
-    let s = server();
-    let flags = [
-        format!("--db_host={}", s.socket_dir()),
-        format!("--db_port={}", s.port()),
-        format!("--db_user={}", s.user),
-        format!("--db_name={db}"),
-    ];
-    let mut args: Vec<&str> = vec!["ibench", "step"];
-    args.extend(flags.iter().map(String::as_str));
     // Two hours at 100 rows a second, stopped after its first second.
-    args.extend([
-        "--setup",
-        "--table_name=pi1",
-        "--max_rows=720000",
-        "--rows_per_commit=10",
-        "--inserts_per_second=100",
-        "--secs_per_report=1",
-    ]);
+    let all = step_command(
+        &db,
+        &[
+            "--setup",
+            "--table_name=pi1",
+            "--max_rows=720000",
+            "--rows_per_commit=10",
+            "--inserts_per_second=100",
+            "--secs_per_report=1",
+        ],
+    );
+    let args: Vec<&str> = all.iter().map(String::as_str).collect();
     let mut child = common::stampede_command(&args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -589,22 +543,7 @@ fn a_signal_ends_a_step_with_every_inserted_row_counted() {
 #[test]
 fn a_run_after_l_i0_needs_its_tables() {
     let db = database("ibench_missing");
-    let s = server();
-    let (socket_dir, port) = (s.socket_dir(), s.port());
-    let output = stampede(&[
-        "ibench",
-        "run",
-        "-h",
-        &socket_dir,
-        "-p",
-        &port,
-        "-U",
-        &s.user,
-        "-d",
-        &db,
-        "--steps",
-        "qr100",
-    ]);
+    let output = stampede_on("ibench", &db, &["run", "--steps", "qr100"]);
     assert_refused(
         &output,
         "step qr100: table pi1 is not there; start with l.i0, which creates the tables",

@@ -105,21 +105,7 @@ impl RowMaker {
     /// The INSERT of `rows` rows, their values as literals, stamped `when`.
     pub fn insert(&mut self, table: &str, rows: u64, when: &str) -> String {
         let mut text = format!("insert into {table} {INSERT_COLUMNS} values ");
-        for i in 0..rows {
-            if i > 0 {
-                text.push_str(",\n");
-            }
-            let row = self.draw();
-            text.push_str(&format!(
-                "('{when}',{},{},{},{}.00,'{}{}')",
-                row.cashregisterid,
-                row.customerid,
-                row.productid,
-                row.price,
-                "a".repeat(row.plain),
-                row.random
-            ));
-        }
+        self.push_values(&mut text, rows, when, Form::Literal);
         text
     }
 
@@ -127,13 +113,25 @@ impl RowMaker {
     /// psycopg2 puts them into the text.
     pub fn execute_insert(&mut self, rows: u64, when: &str) -> String {
         let mut text = "execute insert_ps (".to_string();
+        self.push_values(&mut text, rows, when, Form::Parameters);
+        text.push(')');
+        text
+    }
+
+    /// `rows` rows' values: each row parenthesized, a line apart, its price as iibench.py's
+    /// `%.2f` prints it; or as one flat list of EXECUTE's parameters.
+    fn push_values(&mut self, text: &mut String, rows: u64, when: &str, form: Form) {
+        let (separator, open, cents, close) = match form {
+            Form::Literal => (",\n", "(", ".00", ")"),
+            Form::Parameters => (",", "", "", ""),
+        };
         for i in 0..rows {
             if i > 0 {
-                text.push(',');
+                text.push_str(separator);
             }
             let row = self.draw();
             text.push_str(&format!(
-                "'{when}',{},{},{},{},'{}{}'",
+                "{open}'{when}',{},{},{},{}{cents},'{}{}'{close}",
                 row.cashregisterid,
                 row.customerid,
                 row.productid,
@@ -142,9 +140,16 @@ impl RowMaker {
                 row.random
             ));
         }
-        text.push(')');
-        text
     }
+}
+
+/// How an INSERT's values are written.
+#[derive(Clone, Copy)]
+enum Form {
+    /// `('…',1,2,3,4.00,'…'),\n(…)`: a multi-row INSERT's literals.
+    Literal,
+    /// `'…',1,2,3,4,'…',…`: EXECUTE's parameters, all rows in one list.
+    Parameters,
 }
 
 /// Now as `YYYY-MM-DD hh:mm:ss` in UTC (iibench.py stamps rows with local time).
