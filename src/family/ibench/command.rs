@@ -62,6 +62,7 @@ fn step(args: &IibenchArgs) -> CommandResult {
         random: random_text(options.seed),
         endpoint,
         options,
+        seconds: None,
     });
     let stop = stampede_base::signals::watch_signals();
     let out: Output = Arc::new(Mutex::new(Box::new(std::io::stdout())));

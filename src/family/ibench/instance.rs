@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use super::options::Options;
 use super::output::{self, RtHistogram, Totals};
 use super::rows::{timestamp_now, RowMaker};
+use super::seconds::Seconds;
 use super::sql::{self, Dbms, QueryKind};
 use crate::driver::stats::LatencyStats;
 use crate::family::common::sql_session::Session;
@@ -48,6 +49,8 @@ pub struct Instance {
     pub options: Options,
     /// The random text the data columns take slices of.
     pub random: Arc<str>,
+    /// The step's seconds this run's statements count in (`ibench run`), if any.
+    pub seconds: Option<Arc<Seconds>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -137,20 +140,26 @@ struct Timer {
     op: Op,
     record: OpRecord,
     last_end: Instant,
+    seconds: Option<Arc<Seconds>>,
 }
 
 impl Timer {
-    fn new(op: Op, start: Instant) -> Timer {
+    fn new(op: Op, start: Instant, seconds: Option<Arc<Seconds>>) -> Timer {
         Timer {
             op,
             record: OpRecord::default(),
             last_end: start,
+            seconds,
         }
     }
 
-    fn finished(&mut self, began: Instant, shared: &Shared) {
+    /// A statement begun at `began` has finished, having done `count` (rows, or one query).
+    fn finished(&mut self, began: Instant, count: u64, shared: &Shared) {
         let end = Instant::now();
         let elapsed = end - began;
+        if let Some(seconds) = &self.seconds {
+            seconds.record(self.op as usize, count, end, elapsed);
+        }
         self.record.statements += 1;
         self.record.histogram.record(elapsed);
         self.record.latency.record(elapsed.as_secs_f64() * 1e6);
@@ -173,8 +182,6 @@ pub struct InstanceResult {
     pub delete: OpRecord,
     pub query: OpRecord,
     pub rows_fetched: u64,
-    /// The totals at the end of each whole second.
-    pub per_second: Vec<Totals>,
     pub retries: [u64; 3],
     pub get_min_queries: u64,
     pub get_min_time: Duration,
@@ -213,11 +220,10 @@ impl Instance {
         // The last line counts what the deleter and the queries finished after the inserts.
         let joined = roles.join(&shared).await;
         let seconds = start.elapsed().as_secs_f64();
-        let per_second = reporter.finish(&shared, &out);
+        reporter.finish(&shared, &out);
         let (mut result, first_query) = joined?;
         self.print_histograms(&result, first_query, &out);
         result.seconds = seconds;
-        result.per_second = per_second;
         result.interrupted = interrupted;
         if self.options.secondary_at_end && !interrupted {
             let began = Instant::now();
@@ -496,12 +502,11 @@ impl Roles {
     }
 }
 
-/// The interval lines so far: when the last was printed, its totals, every whole second's.
+/// The interval lines so far: when the last was printed, and its totals.
 struct Reporter {
     start: Instant,
     last_report: Instant,
     before: Totals,
-    per_second: Vec<Totals>,
 }
 
 impl Reporter {
@@ -520,13 +525,12 @@ impl Reporter {
         self.last_report = now;
     }
 
-    /// The last, partial interval's line; every whole second's totals.
-    fn finish(mut self, shared: &Shared, out: &Output) -> Vec<Totals> {
+    /// The last, partial interval's line.
+    fn finish(mut self, shared: &Shared, out: &Output) {
         let now = Instant::now();
         if now - self.last_report >= Duration::from_millis(1) || shared.totals() != self.before {
             self.line(shared, out, now);
         }
-        self.per_second
     }
 }
 
@@ -543,7 +547,6 @@ async fn report(
         start,
         last_report: start,
         before: Totals::default(),
-        per_second: Vec::new(),
     };
     let mut second = 1u64;
     let mut interrupted = false;
@@ -556,7 +559,6 @@ async fn report(
         };
         let now = Instant::now();
         if ticked {
-            reporter.per_second.push(shared.totals());
             if second.is_multiple_of(options.secs_per_report) {
                 reporter.line(shared, out, now);
             }
@@ -683,12 +685,13 @@ async fn execute(
     out: Output,
     start: Instant,
 ) -> Result<OpRecord, Failure> {
-    let mut timer = Timer::new(op, start);
+    let mut timer = Timer::new(op, start, instance.seconds.clone());
     let rows = instance.options.rows_per_commit;
     while let Some(statement) = queue.recv().await {
         let began = Instant::now();
         let outcome = session.counted(&statement).await?;
-        timer.finished(began, &shared);
+        let done = outcome.as_ref().map_or(0, |counted| counted.changed);
+        timer.finished(began, done, &shared);
         match outcome {
             Ok(counted) => {
                 let counter = match op {
@@ -728,7 +731,7 @@ async fn query(
     let table = &options.table;
     let kinds = QueryKind::chosen(options);
     let mut prng = PgPrng::seeded(options.seed.wrapping_add(1 + thread));
-    let mut timer = Timer::new(Op::Query, start);
+    let mut timer = Timer::new(Op::Query, start, instance.seconds.clone());
     let mut fetched = 0u64;
     let mut max_trxid: i64 = -1;
     if options.query_pk_only {
@@ -751,7 +754,7 @@ async fn query(
         let statement = query_text(&instance, kind, &mut prng, min, max_trxid);
         let began = Instant::now();
         let outcome = session.counted(&statement).await?;
-        timer.finished(began, &shared);
+        timer.finished(began, u64::from(outcome.is_ok()), &shared);
         match outcome {
             Ok(counted) => {
                 fetched += counted.returned;

@@ -9,6 +9,7 @@ pub mod instance;
 pub mod options;
 pub mod output;
 pub mod rows;
+pub mod seconds;
 pub mod sql;
 pub mod steps;
 pub mod summary;

@@ -26,6 +26,7 @@ use super::command::{dbms_of, runtime};
 use super::instance::{Instance, InstanceResult, Output};
 use super::options::{DataShape, Options};
 use super::rows::random_text;
+use super::seconds::{Second, Seconds};
 use super::sql::{self, Dbms};
 use super::summary::{self, StepResult};
 use crate::family::common::connection::{endpoint, positive};
@@ -345,6 +346,9 @@ async fn run_step(
     let clients = plan.clients_of(step);
     let before_server = meter.read();
     let before_client = stampede_base::cpu::process_cpu();
+    let seconds = Arc::new(Seconds::new(Instant::now()));
+    let (end_closing, ended) = tokio::sync::oneshot::channel();
+    let closer = tokio::spawn(close_seconds(seconds.clone(), ended));
     let mut handles = Vec::new();
     for client in 1..=clients {
         let instance = Arc::new(Instance {
@@ -352,6 +356,7 @@ async fn run_step(
             dbms,
             options: plan.options(step, client, dbms),
             random: random.clone(),
+            seconds: Some(seconds.clone()),
         });
         let out = client_output(output_dir, step, client)?;
         handles.push(tokio::spawn(instance.run(out, stop.clone())));
@@ -363,6 +368,12 @@ async fn run_step(
             .map_err(|e| Failure::run(format!("step {}: a client failed: {e}", step.name)))?;
         instances.push(result.map_err(|f| f.map_message(|m| format!("step {}: {m}", step.name)))?);
     }
+    let _ = end_closing.send(());
+    let mut per_second = closer
+        .await
+        .map_err(|e| Failure::run(format!("step {}: {e}", step.name)))?;
+    // The last whole seconds; the part of a second at the end is left out.
+    per_second.extend(seconds.close_before(Instant::now()));
     let client_cpu = stampede_base::cpu::process_cpu()
         .since(&before_client)
         .total();
@@ -374,10 +385,27 @@ async fn run_step(
     Ok(summary::step_result(
         step,
         &instances,
+        per_second,
         indexed,
         client_cpu,
         meter.since(&before_server),
     ))
+}
+
+/// Closes the step's seconds as they pass (so that only the current one's response times are
+/// held), until `ended`.
+async fn close_seconds(
+    seconds: Arc<Seconds>,
+    mut ended: tokio::sync::oneshot::Receiver<()>,
+) -> Vec<Second> {
+    let mut closed = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => closed.extend(seconds.close_before(Instant::now())),
+            _ = &mut ended => return closed,
+        }
+    }
 }
 
 /// Where client `n`'s iibench.py lines go: `DIR/STEP/ib.N`, or nowhere.

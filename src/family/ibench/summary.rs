@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::instance::{InstanceResult, OpRecord};
+use super::seconds::Second;
 use super::steps::{Plan, Step};
 use crate::family::common::measure::LatencySummary;
 use crate::family::common::server_work::ServerWork;
@@ -45,8 +46,9 @@ pub struct StepResult {
     pub insert_ms: LatencySummary,
     pub delete_ms: LatencySummary,
     pub query_ms: LatencySummary,
-    /// Rows inserted, deleted and queries, in each whole second, over all clients.
-    pub per_second: Vec<[u64; 3]>,
+    /// Each whole second from the step's start, over all clients: rows inserted and deleted,
+    /// queries, and each one's p50 and p99 response time.
+    pub per_second: Vec<Second>,
     /// The per-second insert rate's standard deviation over its mean (None under 2 seconds).
     pub inserts_cv: Option<f64>,
     /// The longest any client went without an insert finishing, seconds.
@@ -70,6 +72,7 @@ pub struct ServerPerOp {
 pub fn step_result(
     step: &Step,
     instances: &[InstanceResult],
+    per_second: Vec<Second>,
     indexed: u64,
     client_cpu: Duration,
     server: Option<ServerWork>,
@@ -121,7 +124,6 @@ pub fn step_result(
             0.0
         }
     };
-    let per_second = per_second(instances);
     StepResult {
         step: step.name.clone(),
         clients: instances.len() as u64,
@@ -148,7 +150,7 @@ pub fn step_result(
         insert_ms: LatencySummary::of(&insert.latency),
         delete_ms: LatencySummary::of(&delete.latency),
         query_ms: LatencySummary::of(&query.latency),
-        inserts_cv: coefficient_of_variation(per_second.iter().map(|s| s[0] as f64)),
+        inserts_cv: coefficient_of_variation(per_second.iter().map(|s| s.insert.count as f64)),
         per_second,
         longest_insert_stall_s: insert.longest_gap.as_secs_f64(),
         index_seconds: instances
@@ -158,32 +160,6 @@ pub fn step_result(
         retries: [0, 1, 2].map(|i| instances.iter().map(|r| r.retries[i]).sum()),
         interrupted: instances.iter().any(|r| r.interrupted),
     }
-}
-
-/// Each whole second's rows inserted, deleted and queries, summed over the clients (as far as
-/// every client has that second).
-fn per_second(instances: &[InstanceResult]) -> Vec<[u64; 3]> {
-    let seconds = instances
-        .iter()
-        .map(|r| r.per_second.len())
-        .min()
-        .unwrap_or(0);
-    (0..seconds)
-        .map(|s| {
-            let mut sum = [0u64; 3];
-            for r in instances {
-                let now = r.per_second[s];
-                let before = s
-                    .checked_sub(1)
-                    .map(|p| r.per_second[p])
-                    .unwrap_or_default();
-                sum[0] += now.inserted - before.inserted;
-                sum[1] += now.deleted - before.deleted;
-                sum[2] += now.queries - before.queries;
-            }
-            sum
-        })
-        .collect()
 }
 
 /// Standard deviation over the mean (population), of two values or more with a mean above 0.
@@ -246,8 +222,9 @@ pub fn step_lines(r: &StepResult) -> String {
         .inserts_cv
         .map_or("-".to_string(), |cv| format!("{cv:.3}"));
     text.push_str(&format!(
-        "\n  inserts per second: cv {cv}, longest stall {:.3} s{}",
+        "\n  inserts per second: cv {cv}, longest stall {:.3} s{}{}",
         r.longest_insert_stall_s,
+        worst_second_p99(&r.per_second),
         sparkline(&r.per_second)
     ));
     if r.retries.iter().any(|n| *n > 0) {
@@ -259,10 +236,21 @@ pub fn step_lines(r: &StepResult) -> String {
     text
 }
 
+/// ", worst second's insert p99 12.345 ms (second 17)", when any second has one.
+fn worst_second_p99(per_second: &[Second]) -> String {
+    per_second
+        .iter()
+        .filter_map(|s| s.insert.p99_ms.map(|p99| (p99, s.second)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or(String::new(), |(p99, second)| {
+            format!(", worst second's insert p99 {p99:.3} ms (second {second})")
+        })
+}
+
 /// The insert rate over the step as one line of block characters (his "IPS over time").
-fn sparkline(per_second: &[[u64; 3]]) -> String {
+fn sparkline(per_second: &[Second]) -> String {
     const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = per_second.iter().map(|s| s[0]).max().unwrap_or(0);
+    let max = per_second.iter().map(|s| s.insert.count).max().unwrap_or(0);
     if per_second.len() < 2 || max == 0 {
         return String::new();
     }
@@ -272,8 +260,11 @@ fn sparkline(per_second: &[[u64; 3]]) -> String {
         .map(|c| {
             let from = c * per_second.len() / width;
             let to = ((c + 1) * per_second.len() / width).max(from + 1);
-            let mean =
-                per_second[from..to].iter().map(|s| s[0]).sum::<u64>() as f64 / (to - from) as f64;
+            let mean = per_second[from..to]
+                .iter()
+                .map(|s| s.insert.count)
+                .sum::<u64>() as f64
+                / (to - from) as f64;
             BLOCKS[((mean / max as f64) * 7.0).round() as usize]
         })
         .collect();
@@ -349,23 +340,5 @@ mod tests {
         assert!((cv - 0.4).abs() < 1e-12, "{cv}");
         assert_eq!(coefficient_of_variation([3.0].into_iter()), None);
         assert_eq!(coefficient_of_variation([0.0, 0.0].into_iter()), None);
-    }
-
-    #[test]
-    fn seconds_sum_over_clients_as_far_as_all_have_them() {
-        use super::super::output::Totals;
-        let client = |cumulative: &[u64]| InstanceResult {
-            per_second: cumulative
-                .iter()
-                .map(|n| Totals {
-                    inserted: *n,
-                    deleted: 0,
-                    queries: 0,
-                })
-                .collect(),
-            ..InstanceResult::default()
-        };
-        let seconds = per_second(&[client(&[10, 30, 60]), client(&[5, 10])]);
-        assert_eq!(seconds, [[15, 0, 0], [25, 0, 0]]);
     }
 }
