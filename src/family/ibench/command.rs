@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::args::{CleanupArgs, EngineConnectionArgs, IbenchAction, IibenchArgs};
-use super::instance::{Instance, Output};
+use super::instance::{runtime, Instance, Output};
 use super::options;
 use super::rows::random_text;
 use super::sql::{self, Dbms};
@@ -19,25 +19,6 @@ pub fn run(action: &IbenchAction) -> CommandResult {
         IbenchAction::Run(args) => steps::run(args),
         IbenchAction::Cleanup(args) => cleanup(args),
     }
-}
-
-/// The engine an endpoint speaks, as the statements need it.
-pub fn dbms_of(endpoint: &Endpoint) -> Dbms {
-    match endpoint {
-        Endpoint::Postgres(_) => Dbms::Postgres,
-        Endpoint::Mysql(_) => Dbms::Mysql,
-    }
-}
-
-/// A runtime for a run's connections: one worker per core, as iibench.py's processes spread.
-pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(stampede_base::cpu::cores().max(2))
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Failure::run(format!("could not start the client's threads: {e}")).caused_by(e)
-        })
 }
 
 fn step(args: &IibenchArgs) -> CommandResult {
@@ -58,7 +39,7 @@ fn step(args: &IibenchArgs) -> CommandResult {
     let options = options::from_args(args, postgres)?;
     let endpoint = iibench_endpoint(args, postgres)?;
     let instance = Arc::new(Instance {
-        dbms: dbms_of(&endpoint),
+        dbms: Dbms::of(&endpoint),
         random: random_text(options.seed),
         endpoint,
         options,

@@ -32,6 +32,17 @@ use stampede_script::prng::PgPrng;
 /// Statements the maker may run ahead of each executor (iibench.py's Queue(8)).
 const QUEUE: usize = 8;
 
+/// A runtime for a run's connections: one worker per core, as iibench.py's processes spread.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(stampede_base::cpu::cores().max(2))
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Failure::run(format!("could not start the client's threads: {e}")).caused_by(e)
+        })
+}
+
 /// Where an instance's iibench.py output goes.
 pub type Output = Arc<Mutex<Box<dyn Write + Send>>>;
 

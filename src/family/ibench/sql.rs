@@ -11,6 +11,16 @@ pub enum Dbms {
     Mysql,
 }
 
+impl Dbms {
+    /// The engine an endpoint speaks, as the statements need it.
+    pub fn of(endpoint: &stampede_conn::Endpoint) -> Dbms {
+        match endpoint {
+            stampede_conn::Endpoint::Postgres(_) => Dbms::Postgres,
+            stampede_conn::Endpoint::Mysql(_) => Dbms::Mysql,
+        }
+    }
+}
+
 /// The columns an INSERT names, in iibench.py's order.
 pub const INSERT_COLUMNS: &str = "(dateandtime,cashregisterid,customerid,productid,price,data)";
 

@@ -22,8 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::args::RunArgs;
-use super::command::{dbms_of, runtime};
-use super::instance::{Instance, InstanceResult, Output};
+use super::instance::{runtime, Instance, InstanceResult, Output};
 use super::options::{DataShape, Options};
 use super::rows::random_text;
 use super::seconds::{Second, Seconds};
@@ -247,7 +246,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
         prepare_output_dir(dir, &plan)?;
     }
     let runtime = runtime()?;
-    let dbms = dbms_of(&endpoint);
+    let dbms = Dbms::of(&endpoint);
     if plan.steps[0].kind != StepKind::Load {
         runtime.block_on(require_tables(&plan, &endpoint, &plan.steps[0]))?;
     }
@@ -273,7 +272,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     }
     println!("{}", summary::table(&results));
     if let Some(path) = &args.json {
-        summary::write_json(path, &plan, &results)?;
+        write_json(path, &plan, &results)?;
     }
     if results.iter().any(|r| r.interrupted) {
         return Err(Failure::interrupted(
@@ -302,6 +301,35 @@ async fn require_tables(plan: &Plan, endpoint: &Endpoint, first: &Step) -> Resul
     Ok(())
 }
 
+/// `--json`: the run's shape and every step's result.
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    clients: u64,
+    shared_table: bool,
+    rows: u64,
+    writes: u64,
+    query_seconds: u64,
+    deletes: bool,
+    seed: u64,
+    steps: &'a [StepResult],
+}
+
+fn write_json(path: &Path, plan: &Plan, results: &[StepResult]) -> Result<(), Failure> {
+    let report = Report {
+        clients: plan.clients,
+        shared_table: plan.shared_table,
+        rows: plan.rows,
+        writes: plan.writes,
+        query_seconds: plan.query_seconds,
+        deletes: plan.deletes,
+        seed: plan.seed,
+        steps: results,
+    };
+    let text = serde_json::to_string_pretty(&report).expect("the report serializes");
+    std::fs::write(path, text + "\n")
+        .map_err(|e| Failure::run(format!("{}: {e}", path.display())).caused_by(e))
+}
+
 /// Refuses a folder that already holds a step's output, before anything runs.
 fn prepare_output_dir(dir: &Path, plan: &Plan) -> Result<(), Failure> {
     for step in &plan.steps {
@@ -324,7 +352,7 @@ async fn run_step(
     output_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
 ) -> Result<StepResult, Failure> {
-    let dbms = dbms_of(endpoint);
+    let dbms = Dbms::of(endpoint);
     let mut control = Session::connect(endpoint).await?;
     if step.kind == StepKind::Load {
         for table in plan.tables() {
@@ -383,7 +411,8 @@ async fn run_step(
         0
     };
     Ok(summary::step_result(
-        step,
+        &step.name,
+        step.writer_rate(),
         &instances,
         per_second,
         indexed,

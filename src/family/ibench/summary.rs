@@ -3,17 +3,14 @@
 //! by second with its coefficient of variation and the longest stall — in the terminal, and
 //! whole in `--json`.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::instance::{InstanceResult, OpRecord};
 use super::seconds::Second;
-use super::steps::{Plan, Step};
 use crate::family::common::measure::LatencySummary;
 use crate::family::common::server_work::ServerWork;
-use stampede_base::error::Failure;
 
 /// A writer whose rate is below this share of its target fell behind.
 pub const WRITER_SHORTFALL: f64 = 0.99;
@@ -68,9 +65,12 @@ pub struct ServerPerOp {
     pub written_kb: f64,
 }
 
-/// `indexed` is the rows already in the tables when the step builds their indexes (l.x).
+/// The result of step `name`, whose writers were held to `writer_rate` rows a second each
+/// (the query steps); `indexed` is the rows already in the tables when the step builds their
+/// indexes (l.x).
 pub fn step_result(
-    step: &Step,
+    name: &str,
+    writer_rate: Option<u64>,
     instances: &[InstanceResult],
     per_second: Vec<Second>,
     indexed: u64,
@@ -102,9 +102,7 @@ pub fn step_result(
             0.0
         }
     };
-    let writer_target = step
-        .writer_rate()
-        .map(|r| (r * instances.len() as u64) as f64);
+    let writer_target = writer_rate.map(|r| (r * instances.len() as u64) as f64);
     let writer = writer_target.map(|_| {
         instances
             .iter()
@@ -125,7 +123,7 @@ pub fn step_result(
         }
     };
     StepResult {
-        step: step.name.clone(),
+        step: name.to_string(),
         clients: instances.len() as u64,
         seconds,
         inserted,
@@ -295,34 +293,6 @@ pub fn table(results: &[StepResult]) -> String {
         ));
     }
     text
-}
-
-#[derive(Serialize)]
-struct Report<'a> {
-    clients: u64,
-    shared_table: bool,
-    rows: u64,
-    writes: u64,
-    query_seconds: u64,
-    deletes: bool,
-    seed: u64,
-    steps: &'a [StepResult],
-}
-
-pub fn write_json(path: &Path, plan: &Plan, results: &[StepResult]) -> Result<(), Failure> {
-    let report = Report {
-        clients: plan.clients,
-        shared_table: plan.shared_table,
-        rows: plan.rows,
-        writes: plan.writes,
-        query_seconds: plan.query_seconds,
-        deletes: plan.deletes,
-        seed: plan.seed,
-        steps: results,
-    };
-    let text = serde_json::to_string_pretty(&report).expect("the report serializes");
-    std::fs::write(path, text + "\n")
-        .map_err(|e| Failure::run(format!("{}: {e}", path.display())).caused_by(e))
 }
 
 #[cfg(test)]
