@@ -208,30 +208,9 @@ fn point(invocation: usize, runs: &[f64]) -> Option<(HistoryPoint, Point)> {
     ))
 }
 
-/// "YYYY-MM-DD HH:MM" in UTC (Hinnant's days-to-civil algorithm; no calendar crate for one
-/// line of a report).
+/// "YYYY-MM-DD HH:MM" in UTC.
 pub fn utc_minute(unix_s: f64) -> String {
-    let seconds = unix_s.max(0.0) as i64;
-    let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        of_day / 3600,
-        of_day % 3600 / 60
-    )
+    stampede_base::calendar::UtcTime::from_unix(unix_s.max(0.0) as i64).minute_text()
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! What every layer of stampede shares and none owns: the failure type that decides exit codes,
 //! the operating system's calls (users, CPU pinning, CPU time, cores), SIGINT/SIGTERM as a flag,
-//! and durations as specs and options write them.
+//! durations as specs and options write them, and UTC calendar times.
 
+pub mod calendar;
 pub mod cpu;
 pub mod duration;
 pub mod error;

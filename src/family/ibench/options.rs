@@ -136,6 +136,24 @@ fn at_least(value: i64, min: i64, name: &str) -> Result<u64, Failure> {
     Ok(value as u64)
 }
 
+/// A count from `min` to `max`: the bounds that keep one statement's text, or the table's
+/// partitions, within what the servers take (and this process's memory).
+fn between(value: i64, min: i64, max: i64, name: &str) -> Result<u64, Failure> {
+    if value > max {
+        return Err(Failure::input(format!(
+            "--{name} must be at most {max} (not {value})"
+        )));
+    }
+    at_least(value, min, name)
+}
+
+/// Rows in one INSERT: 100,000 rows of 4000 bytes are a 400 MB statement.
+const MAX_ROWS_PER_COMMIT: i64 = 100_000;
+/// Ids or rows one query asks for (PostgreSQL's prepared statement takes 65535 parameters).
+const MAX_ROWS_PER_QUERY: i64 = 65_535;
+/// MySQL's most partitions in a table.
+const MAX_PARTITIONS: i64 = 8192;
+
 /// iibench.py's options as a run of stampede's takes them; `postgres` says which engine.
 pub fn from_args(args: &IibenchArgs, postgres: bool) -> Result<Options, Failure> {
     let data = DataShape {
@@ -151,11 +169,16 @@ pub fn from_args(args: &IibenchArgs, postgres: bool) -> Result<Options, Failure>
     let options = Options {
         table: table_name(&args.table_name)?,
         max_rows: at_least(args.max_rows, 1, "max_rows")?,
-        rows_per_commit: at_least(args.rows_per_commit, 1, "rows_per_commit")?,
+        rows_per_commit: between(
+            args.rows_per_commit,
+            1,
+            MAX_ROWS_PER_COMMIT,
+            "rows_per_commit",
+        )?,
         inserts_per_second: at_least(args.inserts_per_second, 0, "inserts_per_second")?,
         query_threads: at_least(args.query_threads, 0, "query_threads")? as usize,
         query_pk_only: args.query_pk_only,
-        rows_per_query: at_least(args.rows_per_query, 1, "rows_per_query")?,
+        rows_per_query: between(args.rows_per_query, 1, MAX_ROWS_PER_QUERY, "rows_per_query")?,
         delete_per_insert: args.delete_per_insert,
         secondary_indexes: secondary_indexes(args.num_secondary_indexes)?,
         secondary_at_start: args.secondary_at_start,
@@ -177,7 +200,7 @@ pub fn from_args(args: &IibenchArgs, postgres: bool) -> Result<Options, Failure>
         unique_checks: args.unique_checks != 0,
         bulk_load: args.bulk_load != 0,
         partitions: Partitions {
-            count: at_least(args.num_partitions, 0, "num_partitions")?,
+            count: between(args.num_partitions, 0, MAX_PARTITIONS, "num_partitions")?,
             rows_each: at_least(args.rows_per_partition, 0, "rows_per_partition")?,
         },
     };

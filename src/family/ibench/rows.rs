@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use stampede_base::calendar::UtcTime;
 use stampede_script::prng::PgPrng;
 
 use super::options::DataShape;
@@ -157,33 +158,7 @@ pub fn timestamp_now() -> String {
     let seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    timestamp(seconds)
-}
-
-fn timestamp(unix_seconds: u64) -> String {
-    let days = (unix_seconds / 86_400) as i64;
-    let of_day = unix_seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        of_day / 3600,
-        of_day / 60 % 60,
-        of_day % 60
-    )
-}
-
-/// The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    UtcTime::from_unix(seconds as i64).second_text()
 }
 
 #[cfg(test)]
@@ -195,13 +170,6 @@ mod tests {
         assert_eq!(base64(b"any carnal pleas"), "YW55IGNhcm5hbCBwbGVhcw==");
         assert_eq!(base64(b"any carnal pleasu"), "YW55IGNhcm5hbCBwbGVhc3U=");
         assert_eq!(base64(b"any carnal pleasur"), "YW55IGNhcm5hbCBwbGVhc3Vy");
-    }
-
-    #[test]
-    fn timestamps_are_utc_calendar_times() {
-        assert_eq!(timestamp(0), "1970-01-01 00:00:00");
-        assert_eq!(timestamp(951_782_400), "2000-02-29 00:00:00");
-        assert_eq!(timestamp(1_795_919_600), "2026-11-29 02:33:20");
     }
 
     #[test]

@@ -241,10 +241,13 @@ fn share(writes: u64, fifths: u64) -> u64 {
 
 pub fn run(args: &RunArgs) -> CommandResult {
     let plan = Plan::from_args(args)?;
-    let endpoint = endpoint(&args.connection)?;
+    if let Some(path) = &args.json {
+        require_folder_of(path)?;
+    }
     if let Some(dir) = &args.output_dir {
         prepare_output_dir(dir, &plan)?;
     }
+    let endpoint = endpoint(&args.connection)?;
     let runtime = runtime()?;
     let dbms = Dbms::of(&endpoint);
     if plan.steps[0].kind != StepKind::Load {
@@ -328,6 +331,19 @@ fn write_json(path: &Path, plan: &Plan, results: &[StepResult]) -> Result<(), Fa
     let text = serde_json::to_string_pretty(&report).expect("the report serializes");
     std::fs::write(path, text + "\n")
         .map_err(|e| Failure::run(format!("{}: {e}", path.display())).caused_by(e))
+}
+
+/// `--json`'s folder must be there before the steps run, not found missing after them.
+fn require_folder_of(path: &Path) -> Result<(), Failure> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    match folder {
+        Some(folder) if !folder.is_dir() => Err(Failure::input(format!(
+            "--json {}: the folder {} is not there",
+            path.display(),
+            folder.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Refuses a folder that already holds a step's output, before anything runs.

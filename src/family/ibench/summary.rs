@@ -46,7 +46,8 @@ pub struct StepResult {
     /// Each whole second from the step's start, over all clients: rows inserted and deleted,
     /// queries, and each one's p50 and p99 response time.
     pub per_second: Vec<Second>,
-    /// The per-second insert rate's standard deviation over its mean (None under 2 seconds).
+    /// The per-second insert rate's (sample) standard deviation over its mean (None under 2
+    /// seconds).
     pub inserts_cv: Option<f64>,
     /// The longest any client went without an insert finishing, seconds.
     pub longest_insert_stall_s: f64,
@@ -148,7 +149,12 @@ pub fn step_result(
         insert_ms: LatencySummary::of(&insert.latency),
         delete_ms: LatencySummary::of(&delete.latency),
         query_ms: LatencySummary::of(&query.latency),
-        inserts_cv: coefficient_of_variation(per_second.iter().map(|s| s.insert.count as f64)),
+        inserts_cv: stampede_stats::coefficient_of_variation(
+            &per_second
+                .iter()
+                .map(|s| s.insert.count as f64)
+                .collect::<Vec<_>>(),
+        ),
         per_second,
         longest_insert_stall_s: insert.longest_gap.as_secs_f64(),
         index_seconds: instances
@@ -158,20 +164,6 @@ pub fn step_result(
         retries: [0, 1, 2].map(|i| instances.iter().map(|r| r.retries[i]).sum()),
         interrupted: instances.iter().any(|r| r.interrupted),
     }
-}
-
-/// Standard deviation over the mean (population), of two values or more with a mean above 0.
-pub fn coefficient_of_variation(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let values: Vec<f64> = values.collect();
-    if values.len() < 2 {
-        return None;
-    }
-    let mean = values.iter().sum::<f64>() / values.len() as f64;
-    if mean <= 0.0 {
-        return None;
-    }
-    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
-    Some(variance.sqrt() / mean)
 }
 
 /// The lines printed when a step ends.
@@ -293,22 +285,4 @@ pub fn table(results: &[StepResult]) -> String {
         ));
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_coefficient_of_variation_is_the_spread_over_the_mean() {
-        assert_eq!(
-            coefficient_of_variation([5.0, 5.0, 5.0].into_iter()),
-            Some(0.0)
-        );
-        let cv =
-            coefficient_of_variation([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0].into_iter()).unwrap();
-        assert!((cv - 0.4).abs() < 1e-12, "{cv}");
-        assert_eq!(coefficient_of_variation([3.0].into_iter()), None);
-        assert_eq!(coefficient_of_variation([0.0, 0.0].into_iter()), None);
-    }
 }
