@@ -677,3 +677,235 @@ fn the_steps_run_on_mariadb_with_forced_indexes() {
         assert_eq!(s["retries"], serde_json::json!([0, 0, 0]), "{name}");
     }
 }
+
+/// A lab cluster started again after its lab stopped it, to read what the steps left; stopped
+/// when dropped.
+struct Reopened(stampede::server::postgres::cluster::Cluster);
+
+impl Reopened {
+    fn start(root: std::path::PathBuf) -> Reopened {
+        let cluster = stampede::server::postgres::cluster::Cluster {
+            binaries: stampede::server::postgres::binaries::Binaries::find_best().unwrap(),
+            root,
+            port: common::free_port(),
+            run_as: stampede::server::host::OsUser::for_server().unwrap(),
+            cpus: None,
+        };
+        cluster.start().unwrap();
+        Reopened(cluster)
+    }
+
+    fn number(&self, sql: &str) -> i64 {
+        let text = common::lab_psql(&self.0.data_dir(), "stampede_run", sql).unwrap();
+        text.parse().unwrap_or_else(|_| panic!("{sql}: {text:?}"))
+    }
+}
+
+impl Drop for Reopened {
+    fn drop(&mut self) {
+        let _ = self.0.stop();
+    }
+}
+
+/// Rows in `table` above the mark the step `step` recorded when it began.
+fn rows_above_mark(step: &str, table: &str) -> String {
+    format!(
+        "select count(*) from {table} where transactionid > (select start_max from stampede_ibench_progress where step = '{step}' and tbl = '{table}')"
+    )
+}
+
+/// The Insert Benchmark in the lab: his steps as one sequence per target, each a cell whose
+/// stored rate is the rows of its INSERTs in pg_stat_statements over its seconds; a SIGTERM in
+/// the middle of target a's rate-limited qr100 step, then `lab resume`: the finished steps are
+/// kept, the stopped one continues on the tables as the signal left them and inserts only the
+/// rows it had not — every table ends with the rows an uninterrupted step leaves (target b's).
+#[test]
+fn in_the_lab_each_step_is_a_cell_and_a_stopped_step_resumes_in_place() {
+    let dir = common::LabDir::new("lab-ibench");
+    let spec = dir.join("ib.toml");
+    std::fs::write(
+        &spec,
+        "name = \"ib\"\nruns = 1\nduration = \"6s\"\nwarmup = \"0s\"\nseed = 3\n\
+         [[target]]\nname = \"a\"\nsettings = { fsync = false }\n\
+         [[target]]\nname = \"b\"\nsettings = { fsync = false, shared_buffers = \"64MB\" }\n\
+         [[workload]]\nname = \"ibench\"\nscripts = [\"l.i0\", \"l.x\", \"l.i1\", \"l.i2\", \"qr100\"]\n\
+         scale = [60000]\nclients = [2]\noptions = { writes = 10000, settle = 0 }\n",
+    )
+    .unwrap();
+    let a_data = dir.join("ib.db.servers/a/data");
+    let mut lab = common::stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = common::Watch::new(lab.stderr.take().unwrap());
+    // Run 9 is a's qr100 (the steps in order, a before b in the first round).
+    progress.wait_for("run 9/10:");
+    let mut seen = 0;
+    common::wait_until("a's qr100 writer 100 rows in", || {
+        seen = common::lab_psql(&a_data, "stampede_run", &rows_above_mark("qr100", "pi1"))
+            .and_then(|text| text.parse().ok())
+            .unwrap_or(0);
+        seen >= 100
+    });
+    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
+    let status = lab.wait().unwrap();
+    let log = progress.finish();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        seen < 600,
+        "the step was stopped before its 600 rows: {seen}"
+    );
+
+    let output = common::stampede_command(&["lab", "resume", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let resumed = stderr(&output);
+    assert!(output.status.success(), "{resumed}");
+    assert!(
+        resumed.contains("resuming: 8 of 10 runs already finished"),
+        "{resumed}"
+    );
+    let db = dir.join("ib.db");
+    let runs = common::sqlite(
+        &db,
+        "SELECT c.target, c.script, c.family, r.status, r.id, r.transactions FROM runs r \
+         JOIN cells c ON c.id = r.cell_id ORDER BY r.id",
+    );
+    let cells: Vec<(&str, &str, &str)> = runs
+        .iter()
+        .filter(|r| r[3] == "completed")
+        .map(|r| (r[0].as_str(), r[1].as_str(), r[2].as_str()))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("a", "l.i0", "load"),
+            ("b", "l.i0", "load"),
+            ("a", "l.x", "load"),
+            ("b", "l.x", "load"),
+            ("a", "l.i1", "write"),
+            ("b", "l.i1", "write"),
+            ("a", "l.i2", "write"),
+            ("b", "l.i2", "write"),
+            ("a", "qr100", "range query"),
+            ("b", "qr100", "range query"),
+        ],
+        "{runs:?}"
+    );
+    assert_eq!(runs.iter().filter(|r| r[3] == "interrupted").count(), 1);
+    let metric = |run: &str, name: &str| {
+        common::sqlite(
+            &db,
+            &format!("SELECT value FROM run_metrics WHERE run_id = {run} AND name = '{name}'"),
+        )
+        .first()
+        .map(|row| common::number(&row[0]))
+    };
+    let statement_rows = |run: &str, pattern: &str| {
+        common::number(
+            &common::sqlite(
+                &db,
+                &format!(
+                    "SELECT coalesce(sum(rows), 0) FROM run_statements WHERE run_id = {run} AND lower(query) LIKE '{pattern}'"
+                ),
+            )[0][0],
+        )
+    };
+    let statement_calls = |run: &str, pattern: &str| {
+        common::number(
+            &common::sqlite(
+                &db,
+                &format!(
+                    "SELECT coalesce(sum(calls), 0) FROM run_statements WHERE run_id = {run} AND lower(query) LIKE '{pattern}'"
+                ),
+            )[0][0],
+        )
+    };
+    let completed: Vec<&Vec<String>> = runs.iter().filter(|r| r[3] == "completed").collect();
+    for run in &completed {
+        let (id, step, operations) = (&run[4], &run[1], common::number(&run[5]));
+        let rows = statement_rows(id, "insert into pi%");
+        let expected = match step.as_str() {
+            "l.i0" => 60_000.0,
+            // 50 rows a client, one INSERT of 100 each: iibench.py's loop inserts whole commits.
+            "l.x" => 200.0,
+            "l.i1" => 8_000.0,
+            "l.i2" => 2_000.0,
+            _ => rows,
+        };
+        assert_eq!(rows, expected, "{step} of {}: INSERT rows", run[0]);
+        match step.as_str() {
+            // l.x's rate counts the rows it indexed, as his reports do.
+            "l.x" => assert_eq!(operations, 60_200.0),
+            "qr100" => assert_eq!(operations, statement_calls(id, "prepare %"), "queries"),
+            _ => assert_eq!(operations, rows, "{step}: the stored rate's rows"),
+        }
+        if step == "l.i1" || step == "l.i2" {
+            assert_eq!(
+                statement_rows(id, "delete from pi%"),
+                expected,
+                "{step}: as many rows deleted as inserted"
+            );
+        }
+    }
+    // The resumed step: the rows it had inserted before the signal, then the rest.
+    let a_qr = completed
+        .iter()
+        .find(|r| r[0] == "a" && r[1] == "qr100")
+        .unwrap();
+    let b_qr = completed
+        .iter()
+        .find(|r| r[0] == "b" && r[1] == "qr100")
+        .unwrap();
+    let before = metric(&a_qr[4], "resumed_rows").expect("a resumed run says so");
+    assert!((200.0..1200.0).contains(&before), "{before}");
+    assert_eq!(before + statement_rows(&a_qr[4], "insert into pi%"), 1200.0);
+    assert_eq!(metric(&b_qr[4], "resumed_rows"), None);
+    assert_eq!(statement_rows(&b_qr[4], "insert into pi%"), 1200.0);
+    for run in [a_qr, b_qr] {
+        let writer = metric(&run[4], "writer_pct").unwrap();
+        assert!(
+            (98.0..=102.0).contains(&writer),
+            "{}: writer {writer}%",
+            run[0]
+        );
+    }
+    // b's qr100 second by second: its 6 s of queries (the part of a second at the end left out).
+    let series = common::sqlite(
+        &db,
+        &format!(
+            "SELECT count(*), sum(tps) FROM run_series WHERE run_id = {}",
+            b_qr[4]
+        ),
+    );
+    assert!(common::number(&series[0][0]) >= 5.0, "{series:?}");
+    let queried = common::number(&series[0][1]);
+    assert!(
+        queried > 0.0 && queried <= common::number(&b_qr[5]),
+        "{series:?}"
+    );
+
+    // Both targets' tables as the steps leave them: the load's rows and l.x's, each step's rows
+    // above its mark, the deletes keeping the count.
+    for target in ["a", "b"] {
+        let server = Reopened::start(dir.join(format!("ib.db.servers/{target}")));
+        for table in ["pi1", "pi2"] {
+            assert_eq!(
+                server.number(&format!("select count(*) from {table}")),
+                30_100
+            );
+            assert_eq!(
+                server.number(&rows_above_mark("qr100", table)),
+                600,
+                "{target} {table}"
+            );
+            assert_eq!(
+                server.number(&format!(
+                    "select count(*) from pg_indexes where tablename = '{table}'"
+                )),
+                4
+            );
+        }
+    }
+}

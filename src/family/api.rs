@@ -117,6 +117,13 @@ pub trait FamilyWorkload {
     fn sequential(&self) -> bool {
         false
     }
+    /// Whether a sequence stopped by a signal resumes in place: its finished steps are kept and
+    /// its stopped step runs again on the data copy as the signal left it, which the workload
+    /// continues from (the Insert Benchmark's steps insert only the rows they had not), rather
+    /// than the sequence running again from its first step on a fresh copy.
+    fn resumes_in_place(&self) -> bool {
+        false
+    }
     /// Work between two steps of a sequence, on its data copy (the suite's postwrite step);
     /// `note` tells the user about anything that takes a while.
     fn between_steps(
@@ -161,6 +168,7 @@ pub trait LabWorkload {
     /// The variant's group in relative-throughput tables, stored as the cell's family.
     fn group(&self, name: &str) -> String;
     fn sequential(&self) -> bool;
+    fn resumes_in_place(&self) -> bool;
     /// As `FamilyWorkload::check_engine`, for a variant by name (one that cannot be read
     /// passes: `check_variant` refuses it).
     fn check_engine(&self, engine: Engine, name: &str, protocol: Protocol) -> Result<(), String>;
@@ -207,6 +215,10 @@ impl<W: FamilyWorkload> LabWorkload for W {
 
     fn sequential(&self) -> bool {
         FamilyWorkload::sequential(self)
+    }
+
+    fn resumes_in_place(&self) -> bool {
+        FamilyWorkload::resumes_in_place(self)
     }
 
     fn check_engine(&self, engine: Engine, name: &str, protocol: Protocol) -> Result<(), String> {

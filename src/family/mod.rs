@@ -15,12 +15,13 @@ pub mod tproch;
 use api::{LabWorkloadKind, WorkloadMetric};
 
 /// Every family's lab workloads, in the order `lab plan` and errors list them.
-const FAMILIES: [&[LabWorkloadKind]; 5] = [
+const FAMILIES: [&[LabWorkloadKind]; 6] = [
     pgbench::lab::KINDS,
     sysbench::lab::KINDS,
     tpcc::lab::KINDS,
     tproch::lab::KINDS,
     dbstress::lab::KINDS,
+    ibench::lab::KINDS,
 ];
 
 /// The lab workloads, as a spec names them in `[[workload]] name`.
@@ -50,10 +51,10 @@ mod tests {
     use stampede_stats::verdict::Direction;
 
     #[test]
-    fn the_workloads_declare_qps_nopm_and_tpm_once_each_higher_being_better() {
+    fn the_workloads_declare_qps_nopm_tpm_and_ips_once_each_higher_being_better() {
         let metrics = workload_metrics();
         let names: Vec<&str> = metrics.iter().map(|metric| metric.name).collect();
-        assert_eq!(names, ["qps", "nopm", "tpm"]);
+        assert_eq!(names, ["qps", "nopm", "tpm", "ips"]);
         assert!(metrics
             .iter()
             .all(|metric| metric.direction == Direction::HigherIsBetter));

@@ -506,7 +506,8 @@ impl<'a> Lab<'a> {
 
     /// The runs still to do, in order. A sequence with any step unfinished runs again from its
     /// first step, since each step measures the data its predecessors left; the results of
-    /// its finished steps are removed first.
+    /// its finished steps are removed first — unless its workload resumes in place, when only
+    /// its unfinished steps run, on the data copy as it was left.
     fn unfinished_runs(
         &mut self,
         on_event: &mut dyn FnMut(LabEvent<'_>),
@@ -521,6 +522,7 @@ impl<'a> Lab<'a> {
             .runs
             .iter()
             .filter(|run| !is_finished(run))
+            .filter(|run| !self.workloads[self.plan.cells[run.cell].workload].resumes_in_place())
             .filter_map(|run| run.step.map(|step| step.first))
             .collect();
         let mut todo = Vec::new();
@@ -780,12 +782,12 @@ impl<'a> Lab<'a> {
         cell: &Cell,
         scale: i64,
     ) -> Result<(Endpoint, i64), Failure> {
-        let server = self.servers[cell.target].as_ref().expect("provisioned");
-        let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
         let fresh_copy = match run.step {
-            Some(step) => step.after.is_none(),
+            Some(step) => step.after.is_none() && !self.continues_in_place(run, cell)?,
             None => self.workloads[cell.workload].writes(&cell.variant),
         };
+        let server = self.servers[cell.target].as_ref().expect("provisioned");
+        let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
         if fresh_copy {
             server.copy_database(&dataset, RUN_COPY)?;
         }
@@ -796,6 +798,16 @@ impl<'a> Lab<'a> {
         };
         server.checkpoint()?;
         Ok((server.workload_conn(&database), scale))
+    }
+
+    /// Whether a sequence's run continues the data copy a signal left it: its workload resumes
+    /// in place and the run was interrupted.
+    fn continues_in_place(&mut self, run: &PlannedRun, cell: &Cell) -> Result<bool, Failure> {
+        if !self.workloads[cell.workload].resumes_in_place() {
+            return Ok(false);
+        }
+        let interrupted = self.store.interrupted_runs(self.lab_id)?;
+        Ok(interrupted.contains(&(cell.key.clone(), run.repetition)))
     }
 
     /// The workload's work between the previous step of a sequence and this one.

@@ -562,29 +562,36 @@ pub fn lab_sessions_running(data_dir: &std::path::Path, statement_pattern: &str)
 /// `condition` (SQL over `pg_stat_activity`), reached through the `postmaster.pid` in
 /// `data_dir` (port on line 4, socket directory on line 5); none when the server is not up.
 pub fn lab_session_pids(data_dir: &std::path::Path, condition: &str) -> Vec<i32> {
-    let Ok(pid_file) = std::fs::read_to_string(data_dir.join("postmaster.pid")) else {
-        return Vec::new();
-    };
+    let sql = format!(
+        "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' \
+         AND pid <> pg_backend_pid() AND {condition}"
+    );
+    lab_psql(data_dir, "postgres", &sql)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// A query's unaligned output on database `db` of the lab cluster whose data directory is
+/// `data_dir` (its port and socket read from `postmaster.pid`); None when the server is not up
+/// or the query fails.
+pub fn lab_psql(data_dir: &std::path::Path, db: &str, sql: &str) -> Option<String> {
+    let pid_file = std::fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
     let lines: Vec<&str> = pid_file.lines().collect();
-    let (Some(port), Some(socket)) = (lines.get(3), lines.get(4)) else {
-        return Vec::new();
-    };
+    let (port, socket) = (lines.get(3)?, lines.get(4)?);
     let output = Command::new("psql")
         .args(["-X", "-q", "-A", "-t", "-h", socket, "-p", port, "-U"])
         .arg(lab_superuser())
-        .args(["-d", "postgres", "-c"])
-        .arg(format!(
-            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' \
-             AND pid <> pg_backend_pid() AND {condition}"
-        ))
+        .args(["-d", db, "-c", sql])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .output()
         .expect("psql runs");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| line.trim().parse().ok())
-        .collect()
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
 /// Processes stopped with SIGSTOP (a server that hangs), continued when dropped: after a

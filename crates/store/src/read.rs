@@ -32,6 +32,25 @@ impl Store {
             .collect())
     }
 
+    /// (cell key, repetition) of runs a signal interrupted that have not been run again since:
+    /// a sequence that resumes in place continues their data copy rather than making it anew.
+    pub fn interrupted_runs(&mut self, lab: i64) -> Result<HashSet<(String, u32)>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT c.key, r.repetition FROM runs r JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'interrupted'
+                 AND NOT EXISTS (SELECT 1 FROM runs f WHERE f.cell_id = r.cell_id
+                     AND f.repetition = r.repetition AND f.status IN ('completed', 'failed'))",
+                &[lab.into()],
+            )
+            .map_err(db_error("runs"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (text(r, 0), int(r, 1) as u32))
+            .collect())
+    }
+
     /// Per finished run (cell key, repetition): the identity of the machine it ran on (None
     /// for runs stored before machines were).
     pub fn finished_run_machines(

@@ -6,8 +6,10 @@
 pub mod args;
 pub mod command;
 pub mod instance;
+pub mod lab;
 pub mod options;
 pub mod output;
+pub mod progress;
 pub mod rows;
 pub mod seconds;
 pub mod sql;

@@ -165,7 +165,7 @@ impl Plan {
     }
 
     /// Clients the step starts: l.x on one shared table is one client, as his np.sh does.
-    fn clients_of(&self, step: &Step) -> u64 {
+    pub fn clients_of(&self, step: &Step) -> u64 {
         if step.kind == StepKind::Index && self.shared_table {
             1
         } else {
@@ -228,7 +228,7 @@ impl Plan {
     }
 
     /// Seconds to let the server settle after l.i2 (his 60 + 1 per million rows, at most 1200).
-    fn settle_seconds(&self) -> u64 {
+    pub fn settle_seconds(&self) -> u64 {
         self.settle
             .unwrap_or_else(|| (60 + self.rows / 1_000_000).min(1200))
     }
@@ -256,13 +256,15 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let stop = stampede_base::signals::watch_signals();
     let mut results = Vec::new();
     for step in &plan.steps {
-        let result = runtime.block_on(run_step(
-            &plan,
+        let result = runtime.block_on(run_step(&StepRun {
+            plan: &plan,
             step,
-            &endpoint,
-            args.output_dir.as_deref(),
-            &stop,
-        ))?;
+            endpoint: &endpoint,
+            output_dir: args.output_dir.as_deref(),
+            stop: &stop,
+            progress: None,
+            seconds_to: None,
+        }))?;
         println!("{}", summary::step_lines(&result));
         let interrupted = result.interrupted;
         results.push(result);
@@ -270,7 +272,9 @@ pub fn run(args: &RunArgs) -> CommandResult {
             break;
         }
         if step.kind == StepKind::Write5 {
-            runtime.block_on(settle(&plan, &endpoint, dbms))?;
+            eprintln!("{}", settle_note(plan.settle_seconds(), dbms));
+            let wait = Duration::from_secs(plan.settle_seconds());
+            runtime.block_on(settle(&plan.tables(), wait, &endpoint, dbms))?;
         }
     }
     println!("{}", summary::table(&results));
@@ -287,7 +291,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
 
 /// A run that does not start with l.i0 continues on the tables an earlier one made: refused,
 /// before anything runs, when one is not there.
-async fn require_tables(plan: &Plan, endpoint: &Endpoint, first: &Step) -> Result<(), Failure> {
+pub async fn require_tables(plan: &Plan, endpoint: &Endpoint, first: &Step) -> Result<(), Failure> {
     let mut session = Session::connect(endpoint).await?;
     for table in plan.tables() {
         let there = session
@@ -360,28 +364,28 @@ fn prepare_output_dir(dir: &Path, plan: &Plan) -> Result<(), Failure> {
     Ok(())
 }
 
+/// One step to run, and where its results go besides the returned `StepResult`.
+pub struct StepRun<'a> {
+    pub plan: &'a Plan,
+    pub step: &'a Step,
+    pub endpoint: &'a Endpoint,
+    /// Each client's iibench output, `DIR/STEP/ib.N`.
+    pub output_dir: Option<&'a Path>,
+    pub stop: &'a Arc<AtomicBool>,
+    /// A step resumed in place (the lab): per client, the rows it had inserted before it was
+    /// stopped; its tables are there and it inserts only the rest. None: the step whole.
+    pub progress: Option<&'a [u64]>,
+    /// Each whole second as it closes, to report it while the step runs.
+    pub seconds_to: Option<tokio::sync::mpsc::UnboundedSender<Second>>,
+}
+
 /// Runs one step: every client's iibench at once; their CPU, the server's, the per-second rates.
-async fn run_step(
-    plan: &Plan,
-    step: &Step,
-    endpoint: &Endpoint,
-    output_dir: Option<&Path>,
-    stop: &Arc<AtomicBool>,
-) -> Result<StepResult, Failure> {
+pub async fn run_step(run: &StepRun<'_>) -> Result<StepResult, Failure> {
+    let (plan, step, endpoint) = (run.plan, run.step, run.endpoint);
     let dbms = Dbms::of(endpoint);
     let mut control = Session::connect(endpoint).await?;
-    if step.kind == StepKind::Load {
-        for table in plan.tables() {
-            control.execute(&sql::drop_table(&table)).await?;
-            let options = Options {
-                table: table.clone(),
-                secondary_indexes: 0,
-                ..Options::default()
-            };
-            for statement in sql::create_table(dbms, &options) {
-                control.execute(&statement).await?;
-            }
-        }
+    if step.kind == StepKind::Load && run.progress.is_none() {
+        create_tables(plan, dbms, &mut control).await?;
     }
     let meter = Meter {
         server_pid: local_server_pid(&mut control).await,
@@ -392,18 +396,26 @@ async fn run_step(
     let before_client = stampede_base::cpu::process_cpu();
     let seconds = Arc::new(Seconds::new(Instant::now()));
     let (end_closing, ended) = tokio::sync::oneshot::channel();
-    let closer = tokio::spawn(close_seconds(seconds.clone(), ended));
+    let closer = tokio::spawn(close_seconds(
+        seconds.clone(),
+        ended,
+        run.seconds_to.clone(),
+    ));
     let mut handles = Vec::new();
     for client in 1..=clients {
+        let mut options = plan.options(step, client, dbms);
+        if let Some(done) = run.progress.and_then(|p| p.get(client as usize - 1)) {
+            options.max_rows = options.max_rows.saturating_sub(*done);
+        }
         let instance = Arc::new(Instance {
             endpoint: endpoint.clone(),
             dbms,
-            options: plan.options(step, client, dbms),
+            options,
             random: random.clone(),
             seconds: Some(seconds.clone()),
         });
-        let out = client_output(output_dir, step, client)?;
-        handles.push(tokio::spawn(instance.run(out, stop.clone())));
+        let out = client_output(run.output_dir, step, client)?;
+        handles.push(tokio::spawn(instance.run(out, run.stop.clone())));
     }
     let mut instances: Vec<InstanceResult> = Vec::new();
     for handle in handles {
@@ -417,7 +429,13 @@ async fn run_step(
         .await
         .map_err(|e| Failure::run(format!("step {}: {e}", step.name)))?;
     // The last whole seconds; the part of a second at the end is left out.
-    per_second.extend(seconds.close_before(Instant::now()));
+    let last = seconds.close_before(Instant::now());
+    if let Some(to) = &run.seconds_to {
+        last.iter().for_each(|second| {
+            let _ = to.send(*second);
+        });
+    }
+    per_second.extend(last);
     let client_cpu = stampede_base::cpu::process_cpu()
         .since(&before_client)
         .total();
@@ -437,17 +455,42 @@ async fn run_step(
     ))
 }
 
+/// l.i0's tables: dropped and created without secondary indexes, as his `--setup` does.
+pub async fn create_tables(plan: &Plan, dbms: Dbms, control: &mut Session) -> Result<(), Failure> {
+    for table in plan.tables() {
+        control.execute(&sql::drop_table(&table)).await?;
+        let options = Options {
+            table: table.clone(),
+            secondary_indexes: 0,
+            ..Options::default()
+        };
+        for statement in sql::create_table(dbms, &options) {
+            control.execute(&statement).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Closes the step's seconds as they pass (so that only the current one's response times are
-/// held), until `ended`.
+/// held), until `ended`, passing each on to `to`.
 async fn close_seconds(
     seconds: Arc<Seconds>,
     mut ended: tokio::sync::oneshot::Receiver<()>,
+    to: Option<tokio::sync::mpsc::UnboundedSender<Second>>,
 ) -> Vec<Second> {
     let mut closed = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
-            _ = tick.tick() => closed.extend(seconds.close_before(Instant::now())),
+            _ = tick.tick() => {
+                let now = seconds.close_before(Instant::now());
+                if let Some(to) = &to {
+                    now.iter().for_each(|second| {
+                        let _ = to.send(*second);
+                    });
+                }
+                closed.extend(now);
+            }
             _ = &mut ended => return closed,
         }
     }
@@ -469,22 +512,30 @@ fn client_output(dir: Option<&Path>, step: &Step, client: u64) -> Result<Output,
     )))))
 }
 
-/// His `vac_pg` / `vac_my` after l.i2: statistics and dirty pages dealt with, then a wait so
-/// that the query steps start on a settled server.
-async fn settle(plan: &Plan, endpoint: &Endpoint, dbms: Dbms) -> Result<(), Failure> {
-    let started = Instant::now();
-    let wait = Duration::from_secs(plan.settle_seconds());
-    eprintln!(
+/// What `settle` is about to do, in a line.
+pub fn settle_note(seconds: u64, dbms: Dbms) -> String {
+    format!(
         "ibench: {} the tables, then settling until {} s have passed",
         match dbms {
             Dbms::Postgres => "vacuuming",
             Dbms::Mysql => "analyzing",
         },
-        wait.as_secs()
-    );
+        seconds
+    )
+}
+
+/// His `vac_pg` / `vac_my` after l.i2: statistics and dirty pages dealt with, then a wait so
+/// that the query steps start on a settled server.
+pub async fn settle(
+    tables: &[String],
+    wait: Duration,
+    endpoint: &Endpoint,
+    dbms: Dbms,
+) -> Result<(), Failure> {
+    let started = Instant::now();
     let mut tasks = Vec::new();
-    for table in plan.tables() {
-        let endpoint = endpoint.clone();
+    for table in tables {
+        let (endpoint, table) = (endpoint.clone(), table.clone());
         tasks.push(tokio::spawn(async move {
             let mut session = Session::connect(&endpoint).await?;
             let statement = match dbms {

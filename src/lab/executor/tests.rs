@@ -207,6 +207,17 @@ struct FakeWorkload {
     runs: Counter<usize>,
     /// The run (1-based, in this invocation) during which a signal arrives.
     interrupt_at: Option<usize>,
+    sequence: Sequence,
+}
+
+/// How the fake's variants relate: independent runs, or steps of one sequence that runs again
+/// from its first step after a signal, or one that resumes in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Sequence {
+    #[default]
+    None,
+    Restarts,
+    InPlace,
 }
 
 impl FamilyWorkload for FakeWorkload {
@@ -242,6 +253,14 @@ impl FamilyWorkload for FakeWorkload {
 
     fn default_variants(&self) -> Vec<String> {
         vec!["ro".into()]
+    }
+
+    fn sequential(&self) -> bool {
+        self.sequence != Sequence::None
+    }
+
+    fn resumes_in_place(&self) -> bool {
+        self.sequence == Sequence::InPlace
     }
 
     fn run(
@@ -288,6 +307,7 @@ struct Fixture {
     database: PathBuf,
     journal: Journal,
     disk: Disk,
+    sequence: Counter<Sequence>,
 }
 
 impl Fixture {
@@ -312,6 +332,7 @@ impl Fixture {
             spec,
             journal: Journal::default(),
             disk: Disk::default(),
+            sequence: Counter::new(Sequence::None),
         }
     }
 
@@ -385,6 +406,7 @@ impl Fixture {
             disk: self.disk.clone(),
             runs: Counter::new(0),
             interrupt_at,
+            sequence: self.sequence.get(),
         }
     }
 
@@ -420,7 +442,7 @@ fn planned_order(lab: &Lab<'_>) -> Vec<(String, u32)> {
                 spec::Scale::Fixed(n) => n,
                 other => panic!("{other:?}"),
             };
-            let database = if cell.script == "ro" {
+            let database = if cell.script == "ro" && run.step.is_none() {
                 dataset_name("pgbench", scale)
             } else {
                 RUN_COPY.to_string()
@@ -546,6 +568,51 @@ fn an_interrupted_lab_resumes_with_the_runs_left() {
         4,
         "a loaded dataset is not loaded again"
     );
+}
+
+/// The journal's lines from `from` on that start with `prefix`.
+fn since(fixture: &Fixture, from: usize, prefix: &str) -> Vec<String> {
+    fixture.journal.lines()[from..]
+        .iter()
+        .filter(|l| l.starts_with(prefix))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_sequence_that_resumes_in_place_keeps_its_finished_steps_and_its_copy() {
+    // Stopped in a's second step (run 3), then in a's first step of a later invocation's
+    // sequence: each time the stopped step runs again on the copy it left, nothing before it.
+    for interrupt_at in [3, 1] {
+        let fixture = Fixture::new(&["a", "b"], &["rw", "ro"]);
+        fixture.sequence.set(Sequence::InPlace);
+        let (outcome, order) = fixture.invoke(false, false, Some(interrupt_at)).unwrap();
+        assert!(outcome.interrupted);
+        let first_invocation = fixture.journal.lines().len();
+        let (outcome, _) = fixture.invoke(true, false, None).unwrap();
+        assert!(!outcome.interrupted);
+        assert_eq!(outcome.completed.len(), 32);
+        let resumed = since(&fixture, first_invocation, "run ");
+        assert_eq!(resumed, lines(&order[interrupt_at - 1..]), "{interrupt_at}");
+        let journal = fixture.journal.lines()[first_invocation..].to_vec();
+        let first_run = journal.iter().position(|l| l.starts_with("run ")).unwrap();
+        assert!(
+            !journal[..first_run].iter().any(|l| l.starts_with("copy ")),
+            "no fresh copy under the stopped step: {journal:?}"
+        );
+        assert_eq!(since(&fixture, 0, "run ").len(), 33);
+    }
+}
+
+#[test]
+fn a_sequence_that_restarts_runs_again_from_its_first_step() {
+    let fixture = Fixture::new(&["a", "b"], &["rw", "ro"]);
+    fixture.sequence.set(Sequence::Restarts);
+    let (_, order) = fixture.invoke(false, false, Some(3)).unwrap();
+    let first_invocation = fixture.journal.lines().len();
+    let (outcome, _) = fixture.invoke(true, false, None).unwrap();
+    assert_eq!(outcome.completed.len(), 32);
+    assert_eq!(since(&fixture, first_invocation, "run "), lines(&order));
 }
 
 #[test]
