@@ -886,6 +886,8 @@ fn in_the_lab_each_step_is_a_cell_and_a_stopped_step_resumes_in_place() {
         "{series:?}"
     );
 
+    check_step_report(&db, b_qr);
+
     // Both targets' tables as the steps leave them: the load's rows and l.x's, each step's rows
     // above its mark, the deletes keeping the count.
     for target in ["a", "b"] {
@@ -908,4 +910,120 @@ fn in_the_lab_each_step_is_a_cell_and_a_stopped_step_resumes_in_place() {
             );
         }
     }
+}
+
+/// The report's per-step table: a row per target, a column per step in run order; the base's
+/// numbers are its medians, b's its ratios; qr100's cv is the stored series' own.
+fn check_step_report(db: &std::path::Path, b_qr: &[String]) {
+    let report = |format: &str| {
+        let output = common::stampede_command(&[
+            "report",
+            db.to_str().unwrap(),
+            "--base",
+            "a",
+            "--format",
+            format,
+        ])
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    let tables = json["steps"].as_array().unwrap();
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    let table = &tables[0];
+    assert_eq!(
+        table["steps"],
+        serde_json::json!(["l.i0", "l.x", "l.i1", "l.i2", "qr100"])
+    );
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(
+        (rows[0]["target"].as_str(), rows[1]["target"].as_str()),
+        (Some("a"), Some("b"))
+    );
+    let comparisons = json["comparisons"][0]["cells"].as_array().unwrap();
+    for (k, step) in ["l.i0", "l.x", "l.i1", "l.i2", "qr100"].iter().enumerate() {
+        let compared = comparisons
+            .iter()
+            .find(|c| c["cell"]["script"] == *step)
+            .unwrap();
+        assert_eq!(
+            rows[0]["cells"][k]["value"], compared["base_median"],
+            "{step}"
+        );
+        assert_eq!(rows[1]["cells"][k]["value"], compared["ratio"], "{step}");
+    }
+    let per_second: Vec<f64> = common::sqlite(
+        db,
+        &format!(
+            "SELECT tps FROM run_series WHERE run_id = {} ORDER BY second",
+            b_qr[4]
+        ),
+    )
+    .iter()
+    .map(|row| common::number(&row[0]))
+    .collect();
+    let mean = per_second.iter().sum::<f64>() / per_second.len() as f64;
+    let sd = (per_second.iter().map(|v| (v - mean).powi(2)).sum::<f64>()
+        / (per_second.len() - 1) as f64)
+        .sqrt();
+    let cv = rows[1]["cells"][4]["cv"].as_f64().unwrap();
+    assert!((cv - sd / mean).abs() < 1e-9, "{cv} against {}", sd / mean);
+    let markdown = report("markdown");
+    assert!(
+        markdown.contains(
+            "## ibench per step at scale 60000, 2 clients (base a: its tps; others: ratio to it)"
+        ),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| target | l.i0 | l.x | l.i1 | l.i2 | qr100 |"),
+        "{markdown}"
+    );
+}
+
+/// A lab spec the ibench workload cannot run is refused by `lab run` before anything starts:
+/// exit 1, the reason with the spec's line and column, no results database.
+#[test]
+fn a_lab_spec_it_cannot_run_is_refused_before_anything_starts() {
+    let dir = common::LabDir::new("lab-ibench-refused");
+    let spec = dir.join("bad.toml");
+    let refused = |workload: &str, message: &str| {
+        std::fs::write(
+            &spec,
+            format!(
+                "name = \"bad\"\nruns = 1\nduration = \"1s\"\n[[target]]\nname = \"t\"\n\
+                 [[workload]]\nname = \"ibench\"\nclients = [1]\n{workload}\n"
+            ),
+        )
+        .unwrap();
+        let output = common::stampede_command(&["lab", "run", spec.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let at = spec.display().to_string();
+        assert_eq!(
+            stderr(&output).trim(),
+            format!("stampede: error: {}", message.replace("SPEC", &at))
+        );
+        assert!(!dir.join("bad.db").exists());
+        assert!(!dir.join("bad.db.servers").exists());
+    };
+    refused(
+        "scripts = [\"l.i0\", \"qr0\"]",
+        "workload \"ibench\": unknown step \"qr0\": the steps are l.i0, l.x, l.i1, l.i2, qrN and qpN (N rows a second, e.g. qr100)",
+    );
+    refused(
+        "scale = [\"buffers\"]",
+        "SPEC:9:9: scale: workload \"ibench\" takes numbers only: its load is not the data its scale measures",
+    );
+    refused(
+        "options = { shared_table = true }",
+        "SPEC:9:13: workload \"ibench\": options: shared_table = true deletes other clients' rows: add deletes = false (his iq.sh refuses delete_per_insert with only1t)",
+    );
+    refused(
+        "options = { writes = -5 }",
+        "SPEC:9:13: workload \"ibench\": options: writes = -5: must be at least 1",
+    );
 }

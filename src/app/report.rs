@@ -128,6 +128,7 @@ fn load_probes(
     }
     Ok(RunProbes {
         stall_seconds: by_run(lab.store.lab_stall_seconds(lab.id)?),
+        series_cv: crate::report::steps::series_cv(&lab.store.lab_series(lab.id)?),
         checkpoint_seconds: by_run(lab.store.lab_counter_seconds(lab.id, source, completed)?),
         steal_share: steal
             .into_iter()

@@ -28,6 +28,10 @@ pub struct LabWorkloadKind {
     /// The engines it runs on; a lab that puts it on another target's engine is refused at
     /// `lab plan`, naming both.
     pub engines: &'static [Engine],
+    /// Whether `scale` may be a class (`"buffers"`, `"ram"`, `"disk"`), found from the size of
+    /// one scale unit loaded on the target; a workload whose load is not its data (the Insert
+    /// Benchmark's l.i0 measures the loading) takes numbers only.
+    pub scale_classes: bool,
     /// Makes the workload from the spec's `options = { ... }`, refusing unknown or bad ones.
     pub create: CreateWorkload,
     /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),

@@ -1025,6 +1025,12 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
             })
             .collect::<Result<Vec<_>, _>>()?,
     };
+    if !kind.scale_classes && scales.iter().any(|s| !matches!(s, Scale::Fixed(_))) {
+        return Err(source.at(
+            w.scale.as_ref().expect("a class came from the spec"),
+            format!("scale: workload \"{name}\" takes numbers only: its load is not the data its scale measures"),
+        ));
+    }
     let threads = match &w.threads {
         Some(t) if *t.get_ref() < 1 => return Err(source.at(t, "threads: must be at least 1")),
         Some(t) => Some(*t.get_ref() as usize),

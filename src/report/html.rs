@@ -93,6 +93,16 @@ pub fn to_html(report: &LabReport) -> String {
             families(report),
         ));
     }
+    for (i, steps) in report.steps.iter().enumerate() {
+        sections.push((
+            format!("steps-{i}"),
+            format!(
+                "{} per step: scale {}, {} clients",
+                steps.workload, steps.scale, steps.clients
+            ),
+            step_table(steps, report),
+        ));
+    }
     if !report.latency.is_empty() {
         sections.push((
             "latency".into(),
@@ -418,6 +428,31 @@ fn families(report: &LabReport) -> String {
         ],
         &rows,
     )
+}
+
+/// A row per target, a column per step: the base's metric, the others' ratios to it.
+fn step_table(steps: &super::steps::StepTable, report: &LabReport) -> String {
+    let rows: Vec<Vec<(String, bool)>> = steps
+        .rows
+        .iter()
+        .map(|row| {
+            std::iter::once((row.target.clone(), true))
+                .chain(
+                    row.cells
+                        .iter()
+                        .map(|c| (super::steps::cell_text(c.as_ref()), false)),
+                )
+                .collect()
+        })
+        .collect();
+    let header: Vec<&str> = std::iter::once("target")
+        .chain(steps.steps.iter().map(String::as_str))
+        .collect();
+    format!(
+        "<p>The base ({}) shows its {}; every other target its ratio to the base with the paired 95% interval and verdict. Then the per-second throughput's coefficient of variation and longest stall, medians over the runs.</p>",
+        escape(&report.base),
+        escape(&report.metric)
+    ) + &table(&header, &rows)
 }
 
 fn series_chart(series: &RunSeries) -> String {

@@ -34,6 +34,8 @@ pub struct LabReport {
     pub comparisons: Vec<TargetComparison>,
     /// Per target against the base: the cells' ratios summarized per workload family.
     pub families: Vec<FamilySummary>,
+    /// A workload's variants side by side, a row per target (Callaghan's layout).
+    pub steps: Vec<super::steps::StepTable>,
     pub latency: Vec<LatencySummary>,
     /// Chosen runs second by second, with checkpoints.
     pub series: Vec<RunSeries>,
@@ -224,6 +226,7 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         warnings: report_warnings(&inputs, &targets, &comparisons, &why),
         summaries: summaries(inputs.runs, &inputs.metric),
         families: family_summaries(&comparisons, inputs.runs, inputs.base, &inputs.metric),
+        steps: super::steps::step_tables(inputs.runs, inputs.base, &comparisons, inputs.probes),
         latency: latency_summaries(inputs.runs),
         series: inputs.series,
         comparisons,

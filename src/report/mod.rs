@@ -18,6 +18,7 @@ pub mod noise;
 pub mod noise_view;
 pub mod query_times;
 pub mod series;
+pub mod steps;
 pub mod svg;
 pub mod table;
 pub mod text;

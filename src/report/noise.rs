@@ -92,6 +92,8 @@ pub struct ExcludedRun {
 pub struct RunProbes {
     /// Seconds with no transaction at all.
     pub stall_seconds: HashMap<i64, Vec<u64>>,
+    /// The coefficient of variation of the run's throughput second by second.
+    pub series_cv: HashMap<i64, f64>,
     /// Seconds in which a checkpoint completed.
     pub checkpoint_seconds: HashMap<i64, Vec<u64>>,
     /// Steal time as a share of the machine's CPU time over the window.

@@ -57,6 +57,7 @@ pub fn to_markdown(report: &LabReport) -> String {
     }
     out += &super::machines::markdown(&report.machines);
     out += &families_markdown(report);
+    out += &super::steps::markdown(&report.steps, &report.metric, &report.base);
     out += &latency_markdown(report);
     out += &super::query_times::markdown(&super::query_times::query_times(report));
     out += &series_markdown(report);
@@ -365,6 +366,30 @@ pub fn to_csv(report: &LabReport) -> String {
                     measure,
                     value,
                 );
+            }
+        }
+    }
+    for table in &report.steps {
+        for row in &table.rows {
+            for (step, cell) in table.steps.iter().zip(&row.cells) {
+                let Some(cell) = cell else { continue };
+                let key = CellKey {
+                    workload: table.workload.clone(),
+                    script: step.clone(),
+                    scale: table.scale.clone(),
+                    clients: table.clients,
+                    ..no_cell.clone()
+                };
+                for (measure, value) in [("cv", cell.cv), ("stall_s", cell.stall_s)] {
+                    push(
+                        "steps",
+                        &row.target,
+                        &key,
+                        "per_second",
+                        measure,
+                        number(value),
+                    );
+                }
             }
         }
     }

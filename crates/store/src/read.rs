@@ -426,6 +426,24 @@ impl Store {
         Ok(rows.iter().map(|r| (int(r, 0), int(r, 1) as u64)).collect())
     }
 
+    /// Every completed run's throughput second by second: (run id, second, tps), in order.
+    pub fn lab_series(&mut self, lab: i64) -> Result<Vec<(i64, u64, f64)>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT s.run_id, s.second, s.tps FROM run_series s
+                 JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                 WHERE c.lab_id = ?1 AND r.status = 'completed'
+                 ORDER BY s.run_id, s.second",
+                &[lab.into()],
+            )
+            .map_err(db_error("series"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (int(r, 0), int(r, 1) as u64, real(r, 2)))
+            .collect())
+    }
+
     /// One counter of a run per second: (second, change during it).
     pub fn run_counter_series(
         &mut self,

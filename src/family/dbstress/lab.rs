@@ -45,6 +45,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     default_protocol: Protocol::Prepared,
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(DbstressLab::new(options)?)),
+    scale_classes: true,
     metrics: &[crate::family::common::measure::QPS],
 }];
 

@@ -53,6 +53,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     default_protocol: Protocol::Simple,
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(IbenchLab::new(options)?)),
+    scale_classes: false,
     metrics: &[IPS, QPS],
 }];
 

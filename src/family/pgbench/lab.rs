@@ -43,6 +43,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("pgbench", Flavor::Plain, options),
+        scale_classes: true,
         metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
@@ -53,6 +54,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         create: |options| {
             PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
         },
+        scale_classes: true,
         metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
@@ -61,6 +63,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("analytics", Flavor::Analytics, options),
+        scale_classes: true,
         metrics: &[crate::family::common::measure::QPS],
     },
 ];

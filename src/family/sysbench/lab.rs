@@ -69,6 +69,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(SysbenchLab::new(options)?)),
+        scale_classes: true,
         metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
@@ -77,6 +78,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         default_protocol: Protocol::Prepared,
         engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(MicrobenchLab::new(options)?)),
+        scale_classes: true,
         metrics: &[crate::family::common::measure::QPS],
     },
 ];

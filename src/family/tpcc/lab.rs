@@ -38,6 +38,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     default_protocol: Protocol::Simple,
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(TpccLab::new(options)?)),
+    scale_classes: true,
     metrics: &[
         // HammerDB's New-Orders per minute and all transactions per minute.
         WorkloadMetric {

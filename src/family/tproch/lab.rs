@@ -33,6 +33,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     default_protocol: Protocol::Simple,
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(TprochLab::new(options)?)),
+    scale_classes: true,
     metrics: &[],
 }];
 
