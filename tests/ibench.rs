@@ -1027,3 +1027,100 @@ fn a_lab_spec_it_cannot_run_is_refused_before_anything_starts() {
         "SPEC:9:13: workload \"ibench\": options: writes = -5: must be at least 1",
     );
 }
+
+/// A query's one value on a lab's MariaDB through its socket; None while the server is down or
+/// the query fails.
+fn lab_mariadb_value(socket: &std::path::Path, sql: &str) -> Option<i64> {
+    let output = std::process::Command::new("mariadb")
+        .args(["--batch", "--skip-column-names", "-uroot"])
+        .arg(format!("--socket={}", socket.display()))
+        .args(["-e", sql])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+}
+
+/// The same on MariaDB: the sequence's steps with InnoDB's statements, the progress rows in
+/// the run's database, a SIGTERM in qr100 and `lab resume` inserting only the rows not yet
+/// inserted (the rows the server counted above the mark, then the rest).
+#[test]
+fn in_the_lab_on_mariadb_a_stopped_step_resumes_in_place() {
+    let dir = common::LabDir::new("lab-ibench-mariadb");
+    let spec = dir.join("ibm.toml");
+    std::fs::write(
+        &spec,
+        "name = \"ibm\"\nruns = 1\nduration = \"6s\"\nwarmup = \"0s\"\nseed = 3\n\
+         [[target]]\nname = \"m\"\nmariadb = \"system\"\n\
+         settings = { innodb_buffer_pool_size = \"256M\", innodb_flush_log_at_trx_commit = 2 }\n\
+         [[workload]]\nname = \"ibench\"\nscripts = [\"l.i0\", \"l.x\", \"l.i1\", \"l.i2\", \"qr100\"]\n\
+         scale = [20000]\nclients = [1]\noptions = { writes = 5000, settle = 0 }\n",
+    )
+    .unwrap();
+    let socket = dir.join("ibm.db.servers/m/run/mysqld.sock");
+    let mut lab = common::stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = common::Watch::new(lab.stderr.take().unwrap());
+    progress.wait_for("run 5/5:");
+    let above = "select count(*) from stampede_run.pi1 where transactionid > \
+                 (select start_max from stampede_run.stampede_ibench_progress where step = 'qr100')";
+    let mut seen = 0;
+    common::wait_until("qr100's writer 100 rows in", || {
+        seen = lab_mariadb_value(&socket, above).unwrap_or(0);
+        seen >= 100
+    });
+    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
+    let status = lab.wait().unwrap();
+    let log = progress.finish();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(seen < 600, "stopped before its 600 rows: {seen}");
+    let output = common::stampede_command(&["lab", "resume", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("ibm.db");
+    let runs = common::sqlite(
+        &db,
+        "SELECT c.script, r.transactions, r.id, r.tps FROM runs r JOIN cells c ON c.id = r.cell_id \
+         WHERE r.status = 'completed' ORDER BY r.id",
+    );
+    let steps: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| (r[0].as_str(), r[1].as_str()))
+        .collect();
+    assert_eq!(
+        &steps[..4],
+        [
+            ("l.i0", "20000"),
+            ("l.x", "20100"),
+            ("l.i1", "4000"),
+            ("l.i2", "1000")
+        ],
+        "{runs:?}"
+    );
+    let metric = |name: &str| {
+        common::sqlite(
+            &db,
+            &format!(
+                "SELECT value FROM run_metrics WHERE run_id = {} AND name = '{name}'",
+                runs[4][2]
+            ),
+        )
+        .first()
+        .map(|row| common::number(&row[0]))
+    };
+    let before = metric("resumed_rows").expect("the resumed run says so");
+    assert!((100.0..600.0).contains(&before), "{before}");
+    let duration = common::number(
+        &common::sqlite(
+            &db,
+            &format!("SELECT duration_s FROM runs WHERE id = {}", runs[4][2]),
+        )[0][0],
+    );
+    let inserted = (metric("ips").unwrap() * duration).round();
+    assert_eq!(before + inserted, 600.0, "{before} + {inserted}");
+    let writer = metric("writer_pct").unwrap();
+    assert!((98.0..=102.0).contains(&writer), "writer {writer}%");
+}
