@@ -707,6 +707,32 @@ impl Drop for Reopened {
     }
 }
 
+/// Runs the lab of `spec` and sends it SIGTERM once its run line `run` is out and `rows_in`
+/// (pi1's rows above qr100's mark, None before there are any) reaches 100 of the step's 600:
+/// the lab exits 2 with the step stopped half-way.
+fn interrupt_qr100(spec: &std::path::Path, run: &str, mut rows_in: impl FnMut() -> Option<i64>) {
+    let mut lab = common::stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = common::Watch::new(lab.stderr.take().unwrap());
+    progress.wait_for(run);
+    let mut seen = 0;
+    common::wait_until("qr100's writer 100 rows in", || {
+        seen = rows_in().unwrap_or(0);
+        seen >= 100
+    });
+    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
+    let status = lab.wait().unwrap();
+    let log = progress.finish();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        seen < 600,
+        "the step was stopped before its 600 rows: {seen}"
+    );
+}
+
 /// Rows in `table` above the mark the step `step` recorded when it began.
 fn rows_above_mark(step: &str, table: &str) -> String {
     format!(
@@ -733,29 +759,11 @@ fn in_the_lab_each_step_is_a_cell_and_a_stopped_step_resumes_in_place() {
     )
     .unwrap();
     let a_data = dir.join("ib.db.servers/a/data");
-    let mut lab = common::stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut progress = common::Watch::new(lab.stderr.take().unwrap());
     // Run 9 is a's qr100 (the steps in order, a before b in the first round).
-    progress.wait_for("run 9/10:");
-    let mut seen = 0;
-    common::wait_until("a's qr100 writer 100 rows in", || {
-        seen = common::lab_psql(&a_data, "stampede_run", &rows_above_mark("qr100", "pi1"))
+    interrupt_qr100(&spec, "run 9/10:", || {
+        common::lab_psql(&a_data, "stampede_run", &rows_above_mark("qr100", "pi1"))
             .and_then(|text| text.parse().ok())
-            .unwrap_or(0);
-        seen >= 100
     });
-    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
-    let status = lab.wait().unwrap();
-    let log = progress.finish();
-    assert_eq!(status.code(), Some(2), "{log}");
-    assert!(
-        seen < 600,
-        "the step was stopped before its 600 rows: {seen}"
-    );
 
     let output = common::stampede_command(&["lab", "resume", spec.to_str().unwrap()])
         .output()
@@ -1057,25 +1065,9 @@ fn in_the_lab_on_mariadb_a_stopped_step_resumes_in_place() {
     )
     .unwrap();
     let socket = dir.join("ibm.db.servers/m/run/mysqld.sock");
-    let mut lab = common::stampede_command(&["lab", "run", spec.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut progress = common::Watch::new(lab.stderr.take().unwrap());
-    progress.wait_for("run 5/5:");
     let above = "select count(*) from stampede_run.pi1 where transactionid > \
                  (select start_max from stampede_run.stampede_ibench_progress where step = 'qr100')";
-    let mut seen = 0;
-    common::wait_until("qr100's writer 100 rows in", || {
-        seen = lab_mariadb_value(&socket, above).unwrap_or(0);
-        seen >= 100
-    });
-    unsafe { libc::kill(lab.id() as i32, libc::SIGTERM) };
-    let status = lab.wait().unwrap();
-    let log = progress.finish();
-    assert_eq!(status.code(), Some(2), "{log}");
-    assert!(seen < 600, "stopped before its 600 rows: {seen}");
+    interrupt_qr100(&spec, "run 5/5:", || lab_mariadb_value(&socket, above));
     let output = common::stampede_command(&["lab", "resume", spec.to_str().unwrap()])
         .output()
         .unwrap();

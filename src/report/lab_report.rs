@@ -226,7 +226,15 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
         warnings: report_warnings(&inputs, &targets, &comparisons, &why),
         summaries: summaries(inputs.runs, &inputs.metric),
         families: family_summaries(&comparisons, inputs.runs, inputs.base, &inputs.metric),
-        steps: super::steps::step_tables(inputs.runs, inputs.base, &comparisons, inputs.probes),
+        steps: super::steps::step_tables(
+            inputs.runs,
+            inputs.base,
+            &comparisons
+                .iter()
+                .map(|c| (c.target.as_str(), c.cells.as_slice()))
+                .collect::<Vec<_>>(),
+            inputs.probes,
+        ),
         latency: latency_summaries(inputs.runs),
         series: inputs.series,
         comparisons,

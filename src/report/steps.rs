@@ -9,8 +9,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::comparison::CellKey;
-use super::lab_report::TargetComparison;
+use super::comparison::{CellComparison, CellKey};
 use super::noise::RunProbes;
 use stampede_store::{RunStatus, StoredRun};
 
@@ -44,11 +43,14 @@ pub struct StepCell {
     pub stall_s: Option<f64>,
 }
 
+/// Per target other than the base, its cells against the base's.
+pub type Comparisons<'a> = [(&'a str, &'a [CellComparison])];
+
 /// The tables of the workloads (per scale and clients) measured with two variants or more.
 pub fn step_tables(
     runs: &[StoredRun],
     base: &str,
-    comparisons: &[TargetComparison],
+    comparisons: &Comparisons<'_>,
     probes: &RunProbes,
 ) -> Vec<StepTable> {
     let completed: Vec<&StoredRun> = runs
@@ -106,7 +108,7 @@ fn cell(
     target: &str,
     step: &str,
     base: &str,
-    comparisons: &[TargetComparison],
+    comparisons: &Comparisons<'_>,
     probes: &RunProbes,
 ) -> Option<StepCell> {
     let of_cell: Vec<&StoredRun> = runs
@@ -135,7 +137,7 @@ fn cell(
     };
     let compared = comparisons
         .iter()
-        .flat_map(|c| c.cells.iter().map(move |cell| (c.target.as_str(), cell)))
+        .flat_map(|(target, cells)| cells.iter().map(move |cell| (*target, cell)))
         .filter(|(_, cell)| is_this(&cell.cell));
     if target == base {
         let base_median = compared.map(|(_, cell)| cell.base_median).next();

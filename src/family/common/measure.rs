@@ -60,6 +60,29 @@ pub struct LatencySummary {
 }
 
 impl LatencySummary {
+    /// A run's stored metrics with these latencies over `transactions` in `duration_s` (tps
+    /// 0 for a run of no time); the rest left for the workload to fill in.
+    pub fn run_metrics(&self, duration_s: f64, transactions: u64) -> RunMetrics {
+        RunMetrics {
+            duration_s,
+            transactions,
+            tps: if duration_s > 0.0 {
+                transactions as f64 / duration_s
+            } else {
+                0.0
+            },
+            latency_avg_ms: self.avg,
+            latency_stddev_ms: self.stddev,
+            p50_ms: self.p50,
+            p90_ms: self.p90,
+            p95_ms: self.p95,
+            p99_ms: self.p99,
+            p999_ms: self.p999,
+            max_ms: self.max,
+            ..RunMetrics::default()
+        }
+    }
+
     pub fn of(stats: &LatencyStats) -> LatencySummary {
         let ms = |us: f64| us / 1000.0;
         LatencySummary {
@@ -160,22 +183,12 @@ impl Window {
         let duration_s = self.duration_s as f64;
         Measurement {
             metrics: RunMetrics {
-                duration_s,
-                transactions,
                 failures: total.failures.total(),
-                tps: transactions as f64 / duration_s,
-                latency_avg_ms: latency.avg,
-                latency_stddev_ms: latency.stddev,
-                p50_ms: latency.p50,
-                p90_ms: latency.p90,
-                p95_ms: latency.p95,
-                p99_ms: latency.p99,
-                p999_ms: latency.p999,
-                max_ms: latency.max,
                 client_cpu_us_per_txn: client_cpu.as_secs_f64() * 1e6 / transactions.max(1) as f64,
                 // sysbench's queries per second: every statement the clients completed.
                 workload: vec![(QPS.name.into(), total.statements as f64 / duration_s)],
                 served: ClientFairness::of(client_transactions).map(|f| f.served()),
+                ..latency.run_metrics(duration_s, transactions)
             },
             series: self
                 .measured

@@ -294,25 +294,10 @@ fn measurement(step: &Step, result: &StepResult, start: &Start) -> Measurement {
     }
     Measurement {
         metrics: RunMetrics {
-            duration_s: result.seconds,
-            transactions: result.operations,
             failures: result.retries.iter().sum(),
-            tps: if result.seconds > 0.0 {
-                result.operations as f64 / result.seconds
-            } else {
-                0.0
-            },
-            latency_avg_ms: latency.avg,
-            latency_stddev_ms: latency.stddev,
-            p50_ms: latency.p50,
-            p90_ms: latency.p90,
-            p95_ms: latency.p95,
-            p99_ms: latency.p99,
-            p999_ms: latency.p999,
-            max_ms: latency.max,
             client_cpu_us_per_txn: result.client_cpu_us_per_op,
             workload,
-            served: None,
+            ..latency.run_metrics(result.seconds, result.operations)
         },
         series: result
             .per_second
