@@ -801,12 +801,13 @@ impl<'a> Lab<'a> {
     }
 
     /// Whether a sequence's run continues the data copy a signal left it: its workload resumes
-    /// in place and the run was interrupted.
+    /// in place and the run was interrupted after its copy was made (one stopped before that
+    /// would find an earlier sequence's copy).
     fn continues_in_place(&mut self, run: &PlannedRun, cell: &Cell) -> Result<bool, Failure> {
         if !self.workloads[cell.workload].resumes_in_place() {
             return Ok(false);
         }
-        let interrupted = self.store.interrupted_runs(self.lab_id)?;
+        let interrupted = self.store.runs_interrupted_on_their_data(self.lab_id)?;
         Ok(interrupted.contains(&(cell.key.clone(), run.repetition)))
     }
 

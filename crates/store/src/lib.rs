@@ -560,7 +560,12 @@ mod tests {
             shared_blks_hit: None,
             shared_blks_read: Some(0),
         };
-        for (repetition, status) in [(0, RunStatus::Completed), (1, RunStatus::Interrupted)] {
+        // Repetition 2 was stopped before its data was ready (no scale resolved).
+        for (repetition, status, resolved_scale) in [
+            (0, RunStatus::Completed, Some(1)),
+            (1, RunStatus::Interrupted, Some(1)),
+            (2, RunStatus::Interrupted, None),
+        ] {
             store
                 .record_run(
                     lab,
@@ -572,7 +577,7 @@ mod tests {
                         error: None,
                         started_unix_s: 1.0,
                         ended_unix_s: 2.0,
-                        resolved_scale: Some(1),
+                        resolved_scale,
                         overhead_s: 0.5,
                         metrics: Some(RunMetrics {
                             tps: 100.0,
@@ -603,6 +608,11 @@ mod tests {
         let finished = store.finished_runs(lab).unwrap();
         assert_eq!(finished.len(), 1);
         assert!(finished.contains(&("a/pgbench/select-only/1/1".to_string(), 0)));
+        let on_their_data = store.runs_interrupted_on_their_data(lab).unwrap();
+        assert_eq!(
+            on_their_data,
+            std::collections::HashSet::from([("a/pgbench/select-only/1/1".to_string(), 1)])
+        );
         assert_eq!(store.completed_runs(lab).unwrap().len(), 1);
         assert_eq!(store.mean_overhead_s(lab).unwrap(), Some(0.5));
         let statements = store.lab_statements(lab).unwrap();

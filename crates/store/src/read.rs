@@ -32,14 +32,18 @@ impl Store {
             .collect())
     }
 
-    /// (cell key, repetition) of runs a signal interrupted that have not been run again since:
-    /// a sequence that resumes in place continues their data copy rather than making it anew.
-    pub fn interrupted_runs(&mut self, lab: i64) -> Result<HashSet<(String, u32)>, Failure> {
+    /// (cell key, repetition) of runs a signal interrupted once their data was ready (their
+    /// scale resolved: a copy made for them) and that have not been run again since: a
+    /// sequence that resumes in place continues their data copy rather than making it anew.
+    pub fn runs_interrupted_on_their_data(
+        &mut self,
+        lab: i64,
+    ) -> Result<HashSet<(String, u32)>, Failure> {
         let rows = self
             .db
             .query(
                 "SELECT c.key, r.repetition FROM runs r JOIN cells c ON c.id = r.cell_id
-                 WHERE c.lab_id = ?1 AND r.status = 'interrupted'
+                 WHERE c.lab_id = ?1 AND r.status = 'interrupted' AND r.resolved_scale IS NOT NULL
                  AND NOT EXISTS (SELECT 1 FROM runs f WHERE f.cell_id = r.cell_id
                      AND f.repetition = r.repetition AND f.status IN ('completed', 'failed'))",
                 &[lab.into()],
