@@ -777,7 +777,7 @@ fn in_the_lab_each_step_is_a_cell_and_a_stopped_step_resumes_in_place() {
     let db = dir.join("ib.db");
     let runs = common::sqlite(
         &db,
-        "SELECT c.target, c.script, c.family, r.status, r.id, r.transactions FROM runs r \
+        "SELECT c.target, c.script, c.family, r.status, r.id, r.transactions, r.duration_s FROM runs r \
          JOIN cells c ON c.id = r.cell_id ORDER BY r.id",
     );
     let cells: Vec<(&str, &str, &str)> = runs
@@ -855,6 +855,9 @@ fn in_the_lab_each_step_is_a_cell_and_a_stopped_step_resumes_in_place() {
                 expected,
                 "{step}: as many rows deleted as inserted"
             );
+            // The stored deletes a second are the server's deleted rows over the step.
+            let dps = metric(id, "dps").unwrap() * common::number(&run[6]);
+            assert_eq!(dps.round(), expected, "{step}: dps");
         }
     }
     // The resumed step: the rows it had inserted before the signal, then the rest.
