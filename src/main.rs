@@ -4,7 +4,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use stampede::app::cli::{Cli, TopCommand};
 use stampede::app::{self, Failure};
-use stampede::family::{dbstress, ibench, pgbench, sysbench, tpcc, tproch};
+use stampede::family::{dbstress, ibench, pgbench, replay, sysbench, tpcc, tproch};
 use stampede_base::error::{Kind, INCOMPLETE_NOTICE};
 
 fn main() {
@@ -69,6 +69,8 @@ fn run_command(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         TopCommand::Tproch { action } => tproch::command::run(action),
         TopCommand::Dbstress { action } => dbstress::command::run(action),
         TopCommand::Ibench { action } => ibench::command::run(action),
+        TopCommand::Capture(args) => replay::command::capture_command(args),
+        TopCommand::Replay(args) => replay::command::replay_command(args),
         TopCommand::Completions { shell } => app::shell::completions(*shell),
         TopCommand::Man { dir } => app::shell::man(dir.as_deref()),
     }

@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::family::{dbstress, ibench, pgbench, sysbench, tpcc, tproch};
+use crate::family::{dbstress, ibench, pgbench, replay, sysbench, tpcc, tproch};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -76,6 +76,14 @@ pub enum TopCommand {
         #[command(subcommand)]
         action: ibench::args::IbenchAction,
     },
+    /// Read PostgreSQL's log (or log a server for a while) into a replay file: sessions,
+    /// statements, timing, parameters
+    #[command(disable_help_flag = true)]
+    Capture(Box<replay::args::CaptureArgs>),
+    /// Replay a capture against a server: its sessions as clients, with their timing
+    /// (--speed), and how faithful the replay was
+    #[command(disable_help_flag = true)]
+    Replay(Box<replay::args::ReplayArgs>),
     /// Manage the managed default server
     Server {
         #[command(subcommand)]

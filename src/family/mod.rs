@@ -8,6 +8,7 @@ pub mod common;
 pub mod dbstress;
 pub mod ibench;
 pub mod pgbench;
+pub mod replay;
 pub mod sysbench;
 pub mod tpcc;
 pub mod tproch;

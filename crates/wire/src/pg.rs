@@ -308,6 +308,12 @@ impl PgConn {
         Ok(())
     }
 
+    /// Closes a prepared statement, so that its name can be parsed again with another text.
+    pub fn queue_close_statement(&mut self, statement: &str) -> Result<(), ConnError> {
+        frontend::close(b'S', statement, &mut self.write_buf)?;
+        Ok(())
+    }
+
     pub fn queue_describe_portal(&mut self) -> Result<(), ConnError> {
         frontend::describe(b'P', "", &mut self.write_buf)?;
         Ok(())

@@ -1,0 +1,419 @@
+//! A server log's records as a replay file: each session's statements in order with their
+//! times, how they were sent and their parameters, and what had to be left out. A transaction
+//! the log holds only part of (begun before its first message, or still open after its last)
+//! is left out whole, so that a replay sends every transaction whole or not at all.
+
+use std::collections::HashMap;
+
+use super::log::{LogFormat, LogRecord, Problem, ReadLog};
+use super::message::{self, Message, TransactionEdge};
+use super::normalize::highest_parameter;
+use super::replay_file::{CapturedSession, CapturedStatement, LeftOut, ReplayFile, Sent, VERSION};
+use stampede_base::error::Failure;
+
+/// Problems listed in an error or a warning; the rest are counted.
+const LISTED_PROBLEMS: usize = 10;
+
+pub struct CaptureOptions {
+    /// Only this database's sessions.
+    pub database: Option<String>,
+    /// The share of the log's messages that may be unreadable, in percent.
+    pub max_unusable_pct: f64,
+}
+
+/// A log (one file of it) as capture read it.
+pub struct LogFile {
+    pub name: String,
+    pub log: ReadLog,
+}
+
+/// The replay file and the lines that could not be used.
+pub struct Captured {
+    pub file: ReplayFile,
+    /// (log file, problem).
+    pub problems: Vec<(String, Problem)>,
+    pub messages: usize,
+}
+
+pub fn capture(
+    logs: Vec<LogFile>,
+    format: LogFormat,
+    options: &CaptureOptions,
+) -> Result<Captured, Failure> {
+    let mut builder = Builder::default();
+    let mut problems = Vec::new();
+    let mut messages = 0;
+    let mut first_message = None;
+    for file in logs {
+        messages += file.log.records.len() + file.log.problems.len();
+        problems.extend(
+            file.log
+                .problems
+                .into_iter()
+                .map(|p| (file.name.clone(), p)),
+        );
+        for record in file.log.records {
+            first_message.get_or_insert_with(|| record.clone());
+            let wanted = options
+                .database
+                .as_ref()
+                .is_none_or(|db| *db == record.database);
+            if !record.session.is_empty() && wanted {
+                if let Err(reason) = builder.accept(&record) {
+                    problems.push((
+                        file.name.clone(),
+                        Problem {
+                            line: record.line,
+                            reason,
+                        },
+                    ));
+                }
+            }
+        }
+        builder.sources.push(file.name);
+    }
+    refuse_unusable(&problems, messages, options.max_unusable_pct)?;
+    let first = first_message.ok_or_else(|| Failure::input("the log holds no message"))?;
+    let file = builder.finish(format, &first);
+    if file.statements() == 0 {
+        return Err(Failure::input(no_statement_message(options)));
+    }
+    Ok(Captured {
+        file,
+        problems,
+        messages,
+    })
+}
+
+fn no_statement_message(options: &CaptureOptions) -> String {
+    let scope = match &options.database {
+        Some(db) => format!(" of database \"{db}\""),
+        None => String::new(),
+    };
+    format!(
+        "the log holds no statement{scope} to replay: the server logs them with log_statement = 'all' or log_min_duration_statement = 0"
+    )
+}
+
+/// Refuses a log of which more than `max_pct` of the messages could not be used, listing
+/// the first of them.
+fn refuse_unusable(
+    problems: &[(String, Problem)],
+    messages: usize,
+    max_pct: f64,
+) -> Result<(), Failure> {
+    let share = 100.0 * problems.len() as f64 / messages.max(1) as f64;
+    if problems.is_empty() || share <= max_pct {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "{} of the log's {messages} messages could not be used ({share:.1}%, more than --max-unusable {max_pct}%); nothing was written:\n{}",
+        problems.len(),
+        problem_lines(problems)
+    )))
+}
+
+/// "file:line: reason" for the first problems, and how many more there are.
+pub fn problem_lines(problems: &[(String, Problem)]) -> String {
+    let mut lines: Vec<String> = problems
+        .iter()
+        .take(LISTED_PROBLEMS)
+        .map(|(file, p)| format!("  {file}:{}: {}", p.line, p.reason))
+        .collect();
+    if problems.len() > LISTED_PROBLEMS {
+        lines.push(format!("  … and {} more", problems.len() - LISTED_PROBLEMS));
+    }
+    lines.join("\n")
+}
+
+#[derive(Default)]
+struct Builder {
+    sources: Vec<String>,
+    sessions: Vec<SessionBuilder>,
+    by_id: HashMap<String, usize>,
+    texts: Vec<String>,
+    text_ids: HashMap<String, u32>,
+    left_out: Vec<LeftOut>,
+    last_ms: i64,
+}
+
+struct SessionBuilder {
+    session: CapturedSession,
+    /// The log line of each statement, for what is left out.
+    lines: Vec<usize>,
+    /// The last statement was logged when it began (`log_statement`): an ERROR that follows
+    /// is its outcome.
+    last_logged_at_start: bool,
+}
+
+impl Builder {
+    fn accept(&mut self, record: &LogRecord) -> Result<(), String> {
+        self.last_ms = self.last_ms.max(record.at_ms);
+        if matches!(record.severity.as_str(), "ERROR" | "FATAL" | "PANIC") {
+            return self.failed(record);
+        }
+        if record.severity != "LOG" {
+            return Ok(());
+        }
+        match message::classify(&record.message) {
+            Message::Connected => {
+                self.session(record, false);
+            }
+            Message::Disconnected => {
+                self.session(record, true).session.end_ms = Some(record.at_ms);
+            }
+            Message::Statement {
+                duration_ms,
+                prepared,
+                text,
+            } => {
+                let logged_at_start = !record.message.starts_with("duration: ");
+                let at_ms = record.at_ms - duration_ms.round() as i64;
+                self.statement(record, at_ms, prepared, text, logged_at_start)?;
+            }
+            Message::Fetch => self.leave_out(
+                "a fetch from a named portal (a cursor's further rows): not replayed",
+                record.line,
+            ),
+            Message::Part | Message::Other => {}
+        }
+        Ok(())
+    }
+
+    /// The session of `record`, begun now if the log has not shown it before (before its
+    /// connection was logged, unless this is that connection).
+    fn session(&mut self, record: &LogRecord, began_before: bool) -> &mut SessionBuilder {
+        let index = *self.by_id.entry(record.session.clone()).or_insert_with(|| {
+            self.sessions.push(SessionBuilder {
+                session: CapturedSession {
+                    id: record.session.clone(),
+                    user: record.user.clone(),
+                    database: record.database.clone(),
+                    start_ms: record.at_ms,
+                    end_ms: None,
+                    began_before,
+                    statements: Vec::new(),
+                },
+                lines: Vec::new(),
+                last_logged_at_start: false,
+            });
+            self.sessions.len() - 1
+        });
+        &mut self.sessions[index]
+    }
+
+    fn statement(
+        &mut self,
+        record: &LogRecord,
+        at_ms: i64,
+        prepared: Option<&str>,
+        text: &str,
+        logged_at_start: bool,
+    ) -> Result<(), String> {
+        if is_copy_with_client(text) {
+            self.leave_out(
+                "COPY from or to the client (its data is not in the log): not replayed",
+                record.line,
+            );
+            return Ok(());
+        }
+        let params = match prepared {
+            Some(_) => parameters(record, text)?,
+            None => Vec::new(),
+        };
+        let sent = match prepared {
+            None => Sent::Simple,
+            Some("") => Sent::Unnamed,
+            Some(name) => Sent::Named(name.to_string()),
+        };
+        let text = self.text_id(text);
+        let session = self.session(record, true);
+        session.session.statements.push(CapturedStatement {
+            at_ms,
+            text,
+            sent,
+            params,
+            error: None,
+        });
+        session.lines.push(record.line);
+        session.last_logged_at_start = logged_at_start;
+        Ok(())
+    }
+
+    /// An ERROR ends the statement it names: the session's last one when `log_statement`
+    /// logged it as it began; otherwise (`log_min_duration_statement` logs only statements
+    /// that end) the failed statement is logged here alone, and is added.
+    fn failed(&mut self, record: &LogRecord) -> Result<(), String> {
+        let Some(&index) = self.by_id.get(&record.session) else {
+            return match &record.statement {
+                Some(text) => self.failed_statement(record, text),
+                None => Ok(()),
+            };
+        };
+        let session = &mut self.sessions[index];
+        let code = record.sqlstate.clone().unwrap_or_else(|| "ERROR".into());
+        let texts = &self.texts;
+        let last = session.session.statements.last_mut();
+        match (last, &record.statement) {
+            (Some(last), Some(text))
+                if session.last_logged_at_start
+                    && last.error.is_none()
+                    && texts[last.text as usize] == *text =>
+            {
+                last.error = Some(code);
+                Ok(())
+            }
+            (_, Some(text)) => self.failed_statement(record, text),
+            (_, None) => Ok(()),
+        }
+    }
+
+    fn failed_statement(&mut self, record: &LogRecord, text: &str) -> Result<(), String> {
+        if highest_parameter(&text.chars().collect::<Vec<_>>()) > 0 {
+            return Err(
+                "a failed statement logged without its parameters (log_min_duration_statement logs only those that end): left out"
+                    .into(),
+            );
+        }
+        self.statement(record, record.at_ms, None, text, false)?;
+        let session = self.session(record, true);
+        let last = session.session.statements.last_mut().expect("just added");
+        last.error = Some(record.sqlstate.clone().unwrap_or_else(|| "ERROR".into()));
+        Ok(())
+    }
+
+    fn text_id(&mut self, text: &str) -> u32 {
+        if let Some(id) = self.text_ids.get(text) {
+            return *id;
+        }
+        let id = self.texts.len() as u32;
+        self.texts.push(text.to_string());
+        self.text_ids.insert(text.to_string(), id);
+        id
+    }
+
+    fn leave_out(&mut self, reason: &str, line: usize) {
+        self.leave_out_many(reason, 1, line);
+    }
+
+    fn leave_out_many(&mut self, reason: &str, statements: u64, line: usize) {
+        match self.left_out.iter_mut().find(|l| l.reason == reason) {
+            Some(known) => known.statements += statements,
+            None => self.left_out.push(LeftOut {
+                reason: reason.to_string(),
+                statements,
+                first_line: line,
+            }),
+        }
+    }
+
+    fn finish(mut self, format: LogFormat, first: &LogRecord) -> ReplayFile {
+        let base = first.at_ms;
+        let mut sessions = Vec::new();
+        for mut builder in std::mem::take(&mut self.sessions) {
+            self.trim_partial_transactions(&mut builder);
+            let mut session = builder.session;
+            session.start_ms -= base;
+            session.end_ms = session.end_ms.map(|end| end - base);
+            for statement in &mut session.statements {
+                statement.at_ms -= base;
+            }
+            sessions.push(session);
+        }
+        ReplayFile {
+            stampede_replay: VERSION,
+            source: self.sources,
+            format: format.name().to_string(),
+            first_message: first_message_text(first),
+            duration_ms: self.last_ms - base,
+            texts: self.texts,
+            sessions,
+            left_out: self.left_out,
+        }
+    }
+
+    /// Leaves out a transaction the log holds only part of: one that began before the
+    /// session's first logged statement, and one still open when the log ended.
+    fn trim_partial_transactions(&mut self, builder: &mut SessionBuilder) {
+        let edges: Vec<TransactionEdge> = builder
+            .session
+            .statements
+            .iter()
+            .map(|s| message::transaction_edge(&self.texts[s.text as usize]))
+            .collect();
+        if builder.session.began_before {
+            let first_edge = edges.iter().position(|e| *e != TransactionEdge::None);
+            if let Some(end) = first_edge.filter(|&i| edges[i] == TransactionEdge::End) {
+                self.drop_statements(
+                    builder,
+                    0..end + 1,
+                    "in a transaction that began before the log's first message",
+                );
+            }
+        }
+        if builder.session.end_ms.is_some() {
+            return;
+        }
+        let edges: Vec<TransactionEdge> = builder
+            .session
+            .statements
+            .iter()
+            .map(|s| message::transaction_edge(&self.texts[s.text as usize]))
+            .collect();
+        let last_edge = edges.iter().rposition(|e| *e != TransactionEdge::None);
+        if let Some(begin) = last_edge.filter(|&i| edges[i] == TransactionEdge::Begin) {
+            let end = edges.len();
+            self.drop_statements(
+                builder,
+                begin..end,
+                "in a transaction still open at the log's last message",
+            );
+        }
+    }
+
+    fn drop_statements(
+        &mut self,
+        builder: &mut SessionBuilder,
+        range: std::ops::Range<usize>,
+        reason: &str,
+    ) {
+        let line = builder.lines[range.start];
+        let count = range.len() as u64;
+        builder.session.statements.drain(range.clone());
+        builder.lines.drain(range);
+        self.leave_out_many(reason, count, line);
+    }
+}
+
+fn first_message_text(first: &LogRecord) -> String {
+    let seconds = first.at_ms.div_euclid(1000);
+    let time = stampede_base::calendar::UtcTime::from_unix(seconds).second_text();
+    format!("{time}.{:03}", first.at_ms.rem_euclid(1000))
+}
+
+/// `COPY … FROM STDIN` / `TO STDOUT`: the rows went over the protocol, not into the log.
+fn is_copy_with_client(text: &str) -> bool {
+    if message::first_word(text) != "copy" {
+        return false;
+    }
+    let lower = text.to_ascii_lowercase();
+    lower.contains("stdin") || lower.contains("stdout")
+}
+
+/// An Execute's parameters from its DETAIL; every `$n` the text has must have its value.
+fn parameters(record: &LogRecord, text: &str) -> Result<Vec<Option<String>>, String> {
+    let wanted = highest_parameter(&text.chars().collect::<Vec<_>>());
+    let params = match &record.detail {
+        Some(detail) => message::parameters(detail).ok_or_else(|| {
+            format!("its parameters are cut off or not as the server writes them: {detail}")
+        })?,
+        None => Vec::new(),
+    };
+    if params.len() < wanted {
+        return Err(format!(
+            "a statement with ${wanted} logged with {} parameter(s) (log_parameter_max_length = 0 leaves them out; 13 and later log them)",
+            params.len()
+        ));
+    }
+    Ok(params)
+}

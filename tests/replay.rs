@@ -1,0 +1,342 @@
+//! `stampede capture` and `stampede replay` against real servers: a workload (pgbench's
+//! tpcb-like in simple mode beside a custom script in prepared mode, several sessions, over
+//! 10 s) logged by the server in its three formats, captured from each, replayed on a fresh
+//! copy of its starting data — pg_stat_statements' calls per statement and the final table
+//! contents equal the original run's — and bad input refused with the reason and nothing
+//! written or sent.
+
+#![allow(unsafe_code)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::{free_port, stampede, stderr, stdout, TempFile, PASSWORD};
+use serde_json::Value;
+use stampede::server::host::OsUser;
+use stampede::server::postgres::binaries::Binaries;
+use stampede::server::postgres::cluster::Cluster;
+
+/// A server of the replay tests' own: the logging collector writes stderr (pgreplay's prefix),
+/// csvlog and jsonlog at once, every statement, connection and disconnection.
+struct LoggedServer {
+    cluster: Cluster,
+    user: String,
+}
+
+static LOGGED: OnceLock<LoggedServer> = OnceLock::new();
+
+extern "C" fn stop_logged_at_exit() {
+    if let Some(server) = LOGGED.get() {
+        let _ = server.cluster.stop();
+        let _ = std::fs::remove_dir_all(&server.cluster.root);
+    }
+}
+
+fn start_cluster(name: &str, settings: &[(&str, String)]) -> LoggedServer {
+    let binaries = Binaries::find_best().expect("PostgreSQL binaries for the tests");
+    let run_as = OsUser::for_server().expect("a user to run the server as");
+    let user = run_as
+        .as_ref()
+        .map_or("postgres".to_string(), |u| u.name.clone());
+    let port = free_port();
+    let root = PathBuf::from(format!(
+        "/tmp/stampede-replay-{name}-{port}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    let cluster = Cluster {
+        binaries,
+        root,
+        port,
+        run_as,
+        cpus: None,
+    };
+    cluster.init(&user, PASSWORD, settings).expect("initdb");
+    cluster.start().expect("server start");
+    LoggedServer { cluster, user }
+}
+
+fn logged() -> &'static LoggedServer {
+    LOGGED.get_or_init(|| {
+        let settings = [
+            ("fsync", "off".to_string()),
+            ("autovacuum", "off".to_string()),
+            ("max_connections", "100".to_string()),
+            ("shared_preload_libraries", "pg_stat_statements".to_string()),
+            ("logging_collector", "on".to_string()),
+            ("log_destination", "stderr,csvlog,jsonlog".to_string()),
+            ("log_rotation_size", "0".to_string()),
+            ("log_line_prefix", "%m|%u|%d|%c|".to_string()),
+            ("log_statement", "all".to_string()),
+            ("log_connections", "on".to_string()),
+            ("log_disconnections", "on".to_string()),
+        ];
+        let server = start_cluster("logged", &settings);
+        // SAFETY: registering a plain extern "C" function with atexit.
+        unsafe { libc::atexit(stop_logged_at_exit) };
+        server
+    })
+}
+
+impl LoggedServer {
+    fn program(&self, name: &str) -> Command {
+        let mut command = Command::new(self.cluster.binaries.bin_dir.join(name));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .args(["-h", &self.socket(), "-p", &self.cluster.port.to_string()])
+            .args(["-U", &self.user]);
+        command
+    }
+
+    fn socket(&self) -> String {
+        self.cluster.socket_dir().display().to_string()
+    }
+
+    fn psql(&self, db: &str, sql: &str) -> String {
+        let output = self
+            .program("psql")
+            .args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql])
+            .output()
+            .expect("psql runs");
+        assert!(output.status.success(), "{sql}: {}", stderr(&output));
+        stdout(&output).trim().to_string()
+    }
+
+    fn flags(&self, db: &str) -> Vec<String> {
+        vec![
+            "-h".into(),
+            self.socket(),
+            "-p".into(),
+            self.cluster.port.to_string(),
+            "-U".into(),
+            self.user.clone(),
+            "-d".into(),
+            db.into(),
+        ]
+    }
+
+    /// The collector's files of one format, in the order it wrote them.
+    fn log_files(&self, extension: &str) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.cluster.data_dir().join("log"))
+            .expect("the log directory")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == extension))
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// `CREATE DATABASE name TEMPLATE pristine`, replacing one of that name.
+    fn copy_of_pristine(&self, name: &str) {
+        self.psql("postgres", &format!("DROP DATABASE IF EXISTS {name}"));
+        self.psql(
+            "postgres",
+            &format!("CREATE DATABASE {name} TEMPLATE pristine"),
+        );
+    }
+
+    /// pg_stat_statements' calls by statement in `db` (statements that ran), the test's own
+    /// contents query aside (the capture holds it: it ran on `app` before the capture).
+    fn calls(&self, db: &str) -> Vec<String> {
+        let rows = self.psql(
+            "postgres",
+            &format!(
+                "SELECT s.calls || ' ' || regexp_replace(s.query, '\\s+', ' ', 'g') FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '{db}' AND s.calls > 0 AND s.query NOT LIKE '%md5(string_agg%' ORDER BY 1"
+            ),
+        );
+        rows.lines().map(str::to_string).collect()
+    }
+
+    /// The tables' contents, as digests: balances (sums commute, so any order of the same
+    /// updates gives them), history and notes as multisets (their times aside).
+    fn contents(&self, db: &str) -> String {
+        self.psql(
+            db,
+            "SELECT (SELECT md5(string_agg(aid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts) || ' ' || \
+             (SELECT md5(string_agg(tid || ':' || tbalance, ',' ORDER BY tid)) FROM pgbench_tellers) || ' ' || \
+             (SELECT md5(string_agg(bid || ':' || bbalance, ',' ORDER BY bid)) FROM pgbench_branches) || ' ' || \
+             (SELECT count(*) || md5(coalesce(string_agg(tid || ':' || bid || ':' || aid || ':' || delta, ',' ORDER BY tid, bid, aid, delta), '')) FROM pgbench_history) || ' ' || \
+             (SELECT count(*) || md5(coalesce(string_agg(aid || ':' || k || ':' || note, ',' ORDER BY aid, k, note), '')) FROM replay_notes)",
+        )
+    }
+}
+
+/// The custom script: parameters of several kinds, a constant with quotes and a `$1` inside
+/// it, an update that commutes, an insert of the values.
+const CUSTOM_SCRIPT: &str = r#"\set id random(1, 100000)
+\set k random(1, 1000)
+\set tid random(1, 10)
+SELECT abalance FROM pgbench_accounts WHERE aid = :id;
+UPDATE pgbench_tellers SET tbalance = tbalance + :k WHERE tid = :tid;
+INSERT INTO replay_notes (aid, k, note) VALUES (:id, :k, 'it''s $1, ' || :k::text);
+"#;
+
+/// What the original workload left: its pg_stat_statements calls and its tables' contents.
+struct Original {
+    calls: Vec<String>,
+    contents: String,
+}
+
+static ORIGINAL: OnceLock<Original> = OnceLock::new();
+
+/// The workload, run once: pgbench -i into `pristine`, a copy `app` of it, then on `app`
+/// at once tpcb-like (simple protocol, 3 clients) and the custom script (prepared, 2
+/// clients), rate-limited, for 11 s, and one failing statement from psql.
+fn original() -> &'static Original {
+    ORIGINAL.get_or_init(|| {
+        let s = logged();
+        s.psql("postgres", "CREATE EXTENSION pg_stat_statements");
+        s.psql("postgres", "CREATE DATABASE pristine");
+        let init = s
+            .program("pgbench")
+            .args(["-i", "-s", "1", "-q", "pristine"])
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{}", stderr(&init));
+        s.psql(
+            "pristine",
+            "CREATE TABLE replay_notes (aid int, k int, note text); CREATE EXTENSION pg_stat_statements",
+        );
+        s.copy_of_pristine("app");
+        let script = TempFile::new("replay-custom.sql");
+        std::fs::write(&*script, CUSTOM_SCRIPT).unwrap();
+        let simple = s
+            .program("pgbench")
+            .args(["-b", "tpcb-like", "-M", "simple", "-c", "3", "-R", "60", "-T", "11", "app"])
+            .spawn()
+            .unwrap();
+        let prepared = s
+            .program("pgbench")
+            .args(["-M", "prepared", "-c", "2", "-R", "40", "-T", "11", "-n", "-f"])
+            .arg(&*script)
+            .arg("app")
+            .output()
+            .unwrap();
+        let simple = simple.wait_with_output().unwrap();
+        assert!(prepared.status.success(), "{}", stderr(&prepared));
+        assert!(simple.status.success(), "{}", stderr(&simple));
+        let failing = s
+            .program("psql")
+            .args(["-X", "-d", "app", "-c", "SELECT 1/0"])
+            .output()
+            .unwrap();
+        assert!(!failing.status.success());
+        Original {
+            calls: s.calls("app"),
+            contents: s.contents("app"),
+        }
+    })
+}
+
+fn succeeded(output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
+fn capture(logs: &[PathBuf], output: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = vec!["capture".into()];
+    args.extend(logs.iter().map(|p| p.display().to_string()));
+    args.extend(["-o".to_string(), output.display().to_string()]);
+    args.extend(extra.iter().map(|a| a.to_string()));
+    stampede(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn replay(file: &Path, db: &str, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = vec!["replay".into(), file.display().to_string()];
+    args.extend(logged().flags(db));
+    args.extend(extra.iter().map(|a| a.to_string()));
+    stampede(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The summary's "statements: N over …" count.
+fn captured_statements(summary: &str) -> u64 {
+    common::line_value(summary, "statements: ")
+        .and_then(|v| v.split_whitespace().next().map(|n| n.parse().unwrap()))
+        .expect("the statements line")
+}
+
+#[test]
+fn each_log_format_captures_the_workload_and_its_replay_makes_the_same_calls_and_contents() {
+    let original = original();
+    let s = logged();
+    assert!(
+        original.calls.iter().any(|c| c.contains("replay_notes")),
+        "{:?}",
+        original.calls
+    );
+    let mut counts = Vec::new();
+    for (extension, speed) in [("log", "1"), ("csv", "0"), ("json", "0")] {
+        let file = TempFile::new(&format!("workload-{extension}.replay"));
+        let summary = succeeded(capture(
+            &s.log_files(extension),
+            &file,
+            &["--database", "app"],
+        ));
+        assert!(
+            summary.contains("sessions: 9 (0 began before the log, 0 still connected"),
+            "{summary}"
+        );
+        assert!(summary.contains("failed in the capture: 1"), "{summary}");
+        counts.push(captured_statements(&summary));
+        let db = format!("replayed_{extension}");
+        s.copy_of_pristine(&db);
+        let json = TempFile::new(&format!("replay-{extension}.json"));
+        let json_path = json.display().to_string();
+        let text = succeeded(replay(
+            &file,
+            &db,
+            &["--speed", speed, "--json", &json_path],
+        ));
+        assert_eq!(s.calls(&db), original.calls, "{extension}: {text}");
+        if speed == "1" {
+            assert_eq!(s.contents(&db), original.contents, "{extension}");
+        } else {
+            // As fast as possible, sessions do not wait for each other as they did: pgbench's
+            // TRUNCATE of pgbench_history may come after clients' first inserts, so the
+            // history is the one table whose contents depend on the order across sessions.
+            let without_history = |contents: &str| {
+                let mut parts: Vec<&str> = contents.split(' ').collect();
+                parts.remove(3);
+                parts.join(" ")
+            };
+            assert_eq!(
+                without_history(&s.contents(&db)),
+                without_history(&original.contents),
+                "{extension}"
+            );
+        }
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&*json).unwrap()).unwrap();
+        assert_eq!(report["statements_replayed"], report["statements_captured"]);
+        assert_eq!(report["statements_not_sent"], 0);
+        assert_eq!(report["errors"], 1, "{text}");
+        assert_eq!(report["captured_errors"], 1);
+        assert_eq!(report["new_errors"], 0);
+        assert_eq!(report["errors_by_class"][0]["class"], "22");
+        assert_eq!(report["sessions"], 9);
+        if speed == "1" {
+            let lag = &report["lag"];
+            assert!(lag["p50_ms"].as_f64().unwrap() >= 0.0, "{text}");
+            assert!(text.contains("schedule lag: p50 "), "{text}");
+        } else {
+            assert!(report["lag"].is_null());
+        }
+        let calls: u64 = report["statements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["calls"].as_u64().unwrap())
+            .sum();
+        assert_eq!(calls, report["statements_replayed"].as_u64().unwrap());
+    }
+    assert!(counts.windows(2).all(|w| w[0] == w[1]), "{counts:?}");
+}
