@@ -340,3 +340,216 @@ fn each_log_format_captures_the_workload_and_its_replay_makes_the_same_calls_and
     }
     assert!(counts.windows(2).all(|w| w[0] == w[1]), "{counts:?}");
 }
+
+#[test]
+fn log_min_duration_statement_logs_the_extended_protocol_whose_replay_makes_the_same_calls() {
+    original();
+    let s = logged();
+    s.copy_of_pristine("timed");
+    s.psql(
+        "postgres",
+        "ALTER DATABASE timed SET log_statement = 'none'; ALTER DATABASE timed SET log_min_duration_statement = 0",
+    );
+    let script = TempFile::new("replay-timed.sql");
+    std::fs::write(&*script, CUSTOM_SCRIPT).unwrap();
+    let extended = s
+        .program("pgbench")
+        .args([
+            "-M", "extended", "-c", "2", "-R", "40", "-T", "3", "-n", "-f",
+        ])
+        .arg(&*script)
+        .arg("timed")
+        .output()
+        .unwrap();
+    assert!(extended.status.success(), "{}", stderr(&extended));
+    let calls = s.calls("timed");
+    let file = TempFile::new("timed.replay");
+    let summary = succeeded(capture(
+        &s.log_files("log"),
+        &file,
+        &["--database", "timed"],
+    ));
+    let sent = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("sent as: "))
+        .unwrap();
+    let unnamed: u64 = sent
+        .split(", ")
+        .nth(1)
+        .and_then(|part| part.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(unnamed > 100, "{summary}");
+    s.copy_of_pristine("timed_replayed");
+    let text = succeeded(replay(&file, "timed_replayed", &["--speed", "0"]));
+    assert_eq!(s.calls("timed_replayed"), calls, "{text}");
+}
+
+/// The stderr log with the prefix the server writes by default (`%m [%p] `).
+fn with_default_prefix(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let parts: Vec<&str> = line.splitn(5, '|').collect();
+            match parts.as_slice() {
+                [time, _, _, _, rest] => format!("{time} [4242] {rest}\n"),
+                _ => format!("{line}\n"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_log_without_the_prefix_or_its_parameters_is_refused_naming_the_lines() {
+    original();
+    let s = logged();
+    let stderr_log = std::fs::read_to_string(&s.log_files("log")[0]).unwrap();
+    let bad = TempFile::new("default-prefix.log");
+    std::fs::write(&*bad, with_default_prefix(&stderr_log)).unwrap();
+    let out = TempFile::new("refused.replay");
+    let refused = capture(&[bad.to_path_buf()], &out, &[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    let message = stderr(&refused);
+    assert!(message.contains("could not be used ("), "{message}");
+    assert!(message.contains("nothing was written"), "{message}");
+    assert!(
+        message.contains(&format!("{}:1: no `%m|%u|%d|%c|` prefix", bad.display())),
+        "{message}"
+    );
+    assert!(!out.exists());
+
+    // Without its DETAIL lines, every prepared statement lacks its parameters.
+    let no_params: String = stderr_log
+        .lines()
+        .filter(|line| !line.contains("|DETAIL:  parameters: "))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(&*bad, no_params).unwrap();
+    let refused = capture(&[bad.to_path_buf()], &out, &["--database", "app"]);
+    let message = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("a statement with $3 logged with 0 parameter(s)"),
+        "{message}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_log_cut_off_in_its_last_message_is_captured_without_it_saying_which_line() {
+    original();
+    let s = logged();
+    let files = s.log_files("csv");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    // Cut inside the last record of the workload's database.
+    let last = text.rfind(",\"app\",").expect("a record of app");
+    let cut = TempFile::new("cut.csv");
+    std::fs::write(&*cut, &text[..last + 40]).unwrap();
+    let line = text[..last].lines().count();
+    let out = TempFile::new("cut.replay");
+    let output = capture(&[cut.to_path_buf()], &out, &["--database", "app"]);
+    let warned = stderr(&output);
+    succeeded(output);
+    assert!(
+        warned.contains(&format!(
+            "{}:{line}: the log ends inside this message (cut off: no final newline)",
+            cut.display()
+        )),
+        "{warned}"
+    );
+    assert!(out.exists());
+}
+
+#[test]
+fn a_replay_on_a_database_without_the_captured_tables_sends_nothing() {
+    original();
+    let s = logged();
+    let file = TempFile::new("missing.replay");
+    succeeded(capture(&s.log_files("json"), &file, &["--database", "app"]));
+    s.psql("postgres", "DROP DATABASE IF EXISTS bare");
+    s.psql("postgres", "CREATE DATABASE bare");
+    let refused = replay(&file, "bare", &["--speed", "0"]);
+    let message = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("database \"bare\" has no relation \"pgbench_"),
+        "{message}"
+    );
+    assert!(message.contains("(nothing was sent)"), "{message}");
+    assert!(s.calls("bare").is_empty(), "{:?}", s.calls("bare"));
+
+    let bad_speed = replay(&file, "bare", &["--speed", "-1"]);
+    common::assert_refused(
+        &bad_speed,
+        "--speed -1: 1 replays as captured, 2 twice as fast, 0 as fast as possible",
+        "speed",
+    );
+    let not_ours = stampede(&["replay", &s.log_files("json")[0].display().to_string()]);
+    assert_eq!(not_ours.status.code(), Some(1));
+    assert!(stderr(&not_ours).contains("is not a replay file"));
+    let nothing = stampede(&["capture", "-o", &file.display().to_string()]);
+    assert_eq!(nothing.status.code(), Some(1));
+    assert!(stderr(&nothing).contains("give the server's log files, or --seconds N"));
+}
+
+#[test]
+fn capture_seconds_logs_a_server_for_a_while_and_puts_its_settings_back() {
+    let settings = [
+        ("fsync", "off".to_string()),
+        ("logging_collector", "on".to_string()),
+        ("log_destination", "jsonlog".to_string()),
+    ];
+    let server = start_cluster("live", &settings);
+    server.psql("postgres", "CREATE DATABASE shop");
+    server.psql("shop", "CREATE TABLE items (id int PRIMARY KEY, name text)");
+    let file = TempFile::new("live.replay");
+    let mut args = vec![
+        "capture".to_string(),
+        "--seconds".into(),
+        "3".into(),
+        "--database".into(),
+        "shop".into(),
+        "-o".into(),
+        file.display().to_string(),
+    ];
+    args.extend(server.flags("postgres"));
+    let mut child = common::stampede_command(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut watch = common::Watch::new(child.stderr.take().unwrap());
+    watch.wait_for("logging every statement");
+    for id in 1..=4 {
+        server.psql(
+            "shop",
+            &format!("INSERT INTO items VALUES ({id}, 'item {id}')"),
+        );
+    }
+    let status = child.wait().unwrap();
+    let said = watch.finish();
+    let mut summary = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut summary).unwrap();
+    let _ = server.cluster.stop();
+    assert!(status.success(), "{said}");
+    assert!(
+        said.contains("capture: set log_statement = 'all' (was 'none')"),
+        "{said}"
+    );
+    assert!(
+        said.contains("capture: put back log_statement = 'none'"),
+        "{said}"
+    );
+    assert!(
+        said.contains("capture: set log_connections = 'on' (was 'off')"),
+        "{said}"
+    );
+    assert_eq!(captured_statements(&summary), 4, "{summary}");
+    assert!(
+        summary.contains("sessions: 4 (0 began before the log"),
+        "{summary}"
+    );
+    let auto_conf =
+        std::fs::read_to_string(server.cluster.data_dir().join("postgresql.auto.conf")).unwrap();
+    assert!(!auto_conf.contains("log_statement"), "{auto_conf}");
+    let _ = std::fs::remove_dir_all(&server.cluster.root);
+}

@@ -82,7 +82,7 @@ pub enum TopCommand {
     Capture(Box<replay::args::CaptureArgs>),
     /// Replay a capture against a server: its sessions as clients, with their timing
     /// (--speed), and how faithful the replay was
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, allow_negative_numbers = true)]
     Replay(Box<replay::args::ReplayArgs>),
     /// Manage the managed default server
     Server {
