@@ -553,3 +553,87 @@ fn capture_seconds_logs_a_server_for_a_while_and_puts_its_settings_back() {
     assert!(!auto_conf.contains("log_statement"), "{auto_conf}");
     let _ = std::fs::remove_dir_all(&server.cluster.root);
 }
+
+/// Point lookups by primary key beside a statement no index serves.
+const LOOKUP_SCRIPT: &str = r#"\set id random(1, 100000)
+SELECT abalance FROM pgbench_accounts WHERE aid = :id;
+SELECT bbalance FROM pgbench_branches WHERE bid = 1;
+"#;
+
+#[test]
+fn a_lab_replaying_a_capture_decides_the_statements_a_missing_index_slows() {
+    original();
+    let s = logged();
+    let dir = common::LabDir::new("replay-lab");
+    s.copy_of_pristine("lookup");
+    let script = dir.join("lookup.sql");
+    std::fs::write(&script, LOOKUP_SCRIPT).unwrap();
+    let lookups = s
+        .program("pgbench")
+        .args(["-M", "prepared", "-c", "2", "-t", "100", "-n", "-f"])
+        .arg(&script)
+        .arg("lookup")
+        .output()
+        .unwrap();
+    assert!(lookups.status.success(), "{}", stderr(&lookups));
+    let capture_file = dir.join("lookup.replay");
+    succeeded(capture(
+        &s.log_files("log"),
+        &capture_file,
+        &["--database", "lookup"],
+    ));
+    let dump = dir.join("pristine.sql");
+    let dumped = s
+        .program("pg_dump")
+        .args(["-d", "pristine", "-f"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(dumped.status.success(), "{}", stderr(&dumped));
+    let spec = dir.join("replay.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"replay-index\"\nruns = 3\nseed = 5\nduration = \"1s\"\nwarmup = \"0s\"\n\
+             [[target]]\nname = \"indexed\"\nsettings = {{ fsync = false }}\n\
+             [[target]]\nname = \"noindex\"\nsettings = {{ fsync = false }}\n\
+             dataset_sql = [\"ALTER TABLE pgbench_accounts DROP CONSTRAINT pgbench_accounts_pkey\"]\n\
+             [[workload]]\nname = \"replay\"\nscripts = [\"{}\"]\nscale = [1]\nclients = [1]\n\
+             options = {{ data = \"{}\", speed = 0 }}\n",
+            capture_file.display(),
+            dump.display()
+        ),
+    )
+    .unwrap();
+    let ran = common::stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let db = dir.join("replay-index.db");
+    let replayed = common::sqlite(
+        &db,
+        "SELECT c.target, r.status, m.value FROM runs r JOIN cells c ON c.id = r.cell_id \
+         JOIN run_metrics m ON m.run_id = r.id AND m.name = 'replayed_pct' ORDER BY r.id",
+    );
+    assert_eq!(replayed.len(), 6, "{replayed:?}");
+    assert!(replayed
+        .iter()
+        .all(|r| r[1] == "completed" && common::number(&r[2]) == 100.0));
+    let report = stampede(&["report", db.to_str().unwrap(), "--format", "json"]);
+    let report: Value = serde_json::from_str(&succeeded(report)).unwrap();
+    let statements = report["statements"].as_array().unwrap();
+    let lookup = statements
+        .iter()
+        .find(|st| {
+            st["target"] == "noindex"
+                && st["query"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("SELECT abalance FROM pgbench_accounts")
+        })
+        .unwrap_or_else(|| panic!("{statements:?}"));
+    assert_eq!(lookup["verdict"], "slower", "{lookup}");
+    assert!(lookup["ratio"].as_f64().unwrap() > 2.0, "{lookup}");
+    let why = report["why"].to_string();
+    assert!(why.contains("Seq Scan on pgbench_accounts"), "{why}");
+}

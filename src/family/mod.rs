@@ -16,13 +16,14 @@ pub mod tproch;
 use api::{LabWorkloadKind, WorkloadMetric};
 
 /// Every family's lab workloads, in the order `lab plan` and errors list them.
-const FAMILIES: [&[LabWorkloadKind]; 6] = [
+const FAMILIES: [&[LabWorkloadKind]; 7] = [
     pgbench::lab::KINDS,
     sysbench::lab::KINDS,
     tpcc::lab::KINDS,
     tproch::lab::KINDS,
     dbstress::lab::KINDS,
     ibench::lab::KINDS,
+    replay::lab::KINDS,
 ];
 
 /// The lab workloads, as a spec names them in `[[workload]] name`.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::lock::{lock_path, LabLock};
 use super::plan::{Cell, Plan, PlannedRun};
 use super::rounds::{GroupState, Rounds};
-use super::spec::{LabSpec, Scale};
+use super::spec::{LabSpec, Scale, TargetSpec};
 use super::target::{LabServer, TargetBinaries, Targets};
 use super::window::{OpenWindow, RunProbes};
 use crate::driver::Protocol;
@@ -900,6 +900,7 @@ impl<'a> Lab<'a> {
             let conn = server.conn(&name);
             self.workloads[cell.workload]
                 .load(&conn, scale, &mut |line| on_event(LabEvent::Note(line)))?;
+            dataset_sql(&conn, &self.spec.targets[cell.target], on_event)?;
             server.seal_dataset(&name)?;
         }
         server.datasets.insert(key, scale);
@@ -1089,3 +1090,31 @@ pub(super) fn cell_records(
 
 #[cfg(test)]
 mod tests;
+
+/// The target's `dataset_sql`, on a dataset it has just loaded.
+fn dataset_sql(
+    conn: &Endpoint,
+    target: &TargetSpec,
+    on_event: &mut dyn FnMut(LabEvent<'_>),
+) -> Result<(), Failure> {
+    if target.dataset_sql.is_empty() {
+        return Ok(());
+    }
+    let note = format!(
+        "running {} dataset_sql statement(s) of target {}",
+        target.dataset_sql.len(),
+        target.name
+    );
+    on_event(LabEvent::Note(&note));
+    stampede_conn::control_runtime().block_on(async {
+        let mut session = crate::family::common::sql_session::Session::connect(conn).await?;
+        for statement in &target.dataset_sql {
+            session.execute(statement).await.map_err(|e| {
+                e.map_message(|m| {
+                    format!("target \"{}\": dataset_sql {statement}: {m}", target.name)
+                })
+            })?;
+        }
+        Ok(())
+    })
+}

@@ -61,6 +61,8 @@ struct TargetFile {
     #[serde(default)]
     settings: BTreeMap<String, toml::Value>,
     cpus: Option<Spanned<String>>,
+    #[serde(default)]
+    dataset_sql: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,6 +116,9 @@ pub struct TargetSpec {
     pub settings: Vec<(String, String)>,
     /// Pin the server to these CPUs.
     pub cpus: Option<Vec<usize>>,
+    /// Statements run on each of the target's datasets after its load and before it is
+    /// sealed (an index this target has or lacks: "does it help my workload?").
+    pub dataset_sql: Vec<String>,
 }
 
 /// A data size: a fixed pgbench-style scale, or a class relative to the target.
@@ -611,6 +616,7 @@ fn targets(
             profile: profile(source, target.profile.as_ref(), base)?,
             settings: settings(source, target)?,
             cpus: cpu_list(source, target.cpus.as_ref(), "cpus")?,
+            dataset_sql: target.dataset_sql.clone(),
         });
     }
     Ok(targets)

@@ -6,6 +6,7 @@
 pub mod args;
 pub mod capture;
 pub mod command;
+pub mod lab;
 pub mod log;
 pub mod logging;
 pub mod message;
@@ -13,4 +14,5 @@ pub mod normalize;
 pub mod play;
 pub mod replay_file;
 pub mod report;
+pub mod restore;
 pub mod summary;

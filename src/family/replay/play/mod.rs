@@ -6,7 +6,7 @@ pub mod check;
 pub mod outcome;
 pub mod session;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,6 +30,8 @@ pub struct Plan {
     /// Where every session connects (the captured database and user are the capture's).
     pub conn: ConnSpec,
     pub stop: Arc<AtomicBool>,
+    /// Transactions ended so far, for live progress.
+    pub transactions: AtomicU64,
 }
 
 impl Plan {
@@ -54,6 +56,7 @@ impl Plan {
             speed,
             conn,
             stop,
+            transactions: AtomicU64::new(0),
         }
     }
 }

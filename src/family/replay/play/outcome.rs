@@ -38,6 +38,8 @@ pub struct Outcome {
     pub transactions: u64,
     /// Transactions that ended in each second of the replay.
     pub per_second: Vec<u64>,
+    /// The latency of the statements answered in each second, µs.
+    pub per_second_latency: Vec<Histogram<u64>>,
     pub sessions: u64,
     /// Sessions more than BEHIND_SHARE of whose statements were late.
     pub behind: u64,
@@ -63,6 +65,7 @@ impl Default for Outcome {
             gone_errors: 0,
             transactions: 0,
             per_second: Vec::new(),
+            per_second_latency: Vec::new(),
             sessions: 0,
             behind: 0,
             failed_sessions: 0,
@@ -74,11 +77,25 @@ impl Default for Outcome {
 }
 
 impl Outcome {
-    pub fn record_latency(&mut self, shape: u32, micros: u64) {
+    /// A statement of `shape` answered after `micros`, in second `second` of the replay.
+    pub fn record_latency(&mut self, shape: u32, micros: u64, second: usize) {
         self.latency
             .entry(shape)
             .or_insert_with(histogram)
             .saturating_record(micros.max(1));
+        while self.per_second_latency.len() <= second {
+            self.per_second_latency.push(histogram());
+        }
+        self.per_second_latency[second].saturating_record(micros.max(1));
+    }
+
+    /// Every statement's latency together.
+    pub fn all_latency(&self) -> Histogram<u64> {
+        let mut all = histogram();
+        for h in self.latency.values() {
+            all.add(h).expect("same bounds");
+        }
+        all
     }
 
     pub fn record_lag(&mut self, micros: u64) {
@@ -120,6 +137,15 @@ impl Outcome {
         }
         for (mine, theirs) in self.per_second.iter_mut().zip(other.per_second) {
             *mine += theirs;
+        }
+        for (second, theirs) in other.per_second_latency.into_iter().enumerate() {
+            if self.per_second_latency.len() <= second {
+                self.per_second_latency.push(theirs);
+            } else {
+                self.per_second_latency[second]
+                    .add(&theirs)
+                    .expect("same bounds");
+            }
         }
         self.sessions += other.sessions;
         self.behind += other.behind;

@@ -128,7 +128,8 @@ impl Player<'_> {
         let sent = Instant::now();
         let reply = conn.round_trip(false).await.map_err(|e| e.to_string())?;
         let shape = self.plan.shape_of[statement.text as usize];
-        outcome.record_latency(shape, sent.elapsed().as_micros() as u64);
+        let second = start.elapsed().as_secs() as usize;
+        outcome.record_latency(shape, sent.elapsed().as_micros() as u64, second);
         outcome.replayed += 1;
         if matches!(statement.sent, Sent::Simple) {
             self.forget_deallocated(text);
@@ -136,7 +137,8 @@ impl Player<'_> {
         self.account(&reply, statement, shape, text, outcome);
         self.idle = reply.transaction_status == b'I';
         if self.idle {
-            outcome.transaction_at(start.elapsed().as_secs() as usize);
+            outcome.transaction_at(second);
+            self.plan.transactions.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
