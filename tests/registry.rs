@@ -55,11 +55,19 @@ fn every_registered_workload_is_accepted_by_the_lab_and_documented() {
             "{name} missing from {row}"
         );
     }
-    // Each registered workload plans from a spec that names it alone.
+    // Each registered workload plans from a spec that names it alone (a replay with the
+    // capture and starting data it cannot do without: the example's).
     for name in &registered {
         let dir = spec_dir(name);
         let path = dir.join("lab.toml");
-        std::fs::write(&path, spec(name, "")).unwrap();
+        let needs = match *name {
+            "replay" => concat!(
+                "scripts = [\"", env!("CARGO_MANIFEST_DIR"), "/examples/replay/shop.replay\"]\n",
+                "options = { data = \"", env!("CARGO_MANIFEST_DIR"), "/examples/replay/shop.sql\" }\n"
+            ),
+            _ => "",
+        };
+        std::fs::write(&path, spec(name, needs)).unwrap();
         let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
         assert!(output.status.success(), "{name}: {}", stderr(&output));
     }

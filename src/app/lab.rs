@@ -12,7 +12,7 @@ use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::app::cli::{FleetArgs, LabAction};
 use crate::lab::executor::Lab;
-use crate::lab::plan::Plan;
+use crate::lab::plan::{Cell, Plan};
 use crate::lab::spec::{AutoRuns, LabSpec};
 use crate::lab::target::managed::ManagedTargets;
 use crate::report::table;
@@ -121,7 +121,10 @@ fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
         .and_then(|lab| stored.as_mut()?.mean_overhead_s(lab.id).ok().flatten())
         .map(Duration::from_secs_f64);
     let per_run = overhead.unwrap_or(DEFAULT_RUN_OVERHEAD);
-    let total = plan.measuring_time(&spec) + per_run * plan.runs.len() as u32;
+    let spec_time = spec.warmup + spec.duration;
+    let run_time = |cell: &Cell| workloads[cell.workload].run_time(&cell.variant, spec_time);
+    let measuring = plan.measuring_time(&run_time);
+    let total = measuring + per_run * plan.runs.len() as u32;
     let at_most = if spec.auto.is_some() { "at most " } else { "" };
     println!(
         "{} cells × {at_most}{} runs = {at_most}{} runs; order seed {}; estimated {at_most}{} ({} measuring, {:.1} s overhead per run {}), plus loading each dataset once",
@@ -130,12 +133,12 @@ fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
         plan.runs.len(),
         plan.seed,
         human(total),
-        human(plan.measuring_time(&spec)),
+        human(measuring),
         per_run.as_secs_f64(),
         if overhead.is_some() { "measured by earlier runs" } else { "assumed" },
     );
     if let Some(shards) = shards {
-        println!("{}", shard_estimate(&spec, &plan, shards, per_run));
+        println!("{}", shard_estimate(&plan, shards, per_run, &run_time));
     }
     if let Some(auto) = &spec.auto {
         println!("{}", auto_rule(&spec, auto));
@@ -229,17 +232,24 @@ fn execute(
 
 /// Each shard's runs and the slowest shard's time: the sharded lab's wall time, once its pods
 /// run (provisioning and loading on every shard besides).
-fn shard_estimate(spec: &LabSpec, plan: &Plan, shards: usize, per_run: Duration) -> String {
+fn shard_estimate(
+    plan: &Plan,
+    shards: usize,
+    per_run: Duration,
+    run_time: &dyn Fn(&Cell) -> Duration,
+) -> String {
     let mut runs = vec![0u32; shards];
+    let mut time = vec![Duration::ZERO; shards];
     for run in &plan.runs {
         runs[run.unit % shards] += 1;
+        time[run.unit % shards] += run_time(&plan.cells[run.cell]) + per_run;
     }
-    let most = runs.iter().copied().max().unwrap_or(0);
+    let slowest = time.iter().copied().max().unwrap_or_default();
     let each: Vec<String> = runs.iter().map(u32::to_string).collect();
     format!(
         "--shards {shards}: runs per shard {}; estimated {} on the slowest shard, plus each shard's provisioning and loading",
         each.join(", "),
-        human((spec.warmup + spec.duration + per_run) * most)
+        human(slowest)
     )
 }
 

@@ -115,6 +115,11 @@ pub trait FamilyWorkload {
     /// The group a variant belongs to in relative-throughput tables (for sysbench's suite:
     /// point, range, write; for pgbench: read or write).
     fn group(&self, variant: &Self::Variant) -> String;
+    /// How long a run of `variant` measures, for `lab plan`'s estimate: `spec_time` (the spec's
+    /// warmup + duration), unless the workload decides its own length (a replay: its capture's).
+    fn run_time(&self, _variant: &Self::Variant, spec_time: Duration) -> Duration {
+        spec_time
+    }
     /// Whether the variants are steps of one sequence that share a data copy and run in the
     /// spec's order (sysbench's microbench suite: reads, writes, then reads of the written
     /// data), rather than independent runs on pristine data.
@@ -171,6 +176,9 @@ pub trait LabWorkload {
     fn writes(&self, name: &str) -> bool;
     /// The variant's group in relative-throughput tables, stored as the cell's family.
     fn group(&self, name: &str) -> String;
+    /// As `FamilyWorkload::run_time`, for a variant by name (`spec_time` when it cannot be
+    /// read).
+    fn run_time(&self, name: &str, spec_time: Duration) -> Duration;
     fn sequential(&self) -> bool;
     fn resumes_in_place(&self) -> bool;
     /// As `FamilyWorkload::check_engine`, for a variant by name (one that cannot be read
@@ -215,6 +223,12 @@ impl<W: FamilyWorkload> LabWorkload for W {
             |_| name.to_string(),
             |variant| FamilyWorkload::group(self, &variant),
         )
+    }
+
+    fn run_time(&self, name: &str, spec_time: Duration) -> Duration {
+        self.variant(name).map_or(spec_time, |variant| {
+            FamilyWorkload::run_time(self, &variant, spec_time)
+        })
     }
 
     fn sequential(&self) -> bool {

@@ -71,9 +71,13 @@ impl Plan {
         }
     }
 
-    /// Wall time of the measuring alone (warmup + duration per run).
-    pub fn measuring_time(&self, spec: &LabSpec) -> Duration {
-        (spec.warmup + spec.duration) * self.runs.len() as u32
+    /// Wall time of the measuring alone: each run's `run_time` (the spec's warmup + duration,
+    /// unless its workload decides its own length).
+    pub fn measuring_time(&self, run_time: &dyn Fn(&Cell) -> Duration) -> Duration {
+        self.runs
+            .iter()
+            .map(|run| run_time(&self.cells[run.cell]))
+            .sum()
     }
 }
 

@@ -112,6 +112,17 @@ impl FamilyWorkload for ReplayLab {
         })
     }
 
+    /// The capture's length at the speed; as fast as possible is counted as the capture's
+    /// length (what it takes depends on the target).
+    fn run_time(&self, file: &PathBuf, spec_time: Duration) -> Duration {
+        let Ok(captured) = ReplayFile::read(file) else {
+            return spec_time;
+        };
+        let seconds = captured.duration_ms.max(0) as f64 / 1000.0;
+        let speed = if self.speed > 0.0 { self.speed } else { 1.0 };
+        Duration::from_secs_f64(seconds / speed)
+    }
+
     fn writes(&self, _file: &PathBuf) -> bool {
         true
     }
