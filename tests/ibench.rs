@@ -8,7 +8,7 @@
 mod common;
 
 use common::mariadb::{create_database as create_mariadb_database, socket, sql as mariadb_sql};
-use common::{assert_refused, server, stampede, stampede_on, stderr, stdout, TempFile};
+use common::{assert_refused, server, stampede, stampede_on, stderr, stdout, succeeded, TempFile};
 use serde_json::Value;
 
 /// `ibench step` with iibench.py's connection flags for `db` of the test server, then `args`.
@@ -30,16 +30,6 @@ fn step_command(db: &str, args: &[&str]) -> Vec<String> {
 fn step(db: &str, args: &[&str]) -> std::process::Output {
     let all = step_command(db, args);
     stampede(&all.iter().map(String::as_str).collect::<Vec<_>>())
-}
-
-fn succeeded(output: std::process::Output) -> String {
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        stdout(&output),
-        stderr(&output)
-    );
-    stdout(&output)
 }
 
 /// A fresh database with pg_stat_statements, for one test.

@@ -62,8 +62,12 @@ fn every_registered_workload_is_accepted_by_the_lab_and_documented() {
         let path = dir.join("lab.toml");
         let needs = match *name {
             "replay" => concat!(
-                "scripts = [\"", env!("CARGO_MANIFEST_DIR"), "/examples/replay/shop.replay\"]\n",
-                "options = { data = \"", env!("CARGO_MANIFEST_DIR"), "/examples/replay/shop.sql\" }\n"
+                "scripts = [\"",
+                env!("CARGO_MANIFEST_DIR"),
+                "/examples/replay/shop.replay\"]\n",
+                "options = { data = \"",
+                env!("CARGO_MANIFEST_DIR"),
+                "/examples/replay/shop.sql\" }\n"
             ),
             _ => "",
         };

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{free_port, stampede, stderr, stdout, TempFile, PASSWORD};
+use common::{free_port, stampede, stderr, stdout, succeeded, TempFile, PASSWORD};
 use serde_json::Value;
 use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
@@ -230,16 +230,6 @@ fn original() -> &'static Original {
             contents: s.contents("app"),
         }
     })
-}
-
-fn succeeded(output: Output) -> String {
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        stdout(&output),
-        stderr(&output)
-    );
-    stdout(&output)
 }
 
 fn capture(logs: &[PathBuf], output: &Path, extra: &[&str]) -> Output {

@@ -262,6 +262,17 @@ pub fn stampede_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().expect("stampede runs")
 }
 
+/// The standard output of a command that must have succeeded (else both of its outputs).
+pub fn succeeded(output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -335,12 +335,7 @@ impl Builder {
     /// Leaves out a transaction the log holds only part of: one that began before the
     /// session's first logged statement, and one still open when the log ended.
     fn trim_partial_transactions(&mut self, builder: &mut SessionBuilder) {
-        let edges: Vec<TransactionEdge> = builder
-            .session
-            .statements
-            .iter()
-            .map(|s| message::transaction_edge(&self.texts[s.text as usize]))
-            .collect();
+        let edges = self.edges(builder);
         if builder.session.began_before {
             let first_edge = edges.iter().position(|e| *e != TransactionEdge::None);
             if let Some(end) = first_edge.filter(|&i| edges[i] == TransactionEdge::End) {
@@ -354,12 +349,7 @@ impl Builder {
         if builder.session.end_ms.is_some() {
             return;
         }
-        let edges: Vec<TransactionEdge> = builder
-            .session
-            .statements
-            .iter()
-            .map(|s| message::transaction_edge(&self.texts[s.text as usize]))
-            .collect();
+        let edges = self.edges(builder);
         let last_edge = edges.iter().rposition(|e| *e != TransactionEdge::None);
         if let Some(begin) = last_edge.filter(|&i| edges[i] == TransactionEdge::Begin) {
             let end = edges.len();
@@ -369,6 +359,16 @@ impl Builder {
                 "in a transaction still open at the log's last message",
             );
         }
+    }
+
+    /// How each of the session's statements moves its transaction.
+    fn edges(&self, builder: &SessionBuilder) -> Vec<TransactionEdge> {
+        builder
+            .session
+            .statements
+            .iter()
+            .map(|s| message::transaction_edge(&self.texts[s.text as usize]))
+            .collect()
     }
 
     fn drop_statements(
