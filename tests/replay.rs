@@ -572,10 +572,11 @@ fn a_lab_replaying_a_capture_decides_the_statements_a_missing_index_slows() {
         &capture_file,
         &["--database", "lookup"],
     ));
-    let dump = dir.join("pristine.sql");
+    // A directory-format dump: restored through pg_restore's script.
+    let dump = dir.join("pristine.dump");
     let dumped = s
         .program("pg_dump")
-        .args(["-d", "pristine", "-f"])
+        .args(["-d", "pristine", "-Fd", "-f"])
         .arg(&dump)
         .output()
         .unwrap();
