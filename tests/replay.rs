@@ -207,6 +207,8 @@ fn original() -> &'static Original {
         let simple = s
             .program("pgbench")
             .args(["-b", "tpcb-like", "-M", "simple", "-c", "3", "-R", "60", "-T", "11", "app"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let prepared = s
