@@ -75,6 +75,29 @@ fn every_registered_workload_is_accepted_by_the_lab_and_documented() {
         let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
         assert!(output.status.success(), "{name}: {}", stderr(&output));
     }
+    // A replay's clients are its captured sessions: another count is refused when planned.
+    let dir = spec_dir("replay-clients");
+    let path = dir.join("lab.toml");
+    let replay = spec(
+        "replay",
+        concat!(
+            "scripts = [\"",
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/replay/shop.replay\"]\n",
+            "options = { data = \"",
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/replay/shop.sql\" }\n"
+        ),
+    )
+    .replace("clients = [1]", "clients = [2]");
+    std::fs::write(&path, replay).unwrap();
+    let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("clients: workload \"replay\" brings its own clients (the captured sessions): give clients = [1]"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// tpcc sends its calls simple or prepared: a spec asking for the extended protocol is refused

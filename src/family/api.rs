@@ -32,6 +32,9 @@ pub struct LabWorkloadKind {
     /// one scale unit loaded on the target; a workload whose load is not its data (the Insert
     /// Benchmark's l.i0 measures the loading) takes numbers only.
     pub scale_classes: bool,
+    /// Whether its runs bring their own clients (a replay: the captured sessions), so that a
+    /// spec gives `clients = [1]` and any other count is refused at `lab plan`.
+    pub clients_are_its_own: bool,
     /// Makes the workload from the spec's `options = { ... }`, refusing unknown or bad ones.
     pub create: CreateWorkload,
     /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),

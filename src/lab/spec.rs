@@ -1014,6 +1014,12 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
     if clients.is_empty() || clients.iter().any(|c| *c < 1) {
         return Err(source.at(&w.clients, "clients: every client count must be at least 1"));
     }
+    if kind.clients_are_its_own && clients.as_slice() != [1] {
+        return Err(source.at(
+            &w.clients,
+            format!("clients: workload \"{name}\" brings its own clients (the captured sessions): give clients = [1]"),
+        ));
+    }
     let scales = match &w.scale {
         None => vec![Scale::Fixed(1)],
         Some(list) => list

@@ -46,6 +46,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(DbstressLab::new(options)?)),
     scale_classes: true,
+    clients_are_its_own: false,
     metrics: &[crate::family::common::measure::QPS],
 }];
 

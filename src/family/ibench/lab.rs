@@ -54,6 +54,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(IbenchLab::new(options)?)),
     scale_classes: false,
+    clients_are_its_own: false,
     metrics: &[IPS, QPS],
 }];
 

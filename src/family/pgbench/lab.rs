@@ -44,6 +44,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("pgbench", Flavor::Plain, options),
         scale_classes: true,
+        clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
@@ -55,6 +56,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
             PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
         },
         scale_classes: true,
+        clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
@@ -64,6 +66,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         engines: POSTGRES_ONLY,
         create: |options| PgbenchLab::create("analytics", Flavor::Analytics, options),
         scale_classes: true,
+        clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
     },
 ];

@@ -3,7 +3,7 @@
 //! the capture's starting data — a pg_dump file (plain, custom) or directory — restored once
 //! per target into the dataset, of which every run gets a fresh copy (the lab's pristine copy
 //! of writing workloads: CREATE DATABASE … TEMPLATE). The captured sessions are the clients
-//! (`clients = [1]`), the replay's length is the capture's at `options.speed` (the lab's
+//! (`clients = [1]`, any other count refused at `lab plan`), the replay's length is the capture's at `options.speed` (the lab's
 //! duration and warmup do not apply), `threads` spreads the sessions.
 //!
 //! A run's tps is transactions ended a second, its latency percentiles those of every
@@ -42,6 +42,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     engines: POSTGRES_ONLY,
     create: |options| Ok(Box::new(ReplayLab::new(options)?)),
     scale_classes: false,
+    clients_are_its_own: true,
     metrics: &[QPS],
 }];
 
@@ -137,12 +138,6 @@ impl FamilyWorkload for ReplayLab {
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, Failure> {
-        if request.clients != 1 {
-            return Err(Failure::input(format!(
-                "workload \"replay\": clients = {}: the captured sessions are the clients; give clients = [1]",
-                request.clients
-            )));
-        }
         let captured = ReplayFile::read(file)?;
         let conn = request.conn.postgres("replay")?.clone();
         let plan = Arc::new(Plan::new(

@@ -103,16 +103,21 @@ fn quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "''"))
 }
 
+/// Sets every change; when one fails, those already set are put back before the error.
 fn apply(conn: &ConnSpec, changes: &[Change], note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
-    for change in changes {
-        sql(
+    for (done, change) in changes.iter().enumerate() {
+        let set = sql(
             conn,
             &format!(
                 "ALTER SYSTEM SET {} = {}",
                 change.name,
                 quote(&change.value)
             ),
-        )?;
+        );
+        if let Err(e) = set {
+            let _ = restore(conn, &changes[..done], note);
+            return Err(e);
+        }
         note(&format!(
             "capture: set {} = {} (was {})",
             change.name,
@@ -120,7 +125,11 @@ fn apply(conn: &ConnSpec, changes: &[Change], note: &mut dyn FnMut(&str)) -> Res
             quote(&change.before)
         ));
     }
-    reload(conn, changes, |c| c.value.as_str())
+    if let Err(e) = reload(conn, changes, |c| c.value.as_str()) {
+        let _ = restore(conn, changes, note);
+        return Err(e);
+    }
+    Ok(())
 }
 
 fn restore(conn: &ConnSpec, changes: &[Change], note: &mut dyn FnMut(&str)) -> Result<(), Failure> {

@@ -138,9 +138,27 @@ impl ReplayFile {
             }
             None => return Err(not_ours()),
         }
-        serde_json::from_value(version).map_err(|e| {
+        let file: ReplayFile = serde_json::from_value(version).map_err(|e| {
             Failure::input(format!("{} is a damaged replay file: {e}", path.display()))
-        })
+        })?;
+        file.check_texts().map_err(|e| {
+            Failure::input(format!("{} is a damaged replay file: {e}", path.display()))
+        })?;
+        Ok(file)
+    }
+
+    /// Every statement names a text the file holds.
+    fn check_texts(&self) -> Result<(), String> {
+        let texts = self.texts.len();
+        for session in &self.sessions {
+            if let Some(bad) = session.statements.iter().find(|s| s.text as usize >= texts) {
+                return Err(format!(
+                    "session {} names statement text {} of {texts}",
+                    session.id, bad.text
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -191,6 +209,16 @@ mod tests {
         let path = dir.join("w.replay");
         sample().write(&path).unwrap();
         assert_eq!(ReplayFile::read(&path).unwrap(), sample());
+        let mut damaged = sample();
+        damaged.sessions[0].statements[1].text = 7;
+        damaged.write(&path).unwrap();
+        let error = ReplayFile::read(&path).unwrap_err().into_message();
+        assert!(
+            error.ends_with(
+                "is a damaged replay file: session 6b0f7f05.5b1f names statement text 7 of 2"
+            ),
+            "{error}"
+        );
         std::fs::write(&path, "hello").unwrap();
         let error = ReplayFile::read(&path).unwrap_err().into_message();
         assert!(error.ends_with("is not a replay file (one `stampede capture` writes)"));

@@ -70,6 +70,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(SysbenchLab::new(options)?)),
         scale_classes: true,
+        clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
     },
     LabWorkloadKind {
@@ -79,6 +80,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         engines: BOTH_ENGINES,
         create: |options| Ok(Box::new(MicrobenchLab::new(options)?)),
         scale_classes: true,
+        clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
     },
 ];

@@ -39,6 +39,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(TpccLab::new(options)?)),
     scale_classes: true,
+    clients_are_its_own: false,
     metrics: &[
         // HammerDB's New-Orders per minute and all transactions per minute.
         WorkloadMetric {

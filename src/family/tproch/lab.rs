@@ -34,6 +34,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     engines: BOTH_ENGINES,
     create: |options| Ok(Box::new(TprochLab::new(options)?)),
     scale_classes: true,
+    clients_are_its_own: false,
     metrics: &[],
 }];
 
