@@ -483,12 +483,16 @@ fn a_replay_on_a_database_without_the_captured_tables_sends_nothing() {
     assert!(stderr(&nothing).contains("give the server's log files, or --seconds N"));
 }
 
+/// The issue this test keeps fixed: on a server logging to stderr with the default prefix, the
+/// capture's own prefix switch made unreadable lines that refused a short capture, and its own
+/// ALTER SYSTEM and pg_reload_conf() were captured for replay.
 #[test]
-fn capture_seconds_logs_a_server_for_a_while_and_puts_its_settings_back() {
+fn capture_seconds_logs_a_server_for_a_while_keeps_only_the_application_and_puts_its_settings_back()
+{
     let settings = [
         ("fsync", "off".to_string()),
         ("logging_collector", "on".to_string()),
-        ("log_destination", "jsonlog".to_string()),
+        ("log_destination", "stderr".to_string()),
     ];
     let server = start_cluster("live", &settings);
     server.psql("postgres", "CREATE DATABASE shop");
@@ -498,8 +502,6 @@ fn capture_seconds_logs_a_server_for_a_while_and_puts_its_settings_back() {
         "capture".to_string(),
         "--seconds".into(),
         "600".into(),
-        "--database".into(),
-        "shop".into(),
         "-o".into(),
         file.display().to_string(),
     ];
@@ -511,7 +513,8 @@ fn capture_seconds_logs_a_server_for_a_while_and_puts_its_settings_back() {
         .unwrap();
     let mut watch = common::Watch::new(child.stderr.take().unwrap());
     watch.wait_for("logging every statement");
-    for id in 1..=4 {
+    const INSERTS: u64 = 40;
+    for id in 1..=INSERTS {
         server.psql(
             "shop",
             &format!("INSERT INTO items VALUES ({id}, 'item {id}')"),
@@ -524,29 +527,109 @@ fn capture_seconds_logs_a_server_for_a_while_and_puts_its_settings_back() {
     let said = watch.finish();
     let mut summary = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut summary).unwrap();
-    let _ = server.cluster.stop();
     assert!(status.success(), "{said}");
+    for change in [
+        "capture: set log_statement = 'all' (was 'none')",
+        "capture: put back log_statement = 'none'",
+        "capture: set log_connections = 'on' (was 'off')",
+        "capture: set log_line_prefix = '%m|%u|%d|%c|' (was '%m [%p] ')",
+    ] {
+        assert!(said.contains(change), "{change}: {said}");
+    }
+    assert!(!said.contains("could not be used"), "{said}");
+    assert_eq!(captured_statements(&summary), INSERTS, "{summary}");
     assert!(
-        said.contains("capture: set log_statement = 'all' (was 'none')"),
-        "{said}"
-    );
-    assert!(
-        said.contains("capture: put back log_statement = 'none'"),
-        "{said}"
-    );
-    assert!(
-        said.contains("capture: set log_connections = 'on' (was 'off')"),
-        "{said}"
-    );
-    assert_eq!(captured_statements(&summary), 4, "{summary}");
-    assert!(
-        summary.contains("sessions: 4 (0 began before the log"),
+        summary.contains(&format!("sessions: {INSERTS} (0 began before the log")),
         "{summary}"
     );
+    assert!(!summary.contains("left out"), "{summary}");
+    for own in ["ALTER SYSTEM", "pg_reload_conf", "stampede capture"] {
+        assert!(!summary.contains(own), "{own}: {summary}");
+    }
+    // What is replayed is the application's alone: no statement needs --allow-admin.
+    server.psql("shop", "TRUNCATE items");
+    let mut replay_args = vec!["replay".to_string(), file.display().to_string()];
+    replay_args.extend(["--speed".into(), "0".into()]);
+    replay_args.extend(server.flags("shop"));
+    succeeded(stampede(
+        &replay_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    assert_eq!(
+        server.psql("shop", "SELECT count(*) FROM items"),
+        INSERTS.to_string()
+    );
+    let _ = server.cluster.stop();
     let auto_conf =
         std::fs::read_to_string(server.cluster.data_dir().join("postgresql.auto.conf")).unwrap();
     assert!(!auto_conf.contains("log_statement"), "{auto_conf}");
     let _ = std::fs::remove_dir_all(&server.cluster.root);
+}
+
+/// A session's lines in pgreplay's prefix.
+fn session_log(session: &str, application: &str, statements: &[&str]) -> String {
+    let line = |ms: usize, message: &str| {
+        format!("2026-12-06 10:00:00.{ms:03} UTC|app|postgres|{session}|LOG:  {message}\n")
+    };
+    let mut text = line(
+        0,
+        &format!(
+            "connection authorized: user=app database=postgres application_name={application}"
+        ),
+    );
+    for (i, statement) in statements.iter().enumerate() {
+        text += &line(10 * (i + 1), &format!("statement: {statement}"));
+    }
+    text + &line(
+        900,
+        "disconnection: session time: 0:00:00.900 user=app database=postgres host=[local]",
+    )
+}
+
+#[test]
+fn a_replay_refuses_statements_that_change_the_server_unless_allowed() {
+    logged();
+    let log = TempFile::new("admin.log");
+    let text = session_log(
+        "6750a1b0.1a2b",
+        "psql",
+        &["CHECKPOINT", "SELECT pg_reload_conf()", "SELECT 1"],
+    ) + &session_log(
+        "6750a1b0.1a2c",
+        "stampede-lab",
+        &["ALTER SYSTEM SET work_mem = '8MB'"],
+    );
+    std::fs::write(&*log, text).unwrap();
+    let file = TempFile::new("admin.replay");
+    let captured = capture(&[log.to_path_buf()], &file, &[]);
+    let summary = stdout(&captured);
+    succeeded(captured);
+    assert_eq!(captured_statements(&summary), 3, "{summary}");
+    assert!(!summary.contains("ALTER SYSTEM"), "{summary}");
+
+    let refused = replay(&file, "postgres", &["--speed", "0"]);
+    let message = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("change the server rather than the data"),
+        "{message}"
+    );
+    assert!(
+        message.contains("told --allow-admin (nothing was sent)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("  CHECKPOINT: 1 (first: CHECKPOINT)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("  pg_reload_conf(): 1 (first: SELECT pg_reload_conf())"),
+        "{message}"
+    );
+    succeeded(replay(
+        &file,
+        "postgres",
+        &["--speed", "0", "--allow-admin"],
+    ));
 }
 
 /// Point lookups by primary key beside a statement no index serves.

@@ -12,6 +12,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The `application_name` stampede's sessions carry unless told otherwise; every name it gives
+/// its own sessions begins with it (`stampede-lab`, `stampede-capture`, …), which is how a
+/// capture of a server's log tells them from the application's.
+pub const APPLICATION_NAME: &str = "stampede";
+
 #[derive(Clone, PartialEq, Eq)]
 pub struct ConnSpec {
     /// A host name, an IP address, or a directory holding the unix socket: what the server is
@@ -102,7 +107,7 @@ impl ConnSpec {
             user: user.to_string(),
             dbname: dbname.to_string(),
             password: None,
-            application_name: "stampede".into(),
+            application_name: APPLICATION_NAME.into(),
             connect_timeout: None,
             options: None,
             tls: TlsSettings::default(),
@@ -123,7 +128,7 @@ impl ConnSpec {
             user: env_value("PGUSER").unwrap_or_else(os_user_name),
             dbname: String::new(),
             password: env_value("PGPASSWORD"),
-            application_name: env_value("PGAPPNAME").unwrap_or_else(|| "stampede".into()),
+            application_name: env_value("PGAPPNAME").unwrap_or_else(|| APPLICATION_NAME.into()),
             connect_timeout: env_value("PGCONNECT_TIMEOUT")
                 .and_then(|t| t.parse::<u64>().ok())
                 .map(Duration::from_secs),

@@ -47,6 +47,11 @@ pub struct ReplayArgs {
     /// Write the result as JSON to this file
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also send the capture's statements that change the server rather than the data
+    /// (ALTER SYSTEM, pg_reload_conf(), pg_terminate_backend(), CHECKPOINT, role, tablespace
+    /// and database DDL), which a replay otherwise refuses
+    #[arg(long)]
+    pub allow_admin: bool,
     #[command(flatten)]
     pub connection: ConnectionArgs,
 }

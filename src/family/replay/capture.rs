@@ -3,7 +3,7 @@
 //! the log holds only part of (begun before its first message, or still open after its last)
 //! is left out whole, so that a replay sends every transaction whole or not at all.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::log::{LogFormat, LogRecord, Problem, ReadLog};
 use super::message::{self, Message, TransactionEdge};
@@ -13,6 +13,12 @@ use stampede_base::error::Failure;
 
 /// Problems listed in an error or a warning; the rest are counted.
 const LISTED_PROBLEMS: usize = 10;
+
+/// Why stampede's own sessions are not replayed: its capture, its lab's control sessions and
+/// probes, its runs' clients — all named `stampede…` — are not the application's workload, and
+/// replaying them would change the target's configuration (ALTER SYSTEM, pg_reload_conf).
+pub const OWN_SESSIONS: &str =
+    "of stampede's own sessions (application_name stampede…: a capture, a lab's control sessions and probes, a run's clients)";
 
 pub struct CaptureOptions {
     /// Only this database's sessions.
@@ -76,7 +82,7 @@ pub fn capture(
     let first = first_message.ok_or_else(|| Failure::input("the log holds no message"))?;
     let file = builder.finish(format, &first);
     if file.statements() == 0 {
-        return Err(Failure::input(no_statement_message(options)));
+        return Err(Failure::input(no_statement_message(options, &file)));
     }
     Ok(Captured {
         file,
@@ -85,11 +91,17 @@ pub fn capture(
     })
 }
 
-fn no_statement_message(options: &CaptureOptions) -> String {
+fn no_statement_message(options: &CaptureOptions, file: &ReplayFile) -> String {
     let scope = match &options.database {
         Some(db) => format!(" of database \"{db}\""),
         None => String::new(),
     };
+    if let Some(own) = file.left_out.iter().find(|l| l.reason == OWN_SESSIONS) {
+        return format!(
+            "the log holds no statement{scope} to replay: its {} statement(s) are of stampede's own sessions (application_name stampede…), which capture leaves out; capture while the application runs",
+            own.statements
+        );
+    }
     format!(
         "the log holds no statement{scope} to replay: the server logs them with log_statement = 'all' or log_min_duration_statement = 0"
     )
@@ -134,6 +146,8 @@ struct Builder {
     texts: Vec<String>,
     text_ids: HashMap<String, u32>,
     left_out: Vec<LeftOut>,
+    /// Sessions named `stampede…`, left out whole.
+    own: HashSet<String>,
     last_ms: i64,
 }
 
@@ -149,6 +163,17 @@ struct SessionBuilder {
 impl Builder {
     fn accept(&mut self, record: &LogRecord) -> Result<(), String> {
         self.last_ms = self.last_ms.max(record.at_ms);
+        if self.is_own(record) {
+            if record.severity == "LOG"
+                && matches!(
+                    message::classify(&record.message),
+                    Message::Statement { .. }
+                )
+            {
+                self.leave_out(OWN_SESSIONS, record.line);
+            }
+            return Ok(());
+        }
         if matches!(record.severity.as_str(), "ERROR" | "FATAL" | "PANIC") {
             return self.failed(record);
         }
@@ -156,7 +181,7 @@ impl Builder {
             return Ok(());
         }
         match message::classify(&record.message) {
-            Message::Connected => {
+            Message::Connected { .. } => {
                 self.session(record, false);
             }
             Message::Disconnected => {
@@ -178,6 +203,20 @@ impl Builder {
             Message::Part | Message::Other => {}
         }
         Ok(())
+    }
+
+    /// Whether `record` is of a session named `stampede…`: csvlog and jsonlog name each
+    /// record's application, stderr only the session's connection message.
+    fn is_own(&mut self, record: &LogRecord) -> bool {
+        let named = match (&record.application, message::classify(&record.message)) {
+            (Some(application), _) => Some(application.as_str()),
+            (None, Message::Connected { application }) => application,
+            _ => None,
+        };
+        if named.is_some_and(|name| name.starts_with(stampede_conn::postgres::APPLICATION_NAME)) {
+            self.own.insert(record.session.clone());
+        }
+        self.own.contains(&record.session)
     }
 
     /// The session of `record`, begun now if the log has not shown it before (before its
@@ -312,6 +351,10 @@ impl Builder {
         let mut sessions = Vec::new();
         for mut builder in std::mem::take(&mut self.sessions) {
             self.trim_partial_transactions(&mut builder);
+            // Only its end is in the log: nothing of it to replay.
+            if builder.session.began_before && builder.session.statements.is_empty() {
+                continue;
+            }
             let mut session = builder.session;
             session.start_ms -= base;
             session.end_ms = session.end_ms.map(|end| end - base);
@@ -416,4 +459,86 @@ fn parameters(record: &LogRecord, text: &str) -> Result<Vec<Option<String>>, Str
         ));
     }
     Ok(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::replay::log;
+
+    /// One jsonlog line of session `session`, named `application`.
+    fn line(ms: u32, session: &str, application: &str, message: &str) -> String {
+        format!(
+            r#"{{"timestamp":"2026-12-06 10:00:00.{ms:03} UTC","user":"app","dbname":"shop","session_id":"{session}","error_severity":"LOG","message":"{message}","application_name":"{application}"}}"#
+        ) + "\n"
+    }
+
+    #[test]
+    fn stampede_s_own_sessions_are_left_out_whole_and_counted() {
+        let text = [
+            line(
+                1,
+                "a.1",
+                "stampede-capture",
+                "statement: ALTER SYSTEM RESET log_statement",
+            ),
+            line(
+                2,
+                "a.1",
+                "stampede-capture",
+                "statement: SELECT pg_reload_conf()",
+            ),
+            line(
+                3,
+                "b.2",
+                "shop-api",
+                "statement: INSERT INTO items VALUES (1)",
+            ),
+            line(
+                4,
+                "a.1",
+                "stampede-capture",
+                "disconnection: session time: 0:00:00.004",
+            ),
+            line(5, "b.2", "shop-api", "statement: SELECT * FROM items"),
+        ]
+        .concat();
+        let logs = vec![LogFile {
+            name: "a.json".into(),
+            log: log::read(&text, LogFormat::Jsonlog),
+        }];
+        let options = CaptureOptions {
+            database: None,
+            max_unusable_pct: 0.0,
+        };
+        let captured = capture(logs, LogFormat::Jsonlog, &options).unwrap();
+        assert!(captured.problems.is_empty());
+        let file = captured.file;
+        assert_eq!(file.sessions.len(), 1);
+        assert_eq!(file.statements(), 2);
+        assert!(file.texts.iter().all(|t| !t.contains("ALTER SYSTEM")));
+        let own = file.left_out.iter().find(|l| l.reason == OWN_SESSIONS);
+        assert_eq!(own.map(|l| (l.statements, l.first_line)), Some((2, 1)));
+    }
+
+    #[test]
+    fn a_log_of_stampede_s_sessions_alone_says_so() {
+        let text = line(1, "a.1", "stampede", "statement: SELECT 1");
+        let logs = vec![LogFile {
+            name: "a.json".into(),
+            log: log::read(&text, LogFormat::Jsonlog),
+        }];
+        let options = CaptureOptions {
+            database: None,
+            max_unusable_pct: 0.0,
+        };
+        let message = match capture(logs, LogFormat::Jsonlog, &options) {
+            Err(e) => e.into_message(),
+            Ok(_) => panic!("captured stampede's own statement"),
+        };
+        assert!(
+            message.contains("its 1 statement(s) are of stampede's own sessions"),
+            "{message}"
+        );
+    }
 }

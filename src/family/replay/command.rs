@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::admin;
 use super::args::{CaptureArgs, ReplayArgs};
 use super::capture::{capture, problem_lines, CaptureOptions, LogFile};
 use super::log::{self, LogFormat};
@@ -103,6 +104,7 @@ pub fn replay_command(args: &ReplayArgs) -> CommandResult {
         )));
     }
     let file = ReplayFile::read(&args.file)?;
+    admin::refuse_admin(&file, args.allow_admin, "told --allow-admin")?;
     let conn = connection(&args.connection)?;
     let stop = stampede_base::signals::watch_signals();
     let plan = Arc::new(Plan::new(file, args.speed, conn, Arc::clone(&stop)));

@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::admin;
 use super::play::{self, check, Plan, Replayed};
 use super::replay_file::ReplayFile;
 use super::report::ReplayReport;
@@ -51,11 +52,14 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
 struct ReplayOptions {
     data: Option<String>,
     speed: Option<f64>,
+    allow_admin: Option<bool>,
 }
 
 pub struct ReplayLab {
     data: PathBuf,
     speed: f64,
+    /// Send the capture's statements that change the server (`admin.rs`).
+    allow_admin: bool,
 }
 
 impl ReplayLab {
@@ -79,7 +83,11 @@ impl ReplayLab {
                 format!("speed = {speed}: 1 replays as captured, 2 twice as fast, 0 as fast as possible"),
             ));
         }
-        Ok(ReplayLab { data, speed })
+        Ok(ReplayLab {
+            data,
+            speed,
+            allow_admin: parsed.allow_admin.unwrap_or(false),
+        })
     }
 }
 
@@ -88,6 +96,9 @@ impl FamilyWorkload for ReplayLab {
 
     fn variant(&self, name: &str) -> Result<PathBuf, Failure> {
         ReplayFile::read(std::path::Path::new(name))
+            .and_then(|file| {
+                admin::refuse_admin(&file, self.allow_admin, "options.allow_admin = true")
+            })
             .map(|_| PathBuf::from(name))
             .map_err(|e| e.map_message(|m| format!("workload \"replay\": {m}")))
     }

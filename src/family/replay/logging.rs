@@ -2,12 +2,20 @@
 //! logged read back through the server (pg_read_binary_file of the collector's files), so a
 //! capture needs neither postgresql.conf edits nor access to the server's disk. Every setting
 //! changed is put back as it was (ALTER SYSTEM SET to its former value, or RESET), and said.
+//!
+//! What is read is cut at two marks the capture's own session logs once the settings have
+//! taken effect and before they are put back: the collector writes what reaches its pipe in
+//! its own time, so a file's size read at a moment is no boundary, while the marks are in the
+//! pipe's order. Outside them are the reload's messages and lines still in the old
+//! `log_line_prefix`; inside, the capture's sessions are named `stampede-capture`, which
+//! capture leaves out as stampede's own.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::log::LogFormat;
 use stampede_base::error::Failure;
+use stampede_conn::postgres::APPLICATION_NAME;
 use stampede_conn::ConnSpec;
 use stampede_control::postgres::queries::{query_rows, query_string, sql};
 
@@ -38,10 +46,19 @@ pub fn capture_live(
             "logging_collector is off on the server: capture --seconds reads the files the collector writes (turning it on needs a restart); or give capture the server's log file",
         ));
     }
+    let conn = &ConnSpec {
+        application_name: format!("{APPLICATION_NAME}-capture"),
+        ..conn.clone()
+    };
     let format = chosen_format(&query_string(conn, "SHOW log_destination")?);
     let changes = changes(conn, format)?;
     let start = log_position(conn, format)?;
     apply(conn, &changes, note)?;
+    let marks = Marks::new();
+    if let Err(e) = sql(conn, &marks.statement(&marks.begin)) {
+        let _ = restore(conn, &changes, note);
+        return Err(e);
+    }
     note(&format!(
         "capture: logging every statement for {seconds} s (Ctrl-C ends it early)"
     ));
@@ -49,10 +66,65 @@ pub fn capture_live(
     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
     }
+    let ended = sql(conn, &marks.statement(&marks.end));
     let restored = restore(conn, &changes, note);
-    let text = read_since(conn, format, &start)?;
+    ended?;
+    let texts = read_since(conn, format, &start)?;
     restored?;
-    Ok(text)
+    marks.cut(texts)
+}
+
+/// The two statements that bound what a live capture keeps, unique to this capture.
+struct Marks {
+    begin: String,
+    end: String,
+}
+
+impl Marks {
+    fn new() -> Marks {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let id = format!("{nonce}.{}", std::process::id());
+        Marks {
+            begin: format!("stampede capture begins {id}"),
+            end: format!("stampede capture ends {id}"),
+        }
+    }
+
+    fn statement(&self, mark: &str) -> String {
+        format!("SELECT '{mark}'")
+    }
+
+    /// What lies after the line of the begin mark and before the line of the end mark.
+    fn cut(&self, texts: Vec<FilePart>) -> Result<Vec<LoggedText>, Failure> {
+        let mut kept = Vec::new();
+        let mut begun = false;
+        for mut logged in texts {
+            if !begun {
+                let Some(at) = logged.text.find(&self.begin) else {
+                    continue;
+                };
+                let next_line = logged.text[at..]
+                    .find('\n')
+                    .map_or(logged.text.len(), |n| at + n + 1);
+                logged.text.drain(..next_line);
+                logged.from += next_line as i64;
+                begun = true;
+            }
+            if let Some(at) = logged.text.find(&self.end) {
+                let line_start = logged.text[..at].rfind('\n').map_or(0, |n| n + 1);
+                logged.text.truncate(line_start);
+                kept.push(logged);
+                return Ok(kept.into_iter().map(LoggedText::from).collect());
+            }
+            kept.push(logged);
+        }
+        Err(Failure::run(format!(
+            "the capture's {} mark is not in the server's log (is log_statement set per role or database?)",
+            if begun { "end" } else { "start" }
+        )))
+    }
 }
 
 /// jsonlog, then csvlog, then stderr: the formats that carry SQLSTATEs first.
@@ -188,6 +260,24 @@ fn reload(
     }
 }
 
+/// A part of one of the collector's files, from byte `from` on.
+struct FilePart {
+    path: String,
+    from: i64,
+    text: String,
+    format: LogFormat,
+}
+
+impl From<FilePart> for LoggedText {
+    fn from(part: FilePart) -> LoggedText {
+        LoggedText {
+            name: format!("{} (from byte {})", part.path, part.from),
+            text: part.text,
+            format: part.format,
+        }
+    }
+}
+
 /// The collector's current file of `format` and its size.
 struct Position {
     file: String,
@@ -226,7 +316,7 @@ fn read_since(
     conn: &ConnSpec,
     format: LogFormat,
     start: &Position,
-) -> Result<Vec<LoggedText>, Failure> {
+) -> Result<Vec<FilePart>, Failure> {
     let end = current_file(conn, format)?;
     let mut texts = vec![read_file(conn, &start.file, start.size, format)?];
     if end != start.file {
@@ -255,7 +345,7 @@ fn read_file(
     path: &str,
     from: i64,
     format: LogFormat,
-) -> Result<LoggedText, Failure> {
+) -> Result<FilePart, Failure> {
     let hex = query_string(
         conn,
         &format!(
@@ -267,8 +357,9 @@ fn read_file(
     let bytes: Vec<u8> = (0..hex.len() / 2)
         .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
         .collect();
-    Ok(LoggedText {
-        name: format!("{path} (from byte {from})"),
+    Ok(FilePart {
+        path: path.to_string(),
+        from,
         text: String::from_utf8_lossy(&bytes).into_owned(),
         format,
     })

@@ -5,7 +5,11 @@
 /// A message as capture reads it.
 #[derive(Debug, PartialEq)]
 pub enum Message<'a> {
-    Connected,
+    /// `connection authorized: …`, with the `application_name` it names (PostgreSQL 12 and
+    /// later name it when the client set one).
+    Connected {
+        application: Option<&'a str>,
+    },
     Disconnected,
     Statement {
         /// The message's time is the statement's end: it began this long before.
@@ -24,8 +28,11 @@ pub enum Message<'a> {
 }
 
 pub fn classify(message: &str) -> Message<'_> {
-    if message.starts_with("connection authorized: ") {
-        return Message::Connected;
+    if let Some(rest) = message.strip_prefix("connection authorized: ") {
+        // The name is the last field but for an `SSL enabled (…)` that may follow it: the
+        // name's beginning is what capture reads.
+        let application = rest.split_once("application_name=").map(|(_, name)| name);
+        return Message::Connected { application };
     }
     if message.starts_with("disconnection: ") {
         return Message::Disconnected;
@@ -149,7 +156,7 @@ pub fn first_word(text: &str) -> String {
 }
 
 /// The first `n` words of a statement, lowercased, past comments and whitespace.
-fn leading_words(text: &str, n: usize) -> Vec<String> {
+pub fn leading_words(text: &str, n: usize) -> Vec<String> {
     let mut words = Vec::new();
     let mut rest = text;
     while words.len() < n {
@@ -260,7 +267,13 @@ mod tests {
         assert_eq!(classify("duration: 0.050 ms"), Message::Part);
         assert_eq!(
             classify("connection authorized: user=app database=shop application_name=psql"),
-            Message::Connected
+            Message::Connected {
+                application: Some("psql")
+            }
+        );
+        assert_eq!(
+            classify("connection authorized: user=app database=shop"),
+            Message::Connected { application: None }
         );
         assert_eq!(
             classify(

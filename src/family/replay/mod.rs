@@ -3,6 +3,7 @@
 //! (`stampede replay`, the lab's `replay` workload) with its sessions as clients, saying how
 //! faithful the replay was.
 
+pub mod admin;
 pub mod args;
 pub mod capture;
 pub mod command;

@@ -14,6 +14,7 @@ const SQLSTATE: usize = 12;
 const MESSAGE: usize = 13;
 const DETAIL: usize = 14;
 const QUERY: usize = 19;
+const APPLICATION: usize = 22;
 /// Columns every version writes (application_name is the 23rd).
 const COLUMNS: usize = 23;
 
@@ -54,6 +55,7 @@ fn record(line: usize, fields: Vec<String>) -> Result<LogRecord, String> {
         session: fields[SESSION].clone(),
         user: fields[USER].clone(),
         database: fields[DATABASE].clone(),
+        application: optional(APPLICATION),
         severity: fields[SEVERITY].clone(),
         sqlstate: optional(SQLSTATE),
         message: fields[MESSAGE].clone(),

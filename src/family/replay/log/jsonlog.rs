@@ -12,6 +12,7 @@ struct Line {
     user: String,
     #[serde(default)]
     dbname: String,
+    application_name: Option<String>,
     #[serde(default)]
     session_id: String,
     #[serde(default)]
@@ -74,6 +75,7 @@ fn record(line: usize, parsed: Line) -> Option<LogRecord> {
         session: parsed.session_id,
         user: parsed.user,
         database: parsed.dbname,
+        application: parsed.application_name.filter(|a| !a.is_empty()),
         severity: parsed.error_severity,
         sqlstate: parsed.state_code,
         message: parsed.message,
@@ -102,6 +104,7 @@ mod tests {
         assert_eq!(log.records[1].sqlstate.as_deref(), Some("22012"));
         assert_eq!(log.records[1].statement.as_deref(), Some("select 1/0"));
         assert_eq!(log.records[1].line, 2);
+        assert_eq!(log.records[0].application.as_deref(), Some("pgbench"));
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub struct LogRecord {
     pub session: String,
     pub user: String,
     pub database: String,
+    /// `application_name`, where the format carries it (csvlog, jsonlog); stderr's prefix
+    /// does not, so there the session's connection message names it.
+    pub application: Option<String>,
     /// LOG, ERROR, FATAL, …
     pub severity: String,
     /// The SQLSTATE, where the format carries it (csvlog, jsonlog).

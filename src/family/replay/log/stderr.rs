@@ -80,6 +80,7 @@ fn prefixed(line: &str, number: usize) -> Option<LogRecord> {
         session: session.to_string(),
         user: user.to_string(),
         database: database.to_string(),
+        application: None,
         severity: severity.to_string(),
         sqlstate: None,
         message: message.to_string(),
