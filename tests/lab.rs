@@ -1404,7 +1404,7 @@ fn study_002s_workloads_run_in_the_lab() {
         .unwrap()
     };
     write("scripts = [\"analytics-q5\"]\n");
-    assert_lab_refused(&spec, "workload \"analytics\": unknown query \"analytics-q5\"; the queries are: analytics-q1, analytics-q2, analytics-q3, analytics-q4");
+    assert_lab_refused(&spec, &format!("{}:9:12: workload \"analytics\": unknown query \"analytics-q5\"; the queries are: analytics-q1, analytics-q2, analytics-q3, analytics-q4", spec.display()));
 
     write("");
     let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])

@@ -127,7 +127,59 @@ fn a_protocol_a_workload_does_not_honour_is_refused_at_its_key() {
     }
 }
 
-/// Each study ships as an example spec, and every one of them plans.
+/// What `lab run` would refuse, `lab plan` refuses: a test or script a workload does not
+/// have (at its place in the spec) and a version no archive publishes; exit 1, nothing written.
+#[test]
+fn lab_plan_refuses_what_lab_run_would() {
+    let dir = spec_dir("plan-refuses");
+    let path = dir.join("lab.toml");
+    let refused = |text: String| {
+        std::fs::write(&path, text).unwrap();
+        let output = stampede(&["lab", "plan", path.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert!(!dir.join("r.db").exists());
+        stderr(&output).trim().to_string()
+    };
+    let message = refused(spec(
+        "sysbench",
+        "scripts = [\"oltp_read_only\", \"oltp_readonly\"]\n",
+    ));
+    assert!(
+        message.starts_with(&format!(
+            "stampede: error: {}:9:30: unknown test \"oltp_readonly\"; the tests are: oltp_read_only, ",
+            path.display()
+        )),
+        "{message}"
+    );
+    let message = refused(spec("pgbench", "scripts = [\"mine.sql\"]\n"));
+    assert!(
+        message.starts_with(&format!(
+            "stampede: error: {}:9:12: could not open file \"{}\": ",
+            path.display(),
+            dir.join("mine.sql").display()
+        )),
+        "{message}"
+    );
+    let message = refused(
+        spec("pgbench", "").replace("name = \"t\"\n", "name = \"t\"\npostgres = \"18.99\"\n"),
+    );
+    assert!(
+        message.contains("target \"t\": could not find PostgreSQL 18.99 on Maven Central (zonky): it is not published; the newest 18 is 18."),
+        "{message}"
+    );
+    let message = refused(
+        spec("pgbench", "").replace("name = \"t\"\n", "name = \"t\"\npostgres = \"180\"\n"),
+    );
+    assert!(
+        message.contains(
+            "target \"t\": PostgreSQL 180 is not reachable: zonky (Maven Central) publishes 9.6–18"
+        ),
+        "{message}"
+    );
+}
+
+/// Each study ships as an example spec, and every one of them plans — from another directory
+/// than the repository's, since every file a spec names is relative to the spec.
 #[test]
 fn every_example_spec_plans() {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
@@ -154,8 +206,12 @@ fn every_example_spec_plans() {
     assert!(specs
         .iter()
         .any(|path| path.ends_with("claims-2024-2026.toml")));
+    let elsewhere = spec_dir("elsewhere");
     for spec in &specs {
-        let output = stampede(&["lab", "plan", spec.to_str().unwrap()]);
+        let output = common::stampede_command(&["lab", "plan", spec.to_str().unwrap()])
+            .current_dir(elsewhere.join(""))
+            .output()
+            .unwrap();
         assert!(
             output.status.success(),
             "{}: {}",

@@ -69,8 +69,15 @@ fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>, Failure> {
 const DEFAULT_RUN_OVERHEAD: Duration = Duration::from_secs(2);
 
 fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
-    // Workload options are checked before anything is planned.
+    // Workload options and scripts are checked before anything is planned, and each target's
+    // version against what its archives publish (said as unchecked when they are out of reach),
+    // so that a plan that passes runs.
     let (spec, workloads) = load_spec(path)?;
+    for target in &spec.targets {
+        if let Some(unchecked) = ManagedTargets.check_at_plan(target)? {
+            eprintln!("warning: {unchecked}");
+        }
+    }
     // The order a resumed lab would use, when the results database holds an invocation that
     // has not ended (a next invocation draws its own). A SQLite file that does not exist yet is
     // not created by planning.

@@ -40,6 +40,29 @@ pub struct LabWorkloadKind {
     /// The numbers its runs report beyond tps and latency (`Measurement.metrics.workload`),
     /// which `compare` and `report` can rank by with `--metric`.
     pub metrics: &'static [WorkloadMetric],
+    /// Which of its spec values name files.
+    pub files: SpecFiles,
+}
+
+/// Which values of a `[[workload]]` name files. The lab resolves each from the spec's folder
+/// (an absolute path stays as it is), so a spec runs the same from any directory.
+pub struct SpecFiles {
+    /// Scripts that are files: those ending in this (`".sql"`), every one (`""`), or none.
+    pub scripts: Option<&'static str>,
+    /// Options whose values are files.
+    pub options: &'static [&'static str],
+}
+
+/// A workload whose scripts are names and whose options are values.
+pub const NO_FILES: SpecFiles = SpecFiles {
+    scripts: None,
+    options: &[],
+};
+
+impl SpecFiles {
+    pub fn script_is_file(&self, script: &str) -> bool {
+        self.scripts.is_some_and(|suffix| script.ends_with(suffix))
+    }
 }
 
 /// Makes a lab workload from the spec's `options = { ... }`, read with

@@ -244,7 +244,7 @@ mod tests {
         let text = "name = \"t\"\nruns = 2\nduration = \"1s\"\n\
              [[target]]\nname = \"a\"\n[[target]]\nname = \"b\"\n\
              [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n\
-             [[workload]]\nname = \"sysbench\"\nscripts = [\"s1\", \"s2\", \"s3\"]\nclients = [1, 2]\n";
+             [[workload]]\nname = \"sysbench\"\nscripts = [\"oltp_insert\", \"oltp_delete\", \"oltp_scan\"]\nclients = [1, 2]\n";
         let spec = parse(Path::new("t.toml"), text).unwrap();
         let plan = Plan::new(&spec, 3, &[false, true]);
         assert_eq!(plan.runs.len(), 2 * (2 + 2 * 3 * 2));
@@ -266,7 +266,17 @@ mod tests {
                     .iter()
                     .map(|(_, run)| plan.cells[run.cell].script.as_str())
                     .collect();
-                assert_eq!(scripts, ["s1", "s1", "s2", "s2", "s3", "s3"]);
+                assert_eq!(
+                    scripts,
+                    [
+                        "oltp_insert",
+                        "oltp_insert",
+                        "oltp_delete",
+                        "oltp_delete",
+                        "oltp_scan",
+                        "oltp_scan"
+                    ]
+                );
                 for (position, run) in &steps {
                     let step = run.step.unwrap();
                     let target = plan.cells[run.cell].target;

@@ -70,7 +70,7 @@ struct TargetFile {
 struct WorkloadFile {
     name: Spanned<String>,
     #[serde(default)]
-    scripts: Vec<String>,
+    scripts: Vec<Spanned<String>>,
     scale: Option<Spanned<Vec<ScaleFile>>>,
     clients: Spanned<Vec<i64>>,
     threads: Option<Spanned<i64>>,
@@ -268,7 +268,20 @@ pub fn with_workloads(
     Ok((spec, workloads))
 }
 
+/// Whether a spec's scripts are checked by their workloads as it is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Scripts {
+    /// As `lab plan` and `lab run` read a spec: each must be one its workload has.
+    Checked,
+    /// Taken as named: the executor's unit tests, whose fake workload has its own.
+    Unchecked,
+}
+
 pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
+    parse_as(path, text, Scripts::Checked)
+}
+
+pub fn parse_as(path: &Path, text: &str, scripts: Scripts) -> Result<LabSpec, SpecError> {
     let source = Source::new(path, text);
     let file: SpecFile = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
@@ -338,7 +351,7 @@ pub fn parse(path: &Path, text: &str) -> Result<LabSpec, SpecError> {
         None => text.to_string(),
     };
     let targets = targets(&source, &file, base)?;
-    let workloads = workloads(&source, &file, base)?;
+    let workloads = workloads(&source, &file, base, scripts)?;
     let kubernetes = kubernetes(&source, &file)?;
     let claims = super::claims::parse(
         &source,
@@ -884,6 +897,7 @@ fn workloads(
     source: &Source<'_>,
     file: &SpecFile,
     base: &Path,
+    scripts: Scripts,
 ) -> Result<Vec<WorkloadSpec>, SpecError> {
     if file.workloads.is_empty() {
         return Err(source.error(0, "no [[workload]]: a lab needs at least one workload"));
@@ -891,7 +905,7 @@ fn workloads(
     let mut specs = file
         .workloads
         .iter()
-        .map(|w| workload(source, w, base))
+        .map(|w| workload(source, w, base, scripts))
         .collect::<Result<Vec<_>, _>>()?;
     mark_protocols(&mut specs);
     check_cells_unique(source, file, &specs)?;
@@ -970,33 +984,60 @@ fn check_cells_unique(
 
 /// A workload's `options = { ... }`, checked by the family it names: an error points at the
 /// option it is about, or at the table.
+/// The workload's `options = { … }`, its files resolved from the spec's folder, and the
+/// workload its family makes of them (which refuses unknown or bad options at their key).
 fn workload_options(
     source: &Source<'_>,
     w: &WorkloadFile,
     kind: &LabWorkloadKind,
-) -> Result<toml::Table, SpecError> {
-    let Some(spanned) = &w.options else {
-        return Ok(toml::Table::new());
-    };
-    let options: toml::Table = spanned
-        .get_ref()
+    base: &Path,
+) -> Result<(toml::Table, Box<dyn family::api::LabWorkload>), SpecError> {
+    let empty = BTreeMap::new();
+    let given = w
+        .options
+        .as_ref()
+        .map_or(&empty, |spanned| spanned.get_ref());
+    let options: toml::Table = given
         .iter()
-        .map(|(name, value)| (name.get_ref().clone(), value.clone()))
+        .map(|(name, value)| {
+            let value = match value {
+                toml::Value::String(path)
+                    if kind.files.options.contains(&name.get_ref().as_str()) =>
+                {
+                    toml::Value::String(in_spec_folder(base, path))
+                }
+                other => other.clone(),
+            };
+            (name.get_ref().clone(), value)
+        })
         .collect();
-    if let Err(error) = (kind.create)(&options) {
-        let key = error
-            .key
-            .as_deref()
-            .and_then(|key| spanned.get_ref().keys().find(|k| k.get_ref() == key));
-        return Err(match key {
-            Some(key) => source.at(key, error),
-            None => source.at(spanned, error),
-        });
+    match (kind.create)(&options) {
+        Ok(workload) => Ok((options, workload)),
+        Err(error) => {
+            let key = error
+                .key
+                .as_deref()
+                .and_then(|key| given.keys().find(|k| k.get_ref() == key));
+            Err(match (key, &w.options) {
+                (Some(key), _) => source.at(key, error),
+                (None, Some(spanned)) => source.at(spanned, error),
+                (None, None) => source.at(&w.name, error),
+            })
+        }
     }
-    Ok(options)
 }
 
-fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<WorkloadSpec, SpecError> {
+/// A file the spec names, from the spec's folder (an absolute path as it is).
+fn in_spec_folder(base: &Path, path: &str) -> String {
+    base.join(path).display().to_string()
+}
+
+fn workload(
+    source: &Source<'_>,
+    w: &WorkloadFile,
+    base: &Path,
+    check: Scripts,
+) -> Result<WorkloadSpec, SpecError> {
     let name = w.name.get_ref().clone();
     let Some(kind) = family::lab_workload(&name) else {
         let known: Vec<String> = family::lab_workloads()
@@ -1050,18 +1091,24 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
     };
     let protocol = protocol(source, w.protocol.as_ref(), kind)?;
     let pods = spread_pods(source, w, kind)?;
+    let (options, workload) = workload_options(source, w, kind, base)?;
     // Without `scripts`, the workload's default variants are filled in by whoever builds it.
-    let scripts = w
-        .scripts
-        .iter()
-        .map(|s| {
-            if s.ends_with(".sql") {
-                base.join(s).display().to_string()
-            } else {
-                s.clone()
-            }
-        })
-        .collect();
+    // Each is checked here, as a run would check it: `lab plan` refuses what `lab run` would.
+    let mut scripts = Vec::new();
+    for script in &w.scripts {
+        let named = script.get_ref();
+        let resolved = if kind.files.script_is_file(named) {
+            in_spec_folder(base, named)
+        } else {
+            named.clone()
+        };
+        if check == Scripts::Checked {
+            workload
+                .check_variant(&resolved)
+                .map_err(|e| source.at(script, e.message()))?;
+        }
+        scripts.push(resolved);
+    }
     Ok(WorkloadSpec {
         name,
         scripts,
@@ -1070,7 +1117,7 @@ fn workload(source: &Source<'_>, w: &WorkloadFile, base: &Path) -> Result<Worklo
         threads,
         protocol,
         client_cpus: cpu_list(source, w.client_cpus.as_ref(), "client_cpus")?,
-        options: workload_options(source, w, kind)?,
+        options,
         script_suffix: None,
         pods,
     })

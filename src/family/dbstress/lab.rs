@@ -6,7 +6,7 @@ use super::command::{plan, prepare_tables, Settings};
 use crate::driver::Protocol;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
-    BOTH_ENGINES,
+    BOTH_ENGINES, NO_FILES,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, on_off, OptionsError};
@@ -48,6 +48,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     scale_classes: true,
     clients_are_its_own: false,
     metrics: &[crate::family::common::measure::QPS],
+    files: NO_FILES,
 }];
 
 impl DbstressLab {

@@ -28,7 +28,7 @@ use super::summary::StepResult;
 use crate::driver::Protocol;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
-    BOTH_ENGINES,
+    BOTH_ENGINES, NO_FILES,
 };
 use crate::family::common::measure::{self, QPS};
 use crate::family::common::options::{self, OptionsError};
@@ -56,6 +56,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     scale_classes: false,
     clients_are_its_own: false,
     metrics: &[IPS, QPS],
+    files: NO_FILES,
 }];
 
 #[derive(serde::Deserialize, Default)]

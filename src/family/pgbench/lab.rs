@@ -9,7 +9,7 @@ use super::spec::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run, setup as pgbench_setup};
 use crate::driver::Protocol;
 use crate::family::api::{
-    FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest,
+    FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, SpecFiles,
     ALL_PROTOCOLS, POSTGRES_ONLY,
 };
 use crate::family::common::measure::{measure_after_warmup, RunOutcome};
@@ -46,6 +46,10 @@ pub const KINDS: &[LabWorkloadKind] = &[
         scale_classes: true,
         clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
+        files: SpecFiles {
+            scripts: Some(".sql"),
+            options: &[],
+        },
     },
     LabWorkloadKind {
         name: "pgbench-extra-indexes",
@@ -58,6 +62,10 @@ pub const KINDS: &[LabWorkloadKind] = &[
         scale_classes: true,
         clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
+        files: SpecFiles {
+            scripts: Some(".sql"),
+            options: &[],
+        },
     },
     LabWorkloadKind {
         name: "analytics",
@@ -68,6 +76,10 @@ pub const KINDS: &[LabWorkloadKind] = &[
         scale_classes: true,
         clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
+        files: SpecFiles {
+            scripts: Some(".sql"),
+            options: &[],
+        },
     },
 ];
 

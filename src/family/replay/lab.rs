@@ -25,7 +25,7 @@ use super::report::ReplayReport;
 use super::restore;
 use crate::driver::Protocol;
 use crate::family::api::{
-    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, POSTGRES_ONLY,
+    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, SpecFiles, POSTGRES_ONLY,
 };
 use crate::family::common::measure::QPS;
 use crate::family::common::options::{self, OptionsError};
@@ -45,6 +45,10 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     scale_classes: false,
     clients_are_its_own: true,
     metrics: &[QPS],
+    files: SpecFiles {
+        scripts: Some(""),
+        options: &["data"],
+    },
 }];
 
 #[derive(serde::Deserialize, Default)]

@@ -11,7 +11,7 @@ use super::target::SysbenchTarget;
 use crate::driver::{Protocol, RunLimit};
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
-    BOTH_ENGINES,
+    BOTH_ENGINES, NO_FILES,
 };
 use crate::family::common::measure as lab_run;
 use crate::family::common::options::{self, OptionsError};
@@ -72,6 +72,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         scale_classes: true,
         clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
+        files: NO_FILES,
     },
     LabWorkloadKind {
         name: "sysbench-microbench",
@@ -82,6 +83,7 @@ pub const KINDS: &[LabWorkloadKind] = &[
         scale_classes: true,
         clients_are_its_own: false,
         metrics: &[crate::family::common::measure::QPS],
+        files: NO_FILES,
     },
 ];
 

@@ -12,7 +12,7 @@ use super::run::{
 use crate::driver::{Protocol, RunLimit};
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
-    BOTH_ENGINES,
+    BOTH_ENGINES, NO_FILES,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
@@ -40,6 +40,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     create: |options| Ok(Box::new(TpccLab::new(options)?)),
     scale_classes: true,
     clients_are_its_own: false,
+    files: NO_FILES,
     metrics: &[
         // HammerDB's New-Orders per minute and all transactions per minute.
         WorkloadMetric {

@@ -17,7 +17,7 @@ use super::session::Dialect;
 use super::streams;
 use crate::driver::plan::{Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::family::api::{
-    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, BOTH_ENGINES,
+    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, BOTH_ENGINES, NO_FILES,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
@@ -36,6 +36,7 @@ pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
     scale_classes: true,
     clients_are_its_own: false,
     metrics: &[],
+    files: NO_FILES,
 }];
 
 /// The name of the variant that runs all 22 queries as one unit.

@@ -325,7 +325,7 @@ impl Fixture {
             scripts.join(", ")
         );
         let path = dir.path().join("fake.toml");
-        let spec = spec::parse(&path, &text).unwrap();
+        let spec = spec::parse_as(&path, &text, spec::Scripts::Unchecked).unwrap();
         Fixture {
             database: dir.path().join("fake.db"),
             _dir: dir,

@@ -10,24 +10,50 @@ use crate::server::mariadb::release;
 use crate::server::postgres::provision::ProvisionedServer;
 use crate::server::profile::ServerConfig;
 use crate::server::setup::SetupEvent;
-use stampede_base::error::Failure;
+use stampede_base::error::{Failure, Kind};
 
 /// Managed servers from the spec's sources: PostgreSQL (system, bin dir, download, build) and
 /// MariaDB/MySQL (system, bin dir).
 pub struct ManagedTargets;
 
+impl ManagedTargets {
+    /// `lab plan`'s look at a target, without downloading anything: what `check` refuses is
+    /// refused; a source that could not be asked (Maven Central or Debian's archive out of
+    /// reach) is said, as a line for the plan, to be unchecked.
+    pub fn check_at_plan(&self, spec: &TargetSpec) -> Result<Option<String>, Failure> {
+        match check_source(spec) {
+            Ok(()) => Ok(None),
+            Err(e) if e.kind() == Kind::Run => Ok(Some(format!(
+                "target \"{}\": {} not checked ({})",
+                spec.name,
+                spec.server.spec_text(),
+                e.message()
+            ))),
+            Err(e) => Err(named(spec, e)),
+        }
+    }
+}
+
+/// Whether the target's source can be had, as its engine's release machinery says.
+fn check_source(spec: &TargetSpec) -> Result<(), Failure> {
+    match &spec.server {
+        ServerSource::Postgres(source) => source.check(),
+        ServerSource::Mariadb(source) if release::is_series(source) => {
+            release::locate(source).map(|_| ())
+        }
+        ServerSource::Mariadb(_) => Ok(()),
+    }
+}
+
+/// A target's refusal, naming it.
+fn named(spec: &TargetSpec, e: Failure) -> Failure {
+    e.into_input()
+        .map_message(|text| format!("target \"{}\": {text}", spec.name))
+}
+
 impl Targets for ManagedTargets {
     fn check(&self, spec: &TargetSpec) -> Result<(), Failure> {
-        match &spec.server {
-            ServerSource::Postgres(source) => source.check().map_err(|e| {
-                e.into_input()
-                    .map_message(|text| format!("target \"{}\": {text}", spec.name))
-            }),
-            ServerSource::Mariadb(source) if release::is_series(source) => release::locate(source)
-                .map(|_| ())
-                .map_err(|e| e.map_message(|text| format!("target \"{}\": {text}", spec.name))),
-            ServerSource::Mariadb(_) => Ok(()),
-        }
+        check_source(spec).map_err(|e| named(spec, e))
     }
 
     fn resolve(

