@@ -95,7 +95,8 @@ fn error_lines(message: &str) -> String {
     text
 }
 
-/// Help and version go to stdout with exit 0; usage errors become one line and exit 1.
+/// Help and version go to stdout with exit 0; a usage error keeps clap's whole message — the
+/// missing argument's name, the flag it suggests, the usage line — with exit 1.
 fn clap_failure(error: clap::Error) -> Failure {
     use clap::error::ErrorKind;
     match error.kind() {
@@ -107,19 +108,22 @@ fn clap_failure(error: clap::Error) -> Failure {
         }
         _ => {
             let rendered = error.render().to_string();
-            let first = rendered
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ")
-                .to_string();
+            let message = rendered.trim_end();
+            let message = message.strip_prefix("error: ").unwrap_or(message);
             if std::env::args().nth(1).as_deref() == Some("pgbench") {
-                // pgbench's own wording, for scripts that look for it.
+                // pgbench's own wording, for scripts that look for it: its first line and hint,
+                // with clap's suggestion as a hint of its own.
+                let first = message.lines().next().unwrap_or("invalid arguments");
+                let tips: String = message
+                    .lines()
+                    .filter_map(|line| line.trim().strip_prefix("tip: "))
+                    .map(|tip| format!("hint: {tip}\n"))
+                    .collect();
                 Failure::input(format!(
-                    "{first}\nhint: Try \"stampede pgbench --help\" for more information."
+                    "{first}\n{tips}hint: Try \"stampede pgbench --help\" for more information."
                 ))
             } else {
-                Failure::input(format!("{first} (try --help)"))
+                Failure::input(message)
             }
         }
     }

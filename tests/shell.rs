@@ -81,7 +81,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
     let output = stampede(&["completions", "tcsh"]);
     assert_refused(
         &output,
-        "invalid value 'tcsh' for '<SHELL>' (try --help)",
+        "invalid value 'tcsh' for '<SHELL>'\n  [possible values: bash, elvish, fish, powershell, zsh]\n\n  tip: a similar value exists: 'zsh'\n\nFor more information, try '--help'.",
         "tcsh",
     );
     assert!(output.stdout.is_empty());
@@ -96,4 +96,53 @@ fn bad_input_is_refused_and_nothing_is_written() {
     );
     assert!(!missing.exists());
     assert!(output.stdout.is_empty());
+}
+
+/// A mistyped command line gets clap's whole message: the argument missing, the flag meant,
+/// the usage line (exit 1, nothing run).
+#[test]
+fn command_line_errors_keep_claps_message() {
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["compare", "pg16", "pg18"],
+            &[
+                "stampede: error: the following required arguments were not provided:\n  <OTHER>\n",
+                "Usage: stampede compare <RESULTS> <BASE> <OTHER>",
+            ],
+        ),
+        (
+            &["lab", "run", "lab.toml", "--shard", "2"],
+            &[
+                "stampede: error: unexpected argument '--shard' found",
+                "tip: a similar argument exists: '--shards'",
+                "Usage: stampede lab run",
+            ],
+        ),
+        (
+            &["report", "lab.db", "--out", "r.html"],
+            &[
+                "unexpected argument '--out' found",
+                "tip: a similar argument exists: '--output'",
+            ],
+        ),
+        (
+            &["lab", "run", "lab.toml", "--runs", "3"],
+            &["unexpected argument '--runs' found", "tip: a similar argument exists"],
+        ),
+        (
+            &["pgbench", "--clients", "4"],
+            &[
+                "stampede: error: unexpected argument '--clients' found\nstampede: hint: a similar argument exists: '--client'\nstampede: hint: Try \"stampede pgbench --help\" for more information.",
+            ],
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = stampede(args);
+        let text = common::stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {text}");
+        for part in expected {
+            assert!(text.contains(part), "{args:?}: {part:?} not in {text}");
+        }
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
 }
