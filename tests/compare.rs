@@ -1118,3 +1118,101 @@ fn history_and_gate_refuse_bad_input_with_exit_1() {
         assert!(stdout(&output).is_empty(), "{args:?}");
     }
 }
+
+/// One cell, five rounds: b a little slower than a in four, far faster in the fifth (a round
+/// the machine favoured b) — medians 100 vs 96 beside a geometric mean of the rounds' ratios
+/// above 1 — on a machine whose other processes took 40% of its CPU.
+fn one_wild_round(path: &Path) {
+    let mut store = Store::open(&Location::Sqlite(path.to_path_buf())).unwrap();
+    let (lab, _) = store.lab("wild", "spec", 1).unwrap();
+    let cells = [cell("a", 1), cell("b", 1)];
+    store.save_cells(lab, &cells).unwrap();
+    let data: [(&CellRecord, [f64; 5]); 2] = [
+        (&cells[0], [100.0, 100.0, 100.0, 100.0, 100.0]),
+        (&cells[1], [96.0, 97.0, 95.0, 96.0, 250.0]),
+    ];
+    for (c, values) in data {
+        for (round, tps) in values.iter().enumerate() {
+            let mut record = run(c, round as u32, RunStatus::Completed, *tps);
+            // 10 s of machine CPU time besides the server's: 4 busy in other processes.
+            let server: f64 = record.counters.iter().map(|c| c.value).sum();
+            for (name, value) in [
+                ("cpu_user_s", 3.0 + server),
+                ("cpu_system_s", 1.0),
+                ("cpu_idle_s", 6.0),
+                ("cpu_iowait_s", 0.0),
+                ("cpu_steal_s", 0.0),
+            ] {
+                record.counters.push(CounterRow {
+                    source: "os".into(),
+                    name: name.into(),
+                    value,
+                });
+            }
+            store.record_run(lab, &record).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_inconclusive_cell_says_what_would_decide_it_and_a_wild_round_is_named() {
+    let db = temp_path("wild.db");
+    one_wild_round(&db);
+    let output = stampede(&["compare", db.to_str().unwrap(), "a", "b"]);
+    let text = common::succeeded(output);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("pgbench "))
+        .unwrap_or_else(|| panic!("no row: {text}"));
+    let ratios: [f64; 5] = [0.96, 0.97, 0.95, 0.96, 2.5];
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let mean = logs.iter().sum::<f64>() / 5.0;
+    let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+    // The medians (100 and 96), the geometric mean above 1 and the rounds' median below it.
+    let words: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        words[6..10],
+        ["100.0", "96.0", &format!("{:.3}", mean.exp()), "0.960"],
+        "{row}"
+    );
+    assert!(row.ends_with("inconclusive"), "{row}");
+    assert!(text.contains("ratio: paired by round"), "{text}");
+    assert!(
+        text.contains("pgbench select-only scale 1 × 1 clients: round 5 is an outlier among the rounds' ratios (1: 0.960, 2: 0.970, 3: 0.950, 4: 0.960, 5: 2.500)"),
+        "{text}"
+    );
+    let rounds = stampede_stats::paired::rounds_to_decide(mean.exp(), sd).unwrap();
+    assert!(rounds > 5, "{rounds}");
+    assert!(
+        text.contains(&format!(
+            "pgbench select-only scale 1 × 1 clients is inconclusive after 5 rounds; about {rounds} rounds would decide it at this noise"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("runs = \"auto\""), "{text}");
+    assert!(text.contains("`stampede lab calibrate SPEC`"), "{text}");
+    // The busy machine is a warning before the table: other processes took 40% (4 of 10 s).
+    let warning = text
+        .lines()
+        .find(|l| l.starts_with("warning: the machine was busy"))
+        .unwrap_or_else(|| panic!("no busy-machine warning: {text}"));
+    assert!(
+        warning.contains("used 40% of its CPU time during the runs on average"),
+        "{warning}"
+    );
+    assert!(text.find(warning).unwrap() < text.find(row).unwrap());
+    // The report says the same at its top and under its table.
+    let report = temp_path("wild.md");
+    common::succeeded(stampede(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "a",
+        "-o",
+        report.to_str().unwrap(),
+    ]));
+    let markdown = std::fs::read_to_string(&*report).unwrap();
+    assert!(markdown.contains("> **Warning:** the machine was busy"), "{markdown}");
+    assert!(markdown.contains("rounds would decide it at this noise"), "{markdown}");
+    assert!(markdown.contains("| median ratio |"), "{markdown}");
+}

@@ -10,6 +10,7 @@ use crate::family;
 use crate::report::claims::{self, Claim};
 use crate::report::comparison::{self, CellComparison, Metric};
 use crate::report::headline;
+use crate::report::noise;
 use crate::report::table;
 use crate::report::warnings::{self, WarningInputs};
 use stampede_store::{Location, Store, StoredRun};
@@ -47,6 +48,16 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         &[&args.base, &args.other],
     ));
     warnings.extend(warnings::too_few_runs(&args.other, &args.base, &rows));
+    let counters = store.lab_counters_per_txn(id)?;
+    let other_cpu = noise::other_cpu_shares(
+        counters.iter().map(|(run, counter)| (run.id, counter)),
+        &super::report::OS_CPU_TIMES,
+    );
+    warnings.extend(noise::busy_machine(
+        &runs,
+        &[&args.base, &args.other],
+        &other_cpu,
+    ));
     warnings.extend(warnings::excluded_runs(&excluded));
     for warning in warnings {
         println!("warning: {warning}");
@@ -72,6 +83,9 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         .collect();
     print!("{}", table::render(&header, &terminal_rows(&rows, stops)));
     println!("{}", tally(&rows));
+    for note in crate::report::reading::notes(&rows) {
+        println!("{note}");
+    }
     Ok(())
 }
 
@@ -90,8 +104,19 @@ fn method(rows: &[CellComparison]) -> String {
     methods.join("; ")
 }
 
-pub const HEADER: [&str; 12] = [
-    "workload", "script", "scale", "clients", "runs", "base", "other", "ratio", "95% CI", "±", "p",
+pub const HEADER: [&str; 13] = [
+    "workload",
+    "script",
+    "scale",
+    "clients",
+    "runs",
+    "base",
+    "other",
+    "ratio",
+    "median ratio",
+    "95% CI",
+    "±",
+    "p",
     "verdict",
 ];
 
@@ -108,6 +133,8 @@ pub fn terminal_rows(rows: &[CellComparison], stops: bool) -> Vec<Vec<String>> {
                 format!("{:.1}", c.base_median),
                 format!("{:.1}", c.other_median),
                 format!("{:.3}", c.ratio),
+                c.median_round_ratio()
+                    .map_or("-".into(), |m| format!("{m:.3}")),
                 match (c.ci_low, c.ci_high) {
                     (Some(low), Some(high)) => format!("{low:.3}–{high:.3}"),
                     _ => "-".into(),

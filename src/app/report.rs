@@ -145,7 +145,7 @@ fn load_probes(
 }
 
 /// The machine's CPU time by state, as the OS probe stores it: their sum is the CPU time.
-const OS_CPU_TIMES: [&str; 5] = [
+pub const OS_CPU_TIMES: [&str; 5] = [
     "cpu_user_s",
     "cpu_system_s",
     "cpu_idle_s",

@@ -11,9 +11,19 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use stampede_stats::paired::{compare_paired, PairedComparison};
+use stampede_stats::paired::{compare_paired, rounds_to_decide, PairedComparison};
 use stampede_stats::verdict::{self, Comparison, Direction, Verdict};
+use stampede_stats::{median, robust_z};
 use stampede_store::{RunStatus, StoredRun};
+
+/// A value (a run's, or a round's ratio) further than this many robust standard deviations
+/// (1.4826 MAD, of logs) from its cell's median is flagged: for normal noise, 1 in 2,000.
+pub const OUTLIER_Z: f64 = 3.5;
+/// The robust spread is taken as at least this (2%): values that agree to a fraction of a
+/// percent would otherwise flag one 1% off.
+pub const SPREAD_FLOOR: f64 = 0.02;
+/// Values a cell needs before its median and spread can flag one.
+pub const MIN_RUNS_TO_FLAG: usize = 4;
 
 /// What a cell is, apart from its target.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -209,6 +219,13 @@ pub struct CellComparison {
     /// In an auto lab: why the cell stopped (precision, cap, budget) and after how many rounds.
     pub stopped: Option<String>,
     pub rounds: Option<u32>,
+    /// Paired: each round's ratio other / base, by round (repetition, from 0), which the
+    /// ratio is the geometric mean of.
+    pub round_ratios: Vec<(u32, f64)>,
+    /// Paired: the rounds whose ratio lies far from the others' (a robust z over 3.5).
+    pub outlier_rounds: Vec<u32>,
+    /// Paired and undecided: the rounds in all that would decide it at the measured noise.
+    pub rounds_to_decide: Option<usize>,
 }
 
 impl CellComparison {
@@ -236,6 +253,21 @@ impl CellComparison {
 
     pub fn is_decided(&self) -> bool {
         self.verdict == "faster" || self.verdict == "slower"
+    }
+
+    /// Paired: the median of the rounds' ratios, beside their geometric mean (`ratio`), which
+    /// one wild round moves and the median does not.
+    pub fn median_round_ratio(&self) -> Option<f64> {
+        let ratios: Vec<f64> = self.round_ratios.iter().map(|(_, r)| *r).collect();
+        median(&ratios)
+    }
+
+    /// "select-only scale 10 × 4 clients".
+    pub fn cell_text(&self) -> String {
+        format!(
+            "{} scale {} × {} clients",
+            self.cell.script, self.cell.scale, self.cell.clients
+        )
     }
 }
 
@@ -276,17 +308,43 @@ fn compare_cell(
 ) -> Option<CellComparison> {
     let base_values: Vec<f64> = base_rounds.values().copied().collect();
     let other_values: Vec<f64> = other_rounds.values().copied().collect();
-    let pairs: Vec<(f64, f64)> = base_rounds
+    let rounds: Vec<(u32, f64, f64)> = base_rounds
         .iter()
-        .filter_map(|(round, base)| Some((*base, *other_rounds.get(round)?)))
+        .filter_map(|(round, base)| Some((*round, *base, *other_rounds.get(round)?)))
         .collect();
+    let pairs: Vec<(f64, f64)> = rounds.iter().map(|(_, b, o)| (*b, *o)).collect();
     let unpaired = verdict::compare(&base_values, &other_values, direction)?;
     let mut row = row(cell, base_values.len(), other_values.len(), &unpaired);
     let pair_up = !pairs.is_empty() && pairs.len() == base_values.len().min(other_values.len());
     if let Some(paired) = pair_up.then(|| compare_paired(&pairs, direction)).flatten() {
         take_paired(&mut row, &paired);
+        take_rounds(&mut row, &rounds);
     }
     Some(row)
+}
+
+/// Each round's ratio, the rounds whose ratio is an outlier among them, and for an undecided
+/// cell the rounds that would decide it.
+fn take_rounds(row: &mut CellComparison, rounds: &[(u32, f64, f64)]) {
+    row.round_ratios = rounds
+        .iter()
+        .filter(|(_, base, other)| *base > 0.0 && *other > 0.0)
+        .map(|(round, base, other)| (*round, other / base))
+        .collect();
+    let logs: Vec<f64> = row.round_ratios.iter().map(|(_, r)| r.ln()).collect();
+    if logs.len() >= MIN_RUNS_TO_FLAG {
+        row.outlier_rounds = row
+            .round_ratios
+            .iter()
+            .filter(|(_, r)| robust_z(r.ln(), &logs, SPREAD_FLOOR).is_some_and(|z| z > OUTLIER_Z))
+            .map(|(round, _)| *round)
+            .collect();
+    }
+    if row.verdict == "inconclusive" {
+        row.rounds_to_decide = row
+            .log_ratio_sd
+            .and_then(|sd| rounds_to_decide(row.ratio, sd));
+    }
 }
 
 /// The paired analysis replaces the unpaired ratio, interval, test and verdict; the medians
@@ -329,6 +387,9 @@ fn row(cell: &CellKey, base_runs: usize, other_runs: usize, c: &Comparison) -> C
         log_ratio_sd: None,
         stopped: None,
         rounds: None,
+        round_ratios: Vec::new(),
+        outlier_rounds: Vec::new(),
+        rounds_to_decide: None,
     }
 }
 

@@ -172,6 +172,9 @@ mod tests {
             log_ratio_sd: None,
             stopped: None,
             rounds: None,
+            round_ratios: Vec::new(),
+            outlier_rounds: Vec::new(),
+            rounds_to_decide: None,
         }
     }
 

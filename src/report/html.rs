@@ -512,6 +512,7 @@ fn comparison_section(report: &LabReport, target: &str) -> String {
                 (format!("{:.1}", c.base_median), false),
                 (format!("{:.1}", c.other_median), false),
                 (format!("{:.3}", c.ratio), false),
+                (optional(c.median_round_ratio(), 3), false),
                 (
                     format!("{}–{}", optional(c.ci_low, 3), optional(c.ci_high, 3)),
                     false,
@@ -526,12 +527,27 @@ fn comparison_section(report: &LabReport, target: &str) -> String {
             row
         })
         .collect();
-    let mut header = vec!["cell", "runs", "base", "other", "ratio", "95% CI", "±", "p"];
+    let mut header = vec![
+        "cell",
+        "runs",
+        "base",
+        "other",
+        "ratio",
+        "median ratio",
+        "95% CI",
+        "±",
+        "p",
+    ];
     if stops {
         header.push("stopped");
     }
     header.push("verdict");
-    svg::ratio_bars(&bars) + &table(&header, &rows)
+    let notes: String = comparison
+        .notes
+        .iter()
+        .map(|note| format!("<p>{}</p>", escape(note)))
+        .collect();
+    svg::ratio_bars(&bars) + &table(&header, &rows) + &notes
 }
 
 fn statements(report: &LabReport) -> String {

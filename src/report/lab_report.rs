@@ -103,6 +103,8 @@ pub struct LatencySummary {
 pub struct TargetComparison {
     pub target: String,
     pub cells: Vec<CellComparison>,
+    /// How to read its table: the paired ratio, outlier rounds, what would decide a cell.
+    pub notes: Vec<String>,
 }
 
 /// A statement's median (over the cell's runs) mean and stddev time on a target, and the
@@ -192,9 +194,13 @@ pub fn build(inputs: Inputs<'_>) -> LabReport {
     let others: Vec<&String> = targets.iter().filter(|t| *t != inputs.base).collect();
     let comparisons: Vec<TargetComparison> = others
         .iter()
-        .map(|t| TargetComparison {
-            target: t.to_string(),
-            cells: comparison::compare_targets(inputs.runs, inputs.base, t, &inputs.metric),
+        .map(|t| {
+            let cells = comparison::compare_targets(inputs.runs, inputs.base, t, &inputs.metric);
+            TargetComparison {
+                target: t.to_string(),
+                notes: super::reading::notes(&cells),
+                cells,
+            }
         })
         .collect();
     let why: Vec<WhyPanel> = others
@@ -289,6 +295,11 @@ fn report_warnings(
         inputs.why.settings,
         inputs.base,
         &names,
+    ));
+    out.extend(noise::busy_machine(
+        inputs.runs,
+        &names,
+        &inputs.probes.other_cpu_share,
     ));
     out.extend(warnings::warnings(&WarningInputs {
         runs: inputs.runs,

@@ -17,6 +17,7 @@ pub mod machines;
 pub mod noise;
 pub mod noise_view;
 pub mod query_times;
+pub mod reading;
 pub mod series;
 pub mod steps;
 pub mod svg;

@@ -8,18 +8,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::comparison::{cell_of, CellComparison, CellKey, Metric};
-use stampede_stats::{coefficient_of_variation, median};
+use super::comparison::{
+    cell_of, CellComparison, CellKey, Metric, MIN_RUNS_TO_FLAG, OUTLIER_Z, SPREAD_FLOOR,
+};
+use stampede_stats::{coefficient_of_variation, median, robust_z};
 use stampede_store::{CounterRow, RunStatus, StoredRun};
 
-/// A run whose log value is further than this many robust standard deviations (1.4826 MAD)
-/// from its cell's median is flagged: for normal noise, 1 run in 2,000.
-const OUTLIER_Z: f64 = 3.5;
-/// The robust spread is taken as at least this (2%): runs that agree to a fraction of a
-/// percent would otherwise flag a run 1% off.
-const SPREAD_FLOOR: f64 = 0.02;
-/// Runs a cell needs before its median and spread can flag one.
-const MIN_RUNS_TO_FLAG: usize = 4;
 /// Steal time above this share of the machine's CPU time is named as a cause.
 const STEAL_SHARE: f64 = 0.05;
 /// Other processes' CPU above this share of the machine's CPU time is named as a cause: on a
@@ -247,10 +241,8 @@ fn flagged_runs(
         let Some(center) = median(&logs) else {
             continue;
         };
-        let deviations: Vec<f64> = logs.iter().map(|l| (l - center).abs()).collect();
-        let spread = (1.4826 * median(&deviations).unwrap_or(0.0)).max(SPREAD_FLOOR);
-        let outlier =
-            logs.len() >= MIN_RUNS_TO_FLAG && (value.ln() - center).abs() / spread > OUTLIER_Z;
+        let outlier = logs.len() >= MIN_RUNS_TO_FLAG
+            && robust_z(value.ln(), &logs, SPREAD_FLOOR).is_some_and(|z| z > OUTLIER_Z);
         let stalled = probes.stall_seconds.contains_key(&run.id);
         if !outlier && !stalled {
             continue;
@@ -305,6 +297,36 @@ fn causes(run: i64, probes: &RunProbes) -> Vec<String> {
         ));
     }
     out
+}
+
+/// A warning when other processes took more than `OTHER_CPU_SHARE` of the machine's CPU time
+/// over the compared targets' runs, on average: a busy machine slows and blurs every run, which
+/// the reader must know before the verdicts, not only from the noise table.
+pub fn busy_machine(
+    runs: &[StoredRun],
+    targets: &[&str],
+    other_cpu_share: &HashMap<i64, f64>,
+) -> Option<String> {
+    let shares: Vec<(f64, &StoredRun)> = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Completed && targets.contains(&r.target.as_str()))
+        .filter_map(|r| Some((*other_cpu_share.get(&r.id)?, r)))
+        .collect();
+    if shares.is_empty() {
+        return None;
+    }
+    let mean = shares.iter().map(|(s, _)| s).sum::<f64>() / shares.len() as f64;
+    let (most, run) = shares.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    (mean > OTHER_CPU_SHARE).then(|| {
+        format!(
+            "the machine was busy: other processes (neither the servers nor stampede) used {:.0}% of its CPU time during the runs on average, {:.0}% in the busiest (run {} of \"{}\", round {}); every run was slower and noisier than on a quiet machine — see the Noise section, and run the lab again when the machine is quiet",
+            mean * 100.0,
+            most * 100.0,
+            run.id,
+            run.target,
+            run.repetition + 1
+        )
+    })
 }
 
 /// Per run, the share of the machine's CPU time that neither the run's server (its process

@@ -29,9 +29,9 @@ pub fn to_markdown(report: &LabReport) -> String {
         out += &format!("## {} vs {}\n\n", target.target, report.base);
         let stops = target.cells.iter().any(|c| c.stopped.is_some());
         out += if stops {
-            "| cell | runs | base | other | ratio | 95% CI | ± | p | stopped | verdict |\n|---|---|---|---|---|---|---|---|---|---|\n"
+            "| cell | runs | base | other | ratio | median ratio | 95% CI | ± | p | stopped | verdict |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
         } else {
-            "| cell | runs | base | other | ratio | 95% CI | ± | p | verdict |\n|---|---|---|---|---|---|---|---|---|\n"
+            "| cell | runs | base | other | ratio | median ratio | 95% CI | ± | p | verdict |\n|---|---|---|---|---|---|---|---|---|---|\n"
         };
         for c in &target.cells {
             let stopped = if stops {
@@ -40,12 +40,13 @@ pub fn to_markdown(report: &LabReport) -> String {
                 String::new()
             };
             out += &format!(
-                "| {} | {} | {:.1} | {:.1} | {:.3} | {}–{} | {} | {:.3} |{stopped} {} |\n",
+                "| {} | {} | {:.1} | {:.1} | {:.3} | {} | {}–{} | {} | {:.3} |{stopped} {} |\n",
                 cell_text(&c.cell),
                 c.runs_text(),
                 c.base_median,
                 c.other_median,
                 c.ratio,
+                optional(c.median_round_ratio(), 3),
                 optional(c.ci_low, 3),
                 optional(c.ci_high, 3),
                 c.precision_text(),
@@ -54,6 +55,9 @@ pub fn to_markdown(report: &LabReport) -> String {
             );
         }
         out += "\n";
+        for note in &target.notes {
+            out += &format!("{note}\n\n");
+        }
     }
     out += &super::machines::markdown(&report.machines);
     out += &families_markdown(report);

@@ -26,6 +26,16 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// How far `value` lies from the median of `values` in robust standard deviations (1.4826 ×
+/// the median absolute deviation, at least `floor`): Iglewicz and Hoaglin's modified z-score,
+/// which one wild value among a few cannot hide by inflating the spread. None when empty.
+pub fn robust_z(value: f64, values: &[f64], floor: f64) -> Option<f64> {
+    let center = median(values)?;
+    let deviations: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
+    let spread = (1.4826 * median(&deviations)?).max(floor);
+    Some((value - center).abs() / spread)
+}
+
 /// (min, max); None when empty.
 pub fn range(values: &[f64]) -> Option<(f64, f64)> {
     let min = values.iter().copied().reduce(f64::min)?;

@@ -15,7 +15,7 @@
 //! `Inconclusive` otherwise.
 
 use super::student;
-use super::verdict::{decide, Direction, Verdict, ALPHA};
+use super::verdict::{decide, Direction, Verdict, ALPHA, EQUIVALENCE};
 
 /// Fewer pairs than this give no verdict: a t interval on one or two differences is too
 /// dependent on how far apart two numbers happened to fall.
@@ -43,6 +43,27 @@ impl PairedComparison {
         let (low, high) = self.interval?;
         Some((high / self.ratio - 1.0).max(1.0 - low / self.ratio))
     }
+}
+
+/// The most rounds `rounds_to_decide` looks for.
+pub const MAX_ROUNDS_TO_DECIDE: usize = 1000;
+
+/// The rounds in all that would decide a paired comparison measured at `ratio` with log-ratio
+/// sd `log_sd`, if both stayed as measured: its 95% t interval clear of 1 (faster or slower),
+/// or inside ±`EQUIVALENCE` (no detectable difference), whichever comes first. None when that
+/// takes over `MAX_ROUNDS_TO_DECIDE` (a ratio on the equivalence boundary).
+pub fn rounds_to_decide(ratio: f64, log_sd: f64) -> Option<usize> {
+    let mean = ratio.ln();
+    let to_change = mean.abs();
+    let to_equivalence = ((1.0 + EQUIVALENCE).ln() - mean).min(mean - (1.0 - EQUIVALENCE).ln());
+    let reach = to_change.max(to_equivalence);
+    if reach <= 0.0 || !reach.is_finite() || !log_sd.is_finite() {
+        return None;
+    }
+    (MIN_PAIRS..=MAX_ROUNDS_TO_DECIDE).find(|&n| {
+        let n = n as f64;
+        student::quantile(1.0 - ALPHA / 2.0, n - 1.0) * log_sd / n.sqrt() < reach
+    })
 }
 
 /// The (1 − `alpha`) t interval of the ratio from the same log ratios `compare_paired` reads;
@@ -194,5 +215,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(lower.verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn rounds_to_decide_are_those_whose_interval_clears_one_or_fits_the_equivalence_band() {
+        // 1.10 at sd 0.10: t(.975, n−1) · 0.10 / √n < ln 1.10 = 0.09531 first at n = 7
+        // (2.4469 · 0.10 / √7 = 0.09248; at 6, 2.5706 · 0.10 / √6 = 0.10494).
+        assert_eq!(rounds_to_decide(1.10, 0.10), Some(7));
+        // A ratio of 1 is decided as no difference: the half-width under ln 1.05 = 0.04879,
+        // at sd 0.05 first at n = 7 (2.4469 · 0.05 / √7 = 0.04624; at 6, 0.05247).
+        assert_eq!(rounds_to_decide(1.0, 0.05), Some(7));
+        // On the equivalence boundary, at great noise, not within the rounds it looks at
+        // (t · 1.0 / √n < ln 1.05 needs about 1,600).
+        assert_eq!(rounds_to_decide(1.05, 1.0), None);
+        // Quiet noise decides in the fewest rounds a verdict takes.
+        assert_eq!(rounds_to_decide(1.5, 0.001), Some(MIN_PAIRS));
     }
 }
