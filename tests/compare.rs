@@ -1212,7 +1212,13 @@ fn an_inconclusive_cell_says_what_would_decide_it_and_a_wild_round_is_named() {
         report.to_str().unwrap(),
     ]));
     let markdown = std::fs::read_to_string(&*report).unwrap();
-    assert!(markdown.contains("> **Warning:** the machine was busy"), "{markdown}");
-    assert!(markdown.contains("rounds would decide it at this noise"), "{markdown}");
+    assert!(
+        markdown.contains("> **Warning:** the machine was busy"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("rounds would decide it at this noise"),
+        "{markdown}"
+    );
     assert!(markdown.contains("| median ratio |"), "{markdown}");
 }

@@ -253,11 +253,19 @@ fn point_queries_read_by_primary_key() {
 }
 
 fn run_json(args: &[&str], db: &str, json: &TempFile) -> Value {
+    run_json_saying(args, db, json).0
+}
+
+/// The report and what the run said on standard error (its plan first).
+fn run_json_saying(args: &[&str], db: &str, json: &TempFile) -> (Value, String) {
     let mut all = vec!["run", "--json", json.to_str().unwrap(), "--settle", "0"];
     all.extend_from_slice(args);
-    let text = succeeded(stampede_on("ibench", db, &all));
+    let output = stampede_on("ibench", db, &all);
+    let said = common::stderr(&output);
+    let text = succeeded(output);
     assert!(text.contains("step "), "{text}");
-    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+    let report = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    (report, said)
 }
 
 fn step_named<'a>(report: &'a Value, name: &str) -> &'a Value {
@@ -271,10 +279,11 @@ fn step_named<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn the_steps_load_index_write_and_query_as_his_scripts_do() {
-    let db = database("ibench_run");
-    server().reset_statements(&db);
+    // On a fresh server the database is not there: the run creates it, after its plan.
+    let db = server().create_database("ibench_run");
+    server().psql("postgres", &format!("DROP DATABASE {db}"));
     let json = TempFile::new("ibench-run.json");
-    let report = run_json(
+    let (report, said) = run_json_saying(
         &[
             "--clients",
             "2",
@@ -297,6 +306,21 @@ fn the_steps_load_index_write_and_query_as_his_scripts_do() {
         .map(|s| s["step"].as_str().unwrap())
         .collect();
     assert_eq!(steps, ["l.i0", "l.x", "l.i1", "l.i2", "qr200", "qp200"]);
+    assert!(
+        said.starts_with("ibench run: 6 step(s) over 2 client(s), a table each (pi1..pi2)\n  l.i0    load 20000 rows\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains("  qr200   2 s of range queries beside 200 inserts/s a client\n"),
+        "{said}"
+    );
+    assert!(said.contains("takes 4 s of fixed-length steps, plus as long as the server takes to write the rows above"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "created database \"{db}\" (it did not exist on the server)"
+        )),
+        "{said}"
+    );
     let number = |step: &str, field: &str| step_named(&report, step)[field].as_u64().unwrap();
     assert_eq!(number("l.i0", "inserted"), 20_000);
     assert_eq!(number("l.i0", "deleted"), 0);
@@ -321,7 +345,9 @@ fn the_steps_load_index_write_and_query_as_his_scripts_do() {
             4
         );
     }
-    // Every row inserted and deleted, and every query, is the server's.
+    // Every row inserted and deleted, and every query, is the server's (a new database's
+    // statements are counted from its first; the view is read once its extension is there).
+    server().psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     let all_steps = report["steps"].as_array().unwrap();
     let sum = |field: &str| {
         all_steps

@@ -47,9 +47,18 @@ const SF_001: [(&str, i64); 8] = [
 #[test]
 fn a_build_holds_dbgen_s_rows_and_the_power_and_throughput_tests_keep_them_consistent() {
     let s = server();
+    // A fresh server has no database "tproch_sf001": the build creates it and says so.
     let db = s.create_database("tproch_sf001");
+    s.psql("postgres", &format!("DROP DATABASE {db}"));
     let output = tproch(&db, &["build", "--scale-factor", "0.01", "--threads", "2"]);
     assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with(&format!(
+            "created database \"{db}\" (it did not exist on the server)\n"
+        )),
+        "{}",
+        stdout(&output)
+    );
     for (table, rows) in SF_001 {
         assert_eq!(count(&db, table), rows, "{table}");
     }

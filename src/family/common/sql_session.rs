@@ -138,3 +138,71 @@ pub async fn connect_mysql(spec: &MysqlSpec) -> Result<MyConn, Failure> {
         ))
     })
 }
+
+/// PostgreSQL's invalid_catalog_name: the database named does not exist.
+const NO_SUCH_DATABASE: &str = "3D000";
+/// MySQL's ER_BAD_DB_ERROR: unknown database.
+const MYSQL_NO_SUCH_DATABASE: u16 = 1049;
+
+/// Creates the endpoint's database when the server says it does not exist, as HammerDB's
+/// builds create theirs, and says so on `note`: a build on a fresh server needs no
+/// `createdb` first. Any other failure to connect is left to the caller's own connection.
+pub async fn create_database_if_missing(
+    endpoint: &Endpoint,
+    note: &mut dyn FnMut(&str),
+) -> Result<(), Failure> {
+    let (name, created) = match endpoint {
+        Endpoint::Postgres(conn) => (conn.dbname.as_str(), create_postgres(conn).await?),
+        Endpoint::Mysql(spec) => (spec.database.as_str(), create_mysql(spec).await?),
+    };
+    if created {
+        note(&format!(
+            "created database \"{name}\" (it did not exist on the server)"
+        ));
+    }
+    Ok(())
+}
+
+async fn create_postgres(conn: &stampede_conn::ConnSpec) -> Result<bool, Failure> {
+    let missing = match conn.connect_control().await {
+        Ok(_) => false,
+        Err(e) => e
+            .as_db_error()
+            .is_some_and(|e| e.code().code() == NO_SUCH_DATABASE),
+    };
+    if !missing {
+        return Ok(false);
+    }
+    let maintenance = stampede_conn::ConnSpec {
+        dbname: "postgres".into(),
+        ..conn.clone()
+    };
+    let client = connect_quietly(&maintenance).await?;
+    let statement = format!("CREATE DATABASE \"{}\"", conn.dbname.replace('"', "\"\""));
+    client.batch_execute(&statement).await.map_err(|e| {
+        sql_error(&statement, e).map_message(|m| {
+            format!("{m} (the database \"{}\" does not exist and could not be created: create it, or grant CREATEDB)", conn.dbname)
+        })
+    })?;
+    Ok(true)
+}
+
+async fn create_mysql(spec: &MysqlSpec) -> Result<bool, Failure> {
+    let missing = match MyConn::connect(spec, CONNECT_TIMEOUT).await {
+        Ok(_) => false,
+        Err(stampede_wire::reply::ConnError::Server(e)) => {
+            e.mysql_errno == Some(MYSQL_NO_SUCH_DATABASE)
+        }
+        Err(_) => false,
+    };
+    if !missing {
+        return Ok(false);
+    }
+    let mut conn = connect_mysql(&spec.with_database("")).await?;
+    let statement = format!("CREATE DATABASE `{}`", spec.database.replace('`', "``"));
+    match conn.query_all(&statement).await {
+        Ok(Ok(_)) => Ok(true),
+        Ok(Err(error)) => Err(sql_failure(&statement, &error)),
+        Err(error) => Err(Failure::run(format!("lost the connection: {error}"))),
+    }
+}

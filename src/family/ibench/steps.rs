@@ -31,7 +31,7 @@ use super::summary::{self, StepResult};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure;
 use crate::family::common::server_work::{local_server_pid, Meter};
-use crate::family::common::sql_session::Session;
+use crate::family::common::sql_session::{create_database_if_missing, Session};
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::Endpoint;
 
@@ -228,6 +228,74 @@ impl Plan {
     }
 
     /// Seconds to let the server settle after l.i2 (his 60 + 1 per million rows, at most 1200).
+    /// What the run will do and how long it takes, before it starts: each step's work, the
+    /// time of the steps whose length is fixed (the query steps, the settle), and the rows of
+    /// those that last as long as the server takes to write them.
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "ibench run: {} step(s) over {} client(s), {}\n",
+            self.steps.len(),
+            self.clients,
+            match (self.shared_table, self.clients) {
+                (true, _) | (false, 1) => "table pi1".to_string(),
+                (false, n) => format!("a table each (pi1..pi{n})"),
+            }
+        );
+        let mut fixed = 0;
+        for step in &self.steps {
+            let (what, seconds) = self.step_work(step);
+            fixed += seconds.unwrap_or(0);
+            out += &format!("  {:<7} {what}\n", step.name);
+        }
+        let writes = self.steps.iter().any(|s| self.step_work(s).1.is_none());
+        out += &format!(
+            "takes {}{}; --query-seconds, --rows and --writes make it shorter (docs/ibench.md: a small run)\n",
+            stampede_base::duration::human(Duration::from_secs(fixed)),
+            if writes {
+                " of fixed-length steps, plus as long as the server takes to write the rows above"
+            } else {
+                ""
+            }
+        );
+        out
+    }
+
+    /// A step's work as one phrase, and its length when that is fixed.
+    fn step_work(&self, step: &Step) -> (String, Option<u64>) {
+        let deletes = if self.deletes {
+            ", deleting as many"
+        } else {
+            ""
+        };
+        match step.kind {
+            StepKind::Load => (format!("load {} rows", self.rows), None),
+            StepKind::Index => ("create the secondary indexes".into(), None),
+            StepKind::Write50 => (
+                format!(
+                    "insert {} rows, 50 a commit{deletes}",
+                    share(self.writes, 4)
+                ),
+                None,
+            ),
+            StepKind::Write5 => (
+                format!(
+                    "insert {} rows, 5 a commit{deletes}; then vacuum and settle {} s",
+                    share(self.writes, 1),
+                    self.settle_seconds()
+                ),
+                Some(self.settle_seconds()),
+            ),
+            StepKind::Query { rate, point } => (
+                format!(
+                    "{} s of {} queries beside {rate} inserts/s a client",
+                    self.query_seconds,
+                    if point { "point" } else { "range" }
+                ),
+                Some(self.query_seconds),
+            ),
+        }
+    }
+
     pub fn settle_seconds(&self) -> u64 {
         self.settle
             .unwrap_or_else(|| (60 + self.rows / 1_000_000).min(1200))
@@ -247,10 +315,15 @@ pub fn run(args: &RunArgs) -> CommandResult {
     if let Some(dir) = &args.output_dir {
         prepare_output_dir(dir, &plan)?;
     }
+    eprint!("{}", plan.describe());
     let endpoint = endpoint(&args.connection)?;
     let runtime = runtime()?;
     let dbms = Dbms::of(&endpoint);
-    if plan.steps[0].kind != StepKind::Load {
+    if plan.steps[0].kind == StepKind::Load {
+        runtime.block_on(create_database_if_missing(&endpoint, &mut |line| {
+            eprintln!("{line}")
+        }))?;
+    } else {
         runtime.block_on(require_tables(&plan, &endpoint, &plan.steps[0]))?;
     }
     let stop = stampede_base::signals::watch_signals();

@@ -12,7 +12,7 @@ use super::session::Dialect;
 use super::{check, data, generate, metrics};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::server_work::local_server_pid;
-use crate::family::common::sql_session::Session;
+use crate::family::common::sql_session::{create_database_if_missing, Session};
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::control_runtime;
 
@@ -76,6 +76,7 @@ fn build(args: &BuildArgs) -> CommandResult {
     let threads = threads(args.threads)?;
     let endpoint = endpoint(&args.connection)?;
     control_runtime().block_on(async {
+        create_database_if_missing(&endpoint, &mut |line| println!("{line}")).await?;
         let mut session = Session::connect(&endpoint)
             .await
             .map_err(Failure::into_input)?;
