@@ -252,10 +252,6 @@ fn point_queries_read_by_primary_key() {
     assert!(statements(&db, "select max(transactionid) from pi1").0 >= 1);
 }
 
-fn run_json(args: &[&str], db: &str, json: &TempFile) -> Value {
-    run_json_saying(args, db, json).0
-}
-
 /// The report and what the run said on standard error (its plan first).
 fn run_json_saying(args: &[&str], db: &str, json: &TempFile) -> (Value, String) {
     let mut all = vec!["run", "--json", json.to_str().unwrap(), "--settle", "0"];
