@@ -49,13 +49,36 @@ struct Ticks {
     system: f64,
 }
 
+/// Reads of the tree before one finds no child reaped while it read.
+const CONSISTENT_READ_ATTEMPTS: usize = 20;
+
 /// The postmaster's own and reaped children's ticks, plus every live child's (with the
 /// children they reaped in turn).
+///
+/// A child the postmaster reaps while the tree is read moves its ticks from the live children
+/// into the postmaster's reaped ones: read after it was listed and before the postmaster, it
+/// would count twice; reaped after the postmaster was read and before it was listed, not at
+/// all — a whole step's backend, seconds of CPU, when its clients have just disconnected. So a
+/// read counts only when the postmaster's reaped ticks were the same before and after it.
 fn tree_ticks(postmaster: u32) -> Option<Ticks> {
-    let own = ProcStat::read(postmaster)?;
-    let mut total = own.ticks_with_reaped();
-    // A process may end between the listing and the read: it is then in the postmaster's
-    // reaped ticks, or about to be.
+    let mut last = None;
+    for _ in 0..CONSISTENT_READ_ATTEMPTS {
+        let before = ProcStat::read(postmaster)?;
+        let total = with_children(postmaster, before.ticks_with_reaped());
+        let after = ProcStat::read(postmaster)?;
+        if after.reaped() == before.reaped() {
+            return Some(total);
+        }
+        last = Some(total);
+        std::thread::yield_now();
+    }
+    last
+}
+
+/// `own` plus every live child's ticks (a process may end between the listing and the read:
+/// it is then in the postmaster's reaped ticks, which `tree_ticks` sees change).
+fn with_children(postmaster: u32, own: Ticks) -> Ticks {
+    let mut total = own;
     for child in stampede_base::sys::children_of(postmaster)
         .into_iter()
         .filter_map(ProcStat::read)
@@ -65,7 +88,7 @@ fn tree_ticks(postmaster: u32) -> Option<Ticks> {
         total.user += ticks.user;
         total.system += ticks.system;
     }
-    Some(total)
+    total
 }
 
 /// The fields of /proc/<pid>/stat this module needs.
@@ -97,6 +120,11 @@ impl ProcStat {
             reaped_user: number(13)?,
             reaped_system: number(14)?,
         })
+    }
+
+    /// The ticks of the children it has reaped.
+    fn reaped(&self) -> (f64, f64) {
+        (self.reaped_user, self.reaped_system)
     }
 
     fn ticks_with_reaped(&self) -> Ticks {
@@ -142,5 +170,54 @@ mod tests {
         let after = tree_ticks(me).unwrap();
         let spent = (after.user + after.system) - (before.user + before.system);
         assert!(spent >= 5.0, "{before:?} {after:?}");
+    }
+
+    /// Children spinning and reaped one after another while the tree is read again and
+    /// again: the tree's CPU only ever grows, and at the end holds every reaped child's CPU
+    /// as the kernel's own account of the children (getrusage) gives it.
+    #[test]
+    fn a_child_reaped_while_the_tree_is_read_is_counted_once() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let me = std::process::id();
+        let seconds = |t: Ticks| (t.user + t.system) / super::super::os::clock_ticks_per_second();
+        let children = || {
+            let usage =
+                nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+                    .unwrap();
+            let time = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            time(usage.user_time()) + time(usage.system_time())
+        };
+        let reaped_before = children();
+        let start = seconds(tree_ticks(me).unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let churn = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::process::Command::new("sh")
+                        .args(["-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"])
+                        .status();
+                }
+            })
+        };
+        let mut last = start;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+        while std::time::Instant::now() < deadline {
+            let now = seconds(tree_ticks(me).unwrap());
+            assert!(now >= last, "the tree's CPU fell from {last} s to {now} s");
+            last = now;
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
+        let end = seconds(tree_ticks(me).unwrap());
+        let reaped = children() - reaped_before;
+        assert!(reaped > 0.2, "the children spun {reaped} s");
+        // The tree holds them, and this process's own threads besides.
+        assert!(
+            end - start >= reaped * 0.98,
+            "{} s of tree for {reaped} s of children",
+            end - start
+        );
     }
 }
