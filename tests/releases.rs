@@ -194,3 +194,54 @@ clients = [1]
         "stampede: error: unknown PostgreSQL version \"19beta\"; use a major (\"16\", \"19\") or an exact version (\"16.4.0\", \"19rc1\")\n"
     );
 }
+
+/// zonky's builds hold the server alone: the client programs come from Debian's
+/// postgresql-client of the newest major, unpacked self-contained, and dump and list a database
+/// of the suite's server; `server client-programs` names the machine's own where it has them.
+#[test]
+fn debian_s_client_programs_dump_a_database_where_zonky_s_build_has_no_pg_dump() {
+    let bin = stampede::server::postgres::release::debian_client_programs(&mut |_| {})
+        .expect("Debian's client programs");
+    let version = std::process::Command::new(bin.join("pg_dump"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&version).starts_with("pg_dump (PostgreSQL) "),
+        "{}",
+        stderr(&version)
+    );
+    let s = common::server();
+    let db = s.create_database("client_programs");
+    s.psql(
+        &db,
+        "CREATE TABLE kept (id int PRIMARY KEY); INSERT INTO kept VALUES (1), (2)",
+    );
+    let dump = common::TempFile::new("client-programs.dump");
+    let mut pg_dump = std::process::Command::new(bin.join("pg_dump"));
+    pg_dump
+        .args(["-Fc", "-f", dump.to_str().unwrap()])
+        .args(["-h", &s.socket_dir(), "-p", &s.port(), "-U", &s.user, &db])
+        .env("PGPASSWORD", common::PASSWORD);
+    let dumped = pg_dump.output().unwrap();
+    assert!(dumped.status.success(), "{}", stderr(&dumped));
+    let listed = std::process::Command::new(bin.join("pg_restore"))
+        .args(["-l", dump.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&listed).contains("TABLE public kept"),
+        "{}",
+        stdout(&listed)
+    );
+
+    let named = stampede_command(&["server", "client-programs"])
+        .output()
+        .unwrap();
+    assert!(named.status.success(), "{}", stderr(&named));
+    let path = std::path::PathBuf::from(stdout(&named).trim());
+    assert!(
+        path.join("pg_dump").is_file() && path.join("pg_restore").is_file(),
+        "{path:?}"
+    );
+}

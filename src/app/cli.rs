@@ -256,6 +256,10 @@ pub enum ServerAction {
     /// PostgreSQL majors reachable and from where (zonky builds on Maven Central, Debian's
     /// archive), what is cached, and the builds from source in the cache
     Versions,
+    /// Print the bin/ path of the newest PostgreSQL client programs stampede can get (pg_dump,
+    /// pg_restore, psql): the machine's own, else Debian's postgresql-client unpacked into the
+    /// cache (zonky's builds hold the server alone)
+    ClientPrograms,
     /// Download PostgreSQL (a major such as 15 or 19, or an exact version such as 15.15.0 or
     /// 19rc1) into the cache and print its bin/ path: zonky's build from Maven Central, else the
     /// release from Debian's archive (built from its tarball, or Debian's own build unpacked)

@@ -14,6 +14,7 @@ pub fn run(action: &ServerAction) -> CommandResult {
     match action {
         ServerAction::Versions => return versions(),
         ServerAction::Download { version } => return download(version),
+        ServerAction::ClientPrograms => return client_programs(),
         ServerAction::Build {
             source,
             cflags,
@@ -67,6 +68,7 @@ pub fn run(action: &ServerAction) -> CommandResult {
         ServerAction::Start
         | ServerAction::Versions
         | ServerAction::Download { .. }
+        | ServerAction::ClientPrograms
         | ServerAction::Build { .. } => {
             unreachable!("handled above")
         }
@@ -178,6 +180,15 @@ fn download(version: &str) -> CommandResult {
     let binaries = release::binaries(version, &mut |event| setup.show(event))?;
     eprintln!("PostgreSQL {}", binaries.release());
     println!("{}", binaries.bin_dir.display());
+    Ok(())
+}
+
+/// The client programs' bin/ path on stdout (what getting them took on stderr), for
+/// `"$(stampede server client-programs)/pg_dump"`.
+fn client_programs() -> CommandResult {
+    let mut setup = SetupLine::on_stderr();
+    let bin_dir = release::client_programs(&mut |event| setup.show(event))?;
+    println!("{}", bin_dir.display());
     Ok(())
 }
 

@@ -29,7 +29,6 @@ use crate::family::api::{
 };
 use crate::family::common::measure::QPS;
 use crate::family::common::options::{self, OptionsError};
-use crate::server::postgres::binaries::Binaries;
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_store::{RunMetrics, SeriesRow};
@@ -119,9 +118,18 @@ impl FamilyWorkload for ReplayLab {
     ) -> Result<(), Failure> {
         let spec = conn.postgres("replay")?;
         note(&format!("restoring {}", self.data.display()));
-        let pg_restore = Binaries::find_best()
-            .map(|b| b.bin_dir.join("pg_restore"))
-            .unwrap_or_else(|_| PathBuf::from("pg_restore"));
+        // Only an archive needs pg_restore: the newest stampede can get.
+        let pg_restore = match restore::format_of(&self.data)? {
+            restore::DumpFormat::Archive => {
+                crate::server::postgres::release::client_programs(&mut |event| {
+                    if let crate::server::setup::SetupEvent::Note(line) = event {
+                        note(line)
+                    }
+                })?
+                .join("pg_restore")
+            }
+            restore::DumpFormat::Plain => PathBuf::from("pg_restore"),
+        };
         stampede_conn::control_runtime().block_on(async {
             let client = stampede_control::postgres::connect_quietly(spec).await?;
             restore::restore(&client, &self.data, &pg_restore).await

@@ -300,6 +300,53 @@ fn debian_build(
     Ok(binaries)
 }
 
+/// The suite whose client programs stampede takes when the machine has none: Debian's
+/// development suite, which carries the newest released major.
+const CLIENT_SUITE: &str = "unstable";
+
+/// The bin/ directory of the newest PostgreSQL client programs stampede can get (pg_dump,
+/// pg_restore, psql): the machine's own when its best binaries hold them, else Debian's
+/// `postgresql-client` of the newest major its development suite carries, unpacked
+/// self-contained into the cache. zonky's builds hold the server alone, and a newer pg_dump
+/// dumps every older server.
+pub fn client_programs(events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<PathBuf, Failure> {
+    if let Ok(best) = Binaries::find_best() {
+        if best.bin_dir.join("pg_dump").is_file() && best.bin_dir.join("pg_restore").is_file() {
+            return Ok(best.bin_dir);
+        }
+    }
+    debian_client_programs(events)
+}
+
+/// Debian's `postgresql-client` of the newest major its development suite carries, unpacked.
+pub fn debian_client_programs(events: &mut dyn FnMut(SetupEvent<'_>)) -> Result<PathBuf, Failure> {
+    let releases = source_releases()?;
+    let major = newest_per_major(&releases)
+        .into_iter()
+        .find(|r| r.package.suite == CLIENT_SUITE)
+        .map(|r| r.major.clone())
+        .ok_or_else(|| {
+            Failure::run(format!(
+                "Debian's {CLIENT_SUITE} carries no PostgreSQL: install PostgreSQL's client programs (Debian and Ubuntu: apt-get install postgresql-client)"
+            ))
+        })?;
+    let client = format!("postgresql-client-{major}");
+    events(SetupEvent::Note(&format!(
+        "client programs: Debian's {client} from {CLIENT_SUITE}"
+    )));
+    let unpacked = debian_packages::unpack(&[CLIENT_SUITE], &[&client], events)?;
+    let bin_dir = unpacked
+        .root
+        .join(format!("usr/lib/postgresql/{major}/bin"));
+    if !bin_dir.join("pg_dump").is_file() {
+        return Err(Failure::run(format!(
+            "{client} unpacked into {} holds no pg_dump",
+            unpacked.root.display()
+        )));
+    }
+    Ok(bin_dir)
+}
+
 /// Debian's own build of `version` (a major or an exact release) whatever zonky publishes, so
 /// that releases built alike are compared (`postgres = { debian = "18" }` beside `"19"`).
 pub fn debian_binaries(
