@@ -74,6 +74,9 @@ fn assert_lab_refused(spec: &Path, message: &str) {
         format!("stampede: error: {message}")
     );
     assert!(!spec.with_extension("db").exists());
+    // Nothing written: not the lock file either.
+    let results = spec.with_extension("db");
+    assert!(!PathBuf::from(format!("{}.lock", results.display())).exists());
 }
 
 /// A workload with `pods` whose kubeconfig cannot be read is refused before any server starts.

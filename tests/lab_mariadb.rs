@@ -361,6 +361,7 @@ fn assert_refused(dir: &Path, command: &str, spec_text: &str, message: &str) {
     );
     assert!(!dir.join("bad.db").exists());
     assert!(!dir.join("bad.db.servers").exists());
+    assert!(!dir.join("bad.db.lock").exists());
 }
 
 #[test]

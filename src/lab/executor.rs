@@ -247,12 +247,13 @@ impl<'a> Lab<'a> {
                 targets.check(target)?;
             }
         }
-        let lock = LabLock::acquire(&lock_path(&spec.results, &spec.server_root), &spec.name)?;
         for (workload, w) in spec.workloads.iter().zip(&workloads) {
             for script in &workload.scripts {
                 w.check_variant(script)?;
             }
         }
+        // Binaries are had (downloaded, built, their settings checked) before the lock is
+        // taken, so that a lab refused for them writes nothing, its lock file included.
         let binaries: Vec<Result<TargetBinaries, Failure>> = spec
             .targets
             .iter()
@@ -263,6 +264,7 @@ impl<'a> Lab<'a> {
                 return Err(error.clone());
             }
         }
+        let lock = LabLock::acquire(&lock_path(&spec.results, &spec.server_root), &spec.name)?;
         // A results database that cannot take the lab is the spec's problem: nothing ran yet.
         let mut store = Store::open(&spec.results)?;
         let (lab_id, seed) = match opening {

@@ -111,7 +111,11 @@ fn changes(base: &[SettingRow], other: &[SettingRow]) -> Vec<Change> {
             let (from, to) = (default_row(row)?, default_row(theirs)?);
             let (from_value, to_value) =
                 (super::why::normalized(&from)?, super::why::normalized(&to)?);
-            if from_value == to_value || from_value.contains('/') || to_value.contains('/') {
+            if from_value == to_value
+                || from_value.contains('/')
+                || to_value.contains('/')
+                || nothing_either_way(&from_value, &to_value)
+            {
                 return None;
             }
             let set_here = |r: &SettingRow| r.source.as_deref().is_some_and(|s| s != "default");
@@ -126,6 +130,13 @@ fn changes(base: &[SettingRow], other: &[SettingRow]) -> Vec<Change> {
             })
         })
         .collect()
+}
+
+/// A switch that became a list keeps its meaning: 18's log_connections is `''` (no aspect
+/// logged) where 17's was `off`, which says the same and is no changed default.
+fn nothing_either_way(from: &str, to: &str) -> bool {
+    let nothing = |value: &str| matches!(value, "" | "off" | "false" | "none");
+    nothing(from) && nothing(to)
 }
 
 /// The row as its default: the boot value, or for a setting fixed at initdb its value.
@@ -231,6 +242,7 @@ mod tests {
                 row("work_mem", "4096", "4096", "default"),
                 row("data_directory", "/a", "", "override"),
                 row("old_setting", "1", "1", "default"),
+                row("log_connections", "off", "off", "default"),
             ],
         );
         let other = target(
@@ -243,6 +255,8 @@ mod tests {
                 row("work_mem", "4096", "4096", "default"),
                 row("data_directory", "/b", "", "override"),
                 row("new_setting", "1", "1", "default"),
+                // 18 made it a list: '' logs no aspect, as off did.
+                row("log_connections", "", "", "default"),
             ],
         );
         let warnings = changed_defaults(&[base.clone(), other], "pg18", &["pg18", "pg19"]);

@@ -479,11 +479,12 @@ fn series_chart(series: &RunSeries) -> String {
         .fold(0.0, |sum, mark| sum + mark.completed);
     let buffers = writes.iter().fold(0.0, |sum, (_, b)| sum + b);
     format!(
-        "<h3>{} — {}, run {} (repetition {})</h3><p>{completed} checkpoint(s) completed (dashed lines, at the end of their second), {buffers} buffers written by the checkpointer (pale bars, per second).</p>{}",
+        "<h3>{} — {}, run {} (round {})</h3><p>{completed} checkpoint(s) completed (dashed lines, at the end of their second), {buffers} buffers written by the checkpointer (pale bars, per second).</p>{}",
         escape(&series.target),
         escape(&cell_text(&series.cell)),
         series.run_id,
-        series.repetition,
+        // Rounds count from 1 everywhere the user reads them (the lab's progress, the plan).
+        series.repetition + 1,
         svg::time_series("tps", &series.tps, &finished, &writes)
     )
 }

@@ -22,6 +22,15 @@ const INFRASTRUCTURE: [&str; 12] = [
     "server_version_num",
 ];
 
+/// Settings initdb itself writes into postgresql.conf (sized to the machine, or the locale's),
+/// which a version that adds one has "from a configuration file" without anyone configuring it
+/// (18's autovacuum_worker_slots): beside a version without it, not a configured difference.
+const WRITTEN_BY_INITDB: [&str; 3] = [
+    "autovacuum_worker_slots",
+    "dynamic_shared_memory_type",
+    "default_text_search_config",
+];
+
 /// Top wait states listed per target.
 const TOP_WAITS: usize = 5;
 
@@ -189,9 +198,12 @@ fn side_by_side(base: &[SettingRow], other: &[SettingRow]) -> Vec<SettingDiff> {
 /// The differences set in a configuration file on either side, apart from the rest.
 fn configured_apart(diffs: Vec<SettingDiff>) -> (Vec<SettingDiff>, Vec<SettingDiff>) {
     diffs.into_iter().partition(|d| {
-        [&d.base_source, &d.other_source]
-            .iter()
-            .any(|s| s.as_deref() == Some("configuration file"))
+        let added_by_a_version = d.base.is_none() || d.other.is_none();
+        let initdb_s = WRITTEN_BY_INITDB.contains(&d.name.as_str()) && added_by_a_version;
+        !initdb_s
+            && [&d.base_source, &d.other_source]
+                .iter()
+                .any(|s| s.as_deref() == Some("configuration file"))
     })
 }
 
@@ -411,6 +423,8 @@ mod tests {
             setting("jit", "off", "default"),
             setting("port", "2", "configuration file"),
             setting("work_mem", "4096", "default"),
+            // 18's initdb writes it; 15 has no such setting.
+            setting("autovacuum_worker_slots", "16", "configuration file"),
         ];
         let inputs = WhyInputs {
             settings: &[
@@ -451,7 +465,10 @@ mod tests {
         let panel = panel(&inputs, "a", "b");
         let names = |d: &[SettingDiff]| d.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&panel.configured_settings), ["shared_buffers"]);
-        assert_eq!(names(&panel.other_settings), ["jit"]);
+        assert_eq!(
+            names(&panel.other_settings),
+            ["autovacuum_worker_slots", "jit"]
+        );
         assert_eq!(
             panel.plan_differences.len(),
             1,

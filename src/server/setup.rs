@@ -70,9 +70,8 @@ impl SetupLine {
     }
 
     fn elapsed(&self) -> String {
-        self.download_started.map_or(String::new(), |started| {
-            format!(" in {:.1} s", started.elapsed().as_secs_f64())
-        })
+        self.download_started
+            .map_or(String::new(), |started| took(started.elapsed()))
     }
 
     /// Ends an open download line before a caller prints its own.
@@ -84,6 +83,29 @@ impl SetupLine {
     }
 }
 
+/// " in 2.3 s", or " in 43 ms" under a second: a download from a registry's cache nearby takes
+/// milliseconds, which "0.0 s" would hide.
+fn took(elapsed: std::time::Duration) -> String {
+    if elapsed.as_secs_f64() < 1.0 {
+        format!(" in {} ms", elapsed.as_millis().max(1))
+    } else {
+        format!(" in {:.1} s", elapsed.as_secs_f64())
+    }
+}
+
 fn mebibytes(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_quick_download_says_its_milliseconds() {
+        assert_eq!(took(Duration::from_millis(43)), " in 43 ms");
+        assert_eq!(took(Duration::from_micros(200)), " in 1 ms");
+        assert_eq!(took(Duration::from_millis(2345)), " in 2.3 s");
+    }
 }
