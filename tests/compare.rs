@@ -1221,4 +1221,24 @@ fn an_inconclusive_cell_says_what_would_decide_it_and_a_wild_round_is_named() {
         "{markdown}"
     );
     assert!(markdown.contains("| median ratio |"), "{markdown}");
+    // One client count: the throughput and latency are bars, not line charts of one dot; the
+    // run charts count rounds from 1, as the lab's progress does; the ratio's axis stays above
+    // zero (log scale: 0.683–1.978 around 1).
+    let html_path = temp_path("wild.html");
+    common::succeeded(stampede(&[
+        "report",
+        db.to_str().unwrap(),
+        "--base",
+        "a",
+        "-o",
+        html_path.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&*html_path).unwrap();
+    let scaling = &html[html.find(r#"<h2 id="scaling">"#).unwrap()..];
+    let scaling = &scaling[..scaling[4..].find("<h2 ").unwrap()];
+    assert!(!scaling.contains("<polyline"), "{scaling}");
+    assert_eq!(scaling.matches(r#"<rect class="bar""#).count(), 2, "{scaling}");
+    assert!(html.contains(" (round "), "run charts name their round");
+    assert!(!html.contains("(repetition "));
+    assert!(!html.contains(">-0.") && !html.contains(">-1."), "an axis below zero");
 }

@@ -1167,6 +1167,47 @@ fn a_sysbench_workload_runs_in_the_lab() {
     assert_eq!(calls[0][1], "2", "one statement per table: {calls:?}");
     let extra = number(&calls[0][0]) - transactions;
     assert!((0.0..=2.0).contains(&extra), "{extra}");
+
+    // `lab clean` removes the clusters, stopping one left running, and keeps the results.
+    let servers = dir.join("sb.db.servers");
+    let cluster = Cluster {
+        binaries: Binaries::find_best().unwrap(),
+        root: servers.join("t"),
+        port: common::free_port(),
+        run_as: OsUser::for_server().expect("server user"),
+        cpus: None,
+    };
+    cluster.start().expect("the lab's cluster starts again");
+    let pid = std::fs::read_to_string(cluster.data_dir().join("postmaster.pid")).unwrap();
+    let pid = pid.lines().next().unwrap().trim().to_string();
+    let cleaned = stampede_command(&["lab", "clean", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = common::succeeded(cleaned);
+    assert!(
+        said.contains(&format!(
+            "removed {}: 1 server folder(s), ",
+            servers.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(", 1 running server(s) stopped first; the results"),
+        "{said}"
+    );
+    assert!(!servers.exists());
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "pid {pid} still runs"
+    );
+    let compared = stampede_command(&["report", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(compared.status.success(), "{}", stderr(&compared));
+    let again = stampede_command(&["lab", "clean", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(common::succeeded(again).starts_with("nothing to clean: "));
 }
 
 /// The microbench suite in the lab: its steps run in order on one data copy per target, the

@@ -361,6 +361,9 @@ pub enum LabAction {
     /// One pod's part of a lab run whose workload says `pods = N` (the lab's Job runs it)
     #[command(hide = true)]
     PodRun { request: std::path::PathBuf },
+    /// Remove the lab's clusters (its servers' data directories, `<results>.servers/`), stopping
+    /// any still running; the results database is kept
+    Clean { spec: std::path::PathBuf },
     /// Measure the lab's noise: its base target against an identical twin in paired rounds,
     /// every cell; prints and stores the detectable change and the rounds an auto lab needs
     Calibrate {

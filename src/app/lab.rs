@@ -43,6 +43,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             spec,
         } => lab_shards::shard_run(spec, *lab_id, *shards, shard_list, results, *keep_going),
         LabAction::Calibrate { spec, rounds } => calibrate::calibrate(spec, *rounds),
+        LabAction::Clean { spec } => super::lab_clean::clean(spec),
         LabAction::PodRun { request } => crate::lab::pods::run_pod(request),
     }
 }

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod gate;
 pub mod history;
 pub mod lab;
+pub mod lab_clean;
 pub mod lab_results;
 pub mod lab_shards;
 pub mod lab_spec;

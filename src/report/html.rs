@@ -257,6 +257,33 @@ fn scaling_charts(report: &LabReport) -> String {
     for ((workload, script, scale), (clients, summaries)) in
         by_dataset(&report.summaries, |s| &s.cell)
     {
+        let title = format!(
+            "<h3>{} {} scale {}</h3>",
+            escape(&workload),
+            escape(&script),
+            escape(&scale)
+        );
+        // One client count is one point per target: bars say it, a line chart of dots does not.
+        if clients.len() == 1 {
+            let bars: Vec<ValueBar> = targets
+                .iter()
+                .enumerate()
+                .filter_map(|(color, target)| {
+                    let s = summaries.iter().find(|s| s.target == *target)?;
+                    Some(ValueBar {
+                        label: format!("{target}, {} clients", s.cell.clients),
+                        value: s.median,
+                        color,
+                    })
+                })
+                .collect();
+            let _ = write!(
+                out,
+                "{title}{}",
+                svg::value_bars(&format!("{} (median of the runs)", report.metric), &bars)
+            );
+            continue;
+        }
         let lines: Vec<Line> = targets
             .iter()
             .enumerate()
@@ -282,10 +309,7 @@ fn scaling_charts(report: &LabReport) -> String {
             .collect();
         let _ = write!(
             out,
-            "<h3>{} {} scale {}</h3>{}",
-            escape(&workload),
-            escape(&script),
-            escape(&scale),
+            "{title}{}",
             svg::line_chart(&report.metric, &client_labels(&clients), &lines)
         );
     }
@@ -332,6 +356,35 @@ fn latency(report: &LabReport) -> String {
     for ((workload, script, scale), (clients, summaries)) in
         by_dataset(&report.latency, |s| &s.cell)
     {
+        if clients.len() == 1 {
+            let bars: Vec<ValueBar> = targets
+                .iter()
+                .enumerate()
+                .filter_map(|(color, target)| {
+                    let s = summaries.iter().find(|s| s.target == *target)?;
+                    Some(
+                        [("p50", s.p50_ms), ("p95", s.p95_ms), ("p99", s.p99_ms)].map(
+                            |(name, value)| ValueBar {
+                                label: format!("{target} {name}"),
+                                value,
+                                color,
+                            },
+                        ),
+                    )
+                })
+                .flatten()
+                .collect();
+            let _ = write!(
+                out,
+                "<h3>{} {} scale {}, {} clients</h3>{}",
+                escape(&workload),
+                escape(&script),
+                escape(&scale),
+                clients[0],
+                svg::value_bars("latency ms (median of the runs)", &bars)
+            );
+            continue;
+        }
         let mut lines = Vec::new();
         for (color, target) in targets.iter().enumerate() {
             for (index, (percentile, dash)) in PERCENTILE_DASHES.iter().enumerate() {

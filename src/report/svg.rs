@@ -388,16 +388,22 @@ pub fn ratio_bars(rows: &[RatioBar]) -> String {
     let height = TOP + bottom + row_h * rows.len() as f64;
     let label_w = 230.0;
     let plot_w = WIDTH - label_w - RIGHT;
+    // A ratio's axis is logarithmic, centred on 1: 2× and 0.5× lie equally far from it, and
+    // no end of it falls below zero, whatever the widest interval.
     let extent = rows
         .iter()
         .flat_map(|b| {
             let (low, high) = b.interval.unwrap_or((b.ratio, b.ratio));
             [b.ratio, low, high]
         })
-        .map(|v| (v - 1.0).abs())
-        .fold(0.05, f64::max)
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .map(|v| v.ln().abs())
+        .fold(1.05f64.ln(), f64::max)
         * 1.15;
-    let x = |v: f64| label_w + plot_w * ((v - 1.0) / extent + 1.0) / 2.0;
+    let x = |v: f64| {
+        let log = if v > 0.0 { v.ln() } else { -extent };
+        label_w + plot_w * (log.clamp(-extent, extent) / extent + 1.0) / 2.0
+    };
     let mut svg = open(height);
     let _ = write!(
         svg,
@@ -406,10 +412,10 @@ pub fn ratio_bars(rows: &[RatioBar]) -> String {
         TOP,
         height - bottom,
         height - bottom + 15.0,
-        x(1.0 - extent),
-        1.0 - extent,
-        x(1.0 + extent),
-        1.0 + extent
+        x((-extent).exp()),
+        (-extent).exp(),
+        x(extent.exp()),
+        extent.exp()
     );
     for (
         i,
@@ -480,6 +486,50 @@ fn axes(svg: &mut String, height: f64, bottom: f64, y_max: f64, y_label: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ratio_axis_is_logarithmic_and_never_below_zero() {
+        let bars = [
+            RatioBar {
+                label: "wild".into(),
+                ratio: 1.184,
+                interval: Some((0.683, 1.978)),
+            },
+            RatioBar {
+                label: "halved".into(),
+                ratio: 0.5,
+                interval: None,
+            },
+            RatioBar {
+                label: "doubled".into(),
+                ratio: 2.0,
+                interval: None,
+            },
+        ];
+        let svg = ratio_bars(&bars);
+        let labels: Vec<f64> = svg
+            .split("font-size=\"11\">")
+            .skip(1)
+            .filter_map(|rest| rest.split('<').next()?.parse().ok())
+            .collect();
+        assert_eq!(labels.len(), 3, "{svg}");
+        assert!(labels.iter().all(|v| *v > 0.0), "{labels:?}");
+        // The ends are reciprocal: exp(±1.15 ln 2).
+        assert!((labels[1] * labels[2] - 1.0).abs() < 0.01, "{labels:?}");
+        // 0.5 and 2 are drawn as bars of one width on either side of 1.
+        let width = |label: &str| -> f64 {
+            let bar = svg.split(&format!(">{label}</text>")).nth(1).unwrap();
+            bar.split("width=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!((width("halved") - width("doubled")).abs() < 0.2);
+    }
 
     #[test]
     fn axis_tops_are_four_round_steps() {

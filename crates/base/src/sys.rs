@@ -46,6 +46,12 @@ pub fn parent_of(pid: u32) -> Option<u32> {
     after_command.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Sends `signal` (SIGINT, SIGTERM, …) to `pid`; false when there is no such process to
+/// signal.
+pub fn send_signal(pid: u32, signal: nix::sys::signal::Signal) -> bool {
+    i32::try_from(pid).is_ok_and(|pid| nix::sys::signal::kill(Pid::from_raw(pid), signal).is_ok())
+}
+
 /// SIGKILL: the one signal a stopped or hung process cannot ignore or postpone.
 pub fn kill_now(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
