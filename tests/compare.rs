@@ -1237,8 +1237,15 @@ fn an_inconclusive_cell_says_what_would_decide_it_and_a_wild_round_is_named() {
     let scaling = &html[html.find(r#"<h2 id="scaling">"#).unwrap()..];
     let scaling = &scaling[..scaling[4..].find("<h2 ").unwrap()];
     assert!(!scaling.contains("<polyline"), "{scaling}");
-    assert_eq!(scaling.matches(r#"<rect class="bar""#).count(), 2, "{scaling}");
+    assert_eq!(
+        scaling.matches(r#"<rect class="bar""#).count(),
+        2,
+        "{scaling}"
+    );
     assert!(html.contains(" (round "), "run charts name their round");
     assert!(!html.contains("(repetition "));
-    assert!(!html.contains(">-0.") && !html.contains(">-1."), "an axis below zero");
+    assert!(
+        !html.contains(">-0.") && !html.contains(">-1."),
+        "an axis below zero"
+    );
 }
