@@ -1202,16 +1202,19 @@ fn an_inconclusive_cell_says_what_would_decide_it_and_a_wild_round_is_named() {
     );
     assert!(text.find(warning).unwrap() < text.find(row).unwrap());
     // The report says the same at its top and under its table.
-    let report = temp_path("wild.md");
-    common::succeeded(stampede(&[
-        "report",
-        db.to_str().unwrap(),
-        "--base",
-        "a",
-        "-o",
-        report.to_str().unwrap(),
-    ]));
-    let markdown = std::fs::read_to_string(&*report).unwrap();
+    let report = |name: &str| {
+        let path = temp_path(name);
+        common::succeeded(stampede(&[
+            "report",
+            db.to_str().unwrap(),
+            "--base",
+            "a",
+            "-o",
+            path.to_str().unwrap(),
+        ]));
+        std::fs::read_to_string(&*path).unwrap()
+    };
+    let markdown = report("wild.md");
     assert!(
         markdown.contains("> **Warning:** the machine was busy"),
         "{markdown}"
@@ -1224,16 +1227,7 @@ fn an_inconclusive_cell_says_what_would_decide_it_and_a_wild_round_is_named() {
     // One client count: the throughput and latency are bars, not line charts of one dot; the
     // run charts count rounds from 1, as the lab's progress does; the ratio's axis stays above
     // zero (log scale: 0.683–1.978 around 1).
-    let html_path = temp_path("wild.html");
-    common::succeeded(stampede(&[
-        "report",
-        db.to_str().unwrap(),
-        "--base",
-        "a",
-        "-o",
-        html_path.to_str().unwrap(),
-    ]));
-    let html = std::fs::read_to_string(&*html_path).unwrap();
+    let html = report("wild.html");
     let scaling = &html[html.find(r#"<h2 id="scaling">"#).unwrap()..];
     let scaling = &scaling[..scaling[4..].find("<h2 ").unwrap()];
     assert!(!scaling.contains("<polyline"), "{scaling}");

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::comparison::CellKey;
-use super::lab_report::{cell_text, optional, LabReport};
+use super::lab_report::{cell_text, optional, CellSummary, LabReport, LatencySummary};
 use super::noise_view;
 use super::series::RunSeries;
 use super::svg::{self, escape, Line, Mark, RatioBar, Spread, ValueBar};
@@ -265,18 +265,9 @@ fn scaling_charts(report: &LabReport) -> String {
         );
         // One client count is one point per target: bars say it, a line chart of dots does not.
         if clients.len() == 1 {
-            let bars: Vec<ValueBar> = targets
-                .iter()
-                .enumerate()
-                .filter_map(|(color, target)| {
-                    let s = summaries.iter().find(|s| s.target == *target)?;
-                    Some(ValueBar {
-                        label: format!("{target}, {} clients", s.cell.clients),
-                        value: s.median,
-                        color,
-                    })
-                })
-                .collect();
+            let bars = bars_per_target(&targets, &summaries, |target, s: &CellSummary| {
+                vec![(format!("{target}, {} clients", s.cell.clients), s.median)]
+            });
             let _ = write!(
                 out,
                 "{title}{}",
@@ -314,6 +305,49 @@ fn scaling_charts(report: &LabReport) -> String {
         );
     }
     out
+}
+
+/// Bars for a dataset measured at one client count: each target's (label, value)s in its
+/// colour, in the legend's order.
+fn bars_per_target<S: HasTarget>(
+    targets: &[&str],
+    summaries: &[&S],
+    values: impl Fn(&str, &S) -> Vec<(String, f64)>,
+) -> Vec<ValueBar> {
+    targets
+        .iter()
+        .enumerate()
+        .flat_map(|(color, target)| {
+            summaries
+                .iter()
+                .find(|s| s.target() == *target)
+                .map(|s| values(target, s))
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |(label, value)| ValueBar {
+                    label,
+                    value,
+                    color,
+                })
+        })
+        .collect()
+}
+
+/// A summary of one target's cell.
+trait HasTarget {
+    fn target(&self) -> &str;
+}
+
+impl HasTarget for CellSummary {
+    fn target(&self) -> &str {
+        &self.target
+    }
+}
+
+impl HasTarget for LatencySummary {
+    fn target(&self) -> &str {
+        &self.target
+    }
 }
 
 const PERCENTILE_DASHES: [(&str, Option<&str>); 3] =

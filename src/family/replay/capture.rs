@@ -473,6 +473,19 @@ mod tests {
         ) + "\n"
     }
 
+    /// A jsonlog text captured whole, every database, no unusable line allowed.
+    fn capture_jsonlog(text: &str) -> Result<Captured, Failure> {
+        let logs = vec![LogFile {
+            name: "a.json".into(),
+            log: log::read(text, LogFormat::Jsonlog),
+        }];
+        let options = CaptureOptions {
+            database: None,
+            max_unusable_pct: 0.0,
+        };
+        capture(logs, LogFormat::Jsonlog, &options)
+    }
+
     #[test]
     fn stampede_s_own_sessions_are_left_out_whole_and_counted() {
         let text = [
@@ -503,15 +516,7 @@ mod tests {
             line(5, "b.2", "shop-api", "statement: SELECT * FROM items"),
         ]
         .concat();
-        let logs = vec![LogFile {
-            name: "a.json".into(),
-            log: log::read(&text, LogFormat::Jsonlog),
-        }];
-        let options = CaptureOptions {
-            database: None,
-            max_unusable_pct: 0.0,
-        };
-        let captured = capture(logs, LogFormat::Jsonlog, &options).unwrap();
+        let captured = capture_jsonlog(&text).unwrap();
         assert!(captured.problems.is_empty());
         let file = captured.file;
         assert_eq!(file.sessions.len(), 1);
@@ -524,15 +529,7 @@ mod tests {
     #[test]
     fn a_log_of_stampede_s_sessions_alone_says_so() {
         let text = line(1, "a.1", "stampede", "statement: SELECT 1");
-        let logs = vec![LogFile {
-            name: "a.json".into(),
-            log: log::read(&text, LogFormat::Jsonlog),
-        }];
-        let options = CaptureOptions {
-            database: None,
-            max_unusable_pct: 0.0,
-        };
-        let message = match capture(logs, LogFormat::Jsonlog, &options) {
+        let message = match capture_jsonlog(&text) {
             Err(e) => e.into_message(),
             Ok(_) => panic!("captured stampede's own statement"),
         };
