@@ -51,7 +51,7 @@ pub fn run(args: &CompareArgs) -> CommandResult {
     let counters = store.lab_counters_per_txn(id)?;
     let other_cpu = noise::other_cpu_shares(
         counters.iter().map(|(run, counter)| (run.id, counter)),
-        &super::report::OS_CPU_TIMES,
+        &noise::OS_CPU_TIMES,
     );
     warnings.extend(noise::busy_machine(
         &runs,

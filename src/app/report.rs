@@ -121,7 +121,7 @@ fn load_probes(
         };
     let steal = cpu(&mut lab.store, "cpu_steal_s")?;
     let mut total: HashMap<i64, f64> = HashMap::new();
-    for name in OS_CPU_TIMES {
+    for name in noise::OS_CPU_TIMES {
         for (run, seconds) in cpu(&mut lab.store, name)? {
             *total.entry(run).or_default() += seconds;
         }
@@ -139,19 +139,10 @@ fn load_probes(
             .collect(),
         other_cpu_share: noise::other_cpu_shares(
             counters.iter().map(|(run, counter)| (run.id, counter)),
-            &OS_CPU_TIMES,
+            &noise::OS_CPU_TIMES,
         ),
     })
 }
-
-/// The machine's CPU time by state, as the OS probe stores it: their sum is the CPU time.
-pub const OS_CPU_TIMES: [&str; 5] = [
-    "cpu_user_s",
-    "cpu_system_s",
-    "cpu_idle_s",
-    "cpu_iowait_s",
-    "cpu_steal_s",
-];
 
 /// The runs to chart second by second: the ones asked for, or by default each target's median
 /// run of the base's busiest cell.

@@ -299,6 +299,15 @@ fn causes(run: i64, probes: &RunProbes) -> Vec<String> {
     out
 }
 
+/// The machine's CPU time by state, as the OS probe stores it: their sum is the CPU time.
+pub const OS_CPU_TIMES: [&str; 5] = [
+    "cpu_user_s",
+    "cpu_system_s",
+    "cpu_idle_s",
+    "cpu_iowait_s",
+    "cpu_steal_s",
+];
+
 /// A warning when other processes took more than `OTHER_CPU_SHARE` of the machine's CPU time
 /// over the compared targets' runs, on average: a busy machine slows and blurs every run, which
 /// the reader must know before the verdicts, not only from the noise table.
