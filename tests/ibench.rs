@@ -303,7 +303,7 @@ fn the_steps_load_index_write_and_query_as_his_scripts_do() {
         .collect();
     assert_eq!(steps, ["l.i0", "l.x", "l.i1", "l.i2", "qr200", "qp200"]);
     assert!(
-        said.starts_with("ibench run: 6 step(s) over 2 client(s), a table each (pi1..pi2)\n  l.i0    load 20000 rows\n"),
+        said.contains("ibench run: 6 step(s) over 2 client(s), a table each (pi1..pi2)\n  l.i0    load 20000 rows\n"),
         "{said}"
     );
     assert!(
@@ -1035,7 +1035,7 @@ fn a_lab_spec_it_cannot_run_is_refused_before_anything_starts() {
     };
     refused(
         "scripts = [\"l.i0\", \"qr0\"]",
-        "workload \"ibench\": unknown step \"qr0\": the steps are l.i0, l.x, l.i1, l.i2, qrN and qpN (N rows a second, e.g. qr100)",
+        "SPEC:9:20: workload \"ibench\": unknown step \"qr0\": the steps are l.i0, l.x, l.i1, l.i2, qrN and qpN (N rows a second, e.g. qr100)",
     );
     refused(
         "scale = [\"buffers\"]",

@@ -715,4 +715,11 @@ fn a_lab_replaying_a_capture_decides_the_statements_a_missing_index_slows() {
     assert!(lookup["ratio"].as_f64().unwrap() > 2.0, "{lookup}");
     let why = report["why"].to_string();
     assert!(why.contains("Seq Scan on pgbench_accounts"), "{why}");
+    // A replay's clients and data are its capture's: no "scale 1 × 1 clients" of the spec's.
+    let compared = stampede(&["compare", db.to_str().unwrap(), "indexed", "noindex"]);
+    let text = succeeded(compared);
+    assert!(!text.contains("× 1 clients"), "{text}");
+    let markdown = succeeded(stampede(&["report", db.to_str().unwrap()]));
+    assert!(markdown.contains(" its own sessions |"), "{markdown}");
+    assert!(!markdown.contains("scale 1 × 1 clients"), "{markdown}");
 }

@@ -128,7 +128,11 @@ pub fn terminal_rows(rows: &[CellComparison], stops: bool) -> Vec<Vec<String>> {
                 c.cell.workload.clone(),
                 c.cell.script.clone(),
                 c.cell.scale.clone(),
-                c.cell.clients.to_string(),
+                // A replay's clients are its captured sessions: none of the spec's.
+                match c.cell.clients {
+                    stampede_store::OWN_CLIENTS => "-".into(),
+                    n => n.to_string(),
+                },
                 c.runs_text(),
                 format!("{:.1}", c.base_median),
                 format!("{:.1}", c.other_median),

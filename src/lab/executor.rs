@@ -22,7 +22,10 @@ use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_stats::stopping::Stop;
-use stampede_store::{unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store, WaitSample};
+use stampede_store::{
+    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store, WaitSample, OWN_CLIENTS,
+    OWN_SCALE,
+};
 
 /// What the lab tells its caller as it goes.
 pub enum LabEvent<'a> {
@@ -1078,14 +1081,24 @@ pub(super) fn cell_records(
 ) -> Vec<CellRecord> {
     plan.cells
         .iter()
-        .map(|c| CellRecord {
-            key: c.key.clone(),
-            target: spec.targets[c.target].name.clone(),
-            workload: spec.workloads[c.workload].name.clone(),
-            script: c.script.clone(),
-            scale: c.scale.to_string(),
-            clients: c.clients,
-            family: workloads[c.workload].group(&c.variant),
+        .map(|c| {
+            let workload = &spec.workloads[c.workload].name;
+            // A workload that brings its own clients and data (a replay) has neither a scale
+            // nor a client count of the spec's: stored so, reports say "its own sessions".
+            let own = crate::family::lab_workload(workload).is_some_and(|k| k.clients_are_its_own);
+            CellRecord {
+                key: c.key.clone(),
+                target: spec.targets[c.target].name.clone(),
+                workload: workload.clone(),
+                script: c.script.clone(),
+                scale: if own {
+                    OWN_SCALE.into()
+                } else {
+                    c.scale.to_string()
+                },
+                clients: if own { OWN_CLIENTS as usize } else { c.clients },
+                family: workloads[c.workload].group(&c.variant),
+            }
         })
         .collect()
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use stampede_stats::paired::{compare_paired, rounds_to_decide, PairedComparison};
 use stampede_stats::verdict::{self, Comparison, Direction, Verdict};
 use stampede_stats::{median, robust_z};
-use stampede_store::{RunStatus, StoredRun};
+use stampede_store::{RunStatus, StoredRun, OWN_CLIENTS, OWN_SCALE};
 
 /// A value (a run's, or a round's ratio) further than this many robust standard deviations
 /// (1.4826 MAD, of logs) from its cell's median is flagged: for normal noise, 1 in 2,000.
@@ -24,6 +24,17 @@ pub const OUTLIER_Z: f64 = 3.5;
 pub const SPREAD_FLOOR: f64 = 0.02;
 /// Values a cell needs before its median and spread can flag one.
 pub const MIN_RUNS_TO_FLAG: usize = 4;
+
+/// "scale 10 × 4 clients"; a cell of a workload that brings its own data and clients (a
+/// replay: the captured sessions on the capture's starting data), which the lab stores with
+/// scale "-" and clients 0, is "its own sessions".
+pub fn size_text(scale: &str, clients: i64) -> String {
+    if scale == OWN_SCALE && clients == OWN_CLIENTS {
+        "its own sessions".into()
+    } else {
+        format!("scale {scale} × {clients} clients")
+    }
+}
 
 /// What a cell is, apart from its target.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -265,8 +276,9 @@ impl CellComparison {
     /// "select-only scale 10 × 4 clients".
     pub fn cell_text(&self) -> String {
         format!(
-            "{} scale {} × {} clients",
-            self.cell.script, self.cell.scale, self.cell.clients
+            "{} {}",
+            self.cell.script,
+            size_text(&self.cell.scale, self.cell.clients)
         )
     }
 }

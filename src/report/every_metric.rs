@@ -197,8 +197,10 @@ pub fn cells(change: &MetricChange) -> Vec<String> {
     vec![
         change.target.clone(),
         format!(
-            "{} {} scale {} × {} clients",
-            change.cell.workload, change.cell.script, change.cell.scale, change.cell.clients
+            "{} {} {}",
+            change.cell.workload,
+            change.cell.script,
+            super::comparison::size_text(&change.cell.scale, change.cell.clients)
         ),
         change.metric.clone(),
         super::svg::significant(change.compared.base_median),

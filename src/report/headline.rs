@@ -50,11 +50,9 @@ fn sentence(
         .take(NAMED_CELLS)
         .map(|c| {
             format!(
-                "{metric} {:.2}× on {} scale {} × {} clients{}",
+                "{metric} {:.2}× on {}{}",
                 c.ratio,
-                c.cell.script,
-                c.cell.scale,
-                c.cell.clients,
+                c.cell_text(),
                 evidence(c)
             )
         })

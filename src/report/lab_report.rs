@@ -601,8 +601,10 @@ pub(super) fn optional(value: Option<f64>, decimals: usize) -> String {
 
 pub(super) fn cell_text(cell: &CellKey) -> String {
     format!(
-        "{} {} scale {} × {} clients",
-        cell.workload, cell.script, cell.scale, cell.clients
+        "{} {} {}",
+        cell.workload,
+        cell.script,
+        comparison::size_text(&cell.scale, cell.clients)
     )
 }
 

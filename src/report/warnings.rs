@@ -149,15 +149,14 @@ fn busy_driver(inputs: &WarningInputs<'_>) -> Vec<String> {
         return Vec::new();
     };
     vec![format!(
-        "the driver used more than {:.0}% of the client's {} cores in {} cell(s), up to {:.0}% (\"{target}\" {} {} scale {} × {} clients): the client may be the bottleneck",
+        "the driver used more than {:.0}% of the client's {} cores in {} cell(s), up to {:.0}% (\"{target}\" {} {} {}): the client may be the bottleneck",
         DRIVER_CPU_LIMIT * 100.0,
         inputs.client_cores.unwrap_or(0),
         over.len(),
         share * 100.0,
         cell.workload,
         cell.script,
-        cell.scale,
-        cell.clients
+        super::comparison::size_text(&cell.scale, cell.clients)
     )]
 }
 
@@ -286,13 +285,12 @@ fn flag_difference(what: &str, a: &str, b: &str) -> String {
 /// "run 17 ("b" pgbench select-only scale 1 × 1 clients, round 3<detail>)".
 fn run_label(run: &StoredRun, detail: &str) -> String {
     format!(
-        "run {} (\"{}\" {} {} scale {} × {} clients, round {}{detail})",
+        "run {} (\"{}\" {} {} {}, round {}{detail})",
         run.id,
         run.target,
         run.workload,
         run.script,
-        run.scale,
-        run.clients,
+        super::comparison::size_text(&run.scale, run.clients),
         run.repetition + 1
     )
 }

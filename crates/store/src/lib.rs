@@ -61,6 +61,11 @@ pub struct TargetRecord {
     pub settings: Vec<SettingRow>,
 }
 
+/// How a cell is stored whose workload brings its own clients and data (a replay: the captured
+/// sessions on the capture's starting data): no scale and no client count of the spec's.
+pub const OWN_SCALE: &str = "-";
+pub const OWN_CLIENTS: i64 = 0;
+
 #[derive(Debug, Clone)]
 pub struct CellRecord {
     pub key: String,

@@ -315,7 +315,6 @@ pub fn run(args: &RunArgs) -> CommandResult {
     if let Some(dir) = &args.output_dir {
         prepare_output_dir(dir, &plan)?;
     }
-    eprint!("{}", plan.describe());
     let endpoint = endpoint(&args.connection)?;
     let runtime = runtime()?;
     let dbms = Dbms::of(&endpoint);
@@ -326,6 +325,8 @@ pub fn run(args: &RunArgs) -> CommandResult {
     } else {
         runtime.block_on(require_tables(&plan, &endpoint, &plan.steps[0]))?;
     }
+    // What the run will do and how long it takes, once nothing refuses it.
+    eprint!("{}", plan.describe());
     let stop = stampede_base::signals::watch_signals();
     let mut results = Vec::new();
     for step in &plan.steps {
