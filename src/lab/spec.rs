@@ -224,9 +224,15 @@ pub const DEFAULT_PRECISION: f64 = 0.03;
 pub const DEFAULT_MAX_RUNS: u32 = 15;
 
 pub fn load(path: &Path) -> Result<LabSpec, SpecError> {
+    load_as(path, Scripts::Checked)
+}
+
+/// As `load`, its scripts checked or not (`lab clean` needs the spec's names and folders, not
+/// scripts that may be gone).
+pub fn load_as(path: &Path, scripts: Scripts) -> Result<LabSpec, SpecError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| SpecError(format!("could not read {}: {e}", path.display())))?;
-    parse(path, &text)
+    parse_as(path, &text, scripts)
 }
 
 /// The spec with one workload implementation per `[[workload]]`, its options checked; a
