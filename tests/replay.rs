@@ -81,6 +81,17 @@ fn logged() -> &'static LoggedServer {
     })
 }
 
+/// Stops a server of one test's own and removes its folder when the test ends, failed
+/// assertions included.
+struct Stopped<'a>(&'a LoggedServer);
+
+impl Drop for Stopped<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.cluster.stop();
+        let _ = std::fs::remove_dir_all(&self.0.cluster.root);
+    }
+}
+
 impl LoggedServer {
     fn program(&self, name: &str) -> Command {
         let mut command = Command::new(self.cluster.binaries.bin_dir.join(name));
@@ -495,6 +506,7 @@ fn capture_seconds_logs_a_server_for_a_while_keeps_only_the_application_and_puts
         ("log_destination", "stderr".to_string()),
     ];
     let server = start_cluster("live", &settings);
+    let stopped = Stopped(&server);
     server.psql("postgres", "CREATE DATABASE shop");
     server.psql("shop", "CREATE TABLE items (id int PRIMARY KEY, name text)");
     let file = TempFile::new("live.replay");
@@ -562,7 +574,7 @@ fn capture_seconds_logs_a_server_for_a_while_keeps_only_the_application_and_puts
     let auto_conf =
         std::fs::read_to_string(server.cluster.data_dir().join("postgresql.auto.conf")).unwrap();
     assert!(!auto_conf.contains("log_statement"), "{auto_conf}");
-    let _ = std::fs::remove_dir_all(&server.cluster.root);
+    drop(stopped);
 }
 
 /// A session's lines in pgreplay's prefix.
