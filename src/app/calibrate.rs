@@ -14,7 +14,7 @@ use super::{CommandResult, Failure};
 use crate::lab::executor::Lab;
 use crate::lab::plan::Plan;
 use crate::lab::spec::{AutoRuns, LabSpec, DEFAULT_PRECISION};
-use crate::lab::target::managed::ManagedTargets;
+use crate::lab::targets::SpecTargets;
 use crate::report::table;
 use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
@@ -41,7 +41,7 @@ pub fn calibrate(path: &Path, rounds: u32) -> CommandResult {
     let mut lab = Lab::prepare(
         &twin,
         workloads,
-        &ManagedTargets,
+        &SpecTargets,
         resume,
         false,
         watch_signals(),

@@ -324,6 +324,10 @@ pub enum LabAction {
         /// and go on with the other targets instead of stopping
         #[arg(long)]
         keep_going: bool,
+        /// Keep the datasets the lab made on servers it reaches by URL when it ends (they are
+        /// dropped otherwise; a managed server's stay in its folder)
+        #[arg(long)]
+        keep_data: bool,
         /// Name this invocation in the spec's history, e.g. commit=$(git rev-parse HEAD) or
         /// night=42 (repeatable); `history` and `gate` show and select by them
         #[arg(long = "tag", value_name = "KEY=VALUE")]
@@ -338,6 +342,9 @@ pub enum LabAction {
         /// As for `run`
         #[arg(long)]
         keep_going: bool,
+        /// As for `run`
+        #[arg(long)]
+        keep_data: bool,
         #[command(flatten)]
         fleet: Box<FleetArgs>,
     },

@@ -14,7 +14,7 @@ use crate::app::cli::{FleetArgs, LabAction};
 use crate::lab::executor::Lab;
 use crate::lab::plan::{Cell, Plan};
 use crate::lab::spec::{AutoRuns, LabSpec};
-use crate::lab::target::managed::ManagedTargets;
+use crate::lab::targets::SpecTargets;
 use crate::report::table;
 use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
@@ -26,14 +26,34 @@ pub fn run(action: &LabAction) -> CommandResult {
         LabAction::Run {
             spec,
             keep_going,
+            keep_data,
             tags,
             fleet,
-        } => execute(spec, false, *keep_going, tags, fleet),
+        } => execute(
+            spec,
+            false,
+            Keep {
+                going: *keep_going,
+                data: *keep_data,
+            },
+            tags,
+            fleet,
+        ),
         LabAction::Resume {
             spec,
             keep_going,
+            keep_data,
             fleet,
-        } => execute(spec, true, *keep_going, &[], fleet),
+        } => execute(
+            spec,
+            true,
+            Keep {
+                going: *keep_going,
+                data: *keep_data,
+            },
+            &[],
+            fleet,
+        ),
         LabAction::ShardRun {
             lab_id,
             shards,
@@ -66,6 +86,29 @@ fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>, Failure> {
     Ok(tags)
 }
 
+/// "targets a, b share one server (…)": url targets naming the same server, which the lab
+/// measures one at a time.
+fn shared_servers(spec: &LabSpec) -> Vec<String> {
+    let mut by_server: Vec<(String, Vec<&str>)> = Vec::new();
+    for target in spec.targets.iter().filter(|t| !t.server.is_managed()) {
+        let server = target.server.spec_text();
+        match by_server.iter_mut().find(|(s, _)| *s == server) {
+            Some((_, names)) => names.push(&target.name),
+            None => by_server.push((server, vec![&target.name])),
+        }
+    }
+    by_server
+        .into_iter()
+        .filter(|(_, names)| names.len() > 1)
+        .map(|(server, names)| {
+            format!(
+                "targets {} share one server ({server}): their runs are interleaved, never concurrent",
+                names.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// Seconds a lab run takes beyond its measuring, for estimates before any run was measured.
 const DEFAULT_RUN_OVERHEAD: Duration = Duration::from_secs(2);
 
@@ -74,10 +117,9 @@ fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
     // version against what its archives publish (said as unchecked when they are out of reach),
     // so that a plan that passes runs.
     let (spec, workloads) = load_spec(path)?;
+    let mut target_lines = Vec::new();
     for target in &spec.targets {
-        if let Some(unchecked) = ManagedTargets.check_at_plan(target)? {
-            eprintln!("warning: {unchecked}");
-        }
+        target_lines.extend(SpecTargets.check_at_plan(target)?);
     }
     // The order a resumed lab would use, when the results database holds an invocation that
     // has not ended (a next invocation draws its own). A SQLite file that does not exist yet is
@@ -100,6 +142,9 @@ fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
     let plan = Plan::new(&spec, seed, &sequential);
     if let Some(shards) = shards {
         crate::lab::shards::check(&spec, plan.units.len(), shards)?;
+    }
+    for line in target_lines.into_iter().chain(shared_servers(&spec)) {
+        eprintln!("{line}");
     }
     let rows: Vec<Vec<String>> = plan
         .runs
@@ -162,13 +207,21 @@ fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
     Ok(())
 }
 
+/// `--keep-going` and `--keep-data`.
+#[derive(Clone, Copy)]
+struct Keep {
+    going: bool,
+    data: bool,
+}
+
 fn execute(
     path: &Path,
     resume: bool,
-    keep_going: bool,
+    keep: Keep,
     tags: &[String],
     fleet: &FleetArgs,
 ) -> CommandResult {
+    let keep_going = keep.going;
     let tags = parse_tags(tags)?;
     let (mut spec, workloads) = load_spec(path)?;
     spec.tags = tags;
@@ -185,12 +238,13 @@ fn execute(
     let mut lab = Lab::prepare(
         &spec,
         workloads,
-        &ManagedTargets,
+        &SpecTargets,
         resume,
         keep_going,
         stop,
         &mut |event| progress.show(event),
     )?;
+    lab.keep_data(keep.data);
     if let Some(auto) = &spec.auto {
         eprintln!("{}", auto_rule(&spec, auto));
     }

@@ -2,7 +2,9 @@
 //! `<results>.servers/` (a data directory of a few hundred MB each) — once no lab of these
 //! results runs (it takes the lab's lock) and every server still running from them (a lab
 //! killed before it could stop them) is stopped. The results database stays: reports,
-//! history and gate read it, and `lab run` makes the clusters again when it needs them.
+//! history and gate read it, and `lab run` makes the clusters again when it needs them. On a
+//! server the lab reaches by URL, the settings a killed lab left changed are put back and the
+//! lab's own databases dropped.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,6 +14,7 @@ use nix::sys::signal::Signal;
 use super::{CommandResult, Failure};
 use crate::lab::lock::{lock_path, LabLock};
 use crate::lab::spec;
+use crate::lab::targets::{LabPlace, SpecTargets, Targets};
 
 /// How long a server stopped here has to end before it is killed.
 const STOP_LIMIT: Duration = Duration::from_secs(30);
@@ -21,11 +24,22 @@ pub fn clean(path: &Path) -> CommandResult {
     let spec =
         spec::load_as(path, spec::Scripts::Unchecked).map_err(|e| Failure::input(e.to_string()))?;
     let root = &spec.server_root;
-    if !root.exists() {
+    let remote: Vec<_> = spec
+        .targets
+        .iter()
+        .filter(|t| !t.server.is_managed())
+        .collect();
+    if !root.exists() && remote.is_empty() {
         println!("nothing to clean: {} does not exist", root.display());
         return Ok(());
     }
     let _lock = LabLock::acquire(&lock_path(&spec.results, root), &spec.name)?;
+    for target in remote {
+        clean_remote(&spec, target)?;
+    }
+    if !root.exists() {
+        return Ok(());
+    }
     let stopped = stop_servers(root)?;
     let bytes = size_of(root);
     let clusters = std::fs::read_dir(root).map_or(0, |entries| {
@@ -43,6 +57,26 @@ pub fn clean(path: &Path) -> CommandResult {
             String::new()
         },
         spec.results
+    );
+    Ok(())
+}
+
+/// A server the lab reaches: reached as a lab would (which puts back what a killed lab left
+/// set) and handed back as at a lab's end (its databases of the lab's dropped).
+fn clean_remote(spec: &spec::LabSpec, target: &spec::TargetSpec) -> Result<(), Failure> {
+    let resolved = SpecTargets.resolve(target, &mut |_| {})?;
+    let place = LabPlace {
+        lab: &spec.name,
+        root: spec.server_root.join(&target.name),
+        max_clients: 1,
+        keep_data: false,
+    };
+    let server = SpecTargets.provision(resolved.as_ref(), target, &place)?;
+    server.release(true);
+    println!(
+        "target \"{}\" ({}): its settings as they were, the lab's databases dropped",
+        target.name,
+        target.server.spec_text()
     );
     Ok(())
 }

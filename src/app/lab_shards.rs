@@ -14,7 +14,7 @@ use crate::lab::executor::{Lab, Opening};
 use crate::lab::plan::Plan;
 use crate::lab::shards::{self, ShardEvent, ShardProgress, ShardRequest};
 use crate::lab::spec::LabSpec;
-use crate::lab::target::managed::ManagedTargets;
+use crate::lab::targets::SpecTargets;
 use crate::pods::KubeArgs;
 use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
@@ -204,7 +204,7 @@ pub fn shard_run(
     let mut lab = Lab::open(
         &spec,
         workloads,
-        &ManagedTargets,
+        &SpecTargets,
         Opening::Shard(shard),
         keep_going,
         stop,

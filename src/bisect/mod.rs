@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::lab::executor::{Lab, LabEvent};
 use crate::lab::rounds::RoundMetric;
-use crate::lab::target::managed::ManagedTargets;
+use crate::lab::targets::SpecTargets;
 use crate::server::postgres::build::Step;
 use crate::server::postgres::build_tree::{BuildTree, CommitBuildError};
 use git::{Commit, History, Next};
@@ -417,7 +417,7 @@ impl Bisect<'_> {
         let mut lab = Lab::prepare(
             &spec,
             workloads,
-            &ManagedTargets,
+            &SpecTargets,
             exists,
             false,
             self.stop.clone(),

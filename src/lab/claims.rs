@@ -57,11 +57,23 @@ pub(super) fn parse(
     files: &[ClaimFile],
     targets: &[&str],
     workloads: &[&str],
+    without_server_cpu: &[&str],
 ) -> Result<Vec<SpecClaim>, SpecError> {
     files
         .iter()
         .map(|file| {
             let claim = claim(source, file, targets)?;
+            let blind = [&claim.base, &claim.target]
+                .into_iter()
+                .find(|name| without_server_cpu.contains(&name.as_str()));
+            if let (Metric::ServerCpu, Some(name), Some(metric)) = (&claim.metric, blind, &file.metric) {
+                return Err(source.at(
+                    metric,
+                    format!(
+                        "claim: metric server_cpu: target \"{name}\" has no source of server CPU (its server is not on this machine)"
+                    ),
+                ));
+            }
             if !workloads.contains(&claim.cells.workload.as_str()) {
                 return Err(source.at(
                     &file.workload,

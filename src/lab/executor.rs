@@ -12,12 +12,11 @@ use super::lock::{lock_path, LabLock};
 use super::plan::{Cell, Plan, PlannedRun};
 use super::rounds::{GroupState, Rounds};
 use super::spec::{LabSpec, Scale, TargetSpec};
-use super::target::{LabServer, TargetBinaries, Targets};
+use super::targets::{LabPlace, LabServer, ResolvedTarget, Targets};
 use super::window::{OpenWindow, RunProbes};
 use crate::driver::Protocol;
 use crate::family::api::{LabWorkload, RunObserver, RunRequest};
 use crate::server::profile::Machine;
-use crate::server::profile::ServerConfig;
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
@@ -91,7 +90,7 @@ pub struct Lab<'a> {
     workloads: Vec<Box<dyn LabWorkload>>,
     targets: &'a dyn Targets,
     /// Per target: its binaries, or why they could not be had.
-    binaries: Vec<Result<TargetBinaries, Failure>>,
+    binaries: Vec<Result<Arc<dyn ResolvedTarget>, Failure>>,
     servers: Vec<Option<TargetServer>>,
     /// Skip a target that cannot be provisioned instead of stopping the lab.
     keep_going: bool,
@@ -108,6 +107,8 @@ pub struct Lab<'a> {
     machine: stampede_store::Machine,
     /// A shard of a lab spread over a fleet: the units it runs.
     shard: Option<Shard>,
+    /// Keep a remote server's datasets when the lab ends.
+    keep_data: bool,
     /// No other lab writes these results while this one runs.
     _lock: LabLock,
 }
@@ -257,7 +258,7 @@ impl<'a> Lab<'a> {
         }
         // Binaries are had (downloaded, built, their settings checked) before the lock is
         // taken, so that a lab refused for them writes nothing, its lock file included.
-        let binaries: Vec<Result<TargetBinaries, Failure>> = spec
+        let binaries: Vec<Result<Arc<dyn ResolvedTarget>, Failure>> = spec
             .targets
             .iter()
             .map(|t| targets.resolve(t, &mut |event| on_event(LabEvent::Setup(event))))
@@ -315,12 +316,18 @@ impl<'a> Lab<'a> {
                 Opening::Shard(shard) => Some(shard),
                 _ => None,
             },
+            keep_data: false,
             _lock: lock,
         })
     }
 
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// `--keep-data`: a remote server's datasets stay when the lab ends.
+    pub fn keep_data(&mut self, keep: bool) {
+        self.keep_data = keep;
     }
 
     /// The spec's claims judged from the lab's stored runs.
@@ -342,7 +349,8 @@ impl<'a> Lab<'a> {
     /// Runs every unfinished run in order, then stops the servers.
     pub fn run(&mut self, on_event: &mut dyn FnMut(LabEvent<'_>)) -> Result<LabOutcome, Failure> {
         let result = self.run_all(on_event);
-        self.shutdown();
+        let ended = matches!(result, Ok((false, _, _)));
+        self.release(ended);
         // Once the lab has started, whatever stops it is a failed run (exit 2), whichever
         // layer it came from: the spec and its inputs were accepted by `prepare`.
         let (interrupted, failed_runs, skipped_runs) = result.map_err(Failure::into_run)?;
@@ -697,6 +705,11 @@ impl<'a> Lab<'a> {
             }
             measured
         });
+        // What a target set for its runs alone is put back before anything else runs; a
+        // server that cannot be given back its settings stops the lab.
+        if let Some(server) = &self.servers[cell.target] {
+            server.end_run()?;
+        }
         record.ended_unix_s = unix_now();
         let measuring = if outcome.is_ok() {
             self.spec.warmup + self.spec.duration
@@ -768,8 +781,13 @@ impl<'a> Lab<'a> {
         if server.alive() {
             return error;
         }
-        let tail = server.log_tail(20);
-        let restart = match server.restart() {
+        let Some(host) = server.host() else {
+            return format!(
+                "{error}; the server did not answer (stampede does not restart a server it did not start)"
+            );
+        };
+        let tail = host.log_tail(20);
+        let restart = match host.restart() {
             Ok(()) => "the server was restarted".to_string(),
             Err(e) => {
                 self.servers[target] = None;
@@ -802,6 +820,7 @@ impl<'a> Lab<'a> {
             dataset
         };
         server.checkpoint()?;
+        server.begin_run()?;
         Ok((server.workload_conn(&database), scale))
     }
 
@@ -850,18 +869,23 @@ impl<'a> Lab<'a> {
         }
         let spec = &self.spec.targets[target];
         let binaries = self.binaries[target].as_ref().map_err(Clone::clone)?;
-        let note = format!("starting target {} ({})", spec.name, binaries.version());
+        let verb = if spec.server.is_managed() {
+            "starting"
+        } else {
+            "reaching"
+        };
+        let note = format!("{verb} target {} ({})", spec.name, binaries.version());
         on_event(LabEvent::Note(&note));
-        let config = ServerConfig {
-            profile: &spec.profile,
-            settings: &spec.settings,
-            cpus: spec.cpus.clone(),
+        let place = LabPlace {
+            lab: &self.spec.name,
+            root: self.server_root.join(&spec.name),
             max_clients: max_clients(self.spec),
+            keep_data: self.keep_data,
         };
         let server = TargetServer {
             server: self
                 .targets
-                .provision(binaries, &self.server_root.join(&spec.name), &config)
+                .provision(binaries.as_ref(), spec, &place)
                 .map_err(|e| {
                     e.map_message(|text| {
                         format!("target \"{}\" ({}): {text}", spec.name, binaries.version())
@@ -922,7 +946,22 @@ impl<'a> Lab<'a> {
             let unit = self.unit_bytes(cell, on_event)?;
             let server = self.servers[cell.target].as_ref().expect("provisioned");
             let shared_buffers = server.shared_buffers_bytes()?;
-            return scale_for_class(cell.scale, unit, shared_buffers, &server.machine());
+            let machine = match (cell.scale, server.machine()) {
+                (_, Some(machine)) => machine,
+                // Only shared_buffers sizes the buffers class.
+                (Scale::Buffers, None) => Machine {
+                    ram_bytes: u64::MAX,
+                    cores: 0,
+                    free_disk_bytes: u64::MAX,
+                },
+                (class, None) => {
+                    return Err(Failure::input(format!(
+                        "scale \"{class}\": target \"{}\" runs on a machine stampede cannot see (its RAM and disk are unknown); use a number or \"buffers\"",
+                        self.spec.targets[cell.target].name
+                    )))
+                }
+            };
+            return scale_for_class(cell.scale, unit, shared_buffers, &machine);
         };
         Ok(n)
     }
@@ -950,10 +989,11 @@ impl<'a> Lab<'a> {
         Ok(bytes)
     }
 
-    /// Stops every cluster this lab started.
-    pub fn shutdown(&mut self) {
+    /// Hands every server back: the clusters this lab started are stopped, a remote server's
+    /// settings are put back (and, when the lab ended, its datasets dropped).
+    pub fn release(&mut self, lab_ended: bool) {
         for server in self.servers.iter_mut().filter_map(Option::take) {
-            server.stop();
+            server.release(lab_ended);
         }
     }
 }

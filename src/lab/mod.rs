@@ -1,5 +1,5 @@
 //! The lab: a TOML matrix of targets × workloads × scales × clients × runs, expanded into an
-//! interleaved plan, run on managed servers, resumable, recorded in the results database.
+//! interleaved plan, run on servers the lab manages or reaches by URL, resumable, recorded in the results database.
 
 pub mod claims;
 pub mod executor;
@@ -8,9 +8,8 @@ pub mod plan;
 pub mod pods;
 pub mod round_metric;
 pub mod rounds;
-pub mod setting_names;
 pub mod shards;
 pub mod spec;
 pub mod spec_text;
-pub mod target;
+pub mod targets;
 pub mod window;

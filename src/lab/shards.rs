@@ -17,10 +17,9 @@ use stampede_kube::SecretEnv;
 
 use super::executor::{cell_records, open_invocation, Shard};
 use super::plan::Plan;
-use super::spec::{LabSpec, ServerSource};
+use super::spec::LabSpec;
 use crate::family::api::LabWorkload;
 use crate::pods::KubeArgs;
-use crate::server::postgres::provision::BinarySource;
 use crate::server::profile::Profile;
 use stampede_base::error::Failure;
 use stampede_store::{Location, Store};
@@ -77,6 +76,14 @@ pub struct ShardedOutcome {
 /// Checks everything that can be checked before anything is made or written: the results
 /// database, the shard count against the spec's cells, what the pods could not do.
 pub fn check(spec: &LabSpec, units: usize, shards: usize) -> Result<(), Failure> {
+    if let Some(target) = spec.targets.iter().find(|t| !t.server.is_managed()) {
+        return Err(Failure::input(format!(
+            "--shards: target \"{}\" is a server the lab reaches ({}), which every shard would load at once; \
+             run the lab unsharded, or spread a workload's clients with `pods = N`",
+            target.name,
+            target.server.spec_text()
+        )));
+    }
     if let Location::Sqlite(path) = &spec.results {
         return Err(Failure::input(format!(
             "--shards: the results are a SQLite file ({}), which pods on other machines cannot \
@@ -101,11 +108,7 @@ pub fn check(spec: &LabSpec, units: usize, shards: usize) -> Result<(), Failure>
             workload.name
         )));
     }
-    if let Some(target) = spec
-        .targets
-        .iter()
-        .find(|t| matches!(t.server, ServerSource::Postgres(BinarySource::Build(_))))
-    {
+    if let Some(target) = spec.targets.iter().find(|t| t.server.builds_from_source()) {
         return Err(Failure::input(format!(
             "--shards: target \"{}\" is built from source, which every shard would do again; build \
              it once (`stampede server build`) into the image or a volume and give its bin/ path",

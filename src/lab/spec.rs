@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -11,12 +12,13 @@ use toml::Spanned;
 
 pub use super::spec_text::{syntax_error, SpecError};
 use super::spec_text::{ScaleFile, Source};
+use super::targets::table::TargetEntries;
+pub use super::targets::TargetSpec;
+use super::targets::{TargetSource, TargetTable, KINDS};
 use crate::driver::plan::default_stall_timeout;
 use crate::driver::Protocol;
 use crate::driver::RunLimit;
 use crate::family::{self, api::LabWorkloadKind};
-use crate::server::postgres::build::BuildRequest;
-use crate::server::postgres::git_source::GitSource;
 pub use crate::server::postgres::provision::BinarySource;
 pub use crate::server::profile::Profile;
 use stampede_base::duration::parse_duration;
@@ -51,12 +53,10 @@ struct SpecFile {
     control: Option<Spanned<String>>,
 }
 
+/// A `[[target]]`'s keys every kind has; the kind's own are read by the kind (`TargetKeys`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct TargetFile {
     name: Spanned<String>,
-    postgres: Option<Spanned<toml::Value>>,
-    mariadb: Option<Spanned<String>>,
     profile: Option<Spanned<String>>,
     #[serde(default)]
     settings: BTreeMap<String, toml::Value>,
@@ -64,6 +64,16 @@ struct TargetFile {
     #[serde(default)]
     dataset_sql: Vec<String>,
 }
+
+/// Every key of each `[[target]]` with its place: the spec read a second time, for the kinds.
+#[derive(Debug, Deserialize)]
+struct TargetKeys {
+    #[serde(rename = "target", default)]
+    targets: Vec<TargetEntries>,
+}
+
+/// The keys of a `[[target]]` every kind takes.
+const COMMON_TARGET_KEYS: [&str; 5] = ["name", "profile", "settings", "cpus", "dataset_sql"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -80,45 +90,6 @@ struct WorkloadFile {
     pods: Option<Spanned<i64>>,
     /// The workload's own options (sysbench: tables, rand_type, ...).
     options: Option<Spanned<BTreeMap<Spanned<String>, toml::Value>>>,
-}
-
-/// A target's server: PostgreSQL from one of its binary sources, or MariaDB/MySQL.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerSource {
-    Postgres(BinarySource),
-    /// "system", or a directory holding `mariadbd`/`mysqld` (itself, or its bin/ or sbin/).
-    Mariadb(String),
-}
-
-impl ServerSource {
-    pub fn engine(&self) -> Engine {
-        match self {
-            ServerSource::Postgres(_) => Engine::Postgres,
-            ServerSource::Mariadb(_) => Engine::Mariadb,
-        }
-    }
-
-    /// As the spec names it: "system", a path, a version.
-    pub fn spec_text(&self) -> String {
-        match self {
-            ServerSource::Postgres(source) => source.spec_text(),
-            ServerSource::Mariadb(source) => source.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct TargetSpec {
-    pub name: String,
-    pub server: ServerSource,
-    pub profile: Profile,
-    /// Overrides on top of the profile, as postgresql.conf (or my.cnf) values.
-    pub settings: Vec<(String, String)>,
-    /// Pin the server to these CPUs.
-    pub cpus: Option<Vec<usize>>,
-    /// Statements run on each of the target's datasets after its load and before it is
-    /// sealed (an index this target has or lacks: "does it help my workload?").
-    pub dataset_sql: Vec<String>,
 }
 
 /// A data size: a fixed pgbench-style scale, or a class relative to the target.
@@ -357,6 +328,10 @@ pub fn parse_as(path: &Path, text: &str, scripts: Scripts) -> Result<LabSpec, Sp
         None => text.to_string(),
     };
     let targets = targets(&source, &file, base)?;
+    let text = targets
+        .iter()
+        .filter_map(|t| t.server.secret())
+        .fold(text, |text, secret| text.replace(&secret, "********"));
     let workloads = workloads(&source, &file, base, scripts)?;
     let kubernetes = kubernetes(&source, &file)?;
     let claims = super::claims::parse(
@@ -367,7 +342,9 @@ pub fn parse_as(path: &Path, text: &str, scripts: Scripts) -> Result<LabSpec, Sp
             .iter()
             .map(|w| w.name.as_str())
             .collect::<Vec<_>>(),
+        &without_server_cpu(&targets),
     )?;
+    check_decided_metric(&source, &file, auto.as_ref(), &targets)?;
     let control = control(&source, &file, &targets)?;
     check_spread_engines(&source, &file, &targets)?;
     check_engines(&source, &file, &targets, &workloads)?;
@@ -426,6 +403,36 @@ fn control(
 pub fn stored_control(text: &str) -> Option<String> {
     let table: toml::Table = text.parse().ok()?;
     table.get("control")?.as_str().map(str::to_string)
+}
+
+/// The targets whose server CPU no run can measure.
+fn without_server_cpu(targets: &[TargetSpec]) -> Vec<&str> {
+    targets
+        .iter()
+        .filter(|t| !t.server.measures_server_cpu())
+        .map(|t| t.name.as_str())
+        .collect()
+}
+
+/// `decide_on = "server_cpu"` needs every target's server CPU.
+fn check_decided_metric(
+    source: &Source<'_>,
+    file: &SpecFile,
+    auto: Option<&AutoRuns>,
+    targets: &[TargetSpec],
+) -> Result<(), SpecError> {
+    let (Some(auto), Some(decide_on)) = (auto, &file.decide_on) else {
+        return Ok(());
+    };
+    match without_server_cpu(targets).first() {
+        Some(name) if auto.metric == super::round_metric::RoundMetric::ServerCpu => Err(source.at(
+            decide_on,
+            format!(
+                "decide_on = \"server_cpu\": target \"{name}\" has no source of server CPU (its server is not on this machine)"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `pods = N` runs against PostgreSQL targets: the lab gives the pods a password of its own
@@ -599,9 +606,13 @@ fn targets(
     if file.targets.is_empty() {
         return Err(source.error(0, "no [[target]]: a lab needs at least one server"));
     }
+    let keys: TargetKeys = toml::from_str(source.text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        source.error(offset, e.message().trim())
+    })?;
     let mut seen = Vec::new();
     let mut targets = Vec::new();
-    for target in &file.targets {
+    for (target, entries) in file.targets.iter().zip(&keys.targets) {
         let name = target.name.get_ref().clone();
         if name.is_empty()
             || !name
@@ -617,21 +628,9 @@ fn targets(
             return Err(source.at(&target.name, format!("duplicate target name \"{name}\"")));
         }
         seen.push(name.clone());
-        let server = match (&target.postgres, &target.mariadb) {
-            (Some(_), Some(mariadb)) => {
-                return Err(source.at(
-                    mariadb,
-                    format!("target \"{name}\": give postgres or mariadb, not both"),
-                ))
-            }
-            (_, Some(mariadb)) => ServerSource::Mariadb(mariadb_source(source, mariadb, base)?),
-            (postgres, None) => {
-                ServerSource::Postgres(postgres_source(source, postgres.as_ref(), base)?)
-            }
-        };
         targets.push(TargetSpec {
+            server: target_source(source, base, &name, entries)?,
             name,
-            server,
             profile: profile(source, target.profile.as_ref(), base)?,
             settings: settings(source, target)?,
             cpus: cpu_list(source, target.cpus.as_ref(), "cpus")?,
@@ -641,178 +640,80 @@ fn targets(
     Ok(targets)
 }
 
-fn postgres_source(
+/// The target's server, parsed by the one kind its table names (PostgreSQL from the system
+/// when it names none); a key neither common nor the kind's is refused.
+fn target_source(
     source: &Source<'_>,
-    value: Option<&Spanned<toml::Value>>,
     base: &Path,
-) -> Result<BinarySource, SpecError> {
-    let Some(value) = value else {
-        return Ok(BinarySource::System);
-    };
-    let text = match value.get_ref() {
-        toml::Value::String(text) => text.trim(),
-        toml::Value::Table(table) => return build_request(source, value, table, base),
-        _ => {
-            return Err(source.at(
-                value,
-                "postgres: give a version, \"system\", a bin/ path or { source = … } to build",
-            ))
-        }
-    };
-    if text == "system" {
-        return Ok(BinarySource::System);
-    }
-    if text.contains('/') {
-        let dir = base.join(text);
-        if !dir.join("postgres").is_file() {
-            return Err(source.at(
-                value,
-                format!("postgres: no server binaries in \"{}\"", dir.display()),
-            ));
-        }
-        return Ok(BinarySource::BinDir(dir));
-    }
-    if text == "master" {
-        return Ok(BinarySource::Git(
-            GitSource {
-                url: crate::server::postgres::git_source::POSTGRES_GIT.into(),
-                reference: "master".into(),
-            },
-            BuildRequest::default(),
-        ));
-    }
-    match crate::server::postgres::release::parse(text) {
-        Some(_) => Ok(BinarySource::Version(text.into())),
-        None => Err(source.at(
-            value,
-            format!(
-                "postgres: unknown version \"{text}\"; use a major (\"16\", \"19\"), an exact version (\"16.4.0\", \"19rc1\"), \"master\", \"system\", a bin/ path, {{ source = … }} or {{ git = …, ref = … }} to build"
-            ),
-        )),
-    }
-}
-
-/// `mariadb = "system"` or a directory of a MariaDB/MySQL installation, relative to the spec.
-fn mariadb_source(
-    source: &Source<'_>,
-    value: &Spanned<String>,
-    base: &Path,
-) -> Result<String, SpecError> {
-    let text = value.get_ref().trim();
-    if text == "system" || crate::server::mariadb::release::is_series(text) {
-        return Ok(text.into());
-    }
-    let dir = base.join(text);
-    if !dir.is_dir() {
-        return Err(source.at(
-            value,
-            format!(
-                "mariadb: \"{}\" is neither \"system\", a release series (\"10.11\", \"11.8\") nor a directory holding mariadbd or mysqld",
-                dir.display()
-            ),
-        ));
-    }
-    Ok(dir.display().to_string())
-}
-
-/// `postgres = { source = "…", cflags = "…", configure = […], patches = […] }`: a build from
-/// source, its files relative to the spec; `{ git = "…", ref = "…", … }` builds a git ref.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BuildFile {
-    source: Option<String>,
-    git: Option<String>,
-    #[serde(rename = "ref")]
-    reference: Option<String>,
-    /// Debian's own build of a major or release, unpacked (not built).
-    debian: Option<String>,
-    cflags: Option<String>,
-    #[serde(default)]
-    configure: Vec<String>,
-    #[serde(default)]
-    patches: Vec<String>,
-}
-
-fn build_request(
-    source: &Source<'_>,
-    value: &Spanned<toml::Value>,
-    table: &toml::Table,
-    base: &Path,
-) -> Result<BinarySource, SpecError> {
-    let file: BuildFile =
-        toml::Value::Table(table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                source.at(value, format!("postgres: {}", e.message().trim()))
-            })?;
-    let exists = |path: &str, what: &str| {
-        let full = base.join(path);
-        if full.exists() {
-            Ok(full)
-        } else {
-            Err(source.at(
-                value,
-                format!("postgres: {what} \"{}\" does not exist", full.display()),
-            ))
-        }
-    };
-    if let Some(version) = file.debian {
-        let alone = file.source.is_none()
-            && file.git.is_none()
-            && file.reference.is_none()
-            && file.cflags.is_none()
-            && file.configure.is_empty()
-            && file.patches.is_empty();
-        if !alone {
-            return Err(source.at(
-                value,
-                "postgres: debian = \"…\" takes Debian's build as it is: no source, git, cflags, configure or patches beside it",
-            ));
-        }
-        if crate::server::postgres::release::parse(version.trim()).is_none() {
-            return Err(source.at(
-                value,
-                format!("postgres: debian = \"{version}\" is not a major or release (\"18\", \"19rc1\")"),
-            ));
-        }
-        return Ok(BinarySource::Debian(version.trim().to_string()));
-    }
-    let request = BuildRequest {
-        source: PathBuf::new(),
-        cflags: file.cflags,
-        configure: file.configure,
-        patches: file
-            .patches
+    name: &str,
+    entries: &TargetEntries,
+) -> Result<Arc<dyn TargetSource>, SpecError> {
+    // In the order the table gives them, so that an error points at the second.
+    let mut named: Vec<_> = entries
+        .iter()
+        .filter_map(|(key, value)| {
+            KINDS
+                .iter()
+                .find(|kind| kind.key() == key.get_ref())
+                .map(|kind| (*kind, value))
+        })
+        .collect();
+    named.sort_by_key(|(_, value)| value.span().start);
+    let kind_keys = || {
+        KINDS
             .iter()
-            .map(|patch| exists(patch, "patch"))
-            .collect::<Result<_, _>>()?,
-        origin: None,
+            .map(|kind| kind.key())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    match (file.source, file.git, file.reference) {
-        (Some(path), None, None) => Ok(BinarySource::Build(BuildRequest {
-            source: exists(&path, "source")?,
-            ..request
-        })),
-        (None, Some(url), reference) => {
-            // A local repository is named relative to the spec, as a source directory is.
-            let url = if url.contains("://") || url.contains('@') {
-                url
-            } else {
-                exists(&url, "git repository")?.display().to_string()
-            };
-            let reference = reference.unwrap_or_else(|| "master".into());
-            Ok(BinarySource::Git(GitSource { url, reference }, request))
-        }
-        (None, None, Some(_)) => Err(source.at(value, "postgres: ref needs git = \"<repository>\"")),
-        (Some(_), Some(_), _) | (Some(_), None, Some(_)) => Err(source.at(
-            value,
-            "postgres: give source (a tarball or directory) or git (a repository and ref), not both",
-        )),
-        (None, None, None) => Err(source.at(
-            value,
-            "postgres: a build needs source = \"<tarball or directory>\" or git = \"<repository>\"",
-        )),
+    if let [(_, _), (_, second), ..] = named.as_slice() {
+        let given: Vec<_> = named.iter().map(|(kind, _)| kind.key()).collect();
+        return Err(source.at(
+            second,
+            format!(
+                "target \"{name}\": give one of {}, not {}",
+                kind_keys(),
+                given.join(" and ")
+            ),
+        ));
     }
+    let (kind, value) = match named.first() {
+        Some((kind, value)) => (*kind, Some(*value)),
+        None => (KINDS[0], None),
+    };
+    for key in entries.keys() {
+        let key_text = key.get_ref().as_str();
+        if !COMMON_TARGET_KEYS.contains(&key_text)
+            && kind.key() != key_text
+            && !kind.own_keys().contains(&key_text)
+        {
+            let own = match kind.own_keys() {
+                [] => String::new(),
+                keys => format!("; with {} also {}", kind.key(), keys.join(", ")),
+            };
+            return Err(source.at(
+                key,
+                format!(
+                    "target \"{name}\": unknown key `{key_text}`; a target takes {} and one of {}{own}",
+                    COMMON_TARGET_KEYS.join(", "),
+                    kind_keys()
+                ),
+            ));
+        }
+    }
+    let name_span = entries
+        .iter()
+        .find(|(key, _)| key.get_ref() == "name")
+        .map(|(_, value)| value)
+        .expect("a target's name was read");
+    kind.parse(&TargetTable {
+        source,
+        base,
+        name,
+        value,
+        name_span,
+        entries,
+    })
 }
 
 fn profile(
@@ -1268,6 +1169,7 @@ fn check_engines(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::targets::postgres::ManagedPostgres;
 
     const GOOD: &str = r#"
 name = "t"
@@ -1312,8 +1214,8 @@ clients = [1, 4]
             .settings
             .contains(&("fsync".into(), "off".into())));
         assert_eq!(
-            spec.targets[1].server,
-            ServerSource::Postgres(BinarySource::Version("16".into()))
+            format!("{:?}", spec.targets[1].server),
+            format!("{:?}", ManagedPostgres(BinarySource::Version("16".into())))
         );
         assert_eq!(
             spec.workloads[0].scales,
@@ -1512,16 +1414,19 @@ clients = [1, 4]
         )
         .unwrap();
         assert_eq!(
-            spec.targets[1].server,
-            ServerSource::Postgres(BinarySource::Build(
-                crate::server::postgres::build::BuildRequest {
-                    source: dir.join("pg.tar.bz2"),
-                    cflags: Some("-O2".into()),
-                    configure: vec!["--enable-debug".into()],
-                    patches: vec![],
-                    origin: None,
-                }
-            ))
+            format!("{:?}", spec.targets[1].server),
+            format!(
+                "{:?}",
+                ManagedPostgres(BinarySource::Build(
+                    crate::server::postgres::build::BuildRequest {
+                        source: dir.join("pg.tar.bz2"),
+                        cflags: Some("-O2".into()),
+                        configure: vec!["--enable-debug".into()],
+                        patches: vec![],
+                        origin: None,
+                    }
+                ))
+            )
         );
         let error = |text: &str| parse(&dir.join("lab.toml"), &with(text)).unwrap_err().0;
         assert!(error("{ source = \"pg.tar.bz2\", cflag = \"-O2\" }")

@@ -20,7 +20,7 @@ impl std::fmt::Display for SpecError {
 /// Locates byte offsets of the spec text for error messages.
 pub struct Source<'a> {
     path: &'a Path,
-    text: &'a str,
+    pub(crate) text: &'a str,
 }
 
 impl<'a> Source<'a> {

@@ -40,7 +40,9 @@ pub struct WindowProbes {
     /// Another database of the same server, for cluster-wide views and the sampler, so that
     /// their queries are not counted as the run's transactions.
     pub admin: ConnSpec,
-    pub data_dir: PathBuf,
+    /// The data directory of a server on this machine: the disk's and the server processes'
+    /// counters (none for a server elsewhere).
+    pub data_dir: Option<PathBuf>,
     pub server_version_num: i64,
 }
 
@@ -80,8 +82,10 @@ impl WindowProbes {
             &self.admin,
             self.server_version_num,
         )?);
-        all.extend(os::counters(&self.data_dir));
-        all.extend(server_cpu::counters(&self.data_dir));
+        if let Some(data_dir) = &self.data_dir {
+            all.extend(os::counters(data_dir));
+            all.extend(server_cpu::counters(data_dir));
+        }
         all.extend(driver_cpu());
         Ok(all)
     }
@@ -124,7 +128,8 @@ impl OpenWindow for PostgresWindow {
 pub struct MariadbProbes {
     /// A control session's account on the server, with the run's database.
     pub run: MysqlSpec,
-    pub data_dir: PathBuf,
+    /// The data directory of a server on this machine (none for a server elsewhere).
+    pub data_dir: Option<PathBuf>,
 }
 
 struct MariadbWindow {
@@ -151,7 +156,9 @@ impl MariadbProbes {
     /// The server's status counters, the machine's and the driver's own CPU.
     fn counters(&self) -> Result<Vec<CounterRow>, Failure> {
         let mut all = mariadb_probe::global_status(&self.run)?;
-        all.extend(os::counters(&self.data_dir));
+        if let Some(data_dir) = &self.data_dir {
+            all.extend(os::counters(data_dir));
+        }
         all.extend(driver_cpu());
         Ok(all)
     }

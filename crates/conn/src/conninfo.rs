@@ -171,7 +171,50 @@ fn split_host_port(text: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn decode(text: &str, whole: &str) -> Result<String, String> {
+/// A connection string with its password replaced by `********`, and the password as the text
+/// held it (to mask wherever else that text was copied): a URI's (any scheme) `user:password@`
+/// or `?password=`, a `key=value` string's `password=`.
+pub fn masked(text: &str) -> (String, Option<String>) {
+    const MASK: &str = "********";
+    let secret = match text.split_once("://") {
+        Some((_, rest)) => uri_password(rest),
+        None => key_value_password(text),
+    };
+    match secret {
+        Some(secret) if !secret.is_empty() => {
+            (text.replacen(secret, MASK, 1), Some(secret.to_string()))
+        }
+        _ => (text.to_string(), None),
+    }
+}
+
+fn uri_password(rest: &str) -> Option<&str> {
+    let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let authority = before_query.split('/').next().unwrap_or("");
+    let in_authority = authority
+        .rsplit_once('@')
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password);
+    in_authority.or_else(|| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("password="))
+    })
+}
+
+fn key_value_password(text: &str) -> Option<&str> {
+    let at = text.find("password")?;
+    let after = text[at + "password".len()..]
+        .trim_start()
+        .strip_prefix('=')?;
+    let value = after.trim_start();
+    match value.strip_prefix('\'') {
+        Some(quoted) => quoted.split('\'').next(),
+        None => value.split_whitespace().next(),
+    }
+}
+
+pub(crate) fn decode(text: &str, whole: &str) -> Result<String, String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
@@ -194,6 +237,49 @@ fn decode(text: &str, whole: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_are_masked_in_every_form() {
+        let cases = [
+            (
+                "postgresql://bench:s3cr%40t@db:5432/app",
+                "postgresql://bench:********@db:5432/app",
+                "s3cr%40t",
+            ),
+            (
+                "mysql://root:pw@127.0.0.1:3306/sbtest",
+                "mysql://root:********@127.0.0.1:3306/sbtest",
+                "pw",
+            ),
+            (
+                "postgresql://db/app?user=u&password=pw2",
+                "postgresql://db/app?user=u&password=********",
+                "pw2",
+            ),
+            (
+                "host=db password='a b' user=u",
+                "host=db password='********' user=u",
+                "a b",
+            ),
+            (
+                "host=db password = xyz",
+                "host=db password = ********",
+                "xyz",
+            ),
+        ];
+        for (given, shown, secret) in cases {
+            assert_eq!(
+                masked(given),
+                (shown.to_string(), Some(secret.to_string())),
+                "{given}"
+            );
+        }
+        assert_eq!(
+            masked("postgresql://db/app"),
+            ("postgresql://db/app".into(), None)
+        );
+        assert_eq!(masked("service=bench"), ("service=bench".into(), None));
+    }
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()

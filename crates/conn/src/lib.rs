@@ -1,5 +1,5 @@
 //! Where to connect, for both engines: libpq's connection strings and `PG*` variables
-//! (`postgres`, `conninfo`), libpq's TLS settings (`tls`), a MariaDB/MySQL server's address and
+//! (`postgres`, `conninfo`, `service`: pg_service.conf), libpq's TLS settings (`tls`), a MariaDB/MySQL server's address and
 //! login (`mysql`), the `Endpoint` a workload is handed (`endpoint`), and the runtime control
 //! work runs on (`runtime`; the control sessions themselves are `stampede-control`'s). "Where to
 //! connect" is not "a server we own": servers live above, in the binary crate's `server/`.
@@ -10,6 +10,7 @@ pub mod hosts;
 pub mod mysql;
 pub mod postgres;
 mod runtime;
+pub mod service;
 pub mod tls;
 
 pub use endpoint::{Endpoint, Engine};

@@ -36,6 +36,10 @@ pub struct ConnSpec {
     pub tls: TlsSettings,
     /// The further hosts of a comma-separated list, `target_session_attrs`, `load_balance_hosts`.
     pub failover: Failover,
+    /// Whether the role may keep a session's statements out of pg_stat_statements (a
+    /// superuser may); when not, `untracked` leaves the connection as it is rather than have
+    /// the server refuse it.
+    pub may_untrack: bool,
 }
 
 /// A control session's connection future, to be spawned.
@@ -93,6 +97,19 @@ fn default_socket_dir() -> String {
         .to_string()
 }
 
+/// The service a connection string names, else `PGSERVICE`.
+fn service_name(conninfo: Option<&str>) -> Result<Option<String>, Failure> {
+    let given = match conninfo {
+        Some(text) => crate::conninfo::parse(text)
+            .map_err(|e| Failure::input(format!("invalid connection string: {e}")))?
+            .into_iter()
+            .find(|(key, _)| key == "service")
+            .map(|(_, value)| value),
+        None => None,
+    };
+    Ok(given.or_else(|| env_value("PGSERVICE")))
+}
+
 fn looks_like_conninfo(text: &str) -> bool {
     text.starts_with("postgresql://") || text.starts_with("postgres://") || text.contains('=')
 }
@@ -112,6 +129,7 @@ impl ConnSpec {
             options: None,
             tls: TlsSettings::default(),
             failover: Failover::default(),
+            may_untrack: true,
         }
     }
 
@@ -135,6 +153,7 @@ impl ConnSpec {
             options: env_value("PGOPTIONS"),
             tls: TlsSettings::from_env().map_err(Failure::input)?,
             failover: Failover::default(),
+            may_untrack: true,
         };
         if let Some(attrs) = env_value("PGTARGETSESSIONATTRS") {
             spec.failover.target_session_attrs =
@@ -144,6 +163,12 @@ impl ConnSpec {
             spec.failover.load_balance = parse_load_balance(&balance).map_err(Failure::input)?;
         }
         let dbname_env = env_value("PGDATABASE");
+        // A service's keywords come under the connection string's own, over the environment.
+        let conninfo = flags.dbname.as_deref().filter(|c| looks_like_conninfo(c));
+        if let Some(service) = service_name(conninfo)? {
+            let pairs = crate::service::lookup(&service).map_err(Failure::input)?;
+            spec.apply_pairs(pairs, &mut lists)?;
+        }
         if let Some(host) = &flags.host {
             lists.host = host.clone();
         }
@@ -223,7 +248,16 @@ impl ConnSpec {
 
     fn apply_conninfo(&mut self, conninfo: &str, lists: &mut AddressLists) -> Result<(), Failure> {
         let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
-        for (key, value) in crate::conninfo::parse(conninfo).map_err(invalid)? {
+        self.apply_pairs(crate::conninfo::parse(conninfo).map_err(invalid)?, lists)
+    }
+
+    fn apply_pairs(
+        &mut self,
+        pairs: Vec<(String, String)>,
+        lists: &mut AddressLists,
+    ) -> Result<(), Failure> {
+        let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
+        for (key, value) in pairs {
             match key.as_str() {
                 "host" => lists.host = value,
                 "hostaddr" => lists.hostaddr = value,
@@ -438,6 +472,9 @@ impl ConnSpec {
     /// The same connection with its statements left out of pg_stat_statements, for control
     /// sessions beside a measured workload. Needs a superuser when the module is loaded.
     pub fn untracked(&self) -> ConnSpec {
+        if !self.may_untrack {
+            return self.clone();
+        }
         let untrack = "-c pg_stat_statements.track=none";
         ConnSpec {
             options: Some(match &self.options {

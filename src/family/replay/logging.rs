@@ -18,20 +18,13 @@ use stampede_base::error::Failure;
 use stampede_conn::postgres::APPLICATION_NAME;
 use stampede_conn::ConnSpec;
 use stampede_control::postgres::queries::{query_rows, query_string, sql};
+use stampede_control::postgres::system_settings::{self, quote};
 
 /// What the capture reads: a log's text and its format.
 pub struct LoggedText {
     pub name: String,
     pub text: String,
     pub format: LogFormat,
-}
-
-struct Change {
-    name: &'static str,
-    value: String,
-    before: String,
-    /// Set by ALTER SYSTEM before: put back with SET, else RESET.
-    in_auto_conf: bool,
 }
 
 /// Logs statements for `seconds` (or until `stop`), then reads what was logged.
@@ -51,12 +44,13 @@ pub fn capture_live(
         ..conn.clone()
     };
     let format = chosen_format(&query_string(conn, "SHOW log_destination")?);
-    let changes = changes(conn, format)?;
+    let changes = system_settings::changes(conn, &wanted(format))?;
     let start = log_position(conn, format)?;
-    apply(conn, &changes, note)?;
+    let mut note = |line: &str| note(&format!("capture: {line}"));
+    system_settings::apply(conn, &changes, &mut note)?;
     let marks = Marks::new();
     if let Err(e) = sql(conn, &marks.statement(&marks.begin)) {
-        let _ = restore(conn, &changes, note);
+        let _ = system_settings::restore(conn, &changes, &mut note);
         return Err(e);
     }
     note(&format!(
@@ -67,7 +61,7 @@ pub fn capture_live(
         std::thread::sleep(Duration::from_millis(100));
     }
     let ended = sql(conn, &marks.statement(&marks.end));
-    let restored = restore(conn, &changes, note);
+    let restored = system_settings::restore(conn, &changes, &mut note);
     ended?;
     let texts = read_since(conn, format, &start)?;
     restored?;
@@ -139,8 +133,9 @@ fn chosen_format(destinations: &str) -> LogFormat {
         .unwrap_or(LogFormat::Stderr)
 }
 
-fn changes(conn: &ConnSpec, format: LogFormat) -> Result<Vec<Change>, Failure> {
-    let mut wanted: Vec<(&'static str, &str)> = vec![
+/// The logging a capture needs; the line prefix only when it reads the stderr log.
+fn wanted(format: LogFormat) -> Vec<(String, String)> {
+    let mut wanted = vec![
         ("log_statement", "all"),
         ("log_connections", "on"),
         ("log_disconnections", "on"),
@@ -149,115 +144,10 @@ fn changes(conn: &ConnSpec, format: LogFormat) -> Result<Vec<Change>, Failure> {
     if format == LogFormat::Stderr {
         wanted.push(("log_line_prefix", "%m|%u|%d|%c|"));
     }
-    let rows = query_rows(
-        conn,
-        "SELECT name, setting, coalesce(sourcefile, '') LIKE '%postgresql.auto.conf' FROM pg_settings WHERE name IN ('log_statement', 'log_connections', 'log_disconnections', 'log_parameter_max_length', 'log_line_prefix')",
-    )?;
-    let mut changes = Vec::new();
-    for (name, value) in wanted {
-        let Some(row) = rows.iter().find(|r| r[0].as_deref() == Some(name)) else {
-            continue;
-        };
-        let before = row[1].clone().unwrap_or_default();
-        if before != value {
-            changes.push(Change {
-                name,
-                value: value.to_string(),
-                before,
-                in_auto_conf: row[2].as_deref() == Some("t"),
-            });
-        }
-    }
-    Ok(changes)
-}
-
-fn quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "''"))
-}
-
-/// Sets every change; when one fails, those already set are put back before the error.
-fn apply(conn: &ConnSpec, changes: &[Change], note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
-    for (done, change) in changes.iter().enumerate() {
-        let set = sql(
-            conn,
-            &format!(
-                "ALTER SYSTEM SET {} = {}",
-                change.name,
-                quote(&change.value)
-            ),
-        );
-        if let Err(e) = set {
-            let _ = restore(conn, &changes[..done], note);
-            return Err(e);
-        }
-        note(&format!(
-            "capture: set {} = {} (was {})",
-            change.name,
-            quote(&change.value),
-            quote(&change.before)
-        ));
-    }
-    if let Err(e) = reload(conn, changes, |c| c.value.as_str()) {
-        let _ = restore(conn, changes, note);
-        return Err(e);
-    }
-    Ok(())
-}
-
-fn restore(conn: &ConnSpec, changes: &[Change], note: &mut dyn FnMut(&str)) -> Result<(), Failure> {
-    for change in changes {
-        let statement = if change.in_auto_conf {
-            format!(
-                "ALTER SYSTEM SET {} = {}",
-                change.name,
-                quote(&change.before)
-            )
-        } else {
-            format!("ALTER SYSTEM RESET {}", change.name)
-        };
-        sql(conn, &statement)?;
-        note(&format!(
-            "capture: put back {} = {}",
-            change.name,
-            quote(&change.before)
-        ));
-    }
-    reload(conn, changes, |c| c.before.as_str())
-}
-
-/// Reloads the configuration and waits until a new session sees every value.
-fn reload(
-    conn: &ConnSpec,
-    changes: &[Change],
-    value: impl Fn(&Change) -> &str,
-) -> Result<(), Failure> {
-    if changes.is_empty() {
-        return Ok(());
-    }
-    sql(conn, "SELECT pg_reload_conf()")?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut seen = true;
-        for change in changes {
-            let now = query_string(
-                conn,
-                &format!(
-                    "SELECT setting FROM pg_settings WHERE name = '{}'",
-                    change.name
-                ),
-            )?;
-            seen &= now == value(change);
-        }
-        if seen {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(Failure::run(
-                "the server did not take the new logging settings within 10 s of pg_reload_conf()",
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wanted
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
 }
 
 /// A part of one of the collector's files, from byte `from` on.

@@ -4,7 +4,7 @@
 
 use std::cell::{Cell as Counter, RefCell};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,11 +12,9 @@ use std::sync::Arc;
 use super::{dataset_name, Lab, LabEvent, LabOutcome, Opening, Shard, RUN_COPY};
 use crate::family::api::{FamilyWorkload, LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::lab::spec::{self, LabSpec, TargetSpec};
-use crate::lab::target::{LabServer, TargetBinaries, Targets};
+use crate::lab::targets::{HostProcess, LabPlace, LabServer, ResolvedTarget, Targets};
 use crate::lab::window::RunProbes;
-use crate::server::postgres::binaries::Binaries;
 use crate::server::profile::Machine;
-use crate::server::profile::ServerConfig;
 use crate::server::setup::SetupEvent;
 use stampede_base::error::{Failure, Kind};
 use stampede_conn::ConnSpec;
@@ -63,28 +61,31 @@ impl Targets for FakeTargets {
         &self,
         spec: &TargetSpec,
         _events: &mut dyn FnMut(SetupEvent<'_>),
-    ) -> Result<TargetBinaries, Failure> {
+    ) -> Result<Arc<dyn ResolvedTarget>, Failure> {
         if spec.name.starts_with("broken") {
             return Err(Failure::input(format!(
                 "target \"{}\": no binaries here",
                 spec.name
             )));
         }
-        Ok(TargetBinaries::Postgres(Binaries {
-            bin_dir: PathBuf::from("/fake/bin"),
-            version: "fake 1.0".into(),
-        }))
+        Ok(Arc::new(FakeBinaries))
     }
 
     fn provision(
         &self,
-        _binaries: &TargetBinaries,
-        root: &Path,
-        _config: &ServerConfig<'_>,
+        _resolved: &dyn ResolvedTarget,
+        _target: &TargetSpec,
+        place: &LabPlace<'_>,
     ) -> Result<Box<dyn LabServer>, Failure> {
-        let name = root.file_name().unwrap().to_string_lossy().into_owned();
+        let name = place
+            .root
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         self.journal.log(format!("provision {name}"));
         Ok(Box::new(FakeServer {
+            remote: name.starts_with("remote"),
             name,
             journal: self.journal.clone(),
             disk: self.disk.clone(),
@@ -92,8 +93,27 @@ impl Targets for FakeTargets {
     }
 }
 
+struct FakeBinaries;
+
+impl ResolvedTarget for FakeBinaries {
+    fn version(&self) -> String {
+        "fake 1.0".into()
+    }
+
+    fn provision(
+        &self,
+        _target: &TargetSpec,
+        _place: &LabPlace<'_>,
+    ) -> Result<Box<dyn LabServer>, Failure> {
+        unreachable!("FakeTargets provisions")
+    }
+}
+
 struct FakeServer {
     name: String,
+    /// A server the lab reaches (a target named "remote…"): no process of its own to restart,
+    /// settings of its runs set and put back around each.
+    remote: bool,
     journal: Journal,
     disk: Disk,
 }
@@ -165,30 +185,16 @@ impl LabServer for FakeServer {
         Ok(128 << 20)
     }
 
-    fn machine(&self) -> Machine {
-        Machine {
+    fn machine(&self) -> Option<Machine> {
+        Some(Machine {
             ram_bytes: 8 << 30,
             cores: 2,
             free_disk_bytes: 100 << 30,
-        }
+        })
     }
 
     fn alive(&self) -> bool {
         !self.disk.crashed.get()
-    }
-
-    fn restart(&self) -> Result<(), Failure> {
-        self.journal.log(format!("restart {}", self.name));
-        self.disk.crashed.set(false);
-        Ok(())
-    }
-
-    fn log_tail(&self, _lines: usize) -> String {
-        "LOG:  server process was terminated by signal 9".into()
-    }
-
-    fn stop(&self) {
-        self.journal.log(format!("stop {}", self.name));
     }
 
     fn window_probes(&self, _run: &Endpoint) -> Option<Box<dyn RunProbes>> {
@@ -197,6 +203,45 @@ impl LabServer for FakeServer {
 
     fn explain(&self, _database: &str, _statement: &str) -> Option<String> {
         None
+    }
+
+    fn begin_run(&self) -> Result<(), Failure> {
+        if self.remote {
+            self.journal.log(format!("set {}", self.name));
+        }
+        Ok(())
+    }
+
+    fn end_run(&self) -> Result<(), Failure> {
+        if self.remote {
+            self.journal.log(format!("put back {}", self.name));
+        }
+        Ok(())
+    }
+
+    fn host(&self) -> Option<&dyn HostProcess> {
+        (!self.remote).then_some(self as &dyn HostProcess)
+    }
+
+    fn release(&self, lab_ended: bool) {
+        if self.remote {
+            self.journal
+                .log(format!("hand back {} (lab ended: {lab_ended})", self.name));
+        } else {
+            self.journal.log(format!("stop {}", self.name));
+        }
+    }
+}
+
+impl HostProcess for FakeServer {
+    fn restart(&self) -> Result<(), Failure> {
+        self.journal.log(format!("restart {}", self.name));
+        self.disk.crashed.set(false);
+        Ok(())
+    }
+
+    fn log_tail(&self, _lines: usize) -> String {
+        "LOG:  server process was terminated by signal 9".into()
     }
 }
 
@@ -793,6 +838,53 @@ fn a_crashed_server_is_restarted_and_its_log_tail_recorded() {
         .collect();
     assert_eq!(errors.len(), 8);
     assert!(errors.iter().all(|e| e == expected), "{errors:?}");
+}
+
+/// A server the lab did not start is never restarted; each run's settings are put back before
+/// the next run; it is handed back when the lab stops, told whether the lab ended.
+#[test]
+fn a_remote_target_is_not_restarted_and_is_handed_back_when_the_lab_stops() {
+    let fixture = Fixture::new(&["remote-a", "local"], &["ro", "crashes"]);
+    let (outcome, _) = fixture.invoke(false, false, Some(5)).unwrap();
+    assert!(outcome.interrupted);
+    assert_eq!(
+        fixture.journal.starting("hand back "),
+        ["hand back remote-a (lab ended: false)"]
+    );
+    let first_invocation = fixture.journal.lines().len();
+    let (outcome, _) = fixture.invoke(true, false, None).unwrap();
+    assert!(!outcome.interrupted);
+    assert_eq!(
+        since(&fixture, first_invocation, "hand back "),
+        ["hand back remote-a (lab ended: true)"]
+    );
+    assert!(fixture.journal.starting("restart remote").is_empty());
+    assert!(!fixture.journal.starting("restart local").is_empty());
+    // Around every run of the remote target, its settings set and put back, never nested.
+    let mut open = false;
+    for line in fixture.journal.lines() {
+        if line.starts_with("set remote-a") {
+            assert!(!open, "set twice");
+            open = true;
+        } else if line.starts_with("put back remote-a") {
+            assert!(open, "put back unset");
+            open = false;
+        } else if line.starts_with("run remote-a") {
+            assert!(open, "a remote run without its settings");
+        }
+    }
+    let errors: Vec<String> = fixture
+        .pairs::<String, Option<String>>(
+            "SELECT c.target, r.error FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.status = 'failed'",
+        )
+        .into_iter()
+        .filter(|(target, _)| target == "remote-a")
+        .filter_map(|(_, error)| error)
+        .collect();
+    assert!(!errors.is_empty());
+    assert!(errors.iter().all(|e| e
+        == "connection lost; the server did not answer (stampede does not restart a server it did not start)"),
+        "{errors:?}");
 }
 
 #[test]

@@ -157,8 +157,8 @@ pub fn wait_for_sessions_to_end(run: &MysqlSpec, limit: Duration) {
 
 /// Samples the run's threads by command and state ten times a second, and the machine's and
 /// the server's counters each second, until finished.
-pub fn start_sampler(run: MysqlSpec, data_dir: PathBuf) -> Sampler {
-    Sampler::spawn(move |stop| sample(&run, &data_dir, stop))
+pub fn start_sampler(run: MysqlSpec, data_dir: Option<PathBuf>) -> Sampler {
+    Sampler::spawn(move |stop| sample(&run, data_dir.as_deref(), stop))
 }
 
 /// Status counters worth a per-second series beside the OS's.
@@ -171,9 +171,9 @@ const SERIES: [&str; 4] = [
 
 fn per_second_counters(
     session: Option<&mut ControlSession>,
-    data_dir: &std::path::Path,
+    data_dir: Option<&std::path::Path>,
 ) -> Vec<CounterRow> {
-    let mut counters = os::counters(data_dir);
+    let mut counters = data_dir.map(os::counters).unwrap_or_default();
     if let Some(pairs) = session.and_then(|s| s.pairs("SHOW GLOBAL STATUS").ok()) {
         counters.extend(
             counting(pairs)
@@ -184,7 +184,7 @@ fn per_second_counters(
     counters
 }
 
-fn sample(run: &MysqlSpec, data_dir: &std::path::Path, stop: &AtomicBool) -> Samples {
+fn sample(run: &MysqlSpec, data_dir: Option<&std::path::Path>, stop: &AtomicBool) -> Samples {
     let mut samples = Samples::default();
     let mut session = session(run).ok();
     let cpu_before = thread_cpu_s();

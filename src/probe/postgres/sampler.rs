@@ -21,17 +21,18 @@ use stampede_store::{CounterRow, WaitSample};
 
 /// Starts sampling the sessions of `database` through `admin` (a connection to another
 /// database of the same server), the checkpointer's counters, and the OS counters of the
-/// disk holding `data_dir`; the queries follow the server's version.
+/// disk holding `data_dir` when the server runs on this machine; the queries follow the
+/// server's version.
 pub fn start(
     admin: ConnSpec,
     database: String,
-    data_dir: PathBuf,
+    data_dir: Option<PathBuf>,
     server_version_num: i64,
 ) -> Sampler {
     Sampler::spawn(move |stop| {
         let sources = Sources {
             database: &database,
-            data_dir: &data_dir,
+            data_dir: data_dir.as_deref(),
             checkpoint_query: super::cluster_stats::checkpoint_query(server_version_num),
             server_version_num,
         };
@@ -59,7 +60,7 @@ fn wait_query(database: &str, server_version_num: i64) -> String {
 /// What the sampler reads besides pg_stat_activity.
 struct Sources<'a> {
     database: &'a str,
-    data_dir: &'a std::path::Path,
+    data_dir: Option<&'a std::path::Path>,
     checkpoint_query: &'static str,
     server_version_num: i64,
 }
@@ -69,7 +70,7 @@ async fn per_second_counters(
     client: Option<&tokio_postgres::Client>,
     sources: &Sources<'_>,
 ) -> Vec<CounterRow> {
-    let mut counters = os::counters(sources.data_dir);
+    let mut counters = sources.data_dir.map(os::counters).unwrap_or_default();
     let Some(client) = client else {
         return counters;
     };

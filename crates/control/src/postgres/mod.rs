@@ -1,8 +1,9 @@
 //! PostgreSQL's control sessions: connecting for setup and probes (tokio-postgres), error text
 //! as PostgreSQL's tools print it, the tables a loader may not overwrite; `queries`: one-call
-//! SQL in a session of its own.
+//! SQL in a session of its own; `system_settings`: ALTER SYSTEM changes put back as they were.
 
 pub mod queries;
+pub mod system_settings;
 
 use tokio_postgres::Client;
 

@@ -17,7 +17,7 @@ fn with_client<T>(
         let (client, connection) = conn
             .connect_control()
             .await
-            .map_err(|e| Failure::run(format!("could not connect to {conn}: {e}")).caused_by(e))?;
+            .map_err(|e| super::connection_error(conn, e))?;
         let driver = tokio::spawn(connection);
         let result = work(&client).await.map_err(|e| {
             let text = match e.as_db_error() {

@@ -5,46 +5,50 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::target::TargetBinaries;
+use crate::server::mariadb::managed::MariadbBinaries;
 use crate::server::mariadb::profile::Mariadb;
+use crate::server::postgres::binaries::Binaries;
 use crate::server::profile::ProfileRules;
 use stampede_base::error::Failure;
 
-/// Refuses the first setting the target's server does not know. A binary that cannot list its
+/// Refuses the first setting PostgreSQL's binaries do not know. A binary that cannot list its
 /// settings is not checked (the server's start still is).
-pub fn check(binaries: &TargetBinaries, settings: &[(String, String)]) -> Result<(), Failure> {
-    match binaries {
-        TargetBinaries::Postgres(pg) => {
-            let Some(known) = postgres_settings(&pg.bin_dir.join("postgres")) else {
-                return Ok(());
-            };
-            // Dotted names are extensions' (pg_stat_statements.track), defined when loaded.
-            let unknown = settings
-                .iter()
-                .map(|(name, _)| name)
-                .find(|name| !name.contains('.') && !known.contains(&name.to_lowercase()));
-            match unknown {
+pub fn check_postgres(pg: &Binaries, settings: &[(String, String)]) -> Result<(), Failure> {
+    let Some(known) = postgres_settings(&pg.bin_dir.join("postgres")) else {
+        return Ok(());
+    };
+    // Dotted names are extensions' (pg_stat_statements.track), defined when loaded.
+    let unknown = settings
+        .iter()
+        .map(|(name, _)| name)
+        .find(|name| !name.contains('.') && !known.contains(&name.to_lowercase()));
+    match unknown {
                 Some(name) => Err(Failure::input(format!(
                     "settings.{name}: not a setting of PostgreSQL {} (`postgres --describe-config` lists them); MariaDB/MySQL variables belong on a target with mariadb = …",
                     pg.version.trim_start_matches("postgres (PostgreSQL) ")
                 ))),
                 None => Ok(()),
             }
-        }
-        TargetBinaries::Mariadb(mariadb) => {
-            let Some(known) = mariadb_variables(&mariadb.server) else {
-                return Ok(());
-            };
-            let is_known = |name: &str| {
-                let name = Mariadb::normal_name(name);
-                // `loose_` options are ignored by a server that lacks them; `skip_x` is `x` off.
-                name.starts_with("loose_")
-                    || known.contains(&name)
-                    || name
-                        .strip_prefix("skip_")
-                        .is_some_and(|n| known.contains(&n.to_string()))
-            };
-            match settings.iter().map(|(name, _)| name).find(|name| !is_known(name)) {
+}
+
+/// Refuses the first setting a MariaDB/MySQL server binary does not know.
+pub fn check_mariadb(
+    mariadb: &MariadbBinaries,
+    settings: &[(String, String)],
+) -> Result<(), Failure> {
+    let Some(known) = mariadb_variables(&mariadb.server) else {
+        return Ok(());
+    };
+    let is_known = |name: &str| {
+        let name = Mariadb::normal_name(name);
+        // `loose_` options are ignored by a server that lacks them; `skip_x` is `x` off.
+        name.starts_with("loose_")
+            || known.contains(&name)
+            || name
+                .strip_prefix("skip_")
+                .is_some_and(|n| known.contains(&n.to_string()))
+    };
+    match settings.iter().map(|(name, _)| name).find(|name| !is_known(name)) {
                 Some(name) => Err(Failure::input(format!(
                     "settings.{name}: not a variable of {} {} (`{} --verbose --help` lists them); PostgreSQL settings belong on a target with postgres = …",
                     mariadb.server.file_name().map_or("mariadbd".into(), |n| n.to_string_lossy()),
@@ -53,8 +57,6 @@ pub fn check(binaries: &TargetBinaries, settings: &[(String, String)]) -> Result
                 ))),
                 None => Ok(()),
             }
-        }
-    }
 }
 
 /// `postgres --describe-config`: one setting per line, its name first.

@@ -1,75 +1,38 @@
-//! A MariaDB/MySQL lab target: a managed server with the profile's settings, and the lab's
-//! work on it in MySQL's terms: databases instead of template copies (a run's pristine copy is
-//! `CREATE TABLE … LIKE` + `INSERT … SELECT` per table, the routines re-created from `SHOW CREATE`),
-//! `ANALYZE TABLE` for VACUUM ANALYZE, a
-//! dirty-page flush for CHECKPOINT, `SHOW GLOBAL VARIABLES` for pg_settings.
+//! The lab's work on any MariaDB/MySQL server, over SQL alone, in MySQL's terms: databases
+//! instead of template copies (a run's pristine copy is `CREATE TABLE … LIKE` + `INSERT …
+//! SELECT` per table, the routines re-created from `SHOW CREATE`), `ANALYZE TABLE` for VACUUM
+//! ANALYZE, a dirty-page flush for CHECKPOINT, `SHOW GLOBAL VARIABLES` for pg_settings. A
+//! managed server and one reached by URL both work through this.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::LabServer;
-use crate::lab::spec::TargetSpec;
-use crate::lab::window::{MariadbProbes, RunProbes};
-use crate::server::free_port;
-use crate::server::mariadb::managed::{Flavor, MariadbBinaries, MariadbServer};
-use crate::server::mariadb::profile::Mariadb;
-use crate::server::profile::Machine;
-use crate::server::profile::{self, ServerConfig};
 use stampede_base::error::Failure;
-use stampede_conn::Endpoint;
 use stampede_conn::MysqlSpec;
 use stampede_control::mysql::ControlSession;
-use stampede_store::{SettingRow, TargetRecord};
 
 /// How a run's pristine copy is made, as reports name it.
-const RESTORE_METHOD: &str = "CREATE TABLE … LIKE + INSERT … SELECT (and the routines)";
+pub const RESTORE_METHOD: &str = "CREATE TABLE … LIKE + INSERT … SELECT (and the routines)";
 /// The longest a checkpoint waits for the buffer pool's dirty pages to be written.
 const FLUSH_LIMIT: Duration = Duration::from_secs(120);
 /// InnoDB's pages a second while a checkpoint flushes: as fast as the disk takes them.
 const FLUSH_IO_CAPACITY: u64 = 1_000_000;
 
-pub struct LabMariadb {
-    server: MariadbServer,
+/// One MariaDB/MySQL server as the lab's SQL sees it.
+#[derive(Clone)]
+pub struct MariadbSql {
+    /// The control account, without a database.
+    pub account: MysqlSpec,
+    /// May flush the buffer pool (SET GLOBAL on InnoDB's flushing variables).
+    pub checkpoints: bool,
 }
 
-impl LabMariadb {
-    /// Initialises the data directory under `root` once, writes my.cnf with a free port and
-    /// the settings, and starts the server.
-    pub fn provision(
-        binaries: &MariadbBinaries,
-        root: &Path,
-        config: &ServerConfig<'_>,
-    ) -> Result<LabMariadb, Failure> {
-        if let Some(parent) = root.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Failure::run(format!("could not create {}: {e}", parent.display())).caused_by(e)
-            })?;
-        }
-        let mut server =
-            MariadbServer::new(binaries.clone(), root.to_path_buf(), free_port(None)?)?;
-        server.settings = profile::settings::<Mariadb>(
-            config.profile,
-            &Machine::probe(root),
-            config.max_clients,
-            config.settings,
-        )?;
-        if server.is_running() {
-            server.stop()?;
-        }
-        if server.is_initialized() {
-            server.write_config()?;
-        } else {
-            server.init()?;
-        }
-        server.start()?;
-        Ok(LabMariadb { server })
+impl MariadbSql {
+    /// The control account's session on `database`.
+    pub fn spec(&self, database: &str) -> MysqlSpec {
+        self.account.with_database(database)
     }
 
-    fn spec(&self, database: &str) -> MysqlSpec {
-        self.server.spec().with_database(database)
-    }
-
-    fn session(&self) -> Result<ControlSession, Failure> {
+    pub fn session(&self) -> Result<ControlSession, Failure> {
         ControlSession::connect(&self.spec(""))
     }
 
@@ -125,90 +88,21 @@ impl LabMariadb {
         }
         Ok(())
     }
-}
 
-impl LabServer for LabMariadb {
-    fn describe(&self, spec: &TargetSpec) -> Result<TargetRecord, Failure> {
-        let mut session = self.session()?;
-        let server_version = session
-            .rows("SELECT VERSION()")?
-            .rows
-            .first()
-            .and_then(|row| row.first().cloned().flatten())
-            .unwrap_or_default();
-        let configured = |name: &str| self.server.settings.iter().any(|(n, _)| n == name);
-        let settings = session
-            .pairs("SHOW GLOBAL VARIABLES")?
-            .into_iter()
-            .map(|(name, value)| SettingRow {
-                source: Some(
-                    if configured(&name) {
-                        "configuration file"
-                    } else {
-                        "default"
-                    }
-                    .into(),
-                ),
-                name,
-                setting: Some(value),
-                unit: None,
-                boot_val: None,
-                context: None,
-            })
-            .collect();
-        let binaries = &self.server.binaries;
-        Ok(TargetRecord {
-            name: spec.name.clone(),
-            server: spec.server.spec_text(),
-            binary_source: format!(
-                "{} ({})",
-                match binaries.flavor {
-                    Flavor::MariaDb => "MariaDB",
-                    Flavor::MySql => "MySQL",
-                },
-                if binaries.source == "system" {
-                    "system packages"
-                } else if binaries.unpacked {
-                    // "mariadb-server-core 1:11.8.9+ds-4 (Debian unstable, unpacked) (<root>)".
-                    binaries.source.as_str()
-                } else {
-                    "bin/ path"
-                }
-            ),
-            bin_dir: binaries
-                .server
-                .parent()
-                .map_or_else(String::new, |dir| dir.display().to_string()),
-            server_version,
-            pg_config: String::new(),
-            profile: spec.profile.name(),
-            restore_method: RESTORE_METHOD.into(),
-            settings,
-        })
-    }
-
-    fn conn(&self, database: &str) -> Endpoint {
-        Endpoint::Mysql(self.spec(database))
-    }
-
-    fn workload_conn(&self, database: &str) -> Endpoint {
-        Endpoint::Mysql(self.spec(database))
-    }
-
-    fn has_dataset(&self, database: &str) -> bool {
+    pub fn has_dataset(&self, database: &str) -> bool {
         self.number(&format!(
             "SELECT COUNT(*) FROM `{database}`.stampede_dataset"
         ))
         .is_ok_and(|n| n == 1)
     }
 
-    fn create_empty(&self, database: &str) -> Result<(), Failure> {
+    pub fn create_empty(&self, database: &str) -> Result<(), Failure> {
         let mut session = self.session()?;
         session.execute(&format!("DROP DATABASE IF EXISTS `{database}`"))?;
         session.execute(&format!("CREATE DATABASE `{database}`"))
     }
 
-    fn seal_dataset(&self, database: &str) -> Result<(), Failure> {
+    pub fn seal_dataset(&self, database: &str) -> Result<(), Failure> {
         let mut session = self.session()?;
         self.analyze(&mut session, database)?;
         session.execute(&format!(
@@ -218,7 +112,7 @@ impl LabServer for LabMariadb {
         self.checkpoint()
     }
 
-    fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure> {
+    pub fn copy_database(&self, template: &str, copy: &str) -> Result<(), Failure> {
         self.create_empty(copy)?;
         let mut session = self.session()?;
         for table in self.tables(&mut session, template)? {
@@ -240,7 +134,7 @@ impl LabServer for LabMariadb {
         self.analyze(&mut session, copy)
     }
 
-    fn drop_database(&self, database: &str) -> Result<(), Failure> {
+    pub fn drop_database(&self, database: &str) -> Result<(), Failure> {
         self.session()?
             .execute(&format!("DROP DATABASE IF EXISTS `{database}`"))
     }
@@ -250,7 +144,10 @@ impl LabServer for LabMariadb {
     /// cleaner writes `innodb_io_capacity` pages a second (200 by default: a one-warehouse
     /// TPROC-C copy took half a minute), so the capacity is raised while it flushes and put
     /// back too.
-    fn checkpoint(&self) -> Result<(), Failure> {
+    pub fn checkpoint(&self) -> Result<(), Failure> {
+        if !self.checkpoints {
+            return Ok(());
+        }
         let mut session = self.session()?;
         let mut saved = Vec::new();
         for name in FLUSH_SETTINGS {
@@ -268,57 +165,30 @@ impl LabServer for LabMariadb {
         flushed
     }
 
-    fn database_bytes(&self, database: &str) -> Result<u64, Failure> {
+    pub fn database_bytes(&self, database: &str) -> Result<u64, Failure> {
         self.number(&format!(
             "SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{database}'"
         ))
     }
 
-    fn shared_buffers_bytes(&self) -> Result<u64, Failure> {
+    pub fn shared_buffers_bytes(&self) -> Result<u64, Failure> {
         self.number("SELECT @@GLOBAL.innodb_buffer_pool_size")
     }
 
-    fn machine(&self) -> Machine {
-        Machine::probe(&self.server.root)
-    }
-
-    fn alive(&self) -> bool {
+    pub fn alive(&self) -> bool {
         self.session()
             .and_then(|mut session| session.execute("SELECT 1"))
             .is_ok()
     }
 
-    /// A killed server's pid file and socket linger; `start` clears the socket and waits.
-    fn restart(&self) -> Result<(), Failure> {
-        let mut last = Ok(());
-        for _ in 0..10 {
-            last = self.server.start();
-            if last.is_ok() {
-                return last;
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        last
+    /// `VERSION()`.
+    pub fn version(&self) -> Result<String, Failure> {
+        first_value(&mut self.session()?, "SELECT VERSION()")
     }
 
-    fn log_tail(&self, lines: usize) -> String {
-        self.server.log_tail(lines)
-    }
-
-    fn stop(&self) {
-        let _ = self.server.stop();
-    }
-
-    fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
-        Some(Box::new(MariadbProbes {
-            run: self.spec(run.database()),
-            data_dir: self.server.data_dir(),
-        }))
-    }
-
-    /// Statement digests carry `?` for their values, which EXPLAIN cannot take.
-    fn explain(&self, _database: &str, _statement: &str) -> Option<String> {
-        None
+    /// Every global variable, as `SHOW GLOBAL VARIABLES` lists them.
+    pub fn variables(&self) -> Result<Vec<(String, String)>, Failure> {
+        self.session()?.pairs("SHOW GLOBAL VARIABLES")
     }
 }
 

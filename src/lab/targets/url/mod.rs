@@ -1,0 +1,201 @@
+//! `url = "…"`: a server the lab never starts or stops, reached by a connection string: a
+//! `postgresql://` URI, a libpq `key=value` string or `service=NAME` (with `PG*` variables and
+//! `.pgpass` as libpq reads them), or a `mysql://`/`mariadb://` URL. The lab works in
+//! databases of its own there (`names.rs`), applies the target's settings the least invasive
+//! way that takes effect and puts them back (`access.rs`, `put_back.rs`), and reads what the
+//! server itself says over each run's window.
+
+mod access;
+mod mariadb;
+mod names;
+mod postgres;
+mod put_back;
+
+use std::sync::Arc;
+
+use super::api::{LabPlace, LabServer, ResolvedTarget, TargetKind, TargetSource};
+use super::table::TargetTable;
+use crate::lab::spec_text::SpecError;
+use crate::lab::targets::api::TargetSpec;
+use crate::server::profile::Profile;
+use crate::server::setup::SetupEvent;
+use stampede_base::error::Failure;
+use stampede_conn::{ConnSpec, Engine};
+
+pub struct Kind;
+
+impl TargetKind for Kind {
+    fn key(&self) -> &'static str {
+        "url"
+    }
+
+    fn parse(&self, table: &TargetTable<'_>) -> Result<Arc<dyn TargetSource>, SpecError> {
+        let value = table.value.expect("the kind's key names it");
+        let Some(text) = value.get_ref().as_str().map(str::trim) else {
+            return Err(table.at(value, URL_FORMS));
+        };
+        let target = UrlTarget::parse(text).map_err(|e| table.at(value, format!("url: {e}")))?;
+        Ok(Arc::new(target))
+    }
+}
+
+const URL_FORMS: &str = "url: give a postgresql:// URI, a libpq key=value string, service=NAME, or a mysql:// (mariadb://) URL";
+
+/// A server named by a connection string. Its text is kept whole (libpq reads it again where
+/// it connects), but only ever shown masked.
+pub struct UrlTarget {
+    given: String,
+    masked: String,
+    secret: Option<String>,
+    engine: Engine,
+}
+
+impl std::fmt::Debug for UrlTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UrlTarget({})", self.masked)
+    }
+}
+
+impl UrlTarget {
+    fn parse(text: &str) -> Result<UrlTarget, String> {
+        if text.is_empty() {
+            return Err(URL_FORMS.trim_start_matches("url: ").to_string());
+        }
+        let (masked, secret) = stampede_conn::conninfo::masked(text);
+        let engine = if text.starts_with("mysql://") || text.starts_with("mariadb://") {
+            stampede_conn::MysqlSpec::from_url(text)?;
+            Engine::Mariadb
+        } else {
+            stampede_conn::conninfo::parse(text)
+                .map_err(|e| format!("invalid connection string: {e}"))?;
+            Engine::Postgres
+        };
+        Ok(UrlTarget {
+            given: text.to_string(),
+            masked,
+            secret,
+            engine,
+        })
+    }
+
+    /// Where to connect, as libpq would: the string over `PG*` variables, `.pgpass`, a service.
+    fn conn(&self) -> Result<ConnSpec, Failure> {
+        ConnSpec::from_conninfo(&self.given).map_err(|e| {
+            e.into_input()
+                .map_message(|text| format!("url {}: {text}", self.masked))
+        })
+    }
+
+    /// What only a server the lab starts can take.
+    fn check_managed_only(&self, target: &TargetSpec) -> Result<(), Failure> {
+        if target.profile != Profile::Untuned {
+            return Err(Failure::input(format!(
+                "profile = \"{}\": a url target is measured as its server is configured; give the settings to change as settings = {{ … }}",
+                target.profile.name()
+            )));
+        }
+        if target.cpus.is_some() {
+            return Err(Failure::input(
+                "cpus pins the processes of a server the lab starts; a url target's server runs where it runs",
+            ));
+        }
+        Ok(())
+    }
+
+    fn reach(&self, target: &TargetSpec) -> Result<Reached, Failure> {
+        self.check_managed_only(target)?;
+        Ok(match self.engine {
+            Engine::Postgres => Reached::Postgres(Box::new(postgres::Reached::reach(
+                self.conn()?,
+                &self.masked,
+                target,
+            )?)),
+            Engine::Mariadb => {
+                let account = stampede_conn::MysqlSpec::from_url(&self.given)
+                    .map_err(|e| Failure::input(format!("url {}: {e}", self.masked)))?;
+                Reached::Mariadb(Box::new(mariadb::Reached::reach(
+                    account,
+                    &self.masked,
+                    target,
+                )?))
+            }
+        })
+    }
+}
+
+impl TargetSource for UrlTarget {
+    fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    fn spec_text(&self) -> String {
+        self.masked.clone()
+    }
+
+    fn secret(&self) -> Option<String> {
+        self.secret.clone()
+    }
+
+    fn is_managed(&self) -> bool {
+        false
+    }
+
+    fn measures_server_cpu(&self) -> bool {
+        false
+    }
+
+    fn check(&self, target: &TargetSpec) -> Result<(), Failure> {
+        self.check_managed_only(target)
+    }
+
+    fn check_at_plan(&self, target: &TargetSpec) -> Result<Vec<String>, Failure> {
+        Ok(self.reach(target)?.plan_lines())
+    }
+
+    fn resolve(
+        &self,
+        target: &TargetSpec,
+        _events: &mut dyn FnMut(SetupEvent<'_>),
+    ) -> Result<Arc<dyn ResolvedTarget>, Failure> {
+        Ok(Arc::new(self.reach(target)?))
+    }
+}
+
+/// A server a url target reached, of either engine.
+enum Reached {
+    Postgres(Box<postgres::Reached>),
+    Mariadb(Box<mariadb::Reached>),
+}
+
+impl Reached {
+    fn plan_lines(&self) -> Vec<String> {
+        match self {
+            Reached::Postgres(reached) => reached.plan_lines(),
+            Reached::Mariadb(reached) => reached.plan_lines(),
+        }
+    }
+}
+
+impl ResolvedTarget for Reached {
+    fn version(&self) -> String {
+        match self {
+            Reached::Postgres(reached) => reached.version(),
+            Reached::Mariadb(reached) => reached.version(),
+        }
+    }
+
+    fn provision(
+        &self,
+        target: &TargetSpec,
+        place: &LabPlace<'_>,
+    ) -> Result<Box<dyn LabServer>, Failure> {
+        Ok(match self {
+            Reached::Postgres(reached) => {
+                Box::new(postgres::RemotePostgres::connect(reached, target, place)?)
+            }
+            Reached::Mariadb(reached) => {
+                Box::new(mariadb::RemoteMariadb::connect(reached, target, place)?)
+            }
+        })
+    }
+}

@@ -1,0 +1,71 @@
+//! The ALTER SYSTEM changes a run of a url target made, written to the target's folder before
+//! they are made and removed once they are put back: a lab killed in between (SIGKILL, a lost
+//! machine) leaves the file, and the next `lab run`, `lab resume` or `lab clean` puts them back
+//! before anything else touches the server.
+
+use std::path::{Path, PathBuf};
+
+use stampede_base::error::Failure;
+use stampede_control::postgres::system_settings::SystemChange;
+
+pub struct PutBack {
+    path: PathBuf,
+}
+
+impl PutBack {
+    pub fn in_folder(root: &Path) -> PutBack {
+        PutBack {
+            path: root.join("settings-to-put-back.json"),
+        }
+    }
+
+    /// The changes a stopped lab left in place, if any.
+    pub fn pending(&self) -> Result<Vec<SystemChange>, Failure> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.failure("read", e)),
+        };
+        let rows: Vec<(String, String, String, bool)> = serde_json::from_str(&text)
+            .map_err(|e| Failure::run(format!("{}: {e}", self.path.display())))?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, value, before, in_auto_conf)| SystemChange {
+                name,
+                value,
+                before,
+                in_auto_conf,
+            })
+            .collect())
+    }
+
+    /// Written (and synced) before the changes are made.
+    pub fn record(&self, changes: &[SystemChange]) -> Result<(), Failure> {
+        let rows: Vec<_> = changes
+            .iter()
+            .map(|c| (&c.name, &c.value, &c.before, c.in_auto_conf))
+            .collect();
+        let text = serde_json::to_string_pretty(&rows).expect("strings serialise");
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| self.failure("create", e))?;
+        }
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut file = std::fs::File::create(&self.path)?;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()
+        };
+        write().map_err(|e| self.failure("write", e))
+    }
+
+    pub fn done(&self) -> Result<(), Failure> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(self.failure("remove", e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn failure(&self, verb: &str, e: std::io::Error) -> Failure {
+        Failure::run(format!("could not {verb} {}: {e}", self.path.display())).caused_by(e)
+    }
+}
