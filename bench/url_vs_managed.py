@@ -9,11 +9,12 @@ wall time per run the url path's reads add (each run's recorded overhead: copies
 settings and probes), and the settings that differ between the two servers as each target's
 record holds them.
 
-    bench/url_vs_managed.py [--runs 6] [--duration 10s]
+    bench/url_vs_managed.py [--runs 10] [--duration 10s]
 """
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -27,9 +28,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAMPEDE = os.environ.get("STAMPEDE", os.path.join(ROOT, "target", "release", "stampede"))
 PORT = 15931
 
-# Both servers get these; the managed target's profile adds nothing beyond what it needs to
-# run the lab's clients.
+# Both servers get these; the managed target's profile adds what it needs to run the lab's
+# clients and pg_stat_statements, which the url server is given too (its tracking costs a few
+# percent of tpcb-like).
 SETTINGS = {"shared_buffers": "128MB", "fsync": "off", "max_wal_size": "1GB"}
+URL_ONLY = "-c shared_preload_libraries=pg_stat_statements"
 
 SPEC = """name = "url-vs-managed"
 runs = {runs}
@@ -56,12 +59,12 @@ clients = [2]
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--duration", default="10s")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="stampede-url-bench-")
     os.chmod(work, 0o755)
-    flags = " ".join(f"-c {k}={v}" for k, v in SETTINGS.items())
+    flags = " ".join(f"-c {k}={v}" for k, v in SETTINGS.items()) + " " + URL_ONLY
     server = pgserver.Server(PORT, os.path.join(work, "url-server"), flags)
     server.init()
     server.start()
@@ -78,6 +81,7 @@ def main():
     finally:
         subprocess.run([STAMPEDE, "lab", "clean", spec], capture_output=True)
         server.remove()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def report(db):
@@ -85,7 +89,7 @@ def report(db):
                          capture_output=True, text=True).stdout
     for comparison in json.loads(out)["comparisons"]:
         for cell in comparison["cells"]:
-            print(f"{cell.get('script', cell.get('group'))}: url / managed tps = "
+            print(f"{cell['cell']['script']}: url / managed tps = "
                   f"{cell['ratio']:.4f} [{cell['ci_low']:.4f}–{cell['ci_high']:.4f}] "
                   f"{cell['verdict']} ({cell['pairs']} pairs)")
     conn = sqlite3.connect(db)

@@ -18,8 +18,8 @@ use stampede_control::postgres::queries::{query_rows, query_string, sql};
 use stampede_control::postgres::system_settings::{self, quote, SystemChange};
 use stampede_store::{SettingRow, TargetRecord};
 
-/// How a run's pristine copy is made, as reports name it.
-const RESTORE_METHOD: &str = "CREATE DATABASE … TEMPLATE (on the server)";
+/// How a run's pristine copy is made, as reports name it (with the strategy clause).
+const RESTORE_METHOD: &str = "CREATE DATABASE … TEMPLATE";
 
 /// A server the URL reached, with what its role may do.
 pub struct Reached {
@@ -121,7 +121,13 @@ impl RemotePostgres {
                 },
                 admin_database: reached.conn.dbname.clone(),
                 version_num: reached.access.version_num,
-                copy_clause: "",
+                // As a managed server's copies are made (cold, from files), so that the copy
+                // a run starts from is the same on both.
+                copy_clause: if reached.access.version_num >= 150000 {
+                    " STRATEGY FILE_COPY"
+                } else {
+                    ""
+                },
                 checkpoints: reached.access.checkpoint,
             },
             access: reached.access.clone(),
@@ -270,7 +276,7 @@ impl LabServer for RemotePostgres {
             server_version: self.sql.version()?,
             pg_config: self.sql.pg_config(),
             profile: target.profile.name(),
-            restore_method: RESTORE_METHOD.into(),
+            restore_method: format!("{RESTORE_METHOD}{}", self.sql.copy_clause),
             settings: self.settings_seen()?,
         })
     }
