@@ -2,7 +2,8 @@
 //! non-superuser role with CREATEDB (two configurations of one server, decided apart), the
 //! server left exactly as it was (databases, per-database and server-wide settings) after a
 //! lab that ends, one stopped by SIGTERM and resumed, one killed outright, and one whose run
-//! fails; and what `lab plan` refuses before it touches anything.
+//! fails; two servers of two majors, identified; the suite's MariaDB by URL; and what
+//! `lab plan` refuses before it touches anything.
 
 // libc for the signals the tests send.
 #![allow(unsafe_code)]
@@ -15,6 +16,8 @@ use std::sync::Mutex;
 use common::{
     interrupt_when, server, sqlite, stampede_command, stderr, stdout, LabDir, TestServer,
 };
+use stampede::server::host::OsUser;
+use stampede::server::postgres::cluster::Cluster;
 
 /// The role the labs log in as: it may create databases, nothing more.
 const ROLE: &str = "url_bench";
@@ -131,6 +134,23 @@ fn two_configurations_of_one_server_are_decided_apart_and_the_server_is_left_as_
     let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
     let cell = &json["comparisons"][0]["cells"][0];
     assert_eq!(cell["verdict"], "slower", "{cell}");
+    let text = stampede_command(&["report", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let shared = stdout(&text)
+        .lines()
+        .find(|line| {
+            line.contains("\"indexed\", \"seqscan\" ran on one server (system identifier ")
+        })
+        .map(str::to_string);
+    assert!(
+        shared.as_ref().is_some_and(|line| line.contains(&format!(
+            "; answered on 127.0.0.1:{}): their runs took turns on it, each target in databases of its own",
+            s.port()
+        ))),
+        "{}",
+        stdout(&text)
+    );
 
     // The server is named without its password everywhere the lab wrote, and the record says
     // what the lab knows of it.
@@ -383,4 +403,115 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
         "{targets:?}"
     );
     assert_eq!(targets[1][3..], ["7", "SET GLOBAL during runs"]);
+}
+
+/// A PostgreSQL 17 cluster of the test's own (zonky's build, cached by the suite), stopped and
+/// removed when dropped.
+struct Seventeen {
+    cluster: Cluster,
+    user: String,
+}
+
+impl Seventeen {
+    fn start() -> Seventeen {
+        let binaries = stampede::server::postgres::download::binaries("17", &mut |_| {})
+            .expect("PostgreSQL 17 from Maven Central (zonky)");
+        let run_as = OsUser::for_server().expect("a user to run the server as");
+        let user = server().user.clone();
+        let port = common::free_port();
+        let root = PathBuf::from(format!(
+            "/tmp/stampede-url-17-{port}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let cluster = Cluster {
+            binaries,
+            root,
+            port,
+            run_as,
+            cpus: None,
+        };
+        cluster
+            .init(&user, common::PASSWORD, &[("fsync", "off".to_string())])
+            .expect("initdb 17");
+        cluster.start().expect("17 starts");
+        Seventeen { cluster, user }
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "postgresql://{}:{}@127.0.0.1:{}/postgres",
+            self.user,
+            common::PASSWORD,
+            self.cluster.port
+        )
+    }
+}
+
+impl Drop for Seventeen {
+    fn drop(&mut self) {
+        let _ = self.cluster.stop();
+        let _ = std::fs::remove_dir_all(&self.cluster.root);
+    }
+}
+
+/// Two servers by URL, of two majors: the lab compares them with verdicts and records each
+/// server's version and system identifier (which tells a rebuilt server apart).
+#[test]
+fn two_servers_of_two_majors_are_compared_and_identified() {
+    let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let fifteen = server();
+    let seventeen = Seventeen::start();
+    let dir = LabDir::new("url-two-servers");
+    let spec = lab_spec(
+        &dir,
+        &format!(
+            "name = \"two-servers\"\nruns = 3\nduration = \"1s\"\nwarmup = \"1s\"\nseed = 4\n\
+             [[target]]\nname = \"pg15\"\nurl = \"{}\"\n\
+             [[target]]\nname = \"pg17\"\nurl = \"{}\"\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\", \"tpcb-like\"]\nclients = [2]\n",
+            fifteen.url_with_password("postgres"),
+            seventeen.url()
+        ),
+    );
+    let output = stampede_command(&["lab", "run", path(&spec)])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("two-servers.db");
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let cells = json["comparisons"][0]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{json}");
+    for cell in cells {
+        assert!(cell["verdict"].is_string() && cell["pairs"] == 3, "{cell}");
+    }
+    let targets = sqlite(
+        &db,
+        "SELECT name, server_version, binary_source FROM targets ORDER BY name",
+    );
+    for (row, (major, cluster_dir)) in targets.iter().zip([
+        ("15.", fifteen.cluster.data_dir()),
+        ("17.", seventeen.cluster.data_dir()),
+    ]) {
+        assert!(
+            row[1].starts_with(&format!("PostgreSQL {major}")),
+            "{row:?}"
+        );
+        // The identifier pg_controldata reads from the cluster's own control file.
+        let identifier = control_file_identifier(&cluster_dir);
+        assert!(
+            row[2].contains(&format!("system identifier {identifier};")),
+            "{row:?} {identifier}"
+        );
+    }
+    assert!(!file_holds(&db, common::PASSWORD));
+}
+
+/// The cluster's system identifier as its control file holds it (pg_control's first 8 bytes).
+fn control_file_identifier(data_dir: &Path) -> u64 {
+    let bytes = std::fs::read(data_dir.join("global/pg_control")).unwrap();
+    u64::from_le_bytes(bytes[..8].try_into().unwrap())
 }

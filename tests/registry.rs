@@ -208,6 +208,13 @@ fn every_example_spec_plans() {
         .any(|path| path.ends_with("claims-2024-2026.toml")));
     let elsewhere = spec_dir("elsewhere");
     for spec in &specs {
+        // A spec of servers the user runs (url targets) would be reached by `lab plan`: those
+        // hosts are the user's, so the spec is read (every key and script checked) but not
+        // planned.
+        let read = stampede::lab::spec::load(spec).unwrap_or_else(|e| panic!("{e}"));
+        if read.targets.iter().any(|t| !t.server.is_managed()) {
+            continue;
+        }
         let output = common::stampede_command(&["lab", "plan", spec.to_str().unwrap()])
             .current_dir(elsewhere.join(""))
             .output()

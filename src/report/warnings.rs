@@ -27,6 +27,7 @@ pub struct WarningInputs<'a> {
 
 pub fn warnings(inputs: &WarningInputs<'_>) -> Vec<String> {
     let mut out = mixed_builds(inputs);
+    out.extend(shared_servers(inputs));
     out.extend(failed_runs(inputs));
     out.extend(noisy_cells(inputs));
     out.extend(busy_driver(inputs));
@@ -194,6 +195,48 @@ fn mixed_builds(inputs: &WarningInputs<'_>) -> Vec<String> {
     }
 }
 
+/// Targets measured on one server the lab reached by URL (the same identity: system
+/// identifier and the address it answered on), said so: their runs took turns on it.
+fn shared_servers(inputs: &WarningInputs<'_>) -> Vec<String> {
+    let mut by_server: Vec<(&str, Vec<&str>)> = Vec::new();
+    for build in inputs
+        .builds
+        .iter()
+        .filter(|b| inputs.targets.contains(&b.target.as_str()))
+    {
+        let Some(server) = remote_identity(&build.binary_source) else {
+            continue;
+        };
+        match by_server.iter_mut().find(|(s, _)| *s == server) {
+            Some((_, targets)) => targets.push(&build.target),
+            None => by_server.push((server, vec![&build.target])),
+        }
+    }
+    by_server
+        .into_iter()
+        .filter(|(_, targets)| targets.len() > 1)
+        .map(|(server, targets)| {
+            format!(
+                "{} ran on one server ({server}): their runs took turns on it, each target in databases of its own",
+                targets
+                    .iter()
+                    .map(|t| format!("\"{t}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect()
+}
+
+/// "system identifier 7716…; answered on 127.0.0.1:5432" from a url target's record (the
+/// role, which two targets of one server may not share, left out).
+fn remote_identity(binary_source: &str) -> Option<&str> {
+    let inside = binary_source
+        .strip_prefix("server not started by stampede (")?
+        .strip_suffix(')')?;
+    inside.split_once("; ").map(|(_, rest)| rest)
+}
+
 /// What differs between two builds' CFLAGS and configure options, when both are known and
 /// something that can change the code does: compiler warnings, debug information, source-path
 /// maps, installation paths and the version's label (Debian's 18 and 19 differ in all of these)
@@ -329,6 +372,36 @@ mod tests {
             client_cores: None,
             builds,
         })
+    }
+
+    #[test]
+    fn targets_of_one_remote_server_are_said_to_share_it() {
+        let remote = |target: &str, role: &str, address: &str| {
+            TargetBuild {
+            target: target.into(),
+            binary_source: format!(
+                "server not started by stampede (role \"{role}\"; system identifier 7; answered on {address})"
+            ),
+            pg_config: None,
+        }
+        };
+        let builds = [
+            remote("a", "bench", "10.0.0.5:5432"),
+            remote("b", "admin", "10.0.0.5:5432"),
+            remote("c", "bench", "10.0.0.6:5432"),
+        ];
+        let targets = ["a", "b", "c"];
+        let said = shared_servers(&WarningInputs {
+            runs: &[],
+            targets: &targets,
+            metric: &Metric::Tps,
+            client_cores: None,
+            builds: &builds,
+        });
+        assert_eq!(
+            said,
+            ["\"a\", \"b\" ran on one server (system identifier 7; answered on 10.0.0.5:5432): their runs took turns on it, each target in databases of its own"]
+        );
     }
 
     #[test]
