@@ -137,6 +137,12 @@ fn two_configurations_of_one_server_are_decided_apart_and_the_server_is_left_as_
     let text = stampede_command(&["report", db.to_str().unwrap()])
         .output()
         .unwrap();
+    // The target's own settings are configured ones, not defaults of another build.
+    assert!(
+        !stdout(&text).contains("nobody configured"),
+        "{}",
+        stdout(&text)
+    );
     let shared = stdout(&text)
         .lines()
         .find(|line| {
@@ -402,7 +408,10 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
         targets[0][2].starts_with("server not started by stampede (user \"root\""),
         "{targets:?}"
     );
-    assert_eq!(targets[1][3..], ["7", "SET GLOBAL during runs"]);
+    assert_eq!(
+        targets[1][3..],
+        ["7", "set for each run, put back after it"]
+    );
 }
 
 /// A PostgreSQL 17 cluster of the test's own (zonky's build, cached by the suite), stopped and

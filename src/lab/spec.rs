@@ -446,6 +446,17 @@ fn check_spread_engines(
         .iter()
         .find(|t| t.server.engine() == Engine::Mariadb);
     let spread = file.workloads.iter().find_map(|w| w.pods.as_ref());
+    // The pods are sent the address the lab's own servers answer on (`server_address`).
+    let remote = targets.iter().find(|t| !t.server.is_managed());
+    if let (Some(target), Some(pods)) = (remote, spread) {
+        return Err(source.at(
+            pods,
+            format!(
+                "pods: spread runs go to servers the lab starts; target \"{}\" is one it reaches by URL (its clients run on this machine: leave pods out)",
+                target.name
+            ),
+        ));
+    }
     match (mariadb, spread) {
         (Some(target), Some(pods)) => Err(source.at(
             pods,
@@ -1375,6 +1386,41 @@ clients = [1, 4]
             error(&format!("{GOOD}{tpcc}")),
             "lab.toml:26:8: pods: workload \"tpcc\" reads its own numbers from the server over \
              the window; spread one run with `stampede tpcc run --pods N` instead"
+        );
+    }
+
+    #[test]
+    fn a_url_target_is_read_by_its_kind_and_refused_where_it_cannot_go() {
+        let spec = |target: &str, workload: &str| {
+            format!(
+                "name = \"u\"\nduration = \"1s\"\n[[target]]\nname = \"a\"\n{target}\n[[workload]]\nname = \"pgbench\"\nclients = [2]\n{workload}"
+            )
+        };
+        let path = Path::new("/x/lab.toml");
+        let read = parse(
+            path,
+            &spec("url = \"postgresql://u:secret@db.example:5432/app\"", ""),
+        )
+        .unwrap();
+        assert_eq!(
+            read.targets[0].server.spec_text(),
+            "postgresql://u:********@db.example:5432/app"
+        );
+        assert!(!read.targets[0].server.is_managed());
+        assert!(!read.text.contains("secret") && read.text.contains("u:********@db.example"));
+        let error =
+            |target: &str, workload: &str| parse(path, &spec(target, workload)).unwrap_err().0;
+        assert_eq!(
+            error("url = \"postgresql://db\"", "pods = 2"),
+            "/x/lab.toml:9:8: pods: spread runs go to servers the lab starts; target \"a\" is one it reaches by URL (its clients run on this machine: leave pods out)"
+        );
+        assert_eq!(
+            error("url = \"postgresql://db\"\npostgres = \"16\"", ""),
+            "/x/lab.toml:6:12: target \"a\": give one of postgres, mariadb, url, not url and postgres"
+        );
+        assert_eq!(
+            error("url = \"postgresql://db\"\nmetrix = 1", ""),
+            "/x/lab.toml:6:1: target \"a\": unknown key `metrix`; a target takes name, profile, settings, cpus, dataset_sql and one of postgres, mariadb, url"
         );
     }
 

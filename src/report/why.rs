@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use stampede_store::{SettingRow, TargetSettings};
+use stampede_store::{configured_source, SettingRow, TargetSettings};
 
 /// Settings that differ by construction between any two clusters of a lab, or that the server
 /// derives from configured ones (shared memory follows shared_buffers).
@@ -173,7 +173,7 @@ pub fn engine_of(version: &str) -> Option<&'static str> {
 fn side_by_side(base: &[SettingRow], other: &[SettingRow]) -> Vec<SettingDiff> {
     let configured = |rows: &[SettingRow]| -> Vec<SettingRow> {
         rows.iter()
-            .filter(|row| row.source.as_deref() == Some("configuration file"))
+            .filter(|row| configured_source(row.source.as_deref()))
             .filter(|row| !INFRASTRUCTURE.contains(&row.name.as_str()))
             .cloned()
             .collect()
@@ -203,7 +203,7 @@ fn configured_apart(diffs: Vec<SettingDiff>) -> (Vec<SettingDiff>, Vec<SettingDi
         !initdb_s
             && [&d.base_source, &d.other_source]
                 .iter()
-                .any(|s| s.as_deref() == Some("configuration file"))
+                .any(|s| configured_source(s.as_deref()))
     })
 }
 

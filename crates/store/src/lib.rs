@@ -14,6 +14,22 @@ mod write;
 /// tell them from the system's, a bin/ path's and built binaries by it.
 pub const ZONKY_BINARIES: &str = "zonky (Maven Central)";
 
+/// `SettingRow::source` of a setting a url target applies to the lab's databases alone
+/// (`ALTER DATABASE … SET`).
+pub const SOURCE_PER_DATABASE: &str = "database";
+/// `SettingRow::source` of a setting a url target sets server-wide for each of its runs and puts
+/// back after it (PostgreSQL's ALTER SYSTEM, MariaDB's SET GLOBAL).
+pub const SOURCE_AROUND_RUNS: &str = "set for each run, put back after it";
+
+/// Whether a setting's recorded source says the lab configured it: a configuration file (the
+/// profile or the spec's settings on a server the lab starts), or a url target's own.
+pub fn configured_source(source: Option<&str>) -> bool {
+    matches!(
+        source,
+        Some("configuration file" | SOURCE_PER_DATABASE | SOURCE_AROUND_RUNS)
+    )
+}
+
 pub use database::Location;
 use database::{Database, Row, Value};
 use stampede_base::error::Failure;

@@ -16,7 +16,7 @@ use stampede_base::error::Failure;
 use stampede_conn::{Endpoint, MysqlSpec};
 use stampede_control::mysql::ControlSession;
 use stampede_control::postgres::system_settings::SystemChange;
-use stampede_store::{SettingRow, TargetRecord};
+use stampede_store::{SettingRow, TargetRecord, SOURCE_AROUND_RUNS};
 
 /// The table that marks a database as the lab's.
 const MARKER_TABLE: &str = "stampede_lab";
@@ -327,7 +327,7 @@ impl LabServer for RemoteMariadb {
                 SettingRow {
                     source: Some(
                         if set.is_some() {
-                            "SET GLOBAL during runs"
+                            SOURCE_AROUND_RUNS
                         } else {
                             "server"
                         }

@@ -16,7 +16,7 @@ use stampede_base::error::Failure;
 use stampede_conn::{ConnSpec, Endpoint};
 use stampede_control::postgres::queries::{query_rows, query_string, sql};
 use stampede_control::postgres::system_settings::{self, quote, SystemChange};
-use stampede_store::{SettingRow, TargetRecord};
+use stampede_store::{SettingRow, TargetRecord, SOURCE_AROUND_RUNS, SOURCE_PER_DATABASE};
 
 /// How a run's pristine copy is made, as reports name it (with the strategy clause).
 const RESTORE_METHOD: &str = "CREATE DATABASE … TEMPLATE";
@@ -186,11 +186,8 @@ impl RemotePostgres {
     fn settings_seen(&self) -> Result<Vec<SettingRow>, Failure> {
         let mut rows = self.sql.settings()?;
         let overlays = [
-            (&self.settings.per_database, "database"),
-            (
-                &self.settings.system,
-                "configuration file (ALTER SYSTEM during runs)",
-            ),
+            (&self.settings.per_database, SOURCE_PER_DATABASE),
+            (&self.settings.system, SOURCE_AROUND_RUNS),
         ];
         for (settings, source) in overlays {
             for (name, value) in settings {
