@@ -93,7 +93,10 @@ pub fn plan_settings(
         let setting = (name.clone(), value.clone());
         let Some(context) = rows.first().and_then(|row| row[0].clone()) else {
             // Dotted names are extensions' (pg_stat_statements.track), defined when loaded.
-            if name.contains('.') {
+            let identifier = |part: &str| {
+                !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            };
+            if name.contains('.') && name.split('.').all(identifier) {
                 plan.per_database.push(setting);
                 continue;
             }

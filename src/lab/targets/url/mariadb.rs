@@ -4,8 +4,6 @@
 //! a read-only variable (a restart's) or a session-only one is refused. The lab's databases
 //! carry a `stampede_lab` table holding their marker, which their copies take along.
 
-use std::cell::RefCell;
-
 use super::names::OwnedDatabases;
 use super::put_back::PutBack;
 use crate::lab::targets::api::{HostProcess, LabPlace, LabServer, TargetSpec};
@@ -189,7 +187,6 @@ pub struct RemoteMariadb {
     names: OwnedDatabases,
     put_back: PutBack,
     keep_data: bool,
-    applied: RefCell<Vec<SystemChange>>,
 }
 
 impl RemoteMariadb {
@@ -208,7 +205,6 @@ impl RemoteMariadb {
             names: OwnedDatabases::new(place.lab, &target.name),
             put_back: PutBack::in_folder(&place.root),
             keep_data: place.keep_data,
-            applied: RefCell::new(Vec::new()),
         };
         server.put_back_left_over()?;
         Ok(server)
@@ -219,11 +215,12 @@ impl RemoteMariadb {
     }
 
     fn put_back_left_over(&self) -> Result<(), Failure> {
-        let pending = self.put_back.pending()?;
-        if !pending.is_empty() {
-            self.set_globally(pending.iter().map(|c| (&c.name, &c.before)))?;
-        }
-        self.put_back.done()
+        self.put_back
+            .left_over(|pending| self.put_back_globally(pending))
+    }
+
+    fn put_back_globally(&self, changes: &[SystemChange]) -> Result<(), Failure> {
+        self.set_globally(changes.iter().map(|c| (&c.name, &c.before)))
     }
 
     fn set_globally<'v>(
@@ -435,18 +432,14 @@ impl LabServer for RemoteMariadb {
                 in_auto_conf: false,
             });
         }
-        self.put_back.record(&changes)?;
-        *self.applied.borrow_mut() = changes;
-        self.set_globally(self.variables.iter().map(|(n, v)| (n, v)))
+        self.put_back.begin_run(changes, |_| {
+            self.set_globally(self.variables.iter().map(|(n, v)| (n, v)))
+        })
     }
 
     fn end_run(&self) -> Result<(), Failure> {
-        let applied = std::mem::take(&mut *self.applied.borrow_mut());
-        if applied.is_empty() {
-            return Ok(());
-        }
-        self.set_globally(applied.iter().map(|c| (&c.name, &c.before)))?;
-        self.put_back.done()
+        self.put_back
+            .end_run(|applied| self.put_back_globally(applied))
     }
 
     fn host(&self) -> Option<&dyn HostProcess> {

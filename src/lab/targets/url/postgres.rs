@@ -2,8 +2,6 @@
 //! the lab's start learn from it (role, version, how each setting is applied);
 //! `RemotePostgres` is the lab's work there, in databases of its own.
 
-use std::cell::RefCell;
-
 use super::access::{plan_settings, Access, SettingsPlan};
 use super::names::OwnedDatabases;
 use super::put_back::PutBack;
@@ -15,7 +13,7 @@ use crate::server::profile::Machine;
 use stampede_base::error::Failure;
 use stampede_conn::{ConnSpec, Endpoint};
 use stampede_control::postgres::queries::{query_rows, query_string, sql};
-use stampede_control::postgres::system_settings::{self, quote, SystemChange};
+use stampede_control::postgres::system_settings::{self, quote};
 use stampede_store::{SettingRow, TargetRecord, SOURCE_AROUND_RUNS, SOURCE_PER_DATABASE};
 
 /// How a run's pristine copy is made, as reports name it (with the strategy clause).
@@ -101,8 +99,6 @@ pub struct RemotePostgres {
     names: OwnedDatabases,
     put_back: PutBack,
     keep_data: bool,
-    /// What `begin_run` set, until `end_run` puts it back.
-    applied: RefCell<Vec<SystemChange>>,
 }
 
 impl RemotePostgres {
@@ -135,7 +131,6 @@ impl RemotePostgres {
             names: OwnedDatabases::new(place.lab, &target.name),
             put_back: PutBack::in_folder(&place.root),
             keep_data: place.keep_data,
-            applied: RefCell::new(Vec::new()),
         };
         server.put_back_left_over()?;
         Ok(server)
@@ -147,11 +142,8 @@ impl RemotePostgres {
     }
 
     fn put_back_left_over(&self) -> Result<(), Failure> {
-        let pending = self.put_back.pending()?;
-        if !pending.is_empty() {
-            system_settings::restore(&self.admin(), &pending, &mut |_| {})?;
-        }
-        self.put_back.done()
+        self.put_back
+            .left_over(|pending| system_settings::restore(&self.admin(), pending, &mut |_| {}))
     }
 
     /// A database the lab just made: marked as its own, with the target's settings.
@@ -346,19 +338,14 @@ impl LabServer for RemotePostgres {
             return Ok(());
         }
         let changes = system_settings::changes(&self.admin(), &self.settings.system)?;
-        self.put_back.record(&changes)?;
-        system_settings::apply(&self.admin(), &changes, &mut |_| {})?;
-        *self.applied.borrow_mut() = changes;
-        Ok(())
+        self.put_back.begin_run(changes, |changes| {
+            system_settings::apply(&self.admin(), changes, &mut |_| {})
+        })
     }
 
     fn end_run(&self) -> Result<(), Failure> {
-        let applied = std::mem::take(&mut *self.applied.borrow_mut());
-        if applied.is_empty() {
-            return Ok(());
-        }
-        system_settings::restore(&self.admin(), &applied, &mut |_| {})?;
-        self.put_back.done()
+        self.put_back
+            .end_run(|applied| system_settings::restore(&self.admin(), applied, &mut |_| {}))
     }
 
     fn host(&self) -> Option<&dyn HostProcess> {
