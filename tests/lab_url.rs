@@ -11,13 +11,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
 
+use common::cluster::OwnCluster;
+use common::prometheus::Platform;
 use common::{
     interrupt_when, server, sqlite, stampede_command, stderr, stdout, LabDir, TestServer,
 };
-use stampede::server::host::OsUser;
-use stampede::server::postgres::cluster::Cluster;
+use stampede::server::postgres::binaries::Binaries;
 
 /// The role the labs log in as: it may create databases, nothing more.
 const ROLE: &str = "url_bench";
@@ -25,6 +26,14 @@ const ROLE_PASSWORD: &str = "url-bench-pw-93f";
 
 /// The tests run one at a time: they compare the whole server before and after.
 static SERVER_STATE: Mutex<()> = Mutex::new(());
+
+/// The metrics test has the machine to itself: its server's CPU is the node's less
+/// stampede's, so another test's load would count as the server's.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+fn sharing_the_machine() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
 
 fn url_as(s: &TestServer, role: &str, password: &str) -> String {
     format!(
@@ -98,6 +107,7 @@ fn index_scan_spec(s: &TestServer, name: &str) -> String {
 
 #[test]
 fn two_configurations_of_one_server_are_decided_apart_and_the_server_is_left_as_it_was() {
+    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let s = server_with_role();
     let before = server_state(s);
@@ -192,6 +202,7 @@ fn two_configurations_of_one_server_are_decided_apart_and_the_server_is_left_as_
 /// same, with the setting back and its databases dropped.
 #[test]
 fn server_wide_settings_are_put_back_after_a_kill_and_after_a_failed_run() {
+    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let s = server_with_role();
     let before = server_state(s);
@@ -255,6 +266,7 @@ fn server_wide_settings_are_put_back_after_a_kill_and_after_a_failed_run() {
 /// `lab plan` refuses, exit 1, before the lab touches the server or writes anything.
 #[test]
 fn plan_refuses_what_a_server_it_did_not_start_cannot_take() {
+    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let s = server_with_role();
     s.psql(
@@ -327,7 +339,7 @@ fn plan_refuses_what_a_server_it_did_not_start_cannot_take() {
         .unwrap();
     common::assert_refused(
         &output,
-        &format!("{}:18:10: claim: metric server_cpu: target \"a\" has no source of server CPU (its server is not on this machine)", claim_spec.display()),
+        &format!("{}:18:10: claim: metric server_cpu: target \"a\" has no source of server CPU (its server is not on this machine; name one: metrics = {{ prometheus = \"http://…\", instance = \"…\" }})", claim_spec.display()),
         "claim",
     );
     let port = common::free_port();
@@ -343,6 +355,7 @@ fn plan_refuses_what_a_server_it_did_not_start_cannot_take() {
 /// second's runs alone), decided; the variable back as it was and the lab's databases gone.
 #[test]
 fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
+    let _machine = sharing_the_machine();
     let mariadb = common::mariadb::mariadb();
     let variable = "SELECT @@GLOBAL.long_query_time, @@GLOBAL.innodb_max_dirty_pages_pct";
     let before = common::mariadb::sql("", variable);
@@ -414,63 +427,16 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
     );
 }
 
-/// A PostgreSQL 17 cluster of the test's own (zonky's build, cached by the suite), stopped and
-/// removed when dropped.
-struct Seventeen {
-    cluster: Cluster,
-    user: String,
-}
-
-impl Seventeen {
-    fn start() -> Seventeen {
-        let binaries = stampede::server::postgres::download::binaries("17", &mut |_| {})
-            .expect("PostgreSQL 17 from Maven Central (zonky)");
-        let run_as = OsUser::for_server().expect("a user to run the server as");
-        let user = server().user.clone();
-        let port = common::free_port();
-        let root = PathBuf::from(format!(
-            "/tmp/stampede-url-17-{port}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        let cluster = Cluster {
-            binaries,
-            root,
-            port,
-            run_as,
-            cpus: None,
-        };
-        cluster
-            .init(&user, common::PASSWORD, &[("fsync", "off".to_string())])
-            .expect("initdb 17");
-        cluster.start().expect("17 starts");
-        Seventeen { cluster, user }
-    }
-
-    fn url(&self) -> String {
-        format!(
-            "postgresql://{}:{}@127.0.0.1:{}/postgres",
-            self.user,
-            common::PASSWORD,
-            self.cluster.port
-        )
-    }
-}
-
-impl Drop for Seventeen {
-    fn drop(&mut self) {
-        let _ = self.cluster.stop();
-        let _ = std::fs::remove_dir_all(&self.cluster.root);
-    }
-}
-
 /// Two servers by URL, of two majors: the lab compares them with verdicts and records each
 /// server's version and system identifier (which tells a rebuilt server apart).
 #[test]
 fn two_servers_of_two_majors_are_compared_and_identified() {
+    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let fifteen = server();
-    let seventeen = Seventeen::start();
+    let binaries = stampede::server::postgres::download::binaries("17", &mut |_| {})
+        .expect("PostgreSQL 17 from Maven Central (zonky)");
+    let seventeen = OwnCluster::start("url-17", binaries, &[("fsync", "off".to_string())]);
     let dir = LabDir::new("url-two-servers");
     let spec = lab_spec(
         &dir,
@@ -523,4 +489,122 @@ fn two_servers_of_two_majors_are_compared_and_identified() {
 fn control_file_identifier(data_dir: &Path) -> u64 {
     let bytes = std::fs::read(data_dir.join("global/pg_control")).unwrap();
     u64::from_le_bytes(bytes[..8].try_into().unwrap())
+}
+
+/// A url target whose server CPU comes from Prometheus (node_exporter's CPU time of this node,
+/// less stampede's own) beside a managed target on the same binaries and settings, whose
+/// server CPU is its processes' from /proc: per transaction, the two agree within 10%.
+#[test]
+fn server_cpu_read_from_prometheus_agrees_with_proc_on_the_same_binaries() {
+    let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    let platform = Platform::start();
+    let settings = [
+        ("shared_buffers", "128MB"),
+        ("fsync", "off"),
+        ("max_wal_size", "1GB"),
+    ];
+    let binaries = Binaries::find_best().expect("PostgreSQL binaries");
+    let bin_dir = binaries.bin_dir.display().to_string();
+    // The managed target's servers track statements too.
+    let mut url_settings: Vec<(&str, String)> =
+        settings.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    url_settings.push(("shared_preload_libraries", "pg_stat_statements".into()));
+    let url_server = OwnCluster::start("url-metrics", binaries, &url_settings);
+    let dir = LabDir::new("url-metrics");
+    let spec_for = |instance: &str| {
+        format!(
+            "name = \"metrics\"\nruns = 3\nduration = \"4s\"\nwarmup = \"1s\"\nseed = 5\n\
+             [[target]]\nname = \"managed\"\npostgres = \"{bin_dir}\"\nsettings = {{ {} }}\n\
+             [[target]]\nname = \"url\"\nurl = \"{}\"\n\
+             metrics = {{ prometheus = \"{}\", instance = \"{instance}\" }}\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nscale = [1]\nclients = [2]\n\
+             [[claim]]\nsays = \"the same binaries cost the server the same\"\nbase = \"managed\"\ntarget = \"url\"\n\
+             workload = \"pgbench\"\nmetric = \"server_cpu\"\nexpect = \"within 20%\"\n",
+            settings
+                .iter()
+                .map(|(k, v)| format!("{k} = \"{v}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+            url_server.socket_conninfo(),
+            platform.base
+        )
+    };
+    let wrong = lab_spec(&dir, &spec_for("nowhere:9100"));
+    let output = stampede_command(&["lab", "plan", path(&wrong)])
+        .output()
+        .unwrap();
+    common::assert_refused(
+        &output,
+        &format!(
+            "target \"url\": Prometheus at {} has no node_cpu_seconds_total for instance \"nowhere:9100\"; the instances it has: \"{}\"",
+            platform.base, platform.instance
+        ),
+        "wrong instance",
+    );
+    let spec = lab_spec(&dir, &spec_for(&platform.instance));
+    let plan = stampede_command(&["lab", "plan", path(&spec)])
+        .output()
+        .unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let said = stderr(&plan);
+    assert!(
+        said.contains(&format!("server CPU and disks: node \"{}\" (", host.trim()))
+            && said.contains(&format!(
+                "through Prometheus at {}; stampede runs on that node: its own CPU is taken out",
+                platform.base
+            )),
+        "{said}"
+    );
+    let output = stampede_command(&["lab", "run", path(&spec)])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let db = dir.join("metrics.db");
+    let per_txn = |target: &str, source: &str| -> Vec<f64> {
+        sqlite(
+            &db,
+            &format!(
+                "SELECT (SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = '{source}' \
+                 AND k.name IN ('cpu_user_s', 'cpu_system_s')) * 1e6 / r.transactions \
+                 FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}' AND r.status = 'completed'"
+            ),
+        )
+        .iter()
+        .map(|row| row[0].parse().unwrap_or(f64::NAN))
+        .collect()
+    };
+    let median = |mut values: Vec<f64>| {
+        assert_eq!(values.len(), 3, "{values:?}");
+        values.sort_by(f64::total_cmp);
+        values[1]
+    };
+    let managed = median(per_txn("managed", "server"));
+    let url = median(per_txn("url", "server"));
+    let ratio = url / managed;
+    assert!(
+        (0.9..=1.1).contains(&ratio),
+        "server CPU µs per transaction: url (Prometheus) {url:.2}, managed (/proc) {managed:.2}, ratio {ratio:.3}"
+    );
+    // The node's CPU held the driver's too: taken out, it is what the server used.
+    let node = median(per_txn("url", "node"));
+    let driver = median(per_txn("url", "driver"));
+    assert!(
+        node > url && (node - driver - url).abs() < 0.05 * node,
+        "{node} {driver} {url}"
+    );
+    // The report reads the url target's server CPU as it reads the managed one's.
+    let compare = stampede_command(&[
+        "compare",
+        db.to_str().unwrap(),
+        "managed",
+        "url",
+        "--metric",
+        "server_cpu",
+    ])
+    .output()
+    .unwrap();
+    assert!(compare.status.success(), "{}", stderr(&compare));
+    eprintln!("{}", stdout(&compare));
+    assert!(!file_holds(&db, common::PASSWORD));
 }

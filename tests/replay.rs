@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{free_port, stampede, stderr, stdout, succeeded, TempFile, PASSWORD};
+use common::{stampede, stderr, stdout, succeeded, TempFile};
 use serde_json::Value;
-use stampede::server::host::OsUser;
 use stampede::server::postgres::binaries::Binaries;
 use stampede::server::postgres::cluster::Cluster;
 
@@ -37,25 +36,8 @@ extern "C" fn stop_logged_at_exit() {
 
 fn start_cluster(name: &str, settings: &[(&str, String)]) -> LoggedServer {
     let binaries = Binaries::find_best().expect("PostgreSQL binaries for the tests");
-    let run_as = OsUser::for_server().expect("a user to run the server as");
-    let user = run_as
-        .as_ref()
-        .map_or("postgres".to_string(), |u| u.name.clone());
-    let port = free_port();
-    let root = PathBuf::from(format!(
-        "/tmp/stampede-replay-{name}-{port}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&root);
-    let cluster = Cluster {
-        binaries,
-        root,
-        port,
-        run_as,
-        cpus: None,
-    };
-    cluster.init(&user, PASSWORD, settings).expect("initdb");
-    cluster.start().expect("server start");
+    let (cluster, user) =
+        common::cluster::start_cluster(&format!("replay-{name}"), binaries, settings);
     LoggedServer { cluster, user }
 }
 

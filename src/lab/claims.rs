@@ -70,7 +70,7 @@ pub(super) fn parse(
                 return Err(source.at(
                     metric,
                     format!(
-                        "claim: metric server_cpu: target \"{name}\" has no source of server CPU (its server is not on this machine)"
+                        "claim: metric server_cpu: target \"{name}\" has no source of server CPU (its server is not on this machine; name one: metrics = {{ prometheus = \"http://…\", instance = \"…\" }})"
                     ),
                 ));
             }

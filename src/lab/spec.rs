@@ -428,7 +428,7 @@ fn check_decided_metric(
         Some(name) if auto.metric == super::round_metric::RoundMetric::ServerCpu => Err(source.at(
             decide_on,
             format!(
-                "decide_on = \"server_cpu\": target \"{name}\" has no source of server CPU (its server is not on this machine)"
+                "decide_on = \"server_cpu\": target \"{name}\" has no source of server CPU (its server is not on this machine; name one: metrics = {{ prometheus = \"http://…\", instance = \"…\" }})"
             ),
         )),
         _ => Ok(()),
@@ -1420,7 +1420,47 @@ clients = [1, 4]
         );
         assert_eq!(
             error("url = \"postgresql://db\"\nmetrix = 1", ""),
-            "/x/lab.toml:6:1: target \"a\": unknown key `metrix`; a target takes name, profile, settings, cpus, dataset_sql and one of postgres, mariadb, url"
+            "/x/lab.toml:6:1: target \"a\": unknown key `metrix`; a target takes name, profile, settings, cpus, dataset_sql and one of postgres, mariadb, url; with url also metrics"
+        );
+    }
+
+    #[test]
+    fn a_url_targets_metrics_source_is_read_and_its_mistakes_refused() {
+        let spec = |metrics: &str| {
+            format!(
+                "name = \"u\"\nduration = \"1s\"\n[[target]]\nname = \"a\"\nurl = \"postgresql://db\"\n{metrics}\n[[workload]]\nname = \"pgbench\"\nclients = [2]\n"
+            )
+        };
+        let path = Path::new("/x/lab.toml");
+        let read = parse(path, &spec("")).unwrap();
+        assert!(!read.targets[0].server.measures_server_cpu());
+        let read = parse(
+            path,
+            &spec("metrics = { prometheus = \"http://prom:9090/\", instance = \"db:9100\" }"),
+        )
+        .unwrap();
+        assert!(read.targets[0].server.measures_server_cpu());
+        let error = |metrics: &str| parse(path, &spec(metrics)).unwrap_err().0;
+        let form = "metrics: give { prometheus = \"http://host:9090\", instance = \"node_exporter's instance label\" }";
+        assert_eq!(
+            error("metrics = \"http://prom:9090\""),
+            format!("/x/lab.toml:6:11: {form}")
+        );
+        assert_eq!(
+            error("metrics = { prometheus = \"http://prom:9090\" }"),
+            format!("/x/lab.toml:6:11: {form}")
+        );
+        assert_eq!(
+            error("metrics = { prometheus = \"prom:9090\", instance = \"db:9100\" }"),
+            "/x/lab.toml:6:11: metrics.prometheus \"prom:9090\": give Prometheus's http:// or https:// address"
+        );
+        assert_eq!(
+            error("metrics = { prometheus = \"http://u:pw@prom:9090\", instance = \"db:9100\" }"),
+            "/x/lab.toml:6:11: metrics.prometheus: credentials in the address would be stored with the spec; stampede reads Prometheus's query API without them"
+        );
+        assert_eq!(
+            error("metrics = { prometheus = \"http://prom:9090\", instance = \"db:9100\", job = \"node\" }"),
+            "/x/lab.toml:6:11: metrics: unknown key `job`; it takes prometheus and instance"
         );
     }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::probe::mariadb as mariadb_probe;
 use crate::probe::postgres::sampler;
 use crate::probe::postgres::{cluster_stats, run_stats};
+use crate::probe::prometheus::{self, Prometheus};
 use crate::probe::sampler::Sampler;
 use crate::probe::{delta, os, server_cpu};
 use stampede_base::cpu;
@@ -179,5 +180,65 @@ impl OpenWindow for MariadbWindow {
         }
         record.counters.extend(samples.own_cost);
         record.statements = mariadb_probe::statements(&probes.run).unwrap_or_default();
+    }
+}
+
+/// A server's probes with its node's CPU and disks from Prometheus (`metrics = { prometheus,
+/// instance }`): the node's counters over the window, and as the server's CPU the node's
+/// less the driver's own when the driver runs on that node (stampede's whole process: the
+/// clients, the probes and the lab). Whatever else runs on the node counts as the server's.
+pub struct NodeMetricsProbes {
+    pub inner: Box<dyn RunProbes>,
+    pub prometheus: Prometheus,
+    pub driver_on_node: bool,
+}
+
+struct NodeMetricsWindow {
+    inner: Box<dyn OpenWindow>,
+    prometheus: Prometheus,
+    driver_on_node: bool,
+    start_unix_s: f64,
+    driver_before: Vec<CounterRow>,
+}
+
+impl RunProbes for NodeMetricsProbes {
+    fn open(&self) -> Result<Box<dyn OpenWindow>, Failure> {
+        let inner = self.inner.open()?;
+        Ok(Box::new(NodeMetricsWindow {
+            inner,
+            prometheus: self.prometheus.clone(),
+            driver_on_node: self.driver_on_node,
+            start_unix_s: prometheus::unix_now(),
+            driver_before: driver_cpu(),
+        }))
+    }
+}
+
+impl OpenWindow for NodeMetricsWindow {
+    fn close(self: Box<Self>, record: &mut RunRecord) {
+        self.inner.close(record);
+        let end = prometheus::unix_now();
+        let driver = delta(&self.driver_before, &driver_cpu());
+        // Without the node's counters the server's CPU stays absent, never 0.
+        let Ok(node) = self.prometheus.window(self.start_unix_s, end) else {
+            return;
+        };
+        let server = node
+            .iter()
+            .filter(|c| c.name == "cpu_user_s" || c.name == "cpu_system_s")
+            .map(|c| {
+                let own = driver
+                    .iter()
+                    .find(|d| self.driver_on_node && d.name == c.name)
+                    .map_or(0.0, |d| d.value);
+                CounterRow {
+                    source: server_cpu::SOURCE.into(),
+                    name: c.name.clone(),
+                    value: (c.value - own).max(0.0),
+                }
+            })
+            .collect::<Vec<_>>();
+        record.counters.extend(node);
+        record.counters.extend(server);
     }
 }

@@ -4,6 +4,7 @@
 pub mod mariadb;
 pub mod os;
 pub mod postgres;
+pub mod prometheus;
 pub mod sampler;
 pub mod server_cpu;
 pub mod server_io;

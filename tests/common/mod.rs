@@ -6,8 +6,10 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod cluster;
 pub mod kube;
 pub mod mariadb;
+pub mod prometheus;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -49,21 +51,6 @@ pub fn free_port() -> u16 {
 pub fn server() -> &'static TestServer {
     SERVER.get_or_init(|| {
         let binaries = Binaries::find_best().expect("PostgreSQL binaries for the tests");
-        let run_as = OsUser::for_server().expect("a user to run the server as");
-        let user = run_as
-            .as_ref()
-            .map(|u| u.name.clone())
-            .unwrap_or_else(|| std::env::var("USER").unwrap_or_else(|_| "postgres".into()));
-        let port = free_port();
-        let root = PathBuf::from(format!("/tmp/stampede-test-{port}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let cluster = Cluster {
-            binaries,
-            root,
-            port,
-            run_as,
-            cpus: None,
-        };
         // No autovacuum: its transactions would blur the commit-counter check.
         let settings = [
             ("max_connections", "200".to_string()),
@@ -74,8 +61,7 @@ pub fn server() -> &'static TestServer {
             // The database name in every line, so a test can count its own errors.
             ("log_line_prefix", "%m [%p] db=%d ".to_string()),
         ];
-        cluster.init(&user, PASSWORD, &settings).expect("initdb");
-        cluster.start().expect("server start");
+        let (cluster, user) = cluster::start_cluster("test", binaries, &settings);
         // SAFETY: registering a plain extern "C" function with atexit.
         unsafe { libc::atexit(stop_server_at_exit) };
         TestServer { cluster, user }

@@ -4,6 +4,7 @@
 //! a read-only variable (a restart's) or a session-only one is refused. The lab's databases
 //! carry a `stampede_lab` table holding their marker, which their copies take along.
 
+use super::metrics::NodeMetrics;
 use super::names::OwnedDatabases;
 use super::put_back::PutBack;
 use crate::lab::targets::api::{HostProcess, LabPlace, LabServer, TargetSpec};
@@ -106,9 +107,6 @@ impl Reached {
                 self.account.user
             ));
         }
-        lines.push(
-            "no server CPU or disk counters: the server is not on this machine (its status counters are recorded)".into(),
-        );
         lines
     }
 }
@@ -187,6 +185,7 @@ pub struct RemoteMariadb {
     names: OwnedDatabases,
     put_back: PutBack,
     keep_data: bool,
+    metrics: Option<NodeMetrics>,
 }
 
 impl RemoteMariadb {
@@ -194,6 +193,7 @@ impl RemoteMariadb {
         reached: &Reached,
         target: &TargetSpec,
         place: &LabPlace<'_>,
+        metrics: Option<NodeMetrics>,
     ) -> Result<RemoteMariadb, Failure> {
         let server = RemoteMariadb {
             sql: MariadbSql {
@@ -205,6 +205,7 @@ impl RemoteMariadb {
             names: OwnedDatabases::new(place.lab, &target.name),
             put_back: PutBack::in_folder(&place.root),
             keep_data: place.keep_data,
+            metrics,
         };
         server.put_back_left_over()?;
         Ok(server)
@@ -303,10 +304,14 @@ impl RemoteMariadb {
         };
         let host =
             first(&mut session, "SELECT CONCAT(@@hostname, ':', @@port)").unwrap_or_default();
-        format!(
+        let identity = format!(
             "server not started by stampede (user \"{}\"; answered as {host})",
             self.sql.account.user
-        )
+        );
+        match &self.metrics {
+            Some(metrics) => format!("{identity}; {}", metrics.described()),
+            None => identity,
+        }
     }
 }
 
@@ -407,10 +412,14 @@ impl LabServer for RemoteMariadb {
     }
 
     fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
-        Some(Box::new(MariadbProbes {
+        let probes: Box<dyn RunProbes> = Box::new(MariadbProbes {
             run: self.sql.spec(run.database()),
             data_dir: None,
-        }))
+        });
+        Some(match &self.metrics {
+            Some(metrics) => metrics.around(probes),
+            None => probes,
+        })
     }
 
     fn explain(&self, _database: &str, _statement: &str) -> Option<String> {

@@ -7,6 +7,7 @@
 
 mod access;
 mod mariadb;
+mod metrics;
 mod names;
 mod postgres;
 mod put_back;
@@ -17,8 +18,10 @@ use super::api::{LabPlace, LabServer, ResolvedTarget, TargetKind, TargetSource};
 use super::table::TargetTable;
 use crate::lab::spec_text::SpecError;
 use crate::lab::targets::api::TargetSpec;
+use crate::probe::prometheus::Prometheus;
 use crate::server::profile::Profile;
 use crate::server::setup::SetupEvent;
+use metrics::NodeMetrics;
 use stampede_base::error::Failure;
 use stampede_conn::{ConnSpec, Engine};
 
@@ -29,12 +32,18 @@ impl TargetKind for Kind {
         "url"
     }
 
+    fn own_keys(&self) -> &'static [&'static str] {
+        &[metrics::KEY]
+    }
+
     fn parse(&self, table: &TargetTable<'_>) -> Result<Arc<dyn TargetSource>, SpecError> {
         let value = table.value.expect("the kind's key names it");
         let Some(text) = value.get_ref().as_str().map(str::trim) else {
             return Err(table.at(value, URL_FORMS));
         };
-        let target = UrlTarget::parse(text).map_err(|e| table.at(value, format!("url: {e}")))?;
+        let mut target =
+            UrlTarget::parse(text).map_err(|e| table.at(value, format!("url: {e}")))?;
+        target.metrics = metrics::parse(table)?;
         Ok(Arc::new(target))
     }
 }
@@ -48,6 +57,8 @@ pub struct UrlTarget {
     masked: String,
     secret: Option<String>,
     engine: Engine,
+    /// Where the server's CPU and disks are read (none: the server's own views alone).
+    metrics: Option<Prometheus>,
 }
 
 impl std::fmt::Debug for UrlTarget {
@@ -75,6 +86,7 @@ impl UrlTarget {
             masked,
             secret,
             engine,
+            metrics: None,
         })
     }
 
@@ -104,8 +116,8 @@ impl UrlTarget {
 
     fn reach(&self, target: &TargetSpec) -> Result<Reached, Failure> {
         self.check_managed_only(target)?;
-        Ok(match self.engine {
-            Engine::Postgres => Reached::Postgres(Box::new(postgres::Reached::reach(
+        let server = match self.engine {
+            Engine::Postgres => ReachedServer::Postgres(Box::new(postgres::Reached::reach(
                 self.conn()?,
                 &self.masked,
                 target,
@@ -113,13 +125,15 @@ impl UrlTarget {
             Engine::Mariadb => {
                 let account = stampede_conn::MysqlSpec::from_url(&self.given)
                     .map_err(|e| Failure::input(format!("url {}: {e}", self.masked)))?;
-                Reached::Mariadb(Box::new(mariadb::Reached::reach(
+                ReachedServer::Mariadb(Box::new(mariadb::Reached::reach(
                     account,
                     &self.masked,
                     target,
                 )?))
             }
-        })
+        };
+        let metrics = self.metrics.as_ref().map(NodeMetrics::reach).transpose()?;
+        Ok(Reached { server, metrics })
     }
 }
 
@@ -141,7 +155,7 @@ impl TargetSource for UrlTarget {
     }
 
     fn measures_server_cpu(&self) -> bool {
-        false
+        self.metrics.is_some()
     }
 
     fn check(&self, target: &TargetSpec) -> Result<(), Failure> {
@@ -161,26 +175,37 @@ impl TargetSource for UrlTarget {
     }
 }
 
-/// A server a url target reached, of either engine.
-enum Reached {
+/// A server a url target reached, and its metrics source.
+struct Reached {
+    server: ReachedServer,
+    metrics: Option<NodeMetrics>,
+}
+
+/// The server, of either engine.
+enum ReachedServer {
     Postgres(Box<postgres::Reached>),
     Mariadb(Box<mariadb::Reached>),
 }
 
 impl Reached {
     fn plan_lines(&self) -> Vec<String> {
-        match self {
-            Reached::Postgres(reached) => reached.plan_lines(),
-            Reached::Mariadb(reached) => reached.plan_lines(),
-        }
+        let mut lines = match &self.server {
+            ReachedServer::Postgres(reached) => reached.plan_lines(),
+            ReachedServer::Mariadb(reached) => reached.plan_lines(),
+        };
+        lines.push(match &self.metrics {
+            Some(metrics) => metrics.described(),
+            None => metrics::WITHOUT.into(),
+        });
+        lines
     }
 }
 
 impl ResolvedTarget for Reached {
     fn version(&self) -> String {
-        match self {
-            Reached::Postgres(reached) => reached.version(),
-            Reached::Mariadb(reached) => reached.version(),
+        match &self.server {
+            ReachedServer::Postgres(reached) => reached.version(),
+            ReachedServer::Mariadb(reached) => reached.version(),
         }
     }
 
@@ -189,13 +214,14 @@ impl ResolvedTarget for Reached {
         target: &TargetSpec,
         place: &LabPlace<'_>,
     ) -> Result<Box<dyn LabServer>, Failure> {
-        Ok(match self {
-            Reached::Postgres(reached) => {
-                Box::new(postgres::RemotePostgres::connect(reached, target, place)?)
-            }
-            Reached::Mariadb(reached) => {
-                Box::new(mariadb::RemoteMariadb::connect(reached, target, place)?)
-            }
+        let metrics = self.metrics.clone();
+        Ok(match &self.server {
+            ReachedServer::Postgres(reached) => Box::new(postgres::RemotePostgres::connect(
+                reached, target, place, metrics,
+            )?),
+            ReachedServer::Mariadb(reached) => Box::new(mariadb::RemoteMariadb::connect(
+                reached, target, place, metrics,
+            )?),
         })
     }
 }

@@ -3,6 +3,7 @@
 //! `RemotePostgres` is the lab's work there, in databases of its own.
 
 use super::access::{plan_settings, Access, SettingsPlan};
+use super::metrics::NodeMetrics;
 use super::names::OwnedDatabases;
 use super::put_back::PutBack;
 use crate::lab::targets::api::TargetSpec;
@@ -84,9 +85,6 @@ impl Reached {
                 access.role, access.role
             ));
         }
-        lines.push(
-            "no server CPU or disk counters: the server is not on this machine (what the server's own views say is recorded)".into(),
-        );
         lines
     }
 }
@@ -99,6 +97,7 @@ pub struct RemotePostgres {
     names: OwnedDatabases,
     put_back: PutBack,
     keep_data: bool,
+    metrics: Option<NodeMetrics>,
 }
 
 impl RemotePostgres {
@@ -107,6 +106,7 @@ impl RemotePostgres {
         reached: &Reached,
         target: &TargetSpec,
         place: &LabPlace<'_>,
+        metrics: Option<NodeMetrics>,
     ) -> Result<RemotePostgres, Failure> {
         let server = RemotePostgres {
             sql: PostgresSql {
@@ -131,6 +131,7 @@ impl RemotePostgres {
             names: OwnedDatabases::new(place.lab, &target.name),
             put_back: PutBack::in_folder(&place.root),
             keep_data: place.keep_data,
+            metrics,
         };
         server.put_back_left_over()?;
         Ok(server)
@@ -205,10 +206,14 @@ impl RemotePostgres {
             "SELECT coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'unix socket')",
         )
         .unwrap_or_default();
-        format!(
+        let identity = format!(
             "server not started by stampede (role \"{}\"; system identifier {identifier}; answered on {address})",
             self.access.role
-        )
+        );
+        match &self.metrics {
+            Some(metrics) => format!("{identity}; {}", metrics.described()),
+            None => identity,
+        }
     }
 }
 
@@ -326,7 +331,11 @@ impl LabServer for RemotePostgres {
 
     fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
         let run = run.postgres("the probes").ok()?;
-        Some(Box::new(self.sql.probes(run, None)))
+        let probes: Box<dyn RunProbes> = Box::new(self.sql.probes(run, None));
+        Some(match &self.metrics {
+            Some(metrics) => metrics.around(probes),
+            None => probes,
+        })
     }
 
     fn explain(&self, database: &str, statement: &str) -> Option<String> {
