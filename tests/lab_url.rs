@@ -421,6 +421,17 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
         targets[0][2].starts_with("server not started by stampede (user \"root\""),
         "{targets:?}"
     );
+    // Its series key: the address it answers as and when its system schema was made, as the
+    // server's own catalog says.
+    let made = common::mariadb::sql(
+        "",
+        "SELECT DATE_FORMAT(MIN(create_time), '%Y-%m-%d %H:%i:%s') FROM information_schema.tables WHERE table_schema = 'mysql'",
+    );
+    let host = common::mariadb::sql("", "SELECT CONCAT(@@hostname, ':', @@port)");
+    assert_eq!(
+        sqlite(&db, "SELECT DISTINCT server_key FROM targets"),
+        [[format!("answered as {}, system schema made {}", host.trim(), made.trim())]]
+    );
     assert_eq!(
         targets[1][3..],
         ["7", "set for each run, put back after it"]
@@ -586,6 +597,34 @@ fn server_cpu_read_from_prometheus_agrees_with_proc_on_the_same_binaries() {
         (0.9..=1.1).contains(&ratio),
         "server CPU µs per transaction: url (Prometheus) {url:.2}, managed (/proc) {managed:.2}, ratio {ratio:.3}"
     );
+    // The server's machine as node_exporter describes it, against this machine's own files.
+    let cpus = std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        sqlite(&db, "SELECT server_machine FROM targets WHERE name = 'url'"),
+        [[format!(
+            "node \"{}\": {cpus} CPUs, {} MiB, kernel {} (node_exporter {})",
+            host.trim(),
+            mem_kib >> 10,
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap()
+                .trim(),
+            platform.instance
+        )]]
+    );
     // The node's CPU held the driver's too: taken out, it is what the server used.
     let node = median(per_txn("url", "node"));
     let driver = median(per_txn("url", "driver"));
@@ -607,4 +646,77 @@ fn server_cpu_read_from_prometheus_agrees_with_proc_on_the_same_binaries() {
     assert!(compare.status.success(), "{}", stderr(&compare));
     eprintln!("{}", stdout(&compare));
     assert!(!file_holds(&db, common::PASSWORD));
+}
+
+/// A server made anew under the same URL (a new cluster on the same port: another system
+/// identifier) starts new series: `history` keeps the two apart and says why, and `gate` does
+/// not compare across it.
+#[test]
+fn a_server_rebuilt_under_the_same_url_starts_new_series() {
+    let _machine = sharing_the_machine();
+    let binaries = Binaries::find_best().expect("PostgreSQL binaries");
+    let settings = [("fsync", "off".to_string())];
+    let first = OwnCluster::start("url-rebuilt", binaries.clone(), &settings);
+    let port = first.cluster.port;
+    let dir = LabDir::new("url-rebuilt");
+    let spec = lab_spec(
+        &dir,
+        &format!(
+            "name = \"rebuilt\"\nruns = 2\nduration = \"1s\"\nwarmup = \"0s\"\nseed = 6\n\
+             [[target]]\nname = \"box\"\nurl = \"{}\"\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nscale = [1]\nclients = [1]\n",
+            first.url()
+        ),
+    );
+    let run = |tag: &str| {
+        let output = stampede_command(&["lab", "run", path(&spec), "--tag", tag])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    };
+    run("build=1");
+    let before = control_file_identifier(&first.cluster.data_dir());
+    drop(first);
+    let second = OwnCluster::start_on("url-rebuilt", binaries, &settings, port);
+    let after = control_file_identifier(&second.cluster.data_dir());
+    assert_ne!(before, after);
+    run("build=2");
+    let db = dir.join("rebuilt.db");
+    assert_eq!(
+        sqlite(&db, "SELECT server_key FROM targets ORDER BY lab_id"),
+        [
+            [format!("system identifier {before}")],
+            [format!("system identifier {after}")]
+        ]
+    );
+    let history = stampede_command(&["history", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = stdout(&history);
+    assert!(history.status.success(), "{}", stderr(&history));
+    assert!(
+        text.contains(&format!(
+            "from \"rebuilt #2\" (build=2): target \"box\" ran on another server (system identifier {before} before, system identifier {after} now): its cells start new series"
+        )),
+        "{text}"
+    );
+    for identifier in [before, after] {
+        assert!(
+            text.contains(&format!(
+                "box/pgbench/select-only/1/1 (server: system identifier {identifier}): 1 point"
+            )),
+            "{text}"
+        );
+    }
+    let gate = stampede_command(&["gate", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(gate.status.code(), Some(4), "{}", stderr(&gate));
+    assert!(
+        stdout(&gate).contains(&format!(
+            "Not gated: target \"box\" ran on another server (system identifier {before} before, system identifier {after} now): its cells start new series."
+        )),
+        "{}",
+        stdout(&gate)
+    );
 }

@@ -89,6 +89,13 @@ pub fn run(args: &GateArgs) -> CommandResult {
             .collect()
     };
     let (cells, unmatched) = gate::decide(&of(latest.id), &of(reference.id), &metric, threshold);
+    let server_changes = {
+        let (latest_runs, reference_runs) = (of(latest.id), of(reference.id));
+        crate::report::history::server_changes(
+            &reference_runs.iter().collect::<Vec<_>>(),
+            &latest_runs.iter().collect::<Vec<_>>(),
+        )
+    };
     let gate = Gate {
         history,
         latest: label(latest),
@@ -97,6 +104,7 @@ pub fn run(args: &GateArgs) -> CommandResult {
         metric,
         cells,
         unmatched,
+        server_changes,
     };
     print!("{}", gate::to_markdown(&gate));
     if let Some(path) = &args.junit {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use super::comparison::Metric;
-use super::history::cell_key;
+use super::history::group_key;
 use stampede_store::{RunStatus, StoredRun};
 
 /// Sets every run's `control` from the control target's run of the same invocation, cell and
@@ -18,23 +18,18 @@ pub fn attach(runs: &mut Vec<(i64, StoredRun)>, control: &str, metric: &Metric) 
     for (lab, run) in runs.iter() {
         if run.target == control && run.status == RunStatus::Completed {
             if let Some(value) = metric.of(run) {
-                values.insert((*lab, group_of(run), run.repetition), value);
+                values.insert((*lab, group_key(run), run.repetition), value);
             }
         }
     }
     runs.retain(|(_, run)| run.target != control);
     for (lab, run) in runs.iter_mut() {
-        run.control = values.get(&(*lab, group_of(run), run.repetition)).copied();
+        run.control = values.get(&(*lab, group_key(run), run.repetition)).copied();
     }
     Metric::AgainstControl {
         metric: Box::new(metric.clone()),
         control: control.to_string(),
     }
-}
-
-/// The run's cell key without its target (`cell_key` begins with it and a slash).
-fn group_of(run: &StoredRun) -> String {
-    cell_key(run)[run.target.len() + 1..].to_string()
 }
 
 /// The sentence a history or gate prints when it compares against a control.

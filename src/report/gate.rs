@@ -45,13 +45,22 @@ pub struct Gate {
     pub cells: Vec<GateCell>,
     /// Cells only one of the two measured.
     pub unmatched: Vec<String>,
+    /// Targets whose server is another in the latest invocation (their cells are unmatched).
+    pub server_changes: Vec<String>,
 }
 
 impl Gate {
-    /// Regression if any cell regressed, else undecided if any cell is, else pass.
+    /// Regression if any cell regressed, else undecided if any cell is (or a target's server
+    /// changed, whose cells cannot be gated), else pass.
     pub fn outcome(&self) -> Outcome {
         if self.regressions() > 0 {
             return Outcome::Regression;
+        }
+        if !self.server_changes.is_empty() {
+            return Outcome::Undecided(format!(
+                "{} target(s) ran on another server than the reference's, whose cells start new series",
+                self.server_changes.len()
+            ));
         }
         let undecided = self
             .cells
@@ -233,6 +242,9 @@ pub fn to_markdown(gate: &Gate) -> String {
             "\nMeasured by one of the two only (not gated): {}",
             gate.unmatched.join(", ")
         );
+    }
+    for change in &gate.server_changes {
+        let _ = writeln!(out, "\nNot gated: {change}.");
     }
     out
 }

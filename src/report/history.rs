@@ -16,6 +16,8 @@ pub struct History {
     pub machine: String,
     pub invocations: Vec<InvocationLabel>,
     pub cells: Vec<CellHistory>,
+    /// Where a target's server changed between invocations (a series ends, another starts).
+    pub notes: Vec<String>,
 }
 
 /// An invocation as a history shows it.
@@ -89,7 +91,9 @@ pub fn build(
             .push(invocation);
     }
     let mut values: BTreeMap<(i64, String), Vec<f64>> = BTreeMap::new();
+    let mut servers: BTreeMap<i64, Vec<&StoredRun>> = BTreeMap::new();
     for (lab, run) in runs {
+        servers.entry(*lab).or_default().push(run);
         if run.status != RunStatus::Completed {
             continue;
         }
@@ -101,11 +105,23 @@ pub fn build(
         .into_iter()
         .map(|((name, machine), members)| {
             let labels: Vec<InvocationLabel> = members.iter().map(|i| label(i)).collect();
+            let notes = labels
+                .windows(2)
+                .flat_map(|pair| {
+                    let of = |label: &InvocationLabel| {
+                        servers.get(&label.lab_id).cloned().unwrap_or_default()
+                    };
+                    server_changes(&of(&pair[0]), &of(&pair[1]))
+                        .into_iter()
+                        .map(|change| format!("from {}: {change}", pair[1].described()))
+                })
+                .collect();
             History {
                 cells: cells(&labels, &values),
                 name,
                 machine,
                 invocations: labels,
+                notes,
             }
         })
         .collect();
@@ -116,18 +132,49 @@ pub fn build(
     histories
 }
 
-/// The cell's key as the lab stores it; a sharded lab's run adds the machine it ran on, since
-/// its shard may land on another machine in the next invocation and a series (or a gate's
-/// pair) never mixes machines.
+/// The cell's key as the lab stores it, and for a target the lab did not start the server
+/// it ran on: a server rebuilt under the same URL (another system identifier) starts another
+/// series, as another machine does.
 pub fn cell_key(run: &StoredRun) -> String {
+    let key = format!("{}/{}", run.target, group_key(run));
+    match &run.server_key {
+        Some(server) => format!("{key} (server: {server})"),
+        None => key,
+    }
+}
+
+/// The cell's key without its target: what the runs of one round share across targets. A
+/// sharded lab's run adds the machine it ran on, since its shard may land on another machine
+/// in the next invocation and a series (or a gate's pair) never mixes machines.
+pub fn group_key(run: &StoredRun) -> String {
     let key = format!(
-        "{}/{}/{}/{}/{}",
-        run.target, run.workload, run.script, run.scale, run.clients
+        "{}/{}/{}/{}",
+        run.workload, run.script, run.scale, run.clients
     );
     match (&run.shard, &run.machine) {
         (Some(_), Some(machine)) => format!("{key} on {}", machine.key),
         _ => key,
     }
+}
+
+/// Targets whose server is another in `later` than in `earlier` (by the key that identifies
+/// a server the lab did not start), as sentences.
+pub fn server_changes(earlier: &[&StoredRun], later: &[&StoredRun]) -> Vec<String> {
+    let servers = |runs: &[&StoredRun]| -> BTreeMap<String, String> {
+        runs.iter()
+            .filter_map(|r| Some((r.target.clone(), r.server_key.clone()?)))
+            .collect()
+    };
+    let before = servers(earlier);
+    servers(later)
+        .into_iter()
+        .filter_map(|(target, after)| {
+            let was = before.get(&target).filter(|was| **was != after)?;
+            Some(format!(
+                "target \"{target}\" ran on another server ({was} before, {after} now): its cells start new series"
+            ))
+        })
+        .collect()
 }
 
 /// An invocation's name, tags and date as histories and gates show it.

@@ -71,6 +71,9 @@ pub fn to_text(histories: &[History], metric: &Metric) -> String {
     let mut out = String::new();
     for history in histories {
         let _ = writeln!(out, "{}", heading(history));
+        for note in &history.notes {
+            let _ = writeln!(out, "  {note}");
+        }
         for cell in &history.cells {
             let latest = cell.points.last().map_or(String::new(), |p| {
                 format!(", latest {} {}", significant(p.value), metric.name())
@@ -114,6 +117,9 @@ pub fn to_html(histories: &[History], metric: &Metric) -> String {
              (PELT, each change a decided step between its neighbours).</p>";
     for history in histories {
         let _ = write!(body, "<h2>{}</h2>", escape(&heading(history)));
+        for note in &history.notes {
+            let _ = write!(body, "<p>{}</p>", escape(note));
+        }
         for cell in &history.cells {
             let _ = write!(body, "<h3>{}</h3>", escape(&cell.cell));
             for change in &cell.changes {

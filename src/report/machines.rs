@@ -158,6 +158,7 @@ pub(crate) mod tests {
             p99_ms: None,
             client_cpu_us_per_txn: None,
             server_cpu_us_per_txn: None,
+            server_key: None,
             served: None,
             workload_metrics: Vec::new(),
             stopped: None,

@@ -17,7 +17,17 @@ pub struct OwnCluster {
 impl OwnCluster {
     /// `binaries`' cluster named `name` (its folder under /tmp), with `settings`.
     pub fn start(name: &str, binaries: Binaries, settings: &[(&str, String)]) -> OwnCluster {
-        let (cluster, user) = start_cluster(name, binaries, settings);
+        OwnCluster::start_on(name, binaries, settings, free_port())
+    }
+
+    /// The same on a given port (a server made anew where another was).
+    pub fn start_on(
+        name: &str,
+        binaries: Binaries,
+        settings: &[(&str, String)],
+        port: u16,
+    ) -> OwnCluster {
+        let (cluster, user) = start_cluster_on(name, binaries, settings, port);
         OwnCluster { cluster, user }
     }
 
@@ -54,12 +64,20 @@ pub fn start_cluster(
     binaries: Binaries,
     settings: &[(&str, String)],
 ) -> (Cluster, String) {
+    start_cluster_on(name, binaries, settings, free_port())
+}
+
+fn start_cluster_on(
+    name: &str,
+    binaries: Binaries,
+    settings: &[(&str, String)],
+    port: u16,
+) -> (Cluster, String) {
     let run_as = OsUser::for_server().expect("a user to run the server as");
     let user = run_as
         .as_ref()
         .map(|u| u.name.clone())
         .unwrap_or_else(|| std::env::var("USER").unwrap_or_else(|_| "postgres".into()));
-    let port = free_port();
     let root = PathBuf::from(format!(
         "/tmp/stampede-{name}-{port}-{}",
         std::process::id()

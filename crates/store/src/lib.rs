@@ -75,6 +75,11 @@ pub struct TargetRecord {
     pub profile: String,
     pub restore_method: String,
     pub settings: Vec<SettingRow>,
+    /// What identifies a server the lab did not start ("system identifier 7716…"): its
+    /// runs' series are keyed by it. None for a server the lab started (its machine keys it).
+    pub server_key: Option<String>,
+    /// That server's machine as a metrics source describes it (node, CPUs, memory, kernel).
+    pub server_machine: Option<String>,
 }
 
 /// How a cell is stored whose workload brings its own clients and data (a replay: the captured
@@ -291,6 +296,8 @@ pub struct StoredRun {
     /// Its shard, in a lab sharded over a fleet.
     pub shard: Option<u32>,
     /// The machine it ran on (stored from schema 12 on).
+    /// What identifies the server of a target the lab did not start (`TargetRecord::server_key`).
+    pub server_key: Option<String>,
     pub machine: Option<RunMachine>,
     /// Its statements (pg_stat_statements' deltas over the run); empty unless a command that
     /// compares a statement's time loads them.

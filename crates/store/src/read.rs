@@ -615,12 +615,13 @@ const RUN_COLUMNS: &str = concat!(
      r.shard, (SELECT m.key FROM machines m WHERE m.id = r.machine_id),
      (SELECT m.cpu_model FROM machines m WHERE m.id = r.machine_id),
      (SELECT m.kernel FROM machines m WHERE m.id = r.machine_id), ",
-    server_cpu_us_per_txn!()
+    server_cpu_us_per_txn!(),
+    ", (SELECT t.server_key FROM targets t WHERE t.lab_id = c.lab_id AND t.name = c.target)"
 );
 
 /// A run's server CPU µs per transaction: the `server` probe's CPU over its transactions.
 const SERVER_CPU_US_PER_TXN: &str = server_cpu_us_per_txn!();
-const RUN_COLUMN_COUNT: usize = 26;
+const RUN_COLUMN_COUNT: usize = 27;
 
 /// The four columns of `ServedClients` from `first` on; None when the run stored none.
 fn served_clients(r: &Row, first: usize) -> Option<ServedClients> {
@@ -671,6 +672,7 @@ fn stored_run(r: &Row) -> Result<StoredRun, Failure> {
             kernel: text(r, 24),
         }),
         server_cpu_us_per_txn: optional(r, 25),
+        server_key: r.get(26).and_then(Value::as_string),
         statements: Vec::new(),
         control: None,
     })

@@ -235,4 +235,12 @@ ALTER TABLE labs ADD COLUMN shards INTEGER;
 ALTER TABLE target_settings ADD COLUMN boot_val TEXT;
 ALTER TABLE target_settings ADD COLUMN context TEXT;
 "#,
+    // 14: a server the lab did not start (a url target's): what identifies it (a PostgreSQL
+    // cluster's system identifier), which keys its series in histories and gates, so that a
+    // server rebuilt under the same URL starts a new one; and its machine as far as a metrics
+    // source tells it.
+    r#"
+ALTER TABLE targets ADD COLUMN server_key TEXT;
+ALTER TABLE targets ADD COLUMN server_machine TEXT;
+"#,
 ];

@@ -124,12 +124,13 @@ impl Store {
     pub fn save_target(&mut self, lab: i64, target: &TargetRecord) -> Result<(), Failure> {
         self.transaction("targets", |db| {
             let rows = db.query(
-                "INSERT INTO targets (lab_id, name, server, binary_source, bin_dir, server_version, pg_config, profile, restore_method)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                "INSERT INTO targets (lab_id, name, server, binary_source, bin_dir, server_version, pg_config, profile, restore_method, server_key, server_machine)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
                  ON CONFLICT (lab_id, name) DO UPDATE SET server = excluded.server,
                    binary_source = excluded.binary_source, bin_dir = excluded.bin_dir,
                    server_version = excluded.server_version, pg_config = excluded.pg_config,
-                   profile = excluded.profile, restore_method = excluded.restore_method
+                   profile = excluded.profile, restore_method = excluded.restore_method,
+                   server_key = excluded.server_key, server_machine = excluded.server_machine
                  RETURNING id",
                 &[
                     lab.into(),
@@ -141,6 +142,8 @@ impl Store {
                     (&target.pg_config).into(),
                     (&target.profile).into(),
                     (&target.restore_method).into(),
+                    target.server_key.as_ref().into(),
+                    target.server_machine.as_ref().into(),
                 ],
             )?;
             let id = rows.first().map_or(0, |r| int(r, 0));

@@ -130,6 +130,8 @@ impl LabServer for FakeServer {
             profile: spec.profile.name(),
             restore_method: "fake copy".into(),
             settings: Vec::new(),
+            server_key: None,
+            server_machine: None,
         })
     }
 

@@ -114,6 +114,8 @@ impl LabServer for LabMariadb {
             profile: spec.profile.name(),
             restore_method: RESTORE_METHOD.into(),
             settings,
+            server_key: None,
+            server_machine: None,
         })
     }
 

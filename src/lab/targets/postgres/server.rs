@@ -48,6 +48,8 @@ impl LabServer for LabPostgres {
             profile: spec.profile.name(),
             restore_method: self.server.restore_method().into(),
             settings: self.sql.settings()?,
+            server_key: None,
+            server_machine: None,
         })
     }
 

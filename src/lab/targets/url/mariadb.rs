@@ -4,7 +4,7 @@
 //! a read-only variable (a restart's) or a session-only one is refused. The lab's databases
 //! carry a `stampede_lab` table holding their marker, which their copies take along.
 
-use super::metrics::NodeMetrics;
+use super::metrics::{NodeMetrics, ServerIdentity};
 use super::names::OwnedDatabases;
 use super::put_back::PutBack;
 use crate::lab::targets::api::{HostProcess, LabPlace, LabServer, TargetSpec};
@@ -297,21 +297,34 @@ impl RemoteMariadb {
         Ok(())
     }
 
-    fn identity(&self) -> String {
-        let mut session = match self.session() {
-            Ok(session) => session,
-            Err(e) => return format!("server not started by stampede ({})", e.message()),
-        };
+    /// What identifies the server: the host and port it answers as, and when its system
+    /// schema was made (a server initialised anew under the same address), where visible.
+    fn identity(&self) -> Result<ServerIdentity, Failure> {
+        let mut session = self.session()?;
         let host =
             first(&mut session, "SELECT CONCAT(@@hostname, ':', @@port)").unwrap_or_default();
-        let identity = format!(
-            "server not started by stampede (user \"{}\"; answered as {host})",
+        let made = first(
+            &mut session,
+            "SELECT DATE_FORMAT(MIN(create_time), '%Y-%m-%d %H:%i:%s') FROM information_schema.tables WHERE table_schema = 'mysql'",
+        )
+        .ok()
+        .filter(|made| !made.is_empty());
+        let key = match &made {
+            Some(made) => format!("answered as {host}, system schema made {made}"),
+            None => format!("answered as {host}"),
+        };
+        let described = format!(
+            "server not started by stampede (user \"{}\"; {key})",
             self.sql.account.user
         );
-        match &self.metrics {
-            Some(metrics) => format!("{identity}; {}", metrics.described()),
-            None => identity,
-        }
+        Ok(ServerIdentity {
+            described: match &self.metrics {
+                Some(metrics) => format!("{described}; {}", metrics.described()),
+                None => described,
+            },
+            key,
+            machine: self.metrics.as_ref().map(NodeMetrics::machine),
+        })
     }
 }
 
@@ -343,16 +356,19 @@ impl LabServer for RemoteMariadb {
                 }
             })
             .collect();
+        let identity = self.identity()?;
         Ok(TargetRecord {
             name: target.name.clone(),
             server: target.server.spec_text(),
-            binary_source: self.identity(),
+            binary_source: identity.described,
             bin_dir: String::new(),
             server_version: self.version.clone(),
             pg_config: String::new(),
             profile: target.profile.name(),
             restore_method: RESTORE_METHOD.into(),
             settings,
+            server_key: Some(identity.key),
+            server_machine: identity.machine,
         })
     }
 

@@ -90,6 +90,18 @@ impl NodeMetrics {
         })
     }
 
+    /// The server's machine as the node_exporter describes it, for the target's record.
+    pub fn machine(&self) -> String {
+        let node = &self.node;
+        let memory = node
+            .memory_bytes
+            .map_or(String::new(), |bytes| format!(", {} MiB", bytes >> 20));
+        format!(
+            "node \"{}\": {} CPUs{memory}, kernel {} (node_exporter {})",
+            node.nodename, node.cores, node.kernel, self.prometheus.instance
+        )
+    }
+
     /// What the server's CPU per transaction is, for `lab plan` and the target's record.
     pub fn described(&self) -> String {
         let node = &self.node;
@@ -106,6 +118,16 @@ impl NodeMetrics {
             node.nodename, node.cores, node.kernel, self.prometheus.instance, self.prometheus.base
         )
     }
+}
+
+/// What a target's record says of a server the lab did not start.
+pub struct ServerIdentity {
+    /// Everything known of it, as one line.
+    pub described: String,
+    /// What its series are keyed by (`TargetRecord::server_key`).
+    pub key: String,
+    /// Its machine, where a metrics source describes it.
+    pub machine: Option<String>,
 }
 
 /// `lab plan`'s line for a target without a metrics source.

@@ -3,7 +3,7 @@
 //! `RemotePostgres` is the lab's work there, in databases of its own.
 
 use super::access::{plan_settings, Access, SettingsPlan};
-use super::metrics::NodeMetrics;
+use super::metrics::{NodeMetrics, ServerIdentity};
 use super::names::OwnedDatabases;
 use super::put_back::PutBack;
 use crate::lab::targets::api::TargetSpec;
@@ -193,26 +193,34 @@ impl RemotePostgres {
         Ok(rows)
     }
 
-    /// What identifies the server beyond its address: its cluster's system identifier (when
-    /// the role may read pg_control) and the address it answered on.
-    fn identity(&self) -> String {
+    /// What identifies the server: its cluster's system identifier (when the role may read
+    /// pg_control), else the address it answered on.
+    fn identity(&self) -> ServerIdentity {
         let identifier = query_string(
             &self.admin(),
             "SELECT system_identifier::text FROM pg_control_system()",
         )
-        .unwrap_or_else(|_| "not readable by this role".into());
+        .ok();
         let address = query_string(
             &self.admin(),
             "SELECT coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'unix socket')",
         )
         .unwrap_or_default();
-        let identity = format!(
-            "server not started by stampede (role \"{}\"; system identifier {identifier}; answered on {address})",
-            self.access.role
+        let described = format!(
+            "server not started by stampede (role \"{}\"; system identifier {}; answered on {address})",
+            self.access.role,
+            identifier.as_deref().unwrap_or("not readable by this role")
         );
-        match &self.metrics {
-            Some(metrics) => format!("{identity}; {}", metrics.described()),
-            None => identity,
+        ServerIdentity {
+            described: match &self.metrics {
+                Some(metrics) => format!("{described}; {}", metrics.described()),
+                None => described,
+            },
+            key: match identifier {
+                Some(identifier) => format!("system identifier {identifier}"),
+                None => format!("answered on {address}"),
+            },
+            machine: self.metrics.as_ref().map(NodeMetrics::machine),
         }
     }
 }
@@ -262,16 +270,19 @@ impl RemotePostgres {
 
 impl LabServer for RemotePostgres {
     fn describe(&self, target: &TargetSpec) -> Result<TargetRecord, Failure> {
+        let identity = self.identity();
         Ok(TargetRecord {
             name: target.name.clone(),
             server: target.server.spec_text(),
-            binary_source: self.identity(),
+            binary_source: identity.described,
             bin_dir: String::new(),
             server_version: self.sql.version()?,
             pg_config: self.sql.pg_config(),
             profile: target.profile.name(),
             restore_method: format!("{RESTORE_METHOD}{}", self.sql.copy_clause),
             settings: self.settings_seen()?,
+            server_key: Some(identity.key),
+            server_machine: identity.machine,
         })
     }
 
