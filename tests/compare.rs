@@ -75,6 +75,7 @@ fn run(cell: &CellRecord, repetition: u32, status: RunStatus, tps: f64) -> RunRe
             .to_vec(),
         wait_events: vec![],
         pods: vec![],
+        settings: None,
         machine_id: None,
         shard: None,
     }

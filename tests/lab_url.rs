@@ -138,6 +138,16 @@ fn two_configurations_of_one_server_are_decided_apart_and_the_server_is_left_as_
     assert_eq!(server_state(s), before, "{}", stderr(&output));
 
     let db = dir.join("url-index.db");
+    // Each run read the server's settings as it started; none differed from the record (the
+    // per-database ones included).
+    assert_eq!(sqlite(&db, "SELECT count(*) FROM run_settings"), [["0"]]);
+    assert_eq!(
+        sqlite(
+            &db,
+            "SELECT count(*) FROM runs WHERE settings_read IS NULL AND status = 'completed'"
+        ),
+        [["0"]]
+    );
     let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
         .output()
         .unwrap();
@@ -244,6 +254,11 @@ fn server_wide_settings_are_put_back_after_a_kill_and_after_a_failed_run() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!left.exists());
     assert_eq!(server_state(s), before, "{}", stderr(&output));
+    // The run-by-run ALTER SYSTEM setting is what each run saw and what the record holds.
+    assert_eq!(
+        sqlite(&dir.join("killed.db"), "SELECT count(*) FROM run_settings"),
+        [["0"]]
+    );
 
     // Every statement of the script fails: the run is recorded failed and the lab ends (exit
     // 0, the failure said), its databases dropped.
@@ -401,6 +416,15 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
     assert_eq!(common::mariadb::sql("", schemas), schemas_before);
 
     let db = dir.join("url-mariadb.db");
+    // Each run read the server's variables as it started; none differed from the record.
+    assert_eq!(
+        sqlite(&db, "SELECT name, setting, recorded FROM run_settings"),
+        Vec::<Vec<String>>::new()
+    );
+    assert_eq!(
+        sqlite(&db, "SELECT count(*) FROM runs WHERE settings_read > 300"),
+        sqlite(&db, "SELECT count(*) FROM runs")
+    );
     let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
         .output()
         .unwrap();
@@ -430,11 +454,15 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
     let host = common::mariadb::sql("", "SELECT CONCAT(@@hostname, ':', @@port)");
     assert_eq!(
         sqlite(&db, "SELECT DISTINCT server_key FROM targets"),
-        [[format!("answered as {}, system schema made {}", host.trim(), made.trim())]]
+        [[format!(
+            "answered as {}, system schema made {}",
+            host.trim(),
+            made.trim()
+        )]]
     );
     assert_eq!(
         targets[1][3..],
-        ["7", "set for each run, put back after it"]
+        ["7.000000", "set for each run, put back after it"]
     );
 }
 
@@ -502,12 +530,43 @@ fn control_file_identifier(data_dir: &Path) -> u64 {
     u64::from_le_bytes(bytes[..8].try_into().unwrap())
 }
 
+/// Waits (at most a minute) until this machine's CPUs are all but idle: a server the tests
+/// left busy (MariaDB purging after a write test) would count as the url server's CPU.
+fn wait_for_a_quiet_machine() {
+    let busy_and_total = || -> (f64, f64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let times: Vec<f64> = stat
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        // idle and iowait are the 4th and 5th.
+        let total: f64 = times.iter().sum();
+        (total - times[3] - times[4], total)
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let (busy, total) = busy_and_total();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let (busy_after, total_after) = busy_and_total();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let busy_cores = (busy_after - busy) / (total_after - total) * cores;
+        if busy_cores < 0.05 || started.elapsed().as_secs() > 60 {
+            return;
+        }
+    }
+}
+
 /// A url target whose server CPU comes from Prometheus (node_exporter's CPU time of this node,
 /// less stampede's own) beside a managed target on the same binaries and settings, whose
 /// server CPU is its processes' from /proc: per transaction, the two agree within 10%.
 #[test]
 fn server_cpu_read_from_prometheus_agrees_with_proc_on_the_same_binaries() {
     let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    wait_for_a_quiet_machine();
     let platform = Platform::start();
     let settings = [
         ("shared_buffers", "128MB"),
@@ -662,7 +721,7 @@ fn a_server_rebuilt_under_the_same_url_starts_new_series() {
     let spec = lab_spec(
         &dir,
         &format!(
-            "name = \"rebuilt\"\nruns = 2\nduration = \"1s\"\nwarmup = \"0s\"\nseed = 6\n\
+            "name = \"rebuilt\"\nruns = 3\nduration = \"1s\"\nwarmup = \"0s\"\nseed = 6\n\
              [[target]]\nname = \"box\"\nurl = \"{}\"\n\
              [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nscale = [1]\nclients = [1]\n",
             first.url()
@@ -674,14 +733,55 @@ fn a_server_rebuilt_under_the_same_url_starts_new_series() {
             .unwrap();
         assert!(output.status.success(), "{}", stderr(&output));
     };
-    run("build=1");
+    // Someone changes the server while the first invocation runs: the runs that started after
+    // it record what they saw, and the report says so.
+    let mut child = stampede_command(&["lab", "run", path(&spec), "--tag", "build=1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = common::Watch::new(child.stderr.take().unwrap());
+    progress.wait_for("run 2/3");
+    for statement in [
+        "ALTER SYSTEM SET work_mem = '7MB'",
+        "SELECT pg_reload_conf()",
+    ] {
+        let psql = std::process::Command::new("psql")
+            .args([&first.url(), "-Atc", statement])
+            .output()
+            .unwrap();
+        assert!(psql.status.success(), "{}", stderr(&psql));
+    }
+    assert!(child.wait().unwrap().success(), "{}", progress.finish());
+    let db = dir.join("rebuilt.db");
+    let changed = sqlite(
+        &db,
+        "SELECT r.repetition, s.name, s.setting, s.recorded FROM run_settings s JOIN runs r ON r.id = s.run_id ORDER BY 1, 2",
+    );
+    assert!(
+        changed.contains(&["2", "work_mem", "7168", "4096"].map(String::from).to_vec())
+            && changed
+                .iter()
+                .all(|row| row[0] != "0" && row[1] == "work_mem"),
+        "{changed:?}"
+    );
+    assert_eq!(
+        sqlite(&db, "SELECT count(*) FROM runs WHERE settings_read > 300"),
+        [["3"]]
+    );
+    let report = stampede_command(&["report", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&report).contains("run(s) started with settings other than the target's record — the server was changed during the lab by something other than stampede: work_mem = 7168 (recorded 4096)"),
+        "{}",
+        stdout(&report)
+    );
     let before = control_file_identifier(&first.cluster.data_dir());
     drop(first);
     let second = OwnCluster::start_on("url-rebuilt", binaries, &settings, port);
     let after = control_file_identifier(&second.cluster.data_dir());
     assert_ne!(before, after);
     run("build=2");
-    let db = dir.join("rebuilt.db");
     assert_eq!(
         sqlite(&db, "SELECT server_key FROM targets ORDER BY lab_id"),
         [

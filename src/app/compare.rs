@@ -47,6 +47,10 @@ pub fn run(args: &CompareArgs) -> CommandResult {
         &args.base,
         &[&args.base, &args.other],
     ));
+    warnings.extend(warnings::settings_changed(
+        &store.run_setting_changes(&[id])?,
+        &[&args.base, &args.other],
+    ));
     warnings.extend(warnings::too_few_runs(&args.other, &args.base, &rows));
     let counters = store.lab_counters_per_txn(id)?;
     let other_cpu = noise::other_cpu_shares(

@@ -66,6 +66,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     let waits = lab.store.lab_wait_events(lab.id)?;
     let client_cores = lab.store.client_cores(lab.id)?;
     let builds = lab.store.lab_builds(lab.id)?;
+    let setting_changes = lab.store.run_setting_changes(&[lab.id])?;
     let series = load_series(&mut lab, &base, &args.series_runs)?;
     let probes = load_probes(&mut lab, &counters)?;
     let claims = super::compare::stored_claims(&mut lab.store, lab.id, &lab.name)?;
@@ -83,6 +84,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         },
         client_cores,
         builds: &builds,
+        setting_changes: &setting_changes,
         series,
         excluded: &lab.excluded,
         probes: &probes,

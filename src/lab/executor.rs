@@ -22,8 +22,8 @@ use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_stats::stopping::Stop;
 use stampede_store::{
-    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, Store, WaitSample, OWN_CLIENTS,
-    OWN_SCALE,
+    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, Store, WaitSample,
+    OWN_CLIENTS, OWN_SCALE,
 };
 
 /// What the lab tells its caller as it goes.
@@ -52,6 +52,14 @@ pub enum LabEvent<'a> {
         tps: Option<f64>,
         error: Option<&'a str>,
     },
+}
+
+/// A run ready to measure: where its clients connect, its dataset's scale, and the server's
+/// settings as it starts (for a server others may change).
+struct PreparedRun {
+    conn: Endpoint,
+    scale: i64,
+    settings: Option<Vec<SettingRow>>,
 }
 
 /// Opens the probes' window when the workload's warmup ends and relays its seconds.
@@ -630,6 +638,7 @@ impl<'a> Lab<'a> {
             counter_series: Vec::new(),
             wait_events: Vec::new(),
             pods: Vec::new(),
+            settings: None,
             machine_id: Some(self.machine_id),
             shard: self.shard.map(|shard| shard.index as u32),
         };
@@ -639,8 +648,14 @@ impl<'a> Lab<'a> {
         let between = self.between_steps(run, cell, scale, on_event);
         let provisioning = provisioning_started.elapsed();
         let prepared = between.and_then(|()| self.prepare_run(run, cell, scale));
-        let outcome = prepared.and_then(|(conn, scale)| {
+        let outcome = prepared.and_then(|prepared| {
+            let PreparedRun {
+                conn,
+                scale,
+                settings,
+            } = prepared;
             record.resolved_scale = Some(scale);
+            record.settings = settings;
             let workload = &self.spec.workloads[cell.workload];
             let request = RunRequest {
                 conn: &conn,
@@ -804,7 +819,7 @@ impl<'a> Lab<'a> {
         run: &PlannedRun,
         cell: &Cell,
         scale: i64,
-    ) -> Result<(Endpoint, i64), Failure> {
+    ) -> Result<PreparedRun, Failure> {
         let fresh_copy = match run.step {
             Some(step) => step.after.is_none() && !self.continues_in_place(run, cell)?,
             None => self.workloads[cell.workload].writes(&cell.variant),
@@ -821,7 +836,11 @@ impl<'a> Lab<'a> {
         };
         server.checkpoint()?;
         server.begin_run()?;
-        Ok((server.workload_conn(&database), scale))
+        Ok(PreparedRun {
+            conn: server.workload_conn(&database),
+            scale,
+            settings: server.run_settings(&database),
+        })
     }
 
     /// Whether a sequence's run continues the data copy a signal left it: its workload resumes

@@ -179,6 +179,8 @@ pub struct Inputs<'a> {
     pub why: WhyInputs<'a>,
     pub client_cores: Option<i64>,
     pub builds: &'a [stampede_store::TargetBuild],
+    /// Settings runs saw other than their targets' records (a server others changed).
+    pub setting_changes: &'a [stampede_store::RunSettingChange],
     pub series: Vec<RunSeries>,
     /// Runs the user left out (`--exclude-run`): not in `runs`, listed in the Noise section.
     pub excluded: &'a [StoredRun],
@@ -308,6 +310,7 @@ fn report_warnings(
         client_cores: inputs.client_cores,
         builds: inputs.builds,
     }));
+    out.extend(warnings::settings_changed(inputs.setting_changes, &names));
     out.extend(
         comparisons
             .iter()

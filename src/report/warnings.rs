@@ -8,7 +8,7 @@ use super::comparison::{by_cell, cell_of, CellComparison, CellKey, Metric};
 use stampede_stats::coefficient_of_variation;
 use stampede_stats::fairness::UNEVEN_BELOW;
 use stampede_store::ZONKY_BINARIES;
-use stampede_store::{RunStatus, ServedClients, StoredRun, TargetBuild};
+use stampede_store::{RunSettingChange, RunStatus, ServedClients, StoredRun, TargetBuild};
 
 /// Cells whose spread across repetitions exceeds this coefficient of variation are flagged.
 pub const NOISY_COV: f64 = 0.05;
@@ -336,6 +336,53 @@ fn run_label(run: &StoredRun, detail: &str) -> String {
         super::comparison::size_text(&run.scale, run.clients),
         run.repetition + 1
     )
+}
+
+/// How many changed settings a warning names per target before it counts the rest.
+const CHANGED_SETTINGS_NAMED: usize = 5;
+
+/// Targets whose server's settings, read as each run started, differed from what the lab
+/// recorded for them: someone or something else changed a server the lab did not start.
+pub fn settings_changed(changes: &[RunSettingChange], targets: &[&str]) -> Vec<String> {
+    let mut by_target: BTreeMap<&str, Vec<&RunSettingChange>> = BTreeMap::new();
+    for change in changes
+        .iter()
+        .filter(|c| targets.contains(&c.target.as_str()))
+    {
+        by_target.entry(&change.target).or_default().push(change);
+    }
+    by_target
+        .into_iter()
+        .map(|(target, changes)| {
+            let mut runs: Vec<(&str, u32)> = changes
+                .iter()
+                .map(|c| (c.cell_key.as_str(), c.repetition))
+                .collect();
+            runs.dedup();
+            let mut settings: Vec<String> = Vec::new();
+            for change in &changes {
+                let text = format!(
+                    "{} = {} (recorded {})",
+                    change.name,
+                    change.setting.as_deref().unwrap_or("NULL"),
+                    change.recorded.as_deref().unwrap_or("nothing")
+                );
+                if !settings.contains(&text) {
+                    settings.push(text);
+                }
+            }
+            let more = settings.len().saturating_sub(CHANGED_SETTINGS_NAMED);
+            settings.truncate(CHANGED_SETTINGS_NAMED);
+            if more > 0 {
+                settings.push(format!("{more} more"));
+            }
+            format!(
+                "\"{target}\": {} run(s) started with settings other than the target's record — the server was changed during the lab by something other than stampede: {}",
+                runs.len(),
+                settings.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// "run 17 (b pgbench select-only scale 1 × 1 clients, round 3) is excluded …": a run left out

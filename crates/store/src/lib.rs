@@ -82,6 +82,19 @@ pub struct TargetRecord {
     pub server_machine: Option<String>,
 }
 
+/// A setting a run saw other than its target's record holds: the server was changed during
+/// the lab by someone or something other than the lab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSettingChange {
+    pub lab: i64,
+    pub target: String,
+    pub cell_key: String,
+    pub repetition: u32,
+    pub name: String,
+    pub setting: Option<String>,
+    pub recorded: Option<String>,
+}
+
 /// How a cell is stored whose workload brings its own clients and data (a replay: the captured
 /// sessions on the capture's starting data): no scale and no client count of the spec's.
 pub const OWN_SCALE: &str = "-";
@@ -237,6 +250,9 @@ pub struct RunRecord {
     /// Each pod's share, when the run's clients came from pods.
     pub pods: Vec<PodRow>,
     /// The machine it ran on (`Store::record_machine`).
+    /// The server's whole settings as the run saw them at its start, for a server others may
+    /// change during the lab (None when the lab controls the server).
+    pub settings: Option<Vec<SettingRow>>,
     pub machine_id: Option<i64>,
     /// Its shard, in a lab sharded over a fleet.
     pub shard: Option<u32>,
@@ -627,6 +643,7 @@ mod tests {
                         counter_series: vec![],
                         wait_events: vec![],
                         pods: vec![],
+                        settings: None,
                         machine_id: None,
                         shard: None,
                     },

@@ -15,6 +15,32 @@ macro_rules! server_cpu_us_per_txn {
 }
 
 impl Store {
+    /// The settings runs of `labs` saw other than their targets' records, by run.
+    pub fn run_setting_changes(&mut self, labs: &[i64]) -> Result<Vec<RunSettingChange>, Failure> {
+        let mut changes = Vec::new();
+        for lab in labs {
+            let rows = self
+                .db
+                .query(
+                    "SELECT c.target, c.key, r.repetition, s.name, s.setting, s.recorded
+                     FROM run_settings s JOIN runs r ON r.id = s.run_id JOIN cells c ON c.id = r.cell_id
+                     WHERE c.lab_id = ?1 ORDER BY r.position, s.name",
+                    &[(*lab).into()],
+                )
+                .map_err(db_error("run_settings"))?;
+            changes.extend(rows.iter().map(|r| RunSettingChange {
+                lab: *lab,
+                target: text(r, 0),
+                cell_key: text(r, 1),
+                repetition: int(r, 2) as u32,
+                name: text(r, 3),
+                setting: r.get(4).and_then(Value::as_string),
+                recorded: r.get(5).and_then(Value::as_string),
+            }));
+        }
+        Ok(changes)
+    }
+
     /// (cell key, repetition) of runs that need no repeating: completed or failed. Interrupted
     /// runs are run again.
     pub fn finished_runs(&mut self, lab: i64) -> Result<HashSet<(String, u32)>, Failure> {

@@ -238,9 +238,19 @@ ALTER TABLE target_settings ADD COLUMN context TEXT;
     // 14: a server the lab did not start (a url target's): what identifies it (a PostgreSQL
     // cluster's system identifier), which keys its series in histories and gates, so that a
     // server rebuilt under the same URL starts a new one; and its machine as far as a metrics
-    // source tells it.
+    // source tells it. Others may change such a server during a lab: each run reads its whole
+    // settings at its start, and keeps those that differ from its target's record (how many
+    // it read says it was read at all).
     r#"
 ALTER TABLE targets ADD COLUMN server_key TEXT;
 ALTER TABLE targets ADD COLUMN server_machine TEXT;
+ALTER TABLE runs ADD COLUMN settings_read INTEGER;
+CREATE TABLE run_settings (
+    run_id      INTEGER NOT NULL REFERENCES runs(id),
+    name        TEXT NOT NULL,
+    setting     TEXT,                   -- as the run saw it
+    recorded    TEXT,                   -- as the target's record holds it
+    PRIMARY KEY (run_id, name)
+);
 "#,
 ];

@@ -1,5 +1,7 @@
 //! What the lab writes: the lab, its targets, cells and runs, each run in one transaction.
 
+use std::collections::HashMap;
+
 use super::database::{Database, Value};
 use super::*;
 
@@ -260,7 +262,11 @@ impl Store {
                 .map(|r| int(r, 0))
                 .ok_or_else(|| format!("no cell {}", run.cell_key))?;
             let run_id = insert_run(db, cell, run)?;
-            insert_details(db, run_id, run)
+            insert_details(db, run_id, run)?;
+            match &run.settings {
+                Some(settings) => insert_settings(db, lab, run_id, settings),
+                None => Ok(()),
+            }
         })
     }
 
@@ -284,6 +290,7 @@ impl Store {
                 "run_counter_series",
                 "run_wait_events",
                 "run_pods",
+                "run_settings",
             ] {
                 db.execute(
                     &format!("DELETE FROM {table} WHERE run_id IN ({runs})"),
@@ -415,6 +422,47 @@ fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, 
     rows.first()
         .map(|r| int(r, 0))
         .ok_or_else(|| "no run id returned".to_string())
+}
+
+/// The settings a run saw that differ from its target's record, and how many it read.
+fn insert_settings(
+    db: &mut dyn Database,
+    lab: i64,
+    run_id: i64,
+    settings: &[SettingRow],
+) -> Result<(), String> {
+    let recorded: HashMap<String, Option<String>> = db
+        .query(
+            "SELECT s.name, s.setting FROM target_settings s
+             JOIN targets t ON t.id = s.target_id
+             JOIN cells c ON c.lab_id = t.lab_id AND c.target = t.name
+             JOIN runs r ON r.cell_id = c.id
+             WHERE t.lab_id = ?1 AND r.id = ?2",
+            &[lab.into(), Value::Int(run_id)],
+        )?
+        .iter()
+        .map(|r| (text(r, 0), r.get(1).and_then(Value::as_string)))
+        .collect();
+    for setting in settings {
+        let before = recorded.get(&setting.name).cloned().flatten();
+        if before == setting.setting {
+            continue;
+        }
+        db.execute(
+            "INSERT INTO run_settings VALUES (?1, ?2, ?3, ?4)",
+            &[
+                Value::Int(run_id),
+                (&setting.name).into(),
+                setting.setting.as_ref().into(),
+                before.as_ref().into(),
+            ],
+        )?;
+    }
+    db.execute(
+        "UPDATE runs SET settings_read = ?2 WHERE id = ?1",
+        &[Value::Int(run_id), Value::Int(settings.len() as i64)],
+    )?;
+    Ok(())
 }
 
 fn insert_details(db: &mut dyn Database, run_id: i64, run: &RunRecord) -> Result<(), String> {

@@ -12,7 +12,7 @@ use crate::server::profile::{Machine, Profile, ServerConfig};
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
 use stampede_conn::{Endpoint, Engine};
-use stampede_store::TargetRecord;
+use stampede_store::{SettingRow, TargetRecord};
 
 use super::table::TargetTable;
 
@@ -180,6 +180,11 @@ pub trait LabServer {
     fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>>;
     /// The plan of `statement` in `database`, when it can be explained.
     fn explain(&self, database: &str, statement: &str) -> Option<String>;
+    /// The server's whole settings as a run on `database` sees them, for a server others may
+    /// change during the lab (read as each run starts); None for one the lab controls.
+    fn run_settings(&self, _database: &str) -> Option<Vec<SettingRow>> {
+        None
+    }
     /// Just before a run is measured: what the target sets for its runs alone (a remote
     /// server's ALTER SYSTEM settings, which another target of the same server must not see).
     fn begin_run(&self) -> Result<(), Failure> {

@@ -146,8 +146,13 @@ impl PostgresSql {
 
     /// Every setting as `pg_settings` shows it.
     pub fn settings(&self) -> Result<Vec<SettingRow>, Failure> {
+        self.settings_in(&self.admin_database)
+    }
+
+    /// Every setting as a session of `database` sees it (its per-database ones included).
+    pub fn settings_in(&self, database: &str) -> Result<Vec<SettingRow>, Failure> {
         Ok(query_rows(
-            &self.admin(),
+            &self.control(database),
             "SELECT name, setting, unit, source, boot_val, context FROM pg_settings ORDER BY name",
         )?
         .into_iter()

@@ -328,12 +328,25 @@ impl RemoteMariadb {
     }
 }
 
-impl LabServer for RemoteMariadb {
-    fn describe(&self, target: &TargetSpec) -> Result<TargetRecord, Failure> {
-        let settings = self
+impl RemoteMariadb {
+    /// The server's global variables as the target's runs see them: read with its own set
+    /// (and put back at once), since one may move others (an alias: long_query_time is
+    /// log_slow_query_time).
+    fn settings_seen(&self) -> Result<Vec<SettingRow>, Failure> {
+        self.begin_run()?;
+        let rows = self.variables_read();
+        self.end_run()?;
+        rows
+    }
+
+    /// The server's global variables now, the target's own marked as its. The replication
+    /// positions (`gtid_*`) are left out: they move with every write.
+    fn variables_read(&self) -> Result<Vec<SettingRow>, Failure> {
+        Ok(self
             .sql
             .variables()?
             .into_iter()
+            .filter(|(name, _)| !name.starts_with("gtid_"))
             .map(|(name, value)| {
                 let set = self
                     .variables
@@ -348,14 +361,20 @@ impl LabServer for RemoteMariadb {
                         }
                         .into(),
                     ),
-                    setting: Some(set.map_or(value, |(_, v)| v.clone())),
+                    setting: Some(value),
                     name,
                     unit: None,
                     boot_val: None,
                     context: None,
                 }
             })
-            .collect();
+            .collect())
+    }
+}
+
+impl LabServer for RemoteMariadb {
+    fn describe(&self, target: &TargetSpec) -> Result<TargetRecord, Failure> {
+        let settings = self.settings_seen()?;
         let identity = self.identity()?;
         Ok(TargetRecord {
             name: target.name.clone(),
@@ -440,6 +459,10 @@ impl LabServer for RemoteMariadb {
 
     fn explain(&self, _database: &str, _statement: &str) -> Option<String> {
         None
+    }
+
+    fn run_settings(&self, _database: &str) -> Option<Vec<SettingRow>> {
+        self.variables_read().ok()
     }
 
     fn begin_run(&self) -> Result<(), Failure> {

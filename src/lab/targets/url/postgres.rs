@@ -174,23 +174,31 @@ impl RemotePostgres {
         self.adopt(&name)
     }
 
-    /// The server's settings as the lab's databases see them: the target's per-database ones
-    /// over what the server has, and its ALTER SYSTEM ones as they are during its runs.
+    /// The server's settings as the lab's databases see them during the target's runs: read
+    /// with its ALTER SYSTEM ones applied (and put back at once), its per-database ones over
+    /// them.
     fn settings_seen(&self) -> Result<Vec<SettingRow>, Failure> {
-        let mut rows = self.sql.settings()?;
-        let overlays = [
-            (&self.settings.per_database, SOURCE_PER_DATABASE),
-            (&self.settings.system, SOURCE_AROUND_RUNS),
-        ];
-        for (settings, source) in overlays {
-            for (name, value) in settings {
-                if let Some(row) = rows.iter_mut().find(|r| r.name == name.to_lowercase()) {
-                    row.setting = Some(value.clone());
-                    row.source = Some(source.into());
-                }
+        self.begin_run()?;
+        let rows = self.sql.settings();
+        self.end_run()?;
+        Ok(self.with_own(rows?))
+    }
+
+    /// `rows` with the target's own settings marked as its (its per-database ones, which a
+    /// session of another database does not see, as it gives them).
+    fn with_own(&self, mut rows: Vec<SettingRow>) -> Vec<SettingRow> {
+        for (name, value) in &self.settings.per_database {
+            if let Some(row) = rows.iter_mut().find(|r| r.name == name.to_lowercase()) {
+                row.setting = Some(value.clone());
+                row.source = Some(SOURCE_PER_DATABASE.into());
             }
         }
-        Ok(rows)
+        for (name, _) in &self.settings.system {
+            if let Some(row) = rows.iter_mut().find(|r| r.name == name.to_lowercase()) {
+                row.source = Some(SOURCE_AROUND_RUNS.into());
+            }
+        }
+        rows
     }
 
     /// What identifies the server: its cluster's system identifier (when the role may read
@@ -351,6 +359,11 @@ impl LabServer for RemotePostgres {
 
     fn explain(&self, database: &str, statement: &str) -> Option<String> {
         self.sql.explain(&self.names.name(database), statement)
+    }
+
+    fn run_settings(&self, database: &str) -> Option<Vec<SettingRow>> {
+        let rows = self.sql.settings_in(&self.names.name(database)).ok()?;
+        Some(self.with_own(rows))
     }
 
     fn begin_run(&self) -> Result<(), Failure> {
