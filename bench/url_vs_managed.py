@@ -9,7 +9,13 @@ wall time per run the url path's reads add (each run's recorded overhead: copies
 settings and probes), and the settings that differ between the two servers as each target's
 record holds them.
 
-    bench/url_vs_managed.py [--runs 10] [--duration 10s]
+With --metrics, the url target names a metrics source (a Prometheus this script starts,
+scraping a node_exporter on this machine every 250 ms): the script also prints the paired
+server CPU per transaction url (node CPU from Prometheus, less stampede's own) / managed (its
+processes in /proc), and the overhead per run then includes waiting for the scrape after each
+run's end.
+
+    bench/url_vs_managed.py [--runs 10] [--duration 10s] [--metrics]
 """
 import argparse
 import json
@@ -20,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pgserver  # noqa: E402
@@ -48,6 +55,7 @@ settings = {{ {settings} }}
 [[target]]
 name = "url"
 url = "host={socket} port={port} user=postgres dbname=postgres"
+{metrics}
 
 [[workload]]
 name = "pgbench"
@@ -61,6 +69,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--duration", default="10s")
+    parser.add_argument("--metrics", action="store_true")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="stampede-url-bench-")
     os.chmod(work, 0o755)
@@ -68,30 +77,71 @@ def main():
     server = pgserver.Server(PORT, os.path.join(work, "url-server"), flags)
     server.init()
     server.start()
+    platform = start_platform(work) if args.metrics else None
     try:
         spec = os.path.join(work, "lab.toml")
         with open(spec, "w") as f:
             f.write(SPEC.format(
                 runs=args.runs, duration=args.duration, bindir=server.bindir, port=PORT,
                 socket=server.root,
+                metrics=(f'metrics = {{ prometheus = "{platform[0]}", instance = "{platform[1]}" }}'
+                         if platform else ""),
                 settings=", ".join(f'{k} = "{v}"' for k, v in SETTINGS.items())))
         subprocess.run([STAMPEDE, "lab", "run", spec], check=True)
         db = os.path.join(work, "url-vs-managed.db")
-        report(db)
+        report(db, metrics=bool(platform))
     finally:
+        if platform:
+            for child in platform[2]:
+                child.kill()
+                child.wait()
         subprocess.run([STAMPEDE, "lab", "clean", spec], capture_output=True)
         server.remove()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(db):
-    out = subprocess.run([STAMPEDE, "report", db, "--format", "json"], check=True,
-                         capture_output=True, text=True).stdout
-    for comparison in json.loads(out)["comparisons"]:
-        for cell in comparison["cells"]:
-            print(f"{cell['cell']['script']}: url / managed tps = "
-                  f"{cell['ratio']:.4f} [{cell['ci_low']:.4f}–{cell['ci_high']:.4f}] "
-                  f"{cell['verdict']} ({cell['pairs']} pairs)")
+PROMETHEUS_PORT = 15932
+NODE_EXPORTER_PORT = 15933
+
+
+def start_platform(work):
+    """node_exporter (the collectors a lab reads) and a Prometheus scraping it every 250 ms."""
+    instance = f"127.0.0.1:{NODE_EXPORTER_PORT}"
+    exporter = subprocess.Popen(
+        ["prometheus-node-exporter", f"--web.listen-address={instance}",
+         "--collector.disable-defaults", "--collector.cpu", "--collector.diskstats",
+         "--collector.meminfo", "--collector.uname"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config = os.path.join(work, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global:\n  scrape_interval: 250ms\n  scrape_timeout: 200ms\n"
+                f"scrape_configs:\n  - job_name: node\n    static_configs:\n"
+                f"      - targets: [\"{instance}\"]\n")
+    prometheus = subprocess.Popen(
+        ["prometheus", f"--config.file={config}",
+         f"--storage.tsdb.path={os.path.join(work, 'prometheus')}",
+         f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{PROMETHEUS_PORT}"
+    for _ in range(60):
+        probe = subprocess.run(["curl", "-s", f"{base}/api/v1/query?query=node_uname_info"],
+                               capture_output=True, text=True)
+        if "nodename" in probe.stdout:
+            break
+        time.sleep(0.5)
+    return base, instance, [prometheus, exporter]
+
+
+def report(db, metrics):
+    metric_names = ["tps", "server_cpu"] if metrics else ["tps"]
+    for metric in metric_names:
+        out = subprocess.run([STAMPEDE, "report", db, "--format", "json", "--metric", metric],
+                             check=True, capture_output=True, text=True).stdout
+        for comparison in json.loads(out)["comparisons"]:
+            for cell in comparison["cells"]:
+                print(f"{cell['cell']['script']}: url / managed {metric} = "
+                      f"{cell['ratio']:.4f} [{cell['ci_low']:.4f}–{cell['ci_high']:.4f}] "
+                      f"{cell['verdict']} ({cell['pairs']} pairs)")
     conn = sqlite3.connect(db)
     for target in ("managed", "url"):
         overheads = [r[0] for r in conn.execute(
