@@ -86,6 +86,19 @@ fn path(spec: &Path) -> &str {
     spec.to_str().unwrap()
 }
 
+/// The report's first comparison has two cells, each with a verdict over 3 paired rounds.
+fn assert_both_cells_decided_over_three_rounds(db: &Path) {
+    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let cells = json["comparisons"][0]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{json}");
+    for cell in cells {
+        assert!(cell["verdict"].is_string() && cell["pairs"] == 3, "{cell}");
+    }
+}
+
 /// Whether `needle` occurs anywhere in the file's bytes.
 fn file_holds(file: &Path, needle: &str) -> bool {
     let bytes = std::fs::read(file).unwrap_or_default();
@@ -425,15 +438,7 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
         sqlite(&db, "SELECT count(*) FROM runs WHERE settings_read > 300"),
         sqlite(&db, "SELECT count(*) FROM runs")
     );
-    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
-    let cells = json["comparisons"][0]["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2, "{json}");
-    for cell in cells {
-        assert!(cell["verdict"].is_string() && cell["pairs"] == 3, "{cell}");
-    }
+    assert_both_cells_decided_over_three_rounds(&db);
     let targets = sqlite(
         &db,
         "SELECT t.name, t.server_version, t.binary_source, s.setting, s.source FROM targets t \
@@ -493,15 +498,7 @@ fn two_servers_of_two_majors_are_compared_and_identified() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let db = dir.join("two-servers.db");
-    let report = stampede_command(&["report", db.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
-    let cells = json["comparisons"][0]["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2, "{json}");
-    for cell in cells {
-        assert!(cell["verdict"].is_string() && cell["pairs"] == 3, "{cell}");
-    }
+    assert_both_cells_decided_over_three_rounds(&db);
     let targets = sqlite(
         &db,
         "SELECT name, server_version, binary_source FROM targets ORDER BY name",
@@ -528,6 +525,29 @@ fn two_servers_of_two_majors_are_compared_and_identified() {
 fn control_file_identifier(data_dir: &Path) -> u64 {
     let bytes = std::fs::read(data_dir.join("global/pg_control")).unwrap();
     u64::from_le_bytes(bytes[..8].try_into().unwrap())
+}
+
+/// Bytes written to this machine's disks so far, as /proc/diskstats counts them (whole
+/// disks: node_exporter leaves out partitions, loop, RAM and floppy devices too).
+fn disk_bytes_written() -> u64 {
+    std::fs::read_to_string("/proc/diskstats")
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let name = *fields.get(2)?;
+            let skipped = ["loop", "ram", "zram", "fd"]
+                .iter()
+                .any(|p| name.starts_with(p));
+            let partition = name.ends_with(|c: char| c.is_ascii_digit())
+                && (["sd", "vd", "hd", "xvd"]
+                    .iter()
+                    .any(|p| name.starts_with(p))
+                    || (name.starts_with("nvme") && name.contains('p')));
+            (!skipped && !partition).then(|| fields.get(9)?.parse::<u64>().ok())?
+        })
+        .sum::<u64>()
+        * 512
 }
 
 /// Waits (at most a minute) until this machine's CPUs are all but idle: a server the tests
@@ -626,10 +646,12 @@ fn server_cpu_read_from_prometheus_agrees_with_proc_on_the_same_binaries() {
             )),
         "{said}"
     );
+    let written_before = disk_bytes_written();
     let output = stampede_command(&["lab", "run", path(&spec)])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
+    let written_during_lab = disk_bytes_written() - written_before;
     let db = dir.join("metrics.db");
     let per_txn = |target: &str, source: &str| -> Vec<f64> {
         sqlite(
@@ -690,6 +712,32 @@ fn server_cpu_read_from_prometheus_agrees_with_proc_on_the_same_binaries() {
     assert!(
         node > url && (node - driver - url).abs() < 0.05 * node,
         "{node} {driver} {url}"
+    );
+    // Every CPU's time over each window, by the wall clock: all modes together are the node's
+    // CPUs times the window, which holds the measured seconds and lies inside the run.
+    for row in sqlite(
+        &db,
+        "SELECT (SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = 'node' \
+         AND k.name LIKE 'cpu_%'), r.ended_unix_s - r.started_unix_s \
+         FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = 'url'",
+    ) {
+        let (cpu_s, run_s) = (common::number(&row[0]), common::number(&row[1]));
+        assert!(
+            cpu_s >= 4.0 * cpus as f64 && cpu_s <= run_s * cpus as f64,
+            "{cpu_s} CPU-seconds over {cpus} CPUs in a run of {run_s} s"
+        );
+    }
+    // The disks' bytes over the windows: within what /proc/diskstats says the disks wrote
+    // during the whole lab.
+    let windows_written: f64 = sqlite(
+        &db,
+        "SELECT coalesce(sum(value), 0) FROM run_counters WHERE source = 'node' AND name = 'disk_written_bytes'",
+    )[0][0]
+        .parse()
+        .unwrap();
+    assert!(
+        (0.0..=written_during_lab as f64).contains(&windows_written),
+        "{windows_written} bytes in the windows, {written_during_lab} during the lab"
     );
     // The report reads the url target's server CPU as it reads the managed one's.
     let compare = stampede_command(&[
