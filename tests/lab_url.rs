@@ -10,13 +10,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::path::Path;
+use std::sync::Mutex;
 
 use common::cluster::OwnCluster;
-use common::prometheus::Platform;
 use common::{
-    interrupt_when, server, sqlite, stampede_command, stderr, stdout, LabDir, TestServer,
+    file_holds, interrupt_when, lab_spec, server, sqlite, stampede_command, stderr, stdout, LabDir,
+    TestServer,
 };
 use stampede::server::postgres::binaries::Binaries;
 
@@ -26,14 +26,6 @@ const ROLE_PASSWORD: &str = "url-bench-pw-93f";
 
 /// The tests run one at a time: they compare the whole server before and after.
 static SERVER_STATE: Mutex<()> = Mutex::new(());
-
-/// The metrics test has the machine to itself: its server's CPU is the node's less
-/// stampede's, so another test's load would count as the server's.
-static MACHINE: RwLock<()> = RwLock::new(());
-
-fn sharing_the_machine() -> RwLockReadGuard<'static, ()> {
-    MACHINE.read().unwrap_or_else(|e| e.into_inner())
-}
 
 fn url_as(s: &TestServer, role: &str, password: &str) -> String {
     format!(
@@ -76,12 +68,6 @@ fn databases(s: &TestServer) -> Vec<String> {
         .collect()
 }
 
-fn lab_spec(dir: &Path, text: &str) -> PathBuf {
-    let spec = dir.join("lab.toml");
-    std::fs::write(&spec, text).unwrap();
-    spec
-}
-
 fn path(spec: &Path) -> &str {
     spec.to_str().unwrap()
 }
@@ -99,12 +85,6 @@ fn assert_both_cells_decided_over_three_rounds(db: &Path) {
     }
 }
 
-/// Whether `needle` occurs anywhere in the file's bytes.
-fn file_holds(file: &Path, needle: &str) -> bool {
-    let bytes = std::fs::read(file).unwrap_or_default();
-    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
-
 /// Select-only on "indexed" and on "seqscan" (the same server, with index scans off in the
 /// lab's databases): each transaction reads the whole table, hundreds of times the work.
 fn index_scan_spec(s: &TestServer, name: &str) -> String {
@@ -120,7 +100,6 @@ fn index_scan_spec(s: &TestServer, name: &str) -> String {
 
 #[test]
 fn two_configurations_of_one_server_are_decided_apart_and_the_server_is_left_as_it_was() {
-    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let s = server_with_role();
     let before = server_state(s);
@@ -225,7 +204,6 @@ fn two_configurations_of_one_server_are_decided_apart_and_the_server_is_left_as_
 /// same, with the setting back and its databases dropped.
 #[test]
 fn server_wide_settings_are_put_back_after_a_kill_and_after_a_failed_run() {
-    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let s = server_with_role();
     let before = server_state(s);
@@ -294,7 +272,6 @@ fn server_wide_settings_are_put_back_after_a_kill_and_after_a_failed_run() {
 /// `lab plan` refuses, exit 1, before the lab touches the server or writes anything.
 #[test]
 fn plan_refuses_what_a_server_it_did_not_start_cannot_take() {
-    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let s = server_with_role();
     s.psql(
@@ -383,7 +360,6 @@ fn plan_refuses_what_a_server_it_did_not_start_cannot_take() {
 /// second's runs alone), decided; the variable back as it was and the lab's databases gone.
 #[test]
 fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
-    let _machine = sharing_the_machine();
     let mariadb = common::mariadb::mariadb();
     let variable = "SELECT @@GLOBAL.long_query_time, @@GLOBAL.innodb_max_dirty_pages_pct";
     let before = common::mariadb::sql("", variable);
@@ -475,7 +451,6 @@ fn a_mariadb_server_by_url_is_compared_and_its_variables_restored() {
 /// server's version and system identifier (which tells a rebuilt server apart).
 #[test]
 fn two_servers_of_two_majors_are_compared_and_identified() {
-    let _machine = sharing_the_machine();
     let _one_at_a_time = SERVER_STATE.lock().unwrap_or_else(|e| e.into_inner());
     let fifteen = server();
     let binaries = stampede::server::postgres::download::binaries("17", &mut |_| {})
@@ -527,240 +502,11 @@ fn control_file_identifier(data_dir: &Path) -> u64 {
     u64::from_le_bytes(bytes[..8].try_into().unwrap())
 }
 
-/// Bytes written to this machine's disks so far, as /proc/diskstats counts them (whole
-/// disks: node_exporter leaves out partitions, loop, RAM and floppy devices too).
-fn disk_bytes_written() -> u64 {
-    std::fs::read_to_string("/proc/diskstats")
-        .unwrap()
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let name = *fields.get(2)?;
-            let skipped = ["loop", "ram", "zram", "fd"]
-                .iter()
-                .any(|p| name.starts_with(p));
-            let partition = name.ends_with(|c: char| c.is_ascii_digit())
-                && (["sd", "vd", "hd", "xvd"]
-                    .iter()
-                    .any(|p| name.starts_with(p))
-                    || (name.starts_with("nvme") && name.contains('p')));
-            (!skipped && !partition).then(|| fields.get(9)?.parse::<u64>().ok())?
-        })
-        .sum::<u64>()
-        * 512
-}
-
-/// Waits (at most a minute) until this machine's CPUs are all but idle: a server the tests
-/// left busy (MariaDB purging after a write test) would count as the url server's CPU.
-fn wait_for_a_quiet_machine() {
-    let busy_and_total = || -> (f64, f64) {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap();
-        let times: Vec<f64> = stat
-            .lines()
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .skip(1)
-            .map(|v| v.parse().unwrap())
-            .collect();
-        // idle and iowait are the 4th and 5th.
-        let total: f64 = times.iter().sum();
-        (total - times[3] - times[4], total)
-    };
-    let started = std::time::Instant::now();
-    loop {
-        let (busy, total) = busy_and_total();
-        std::thread::sleep(std::time::Duration::from_secs(1));
-        let (busy_after, total_after) = busy_and_total();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let busy_cores = (busy_after - busy) / (total_after - total) * cores;
-        if busy_cores < 0.05 || started.elapsed().as_secs() > 60 {
-            return;
-        }
-    }
-}
-
-/// A url target whose server CPU comes from Prometheus (node_exporter's CPU time of this node,
-/// less stampede's own) beside a managed target on the same binaries and settings, whose
-/// server CPU is its processes' from /proc: per transaction, the two agree within 10%.
-#[test]
-fn server_cpu_read_from_prometheus_agrees_with_proc_on_the_same_binaries() {
-    let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
-    wait_for_a_quiet_machine();
-    let platform = Platform::start();
-    let settings = [
-        ("shared_buffers", "128MB"),
-        ("fsync", "off"),
-        ("max_wal_size", "1GB"),
-    ];
-    let binaries = Binaries::find_best().expect("PostgreSQL binaries");
-    let bin_dir = binaries.bin_dir.display().to_string();
-    // The managed target's servers track statements too.
-    let mut url_settings: Vec<(&str, String)> =
-        settings.iter().map(|(k, v)| (*k, v.to_string())).collect();
-    url_settings.push(("shared_preload_libraries", "pg_stat_statements".into()));
-    let url_server = OwnCluster::start("url-metrics", binaries, &url_settings);
-    let dir = LabDir::new("url-metrics");
-    let spec_for = |instance: &str| {
-        format!(
-            "name = \"metrics\"\nruns = 3\nduration = \"4s\"\nwarmup = \"1s\"\nseed = 5\n\
-             [[target]]\nname = \"managed\"\npostgres = \"{bin_dir}\"\nsettings = {{ {} }}\n\
-             [[target]]\nname = \"url\"\nurl = \"{}\"\n\
-             metrics = {{ prometheus = \"{}\", instance = \"{instance}\" }}\n\
-             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nscale = [1]\nclients = [2]\n\
-             [[claim]]\nsays = \"the same binaries cost the server the same\"\nbase = \"managed\"\ntarget = \"url\"\n\
-             workload = \"pgbench\"\nmetric = \"server_cpu\"\nexpect = \"within 20%\"\n",
-            settings
-                .iter()
-                .map(|(k, v)| format!("{k} = \"{v}\""))
-                .collect::<Vec<_>>()
-                .join(", "),
-            url_server.socket_conninfo(),
-            platform.base
-        )
-    };
-    let wrong = lab_spec(&dir, &spec_for("nowhere:9100"));
-    let output = stampede_command(&["lab", "plan", path(&wrong)])
-        .output()
-        .unwrap();
-    common::assert_refused(
-        &output,
-        &format!(
-            "target \"url\": Prometheus at {} has no node_cpu_seconds_total for instance \"nowhere:9100\"; the instances it has: \"{}\"",
-            platform.base, platform.instance
-        ),
-        "wrong instance",
-    );
-    let spec = lab_spec(&dir, &spec_for(&platform.instance));
-    let plan = stampede_command(&["lab", "plan", path(&spec)])
-        .output()
-        .unwrap();
-    assert!(plan.status.success(), "{}", stderr(&plan));
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let said = stderr(&plan);
-    assert!(
-        said.contains(&format!("server CPU and disks: node \"{}\" (", host.trim()))
-            && said.contains(&format!(
-                "through Prometheus at {}; stampede runs on that node: its own CPU is taken out",
-                platform.base
-            )),
-        "{said}"
-    );
-    let written_before = disk_bytes_written();
-    let output = stampede_command(&["lab", "run", path(&spec)])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let written_during_lab = disk_bytes_written() - written_before;
-    let db = dir.join("metrics.db");
-    let per_txn = |target: &str, source: &str| -> Vec<f64> {
-        sqlite(
-            &db,
-            &format!(
-                "SELECT (SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = '{source}' \
-                 AND k.name IN ('cpu_user_s', 'cpu_system_s')) * 1e6 / r.transactions \
-                 FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = '{target}' AND r.status = 'completed'"
-            ),
-        )
-        .iter()
-        .map(|row| row[0].parse().unwrap_or(f64::NAN))
-        .collect()
-    };
-    let median = |mut values: Vec<f64>| {
-        assert_eq!(values.len(), 3, "{values:?}");
-        values.sort_by(f64::total_cmp);
-        values[1]
-    };
-    let managed = median(per_txn("managed", "server"));
-    let url = median(per_txn("url", "server"));
-    let ratio = url / managed;
-    assert!(
-        (0.9..=1.1).contains(&ratio),
-        "server CPU µs per transaction: url (Prometheus) {url:.2}, managed (/proc) {managed:.2}, ratio {ratio:.3}"
-    );
-    // The server's machine as node_exporter describes it, against this machine's own files.
-    let cpus = std::fs::read_to_string("/proc/stat")
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .count();
-    let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert_eq!(
-        sqlite(&db, "SELECT server_machine FROM targets WHERE name = 'url'"),
-        [[format!(
-            "node \"{}\": {cpus} CPUs, {} MiB, kernel {} (node_exporter {})",
-            host.trim(),
-            mem_kib >> 10,
-            std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                .unwrap()
-                .trim(),
-            platform.instance
-        )]]
-    );
-    // The node's CPU held the driver's too: taken out, it is what the server used.
-    let node = median(per_txn("url", "node"));
-    let driver = median(per_txn("url", "driver"));
-    assert!(
-        node > url && (node - driver - url).abs() < 0.05 * node,
-        "{node} {driver} {url}"
-    );
-    // Every CPU's time over each window, by the wall clock: all modes together are the node's
-    // CPUs times the window, which holds the measured seconds and lies inside the run.
-    for row in sqlite(
-        &db,
-        "SELECT (SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = 'node' \
-         AND k.name LIKE 'cpu_%'), r.ended_unix_s - r.started_unix_s \
-         FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.target = 'url'",
-    ) {
-        let (cpu_s, run_s) = (common::number(&row[0]), common::number(&row[1]));
-        assert!(
-            cpu_s >= 4.0 * cpus as f64 && cpu_s <= run_s * cpus as f64,
-            "{cpu_s} CPU-seconds over {cpus} CPUs in a run of {run_s} s"
-        );
-    }
-    // The disks' bytes over the windows: within what /proc/diskstats says the disks wrote
-    // during the whole lab.
-    let windows_written: f64 = sqlite(
-        &db,
-        "SELECT coalesce(sum(value), 0) FROM run_counters WHERE source = 'node' AND name = 'disk_written_bytes'",
-    )[0][0]
-        .parse()
-        .unwrap();
-    assert!(
-        (0.0..=written_during_lab as f64).contains(&windows_written),
-        "{windows_written} bytes in the windows, {written_during_lab} during the lab"
-    );
-    // The report reads the url target's server CPU as it reads the managed one's.
-    let compare = stampede_command(&[
-        "compare",
-        db.to_str().unwrap(),
-        "managed",
-        "url",
-        "--metric",
-        "server_cpu",
-    ])
-    .output()
-    .unwrap();
-    assert!(compare.status.success(), "{}", stderr(&compare));
-    eprintln!("{}", stdout(&compare));
-    assert!(!file_holds(&db, common::PASSWORD));
-}
-
 /// A server made anew under the same URL (a new cluster on the same port: another system
 /// identifier) starts new series: `history` keeps the two apart and says why, and `gate` does
 /// not compare across it.
 #[test]
 fn a_server_rebuilt_under_the_same_url_starts_new_series() {
-    let _machine = sharing_the_machine();
     let binaries = Binaries::find_best().expect("PostgreSQL binaries");
     let settings = [("fsync", "off".to_string())];
     let first = OwnCluster::start("url-rebuilt", binaries.clone(), &settings);

@@ -4,6 +4,7 @@
 //!
 //! The tarball is PostgreSQL 15's from Debian's source package: `STAMPEDE_TEST_PG_TARBALL`, or
 //! `target/pgsrc/postgresql-15_*.orig.tar.bz2` where `.ci/fetch-pg-source` puts it.
+//! suite: cpu-bound (a real PostgreSQL build takes both cores for minutes)
 
 mod common;
 

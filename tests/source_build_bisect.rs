@@ -7,10 +7,10 @@
 //! on one side). Bad input is refused before anything is built.
 //!
 //! The history's commits have fixed dates, so their hashes (and the builds cached by them in
-//! target/test-cache) are the same from one test run to the next. This file runs after
-//! tests/source_build.rs (cargo runs test files in name order) and shares its cache: the
-//! bisection's first build compiles the same release through ccache, so it costs CI a warm
-//! build, not a second cold one.
+//! target/test-cache) are the same from one test run to the next. This file and
+//! tests/source_build.rs share ccache and never run at once (both cpu-bound, below): whichever
+//! comes second compiles the same release warm, so CI pays one cold build, not two.
+//! suite: cpu-bound (real PostgreSQL builds take both cores for minutes)
 
 // libc for signals and exit hooks the tests send and install.
 #![allow(unsafe_code)]

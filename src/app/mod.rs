@@ -5,6 +5,7 @@ pub mod bisect;
 pub mod calibrate;
 pub mod cli;
 pub mod compare;
+pub mod dispatch;
 pub mod gate;
 pub mod history;
 pub mod lab;

@@ -44,6 +44,72 @@ pub struct LabWorkloadKind {
     pub files: SpecFiles,
 }
 
+impl LabWorkloadKind {
+    /// A workload named `name` made by `create`, with what most workloads are: every protocol
+    /// (prepared by default), both engines, scale classes, the lab's clients, no metrics of its
+    /// own, no files. The setters below change one thing each, so a new field has its default
+    /// here and no family's list changes.
+    pub const fn new(name: &'static str, create: CreateWorkload) -> LabWorkloadKind {
+        LabWorkloadKind {
+            name,
+            protocols: ALL_PROTOCOLS,
+            default_protocol: Protocol::Prepared,
+            engines: BOTH_ENGINES,
+            scale_classes: true,
+            clients_are_its_own: false,
+            create,
+            metrics: &[],
+            files: NO_FILES,
+        }
+    }
+
+    /// Its statements are sent as simple queries only (whole scripts, captured sessions).
+    pub const fn simple_protocol_only(self) -> LabWorkloadKind {
+        LabWorkloadKind {
+            protocols: &[Protocol::Simple],
+            default_protocol: Protocol::Simple,
+            ..self
+        }
+    }
+
+    /// The protocols its runs honour and the one a spec that names none gets.
+    pub const fn protocols(self, protocols: &'static [Protocol], default: Protocol) -> Self {
+        LabWorkloadKind {
+            protocols,
+            default_protocol: default,
+            ..self
+        }
+    }
+
+    pub const fn engines(self, engines: &'static [Engine]) -> LabWorkloadKind {
+        LabWorkloadKind { engines, ..self }
+    }
+
+    /// Its `scale` is a number only (see `scale_classes`).
+    pub const fn scale_numbers_only(self) -> LabWorkloadKind {
+        LabWorkloadKind {
+            scale_classes: false,
+            ..self
+        }
+    }
+
+    /// Its runs bring their own clients (see `clients_are_its_own`).
+    pub const fn clients_are_its_own(self) -> LabWorkloadKind {
+        LabWorkloadKind {
+            clients_are_its_own: true,
+            ..self
+        }
+    }
+
+    pub const fn metrics(self, metrics: &'static [WorkloadMetric]) -> LabWorkloadKind {
+        LabWorkloadKind { metrics, ..self }
+    }
+
+    pub const fn files(self, files: SpecFiles) -> LabWorkloadKind {
+        LabWorkloadKind { files, ..self }
+    }
+}
+
 /// Which values of a `[[workload]]` name files. The lab resolves each from the spec's folder
 /// (an absolute path stays as it is), so a spec runs the same from any directory.
 pub struct SpecFiles {

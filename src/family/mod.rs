@@ -16,7 +16,7 @@ pub mod tproch;
 use api::{LabWorkloadKind, WorkloadMetric};
 
 /// Every family's lab workloads, in the order `lab plan` and errors list them.
-const FAMILIES: [&[LabWorkloadKind]; 7] = [
+const FAMILIES: &[&[LabWorkloadKind]] = &[
     pgbench::lab::KINDS,
     sysbench::lab::KINDS,
     tpcc::lab::KINDS,
@@ -28,7 +28,7 @@ const FAMILIES: [&[LabWorkloadKind]; 7] = [
 
 /// The lab workloads, as a spec names them in `[[workload]] name`.
 pub fn lab_workloads() -> impl Iterator<Item = &'static LabWorkloadKind> {
-    FAMILIES.into_iter().flatten()
+    FAMILIES.iter().copied().flatten()
 }
 
 /// The lab workload a spec names, if any family offers it.

@@ -400,6 +400,19 @@ impl Drop for LabDir {
     }
 }
 
+/// Writes a lab spec into `dir` and returns its path.
+pub fn lab_spec(dir: &std::path::Path, text: &str) -> PathBuf {
+    let spec = dir.join("lab.toml");
+    std::fs::write(&spec, text).unwrap();
+    spec
+}
+
+/// Whether `needle` occurs anywhere in the file's bytes.
+pub fn file_holds(file: &std::path::Path, needle: &str) -> bool {
+    let bytes = std::fs::read(file).unwrap_or_default();
+    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
 /// A number from a query's text output.
 pub fn number(text: &str) -> f64 {
     text.parse()

@@ -3,11 +3,7 @@
 //! simple; `options = { rw_ratio = 5, same_ref = true, for_update = true, anti_dead = true }`.
 
 use super::command::{plan, prepare_tables, Settings};
-use crate::driver::Protocol;
-use crate::family::api::{
-    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
-    BOTH_ENGINES, NO_FILES,
-};
+use crate::family::api::{FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest};
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, on_off, OptionsError};
 use crate::family::dbstress::statements::{Mode, TransactionShape};
@@ -39,17 +35,10 @@ impl Default for DbstressLab {
 }
 
 /// dbSTRESS, plain (simple) or prepared as study 003 ran it.
-pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
-    name: "dbstress",
-    protocols: ALL_PROTOCOLS,
-    default_protocol: Protocol::Prepared,
-    engines: BOTH_ENGINES,
-    create: |options| Ok(Box::new(DbstressLab::new(options)?)),
-    scale_classes: true,
-    clients_are_its_own: false,
-    metrics: &[crate::family::common::measure::QPS],
-    files: NO_FILES,
-}];
+pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind::new("dbstress", |options| {
+    Ok(Box::new(DbstressLab::new(options)?))
+})
+.metrics(&[crate::family::common::measure::QPS])];
 
 impl DbstressLab {
     fn new(options: &toml::Table) -> Result<DbstressLab, OptionsError> {

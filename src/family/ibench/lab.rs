@@ -25,10 +25,8 @@ use super::seconds::Second;
 use super::sql::Dbms;
 use super::steps::{self, run_step, Plan, Step, StepKind, StepRun, DEFAULT_STEPS};
 use super::summary::StepResult;
-use crate::driver::Protocol;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
-    BOTH_ENGINES, NO_FILES,
 };
 use crate::family::common::measure::{self, QPS};
 use crate::family::common::options::{self, OptionsError};
@@ -47,17 +45,13 @@ pub const IPS: WorkloadMetric = WorkloadMetric {
 
 /// His statements as literals over the simple protocol (PREPARE/EXECUTE texts for the
 /// PostgreSQL queries, as psycopg2 sends them).
-pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
-    name: "ibench",
-    protocols: &[Protocol::Simple],
-    default_protocol: Protocol::Simple,
-    engines: BOTH_ENGINES,
-    create: |options| Ok(Box::new(IbenchLab::new(options)?)),
-    scale_classes: false,
-    clients_are_its_own: false,
-    metrics: &[IPS, QPS],
-    files: NO_FILES,
-}];
+pub const KINDS: &[LabWorkloadKind] =
+    &[
+        LabWorkloadKind::new("ibench", |options| Ok(Box::new(IbenchLab::new(options)?)))
+            .simple_protocol_only()
+            .scale_numbers_only()
+            .metrics(&[IPS, QPS]),
+    ];
 
 #[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]

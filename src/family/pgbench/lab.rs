@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use super::spec::{InitSpec, RunSpec, VacuumBeforeRun};
 use super::{init as pgbench_init, run as pgbench_run, setup as pgbench_setup};
-use crate::driver::Protocol;
 use crate::family::api::{
-    FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, SpecFiles,
-    ALL_PROTOCOLS, POSTGRES_ONLY,
+    CreateWorkload, FamilyWorkload, LabWorkload, LabWorkloadKind, Measurement, RunObserver,
+    RunRequest, SpecFiles, POSTGRES_ONLY,
 };
 use crate::family::common::measure::{measure_after_warmup, RunOutcome};
 use crate::family::common::options::{self, OptionsError};
@@ -37,51 +36,27 @@ pub struct PgbenchLab {
 
 /// The lab workloads on pgbench's tables.
 pub const KINDS: &[LabWorkloadKind] = &[
-    LabWorkloadKind {
-        name: "pgbench",
-        protocols: ALL_PROTOCOLS,
-        default_protocol: Protocol::Prepared,
-        engines: POSTGRES_ONLY,
-        create: |options| PgbenchLab::create("pgbench", Flavor::Plain, options),
-        scale_classes: true,
-        clients_are_its_own: false,
-        metrics: &[crate::family::common::measure::QPS],
-        files: SpecFiles {
-            scripts: Some(".sql"),
-            options: &[],
-        },
-    },
-    LabWorkloadKind {
-        name: "pgbench-extra-indexes",
-        protocols: ALL_PROTOCOLS,
-        default_protocol: Protocol::Prepared,
-        engines: POSTGRES_ONLY,
-        create: |options| {
-            PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
-        },
-        scale_classes: true,
-        clients_are_its_own: false,
-        metrics: &[crate::family::common::measure::QPS],
-        files: SpecFiles {
-            scripts: Some(".sql"),
-            options: &[],
-        },
-    },
-    LabWorkloadKind {
-        name: "analytics",
-        protocols: ALL_PROTOCOLS,
-        default_protocol: Protocol::Prepared,
-        engines: POSTGRES_ONLY,
-        create: |options| PgbenchLab::create("analytics", Flavor::Analytics, options),
-        scale_classes: true,
-        clients_are_its_own: false,
-        metrics: &[crate::family::common::measure::QPS],
-        files: SpecFiles {
-            scripts: Some(".sql"),
-            options: &[],
-        },
-    },
+    pgbench_kind("pgbench", |options| {
+        PgbenchLab::create("pgbench", Flavor::Plain, options)
+    }),
+    pgbench_kind("pgbench-extra-indexes", |options| {
+        PgbenchLab::create("pgbench-extra-indexes", Flavor::ExtraIndexes, options)
+    }),
+    pgbench_kind("analytics", |options| {
+        PgbenchLab::create("analytics", Flavor::Analytics, options)
+    }),
 ];
+
+/// What the pgbench workloads share: PostgreSQL only, scripts that end in `.sql` are files.
+const fn pgbench_kind(name: &'static str, create: CreateWorkload) -> LabWorkloadKind {
+    LabWorkloadKind::new(name, create)
+        .engines(POSTGRES_ONLY)
+        .metrics(&[crate::family::common::measure::QPS])
+        .files(SpecFiles {
+            scripts: Some(".sql"),
+            options: &[],
+        })
+}
 
 /// The pgbench workloads take their settings from the lab's own keys.
 #[derive(serde::Deserialize)]

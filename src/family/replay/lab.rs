@@ -23,7 +23,6 @@ use super::play::{self, check, Plan, Replayed};
 use super::replay_file::ReplayFile;
 use super::report::ReplayReport;
 use super::restore;
-use crate::driver::Protocol;
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, SpecFiles, POSTGRES_ONLY,
 };
@@ -35,20 +34,19 @@ use stampede_store::{RunMetrics, SeriesRow};
 
 /// Each statement goes as it was captured (simple query, unnamed or named statement): the
 /// spec's protocol has nothing to choose.
-pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
-    name: "replay",
-    protocols: &[Protocol::Simple],
-    default_protocol: Protocol::Simple,
-    engines: POSTGRES_ONLY,
-    create: |options| Ok(Box::new(ReplayLab::new(options)?)),
-    scale_classes: false,
-    clients_are_its_own: true,
-    metrics: &[QPS],
-    files: SpecFiles {
-        scripts: Some(""),
-        options: &["data"],
-    },
-}];
+pub const KINDS: &[LabWorkloadKind] =
+    &[
+        LabWorkloadKind::new("replay", |options| Ok(Box::new(ReplayLab::new(options)?)))
+            .simple_protocol_only()
+            .engines(POSTGRES_ONLY)
+            .scale_numbers_only()
+            .clients_are_its_own()
+            .metrics(&[QPS])
+            .files(SpecFiles {
+                scripts: Some(""),
+                options: &["data"],
+            }),
+    ];
 
 #[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]

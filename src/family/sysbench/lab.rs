@@ -8,11 +8,8 @@ use std::time::Duration;
 
 use super::command::{oltp_options, test_plan};
 use super::target::SysbenchTarget;
-use crate::driver::{Protocol, RunLimit};
-use crate::family::api::{
-    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, ALL_PROTOCOLS,
-    BOTH_ENGINES, NO_FILES,
-};
+use crate::driver::RunLimit;
+use crate::family::api::{FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest};
 use crate::family::common::measure as lab_run;
 use crate::family::common::options::{self, OptionsError};
 use crate::family::sysbench::catalog;
@@ -63,28 +60,14 @@ fn parse_options(
 
 /// sysbench's tests, and Callaghan's suite as one sequence.
 pub const KINDS: &[LabWorkloadKind] = &[
-    LabWorkloadKind {
-        name: "sysbench",
-        protocols: ALL_PROTOCOLS,
-        default_protocol: Protocol::Prepared,
-        engines: BOTH_ENGINES,
-        create: |options| Ok(Box::new(SysbenchLab::new(options)?)),
-        scale_classes: true,
-        clients_are_its_own: false,
-        metrics: &[crate::family::common::measure::QPS],
-        files: NO_FILES,
-    },
-    LabWorkloadKind {
-        name: "sysbench-microbench",
-        protocols: ALL_PROTOCOLS,
-        default_protocol: Protocol::Prepared,
-        engines: BOTH_ENGINES,
-        create: |options| Ok(Box::new(MicrobenchLab::new(options)?)),
-        scale_classes: true,
-        clients_are_its_own: false,
-        metrics: &[crate::family::common::measure::QPS],
-        files: NO_FILES,
-    },
+    LabWorkloadKind::new("sysbench", |options| {
+        Ok(Box::new(SysbenchLab::new(options)?))
+    })
+    .metrics(&[crate::family::common::measure::QPS]),
+    LabWorkloadKind::new("sysbench-microbench", |options| {
+        Ok(Box::new(MicrobenchLab::new(options)?))
+    })
+    .metrics(&[crate::family::common::measure::QPS]),
 ];
 
 impl SysbenchLab {

@@ -12,7 +12,6 @@ use super::run::{
 use crate::driver::{Protocol, RunLimit};
 use crate::family::api::{
     FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
-    BOTH_ENGINES, NO_FILES,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
@@ -32,29 +31,24 @@ pub struct TpccLab {
 
 /// TPROC-C; `protocol` is how server mode sends its CALLs (simple, with literals, as HammerDB
 /// by default); client mode prepares its statements whatever it says.
-pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
-    name: "tpcc",
-    protocols: &[Protocol::Simple, Protocol::Prepared],
-    default_protocol: Protocol::Simple,
-    engines: BOTH_ENGINES,
-    create: |options| Ok(Box::new(TpccLab::new(options)?)),
-    scale_classes: true,
-    clients_are_its_own: false,
-    files: NO_FILES,
-    metrics: &[
-        // HammerDB's New-Orders per minute and all transactions per minute.
-        WorkloadMetric {
-            name: "nopm",
-            direction: Direction::HigherIsBetter,
-            from_server: true,
-        },
-        WorkloadMetric {
-            name: "tpm",
-            direction: Direction::HigherIsBetter,
-            from_server: true,
-        },
-    ],
-}];
+pub const KINDS: &[LabWorkloadKind] =
+    &[
+        LabWorkloadKind::new("tpcc", |options| Ok(Box::new(TpccLab::new(options)?)))
+            .protocols(&[Protocol::Simple, Protocol::Prepared], Protocol::Simple)
+            .metrics(&[
+                // HammerDB's New-Orders per minute and all transactions per minute.
+                WorkloadMetric {
+                    name: "nopm",
+                    direction: Direction::HigherIsBetter,
+                    from_server: true,
+                },
+                WorkloadMetric {
+                    name: "tpm",
+                    direction: Direction::HigherIsBetter,
+                    from_server: true,
+                },
+            ]),
+    ];
 
 /// `options = { ... }`.
 #[derive(serde::Deserialize)]

@@ -16,9 +16,7 @@ use super::queries;
 use super::session::Dialect;
 use super::streams;
 use crate::driver::plan::{Protocol, RunLimit, RunPlan, WeightedScript};
-use crate::family::api::{
-    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, BOTH_ENGINES, NO_FILES,
-};
+use crate::family::api::{FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest};
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
 use stampede_base::error::Failure;
@@ -27,17 +25,11 @@ use stampede_script::prng::PgPrng;
 use stampede_script::{parse_script, VarTable};
 
 /// TPROC-H's queries, sent as HammerDB sends them: literals over the simple protocol.
-pub const KINDS: &[LabWorkloadKind] = &[LabWorkloadKind {
-    name: "tproch",
-    protocols: &[Protocol::Simple],
-    default_protocol: Protocol::Simple,
-    engines: BOTH_ENGINES,
-    create: |options| Ok(Box::new(TprochLab::new(options)?)),
-    scale_classes: true,
-    clients_are_its_own: false,
-    metrics: &[],
-    files: NO_FILES,
-}];
+pub const KINDS: &[LabWorkloadKind] =
+    &[
+        LabWorkloadKind::new("tproch", |options| Ok(Box::new(TprochLab::new(options)?)))
+            .simple_protocol_only(),
+    ];
 
 /// The name of the variant that runs all 22 queries as one unit.
 const QUERY_SET: &str = "queryset";

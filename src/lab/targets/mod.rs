@@ -26,7 +26,7 @@ pub use table::TargetTable;
 
 /// Every kind of target, in the order messages list them. A `[[target]]` naming none is
 /// PostgreSQL from the system (the first).
-pub static KINDS: [&dyn TargetKind; 3] = [&postgres::Kind, &mariadb::Kind, &url::Kind];
+pub static KINDS: &[&dyn TargetKind] = &[&postgres::Kind, &mariadb::Kind, &url::Kind];
 
 /// Each target as its own kind resolves and provisions it.
 pub struct SpecTargets;

@@ -1,9 +1,11 @@
-//! Repository invariants checked as unit tests (rust-analyzer's "tidy"): the paths that docs,
-//! the README, Cargo.toml comments and `//!` headers name must exist, so a file moved without
-//! its mentions fails here, naming the file and line that still say the old path.
+//! The paths that docs, the README, Cargo.toml comments and `//!` headers name must exist, so a
+//! file moved without its mentions fails here, naming the file and line that still say the old
+//! path; and `unsafe` is opened only where the workspace says.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use super::Tree;
 
 /// Paths written in the repository that name another project's tree, not ours: (the file that
 /// writes it, the path). Each is checked to still be written, so the list cannot go stale.
@@ -60,7 +62,7 @@ fn unsafe_code_is_allowed_only_where_the_workspace_says() {
     let opened: Vec<String> = tree
         .files
         .iter()
-        .filter(|f| f.ends_with(".rs") && !f.starts_with("tests/") && f.as_str() != "src/tidy.rs")
+        .filter(|f| f.ends_with(".rs") && !f.starts_with("tests/") && !f.starts_with("src/tidy/"))
         .filter(|f| f.as_str() != "crates/lua/src/lib.rs")
         .filter(|f| {
             let text = std::fs::read_to_string(root.join(f)).expect("a readable source file");
@@ -82,53 +84,7 @@ fn path_tokens_are_found_in_prose() {
     );
 }
 
-/// The repository's files and folders, as paths relative to its root, and every tail of them
-/// (`driver/plan.rs` for `src/driver/plan.rs`), since prose names a file from its folder.
-struct Tree {
-    files: Vec<String>,
-    tails: HashSet<String>,
-}
-
 impl Tree {
-    fn walk(root: &Path) -> Tree {
-        let mut files = Vec::new();
-        let mut tails = HashSet::new();
-        let mut pending = vec![PathBuf::new()];
-        while let Some(folder) = pending.pop() {
-            let entries = std::fs::read_dir(root.join(&folder)).expect("a readable folder");
-            for entry in entries.map(|e| e.expect("a folder entry")) {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                // Build outputs: cargo's `target/` at the root and in fuzz/ (src/lab/target/ is ours).
-                let build_output = name == "target" && matches!(folder.to_str(), Some("" | "fuzz"));
-                if build_output || matches!(name.as_str(), ".git" | "node_modules") {
-                    continue;
-                }
-                let path = folder.join(&name);
-                let text = path.to_string_lossy().into_owned();
-                let is_folder = entry.file_type().expect("a file type").is_dir();
-                let written = if is_folder {
-                    format!("{text}/")
-                } else {
-                    text.clone()
-                };
-                for (at, _) in written
-                    .match_indices('/')
-                    .filter(|(at, _)| at + 1 < written.len())
-                {
-                    tails.insert(written[at + 1..].to_string());
-                }
-                tails.insert(written);
-                if is_folder {
-                    pending.push(path);
-                } else {
-                    files.push(text);
-                }
-            }
-        }
-        files.sort();
-        Tree { files, tails }
-    }
-
     fn has(&self, path: &str) -> bool {
         self.tails.contains(path)
     }
