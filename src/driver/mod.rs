@@ -12,6 +12,8 @@ pub mod txlog;
 mod warmup;
 
 #[cfg(test)]
+mod mysql_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::atomic::{AtomicBool, AtomicU64};

@@ -37,7 +37,7 @@ fn plan(server: &ScriptedServer, script: &str, clients: usize, limit: RunLimit) 
 }
 
 /// Runs the plan; the aborted clients' messages and the notices, in order.
-fn run_plan(plan: RunPlan) -> (Result<RunResult, Failure>, Vec<String>) {
+pub(super) fn run_plan(plan: RunPlan) -> (Result<RunResult, Failure>, Vec<String>) {
     let mut said = Vec::new();
     let result = run(plan, &mut |event| match event {
         DriverEvent::ClientAborted(message, _) | DriverEvent::ClientNotice(message) => {

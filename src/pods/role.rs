@@ -156,6 +156,9 @@ pub struct SpreadResult {
     pub summary: SpreadSummary,
 }
 
+/// Waits until every pod has reached the named point (`PodRun::barrier_handle`).
+pub type Barrier = Box<dyn Fn(&str) -> Result<(), Failure> + Send>;
+
 /// What hears each interval of every pod (None for a pod that ended before it).
 pub type OnPodIntervals = Box<dyn FnMut(u64, &[Option<serde_json::Value>]) + Send>;
 
@@ -345,11 +348,21 @@ impl PodRun {
 
     /// Waits until every pod has reached the point named `phase` of its run.
     pub fn barrier(&self, phase: &str) -> Result<(), Failure> {
-        let worker = self.worker.as_ref().expect("joined before the run");
-        let worker = worker.lock().expect("worker");
-        worker
-            .barrier(phase, JOIN_TIMEOUT)
-            .map_err(|e| Failure::run(e.0))
+        self.barrier_handle()(phase)
+    }
+
+    /// `barrier` for another part of this pod (the driver's events, while the run holds it).
+    pub fn barrier_handle(&self) -> Barrier {
+        let worker = self.worker.clone();
+        Box::new(move |phase| {
+            let worker = worker
+                .as_ref()
+                .ok_or_else(|| Failure::run("the pod never joined the run"))?;
+            let worker = worker.lock().expect("no thread panics holding the worker");
+            worker
+                .barrier(phase, JOIN_TIMEOUT)
+                .map_err(|e| Failure::run(e.0))
+        })
     }
 
     /// Passes one of this pod's closed intervals on to the coordinator.

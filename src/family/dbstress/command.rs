@@ -9,12 +9,13 @@ use tokio_postgres::Client;
 
 use crate::driver::plan::{ErrorPolicy, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::CommandStats;
-use crate::driver::{self, RunResult};
+use crate::driver::{DriverEvent, RunResult};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure::{ClientFairness, LatencySummary};
 use crate::family::dbstress::args::{DbstressAction, PrepareArgs, RunArgs};
 use crate::family::dbstress::mysql;
 use crate::family::dbstress::statements::{self, Mode, TransactionShape, MARKER, STATEMENTS};
+use crate::pods::place::Place;
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::control_runtime;
 use stampede_conn::ConnSpec;
@@ -241,45 +242,49 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     if args.kube.pods.is_some() {
         return super::spread::launch(args, sessions, seed);
     }
-    let pod = crate::pods::PodRole::from_env()?;
-    let target = endpoint(&args.connection)?;
-    let (objects, sets) = read_prepared_size(&target)?;
-    let settings = Settings {
-        shape: TransactionShape {
-            mode,
-            rw_ratio,
-            for_update: args.for_update,
-            same_ref: args.same_ref,
-            anti_dead: args.anti_dead,
-            sessions,
-            objects,
-        },
-        sets,
-        seconds,
-        protocol: if args.prepared {
-            Protocol::Prepared
-        } else {
-            Protocol::Simple
-        },
-        seed,
-    };
-    let mut plan = plan(&target, &settings)?;
-    plan.stall_timeout = stall_timeout;
-    if let Some(role) = pod {
-        let scripts = plan.scripts.clone();
-        let Some(spread) = super::spread::run_in_pod(&heading(&settings), plan, role)? else {
-            return Ok(());
+    let mut place = Place::of_this_process(Box::new(|_| {}))?;
+    let prepared = (|| {
+        let target = endpoint(&args.connection)?;
+        let (objects, sets) = read_prepared_size(&target)?;
+        let settings = Settings {
+            shape: TransactionShape {
+                mode,
+                rw_ratio,
+                for_update: args.for_update,
+                same_ref: args.same_ref,
+                anti_dead: args.anti_dead,
+                sessions,
+                objects,
+            },
+            sets,
+            seconds,
+            protocol: if args.prepared {
+                Protocol::Prepared
+            } else {
+                Protocol::Simple
+            },
+            seed,
         };
-        check_sessions(&spread.merged)?;
-        let mut report = DbstressReport::new(&settings, &scripts, &spread.merged);
-        report.spread = Some(spread.summary);
-        return print_report(args, &report);
+        let mut plan = plan(&target, &settings)?;
+        plan.stall_timeout = stall_timeout;
+        Ok((settings, plan))
+    })();
+    let (settings, plan) = place.join(prepared, |_| {})?;
+    if place.leads() {
+        println!("{}", heading(&settings));
     }
-    println!("{}", heading(&settings));
     let scripts = plan.scripts.clone();
-    let result = driver::run(plan, &mut |_| {})?;
-    check_sessions(&result)?;
-    let report = DbstressReport::new(&settings, &scripts, &result);
+    let Some(ran) = place.run(plan, &mut |event| {
+        if let DriverEvent::ClientAborted(message, _) = event {
+            eprintln!("stampede: error: {message}");
+        }
+    })?
+    else {
+        return Ok(());
+    };
+    check_sessions(&ran.result)?;
+    let mut report = DbstressReport::new(&settings, &scripts, &ran.result);
+    report.spread = ran.spread;
     print_report(args, &report)
 }
 

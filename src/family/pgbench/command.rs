@@ -56,10 +56,7 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
             return super::spread::launch(args, &spec);
         }
         let target = resolve_target(&flags)?;
-        match crate::pods::PodRole::from_env()? {
-            Some(role) => super::spread::run_in_pod(&spec, &target, role),
-            None => pgbench_run::run(&spec, &target),
-        }
+        pgbench_run::run(&spec, &target)
     }
 }
 

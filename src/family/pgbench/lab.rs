@@ -167,7 +167,7 @@ impl FamilyWorkload for PgbenchLab {
         // Through the path of `stampede pgbench`, so the lab measures what the command does.
         measure_after_warmup(request, observer, &mut |seconds, on_event| {
             let report =
-                pgbench_run::benchmark(&run_spec(variant, request, seconds), conn, on_event)?;
+                pgbench_run::benchmark_here(&run_spec(variant, request, seconds), conn, on_event)?;
             let cpu = &report.client_cpu;
             Ok(RunOutcome {
                 aborted_clients: report.aborted_clients,

@@ -51,7 +51,7 @@ pub fn measure(
                 seconds,
                 Protocol::Prepared,
             );
-            let report = run::benchmark(&spec, target, &mut |_| {})?;
+            let report = run::benchmark_here(&spec, target, &mut |_| {})?;
             if report.aborted_clients > 0 {
                 return Err(Failure::run(format!(
                     "{workload} at {clients} clients was aborted"

@@ -1,64 +1,49 @@
-//! `stampede pgbench … --pods N`: the run's clients spread over the pods of a Kubernetes
-//! Indexed Job. The launcher side rewrites pgbench's command line for the pods (script files
-//! shipped in a ConfigMap, one random seed for all, `--json` framed back); the pod side runs its
-//! share of the threads and, on pod 0, reports the merged run in pgbench's format.
+//! `stampede pgbench … --pods N`: what pgbench states for the one spread path. Its clients
+//! split over the pods (with `-j`, its threads too), script files are shipped in the Job's
+//! ConfigMap, one random seed for all, `--json` framed back; the run itself is `run.rs`'s, on
+//! this host or in a pod.
 
 use std::collections::BTreeMap;
 
 use super::args::PgbenchArgs;
-use super::assemble::{build_report, DriverRun};
-use super::plan;
-use super::progress::ProgressPrinter;
-use super::setup;
 use super::spec::RunSpec;
-use crate::driver::{self, DriverEvent};
-use crate::pods::launch::{
-    pod_json_path, replace_option, require_named_server, without_kube_options, Launch,
-};
-use crate::pods::{PodRole, PodRun};
+use crate::pods::launch::require_named_server;
+use crate::pods::spread::{Split, Spread};
 use stampede_base::error::{CommandResult, Failure};
-use stampede_conn::control_runtime;
-use stampede_conn::ConnSpec;
 use stampede_kube::manifest::FILES_DIR;
 
 /// Launches the run as an Indexed Job; `spec` is the checked run (nothing is connected to).
 pub fn launch(args: &PgbenchArgs, spec: &RunSpec) -> CommandResult {
     let pods = args.kube.pods.expect("--pods");
-    check_spreadable(args, spec, pods)?;
-    // The words after "stampede pgbench", as the user gave them.
-    let given: Vec<String> = std::env::args().skip(2).collect();
-    let (mut pod_args, files) = ship_script_files(&without_kube_options(&given))?;
-    pod_args = replace_option(
-        &pod_args,
-        "--json",
-        args.json.as_ref().map(|_| pod_json_path()),
-    );
     // One seed for every pod: each draws its clients' streams from it, as one host would.
     let seed = spec
         .random_seed
         .unwrap_or_else(crate::family::common::measure::seed);
-    pod_args = replace_option(&pod_args, "--random-seed", Some(&seed.to_string()));
-    if args.jobs.is_none() {
-        pod_args.push(format!("--jobs={pods}"));
-    }
-    Launch {
+    Spread {
         command: &["pgbench"],
         kube: &args.kube,
-        args: pod_args,
-        files,
-        json_path: args.json.clone(),
+        split: Split {
+            count: spec.clients,
+            what: "client(s)",
+            option: "-c ",
+        },
+        checks: spreadable(args, spec, pods),
+        seed: ("--random-seed", seed),
+        json: args.json.clone(),
+        ship: Some(&ship_script_files),
+        // Each pod runs a thread at least.
+        extra: match args.jobs {
+            None => vec![format!("--jobs={pods}")],
+            Some(_) => Vec::new(),
+        },
         password_variable: "PGPASSWORD",
     }
-    .run()
+    .launch()
 }
 
-fn check_spreadable(args: &PgbenchArgs, spec: &RunSpec, pods: usize) -> Result<(), Failure> {
-    if spec.clients < pods {
-        return Err(Failure::input(format!(
-            "{} client(s) cannot be spread over {pods} pods: give -c {pods} or more",
-            spec.clients
-        )));
-    }
+/// What pgbench asks beyond the clients' split: a thread per pod when `-j` is given, a place
+/// for `-l`'s files that outlives the pods, a server the pods can reach.
+fn spreadable(args: &PgbenchArgs, spec: &RunSpec, pods: usize) -> CommandResult {
     if args.jobs.is_some() && spec.threads.min(spec.clients) < pods {
         return Err(Failure::input(format!(
             "{} thread(s) cannot be spread over {pods} pods: each pod runs at least one (-j {pods} \
@@ -111,69 +96,6 @@ fn ship_script_files(args: &[String]) -> Result<(Vec<String>, BTreeMap<String, S
         }
     }
     Ok((out, files))
-}
-
-/// One pod's part of the run; on pod 0 also the merged report.
-pub fn run_in_pod(spec: &RunSpec, target: &ConnSpec, role: PodRole) -> CommandResult {
-    let parsed = plan::parse_scripts(spec)?;
-    let runtime = control_runtime();
-    let mut pod_scale = 1;
-    let mut progress = ProgressPrinter::new(spec);
-    let mut pod = PodRun::start(
-        role,
-        Box::new(move |interval| progress.observe(&DriverEvent::Interval(interval))),
-    )?;
-    // Pod 0 prepares the server (vacuum); the others read what their scripts need and close
-    // their session; once every pod has joined, pod 0 takes the counters' first reading.
-    let setup = if pod.role.index == 0 {
-        runtime.block_on(setup::prepare(spec, target)).map(Some)
-    } else {
-        let share = runtime.block_on(setup::prepare_share(spec, target));
-        share.map(|setup| {
-            pod_scale = setup.scale;
-            None
-        })
-    };
-    let setup = match setup {
-        Ok(Some(mut setup)) => pod.wait_for_others().map(|()| {
-            runtime.block_on(setup.restart_window(target));
-            pod_scale = setup.scale;
-            Some(setup)
-        }),
-        other => other,
-    };
-    let joined = pod.join();
-    let setup = match (setup, joined) {
-        (Ok(setup), Ok(())) => setup,
-        (Err(failure), _) | (_, Err(failure)) => {
-            pod.finish(Err(failure.clone()), 0, 0)?;
-            return Err(failure);
-        }
-    };
-    let mut plan = plan::run_plan(spec, target, parsed, pod_scale);
-    plan.share = Some(pod.share(plan.clients_per_thread().len()));
-    plan.stop = Some(pod.stop_flag());
-    let here = plan.threads_here();
-    let clients_here = plan.clients_per_thread()[here.clone()].iter().sum();
-    let (scripts, random_seed) = (plan.scripts.clone(), plan.random_seed);
-    let result = driver::run(plan, &mut |event| match event {
-        DriverEvent::Interval(interval) => pod.interval(interval),
-        DriverEvent::ClientAborted(message, _) => eprintln!("stampede: error: {message}"),
-        DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
-        DriverEvent::WarmupEnded | DriverEvent::MeasuredEnded => {}
-    });
-    let (Some(spread), Some(setup)) = (pod.finish(result, clients_here, here.len())?, setup) else {
-        return Ok(());
-    };
-    let run = DriverRun {
-        scripts,
-        random_seed,
-        result: spread.merged,
-    };
-    let server = runtime.block_on(setup.observe_after(spec, target, &run.result));
-    let mut report = build_report(spec, target, &setup, &run, server);
-    report.spread = Some(spread.summary);
-    super::run::print_report(spec, &report)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::family::sysbench::report::{
 };
 use crate::family::sysbench::subcommands::{SysbenchAction, SysbenchArgs};
 use crate::family::sysbench::target::SysbenchTarget;
+use crate::pods::place::Place;
 use stampede_base::error::{CommandResult, Failure};
 use stampede_script::{parse_script, Value, VarTable};
 
@@ -312,7 +313,6 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     if args.kube.pods.is_some() {
         return super::spread::launch(args, threads, seed(args));
     }
-    let pod = crate::pods::PodRole::from_env()?;
     let target = SysbenchTarget::from_args(args)?;
     let seed = seed(args);
     let TestPlan { test, mut plan } =
@@ -327,62 +327,50 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         options.tables
     };
     target.check_prepared(tables).map_err(Failure::into_input)?;
-    if let Some(role) = pod {
-        return run_in_pod(args, &test, plan, role, seed);
-    }
-    let stop = stampede_base::signals::watch_signals();
-    plan.stop = Some(stop.clone());
-    print_run_mode(args, threads);
-    if args.warmup_time > 0 {
-        let mut warmup = plan.clone();
-        warmup.limit = RunLimit::Duration(Duration::from_secs(args.warmup_time));
-        println!("Warming up for {} second(s)...", args.warmup_time);
-        driver::run(warmup, &mut |_| {})?;
-    }
-    println!("Initializing worker threads...\n");
-    println!("Threads started!\n");
-    let duration_s = limit.time_bound().map(|duration| duration.as_secs());
     let mut intervals = IntervalLine::new(
         args.report_interval,
-        duration_s,
+        limit.time_bound().map(|duration| duration.as_secs()),
         threads,
         test.queries,
         args.percentile,
     );
-    let result = driver::run(plan, &mut |event| match event {
-        DriverEvent::Interval(report) => {
-            if let Some(line) = intervals.add(report) {
-                println!("{line}");
-            }
+    // On this host, or as one pod of a spread run (pod 0 prints the merged run's lines).
+    let mut place = Place::of_this_process(Box::new(move |interval| {
+        if let Some(line) = intervals.add(interval) {
+            println!("{line}");
         }
-        DriverEvent::ClientAborted(message, _) => eprintln!("stampede: error: {message}"),
-        DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
-        DriverEvent::WarmupEnded | DriverEvent::MeasuredEnded => {}
-    })?;
-    let report = SysbenchReport::new(&test, threads, &result);
-    print_report(args, &report, &result, seed)?;
-    finish(&result, stop.load(Ordering::SeqCst))
-}
-
-/// One pod's threads of a spread run; on pod 0 also the report of the whole run.
-fn run_in_pod(
-    args: &SysbenchArgs,
-    test: &GeneratedTest,
-    plan: RunPlan,
-    role: crate::pods::PodRole,
-    seed: u64,
-) -> CommandResult {
-    let threads = plan.threads as u32;
-    if role.index == 0 {
+    }))?;
+    if place.leads() {
         print_run_mode(args, threads);
     }
-    let Some(spread) = super::spread::run_in_pod(args, test, plan, role)? else {
+    place.join(Ok(()), |_| {})?;
+    let stop = place.stop_flag();
+    plan.stop = Some(stop.clone());
+    if args.warmup_time > 0 {
+        // Each pod warms its own threads up; the measured run then starts together.
+        let mut warmup = plan.clone();
+        warmup.limit = RunLimit::Duration(Duration::from_secs(args.warmup_time));
+        if place.leads() {
+            println!("Warming up for {} second(s)...", args.warmup_time);
+        }
+        place.run_alone(warmup)?;
+    }
+    if place.leads() {
+        println!("Initializing worker threads...\n");
+        println!("Threads started!\n");
+    }
+    let ran = place.run(plan, &mut |event| match event {
+        DriverEvent::ClientAborted(message, _) => eprintln!("stampede: error: {message}"),
+        DriverEvent::ClientNotice(message) => eprintln!("stampede: {message}"),
+        DriverEvent::Interval(_) | DriverEvent::WarmupEnded | DriverEvent::MeasuredEnded => {}
+    })?;
+    let Some(ran) = ran else {
         return Ok(());
     };
-    let mut report = SysbenchReport::new(test, threads, &spread.merged);
-    report.spread = Some(spread.summary);
-    print_report(args, &report, &spread.merged, seed)?;
-    finish(&spread.merged, false)
+    let mut report = SysbenchReport::new(&test, threads, &ran.result);
+    report.spread = ran.spread;
+    print_report(args, &report, &ran.result, seed)?;
+    finish(&ran.result, stop.load(Ordering::SeqCst))
 }
 
 /// sysbench's final report, stampede's lines after it, and `--json`.

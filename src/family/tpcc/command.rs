@@ -26,10 +26,7 @@ pub fn run(action: &TpccAction) -> CommandResult {
             if args.kube.wanted() {
                 return super::spread::launch(args);
             }
-            match crate::pods::PodRole::from_env()? {
-                Some(role) => super::spread::run_in_pod(args, role),
-                None => super::run::run(args),
-            }
+            super::run::run(args)
         }
         TpccAction::Check(args) => check(args),
         TpccAction::Drop(args) => drop_tables(args),

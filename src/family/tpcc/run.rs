@@ -11,7 +11,7 @@ use super::built::{checked_warehouses, load_c_last};
 use super::mysql;
 use crate::driver::plan::{ErrorPolicy, Pauses, Protocol, RunLimit, RunPlan, WeightedScript};
 use crate::driver::stats::ScriptStats;
-use crate::driver::{self, DriverEvent, RunResult};
+use crate::driver::{DriverEvent, RunResult};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure::{check_aborted, ClientFairness, LatencySummary};
 use crate::family::tpcc::args::RunArgs;
@@ -20,6 +20,7 @@ use crate::family::tpcc::procedures::Routines;
 use crate::family::tpcc::random::{NurandConstants, TpccRandom};
 use crate::family::tpcc::rules::Rules;
 use crate::family::tpcc::scripts::{self, Mix, Mode, KEYING_THINKING_S, NAMES};
+use crate::pods::place::Place;
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::control_runtime;
 use stampede_conn::Endpoint;
@@ -57,51 +58,84 @@ pub struct Settings {
     pub seed: u64,
 }
 
+/// The run, on this host or as one pod of a spread run (`--pods`): the virtual users' ids (and
+/// so their home warehouses, client % W + 1) are the whole run's, and NOPM stays exact across
+/// pods — the counters are read while every pod holds its users between transactions.
 pub fn run(args: &RunArgs) -> CommandResult {
     let settings = settings(args)?;
     let stall_timeout =
         crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
             .map_err(Failure::input)?;
-    let endpoint = endpoint(&args.connection)?;
-    check_engine(&endpoint, &settings)?;
-    let (control, warehouses, load_c_last) = Control::open(&endpoint, args.warehouses)?;
-    let stop = stampede_base::signals::watch_signals();
+    let mut place = Place::of_this_process(Box::new(|interval| {
+        if (interval.index + 1) % 10 == 0 {
+            println!(
+                "[ {}s ] {:.1} transactions/s",
+                interval.index + 1,
+                interval.stats.latency.count as f64
+            );
+        }
+    }))?;
+    let opened = endpoint(&args.connection).and_then(|endpoint| {
+        check_engine(&endpoint, &settings)?;
+        let (control, warehouses, load_c_last) = Control::open(&endpoint, args.warehouses)?;
+        Ok((endpoint, control, warehouses, load_c_last))
+    });
+    // The rampup runs in the measured run's sessions, as HammerDB's virtual users keep theirs:
+    // the counters are read between the two with no transaction in flight, and after the last
+    // one before the sessions close (pg_stat_database then lags alike at both readings).
+    // Without a rampup the window opens before any user connects: the leader reads the
+    // counters before it joins, and the other pods' users connect once every pod has joined.
+    let mut before = match &opened {
+        Ok((_, control, ..)) if place.leads() && settings.rampup.is_zero() => {
+            Some(control.settled_counters())
+        }
+        _ => None,
+    };
+    let (endpoint, control, warehouses, load_c_last) = place.join(opened, |_| {})?;
+    if place.leads() {
+        print_header(&settings, warehouses);
+    }
     let constants = NurandConstants::for_run(
         &mut TpccRandom::seeded(settings.seed).prng,
         load_c_last,
         settings.rules,
     );
-    print_header(&settings, warehouses);
-    // The rampup runs in the measured run's sessions, as HammerDB's virtual users keep theirs:
-    // the counters are read between the two with no transaction in flight, and after the last
-    // one before the sessions close (pg_stat_database then lags alike at both readings).
-    let mut before = if settings.rampup.is_zero() {
-        Some(control.settled_counters())
-    } else {
-        None
-    };
-    let mut at_end = None;
     let mut plan = plan(&endpoint, warehouses, constants, &settings)?;
+    if place.is_pod() {
+        // One thread per virtual user, the same on every pod, split as the users are.
+        plan.threads = settings.vu;
+    }
     plan.warmup = settings.rampup;
-    plan.stop = Some(stop);
+    plan.stop = Some(place.stop_flag());
     plan.stall_timeout = stall_timeout;
-    let result = driver::run(plan, &mut |event| match event {
-        DriverEvent::WarmupEnded => before = Some(control.counters()),
-        DriverEvent::MeasuredEnded => at_end = Some(control.counters()),
-        DriverEvent::Interval(interval) if (interval.index + 1) % 10 == 0 => println!(
-            "[ {}s ] {:.1} transactions/s",
-            interval.index + 1,
-            interval.stats.latency.count as f64
-        ),
+    let together = place.together();
+    let read = || control.counters();
+    let mut at_end = None;
+    let ran = place.run(plan, &mut |event| match event {
+        DriverEvent::WarmupEnded => {
+            if let Some(counters) = together.read("rampup-ended", read) {
+                before = Some(counters);
+            }
+        }
+        DriverEvent::MeasuredEnded => {
+            if let Some(counters) = together.read("measured-ended", read) {
+                at_end = Some(counters);
+            }
+        }
+        DriverEvent::ClientAborted(message, _) => eprintln!("stampede: error: {message}"),
         _ => {}
     })?;
+    let Some(ran) = ran else {
+        return Ok(());
+    };
     let after = match at_end {
         Some(counters) => counters?,
         None => control.settled_counters()?,
     };
-    check_aborted(result.aborted_clients, "virtual user", "")?;
+    check_aborted(ran.result.aborted_clients, "virtual user", "")?;
     let before = before.ok_or_else(|| Failure::run("the run was stopped within its rampup"))??;
-    let report = TpccReport::new(&settings, &result, before, after);
+    let mut report = TpccReport::new(&settings, &ran.result, before, after);
+    report.spread = ran.spread;
     print!("{}", report.text());
     if let Some(path) = &args.json {
         crate::report::write_file(path, &report.json())?;

@@ -7,7 +7,7 @@
 //! Unix socket. The server's error numbers that a run retries are classified here.
 
 mod auth;
-mod packet;
+pub(crate) mod packet;
 mod reply;
 mod rows;
 pub use rows::Rows;

@@ -52,7 +52,6 @@ pub fn launch(shared: &Shared, line: &CommandLine, kube: &KubeArgs) -> CommandRe
     };
     PodLine {
         kube,
-        given: std::env::args().skip(2).collect(),
         threads: options.int("threads").max(1) as usize,
         seed: shared.seed,
         json: options.raw("json").filter(|p| !p.is_empty()),

@@ -1,100 +1,21 @@
-//! A scripted PostgreSQL server for unit tests (cargo feature `scripted-server`): it listens on a
-//! Unix socket in a folder of its own and speaks the server's side of the protocol — start-up
-//! without a password, the simple and the extended query flow, Sync, cancel requests,
-//! transaction status — answering each statement as the test's script says: rows, a command
-//! tag, an error with its SQLSTATE, an answer after a delay, no answer at all until cancelled or
-//! disconnected, or a dropped connection. So the measured path (connections, the client state
-//! machine, the thread's waits) runs as it runs against a server, in milliseconds, and a test
-//! says exactly what the server did.
+//! The scripted PostgreSQL server: start-up without a password, the simple and the extended
+//! query flow, Sync, cancel requests, transaction status.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use super::{client_left, first_word, Answer, Call, Recorded, Shared};
 use stampede_conn::ConnSpec;
 
-/// What the server does with one statement.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    /// Rows of text columns, then `SELECT n`.
-    Rows {
-        columns: Vec<String>,
-        rows: Vec<Vec<Option<String>>>,
-    },
-    /// No rows; this command tag (`UPDATE 1`).
-    Done(String),
-    /// An ErrorResponse with this SQLSTATE and message.
-    Error { code: String, message: String },
-    /// This answer after sleeping so long.
-    After(Duration, Box<Answer>),
-    /// Nothing until the statement is cancelled (then `57014`, as a backend answers a cancel
-    /// request) or the client goes away.
-    Stall,
-    /// The connection closes, as when a backend is terminated.
-    Hangup,
-}
-
-impl Answer {
-    pub fn error(code: &str, message: &str) -> Answer {
-        Answer::Error {
-            code: code.into(),
-            message: message.into(),
-        }
-    }
-
-    /// One row of one column.
-    pub fn value(column: &str, value: &str) -> Answer {
-        Answer::Rows {
-            columns: vec![column.into()],
-            rows: vec![vec![Some(value.into())]],
-        }
-    }
-}
-
-/// One statement as the server got it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    pub text: String,
-    /// The extended protocol's parameters, as text (None: NULL).
-    pub params: Vec<Option<String>>,
-    /// Which connection sent it (0, 1, … in the order they connected).
-    pub session: usize,
-    /// How many times this text has been received, this one included (1 for the first).
-    pub nth: usize,
-}
-
-type Script = dyn Fn(&Call) -> Option<Answer> + Send + Sync;
-
-/// What the server saw, for the test's checks.
-#[derive(Default)]
-struct Seen {
-    calls: Vec<Call>,
-    by_text: HashMap<String, usize>,
-    cancels: usize,
-    sessions: usize,
-}
-
-struct Shared {
-    script: Box<Script>,
-    seen: Mutex<Seen>,
-    /// Per session: a cancel request arrived for its running statement.
-    cancelled: Mutex<Vec<Arc<AtomicBool>>>,
-    stopping: AtomicBool,
-}
-
-/// A running scripted server; stopped and its folder removed when dropped.
+/// A running scripted PostgreSQL server; it reads as its record (`Recorded`: the calls, the
+/// cancel requests, the sessions).
 pub struct ScriptedServer {
-    dir: PathBuf,
+    recorded: Recorded,
     port: u16,
-    shared: Arc<Shared>,
-    accepter: Option<std::thread::JoinHandle<()>>,
 }
-
-static SERVERS: AtomicUsize = AtomicUsize::new(0);
 
 impl ScriptedServer {
     /// Starts a server that answers each statement with `script`'s answer, or when it returns
@@ -102,92 +23,25 @@ impl ScriptedServer {
     /// with their tags, any `SELECT` with one row holding `1`, anything else with its first
     /// word as the tag. A statement inside a failed transaction block gets `25P02`.
     pub fn start(script: impl Fn(&Call) -> Option<Answer> + Send + Sync + 'static) -> Self {
-        let number = SERVERS.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("stampede-scripted-{}-{number}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("the scripted server's folder");
         let port = 5432;
-        let listener = UnixListener::bind(dir.join(format!(".s.PGSQL.{port}")))
-            .expect("the scripted server's socket");
-        let shared = Arc::new(Shared {
-            script: Box::new(script),
-            seen: Mutex::default(),
-            cancelled: Mutex::default(),
-            stopping: AtomicBool::new(false),
+        let socket = format!(".s.PGSQL.{port}");
+        let recorded = Recorded::listen(&socket, Box::new(script), |connection, shared| {
+            Session::open(connection, shared)?.serve()
         });
-        let accepting = shared.clone();
-        let accepter = std::thread::spawn(move || accept(listener, accepting));
-        ScriptedServer {
-            dir,
-            port,
-            shared,
-            accepter: Some(accepter),
-        }
+        ScriptedServer { recorded, port }
     }
 
     /// Where a client connects: the socket's folder and port, user and database `test`.
     pub fn spec(&self) -> ConnSpec {
-        ConnSpec::on_socket(&self.dir, self.port, "test", "test")
-    }
-
-    /// How many times the server received `text`.
-    pub fn calls_of(&self, text: &str) -> usize {
-        let seen = self.shared.seen.lock().expect("the server's record");
-        seen.by_text.get(text).copied().unwrap_or(0)
-    }
-
-    /// Every statement received, in order.
-    pub fn calls(&self) -> Vec<Call> {
-        self.shared
-            .seen
-            .lock()
-            .expect("the server's record")
-            .calls
-            .clone()
-    }
-
-    /// Cancel requests received.
-    pub fn cancels(&self) -> usize {
-        self.shared
-            .seen
-            .lock()
-            .expect("the server's record")
-            .cancels
-    }
-
-    /// Connections that completed the start-up.
-    pub fn sessions(&self) -> usize {
-        self.shared
-            .seen
-            .lock()
-            .expect("the server's record")
-            .sessions
+        ConnSpec::on_socket(&self.recorded.dir, self.port, "test", "test")
     }
 }
 
-impl Drop for ScriptedServer {
-    fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        // Wakes the accepting thread, which then sees `stopping`.
-        let _ = UnixStream::connect(self.dir.join(format!(".s.PGSQL.{}", self.port)));
-        if let Some(accepter) = self.accepter.take() {
-            let _ = accepter.join();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+impl std::ops::Deref for ScriptedServer {
+    type Target = Recorded;
 
-fn accept(listener: UnixListener, shared: Arc<Shared>) {
-    for socket in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(socket) = socket else { continue };
-        let shared = shared.clone();
-        // A session's thread ends when its client goes away (tests close their clients).
-        std::thread::spawn(move || {
-            let _ = Session::open(socket, shared).and_then(|session| session.serve());
-        });
+    fn deref(&self) -> &Recorded {
+        &self.recorded
     }
 }
 
@@ -230,24 +84,15 @@ impl Session {
                 SSL_REQUEST => socket.write_all(b"N")?,
                 CANCEL_REQUEST if body.len() >= 12 => {
                     let key = i32::from_be_bytes(body[4..8].try_into().expect("4 bytes"));
-                    shared.seen.lock().expect("the server's record").cancels += 1;
-                    let cancelled = shared.cancelled.lock().expect("the sessions");
-                    if let Some(flag) = cancelled.get((key - KEY_BASE) as usize) {
-                        flag.store(true, Ordering::SeqCst);
-                    }
+                    shared.interrupt(usize::try_from(key - KEY_BASE).ok());
                     return Err(io::ErrorKind::ConnectionAborted.into());
                 }
                 PROTOCOL_3 => break,
                 _ => return Err(io::ErrorKind::InvalidData.into()),
             }
         }
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let number = {
-            let mut flags = shared.cancelled.lock().expect("the sessions");
-            flags.push(cancelled.clone());
-            flags.len() - 1
-        };
-        shared.seen.lock().expect("the server's record").sessions += 1;
+        let (number, cancelled) = shared.new_session();
+        shared.seen().sessions += 1;
         let mut session = Session {
             socket,
             shared,
@@ -334,20 +179,10 @@ impl Session {
 
     /// Answers one statement; false when the connection is to close.
     fn run(&mut self, text: &str, params: Vec<Option<String>>, describe: bool) -> io::Result<bool> {
-        let call = {
-            let mut seen = self.shared.seen.lock().expect("the server's record");
-            let nth = seen.by_text.entry(text.to_string()).or_default();
-            *nth += 1;
-            let call = Call {
-                text: text.to_string(),
-                params,
-                session: self.number,
-                nth: *nth,
-            };
-            seen.calls.push(call.clone());
-            call
-        };
-        let answer = (self.shared.script)(&call).unwrap_or_else(|| self.usual_answer(text));
+        let answer = self
+            .shared
+            .call(text, params, self.number)
+            .unwrap_or_else(|| self.usual_answer(text));
         self.answer(text, answer, describe)
     }
 
@@ -385,7 +220,7 @@ impl Session {
                 }
                 self.complete(text, &tag);
             }
-            Answer::Error { code, message } => {
+            Answer::Error { code, message, .. } => {
                 let mut body = Vec::new();
                 for (field, value) in [
                     (b'S', "ERROR"),
@@ -423,25 +258,10 @@ impl Session {
                 let cancelled = Answer::error("57014", "canceling statement due to user request");
                 return self.answer(text, cancelled, describe);
             }
-            if self.client_left()? {
+            if client_left(&self.socket)? {
                 return Ok(false);
             }
         }
-    }
-
-    /// Whether the client closed its connection, waiting up to 5 ms to see it (POLLRDHUP
-    /// reports the close without taking any byte the client sent).
-    fn client_left(&self) -> io::Result<bool> {
-        use nix::poll::{poll, PollFd, PollFlags};
-        use std::os::fd::AsFd;
-        // Linux's POLLRDHUP, which nix names only on some targets.
-        let peer_closed = PollFlags::from_bits_retain(0x2000);
-        let mut wanted = [PollFd::new(self.socket.as_fd(), peer_closed)];
-        poll(&mut wanted, 5u16).map_err(io::Error::from)?;
-        let gone = peer_closed | PollFlags::POLLHUP | PollFlags::POLLERR;
-        Ok(wanted[0]
-            .revents()
-            .is_some_and(|events| events.intersects(gone)))
     }
 
     fn complete(&mut self, text: &str, tag: &str) {
@@ -502,12 +322,6 @@ impl Session {
         self.out.clear();
         Ok(())
     }
-}
-
-/// A statement's first word in capitals, without a semicolon: what decides its usual answer.
-fn first_word(text: &str) -> String {
-    let word = text.split_whitespace().next().unwrap_or("");
-    word.trim_end_matches(';').to_ascii_uppercase()
 }
 
 fn read_i32(socket: &mut UnixStream) -> io::Result<i32> {
