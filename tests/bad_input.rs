@@ -135,9 +135,20 @@ fn script_errors_point_at_line_and_column() {
     assert!(err.contains("^ error found here"), "caret expected: {err}");
 }
 
+/// A port nothing listens on: one the system just gave out and took back (the suite's other
+/// programs run beside this one, so no fixed port of 15400–15999 is sure to be free).
+fn closed_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    listener
+        .local_addr()
+        .expect("its address")
+        .port()
+        .to_string()
+}
+
 #[test]
 fn unreachable_server_is_a_clean_error() {
-    let port = "15999";
+    let port = &closed_port();
     let output = stampede(&[
         "pgbench",
         "-S",
@@ -149,7 +160,44 @@ fn unreachable_server_is_a_clean_error() {
         port,
         "postgres",
     ]);
-    assert_rejected(&output, "connection to server (host=127.0.0.1 port=15999");
+    assert_rejected(
+        &output,
+        &format!("connection to server (host=127.0.0.1 port={port}"),
+    );
+}
+
+/// A results database in PostgreSQL that refuses the password, that nothing answers for, or
+/// that holds no stampede tables: each is the user's input (exit 1) with its own words, and
+/// no password is echoed.
+#[test]
+fn results_database_errors_each_say_what_went_wrong() {
+    let s = server();
+    let db = s.create_database("foreign_results");
+    s.psql(&db, "CREATE TABLE customers (id int)");
+    let url = |password: &str, port: &str| {
+        format!("postgresql://{}:{password}@127.0.0.1:{port}/{db}", s.user)
+    };
+    let closed = closed_port();
+    let cases = [
+        (
+            url("not-the-password", &s.port()),
+            "password authentication failed".to_string(),
+        ),
+        (url(common::PASSWORD, &closed), format!("port={closed}")),
+        (
+            url(common::PASSWORD, &s.port()),
+            "is not a stampede results database".to_string(),
+        ),
+    ];
+    for (results, said) in cases {
+        let output = stampede(&["report", &results]);
+        assert_rejected(&output, &said);
+        let err = stderr(&output);
+        assert!(
+            !err.contains("not-the-password") && !err.contains(common::PASSWORD),
+            "{err}"
+        );
+    }
 }
 
 #[test]

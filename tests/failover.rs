@@ -31,19 +31,6 @@ impl Drop for Pair {
     }
 }
 
-/// A port no other test of this binary takes (they start their servers in parallel, so a port
-/// merely free now may be taken before its server listens).
-fn own_port() -> u16 {
-    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(15800);
-    loop {
-        let port = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        assert!(port < 15900, "a free port in 15800..15900");
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
 fn cluster(binaries: &Binaries, name: &str, run_as: &Option<OsUser>) -> Cluster {
     let root = PathBuf::from(format!(
         "/tmp/stampede-failover-{name}-{}",
@@ -53,7 +40,7 @@ fn cluster(binaries: &Binaries, name: &str, run_as: &Option<OsUser>) -> Cluster 
     Cluster {
         binaries: binaries.clone(),
         root,
-        port: own_port(),
+        port: common::free_port(),
         run_as: run_as.clone(),
         cpus: None,
     }
@@ -164,7 +151,7 @@ fn host_lists_reach_the_server_libpq_reaches() {
     let pair = start_pair("lists");
     let user = superuser(&pair.primary.run_as);
     let (primary, standby) = (pair.primary.port, pair.standby.port);
-    let dead = own_port();
+    let dead = common::free_port();
     let list = |ports: &[u16], extra: &str| {
         let hosts = vec!["127.0.0.1"; ports.len()].join(",");
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
@@ -205,7 +192,7 @@ fn no_host_of_the_kind_asked_for_fails_with_each_hosts_reason() {
     let pair = start_pair("refused");
     let user = superuser(&pair.primary.run_as);
     let standby = pair.standby.port;
-    let dead = own_port();
+    let dead = common::free_port();
     let conninfo = format!(
         "host=127.0.0.1,127.0.0.1 port={dead},{standby} user={user} dbname=postgres target_session_attrs=read-write"
     );

@@ -102,17 +102,9 @@ fn make_certificates(dir: &Path) {
     }
 }
 
-/// A free port in a range of this test's own (the tests start their servers in parallel).
-fn free_port(range: std::ops::Range<u16>) -> u16 {
-    range
-        .clone()
-        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .unwrap_or_else(|| panic!("a free port in {range:?}"))
-}
-
-fn start_server(binaries: Binaries, name: &str, ports: std::ops::Range<u16>) -> TlsServer {
+fn start_server(binaries: Binaries, name: &str) -> TlsServer {
     let run_as = OsUser::for_server().expect("a user to run the server as");
-    let port = free_port(ports);
+    let port = common::free_port();
     let root = PathBuf::from(format!("/tmp/stampede-tls-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let cluster = Cluster {
@@ -254,7 +246,7 @@ fn stampede_pgbench(conninfo: &str, home: &Path) -> Output {
 #[test]
 fn every_sslmode_connects_or_refuses_as_libpq_does() {
     let binaries = Binaries::find_best().expect("PostgreSQL binaries");
-    let server = start_server(binaries, "modes", 15900..15930);
+    let server = start_server(binaries, "modes");
     let home = empty_home();
     let ca = server.cert("ca.crt");
     let wrong_ca = server.cert("client.crt");
@@ -435,7 +427,7 @@ fn several_clients_on_one_thread_read_tls_replies(server: &TlsServer, home: &Pat
 #[test]
 fn the_pgssl_variables_and_uris_reach_every_connection() {
     let binaries = Binaries::find_best().expect("PostgreSQL binaries");
-    let server = start_server(binaries, "env", 15930..15960);
+    let server = start_server(binaries, "env");
     let home = empty_home();
     let script = home.path().join("one.sql");
     std::fs::write(&script, "SELECT 1;\n").unwrap();
@@ -494,7 +486,7 @@ fn direct_negotiation_reaches_a_postgresql_17_server() {
     assert!(download.status.success(), "{}", stderr(&download));
     let bin = PathBuf::from(String::from_utf8_lossy(&download.stdout).trim());
     let binaries = Binaries::at(&bin).expect("PostgreSQL 17 binaries");
-    let server = start_server(binaries, "direct", 15960..15990);
+    let server = start_server(binaries, "direct");
     let home = empty_home();
     let ca = server.cert("ca.crt");
     let direct = stampede_pgbench(
@@ -532,7 +524,7 @@ fn direct_negotiation_reaches_a_postgresql_17_server() {
 #[test]
 fn pgpass_is_matched_by_host_name_when_hostaddr_is_given() {
     let binaries = Binaries::find_best().expect("PostgreSQL binaries");
-    let server = start_server(binaries, "pgpass", 15990..15999);
+    let server = start_server(binaries, "pgpass");
     let home = empty_home();
     let pgpass = home.path().join(".pgpass");
     std::fs::write(

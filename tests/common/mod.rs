@@ -35,17 +35,40 @@ extern "C" fn stop_server_at_exit() {
     }
 }
 
+/// A port of 15400–15999 that nothing listens on and no other test program holds.
 pub fn free_port() -> u16 {
-    // Each port is handed out once per process: tests that run at once bind theirs later.
-    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap();
-    let offset = (std::process::id() % 200) as u16 * 3;
-    let port = (15400 + offset..16000)
-        .chain(15400..15400 + offset)
-        .find(|p| !given.contains(p) && std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-        .expect("a free port in 15400..16000");
-    given.push(port);
-    port
+    reserve_port(15400..16000)
+}
+
+/// A port of `range` this program holds until it exits. The suite runs test programs side by
+/// side, and a port merely free now may be taken by another program before this one's server
+/// listens on it: a program takes a port by locking a file named after it (flock, released
+/// when the program exits, however it exits) and checking that nothing listens there yet.
+pub fn reserve_port(range: std::ops::Range<u16>) -> u16 {
+    use std::os::fd::AsRawFd;
+    static HELD: Mutex<Vec<(u16, std::fs::File)>> = Mutex::new(Vec::new());
+    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join("stampede-test-ports");
+    std::fs::create_dir_all(&dir).expect("the ports' lock folder");
+    // Programs start their search at different places, so they seldom meet.
+    let width = range.end - range.start;
+    let offset = (std::process::id() % u32::from(width)) as u16;
+    let candidates = (0..width).map(|i| range.start + (offset + i) % width);
+    for port in candidates {
+        if held.iter().any(|(taken, _)| *taken == port) {
+            continue;
+        }
+        let Ok(lock) = std::fs::File::create(dir.join(port.to_string())) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor this function owns.
+        let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if locked && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            held.push((port, lock));
+            return port;
+        }
+    }
+    panic!("no free port in {}..{}", range.start, range.end)
 }
 
 pub fn server() -> &'static TestServer {
@@ -487,6 +510,9 @@ pub fn wait_until(what: &str, mut event: impl FnMut() -> bool) {
     }
 }
 
+/// How long a watched child may print nothing before it counts as hung.
+const SILENCE_OF_A_HANG: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// A child's output stream read on a thread as it comes, so that a test can wait for the text
 /// that marks an event (a lab's `run 3/8:` line, a sysbench interval line) and place a fault
 /// there, then take the whole text.
@@ -514,14 +540,12 @@ impl Watch {
     }
 
     /// Waits until `text` has appeared in the stream; panics if the stream ends without it or
-    /// a hung child prints nothing for 180 s (a deadline for a hang, not a timing assertion).
+    /// a hung child prints nothing for 10 minutes (a deadline for a hang, not a timing
+    /// assertion: a PostgreSQL build's `make` is silent for minutes on a busy machine).
     pub fn wait_for(&mut self, text: &str) {
         use std::sync::mpsc::RecvTimeoutError;
         while !self.seen.contains(text) {
-            match self
-                .chunks
-                .recv_timeout(std::time::Duration::from_secs(180))
-            {
+            match self.chunks.recv_timeout(SILENCE_OF_A_HANG) {
                 Ok(chunk) => self.seen.push_str(&chunk),
                 Err(RecvTimeoutError::Timeout) => {
                     panic!("nothing more came, and no {text:?}: {}", self.seen)
@@ -539,10 +563,7 @@ impl Watch {
         self.wait_for(marker);
         let start = self.seen.find(marker).expect("seen") + marker.len();
         while !self.seen[start..].contains(text) {
-            match self
-                .chunks
-                .recv_timeout(std::time::Duration::from_secs(180))
-            {
+            match self.chunks.recv_timeout(SILENCE_OF_A_HANG) {
                 Ok(chunk) => self.seen.push_str(&chunk),
                 Err(_) => panic!("no {text:?} after {marker:?}: {}", self.seen),
             }

@@ -2,6 +2,7 @@
 //! rows of loosely typed values. Both bind the parameters; PostgreSQL converts each to the type
 //! its server inferred from where it stands, as SQLite's column affinity does.
 
+use crate::error::StoreError;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -154,9 +155,9 @@ pub type Row = Vec<Value>;
 
 pub trait Database {
     /// Statements without parameters, run in order.
-    fn batch(&mut self, sql: &str) -> Result<(), String>;
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<(), String>;
-    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, String>;
+    fn batch(&mut self, sql: &str) -> Result<(), StoreError>;
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<(), StoreError>;
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError>;
     /// The schema's SQL in this database's dialect.
     fn dialect(&self, schema_sql: &str) -> String;
 }

@@ -4,6 +4,7 @@
 //! Stores numbers; computes no statistics.
 
 mod database;
+mod error;
 mod postgres;
 mod read;
 mod schema;
@@ -32,6 +33,7 @@ pub fn configured_source(source: Option<&str>) -> bool {
 
 pub use database::Location;
 use database::{Database, Row, Value};
+pub use error::StoreError;
 use stampede_base::error::Failure;
 pub use stampede_base::sys::Machine;
 
@@ -397,7 +399,8 @@ pub struct RunSummary {
 }
 
 /// The backends report text (their errors differ in type); at the store's API it is a failed run.
-fn db_error(context: &str) -> impl Fn(String) -> Failure + '_ {
+/// A statement's error as the run's failure, saying what was being read or written.
+fn db_error(context: &str) -> impl Fn(StoreError) -> Failure + '_ {
     move |e| Failure::run(format!("results database: {context}: {e}"))
 }
 
@@ -429,9 +432,11 @@ impl Store {
 
     fn create_or_open(location: &Location) -> Result<Store, Failure> {
         let db: Box<dyn Database> = match location {
-            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path).map_err(Failure::input)?),
+            Location::Sqlite(path) => {
+                Box::new(sqlite::Sqlite::open(path).map_err(StoreError::into_failure)?)
+            }
             Location::Postgres(url) => {
-                Box::new(postgres::Postgres::open(location, url).map_err(Failure::input)?)
+                Box::new(postgres::Postgres::open(location, url).map_err(StoreError::into_failure)?)
             }
         };
         let mut store = Store { db };
@@ -478,18 +483,25 @@ impl Store {
                 )));
             }
         }
-        let not_ours = |_| Failure::input(format!("{location} is not a stampede results database"));
+        // A file SQLite cannot read as a database, or one without stampede's tables.
+        let not_ours = || Failure::input(format!("{location} is not a stampede results database"));
         let db: Box<dyn Database> = match location {
-            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path).map_err(not_ours)?),
+            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path).map_err(|_| not_ours())?),
             Location::Postgres(url) => {
-                Box::new(postgres::Postgres::open(location, url).map_err(Failure::input)?)
+                Box::new(postgres::Postgres::open(location, url).map_err(StoreError::into_failure)?)
             }
         };
         let mut store = Store { db };
-        store
+        let schema = store
             .db
-            .query("SELECT max(version) FROM schema_version", &[])
-            .map_err(not_ours)?;
+            .query("SELECT max(version) FROM schema_version", &[]);
+        match schema {
+            Err(StoreError::MissingTable(_)) => return Err(not_ours()),
+            // SQLite reads the file only now: one that is not a database says so here.
+            Err(_) if matches!(location, Location::Sqlite(_)) => return Err(not_ours()),
+            Err(e) => return Err(db_error("schema version")(e)),
+            Ok(_) => {}
+        }
         store.migrate()?;
         Ok(store)
     }
@@ -498,7 +510,7 @@ impl Store {
     fn transaction<T>(
         &mut self,
         context: &str,
-        work: impl FnOnce(&mut dyn Database) -> Result<T, String>,
+        work: impl FnOnce(&mut dyn Database) -> Result<T, StoreError>,
     ) -> Result<T, Failure> {
         self.db.batch("BEGIN").map_err(db_error(context))?;
         match work(self.db.as_mut()) {

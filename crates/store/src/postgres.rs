@@ -9,6 +9,7 @@ use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::Client;
 
 use super::database::{Database, Location, Row, Value};
+use super::error::StoreError;
 
 pub struct Postgres {
     client: Client,
@@ -17,27 +18,68 @@ pub struct Postgres {
 type BoxError = Box<dyn Error + Sync + Send>;
 
 impl Postgres {
-    pub fn open(location: &Location, url: &str) -> Result<Postgres, String> {
-        let fail =
-            |e: &dyn std::fmt::Display| format!("could not open results database {location}: {e}");
+    pub fn open(location: &Location, url: &str) -> Result<Postgres, StoreError> {
+        let fail = |e: StoreError| {
+            e.map_message(|m| format!("could not open results database {location}: {m}"))
+        };
         // libpq's reading of the URL: PG* defaults, sslmode and the rest of its parameters.
-        let spec = stampede_conn::ConnSpec::from_conninfo(url).map_err(|e| fail(&e))?;
+        let spec = stampede_conn::ConnSpec::from_conninfo(url)
+            .map_err(|e| fail(StoreError::Unreachable(e.to_string())))?;
         let client = stampede_conn::control_runtime().block_on(async {
-            let (client, connection) = spec.connect_control().await.map_err(|e| match e {
-                stampede_conn::ConnectError::Server(e) => error_text(&e),
-                hosts => hosts.to_string(),
-            })?;
+            let (client, connection) = spec.connect_control().await.map_err(not_connected)?;
             tokio::spawn(connection);
             client
                 .batch_execute("SET client_min_messages = warning")
                 .await
-                .map_err(|e| error_text(&e))?;
-            Ok::<Client, String>(client)
+                .map_err(|e| classified(&e))?;
+            Ok::<Client, StoreError>(client)
         });
-        let client = client.map_err(|e| fail(&e))?;
-        Ok(Postgres { client })
+        Ok(Postgres {
+            client: client.map_err(fail)?,
+        })
     }
 }
+
+/// A connection that was not made: refused by the server (SQLSTATE class 28, invalid
+/// authorization: a password, a role, pg_hba.conf), or no server reached.
+fn not_connected(e: stampede_conn::ConnectError) -> StoreError {
+    let refused = e
+        .as_db_error()
+        .is_some_and(|db| db.code().code().starts_with("28"));
+    let message = match e {
+        stampede_conn::ConnectError::Server(e) => error_text(&e),
+        hosts => hosts.to_string(),
+    };
+    if refused {
+        StoreError::Refused(message)
+    } else {
+        StoreError::Unreachable(message)
+    }
+}
+
+/// A statement's error by what it means to the caller: a table the database does not have
+/// (42P01), a value that does not fit its column, or another error.
+fn classified(e: &tokio_postgres::Error) -> StoreError {
+    let message = error_text(e);
+    match e.as_db_error().map(|db| db.code().code()) {
+        Some("42P01") => StoreError::MissingTable(message),
+        Some(_) => StoreError::Statement(message),
+        None if e.source().is_some_and(|s| s.is::<ValueError>()) => StoreError::Value(message),
+        None => StoreError::Statement(message),
+    }
+}
+
+/// A value that cannot be bound to its column or read from it.
+#[derive(Debug)]
+struct ValueError(String);
+
+impl std::fmt::Display for ValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for ValueError {}
 
 fn error_text(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
@@ -51,13 +93,13 @@ fn error_text(e: &tokio_postgres::Error) -> String {
 }
 
 impl Database for Postgres {
-    fn batch(&mut self, sql: &str) -> Result<(), String> {
+    fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
         stampede_conn::control_runtime()
             .block_on(self.client.batch_execute(sql))
-            .map_err(|e| error_text(&e))
+            .map_err(|e| classified(&e))
     }
 
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<(), String> {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<(), StoreError> {
         let params: Vec<Param<'_>> = params.iter().map(Param).collect();
         stampede_conn::control_runtime()
             .block_on(
@@ -65,23 +107,23 @@ impl Database for Postgres {
                     .execute(&dollar_placeholders(sql), &references(&params)),
             )
             .map(|_| ())
-            .map_err(|e| error_text(&e))
+            .map_err(|e| classified(&e))
     }
 
-    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, String> {
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
         let params: Vec<Param<'_>> = params.iter().map(Param).collect();
         let rows = stampede_conn::control_runtime()
             .block_on(
                 self.client
                     .query(&dollar_placeholders(sql), &references(&params)),
             )
-            .map_err(|e| error_text(&e))?;
+            .map_err(|e| classified(&e))?;
         rows.iter()
             .map(|row| {
                 (0..row.len())
                     .map(|i| row.try_get::<_, Cell>(i).map(|cell| cell.0))
                     .collect::<Result<Row, _>>()
-                    .map_err(|e| error_text(&e))
+                    .map_err(|e| classified(&e))
             })
             .collect()
     }
@@ -129,17 +171,23 @@ impl ToSql for Param<'_> {
                 Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
                 Type::FLOAT8 => (*i as f64).to_sql(ty, out),
                 _ if text_type => i.to_string().as_str().to_sql(ty, out),
-                _ => Err(format!("cannot bind the integer {i} as {ty}").into()),
+                _ => Err(Box::new(ValueError(format!(
+                    "cannot bind the integer {i} as {ty}"
+                )))),
             },
             Value::Real(r) => match *ty {
                 Type::FLOAT8 => r.to_sql(ty, out),
                 Type::FLOAT4 => (*r as f32).to_sql(ty, out),
                 _ if text_type => r.to_string().as_str().to_sql(ty, out),
-                _ => Err(format!("cannot bind the number {r} as {ty}").into()),
+                _ => Err(Box::new(ValueError(format!(
+                    "cannot bind the number {r} as {ty}"
+                )))),
             },
             // PostgreSQL's text cannot hold NUL; SQLite's can. Drop it rather than fail a run.
             Value::Text(t) if text_type => t.replace('\0', "").as_str().to_sql(ty, out),
-            Value::Text(t) => Err(format!("cannot bind the text {t:?} as {ty}").into()),
+            Value::Text(t) => Err(Box::new(ValueError(format!(
+                "cannot bind the text {t:?} as {ty}"
+            )))),
         }
     }
 
@@ -165,7 +213,11 @@ impl<'a> FromSql<'a> for Cell {
             // sum() and avg() of integers; read as text, parsed like SQLite's values.
             Type::NUMERIC => Value::Text(numeric_text(raw)?),
             _ if <&str as FromSql>::accepts(ty) => Value::Text(String::from_sql(ty, raw)?),
-            _ => return Err(format!("results database: unexpected column type {ty}").into()),
+            _ => {
+                return Err(Box::new(ValueError(format!(
+                    "results database: unexpected column type {ty}"
+                ))))
+            }
         };
         Ok(Cell(value))
     }

@@ -260,7 +260,7 @@ impl Store {
             let cell = cell
                 .first()
                 .map(|r| int(r, 0))
-                .ok_or_else(|| format!("no cell {}", run.cell_key))?;
+                .ok_or_else(|| StoreError::Statement(format!("no cell {}", run.cell_key)))?;
             let run_id = insert_run(db, cell, run)?;
             insert_details(db, run_id, run)?;
             match &run.settings {
@@ -350,7 +350,7 @@ impl Store {
             )?;
             rows.first()
                 .map(|r| int(r, 0))
-                .ok_or_else(|| "no machine id returned".to_string())
+                .ok_or_else(|| StoreError::Statement("no machine id returned".into()))
         })
     }
 
@@ -376,7 +376,7 @@ impl Store {
     }
 }
 
-fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, String> {
+fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, StoreError> {
     let m = run.metrics.as_ref();
     let metric = |f: fn(&RunMetrics) -> f64| Value::from(m.map(f));
     let served = m.and_then(|m| m.served);
@@ -421,7 +421,7 @@ fn insert_run(db: &mut dyn Database, cell: i64, run: &RunRecord) -> Result<i64, 
     )?;
     rows.first()
         .map(|r| int(r, 0))
-        .ok_or_else(|| "no run id returned".to_string())
+        .ok_or_else(|| StoreError::Statement("no run id returned".into()))
 }
 
 /// The settings a run saw that differ from its target's record, and how many it read.
@@ -430,7 +430,7 @@ fn insert_settings(
     lab: i64,
     run_id: i64,
     settings: &[SettingRow],
-) -> Result<(), String> {
+) -> Result<(), StoreError> {
     let recorded: HashMap<String, Option<String>> = db
         .query(
             "SELECT s.name, s.setting FROM target_settings s
@@ -465,7 +465,7 @@ fn insert_settings(
     Ok(())
 }
 
-fn insert_details(db: &mut dyn Database, run_id: i64, run: &RunRecord) -> Result<(), String> {
+fn insert_details(db: &mut dyn Database, run_id: i64, run: &RunRecord) -> Result<(), StoreError> {
     let id = Value::Int(run_id);
     for p in &run.series {
         db.execute(

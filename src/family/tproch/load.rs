@@ -158,7 +158,11 @@ impl Build {
         let workers = (0..self.connections.min(statements.len())).map(|_| async {
             let client = connect_quietly(conn).await?;
             loop {
-                let Some(statement) = queue.lock().unwrap().pop_front() else {
+                let Some(statement) = queue
+                    .lock()
+                    .expect("no loader thread panics holding the queue")
+                    .pop_front()
+                else {
                     return Ok::<(), Failure>(());
                 };
                 execute(&client, statement).await?;
@@ -193,7 +197,13 @@ pub fn in_parallel<C>(
         tables: Mutex::new(tables),
         failed: AtomicBool::new(false),
     };
-    let workers = workers.min(progress.pieces.lock().unwrap().len());
+    let workers = workers.min(
+        progress
+            .pieces
+            .lock()
+            .expect("no loader thread panics holding the pieces")
+            .len(),
+    );
     let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..workers)
             .map(|_| scope.spawn(|| load_pieces(&progress, say, &connect, &load)))
@@ -219,13 +229,21 @@ fn load_pieces<C>(
         if progress.failed.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let Some(piece) = progress.pieces.lock().unwrap().pop_front() else {
+        let Some(piece) = progress
+            .pieces
+            .lock()
+            .expect("no loader thread panics holding the pieces")
+            .pop_front()
+        else {
             return Ok(());
         };
         let rows = load(&mut conn, piece).inspect_err(|_| {
             progress.failed.store(true, Ordering::Relaxed);
         })?;
-        let mut tables = progress.tables.lock().unwrap();
+        let mut tables = progress
+            .tables
+            .lock()
+            .expect("no loader thread panics holding the counts");
         let entry = tables
             .iter_mut()
             .find(|(name, _, _)| *name == piece.table)

@@ -551,9 +551,10 @@ fn compiler_command() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())
 }
 
-/// ccache in front of the compiler: its cache lives in stampede's cache, and paths under the
-/// builds root are hashed relative to the build directory, so that a tree kept for bisecting
-/// and a one-off build's tree at another path share compiled objects.
+/// ccache in front of the compiler: its cache is the user's own when they keep one
+/// (`CCACHE_DIR`), else in stampede's cache, and paths under the builds root are hashed
+/// relative to the build directory, so that a tree kept for bisecting and a one-off build's
+/// tree at another path share compiled objects.
 #[derive(Debug, Clone)]
 pub(super) struct Ccache {
     program: String,
@@ -577,13 +578,10 @@ impl Ccache {
     }
 
     fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![
-            (
-                "CCACHE_DIR",
-                crate::server::host::cache_root().join("ccache"),
-            ),
-            ("CCACHE_BASEDIR", builds_root()),
-        ]
+        let dir = std::env::var_os("CCACHE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate::server::host::cache_root().join("ccache"));
+        vec![("CCACHE_DIR", dir), ("CCACHE_BASEDIR", builds_root())]
     }
 }
 
