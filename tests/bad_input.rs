@@ -183,7 +183,10 @@ fn results_database_errors_each_say_what_went_wrong() {
             url("not-the-password", &s.port()),
             "password authentication failed".to_string(),
         ),
-        (url(common::PASSWORD, &closed), format!("port={closed}")),
+        (
+            url(common::PASSWORD, &closed),
+            format!(":{closed}/{db}: error connecting to server: Connection refused"),
+        ),
         (
             url(common::PASSWORD, &s.port()),
             "is not a stampede results database".to_string(),

@@ -418,7 +418,7 @@ pub fn run_thread(plan: Arc<RunPlan>, setup: ThreadSetup) -> ThreadResult {
         .enable_all()
         .on_thread_park(stampede_wire::sweep::before_park)
         .build()
-        .expect("tokio runtime");
+        .expect("a tokio runtime builds where threads can start");
     runtime.block_on(run_clients(plan, setup))
 }
 

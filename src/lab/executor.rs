@@ -824,7 +824,9 @@ impl<'a> Lab<'a> {
             Some(step) => step.after.is_none() && !self.continues_in_place(run, cell)?,
             None => self.workloads[cell.workload].writes(&cell.variant),
         };
-        let server = self.servers[cell.target].as_ref().expect("provisioned");
+        let server = self.servers[cell.target]
+            .as_ref()
+            .expect("a cell's target is provisioned before its first run");
         let dataset = dataset_name(&self.spec.workloads[cell.workload].name, scale);
         if fresh_copy {
             server.copy_database(&dataset, RUN_COPY)?;
@@ -865,7 +867,9 @@ impl<'a> Lab<'a> {
         let Some(previous) = run.step.and_then(|step| step.after) else {
             return Ok(());
         };
-        let server = self.servers[cell.target].as_ref().expect("provisioned");
+        let server = self.servers[cell.target]
+            .as_ref()
+            .expect("a cell's target is provisioned before its first run");
         // Untracked: the step's own statements stay out of the next run's statistics.
         let conn = server.conn(RUN_COPY);
         let previous = &self.plan.cells[previous].variant;
@@ -936,7 +940,9 @@ impl<'a> Lab<'a> {
         }
         let scale = self.resolve_scale(cell, on_event)?;
         let workload_name = &self.spec.workloads[cell.workload].name;
-        let server = self.servers[cell.target].as_mut().expect("provisioned");
+        let server = self.servers[cell.target]
+            .as_mut()
+            .expect("a cell's target is provisioned before its first run");
         let name = dataset_name(workload_name, scale);
         if !server.has_dataset(&name) {
             let note = format!(
@@ -963,7 +969,9 @@ impl<'a> Lab<'a> {
     ) -> Result<i64, Failure> {
         let Scale::Fixed(n) = cell.scale else {
             let unit = self.unit_bytes(cell, on_event)?;
-            let server = self.servers[cell.target].as_ref().expect("provisioned");
+            let server = self.servers[cell.target]
+                .as_ref()
+                .expect("a cell's target is provisioned before its first run");
             let shared_buffers = server.shared_buffers_bytes()?;
             let machine = match (cell.scale, server.machine()) {
                 (_, Some(machine)) => machine,
@@ -991,7 +999,9 @@ impl<'a> Lab<'a> {
         cell: &Cell,
         on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<u64, Failure> {
-        let server = self.servers[cell.target].as_mut().expect("provisioned");
+        let server = self.servers[cell.target]
+            .as_mut()
+            .expect("a cell's target is provisioned before its first run");
         if let Some(bytes) = server.unit_bytes.get(&cell.workload) {
             return Ok(*bytes);
         }

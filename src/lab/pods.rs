@@ -272,7 +272,7 @@ fn pod_request(
     };
     let pod_request = PodRequest {
         workload: workload.name.clone(),
-        options: serde_json::to_value(&workload.options).expect("serializes"),
+        options: serde_json::to_value(&workload.options).expect("plain data serializes to JSON"),
         variant,
         scale: request.scale,
         clients: request.clients,
@@ -284,7 +284,7 @@ fn pod_request(
         server,
     };
     Ok((
-        serde_json::to_string_pretty(&pod_request).expect("serializes"),
+        serde_json::to_string_pretty(&pod_request).expect("plain data serializes to JSON"),
         files,
     ))
 }

@@ -232,7 +232,8 @@ pub fn print_dry_run(cluster: Result<Cluster, Failure>, manifests: &Manifests) -
             failure.message()
         ),
     }
-    let list = serde_json::to_string_pretty(&manifests.to_list()).expect("serializes");
+    let list =
+        serde_json::to_string_pretty(&manifests.to_list()).expect("plain data serializes to JSON");
     println!("{list}");
     Ok(())
 }

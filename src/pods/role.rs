@@ -270,7 +270,7 @@ impl PodRun {
                 start_gate: Arc::new(move || {
                     worker
                         .lock()
-                        .expect("worker")
+                        .expect("no thread panics holding this lock")
                         .start_together(JOIN_TIMEOUT)
                         .map_err(|e| e.0)
                 }),
@@ -340,7 +340,7 @@ impl PodRun {
     /// Waits for the run's agreed start time (every pod calls it once, when ready to start).
     pub fn start_together(&self) -> Result<(), Failure> {
         let worker = self.worker.as_ref().expect("joined before the run");
-        let mut worker = worker.lock().expect("worker");
+        let mut worker = worker.lock().expect("no thread panics holding this lock");
         worker
             .start_together(JOIN_TIMEOUT)
             .map_err(|e| Failure::run(e.0))
@@ -358,7 +358,7 @@ impl PodRun {
             let worker = worker
                 .as_ref()
                 .ok_or_else(|| Failure::run("the pod never joined the run"))?;
-            let worker = worker.lock().expect("no thread panics holding the worker");
+            let worker = worker.lock().expect("no thread panics holding this lock");
             worker
                 .barrier(phase, JOIN_TIMEOUT)
                 .map_err(|e| Failure::run(e.0))
@@ -367,7 +367,8 @@ impl PodRun {
 
     /// Passes one of this pod's closed intervals on to the coordinator.
     pub fn interval(&self, report: &IntervalReport) {
-        let part = serde_json::to_value(StatsPart::of(&report.stats)).expect("serializes");
+        let part = serde_json::to_value(StatsPart::of(&report.stats))
+            .expect("plain data serializes to JSON");
         self.interval_value(report.index, part);
     }
 
@@ -376,7 +377,10 @@ impl PodRun {
         let worker = self.worker.clone();
         move |index, report| {
             if let Some(worker) = &worker {
-                let _ = worker.lock().expect("worker").interval(index, report);
+                let _ = worker
+                    .lock()
+                    .expect("no thread panics holding this lock")
+                    .interval(index, report);
             }
         }
     }
@@ -384,7 +388,10 @@ impl PodRun {
     /// `interval` for a workload with its own interval form.
     pub fn interval_value(&self, index: u64, report: serde_json::Value) {
         if let Some(worker) = &self.worker {
-            let _ = worker.lock().expect("worker").interval(index, report);
+            let _ = worker
+                .lock()
+                .expect("no thread panics holding this lock")
+                .interval(index, report);
         }
     }
 
@@ -421,7 +428,10 @@ impl PodRun {
         self,
         share: Result<PodShare<T>, Failure>,
     ) -> Result<Option<(Vec<T>, SpreadSummary)>, Failure> {
-        let worker = self.worker.as_ref().map(|w| w.lock().expect("worker"));
+        let worker = self
+            .worker
+            .as_ref()
+            .map(|w| w.lock().expect("no thread panics holding this lock"));
         let outcome = match (share, worker) {
             (Err(failure), Some(worker)) => {
                 worker.failed(failure.message());
@@ -434,7 +444,7 @@ impl PodRun {
             ))),
             (Ok(mut share), Some(worker)) => {
                 share.cores = stampede_base::cpu::cores();
-                let report = serde_json::to_value(share).expect("serializes");
+                let report = serde_json::to_value(share).expect("plain data serializes to JSON");
                 worker.done(report).map_err(|e| Failure::run(e.0))
             }
             (Ok(_), None) => Err(Failure::run("the pod never joined the run")),

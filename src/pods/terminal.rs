@@ -70,7 +70,7 @@ impl FramedOutput {
         self.readers.into_iter().for_each(|r| {
             let _ = r.join();
         });
-        let mut log = self.log.lock().expect("the log");
+        let mut log = self.log.lock().expect("no thread panics holding this lock");
         if let Some(text) = std::env::var_os(JSON_ENV).and_then(|p| std::fs::read_to_string(p).ok())
         {
             for line in text.lines() {
@@ -97,7 +97,7 @@ fn relay(
                 Ok(_) => {
                     let text = String::from_utf8_lossy(&line);
                     let text = text.strip_suffix('\n').unwrap_or(&text);
-                    let mut log = log.lock().expect("the log");
+                    let mut log = log.lock().expect("no thread panics holding this lock");
                     let _ = log.write_all(encode(&frame(text)).as_bytes());
                     let _ = log.flush();
                 }

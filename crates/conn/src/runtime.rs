@@ -10,6 +10,6 @@ pub fn control_runtime() -> &'static tokio::runtime::Runtime {
             .thread_name("stampede-control")
             .enable_all()
             .build()
-            .expect("tokio runtime")
+            .expect("a tokio runtime builds where threads can start")
     })
 }

@@ -511,7 +511,7 @@ impl ReplyAssembler {
 /// MAX_MESSAGE_BYTES is refused before anything is reserved for it.
 fn parse_message(buffer: &mut BytesMut) -> Result<Option<Message>, ConnError> {
     if let Some(length) = buffer.get(1..5) {
-        let length = u32::from_be_bytes(length.try_into().expect("four bytes")) as usize;
+        let length = u32::from_be_bytes(length.try_into().expect("a slice of four bytes")) as usize;
         if length > MAX_MESSAGE_BYTES {
             return Err(message_too_long(buffer[0], length));
         }

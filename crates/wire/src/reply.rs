@@ -228,7 +228,8 @@ impl RawRows {
         let mut body = &self.bytes[..end];
         let mut count = 0;
         while let Some(length) = body.get(..4) {
-            let length = i32::from_be_bytes(length.try_into().expect("four bytes")).max(0);
+            let length =
+                i32::from_be_bytes(length.try_into().expect("a slice of four bytes")).max(0);
             body = body.get(4 + length as usize..).unwrap_or_default();
             count += 1;
         }

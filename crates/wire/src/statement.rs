@@ -88,7 +88,8 @@ impl StatementReply {
                 return Ok(Progress::More);
             };
             let kind = header[0];
-            let length = u32::from_be_bytes(header[1..5].try_into().expect("four bytes")) as usize;
+            let length = u32::from_be_bytes(header[1..5].try_into().expect("a slice of four bytes"))
+                as usize;
             if length > MAX_MESSAGE_BYTES {
                 return Err(message_too_long(kind, length));
             }

@@ -488,9 +488,9 @@ impl DbstressReport {
             "fairness": self.fairness,
         });
         if let Some(spread) = &self.spread {
-            value["spread"] = serde_json::to_value(spread).expect("serializable");
+            value["spread"] = serde_json::to_value(spread).expect("plain data serializes to JSON");
         }
-        serde_json::to_string_pretty(&value).expect("serializable")
+        serde_json::to_string_pretty(&value).expect("plain data serializes to JSON")
     }
 }
 

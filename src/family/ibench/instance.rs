@@ -47,7 +47,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 pub type Output = Arc<Mutex<Box<dyn Write + Send>>>;
 
 pub fn say(out: &Output, line: &str) {
-    let mut out = out.lock().expect("output lock");
+    let mut out = out.lock().expect("no thread panics holding this lock");
     // A closed pipe must not end the run: the results still go to the summary and JSON.
     let _ = writeln!(out, "{line}");
     let _ = out.flush();

@@ -72,7 +72,10 @@ impl Seconds {
     /// `count` rows (or one query) of operation `op` finished at `end`, after `latency`.
     pub fn record(&self, op: usize, count: u64, end: Instant, latency: Duration) {
         let second = end.saturating_duration_since(self.start).as_secs();
-        let mut state = self.state.lock().expect("seconds lock");
+        let mut state = self
+            .state
+            .lock()
+            .expect("no thread panics holding this lock");
         // A second already closed (a late clock read) counts in the first open one.
         let second = second.max(state.next_to_close);
         let open = state.open.entry(second).or_default();
@@ -83,7 +86,10 @@ impl Seconds {
     /// Closes every whole second before `now`'s, in order, the empty ones as zeros.
     pub fn close_before(&self, now: Instant) -> Vec<Second> {
         let current = now.saturating_duration_since(self.start).as_secs();
-        let mut state = self.state.lock().expect("seconds lock");
+        let mut state = self
+            .state
+            .lock()
+            .expect("no thread panics holding this lock");
         let mut closed = Vec::new();
         while state.next_to_close < current {
             let second = state.next_to_close;

@@ -192,7 +192,10 @@ impl Loader {
                     execute(&client, setup).await?;
                 }
                 loop {
-                    let next = queue.lock().expect("queue lock").next();
+                    let next = queue
+                        .lock()
+                        .expect("no thread panics holding this lock")
+                        .next();
                     let Some(statement) = next else { return Ok(()) };
                     execute(&client, &statement).await?;
                 }
@@ -248,7 +251,10 @@ impl Loader {
             async move {
                 let client = self.connect().await?;
                 loop {
-                    let next = queue.lock().expect("queue lock").next();
+                    let next = queue
+                        .lock()
+                        .expect("no thread panics holding this lock")
+                        .next();
                     let Some((index, (low, high))) = next else {
                         return Ok(());
                     };

@@ -14,7 +14,7 @@ use stampede_kube::manifest::FILES_DIR;
 
 /// Launches the run as an Indexed Job; `spec` is the checked run (nothing is connected to).
 pub fn launch(args: &PgbenchArgs, spec: &RunSpec) -> CommandResult {
-    let pods = args.kube.pods.expect("--pods");
+    let pods = args.kube.pods.expect("launched only with --pods");
     // One seed for every pod: each draws its clients' streams from it, as one host would.
     let seed = spec
         .random_seed

@@ -88,7 +88,7 @@ impl Script<'_> {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| Failure::run(format!("could not run {}: {e}", pg_restore.display())))?;
-        let stdout = child.stdout.take().expect("piped");
+        let stdout = child.stdout.take().expect("spawned with this stream piped");
         Ok((Box::new(BufReader::new(stdout)), Some(child)))
     }
 

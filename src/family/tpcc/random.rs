@@ -76,7 +76,7 @@ impl TpccRandom {
     pub fn alphanumeric(&mut self, min: usize, max: usize) -> String {
         let mut text = vec![0; self.length(min, max)];
         self.fill_alphanumeric(&mut text);
-        String::from_utf8(text).expect("ASCII")
+        String::from_utf8(text).expect("the generator writes ASCII only")
     }
 
     /// random(min, max) as a length.
@@ -99,7 +99,7 @@ impl TpccRandom {
     pub fn digits(&mut self, length: usize) -> String {
         let mut text = vec![0; length];
         self.fill_digits(&mut text);
-        String::from_utf8(text).expect("ASCII")
+        String::from_utf8(text).expect("the generator writes ASCII only")
     }
 
     /// Zip code: four random digits and "11111".
@@ -121,7 +121,7 @@ impl TpccRandom {
     pub fn data_with_original(&mut self) -> String {
         let mut data = vec![0; self.length(26, 50)];
         self.fill_data_with_original(&mut data);
-        String::from_utf8(data).expect("ASCII")
+        String::from_utf8(data).expect("the generator writes ASCII only")
     }
 
     /// `data_with_original` over `out` (26 to 50 bytes).

@@ -646,8 +646,8 @@ impl TpccReport {
             }).collect::<Vec<_>>(),
         });
         if let Some(spread) = &self.spread {
-            report["spread"] = serde_json::to_value(spread).expect("serializable");
+            report["spread"] = serde_json::to_value(spread).expect("plain data serializes to JSON");
         }
-        serde_json::to_string_pretty(&report).expect("serializable")
+        serde_json::to_string_pretty(&report).expect("plain data serializes to JSON")
     }
 }

@@ -237,7 +237,7 @@ fn run_tests(args: &RunArgs) -> CommandResult {
             tests: &tests,
             derived_metrics: derived,
         };
-        let text = serde_json::to_string_pretty(&report).expect("serializable");
+        let text = serde_json::to_string_pretty(&report).expect("plain data serializes to JSON");
         std::fs::write(path, text + "\n")
             .map_err(|e| Failure::run(format!("cannot write {}: {e}", path.display())))?;
     }

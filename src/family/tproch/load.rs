@@ -210,7 +210,10 @@ pub fn in_parallel<C>(
             .collect();
         threads
             .into_iter()
-            .map(|w| w.join().expect("loader thread"))
+            .map(|w| {
+                w.join()
+                    .expect("a loader thread returns its error rather than panicking")
+            })
             .collect()
     });
     results.into_iter().collect()

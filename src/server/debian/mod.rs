@@ -442,7 +442,7 @@ fn filter(
         .map_err(|e| {
             Failure::input(format!("{needs}: {e}; on Debian install {package}")).caused_by(e)
         })?;
-    let mut stdin = child.stdin.take().expect("piped");
+    let mut stdin = child.stdin.take().expect("spawned with this stream piped");
     let input = input.to_vec();
     // Written from a thread: the child's output may fill its pipe before it reads all input.
     let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));

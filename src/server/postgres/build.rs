@@ -173,7 +173,8 @@ pub fn build(
             ccache: Ccache::find(),
         };
         builder.run_steps(&source, &mut record, step)?;
-        let record_json = serde_json::to_string_pretty(&record).expect("serializable record");
+        let record_json =
+            serde_json::to_string_pretty(&record).expect("plain data serializes to JSON");
         write(&work.join("install").join(RECORD_FILE), &record_json)?;
         Ok(record)
     })();
@@ -381,7 +382,7 @@ impl Builder<'_> {
             .map_err(|e| Failure::input(format!("tar: {e}")).caused_by(e))?;
         let mut unpack = Command::new("tar");
         unpack.arg("-C").arg(into).arg("-xf").arg("-");
-        unpack.stdin(pack.stdout.take().expect("piped"));
+        unpack.stdin(pack.stdout.take().expect("spawned with this stream piped"));
         let result = self.logged(Step::Unpack, "tar", unpack);
         let _ = pack.wait();
         result

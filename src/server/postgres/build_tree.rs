@@ -135,7 +135,8 @@ impl BuildTree {
             }
             Err(failure) => return Err(failure.into()),
         }
-        let record_json = serde_json::to_string_pretty(&record).expect("serializable record");
+        let record_json =
+            serde_json::to_string_pretty(&record).expect("plain data serializes to JSON");
         write(&self.root.join("install").join(RECORD_FILE), &record_json)?;
         install_into_cache(&self.root, &entry)?;
         Ok(Built {

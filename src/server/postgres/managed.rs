@@ -127,7 +127,7 @@ impl ManagedServer {
         }
         cluster.init(&superuser, &state.password, &[])?;
         let state_path = cluster.root.join(STATE_FILE);
-        let json = serde_json::to_string_pretty(&state).expect("serializable state");
+        let json = serde_json::to_string_pretty(&state).expect("plain data serializes to JSON");
         write_private(&state_path, &json)?;
         Ok(ManagedServer { cluster, state })
     }

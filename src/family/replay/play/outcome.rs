@@ -93,7 +93,8 @@ impl Outcome {
     pub fn all_latency(&self) -> Histogram<u64> {
         let mut all = histogram();
         for h in self.latency.values() {
-            all.add(h).expect("same bounds");
+            all.add(h)
+                .expect("a replay's histograms all have the same bounds");
         }
         all
     }
@@ -117,12 +118,15 @@ impl Outcome {
     pub fn merge(&mut self, other: Outcome) {
         for (shape, histogram) in other.latency {
             let mine = self.latency.entry(shape).or_insert_with(self::histogram);
-            mine.add(&histogram).expect("same bounds");
+            mine.add(&histogram)
+                .expect("a replay's histograms all have the same bounds");
         }
         for (shape, n) in other.shape_errors {
             *self.shape_errors.entry(shape).or_default() += n;
         }
-        self.lag.add(&other.lag).expect("same bounds");
+        self.lag
+            .add(&other.lag)
+            .expect("a replay's histograms all have the same bounds");
         self.late += other.late;
         self.replayed += other.replayed;
         self.not_sent += other.not_sent;
@@ -144,7 +148,7 @@ impl Outcome {
             } else {
                 self.per_second_latency[second]
                     .add(&theirs)
-                    .expect("same bounds");
+                    .expect("a replay's histograms all have the same bounds");
             }
         }
         self.sessions += other.sessions;

@@ -102,13 +102,18 @@ impl Shared {
     }
 
     pub fn set_options(&self, options: Options, legacy: bool, declared: Vec<OptionDef>) {
-        *self.options.write().expect("options") = options;
+        *self
+            .options
+            .write()
+            .expect("no thread panics holding this lock") = options;
         self.legacy.store(legacy, Ordering::Relaxed);
         *self.declared.lock().expect("declared options") = declared;
     }
 
     pub fn options(&self) -> std::sync::RwLockReadGuard<'_, Options> {
-        self.options.read().expect("options")
+        self.options
+            .read()
+            .expect("no thread panics holding this lock")
     }
 
     pub fn declared(&self) -> Vec<OptionDef> {

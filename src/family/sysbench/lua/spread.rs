@@ -200,7 +200,10 @@ impl LuaPod {
                         buckets: histogram.buckets(),
                         running,
                     };
-                    pod(next, serde_json::to_value(part).expect("serializes"));
+                    pod(
+                        next,
+                        serde_json::to_value(part).expect("plain data serializes to JSON"),
+                    );
                     next += 1;
                 }
                 if done {

@@ -68,7 +68,9 @@ impl Interpreter {
         let lua = &self.lua;
         set_package_path(lua)?;
         let sysbench = lua.create_table()?;
-        let context = lua.app_data_ref::<Rc<ThreadContext>>().expect("context");
+        let context = lua
+            .app_data_ref::<Rc<ThreadContext>>()
+            .expect("every Lua state is made with its thread's context");
         sysbench.set("tid", context.tid)?;
         drop(context);
         sysbench.set("version", VERSION)?;
@@ -133,7 +135,7 @@ impl Interpreter {
         let context = self
             .lua
             .app_data_ref::<Rc<ThreadContext>>()
-            .expect("context");
+            .expect("every Lua state is made with its thread's context");
         let declared = context.declared.borrow().clone();
         Ok(declared)
     }
@@ -185,7 +187,7 @@ impl Interpreter {
         let context = self
             .lua
             .app_data_ref::<Rc<ThreadContext>>()
-            .expect("context");
+            .expect("every Lua state is made with its thread's context");
         let shared = context.shared.clone();
         drop(context);
         let result = self.export_options(&shared).and_then(|()| {

@@ -193,7 +193,10 @@ impl Stats {
             return;
         };
         bump(&stats.counters[Counter::Events as usize]);
-        let mut latency = stats.latency.lock().expect("latency");
+        let mut latency = stats
+            .latency
+            .lock()
+            .expect("no thread panics holding this lock");
         latency.timer.add(ns);
         // Both histograms have the same buckets: the logarithm is taken once.
         let bucket = latency.cumulative.bucket(ns as f64 / 1e6);
@@ -229,7 +232,10 @@ impl Stats {
         let counts = self.totals(true);
         let mut histogram = LogHistogram::latency();
         for stats in &self.threads {
-            let mut latency = stats.latency.lock().expect("latency");
+            let mut latency = stats
+                .latency
+                .lock()
+                .expect("no thread panics holding this lock");
             histogram.merge(&latency.interval);
             latency.interval.clear();
         }
@@ -249,7 +255,10 @@ impl Stats {
         let mut histogram = LogHistogram::latency();
         let mut timers = Vec::with_capacity(self.threads.len());
         for stats in &self.threads {
-            let mut latency = stats.latency.lock().expect("latency");
+            let mut latency = stats
+                .latency
+                .lock()
+                .expect("no thread panics holding this lock");
             histogram.merge(&latency.cumulative);
             timers.push(latency.timer);
             if reset {

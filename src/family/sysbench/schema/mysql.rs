@@ -119,9 +119,11 @@ impl MysqlPreparer {
                     })
                 })
                 .collect();
-            workers
-                .into_iter()
-                .try_for_each(|worker| worker.join().expect("loader thread"))
+            workers.into_iter().try_for_each(|worker| {
+                worker
+                    .join()
+                    .expect("a loader thread returns its error rather than panicking")
+            })
         })
     }
 
