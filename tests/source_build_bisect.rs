@@ -8,9 +8,9 @@
 //!
 //! The history's commits have fixed dates, so their hashes (and the builds cached by them in
 //! target/test-cache) are the same from one test run to the next. This file and
-//! tests/source_build.rs share ccache and never run at once (both cpu-bound, below): whichever
-//! comes second compiles the same release warm, so CI pays one cold build, not two.
-//! suite: cpu-bound (real PostgreSQL builds take both cores for minutes)
+//! tests/source_build.rs share ccache (`./test` keeps it per machine) and never run at once.
+//! suite: alone (a bisection decides each step by measuring tps: another program's load beside
+//! it made a commit before the regression measure 0.26× and left the step undecided)
 
 // libc for signals and exit hooks the tests send and install.
 #![allow(unsafe_code)]
