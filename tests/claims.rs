@@ -1,6 +1,7 @@
 //! A spec's `[[claim]]`s on real servers: verdicts recomputed from the stored runs, an auto
 //! lab stopping a cell once its claim is decided, and bad claims refused with their position
 //! before anything starts.
+//! suite: alone (its claims are judged from measured ratios: a neighbour's load left one undecided)
 
 mod common;
 

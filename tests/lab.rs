@@ -1,6 +1,7 @@
 //! `stampede lab` end to end on managed clusters of the system's PostgreSQL: two targets (two
 //! configurations), two client counts, two runs, seconds long; plan order, stored provenance
 //! and series, SIGTERM mid-matrix then resume, a killed postmaster recorded as a failed run.
+//! suite: alone (its labs decide, gate and stop by measured tps: a neighbour's load left a gate undecided)
 
 // libc for signals and exit hooks the tests send and install.
 #![allow(unsafe_code)]

@@ -3,6 +3,7 @@
 //! read+write in both protocols and sysbench's point select; each engine's probes checked
 //! against its own counters; the cross-engine report in Chromium; faults (SIGTERM and resume, a
 //! killed mariadbd); and the specs refused before anything starts.
+//! suite: alone (its labs compare measured runs of two engines)
 
 // libc for signals and exit hooks the tests send and install.
 #![allow(unsafe_code)]

@@ -2,6 +2,7 @@
 //! without, each query a cell. Query 1 (a scan and aggregate of all of lineitem) is decided
 //! slower without parallel query, and the report's Why panel names the plan nodes that changed;
 //! query 2 (index lookups) is not.
+//! suite: alone (it decides a query slower by measured times)
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! lab that ends, one stopped by SIGTERM and resumed, one killed outright, and one whose run
 //! fails; two servers of two majors, identified; the suite's MariaDB by URL; and what
 //! `lab plan` refuses before it touches anything.
+//! suite: alone (it decides two configurations apart by measured tps)
 
 // libc for the signals the tests send.
 #![allow(unsafe_code)]
