@@ -70,7 +70,7 @@ fn every_query_answers_on_postgresql_and_mariadb_as_duckdb_does_on_the_same_rows
             None,
         );
         let maria_text = values
-            .substitute(queries::text(Dialect::Mariadb, number))
+            .substitute(queries::text(Dialect::Mysql, number))
             .replace("{stream}", "0");
         let maria_rows = rows_of(&mariadb::sql(&maria_db, &maria_text), '\t');
         let limit = MARIADB_LIMITS
@@ -95,9 +95,9 @@ fn write_tables(dir: &Path) {
         let mut out = Vec::new();
         let mut file = std::fs::File::create(dir.join(format!("{table}.tbl"))).unwrap();
         data::write_part(table, 0.01, 1, 1, &mut out, 1 << 20, &mut |chunk| {
-            file.write_all(chunk).map_err(|e| e.to_string())?;
+            file.write_all(chunk)?;
             chunk.clear();
-            Ok(())
+            Ok::<(), std::io::Error>(())
         })
         .unwrap();
         file.write_all(&out).unwrap();

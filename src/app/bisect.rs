@@ -22,7 +22,7 @@ use stampede_stats::paired::PairedComparison;
 use stampede_stats::verdict::Verdict;
 
 pub fn run(args: &BisectArgs) -> CommandResult {
-    let metric = RoundMetric::parse(&args.metric).map_err(Failure::input)?;
+    let metric = RoundMetric::parse(&args.metric)?;
     let template = Template::load(&args.spec, args.source.as_deref())?;
     let cells = template.cells_per_target()?;
     if cells != 1 {

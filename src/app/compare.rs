@@ -16,8 +16,7 @@ use crate::report::warnings::{self, WarningInputs};
 use stampede_store::{Location, Store, StoredRun};
 
 pub fn run(args: &CompareArgs) -> CommandResult {
-    let metric =
-        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
+    let metric = Metric::parse(&args.metric, &family::workload_metrics())?;
     let LoadedLab {
         mut store,
         id,

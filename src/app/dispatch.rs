@@ -30,7 +30,7 @@ fn run_command(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         TopCommand::Pgbench(args) => {
             let sub = matches
                 .subcommand_matches("pgbench")
-                .expect("pgbench matched");
+                .expect("the match arm is pgbench's");
             pgbench::command::run(args, pgbench::args::script_choices(sub))
         }
         TopCommand::Quickstart(args) => app::quickstart::run(args),

@@ -14,8 +14,7 @@ use stampede_base::error::Kind;
 use stampede_store::Invocation;
 
 pub fn run(args: &GateArgs) -> CommandResult {
-    let metric =
-        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
+    let metric = Metric::parse(&args.metric, &family::workload_metrics())?;
     let threshold = parse_threshold(&args.threshold)?;
     let (mut store, invocations) = open_invocations(&args.results)?;
     let history = match &args.lab {
@@ -23,7 +22,11 @@ pub fn run(args: &GateArgs) -> CommandResult {
             check_history(&invocations, name, &args.results)?;
             name.clone()
         }
-        None => invocations.last().expect("not empty").history.clone(),
+        None => invocations
+            .last()
+            .expect("open_invocations refuses a store without invocations")
+            .history
+            .clone(),
     };
     let members: Vec<&Invocation> = invocations
         .iter()

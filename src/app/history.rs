@@ -11,8 +11,7 @@ use crate::report::{history, history_view, write_file};
 use stampede_store::{Invocation, Location, Store, StoredRun};
 
 pub fn run(args: &HistoryArgs) -> CommandResult {
-    let metric =
-        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
+    let metric = Metric::parse(&args.metric, &family::workload_metrics())?;
     let (mut store, invocations) = open_invocations(&args.results)?;
     if let Some(name) = &args.lab {
         check_history(&invocations, name, &args.results)?;

@@ -31,8 +31,7 @@ fn format_of(output: Option<&std::path::Path>) -> String {
 }
 
 pub fn run(args: &ReportArgs) -> CommandResult {
-    let metric =
-        Metric::parse(&args.metric, &family::workload_metrics()).map_err(Failure::input)?;
+    let metric = Metric::parse(&args.metric, &family::workload_metrics())?;
     let format = args
         .format
         .clone()

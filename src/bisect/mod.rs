@@ -504,7 +504,9 @@ fn error_line(tail: &str) -> &str {
     let Some(error) = tail.lines().find(|line| line.contains(": error:")) else {
         return tail.lines().last().unwrap_or("").trim();
     };
-    let location_end = error.find(": error:").expect("found");
+    let location_end = error
+        .find(": error:")
+        .expect("the line was chosen for holding \": error:\"");
     let file_start = error[..location_end]
         .rfind('/')
         .map_or(0, |slash| slash + 1);

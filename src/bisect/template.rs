@@ -49,7 +49,7 @@ impl Template {
             .parent()
             .filter(|parent| !parent.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let build = build_request(target.remove("postgres"), source, base).map_err(in_spec)?;
+        let build = build_request(path, target.remove("postgres"), source, base)?;
         if target.contains_key("mariadb") {
             return Err(in_spec(
                 "target: bisect builds PostgreSQL; a mariadb target has no commits to build".into(),
@@ -131,56 +131,56 @@ fn strip_position<'a>(message: &'a str, path: &Path) -> Option<&'a str> {
 
 /// The build flags of the template's `postgres`, and the checkout to build.
 fn build_request(
+    spec_path: &Path,
     postgres: Option<toml::Value>,
     source: Option<&Path>,
     base: &Path,
-) -> Result<BuildRequest, String> {
+) -> Result<BuildRequest, Failure> {
+    // Each refusal is about the spec's target.
+    let refuse = |message: String| Failure::input(format!("{}: {message}", spec_path.display()));
     let table = match postgres {
         None => toml::Table::new(),
         Some(toml::Value::Table(table)) => table,
         Some(other) => {
-            return Err(format!(
+            return Err(refuse(format!(
                 "target: postgres = {other} names binaries, but bisect builds every commit: give the build as postgres = {{ cflags = \"…\", configure = [\"…\"] }}, or leave it out"
-            ))
+            )))
         }
     };
-    let text = |key: &str| -> Result<Option<String>, String> {
+    let text = |key: &str| -> Result<Option<String>, Failure> {
         match table.get(key) {
             None => Ok(None),
             Some(toml::Value::String(value)) => Ok(Some(value.clone())),
-            Some(_) => Err(format!("target: postgres.{key} must be a string")),
+            Some(_) => Err(refuse(format!("target: postgres.{key} must be a string"))),
         }
     };
-    let list = |key: &str| -> Result<Vec<String>, String> {
+    let list = |key: &str| -> Result<Vec<String>, Failure> {
+        let not_strings = || refuse(format!("target: postgres.{key} must be a list of strings"));
         match table.get(key) {
             None => Ok(Vec::new()),
             Some(toml::Value::Array(items)) => items
                 .iter()
-                .map(|item| {
-                    item.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| format!("target: postgres.{key} must be a list of strings"))
-                })
+                .map(|item| item.as_str().map(str::to_string).ok_or_else(not_strings))
                 .collect(),
-            Some(_) => Err(format!("target: postgres.{key} must be a list of strings")),
+            Some(_) => Err(not_strings()),
         }
     };
     if let Some(unknown) = table
         .keys()
         .find(|key| !["source", "cflags", "configure", "patches"].contains(&key.as_str()))
     {
-        return Err(format!(
+        return Err(refuse(format!(
             "target: postgres: unknown field `{unknown}`, expected one of `source`, `cflags`, `configure`, `patches`"
-        ));
+        )));
     }
     let source = match (source, text("source")?) {
         (Some(source), _) => source.to_path_buf(),
         (None, Some(source)) => base.join(source),
         (None, None) => {
-            return Err(
+            return Err(refuse(
                 "no PostgreSQL checkout to bisect: give --source DIR (or postgres.source in the target)"
                     .into(),
-            )
+            ))
         }
     };
     let patches = list("patches")?
@@ -190,10 +190,10 @@ fn build_request(
             if path.is_file() {
                 Ok(path)
             } else {
-                Err(format!(
+                Err(refuse(format!(
                     "target: postgres: patch \"{}\" does not exist",
                     path.display()
-                ))
+                )))
             }
         })
         .collect::<Result<_, _>>()?;

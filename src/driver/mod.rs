@@ -117,7 +117,8 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
     let thread_clients: Vec<usize> = clients.iter().map(Vec::len).collect();
     // This process's clients: all of the run's, or its share's.
     let clients_here: usize = thread_clients.iter().sum();
-    let mut logs = open_logs(&plan, here.start, &thread_randoms).map_err(Failure::run)?;
+    let mut logs =
+        open_logs(&plan, here.start, &thread_randoms).map_err(|e| Failure::run(e.to_string()))?;
     let barrier = Arc::new(Barrier::new(thread_clients.len() + 1));
     // A spread run: the threads wait again, behind the start gate.
     let go = plan
@@ -222,7 +223,7 @@ pub fn run(plan: RunPlan, on_event: &mut dyn FnMut(DriverEvent<'_>)) -> Result<R
                 let _ = std::fs::remove_file(spec.path(t));
             });
         }
-        return Err(Failure::run(error));
+        return Err(error);
     }
     if let Some(error) = fatal.or_else(|| results.iter().find_map(|r| r.log_error.clone())) {
         return Err(Failure::run(error));
@@ -259,7 +260,7 @@ fn pass_start_gate(
     plan: &RunPlan,
     start_failed: &AtomicBool,
     go: Option<&Barrier>,
-) -> Option<String> {
+) -> Option<Failure> {
     let (share, go) = (plan.share.as_ref()?, go?);
     let mut error = None;
     if !start_failed.load(std::sync::atomic::Ordering::SeqCst) {
@@ -286,7 +287,7 @@ fn open_logs(
     plan: &RunPlan,
     first_thread: usize,
     randoms: &[ThreadRandoms],
-) -> Result<Vec<Option<TxnLog>>, String> {
+) -> Result<Vec<Option<TxnLog>>, txlog::LogError> {
     let Some(spec) = &plan.log else {
         return Ok(Vec::new());
     };

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_script::ast::VarSlot;
 use stampede_script::{Script, Value, VarTable};
@@ -166,7 +167,7 @@ impl TxnLogSpec {
 
 /// Called once every client of this process is connected; returns when the run may start (a
 /// spread run's start barrier), or why it may not.
-pub type StartGate = dyn Fn() -> Result<(), String> + Send + Sync;
+pub type StartGate = dyn Fn() -> Result<(), Failure> + Send + Sync;
 
 /// This process's part of a run spread over several hosts: which of the run's threads it runs
 /// (client ids, random streams and log file names are the whole run's, so the union of the
@@ -265,16 +266,16 @@ pub struct RunPlan {
 pub fn stall_timeout_option(
     given: Option<&str>,
     limit: &RunLimit,
-) -> Result<Option<Duration>, String> {
+) -> Result<Option<Duration>, Failure> {
     let Some(text) = given else {
         return Ok(Some(default_stall_timeout(limit)));
     };
     match stampede_base::duration::parse_duration(text) {
         Some(d) if d.is_zero() => Ok(None),
         Some(d) => Ok(Some(d)),
-        None => Err(format!(
+        None => Err(Failure::input(format!(
             "invalid stall timeout: \"{text}\" (a duration such as 90s or 5m, or 0 to wait forever)"
-        )),
+        ))),
     }
 }
 

@@ -359,10 +359,11 @@ impl ThreadContext {
     /// and is written no more.
     fn log(&self, entry: LogEntry) {
         let mut log = self.log.borrow_mut();
-        let Some(Err(message)) = log.as_mut().map(|log| log.record(&entry)) else {
+        let Some(Err(error)) = log.as_mut().map(|log| log.record(&entry)) else {
             return;
         };
         *log = None;
+        let message = error.to_string();
         let _ = self.messages.send(ThreadMessage::Fatal { message });
     }
 
@@ -529,7 +530,8 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
     let log_error = context
         .log
         .take()
-        .and_then(|log| log.finish(Instant::now()).err());
+        .and_then(|log| log.finish(Instant::now()).err())
+        .map(|error| error.to_string());
     let per_script = context.per_script.take();
     ThreadResult {
         bench_start: start,

@@ -123,6 +123,35 @@ pub struct TxnLog {
     aggregate: Aggregate,
 }
 
+/// A log file that could not be opened or written (a bad directory, a full disk): the run
+/// ends, naming the file, in pgbench's words for the opening.
+#[derive(Debug)]
+pub struct LogError {
+    pub path: String,
+    pub opening: bool,
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (path, source) = (&self.path, &self.source);
+        if self.opening {
+            write!(f, "could not open logfile \"{path}\": {source}")
+        } else {
+            write!(
+                f,
+                "could not write the transaction log \"{path}\": {source}"
+            )
+        }
+    }
+}
+
+impl std::error::Error for LogError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 impl TxnLog {
     /// Creates the thread's log file (pgbench opens it before connecting).
     pub fn create(
@@ -131,10 +160,13 @@ impl TxnLog {
         thread: usize,
         sampler: PgPrng,
         clock: EpochClock,
-    ) -> Result<TxnLog, String> {
+    ) -> Result<TxnLog, LogError> {
         let path = spec.path(thread);
-        let file =
-            File::create(&path).map_err(|e| format!("could not open logfile \"{path}\": {e}"))?;
+        let file = File::create(&path).map_err(|source| LogError {
+            path: path.clone(),
+            opening: true,
+            source,
+        })?;
         Ok(TxnLog {
             path,
             out: BufWriter::with_capacity(64 * 1024, file),
@@ -158,7 +190,7 @@ impl TxnLog {
     }
 
     /// Logs one transaction; a write that fails (a full disk) is an error naming the file.
-    pub fn record(&mut self, entry: &LogEntry) -> Result<(), String> {
+    pub fn record(&mut self, entry: &LogEntry) -> Result<(), LogError> {
         if let Some(rate) = self.sampling_rate {
             if self.sampler.next_f64() > rate {
                 return Ok(());
@@ -173,12 +205,12 @@ impl TxnLog {
             }
             None => self.write_transaction(entry, now_us),
         };
-        written.map_err(|e| self.write_error(&e))
+        written.map_err(|e| self.write_error(e))
     }
 
     /// Writes the intervals that ended by `at` and closes the file. As in pgbench, the last,
     /// incomplete interval is not written.
-    pub fn finish(mut self, at: Instant) -> Result<(), String> {
+    pub fn finish(mut self, at: Instant) -> Result<(), LogError> {
         let mut written = Ok(());
         if let Some(interval) = self.interval_us {
             let now_us = self.clock.unix_us(at);
@@ -186,14 +218,15 @@ impl TxnLog {
         }
         written
             .and_then(|()| self.out.flush())
-            .map_err(|e| self.write_error(&e))
+            .map_err(|e| self.write_error(e))
     }
 
-    fn write_error(&self, error: &std::io::Error) -> String {
-        format!(
-            "could not write the transaction log \"{}\": {error}",
-            self.path
-        )
+    fn write_error(&self, source: std::io::Error) -> LogError {
+        LogError {
+            path: self.path.clone(),
+            opening: false,
+            source,
+        }
     }
 
     fn write_transaction(&mut self, entry: &LogEntry, now_us: i64) -> std::io::Result<()> {

@@ -139,7 +139,7 @@ pub type CreateWorkload = fn(&toml::Table) -> Result<Box<dyn LabWorkload>, Optio
 pub const ALL_PROTOCOLS: &[Protocol] = &[Protocol::Simple, Protocol::Extended, Protocol::Prepared];
 
 /// PostgreSQL and MariaDB/MySQL: workloads whose statements and loader exist for both.
-pub const BOTH_ENGINES: &[Engine] = &[Engine::Postgres, Engine::Mariadb];
+pub const BOTH_ENGINES: &[Engine] = &[Engine::Postgres, Engine::Mysql];
 
 /// PostgreSQL only.
 pub const POSTGRES_ONLY: &[Engine] = &[Engine::Postgres];
@@ -244,7 +244,7 @@ pub trait FamilyWorkload {
         _engine: Engine,
         _variant: &Self::Variant,
         _protocol: Protocol,
-    ) -> Result<(), String> {
+    ) -> Result<(), EngineRefusal> {
         Ok(())
     }
     /// Runs the warmup, calls `observer.open_window`, then the measured run of `variant`,
@@ -255,6 +255,25 @@ pub trait FamilyWorkload {
         request: &RunRequest<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<Measurement, Failure>;
+}
+
+/// What a workload cannot run on a target's engine: a variant, the protocol or an option
+/// (`what`, as the spec writes it) that only `runs_on` has, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineRefusal {
+    pub what: &'static str,
+    pub runs_on: Engine,
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for EngineRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let runs_on = match self.runs_on {
+            Engine::Postgres => "PostgreSQL",
+            Engine::Mysql => "MariaDB/MySQL",
+        };
+        write!(f, "{} runs on {runs_on} only: {}", self.what, self.why)
+    }
 }
 
 /// A lab workload as the lab holds it, whatever its family: variants by the name the spec and
@@ -275,7 +294,12 @@ pub trait LabWorkload {
     fn resumes_in_place(&self) -> bool;
     /// As `FamilyWorkload::check_engine`, for a variant by name (one that cannot be read
     /// passes: `check_variant` refuses it).
-    fn check_engine(&self, engine: Engine, name: &str, protocol: Protocol) -> Result<(), String>;
+    fn check_engine(
+        &self,
+        engine: Engine,
+        name: &str,
+        protocol: Protocol,
+    ) -> Result<(), EngineRefusal>;
     fn between_steps(
         &self,
         conn: &Endpoint,
@@ -331,7 +355,12 @@ impl<W: FamilyWorkload> LabWorkload for W {
         FamilyWorkload::resumes_in_place(self)
     }
 
-    fn check_engine(&self, engine: Engine, name: &str, protocol: Protocol) -> Result<(), String> {
+    fn check_engine(
+        &self,
+        engine: Engine,
+        name: &str,
+        protocol: Protocol,
+    ) -> Result<(), EngineRefusal> {
         match self.variant(name) {
             Ok(variant) => FamilyWorkload::check_engine(self, engine, &variant, protocol),
             Err(_) => Ok(()),

@@ -94,7 +94,7 @@ pub fn measure(
         args: vec![format!("{FILES_DIR}/{REQUEST_FILE}")],
         files,
         json_path: None,
-        password_variable: if workload_on_mariadb(request.conn) {
+        password_variable: if workload_on_mysql(request.conn) {
             "MYSQL_PWD"
         } else {
             "PGPASSWORD"
@@ -226,7 +226,7 @@ fn pods_password(conn: &Endpoint) -> Result<String, Failure> {
     Ok(password)
 }
 
-fn workload_on_mariadb(conn: &Endpoint) -> bool {
+fn workload_on_mysql(conn: &Endpoint) -> bool {
     matches!(conn, Endpoint::Mysql(_))
 }
 

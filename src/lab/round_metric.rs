@@ -16,16 +16,35 @@ pub enum RoundMetric {
     ServerCpu,
 }
 
+/// A name rounds cannot be decided on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRoundMetric(pub String);
+
+impl std::fmt::Display for UnknownRoundMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown metric \"{}\"; rounds are decided on tps, p99 or server_cpu",
+            self.0
+        )
+    }
+}
+
+impl From<UnknownRoundMetric> for stampede_base::error::Failure {
+    /// The user's `--metric` or `decide_on` to fix.
+    fn from(error: UnknownRoundMetric) -> stampede_base::error::Failure {
+        stampede_base::error::Failure::input(error.to_string())
+    }
+}
+
 impl RoundMetric {
     /// What `decide_on` and `bisect --metric` take.
-    pub fn parse(name: &str) -> Result<RoundMetric, String> {
+    pub fn parse(name: &str) -> Result<RoundMetric, UnknownRoundMetric> {
         match name {
             "tps" => Ok(RoundMetric::Tps),
             "p99" => Ok(RoundMetric::P99),
             "server_cpu" => Ok(RoundMetric::ServerCpu),
-            other => Err(format!(
-                "unknown metric \"{other}\"; rounds are decided on tps, p99 or server_cpu"
-            )),
+            other => Err(UnknownRoundMetric(other.into())),
         }
     }
 

@@ -442,9 +442,7 @@ fn check_spread_engines(
     file: &SpecFile,
     targets: &[TargetSpec],
 ) -> Result<(), SpecError> {
-    let mariadb = targets
-        .iter()
-        .find(|t| t.server.engine() == Engine::Mariadb);
+    let mariadb = targets.iter().find(|t| t.server.engine() == Engine::Mysql);
     let spread = file.workloads.iter().find_map(|w| w.pods.as_ref());
     // The pods are sent the address the lab's own servers answer on (`server_address`).
     let remote = targets.iter().find(|t| !t.server.is_managed());
@@ -1161,7 +1159,7 @@ fn check_engines(
                         })?;
                 }
             }
-            if engine == Engine::Mariadb && spec.protocol == Some(Protocol::Extended) {
+            if engine == Engine::Mysql && spec.protocol == Some(Protocol::Extended) {
                 let at = w.protocol.as_ref().expect("a protocol was given");
                 return Err(source.at(
                     at,

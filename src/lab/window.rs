@@ -10,7 +10,7 @@ use stampede_base::error::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::probe::mariadb as mariadb_probe;
+use crate::probe::mysql as mysql_probe;
 use crate::probe::postgres::sampler;
 use crate::probe::postgres::{cluster_stats, run_stats};
 use crate::probe::prometheus::{self, Prometheus};
@@ -126,26 +126,26 @@ impl OpenWindow for PostgresWindow {
 
 /// Where a MariaDB/MySQL server's probes look.
 #[derive(Clone)]
-pub struct MariadbProbes {
+pub struct MysqlProbes {
     /// A control session's account on the server, with the run's database.
     pub run: MysqlSpec,
     /// The data directory of a server on this machine (none for a server elsewhere).
     pub data_dir: Option<PathBuf>,
 }
 
-struct MariadbWindow {
-    probes: MariadbProbes,
+struct MysqlWindow {
+    probes: MysqlProbes,
     before: Vec<CounterRow>,
     sampler: Sampler,
 }
 
-impl RunProbes for MariadbProbes {
+impl RunProbes for MysqlProbes {
     fn open(&self) -> Result<Box<dyn OpenWindow>, Failure> {
-        mariadb_probe::wait_for_sessions_to_end(&self.run, SETTLE_LIMIT);
-        mariadb_probe::reset_statements(&self.run)?;
+        mysql_probe::wait_for_sessions_to_end(&self.run, SETTLE_LIMIT);
+        mysql_probe::reset_statements(&self.run)?;
         let before = self.counters()?;
-        let sampler = mariadb_probe::start_sampler(self.run.clone(), self.data_dir.clone());
-        Ok(Box::new(MariadbWindow {
+        let sampler = mysql_probe::start_sampler(self.run.clone(), self.data_dir.clone());
+        Ok(Box::new(MysqlWindow {
             probes: self.clone(),
             before,
             sampler,
@@ -153,10 +153,10 @@ impl RunProbes for MariadbProbes {
     }
 }
 
-impl MariadbProbes {
+impl MysqlProbes {
     /// The server's status counters, the machine's and the driver's own CPU.
     fn counters(&self) -> Result<Vec<CounterRow>, Failure> {
-        let mut all = mariadb_probe::global_status(&self.run)?;
+        let mut all = mysql_probe::global_status(&self.run)?;
         if let Some(data_dir) = &self.data_dir {
             all.extend(os::counters(data_dir));
         }
@@ -165,13 +165,13 @@ impl MariadbProbes {
     }
 }
 
-impl OpenWindow for MariadbWindow {
+impl OpenWindow for MysqlWindow {
     fn close(self: Box<Self>, record: &mut RunRecord) {
         let probes = &self.probes;
         let samples = self.sampler.finish();
         record.wait_events = samples.wait_events;
         record.counter_series = samples.counter_series;
-        mariadb_probe::wait_for_sessions_to_end(&probes.run, SETTLE_LIMIT);
+        mysql_probe::wait_for_sessions_to_end(&probes.run, SETTLE_LIMIT);
         if let Ok(after) = probes.counters() {
             record.counters = delta(&self.before, &after)
                 .into_iter()
@@ -179,7 +179,7 @@ impl OpenWindow for MariadbWindow {
                 .collect();
         }
         record.counters.extend(samples.own_cost);
-        record.statements = mariadb_probe::statements(&probes.run).unwrap_or_default();
+        record.statements = mysql_probe::statements(&probes.run).unwrap_or_default();
     }
 }
 

@@ -109,7 +109,9 @@ impl KubeArgs {
         if self.pods.is_none() && self.given().next().is_some() {
             return Err(Failure::input(format!(
                 "--{} needs --pods N (the Kubernetes options shape the pods of a spread run)",
-                self.given().next().expect("one")
+                self.given()
+                    .next()
+                    .expect("the condition found a given option")
             )));
         }
         if self.pods == Some(0) {

@@ -93,7 +93,10 @@ impl Place {
         match (setup, pod.join()) {
             (Ok(setup), Ok(())) => Ok(setup),
             (Err(failure), _) | (_, Err(failure)) => {
-                let pod = self.pod.take().expect("a pod");
+                let pod = self
+                    .pod
+                    .take()
+                    .expect("a pod place keeps its pod until it finishes");
                 pod.finish(Err(failure.clone()), 0, 0)?;
                 Err(failure)
             }

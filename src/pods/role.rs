@@ -272,7 +272,7 @@ impl PodRun {
                         .lock()
                         .expect("no thread panics holding this lock")
                         .start_together(JOIN_TIMEOUT)
-                        .map_err(|e| e.0)
+                        .map_err(|e| Failure::run(e.0))
                 }),
             }
         }))

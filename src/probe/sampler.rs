@@ -1,6 +1,6 @@
 //! A background sampler for the measured window, whatever the engine: a thread of its own that
 //! samples until told to finish, then hands its samples over; each engine's probes say what it
-//! samples (`postgres::sampler::start`, `mariadb::start_sampler`).
+//! samples (`postgres::sampler::start`, `mysql::start_sampler`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use stampede_base::error::Failure;
 use stampede_stats::paired::{compare_paired, rounds_to_decide, PairedComparison};
 use stampede_stats::verdict::{self, Comparison, Direction, Verdict};
 use stampede_stats::{median, robust_z};
@@ -99,15 +100,54 @@ const RUN_METRICS: [(&str, Metric); 6] = [
     ("server_cpu", Metric::ServerCpu),
 ];
 
+/// A metric name that names none: the names it could be, for the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnknownMetric {
+    /// `statement:` with no text after it.
+    NoStatement(String),
+    /// A name no metric has; `known` are every metric's, run metrics first.
+    Name {
+        given: String,
+        known: Vec<&'static str>,
+    },
+}
+
+impl std::fmt::Display for UnknownMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnknownMetric::NoStatement(given) => write!(
+                f,
+                "\"{given}\": give the statement's text (its beginning is enough) after \"statement:\""
+            ),
+            UnknownMetric::Name { given, known } => {
+                let (last, rest) = known.split_last().expect("the run metrics at least");
+                write!(
+                    f,
+                    "unknown metric \"{given}\"; use {} or {last} (or statement:<text>)",
+                    rest.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl From<UnknownMetric> for Failure {
+    /// The user's `--metric` to fix.
+    fn from(error: UnknownMetric) -> Failure {
+        Failure::input(error.to_string())
+    }
+}
+
 impl Metric {
     /// One of `RUN_METRICS` or of the metrics the workloads declare.
-    pub fn parse(name: &str, declared: &[&'static WorkloadMetric]) -> Result<Metric, String> {
+    pub fn parse(
+        name: &str,
+        declared: &[&'static WorkloadMetric],
+    ) -> Result<Metric, UnknownMetric> {
         if let Some(text) = name.strip_prefix(STATEMENT_PREFIX) {
             let text = statement_key(text);
             if text.is_empty() {
-                return Err(format!(
-                    "\"{name}\": give the statement's text (its beginning is enough) after \"statement:\""
-                ));
+                return Err(UnknownMetric::NoStatement(name.into()));
             }
             return Ok(Metric::Statement(text));
         }
@@ -116,15 +156,14 @@ impl Metric {
         }
         match declared.iter().find(|metric| metric.name == name) {
             Some(metric) => Ok(Metric::Workload(metric)),
-            None => {
-                let mut names: Vec<&str> = RUN_METRICS.iter().map(|(n, _)| *n).collect();
-                names.extend(declared.iter().map(|metric| metric.name));
-                let last = names.pop().expect("the run metrics at least");
-                Err(format!(
-                    "unknown metric \"{name}\"; use {} or {last} (or statement:<text>)",
-                    names.join(", ")
-                ))
-            }
+            None => Err(UnknownMetric::Name {
+                given: name.into(),
+                known: RUN_METRICS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .chain(declared.iter().map(|metric| metric.name))
+                    .collect(),
+            }),
         }
     }
 
@@ -580,7 +619,7 @@ mod tests {
         let none = Metric::parse("statement:SELECT", &[]).unwrap();
         assert_eq!(none.of(&run), None);
         assert_eq!(
-            Metric::parse("statement: ", &[]).unwrap_err(),
+            Metric::parse("statement: ", &[]).unwrap_err().to_string(),
             "\"statement: \": give the statement's text (its beginning is enough) after \"statement:\""
         );
     }
@@ -605,7 +644,7 @@ mod tests {
             Direction::LowerIsBetter
         );
         assert_eq!(
-            Metric::parse("qps", &declared).unwrap_err(),
+            Metric::parse("qps", &declared).unwrap_err().to_string(),
             "unknown metric \"qps\"; use tps, p50, p95, p99, client_cpu, server_cpu, nopm or wait (or statement:<text>)"
         );
     }

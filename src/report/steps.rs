@@ -73,7 +73,7 @@ pub fn step_tables(
                     steps: Vec::new(),
                     rows: Vec::new(),
                 });
-                tables.last_mut().expect("pushed")
+                tables.last_mut().expect("a table was pushed just above")
             }
         };
         if !table.steps.contains(&run.script) {

@@ -151,6 +151,27 @@ pub(super) fn every_rust_file_has_a_header(sources: &Sources) -> Vec<String> {
         .collect()
 }
 
+/// The folders where `mariadb` names the product, a MariaDB server the lab installs and
+/// starts; everywhere else the second engine (its protocol, dialect and probes, which MySQL
+/// shares) is `mysql`.
+const MARIADB_THE_PRODUCT: [&str; 2] = ["src/server/mariadb/", "src/lab/targets/mariadb/"];
+
+/// One name for the second engine in file and folder names: `mysql`, but for the product's.
+pub(super) fn the_second_engine_is_named_mysql(sources: &Sources) -> Vec<String> {
+    sources
+        .paths()
+        .filter(|path| path.starts_with("src/") || path.starts_with("crates/"))
+        .filter(|path| path.ends_with(".rs") && path.contains("mariadb"))
+        .filter(|path| !MARIADB_THE_PRODUCT.iter().any(|p| path.starts_with(p)))
+        .map(|path| {
+            format!(
+                "{path}: the second engine is `mysql` in names (`mariadb` only for the server the lab starts: {})",
+                MARIADB_THE_PRODUCT.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// Every family folder is a module of `family/mod.rs` with its `KINDS` in `FAMILIES`, a command
 /// of `app/cli.rs` and an arm of `app/dispatch.rs`; every folder of `lab/targets/` is a kind in
 /// its `KINDS`.
@@ -218,6 +239,22 @@ mod tests {
         holds(no_family_imports_another(&sources));
         holds(every_rust_file_has_a_header(&sources));
         holds(registries_are_complete(&sources));
+        holds(the_second_engine_is_named_mysql(&sources));
+    }
+
+    #[test]
+    fn a_file_naming_mariadb_outside_the_product_s_folders_is_named() {
+        let sources = Sources::fixture(&[
+            ("src/server/mariadb/managed.rs", "//! x\n"),
+            ("src/lab/targets/mariadb/mod.rs", "//! x\n"),
+            ("src/probe/mysql/mod.rs", "//! x\n"),
+            ("src/family/tproch/mariadb.rs", "//! x\n"),
+            ("docs/mariadb.md", "# MariaDB\n"),
+        ]);
+        assert_eq!(
+            the_second_engine_is_named_mysql(&sources),
+            ["src/family/tproch/mariadb.rs: the second engine is `mysql` in names (`mariadb` only for the server the lab starts: src/server/mariadb/, src/lab/targets/mariadb/)"]
+        );
     }
 
     const DIAGRAM: &str = "# A\n```sh\ncargo tree\n```\n\n```\nstampede (binary)\n ├── stampede-wire  the wire\n │      └── stampede-conn\n ├── stampede-conn  where\n └── stampede-base  failures\n```\n";

@@ -2,6 +2,8 @@
 //! (values quoted with `'`, backslash escapes) and `postgresql://` URIs (user, password, host,
 //! port and database in the authority and path, the rest as `?key=value&…`, percent-encoded).
 
+use crate::ConnSpecError;
+
 /// The keywords libpq knows. Those stampede does not use are accepted and ignored, as a
 /// connection string written for psql or pgbench must still work.
 const KNOWN_KEYWORDS: &[&str] = &[
@@ -50,7 +52,7 @@ const KNOWN_KEYWORDS: &[&str] = &[
 ];
 
 /// The pairs of `text`, a URI or a `key=value` string, in order.
-pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
+pub fn parse(text: &str) -> Result<Vec<(String, String)>, ConnSpecError> {
     let pairs = match text
         .strip_prefix("postgresql://")
         .or_else(|| text.strip_prefix("postgres://"))
@@ -60,13 +62,13 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
     };
     for (key, _) in &pairs {
         if !KNOWN_KEYWORDS.contains(&key.as_str()) {
-            return Err(format!("invalid connection option \"{key}\""));
+            return Err(ConnSpecError::UnknownKeyword(key.clone()));
         }
     }
     Ok(pairs)
 }
 
-fn parse_key_values(text: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_key_values(text: &str) -> Result<Vec<(String, String)>, ConnSpecError> {
     let mut pairs = Vec::new();
     let mut chars = text.chars().peekable();
     loop {
@@ -80,9 +82,9 @@ fn parse_key_values(text: &str) -> Result<Vec<(String, String)>, String> {
         }
         while chars.next_if(|c| c.is_whitespace()).is_some() {}
         if chars.next() != Some('=') {
-            return Err(format!(
+            return Err(ConnSpecError::Syntax(format!(
                 "missing \"=\" after \"{key}\" in connection info string"
-            ));
+            )));
         }
         while chars.next_if(|c| c.is_whitespace()).is_some() {}
         let mut value = String::new();
@@ -90,7 +92,9 @@ fn parse_key_values(text: &str) -> Result<Vec<(String, String)>, String> {
             loop {
                 match chars.next() {
                     None => {
-                        return Err("unterminated quoted string in connection info string".into())
+                        return Err(ConnSpecError::Syntax(
+                            "unterminated quoted string in connection info string".into(),
+                        ))
                     }
                     Some('\'') => break,
                     Some('\\') => value.extend(chars.next()),
@@ -110,7 +114,7 @@ fn parse_key_values(text: &str) -> Result<Vec<(String, String)>, String> {
     }
 }
 
-fn parse_uri(rest: &str, whole: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_uri(rest: &str, whole: &str) -> Result<Vec<(String, String)>, ConnSpecError> {
     let mut pairs = Vec::new();
     let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (authority, path) = before_query.split_once('/').unwrap_or((before_query, ""));
@@ -149,9 +153,9 @@ fn parse_uri(rest: &str, whole: &str) -> Result<Vec<(String, String)>, String> {
     }
     for parameter in query.split('&').filter(|p| !p.is_empty()) {
         let Some((key, value)) = parameter.split_once('=') else {
-            return Err(format!(
+            return Err(ConnSpecError::Syntax(format!(
                 "missing key/value separator \"=\" in URI query parameter: \"{parameter}\""
-            ));
+            )));
         };
         pairs.push((decode(key, whole)?, decode(value, whole)?));
     }
@@ -214,7 +218,8 @@ fn key_value_password(text: &str) -> Option<&str> {
     }
 }
 
-pub(crate) fn decode(text: &str, whole: &str) -> Result<String, String> {
+pub(crate) fn decode(text: &str, whole: &str) -> Result<String, ConnSpecError> {
+    let invalid = || ConnSpecError::Syntax(format!("invalid percent-encoded token: \"{whole}\""));
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
@@ -223,7 +228,7 @@ pub(crate) fn decode(text: &str, whole: &str) -> Result<String, String> {
             let hex = text
                 .get(index + 1..index + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("invalid percent-encoded token: \"{whole}\""))?;
+                .ok_or_else(invalid)?;
             out.push(hex);
             index += 3;
         } else {
@@ -231,7 +236,7 @@ pub(crate) fn decode(text: &str, whole: &str) -> Result<String, String> {
             index += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("invalid percent-encoded token: \"{whole}\""))
+    String::from_utf8(out).map_err(|_| invalid())
 }
 
 #[cfg(test)]
@@ -302,9 +307,15 @@ mod tests {
         );
         assert_eq!(
             parse("host=db frobnicate=1").unwrap_err(),
+            ConnSpecError::UnknownKeyword("frobnicate".into())
+        );
+        assert_eq!(
+            parse("host=db frobnicate=1").unwrap_err().to_string(),
             "invalid connection option \"frobnicate\""
         );
-        assert!(parse("host").unwrap_err().starts_with("missing \"=\""));
+        assert!(
+            matches!(parse("host"), Err(ConnSpecError::Syntax(m)) if m.starts_with("missing \"=\""))
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use stampede_base::error::Failure;
 pub enum Engine {
     Postgres,
     /// MariaDB or MySQL: one client protocol and one SQL dialect for our purposes.
-    Mariadb,
+    Mysql,
 }
 
 impl Engine {
@@ -19,7 +19,7 @@ impl Engine {
     pub fn name(self) -> &'static str {
         match self {
             Engine::Postgres => "PostgreSQL",
-            Engine::Mariadb => "MariaDB/MySQL",
+            Engine::Mysql => "MariaDB/MySQL",
         }
     }
 
@@ -27,7 +27,7 @@ impl Engine {
     pub fn spec_key(self) -> &'static str {
         match self {
             Engine::Postgres => "postgres",
-            Engine::Mariadb => "mariadb",
+            Engine::Mysql => "mariadb",
         }
     }
 }
@@ -43,7 +43,7 @@ impl Endpoint {
     pub fn engine(&self) -> Engine {
         match self {
             Endpoint::Postgres(_) => Engine::Postgres,
-            Endpoint::Mysql(_) => Engine::Mariadb,
+            Endpoint::Mysql(_) => Engine::Mysql,
         }
     }
 

@@ -5,6 +5,8 @@
 use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
 
+use crate::ConnSpecError;
+
 /// libpq's default port, which an empty entry of a port list stands for.
 const DEFAULT_PORT: u16 = 5432;
 
@@ -54,7 +56,7 @@ impl ServerState {
 }
 
 impl SessionAttrs {
-    pub fn parse(text: &str) -> Result<SessionAttrs, String> {
+    pub fn parse(text: &str) -> Result<SessionAttrs, ConnSpecError> {
         Ok(match text {
             "any" => SessionAttrs::Any,
             "read-write" => SessionAttrs::ReadWrite,
@@ -62,7 +64,12 @@ impl SessionAttrs {
             "primary" => SessionAttrs::Primary,
             "standby" => SessionAttrs::Standby,
             "prefer-standby" => SessionAttrs::PreferStandby,
-            _ => return Err(format!("invalid target_session_attrs value: \"{text}\"")),
+            _ => {
+                return Err(ConnSpecError::Value {
+                    keyword: "target_session_attrs",
+                    value: text.into(),
+                })
+            }
         })
     }
 
@@ -103,11 +110,14 @@ pub struct Failover {
     pub load_balance: bool,
 }
 
-pub fn parse_load_balance(text: &str) -> Result<bool, String> {
+pub fn parse_load_balance(text: &str) -> Result<bool, ConnSpecError> {
     match text {
         "disable" => Ok(false),
         "random" => Ok(true),
-        _ => Err(format!("invalid load_balance_hosts value: \"{text}\"")),
+        _ => Err(ConnSpecError::Value {
+            keyword: "load_balance_hosts",
+            value: text.into(),
+        }),
     }
 }
 
@@ -123,7 +133,9 @@ pub struct AddressLists {
 /// Matches the lists up as libpq does: as many entries as hosts (or addresses when no host is
 /// given), one port for all or one per host; an empty port entry is the default port. Host
 /// entries stay empty where the caller supplies the default.
-pub fn match_lists(lists: &AddressLists) -> Result<Vec<(String, Option<IpAddr>, u16)>, String> {
+pub fn match_lists(
+    lists: &AddressLists,
+) -> Result<Vec<(String, Option<IpAddr>, u16)>, ConnSpecError> {
     let split = |text: &str| -> Vec<String> {
         if text.is_empty() {
             Vec::new()
@@ -138,11 +150,11 @@ pub fn match_lists(lists: &AddressLists) -> Result<Vec<(String, Option<IpAddr>, 
         .collect::<Result<Vec<_>, _>>()?;
     let count = hosts.len().max(addresses.len()).max(1);
     if !hosts.is_empty() && !addresses.is_empty() && hosts.len() != addresses.len() {
-        return Err(format!(
+        return Err(ConnSpecError::Conflict(format!(
             "could not match {} host names to {} hostaddr values",
             hosts.len(),
             addresses.len()
-        ));
+        )));
     }
     let ports = split(&lists.port)
         .iter()
@@ -152,10 +164,10 @@ pub fn match_lists(lists: &AddressLists) -> Result<Vec<(String, Option<IpAddr>, 
         })
         .collect::<Result<Vec<_>, _>>()?;
     if ports.len() > 1 && ports.len() != count {
-        return Err(format!(
+        return Err(ConnSpecError::Conflict(format!(
             "could not match {} port numbers to {count} hosts",
             ports.len()
-        ));
+        )));
     }
     Ok((0..count)
         .map(|index| {
@@ -172,21 +184,28 @@ pub fn match_lists(lists: &AddressLists) -> Result<Vec<(String, Option<IpAddr>, 
 }
 
 /// libpq's words for an address it cannot parse; an empty entry is no address.
-pub fn parse_hostaddr(text: &str) -> Result<Option<IpAddr>, String> {
+pub fn parse_hostaddr(text: &str) -> Result<Option<IpAddr>, ConnSpecError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
-    text.trim().parse().map(Some).map_err(|_| {
-        format!("invalid connection string: could not parse network address \"{text}\"")
-    })
+    text.trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| ConnSpecError::Value {
+            keyword: "hostaddr",
+            value: text.into(),
+        })
 }
 
-pub fn parse_port(text: &str) -> Result<u16, String> {
+pub fn parse_port(text: &str) -> Result<u16, ConnSpecError> {
     text.trim()
         .parse::<u16>()
         .ok()
         .filter(|p| *p > 0)
-        .ok_or_else(|| format!("invalid port number: \"{text}\""))
+        .ok_or_else(|| ConnSpecError::Value {
+            keyword: "port",
+            value: text.into(),
+        })
 }
 
 /// A permutation of `0..count` for one connection's try order (libpq shuffles with its own
@@ -241,11 +260,15 @@ mod tests {
         let matched = match_lists(&lists("", "127.0.0.1,127.0.0.2", "")).unwrap();
         assert_eq!(matched.len(), 2);
         assert_eq!(
-            match_lists(&lists("a,b,c", "", "1,2")).unwrap_err(),
+            match_lists(&lists("a,b,c", "", "1,2"))
+                .unwrap_err()
+                .to_string(),
             "could not match 2 port numbers to 3 hosts"
         );
         assert_eq!(
-            match_lists(&lists("a,b", "127.0.0.1", "")).unwrap_err(),
+            match_lists(&lists("a,b", "127.0.0.1", ""))
+                .unwrap_err()
+                .to_string(),
             "could not match 2 host names to 1 hostaddr values"
         );
         assert_eq!(match_lists(&lists("", "", "")).unwrap().len(), 1);
@@ -280,7 +303,7 @@ mod tests {
         );
         assert_eq!(SessionAttrs::Any.rejects(standby), None);
         assert_eq!(
-            SessionAttrs::parse("master").unwrap_err(),
+            SessionAttrs::parse("master").unwrap_err().to_string(),
             "invalid target_session_attrs value: \"master\""
         );
     }

@@ -6,6 +6,7 @@
 
 pub mod conninfo;
 pub mod endpoint;
+mod error;
 pub mod hosts;
 pub mod mysql;
 pub mod postgres;
@@ -14,6 +15,7 @@ pub mod service;
 pub mod tls;
 
 pub use endpoint::{Endpoint, Engine};
+pub use error::ConnSpecError;
 pub use mysql::MysqlSpec;
 pub use postgres::{ConnFlags, ConnSpec, ConnectError, ControlConnection};
 pub use runtime::control_runtime;

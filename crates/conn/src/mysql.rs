@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::ConnSpecError;
+
 /// Where and as whom to connect to a MariaDB/MySQL server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MysqlSpec {
@@ -31,15 +33,15 @@ impl MysqlSpec {
     /// A `mysql://` or `mariadb://` URL: `user:password@host:port/database`, each part
     /// percent-encoded as in a URI; `?socket=PATH` connects on a Unix socket. The port defaults
     /// to 3306 and the user to `root`, as the mysql client's.
-    pub fn from_url(text: &str) -> Result<MysqlSpec, String> {
+    pub fn from_url(text: &str) -> Result<MysqlSpec, ConnSpecError> {
         let rest = text
             .strip_prefix("mysql://")
             .or_else(|| text.strip_prefix("mariadb://"))
             .ok_or_else(|| {
-                format!(
+                ConnSpecError::Syntax(format!(
                     "\"{}\" is not a mysql:// or mariadb:// URL",
                     crate::conninfo::masked(text).0
-                )
+                ))
             })?;
         let decode = |part: &str| crate::conninfo::decode(part, &crate::conninfo::masked(text).0);
         let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
@@ -52,8 +54,10 @@ impl MysqlSpec {
         let (host, port) = match address.rsplit_once(':') {
             Some((host, port)) => (
                 host,
-                port.parse::<u16>()
-                    .map_err(|_| format!("invalid port number: \"{port}\""))?,
+                port.parse::<u16>().map_err(|_| ConnSpecError::Value {
+                    keyword: "port",
+                    value: port.into(),
+                })?,
             ),
             None => (address, 3306),
         };
@@ -77,9 +81,9 @@ impl MysqlSpec {
             match pair.split_once('=') {
                 Some(("socket", path)) => spec.socket = Some(PathBuf::from(decode(path)?)),
                 _ => {
-                    return Err(format!(
+                    return Err(ConnSpecError::Syntax(format!(
                         "unknown URL parameter \"{pair}\" (mysql:// takes socket=PATH)"
-                    ))
+                    )))
                 }
             }
         }
@@ -128,7 +132,9 @@ mod tests {
         let spec = MysqlSpec::from_url("mariadb://u@localhost/x?socket=%2Frun%2Fm.sock").unwrap();
         assert_eq!(spec.socket, Some(PathBuf::from("/run/m.sock")));
         assert_eq!(
-            MysqlSpec::from_url("mysql://u:pw@h:port/x").unwrap_err(),
+            MysqlSpec::from_url("mysql://u:pw@h:port/x")
+                .unwrap_err()
+                .to_string(),
             "invalid port number: \"port\""
         );
     }

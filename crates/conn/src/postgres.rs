@@ -7,6 +7,7 @@ use crate::hosts::{
     ServerState, SessionAttrs, SERVER_STATE_QUERY,
 };
 use crate::tls::{PgTlsConnector, PgTlsStream, SslMode, TlsSettings};
+use crate::ConnSpecError;
 use stampede_base::error::Failure;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -151,22 +152,21 @@ impl ConnSpec {
                 .and_then(|t| t.parse::<u64>().ok())
                 .map(Duration::from_secs),
             options: env_value("PGOPTIONS"),
-            tls: TlsSettings::from_env().map_err(Failure::input)?,
+            tls: TlsSettings::from_env()?,
             failover: Failover::default(),
             may_untrack: true,
         };
         if let Some(attrs) = env_value("PGTARGETSESSIONATTRS") {
-            spec.failover.target_session_attrs =
-                SessionAttrs::parse(&attrs).map_err(Failure::input)?;
+            spec.failover.target_session_attrs = SessionAttrs::parse(&attrs)?;
         }
         if let Some(balance) = env_value("PGLOADBALANCEHOSTS") {
-            spec.failover.load_balance = parse_load_balance(&balance).map_err(Failure::input)?;
+            spec.failover.load_balance = parse_load_balance(&balance)?;
         }
         let dbname_env = env_value("PGDATABASE");
         // A service's keywords come under the connection string's own, over the environment.
         let conninfo = flags.dbname.as_deref().filter(|c| looks_like_conninfo(c));
         if let Some(service) = service_name(conninfo)? {
-            let pairs = crate::service::lookup(&service).map_err(Failure::input)?;
+            let pairs = crate::service::lookup(&service)?;
             spec.apply_pairs(pairs, &mut lists)?;
         }
         if let Some(host) = &flags.host {
@@ -190,19 +190,19 @@ impl ConnSpec {
         }
         spec.set_hosts(&lists)?;
         // Certificate files and mode combinations are checked before anything connects.
-        spec.tls.client_config().map_err(Failure::input)?;
+        spec.tls.client_config()?;
         Ok(spec)
     }
 
     /// The first host goes into `host`/`hostaddr`/`port`, the rest into the failover list;
     /// each with its `.pgpass` password unless one was given.
     fn set_hosts(&mut self, lists: &AddressLists) -> Result<(), Failure> {
-        let matched = match_lists(lists).map_err(|message| {
-            if message.starts_with("invalid port number") {
-                Failure::run(message)
-            } else {
-                Failure::input(message)
-            }
+        // libpq refuses a bad port when it connects, not when it reads the string.
+        let matched = match_lists(lists).map_err(|error| match error {
+            ConnSpecError::Value {
+                keyword: "port", ..
+            } => Failure::run(error.to_string()),
+            error => Failure::from(error),
         })?;
         let explicit_password = self.password.clone();
         let mut entries = matched.into_iter().map(|(host, hostaddr, port)| {
@@ -247,7 +247,7 @@ impl ConnSpec {
     }
 
     fn apply_conninfo(&mut self, conninfo: &str, lists: &mut AddressLists) -> Result<(), Failure> {
-        let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
+        let invalid = |e: ConnSpecError| Failure::input(format!("invalid connection string: {e}"));
         self.apply_pairs(crate::conninfo::parse(conninfo).map_err(invalid)?, lists)
     }
 
@@ -256,7 +256,7 @@ impl ConnSpec {
         pairs: Vec<(String, String)>,
         lists: &mut AddressLists,
     ) -> Result<(), Failure> {
-        let invalid = |e: String| Failure::input(format!("invalid connection string: {e}"));
+        let invalid = |e: ConnSpecError| Failure::input(format!("invalid connection string: {e}"));
         for (key, value) in pairs {
             match key.as_str() {
                 "host" => lists.host = value,
@@ -268,19 +268,18 @@ impl ConnSpec {
                 "application_name" => self.application_name = value,
                 "connect_timeout" => {
                     let seconds = value.trim().parse::<u64>().map_err(|_| {
-                        invalid(format!("invalid integer value \"{value}\" for connection option \"connect_timeout\""))
+                        invalid(ConnSpecError::Value {
+                            keyword: "connect_timeout",
+                            value: value.clone(),
+                        })
                     })?;
                     self.connect_timeout = Some(Duration::from_secs(seconds));
                 }
                 "options" => self.options = Some(value),
                 "target_session_attrs" => {
-                    self.failover.target_session_attrs =
-                        SessionAttrs::parse(&value).map_err(Failure::input)?
+                    self.failover.target_session_attrs = SessionAttrs::parse(&value)?
                 }
-                "load_balance_hosts" => {
-                    self.failover.load_balance =
-                        parse_load_balance(&value).map_err(Failure::input)?
-                }
+                "load_balance_hosts" => self.failover.load_balance = parse_load_balance(&value)?,
                 _ => {
                     self.tls.set(&key, &value).map_err(invalid)?;
                 }
@@ -627,11 +626,17 @@ fn split_pgpass_line(line: &str) -> Vec<String> {
         match c {
             '\\' => {
                 if let Some(escaped) = chars.next() {
-                    fields.last_mut().expect("non-empty").push(escaped);
+                    fields
+                        .last_mut()
+                        .expect("fields starts with one field")
+                        .push(escaped);
                 }
             }
             ':' if fields.len() < 5 => fields.push(String::new()),
-            _ => fields.last_mut().expect("non-empty").push(c),
+            _ => fields
+                .last_mut()
+                .expect("fields starts with one field")
+                .push(c),
         }
     }
     fields

@@ -6,20 +6,24 @@
 
 use std::path::PathBuf;
 
+use crate::ConnSpecError;
+
 /// Debian's libpq looks here when PGSYSCONFDIR is not set.
 const DEFAULT_SYSCONFDIR: &str = "/etc/postgresql-common";
 
 /// The keywords of service `name`, in file order.
-pub fn lookup(name: &str) -> Result<Vec<(String, String)>, String> {
+pub fn lookup(name: &str) -> Result<Vec<(String, String)>, ConnSpecError> {
     for file in files() {
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };
-        if let Some(pairs) = section(&text, name).map_err(|e| format!("{}: {e}", file.display()))? {
+        let section = section(&text, name)
+            .map_err(|e| ConnSpecError::file(&file, format!("{}: {e}", file.display())))?;
+        if let Some(pairs) = section {
             return Ok(pairs);
         }
     }
-    Err(format!("definition of service \"{name}\" not found"))
+    Err(ConnSpecError::UnknownService(name.into()))
 }
 
 fn files() -> Vec<PathBuf> {
@@ -33,7 +37,7 @@ fn files() -> Vec<PathBuf> {
 }
 
 /// The pairs under `[name]` in a service file's text, if it has that section.
-fn section(text: &str, name: &str) -> Result<Option<Vec<(String, String)>>, String> {
+fn section(text: &str, name: &str) -> Result<Option<Vec<(String, String)>>, ConnSpecError> {
     let mut inside = false;
     let mut found = false;
     let mut pairs = Vec::new();
@@ -50,15 +54,15 @@ fn section(text: &str, name: &str) -> Result<Option<Vec<(String, String)>>, Stri
         if !inside {
             continue;
         }
-        let (key, value) = line
-            .split_once('=')
-            .ok_or_else(|| format!("syntax error in service file, line {}", number + 1))?;
+        let (key, value) = line.split_once('=').ok_or_else(|| {
+            ConnSpecError::Syntax(format!("syntax error in service file, line {}", number + 1))
+        })?;
         let key = key.trim();
         if key == "service" {
-            return Err(format!(
+            return Err(ConnSpecError::Syntax(format!(
                 "nested service specifications not supported, line {}",
                 number + 1
-            ));
+            )));
         }
         pairs.push((key.to_string(), value.trim().to_string()));
     }
@@ -83,9 +87,11 @@ mod tests {
         assert_eq!(section(text, "missing").unwrap(), None);
         assert!(section("[x]\nnot a pair\n", "x")
             .unwrap_err()
+            .to_string()
             .starts_with("syntax error in service file, line 2"));
         assert!(section("[x]\nservice=y\n", "x")
             .unwrap_err()
+            .to_string()
             .starts_with("nested service"));
     }
 }

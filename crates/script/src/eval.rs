@@ -8,6 +8,7 @@ use super::ast::{Expr, Function, VarSlot};
 use super::extensions::{sysbench_bulk, sysbench_random, tpcc_names};
 use super::prng::PgPrng;
 use super::value::{format_g15, Value};
+pub use crate::error::EvalError;
 
 /// What an expression can read while it is evaluated: the client's variables and random state,
 /// and where it is (for `debug()`'s output).
@@ -19,7 +20,7 @@ pub struct EvalContext<'a> {
     pub command_index: usize,
 }
 
-pub type EvalResult = Result<Value, String>;
+pub type EvalResult = Result<Value, EvalError>;
 
 const MIN_GAUSSIAN_PARAM: f64 = 2.0;
 const MIN_ZIPFIAN_PARAM: f64 = 1.001;
@@ -62,9 +63,11 @@ pub fn evaluate(expr: &Expr, ctx: &mut EvalContext<'_>) -> EvalResult {
             }
             _ => unreachable!("guarded by the length check"),
         },
-        Expr::Call(_, args) if args.len() > MAX_FUNCTION_ARGUMENTS => Err(format!(
-            "too many function arguments, maximum is {MAX_FUNCTION_ARGUMENTS}"
-        )),
+        Expr::Call(_, args) if args.len() > MAX_FUNCTION_ARGUMENTS => {
+            Err(EvalError::TooManyArguments {
+                most: MAX_FUNCTION_ARGUMENTS,
+            })
+        }
         Expr::Call(function, args) => evaluate_many(*function, args, ctx),
     }
 }
@@ -151,9 +154,11 @@ fn call_with_values(function: Function, values: &[Value], ctx: &mut EvalContext<
 fn read_variable(slot: VarSlot, ctx: &EvalContext<'_>) -> EvalResult {
     let name = || &ctx.variable_names[slot];
     match &ctx.variables[slot] {
-        Value::Unset => Err(format!("undefined variable \"{}\"", name())),
-        Value::Text(text) => text_to_value(text)
-            .ok_or_else(|| format!("malformed variable \"{}\" value: \"{}\"", name(), text)),
+        Value::Unset => Err(EvalError::Undefined(name().clone())),
+        Value::Text(text) => text_to_value(text).ok_or_else(|| EvalError::Malformed {
+            variable: name().clone(),
+            text: text.to_string(),
+        }),
         other => Ok(other.clone()),
     }
 }
@@ -212,10 +217,10 @@ fn type_name(value: &Value) -> &'static str {
 }
 
 /// coerceToBool: only booleans are booleans.
-fn to_bool(value: &Value) -> Result<bool, String> {
+fn to_bool(value: &Value) -> Result<bool, EvalError> {
     match value {
         Value::Bool(b) => Ok(*b),
-        other => Err(format!("cannot coerce {} to boolean", type_name(other))),
+        other => Err(coerce(other, "boolean")),
     }
 }
 
@@ -230,7 +235,7 @@ pub fn truth(value: &Value) -> bool {
 }
 
 /// coerceToInt: doubles round half to even (rint) and must fit.
-pub fn to_int(value: &Value) -> Result<i64, String> {
+pub fn to_int(value: &Value) -> Result<i64, EvalError> {
     match value {
         Value::Int(i) => Ok(*i),
         Value::Double(d) => {
@@ -238,20 +243,29 @@ pub fn to_int(value: &Value) -> Result<i64, String> {
             // FLOAT8_FITS_IN_INT64: [-2^63, 2^63).
             const LIMIT: f64 = 9_223_372_036_854_775_808.0;
             if rounded.is_nan() || !(-LIMIT..LIMIT).contains(&rounded) {
-                Err(format!("double to int overflow for {rounded:.6}"))
+                Err(EvalError::OutOfRange(format!(
+                    "double to int overflow for {rounded:.6}"
+                )))
             } else {
                 Ok(rounded as i64)
             }
         }
-        other => Err(format!("cannot coerce {} to int", type_name(other))),
+        other => Err(coerce(other, "int")),
     }
 }
 
-pub fn to_double(value: &Value) -> Result<f64, String> {
+pub fn to_double(value: &Value) -> Result<f64, EvalError> {
     match value {
         Value::Int(i) => Ok(*i as f64),
         Value::Double(d) => Ok(*d),
-        other => Err(format!("cannot coerce {} to double", type_name(other))),
+        other => Err(coerce(other, "double")),
+    }
+}
+
+fn coerce(value: &Value, to: &'static str) -> EvalError {
+    EvalError::Coerce {
+        from: type_name(value),
+        to,
     }
 }
 
@@ -352,7 +366,9 @@ fn call(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Eval
                 to_int(&values[2])?,
             );
             if size <= 0 {
-                return Err("permute size parameter must be greater than zero".into());
+                return Err(EvalError::Argument(
+                    "permute size parameter must be greater than zero".into(),
+                ));
             }
             Ok(Value::Int(permute(value, size, seed)))
         }
@@ -366,9 +382,9 @@ fn sysbench_random(function: Function, values: &[Value], ctx: &mut EvalContext<'
     if function == Function::SbDigits {
         let groups = to_int(&values[0])?;
         if !(0..=1000).contains(&groups) {
-            return Err(format!(
+            return Err(EvalError::Argument(format!(
                 "sb_rand_digits: {groups} groups is out of range 0..1000"
-            ));
+            )));
         }
         return Ok(Value::Text(std::sync::Arc::new(
             sysbench_random::digit_groups(rng, groups as usize),
@@ -376,19 +392,22 @@ fn sysbench_random(function: Function, values: &[Value], ctx: &mut EvalContext<'
     }
     let (low, high) = (to_int(&values[0])?, to_int(&values[1])?);
     if low > high {
-        return Err("empty range given to a sysbench distribution".into());
+        return Err(EvalError::Argument(
+            "empty range given to a sysbench distribution".into(),
+        ));
     }
     // The distributions compute high - low + 1, which must not overflow.
     let span = high.checked_sub(low).filter(|span| *span < i64::MAX / 2);
     if span.is_none_or(|span| low.checked_add(span + 1).is_none()) {
-        return Err("sysbench distribution range is too large".into());
+        return Err(EvalError::Argument(
+            "sysbench distribution range is too large".into(),
+        ));
     }
-    let positive = |value: &Value, name: &str| -> Result<u32, String> {
+    let positive = |value: &Value, name: &str| -> Result<u32, EvalError> {
         let n = to_int(value)?;
-        u32::try_from(n)
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{name} must be a positive integer (not {n})"))
+        u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+            EvalError::Argument(format!("{name} must be a positive integer (not {n})"))
+        })
     };
     let drawn = match function {
         Function::SbUniform => sysbench_random::uniform(rng, low, high),
@@ -398,9 +417,9 @@ fn sysbench_random(function: Function, values: &[Value], ctx: &mut EvalContext<'
         Function::SbSpecial => {
             let res = to_int(&values[4])?;
             if !(0..100).contains(&res) {
-                return Err(format!(
+                return Err(EvalError::Argument(format!(
                     "special distribution: res must be in 0..99 (not {res})"
-                ));
+                )));
             }
             let pct = positive(&values[3], "pct")?;
             let iterations = positive(&values[2], "iterations")?;
@@ -409,16 +428,18 @@ fn sysbench_random(function: Function, values: &[Value], ctx: &mut EvalContext<'
         Function::SbPareto => {
             let h = to_double(&values[2])?;
             if !(h > 0.0 && h < 1.0) {
-                return Err(format!("pareto h must be between 0 and 1 (not {h})"));
+                return Err(EvalError::Argument(format!(
+                    "pareto h must be between 0 and 1 (not {h})"
+                )));
             }
             sysbench_random::pareto(rng, low, high, h)
         }
         _ => {
             let exponent = to_double(&values[2])?;
             if exponent.is_nan() || exponent < 0.0 {
-                return Err(format!(
+                return Err(EvalError::Argument(format!(
                     "zipfian exponent must be at least 0 (not {exponent})"
-                ));
+                )));
             }
             sysbench_random::zipfian(rng, low, high, exponent)
         }
@@ -452,7 +473,7 @@ fn arithmetic(function: Function, left: &Value, right: &Value) -> EvalResult {
         });
     }
     let (l, r) = (to_int(left)?, to_int(right)?);
-    let overflow = |op: &str| format!("bigint {op} out of range");
+    let overflow = |op: &str| EvalError::OutOfRange(format!("bigint {op} out of range"));
     Ok(match function {
         Add => Value::Int(l.checked_add(r).ok_or_else(|| overflow("add"))?),
         Sub => Value::Int(l.checked_sub(r).ok_or_else(|| overflow("sub"))?),
@@ -463,7 +484,7 @@ fn arithmetic(function: Function, left: &Value, right: &Value) -> EvalResult {
         Lt => Value::Bool(l < r),
         _ => {
             if r == 0 {
-                return Err("division by zero".into());
+                return Err(EvalError::DivisionByZero);
             }
             if r == -1 {
                 if function == Mod {
@@ -502,14 +523,14 @@ fn extremum(greatest: bool, values: &[Value]) -> EvalResult {
 fn random(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> EvalResult {
     let (low, high) = (to_int(&values[0])?, to_int(&values[1])?);
     if low > high {
-        return Err("empty range given to random".into());
+        return Err(EvalError::Argument("empty range given to random".into()));
     }
     if high
         .checked_sub(low)
         .and_then(|d| d.checked_add(1))
         .is_none()
     {
-        return Err("random range is too large".into());
+        return Err(EvalError::Argument("random range is too large".into()));
     }
     let rng = &mut *ctx.random;
     if function == Function::Random {
@@ -520,9 +541,9 @@ fn random(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Ev
     let drawn = match function {
         Function::RandomGaussian => {
             if param < MIN_GAUSSIAN_PARAM {
-                return Err(format!(
+                return Err(EvalError::Argument(format!(
                     "gaussian parameter must be at least {MIN_GAUSSIAN_PARAM:.6} (not {param:.6})"
-                ));
+                )));
             }
             let stdev = loop {
                 let z = rng.next_normal();
@@ -534,17 +555,17 @@ fn random(function: Function, values: &[Value], ctx: &mut EvalContext<'_>) -> Ev
         }
         Function::RandomZipfian => {
             if !(MIN_ZIPFIAN_PARAM..=MAX_ZIPFIAN_PARAM).contains(&param) {
-                return Err(format!(
+                return Err(EvalError::Argument(format!(
                     "zipfian parameter must be in range [{MIN_ZIPFIAN_PARAM:.3}, {MAX_ZIPFIAN_PARAM:.0}] (not {param:.6})"
-                ));
+                )));
             }
             low - 1 + zipfian(rng, high - low + 1, param)
         }
         _ => {
             if param <= 0.0 {
-                return Err(format!(
+                return Err(EvalError::Argument(format!(
                     "exponential parameter must be greater than zero (not {param:.6})"
-                ));
+                )));
             }
             let cut = (-param).exp();
             let uniform = 1.0 - rng.next_f64();
@@ -683,7 +704,7 @@ mod tests {
         assert!(matches!(folded(":x + 1"), Expr::Call(Function::Add, _)));
     }
 
-    fn eval(text: &str) -> EvalResult {
+    fn eval(text: &str) -> Result<Value, String> {
         let mut vars = VarTable::default();
         let expr = ExprParser::parse(text, &mut vars).map_err(|e| e.message)?;
         let mut random = PgPrng::seeded(1);
@@ -695,7 +716,7 @@ mod tests {
             script_index: 0,
             command_index: 0,
         };
-        evaluate(&expr, &mut ctx)
+        evaluate(&expr, &mut ctx).map_err(|e| e.to_string())
     }
 
     #[test]

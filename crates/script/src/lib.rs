@@ -2,6 +2,7 @@
 //! pgbench's PRNG. Knows nothing about connections.
 
 pub mod ast;
+pub mod error;
 pub mod eval;
 pub mod expr;
 pub mod extensions;

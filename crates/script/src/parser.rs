@@ -595,7 +595,9 @@ fn resolve_conditionals(
         let previous = *open.branches.last().expect("an \\if opened the chain");
         set_on_false(&mut commands[previous].kind, index);
         if label == "endif" {
-            let open = stack.pop().expect("checked above");
+            let open = stack
+                .pop()
+                .expect("open was read from the stack's top above");
             for branch in &open.branches[1..] {
                 set_end(&mut commands[*branch].kind, index);
             }

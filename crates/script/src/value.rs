@@ -63,8 +63,10 @@ pub fn format_g15(value: f64) -> String {
         };
     }
     let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
-    let (mantissa, exponent) = scientific.split_once('e').expect("exponent form");
-    let exponent: i32 = exponent.parse().expect("exponent digits");
+    let (mantissa, exponent) = scientific.split_once('e').expect("{:e} always writes an e");
+    let exponent: i32 = exponent
+        .parse()
+        .expect("{:e} writes the exponent as an integer");
     if !(-4..PRECISION).contains(&exponent) {
         let mantissa = strip_fraction_zeros(mantissa);
         let sign = if exponent < 0 { '-' } else { '+' };

@@ -163,7 +163,7 @@ fn read_worker(
                     sent_us,
                     coordinator_us: now_us(),
                 };
-                let mut out = writer.lock().expect("writer");
+                let mut out = writer.lock().expect("no thread panics holding this lock");
                 if send(&mut *out, &reply).is_err() {
                     break;
                 }
@@ -394,7 +394,10 @@ impl Session<'_> {
 
     fn broadcast(&self, message: &ToWorker) {
         for pod in self.pods.iter().flatten() {
-            let mut out = pod.writer.lock().expect("writer");
+            let mut out = pod
+                .writer
+                .lock()
+                .expect("no thread panics holding this lock");
             let _ = send(&mut *out, message);
         }
     }
@@ -404,7 +407,7 @@ impl Session<'_> {
             reason: reason.to_string(),
         };
         for (_, writer) in &self.slots {
-            let mut out = writer.lock().expect("writer");
+            let mut out = writer.lock().expect("no thread panics holding this lock");
             let _ = send(&mut *out, &abort);
         }
     }
@@ -415,7 +418,9 @@ impl Session<'_> {
             .iter_mut()
             .enumerate()
             .map(|(index, pod)| {
-                let pod = pod.as_mut().expect("joined");
+                let pod = pod
+                    .as_mut()
+                    .expect("outcomes are read after every pod joined");
                 PodOutcome {
                     pod: index,
                     offset_us: pod.offset_us,

@@ -45,7 +45,10 @@ impl<T> IntervalLine<T> {
             if !all {
                 break;
             }
-            let reports = self.pending.remove(&index).expect("present");
+            let reports = self
+                .pending
+                .remove(&index)
+                .expect("the key was just read from pending");
             done.push((index, reports));
         }
         done

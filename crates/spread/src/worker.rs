@@ -93,7 +93,10 @@ impl Worker {
 
     /// Why the coordinator aborted the run, once it did.
     pub fn abort_reason(&self) -> Option<String> {
-        self.abort_reason.lock().expect("reason").clone()
+        self.abort_reason
+            .lock()
+            .expect("no thread panics holding this lock")
+            .clone()
     }
 
     /// Says the clients are connected, waits for the agreed start and returns when this host's
@@ -157,7 +160,10 @@ impl Worker {
     }
 
     fn send(&self, message: &ToCoordinator) -> Result<(), SpreadError> {
-        let mut out = self.writer.lock().expect("writer");
+        let mut out = self
+            .writer
+            .lock()
+            .expect("no thread panics holding this lock");
         send(&mut *out, message)
             .map_err(|e| SpreadError::new(format!("lost the connection to the coordinator: {e}")))
     }
@@ -207,7 +213,7 @@ fn spawn_reader(
             let mut reader = BufReader::new(stream);
             while let Ok(Some(message)) = receive::<ToWorker>(&mut reader) {
                 if let ToWorker::Abort { reason: why } = &message {
-                    *reason.lock().expect("reason") = Some(why.clone());
+                    *reason.lock().expect("no thread panics holding this lock") = Some(why.clone());
                     aborted.store(true, Ordering::SeqCst);
                 }
                 if sender.send(message).is_err() {

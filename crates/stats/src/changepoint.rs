@@ -166,7 +166,7 @@ fn pelt(logs: &[f64], variance: f64, penalty: f64) -> Vec<usize> {
             .iter()
             .map(|&from| (from, best[from] + cost(from, end) + penalty))
             .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("a start");
+            .expect("starts holds 0 from the first end on");
         best[end] = total;
         last_change[end] = from;
         starts.retain(|&from| best[from] + cost(from, end) <= total);

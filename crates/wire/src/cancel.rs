@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use stampede_conn::{ConnSpec, MysqlSpec};
 
 use crate::mysql::MyConn;
+use crate::reply::ConnError;
 
 /// What cancels one connection's running query.
 #[derive(Clone)]
@@ -38,30 +39,36 @@ const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 impl CancelToken {
     /// Asks the server to interrupt the query, within a few seconds; whether it could is
     /// the caller's to ignore (the server may be gone too).
-    pub async fn cancel(&self) -> Result<(), String> {
+    pub async fn cancel(&self) -> Result<(), ConnError> {
         match self {
             CancelToken::Postgres(postgres) => {
                 tokio::time::timeout(CANCEL_TIMEOUT, postgres.send())
                     .await
-                    .map_err(|_| "timeout expired".to_string())?
-                    .map_err(|e| e.to_string())
+                    .map_err(|_| timed_out())??;
+                Ok(())
             }
             CancelToken::Mysql {
                 server,
                 connection_id,
             } => {
-                let mut session = MyConn::connect(server, CANCEL_TIMEOUT)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let mut session = MyConn::connect(server, CANCEL_TIMEOUT).await?;
                 let kill = format!("KILL QUERY {connection_id}");
                 let killed = tokio::time::timeout(CANCEL_TIMEOUT, session.execute_simple(&kill))
                     .await
-                    .map_err(|_| "timeout expired".to_string())?;
+                    .map_err(|_| timed_out())?;
                 session.close().await;
-                killed.map(|_| ()).map_err(|e| e.to_string())
+                killed.map(|_| ())
             }
         }
     }
+}
+
+/// libpq's words for a wait that ran out.
+fn timed_out() -> ConnError {
+    ConnError::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "timeout expired",
+    ))
 }
 
 impl PostgresCancel {

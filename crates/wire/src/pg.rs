@@ -98,19 +98,17 @@ impl PgConn {
     }
 
     /// One host, its server's state checked when `attrs` asks.
-    async fn connect_as(spec: &ConnSpec, attrs: SessionAttrs) -> Result<PgConn, String> {
-        let mut conn = PgConn::connect_to_host(spec)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn connect_as(spec: &ConnSpec, attrs: SessionAttrs) -> Result<PgConn, ConnError> {
+        let mut conn = PgConn::connect_to_host(spec).await?;
         if !attrs.needs_server_state() {
             return Ok(conn);
         }
-        let state = conn.server_state().await.map_err(|e| e.to_string())?;
+        let state = conn.server_state().await?;
         match attrs.rejects(state) {
             None => Ok(conn),
             Some(reason) => {
                 conn.close().await;
-                Err(reason.to_string())
+                Err(ConnError::Protocol(reason.to_string()))
             }
         }
     }

@@ -511,9 +511,10 @@ pub async fn open_stream(spec: &ConnSpec, force_tls: bool) -> Result<Stream, Con
         return Ok(Stream::Tcp(stream));
     }
     let config = stampede_conn::tls::cached_client_config(&spec.tls)
-        .map_err(ConnError::Protocol)?
+        .map_err(|e| ConnError::Protocol(e.to_string()))?
         .ok_or_else(|| ConnError::Protocol("TLS is disabled by sslmode".into()))?;
-    let name = stampede_conn::tls::server_name(&spec.host).map_err(ConnError::Protocol)?;
+    let name = stampede_conn::tls::server_name(&spec.host)
+        .map_err(|e| ConnError::Protocol(e.to_string()))?;
     let tls = tokio_rustls::TlsConnector::from(config)
         .connect(name, stream)
         .await

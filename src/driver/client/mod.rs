@@ -426,7 +426,8 @@ impl Client {
             command_index,
         };
         let result = evaluate(expr, &mut ctx);
-        result.map_err(|message| {
+        result.map_err(|error| {
+            let message = error.to_string();
             self.meta_command_failed(&message, command, command_index, script_index, "evaluation")
         })
     }
@@ -528,7 +529,7 @@ impl Client {
                     Value::Text(t) => t.trim().parse::<i64>().map_err(|_| {
                         format!("sleep: invalid sleep time \"{t}\" for variable \"{name}\"")
                     }),
-                    other => to_int(other),
+                    other => to_int(other).map_err(|e| e.to_string()),
                 }
             }
         }
@@ -917,7 +918,12 @@ impl Client {
                 let message = format!("expected one row, got {rows}");
                 return Err(query_error(self.id, query, message));
             }
-            vec![(query, results.last().expect("checked"))]
+            vec![(
+                query,
+                results
+                    .last()
+                    .expect("one row was counted in the last result"),
+            )]
         };
         let command = if store.all_queries { "aset" } else { "gset" };
         for (query, result) in chosen {

@@ -65,8 +65,10 @@ impl Client {
         } else {
             let prepared = self.mysql_statements[script_index][command_index]
                 .as_ref()
-                .expect("prepared");
-            let statement = prepared.statement.expect("not emulated");
+                .expect("a prepared command's statement is prepared when the client connects");
+            let statement = prepared
+                .statement
+                .expect("an emulated statement is sent as text above");
             let variables = &self.variables;
             let values = prepared.params.iter().map(|slot| &variables[*slot]);
             match mysql(&mut self.conn) {

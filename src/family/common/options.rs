@@ -5,6 +5,38 @@
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::Deserialize;
 
+/// A value an option does not take (`--mode "x"`, `rules = "x"`): the option as the user
+/// wrote it, the value, and what it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadValue {
+    pub option: String,
+    pub value: String,
+    pub takes: &'static str,
+}
+
+impl BadValue {
+    pub fn new(option: &str, value: &str, takes: &'static str) -> BadValue {
+        BadValue {
+            option: option.into(),
+            value: value.into(),
+            takes,
+        }
+    }
+}
+
+impl std::fmt::Display for BadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} \"{}\": {}", self.option, self.value, self.takes)
+    }
+}
+
+impl From<BadValue> for stampede_base::error::Failure {
+    /// The user's option to fix.
+    fn from(error: BadValue) -> stampede_base::error::Failure {
+        stampede_base::error::Failure::input(error.to_string())
+    }
+}
+
 /// Why a workload's options were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionsError {

@@ -227,14 +227,13 @@ pub struct Settings {
 
 fn run_sessions(args: &RunArgs) -> CommandResult {
     args.kube.check_alone()?;
-    let mode = Mode::parse(&args.mode).map_err(Failure::input)?;
+    let mode = Mode::parse(&args.mode)?;
     let sessions = positive::<u32>(args.sessions, "sessions")?;
     let seconds = positive::<u64>(args.time, "time")?;
     let stall_timeout = crate::driver::plan::stall_timeout_option(
         args.stall_timeout.as_deref(),
         &RunLimit::Duration(Duration::from_secs(seconds)),
-    )
-    .map_err(Failure::input)?;
+    )?;
     let rw_ratio = positive::<u32>(args.rw_ratio, "rw-ratio")?;
     let seed = args
         .seed

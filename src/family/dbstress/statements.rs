@@ -7,6 +7,7 @@
 //! (`dbSTRESS-common.lua`, MySQL-only DDL); see docs/dbstress.md for what this implementation chose
 //! where the original kit is not public.
 
+use crate::family::common::options::BadValue;
 use stampede_conn::Engine;
 
 /// The marker `prepare` leaves, with the object count and the number of sets.
@@ -145,12 +146,14 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn parse(text: &str) -> Result<Mode, String> {
+    pub fn parse(text: &str) -> Result<Mode, BadValue> {
         match text {
             "ro" => Ok(Mode::ReadOnly),
             "rw" => Ok(Mode::ReadWrite),
-            _ => Err(format!(
-                "--mode \"{text}\": the modes are ro (read-only) and rw (read+write)"
+            _ => Err(BadValue::new(
+                "--mode",
+                text,
+                "the modes are ro (read-only) and rw (read+write)",
             )),
         }
     }
@@ -227,7 +230,7 @@ pub fn script(set: u32, shape: &TransactionShape, engine: Engine) -> String {
     text.push_str("\\set txn_number :txn_number + 1\n");
     match engine {
         Engine::Postgres => text,
-        Engine::Mariadb => text.replace("::bpchar", ""),
+        Engine::Mysql => text.replace("::bpchar", ""),
     }
 }
 
@@ -261,7 +264,7 @@ fn object_draws(shape: &TransactionShape, engine: Engine) -> String {
         .iter()
         .map(|name| match engine {
             Engine::Postgres => format!("\\set {name} random({low}, {high})\n"),
-            Engine::Mariadb => format!("\\set {name} text(random({low}, {high}))\n"),
+            Engine::Mysql => format!("\\set {name} text(random({low}, {high}))\n"),
         })
         .collect()
 }
@@ -284,7 +287,7 @@ mod tests {
                     sessions: 4,
                     objects: 1000,
                 };
-                for engine in [Engine::Postgres, Engine::Mariadb] {
+                for engine in [Engine::Postgres, Engine::Mysql] {
                     let text = script(1, &shape, engine);
                     parse_script("dbstress", "dbstress", &text, &mut VarTable::default())
                         .unwrap_or_else(|e| panic!("{e}\n{text}"));

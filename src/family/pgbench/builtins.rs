@@ -2,6 +2,7 @@
 //! study 002's analytical queries (`analytics-q1..q4`).
 
 use crate::family::pgbench::analytics;
+use stampede_base::error::Failure;
 
 #[derive(Debug)]
 pub struct Builtin {
@@ -66,7 +67,7 @@ const fn analytics_query(index: usize) -> Builtin {
 
 /// The builtins a `-b` name stands for: `analytics` is all four analytical queries, any other
 /// name (or unambiguous prefix) one builtin.
-pub fn expand_builtin(name: &str) -> Result<Vec<&'static Builtin>, String> {
+pub fn expand_builtin(name: &str) -> Result<Vec<&'static Builtin>, NoBuiltin> {
     if name == analytics::ALL {
         return Ok(BUILTINS
             .iter()
@@ -77,21 +78,48 @@ pub fn expand_builtin(name: &str) -> Result<Vec<&'static Builtin>, String> {
 }
 
 /// Finds a builtin by name or unambiguous prefix, with pgbench's error wording.
-pub fn find_builtin(name: &str) -> Result<&'static Builtin, String> {
+pub fn find_builtin(name: &str) -> Result<&'static Builtin, NoBuiltin> {
     let matches: Vec<&Builtin> = BUILTINS
         .iter()
         .filter(|b| b.name.starts_with(name))
         .collect();
     match matches.as_slice() {
         [one] => Ok(one),
-        [] => Err(format!(
-            "no builtin script found for name \"{name}\" (available: {})",
-            builtin_names()
-        )),
-        many => Err(format!(
-            "ambiguous builtin name: {} builtin scripts found for prefix \"{name}\"",
-            many.len()
-        )),
+        [] => Err(NoBuiltin::Unknown(name.into())),
+        many => Err(NoBuiltin::Ambiguous {
+            prefix: name.into(),
+            matches: many.len(),
+        }),
+    }
+}
+
+/// A `-b` name that names no one builtin, shown in pgbench's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoBuiltin {
+    Unknown(String),
+    Ambiguous { prefix: String, matches: usize },
+}
+
+impl std::fmt::Display for NoBuiltin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoBuiltin::Unknown(name) => write!(
+                f,
+                "no builtin script found for name \"{name}\" (available: {})",
+                builtin_names()
+            ),
+            NoBuiltin::Ambiguous { prefix, matches } => write!(
+                f,
+                "ambiguous builtin name: {matches} builtin scripts found for prefix \"{prefix}\""
+            ),
+        }
+    }
+}
+
+impl From<NoBuiltin> for Failure {
+    /// The user's `-b` (or a lab's `scripts`) to fix.
+    fn from(error: NoBuiltin) -> Failure {
+        Failure::input(error.to_string())
     }
 }
 
@@ -127,11 +155,20 @@ mod tests {
     fn prefixes_resolve_when_unambiguous() {
         assert_eq!(find_builtin("tpcb").unwrap().name, "tpcb-like");
         assert_eq!(find_builtin("se").unwrap().name, "select-only");
+        assert_eq!(
+            find_builtin("s").unwrap_err(),
+            NoBuiltin::Ambiguous {
+                prefix: "s".into(),
+                matches: 2
+            }
+        );
         assert!(find_builtin("s")
             .unwrap_err()
+            .to_string()
             .starts_with("ambiguous builtin name: 2"));
         assert!(find_builtin("nope")
             .unwrap_err()
+            .to_string()
             .starts_with("no builtin script found"));
     }
 

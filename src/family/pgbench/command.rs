@@ -26,7 +26,7 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
         return Ok(());
     }
     if let Some(name) = &args.show_script {
-        let builtin = builtins::find_builtin(name).map_err(Failure::input)?;
+        let builtin = builtins::find_builtin(name)?;
         eprintln!(
             "-- {}: {}\n{}",
             builtin.name, builtin.description, builtin.script
@@ -297,8 +297,7 @@ fn run_spec(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> Result<RunSpec, F
         None => crate::driver::RunLimit::TransactionsPerClient(0),
     };
     let stall_timeout =
-        crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)
-            .map_err(Failure::input)?;
+        crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)?;
     if args.progress_timestamp && progress_secs.is_none() {
         return Err(Failure::input(
             "--progress-timestamp is allowed only under --progress",
@@ -418,7 +417,7 @@ fn resolve_scripts(choices: Vec<ScriptChoice>) -> Result<Vec<(ScriptChoice, u32)
         match choice {
             ScriptChoice::Builtin(option) => {
                 let (name, weight) = script_weight(&option)?;
-                for builtin in builtins::expand_builtin(&name).map_err(Failure::input)? {
+                for builtin in builtins::expand_builtin(&name)? {
                     scripts.push((ScriptChoice::Builtin(builtin.name.to_string()), weight));
                 }
             }

@@ -69,7 +69,7 @@ fn start_progress(loader: &Loader, quiet: bool) -> (ProgressBar, Arc<AtomicU64>)
         ProgressStyle::with_template(
             "{bar:40} {human_pos}/{human_len} rows ({percent}%) elapsed {elapsed}, remaining {eta}",
         )
-        .expect("valid template"),
+        .expect("the progress template is a constant that parses"),
     );
     if quiet {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());

@@ -104,9 +104,7 @@ impl FamilyWorkload for PgbenchLab {
                 .map(|_| PgbenchVariant::File(name.to_string()))
                 .map_err(|e| Failure::input(format!("could not open file \"{name}\": {e}")));
         }
-        builtins::find_builtin(name)
-            .map(PgbenchVariant::Builtin)
-            .map_err(Failure::input)
+        Ok(PgbenchVariant::Builtin(builtins::find_builtin(name)?))
     }
 
     fn default_variants(&self) -> Vec<String> {

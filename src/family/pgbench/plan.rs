@@ -30,7 +30,7 @@ pub fn parse_scripts(spec: &RunSpec) -> Result<ParsedScripts, Failure> {
     for (choice, weight) in &spec.scripts {
         let (source, description, text) = match choice {
             ScriptChoice::Builtin(name) => {
-                let builtin = builtins::find_builtin(name).map_err(Failure::input)?;
+                let builtin = builtins::find_builtin(name)?;
                 (
                     builtin.name.to_string(),
                     builtin.description.to_string(),

@@ -65,12 +65,12 @@ pub fn capture(
                 .as_ref()
                 .is_none_or(|db| *db == record.database);
             if !record.session.is_empty() && wanted {
-                if let Err(reason) = builder.accept(&record) {
+                if let Err(unreplayable) = builder.accept(&record) {
                     problems.push((
                         file.name.clone(),
                         Problem {
                             line: record.line,
-                            reason,
+                            reason: unreplayable.to_string(),
                         },
                     ));
                 }
@@ -161,7 +161,7 @@ struct SessionBuilder {
 }
 
 impl Builder {
-    fn accept(&mut self, record: &LogRecord) -> Result<(), String> {
+    fn accept(&mut self, record: &LogRecord) -> Result<(), Unreplayable> {
         self.last_ms = self.last_ms.max(record.at_ms);
         if self.is_own(record) {
             if record.severity == "LOG"
@@ -248,7 +248,7 @@ impl Builder {
         prepared: Option<&str>,
         text: &str,
         logged_at_start: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unreplayable> {
         if is_copy_with_client(text) {
             self.leave_out(
                 "COPY from or to the client (its data is not in the log): not replayed",
@@ -282,7 +282,7 @@ impl Builder {
     /// An ERROR ends the statement it names: the session's last one when `log_statement`
     /// logged it as it began; otherwise (`log_min_duration_statement` logs only statements
     /// that end) the failed statement is logged here alone, and is added.
-    fn failed(&mut self, record: &LogRecord) -> Result<(), String> {
+    fn failed(&mut self, record: &LogRecord) -> Result<(), Unreplayable> {
         let Some(&index) = self.by_id.get(&record.session) else {
             return match &record.statement {
                 Some(text) => self.failed_statement(record, text),
@@ -307,16 +307,17 @@ impl Builder {
         }
     }
 
-    fn failed_statement(&mut self, record: &LogRecord, text: &str) -> Result<(), String> {
+    fn failed_statement(&mut self, record: &LogRecord, text: &str) -> Result<(), Unreplayable> {
         if highest_parameter(&text.chars().collect::<Vec<_>>()) > 0 {
-            return Err(
-                "a failed statement logged without its parameters (log_min_duration_statement logs only those that end): left out"
-                    .into(),
-            );
+            return Err(Unreplayable::FailedWithoutParameters);
         }
         self.statement(record, record.at_ms, None, text, false)?;
         let session = self.session(record, true);
-        let last = session.session.statements.last_mut().expect("just added");
+        let last = session
+            .session
+            .statements
+            .last_mut()
+            .expect("self.statement added one just above");
         last.error = Some(record.sqlstate.clone().unwrap_or_else(|| "ERROR".into()));
         Ok(())
     }
@@ -444,21 +445,49 @@ fn is_copy_with_client(text: &str) -> bool {
 }
 
 /// An Execute's parameters from its DETAIL; every `$n` the text has must have its value.
-fn parameters(record: &LogRecord, text: &str) -> Result<Vec<Option<String>>, String> {
+fn parameters(record: &LogRecord, text: &str) -> Result<Vec<Option<String>>, Unreplayable> {
     let wanted = highest_parameter(&text.chars().collect::<Vec<_>>());
     let params = match &record.detail {
-        Some(detail) => message::parameters(detail).ok_or_else(|| {
-            format!("its parameters are cut off or not as the server writes them: {detail}")
-        })?,
+        Some(detail) => message::parameters(detail)
+            .ok_or_else(|| Unreplayable::ParametersCutOff(detail.clone()))?,
         None => Vec::new(),
     };
     if params.len() < wanted {
-        return Err(format!(
-            "a statement with ${wanted} logged with {} parameter(s) (log_parameter_max_length = 0 leaves them out; 13 and later log them)",
-            params.len()
-        ));
+        return Err(Unreplayable::ParametersMissing {
+            wanted,
+            logged: params.len(),
+        });
     }
     Ok(params)
+}
+
+/// A statement the log does not hold whole enough to replay: reported with its line.
+#[derive(Debug)]
+enum Unreplayable {
+    /// A DETAIL whose parameters are cut off or not as the server writes them.
+    ParametersCutOff(String),
+    /// Fewer parameters logged than the text's highest `$n`.
+    ParametersMissing { wanted: usize, logged: usize },
+    /// A failed statement with parameters, logged without their values.
+    FailedWithoutParameters,
+}
+
+impl std::fmt::Display for Unreplayable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreplayable::ParametersCutOff(detail) => write!(
+                f,
+                "its parameters are cut off or not as the server writes them: {detail}"
+            ),
+            Unreplayable::ParametersMissing { wanted, logged } => write!(
+                f,
+                "a statement with ${wanted} logged with {logged} parameter(s) (log_parameter_max_length = 0 leaves them out; 13 and later log them)"
+            ),
+            Unreplayable::FailedWithoutParameters => f.write_str(
+                "a failed statement logged without its parameters (log_min_duration_statement logs only those that end): left out",
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -302,8 +302,7 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
     catalog::generate(name, &options, threads).map_err(Failure::input)?;
     let protocol = protocol(&args.db_ps_mode)?;
     let limit = limit(args);
-    let stall_timeout = driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)
-        .map_err(Failure::input)?;
+    let stall_timeout = driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &limit)?;
     if !(0.0..=100.0).contains(&args.percentile) {
         return Err(Failure::input(format!(
             "--percentile must be in 0..100 (not {})",

@@ -39,7 +39,7 @@ fn build(args: &BuildArgs) -> CommandResult {
         Some(t) => positive::<usize>(t, "threads")?,
         None => stampede_base::cpu::cores(),
     };
-    let rules = Rules::parse(&args.rules, "--rules").map_err(Failure::input)?;
+    let rules = Rules::parse(&args.rules, "--rules")?;
     let endpoint = endpoint(&args.connection)?;
     if let Endpoint::Mysql(_) = endpoint {
         refuse_on_mysql(args, rules)?;

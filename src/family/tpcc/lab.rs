@@ -11,7 +11,8 @@ use super::run::{
 };
 use crate::driver::{Protocol, RunLimit};
 use crate::family::api::{
-    FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest, WorkloadMetric,
+    EngineRefusal, FamilyWorkload, LabWorkloadKind, Measurement, RunObserver, RunRequest,
+    WorkloadMetric,
 };
 use crate::family::common::measure::{self as lab_run, warmup_and_measure};
 use crate::family::common::options::{self, OptionsError};
@@ -112,11 +113,16 @@ impl FamilyWorkload for TpccLab {
         stampede_conn::control_runtime().block_on(super::build::build(&loader, &|_| {}))
     }
 
-    fn check_engine(&self, engine: Engine, mode: &Mode, protocol: Protocol) -> Result<(), String> {
-        if engine != Engine::Mariadb {
+    fn check_engine(
+        &self,
+        engine: Engine,
+        mode: &Mode,
+        protocol: Protocol,
+    ) -> Result<(), EngineRefusal> {
+        if engine != Engine::Mysql {
             return Ok(());
         }
-        let refused = if *mode == Mode::Client {
+        let what = if *mode == Mode::Client {
             "the client mode"
         } else if protocol != Protocol::Simple {
             "protocol = \"prepared\""
@@ -125,9 +131,11 @@ impl FamilyWorkload for TpccLab {
         } else {
             return Ok(());
         };
-        Err(format!(
-            "{refused} runs on PostgreSQL only: MariaDB/MySQL's TPROC-C is HammerDB's procedures called with HammerDB's inputs"
-        ))
+        Err(EngineRefusal {
+            what,
+            runs_on: Engine::Postgres,
+            why: "MariaDB/MySQL's TPROC-C is HammerDB's procedures called with HammerDB's inputs",
+        })
     }
 
     fn writes(&self, _mode: &Mode) -> bool {

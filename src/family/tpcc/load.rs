@@ -320,7 +320,7 @@ impl Loader {
                 } else {
                     random.nurand(255, 0, 999, constants.c_last)
                 };
-                rows.text(&last_name(last).expect("0..999"));
+                rows.text(&last_name(last).expect("NURand(255, 0, 999) draws in 0..=999"));
                 alphanumeric(rows, random, 10, 20);
                 alphanumeric(rows, random, 10, 20);
                 alphanumeric(rows, random, 10, 20);

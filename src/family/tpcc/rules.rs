@@ -11,6 +11,8 @@
 //! | Stock-Level's district | one per virtual user for the whole run | drawn per transaction |
 //! | The by-name customer of n | Payment the ⌊n/2⌋-th, Order-Status the ⌈n/2⌉+1-th | the ⌈n/2⌉-th (2.5.2.2) |
 
+use crate::family::common::options::BadValue;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rules {
     HammerDb,
@@ -20,12 +22,14 @@ pub enum Rules {
 impl Rules {
     pub const NAMES: [&'static str; 2] = ["hammerdb", "tpc-c"];
 
-    pub fn parse(text: &str, option: &str) -> Result<Rules, String> {
+    pub fn parse(text: &str, option: &str) -> Result<Rules, BadValue> {
         match text {
             "hammerdb" => Ok(Rules::HammerDb),
             "tpc-c" => Ok(Rules::TpcC),
-            _ => Err(format!(
-                "{option} \"{text}\": the rules are hammerdb (HammerDB's values and inputs) and tpc-c (the specification's)"
+            _ => Err(BadValue::new(
+                option,
+                text,
+                "the rules are hammerdb (HammerDB's values and inputs) and tpc-c (the specification's)",
             )),
         }
     }

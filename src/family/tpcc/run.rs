@@ -64,8 +64,7 @@ pub struct Settings {
 pub fn run(args: &RunArgs) -> CommandResult {
     let settings = settings(args)?;
     let stall_timeout =
-        crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
-            .map_err(Failure::input)?;
+        crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)?;
     let mut place = Place::of_this_process(Box::new(|interval| {
         if (interval.index + 1) % 10 == 0 {
             println!(
@@ -255,7 +254,7 @@ pub(super) fn settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     // Whole seconds: the driver's warmup is a whole number of its one-second intervals.
     let rampup = Duration::from_secs(duration(&args.rampup, "rampup")?.as_secs_f64().ceil() as u64);
-    let mode = Mode::parse(&args.mode).map_err(Failure::input)?;
+    let mode = Mode::parse(&args.mode)?;
     let limit = match args.iterations {
         Some(n) => RunLimit::TransactionsPerClient(positive::<u64>(n, "iterations")?),
         None => {
@@ -272,11 +271,11 @@ pub(super) fn settings(args: &RunArgs) -> Result<Settings, Failure> {
         )?,
         rampup,
         limit,
-        mix: Mix::parse(&args.mix).map_err(Failure::input)?,
+        mix: Mix::parse(&args.mix)?,
         mode,
         call: call_protocol(args, mode)?,
         keying_thinking: keying_thinking(args)?,
-        rules: Rules::parse(&args.rules, "--rules").map_err(Failure::input)?,
+        rules: Rules::parse(&args.rules, "--rules")?,
         seed: args
             .seed
             .unwrap_or_else(crate::family::common::measure::seed),

@@ -7,6 +7,7 @@ use super::client_scripts;
 use super::inputs::Inputs;
 use super::procedures::Routines;
 use crate::driver::Protocol;
+use crate::family::common::options::BadValue;
 
 /// Relative weights of the five transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub struct Mix {
 impl Mix {
     /// `45,43,4,4,4` (New-Order, Payment, Order-Status, Delivery, Stock-Level; summing to 100)
     /// or `hammerdb`: HammerDB's draw of 1..23 (10 New-Order, 10 Payment, 1 of each other).
-    pub fn parse(text: &str) -> Result<Mix, String> {
+    pub fn parse(text: &str) -> Result<Mix, BadValue> {
         if text == "hammerdb" {
             return Ok(Mix {
                 new_order: 10,
@@ -59,9 +60,11 @@ impl Mix {
     }
 }
 
-fn mix_error(text: &str) -> String {
-    format!(
-        "--mix \"{text}\": give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb"
+fn mix_error(text: &str) -> BadValue {
+    BadValue::new(
+        "--mix",
+        text,
+        "give five weights summing to 100 (New-Order, Payment, Order-Status, Delivery, Stock-Level) or hammerdb",
     )
 }
 
@@ -99,12 +102,14 @@ pub enum Mode {
 impl Mode {
     pub const NAMES: [&'static str; 2] = ["server", "client"];
 
-    pub fn parse(text: &str) -> Result<Mode, String> {
+    pub fn parse(text: &str) -> Result<Mode, BadValue> {
         match text {
             "server" => Ok(Mode::Server),
             "client" => Ok(Mode::Client),
-            _ => Err(format!(
-                "--mode \"{text}\": the modes are server (PL/pgSQL procedures) and client (prepared statements)"
+            _ => Err(BadValue::new(
+                "--mode",
+                text,
+                "the modes are server (PL/pgSQL procedures) and client (prepared statements)",
             )),
         }
     }

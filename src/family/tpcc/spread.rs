@@ -13,8 +13,7 @@ use stampede_conn::Endpoint;
 /// Launches the run as an Indexed Job once its options are checked.
 pub fn launch(args: &RunArgs) -> CommandResult {
     let settings = run::settings(args)?;
-    crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)
-        .map_err(Failure::input)?;
+    crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)?;
     Spread {
         command: &["tpcc", "run"],
         kube: &args.kube,

@@ -1,7 +1,7 @@
 //! The one entry point of a TPROC-H build, above both engines' loaders.
 
 use super::load::Build;
-use super::mariadb;
+use super::mysql;
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 
@@ -10,6 +10,6 @@ use stampede_conn::Endpoint;
 pub fn build(build: &Build, say: &(dyn Fn(String) + Sync)) -> Result<(), Failure> {
     match &build.endpoint {
         Endpoint::Postgres(conn) => build.run_postgres(conn, say),
-        Endpoint::Mysql(spec) => mariadb::build(build, spec, say),
+        Endpoint::Mysql(spec) => mysql::build(build, spec, say),
     }
 }

@@ -103,7 +103,7 @@ async fn indexes(session: &mut Session, dialect: Dialect, table: &str) -> Result
         Dialect::Postgres => format!(
             "SELECT count(*) FROM pg_indexes WHERE tablename = '{table}' AND schemaname = current_schema()"
         ),
-        Dialect::Mariadb => format!(
+        Dialect::Mysql => format!(
             "SELECT count(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{}'",
             dialect.table(table)
         ),
@@ -115,7 +115,7 @@ async fn indexes(session: &mut Session, dialect: Dialect, table: &str) -> Result
 async fn wrong_order_totals(session: &mut Session, dialect: Dialect) -> Result<i64, Failure> {
     let truncate = match dialect {
         Dialect::Postgres => "trunc",
-        Dialect::Mariadb => "truncate",
+        Dialect::Mysql => "truncate",
     };
     let statement = format!(
         "SELECT count(*) FROM (SELECT o_orderkey, o_totalprice - sum({truncate}({truncate}(l_extendedprice * (1 - l_discount), 2) * (1 + l_tax), 2)) AS part_res FROM {orders}, {lineitem} WHERE o_orderkey = l_orderkey GROUP BY o_orderkey, o_totalprice) temp WHERE part_res <> 0",

@@ -138,7 +138,7 @@ async fn table_kind(
         Dialect::Postgres => format!(
             "SELECT c.relname::text, count(*) FILTER (WHERE a.attname = '{key_column}') FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE c.relname = '{table}' AND c.relkind IN ('r', 'p') AND pg_catalog.pg_table_is_visible(c.oid) GROUP BY c.oid, c.relname"
         ),
-        Dialect::Mariadb => format!(
+        Dialect::Mysql => format!(
             "SELECT TABLE_NAME, sum(lower(COLUMN_NAME) = '{key_column}') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND lower(TABLE_NAME) = '{table}' GROUP BY TABLE_NAME ORDER BY 2 DESC"
         ),
     };
@@ -176,7 +176,7 @@ fn drop_tables(args: &EngineConnectionArgs) -> CommandResult {
         }
         let statement = match dialect {
             Dialect::Postgres => format!("DROP TABLE {} CASCADE", ours.join(", ")),
-            Dialect::Mariadb => {
+            Dialect::Mysql => {
                 format!("SET FOREIGN_KEY_CHECKS = 0; DROP TABLE {}", ours.join(", "))
             }
         };
@@ -215,7 +215,7 @@ fn run_tests(args: &RunArgs) -> CommandResult {
             ", max_parallel_workers_per_gather {}",
             plan.degree_of_parallel
         ),
-        Dialect::Mariadb => String::new(),
+        Dialect::Mysql => String::new(),
     };
     println!(
         "TPROC-H on {server_version}: scale factor {} (from supplier's rows){parallel}",
@@ -315,7 +315,7 @@ impl RunSettings {
         let scale_factor = check::scale_factor(&mut session, dialect).await?;
         let version_query = match dialect {
             Dialect::Postgres => "SELECT 'PostgreSQL ' || current_setting('server_version')",
-            Dialect::Mariadb => "SELECT concat('MariaDB/MySQL ', version())",
+            Dialect::Mysql => "SELECT concat('MariaDB/MySQL ', version())",
         };
         let version = session
             .value::<String>(version_query)

@@ -58,15 +58,15 @@ pub enum LineFormat {
 
 /// Writes part `part` (1-based) of `parts` of `table` as COPY text lines into `out`, calling
 /// `flush` whenever `out` holds `chunk` bytes or more; returns the rows written.
-pub fn write_part(
+pub fn write_part<E>(
     table: &str,
     scale_factor: f64,
     part: i32,
     parts: i32,
     out: &mut Vec<u8>,
     chunk: usize,
-    flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), String>,
-) -> Result<u64, String> {
+    flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<u64, E> {
     let writer = Lines {
         format: LineFormat::Copy,
         chunk,
@@ -83,15 +83,15 @@ pub struct Lines {
 impl Lines {
     /// Part `part` (1-based) of `parts` of `table` into `out`, calling `flush` whenever `out`
     /// holds `chunk` bytes or more; returns the rows written.
-    pub fn part(
+    pub fn part<E>(
         &self,
         table: &str,
         scale_factor: f64,
         part: i32,
         parts: i32,
         out: &mut Vec<u8>,
-        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), String>,
-    ) -> Result<u64, String> {
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<u64, E> {
         let sf = scale_factor;
         match table {
             "region" => self.rows(RegionGenerator::new(sf, part, parts).iter(), out, flush),
@@ -106,12 +106,12 @@ impl Lines {
         }
     }
 
-    fn rows<R: std::fmt::Display>(
+    fn rows<R: std::fmt::Display, E>(
         &self,
         rows: impl Iterator<Item = R>,
         out: &mut Vec<u8>,
-        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), String>,
-    ) -> Result<u64, String> {
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<u64, E> {
         let mut count = 0;
         for row in rows {
             push_line(out, &row, self.format);
@@ -146,7 +146,7 @@ mod tests {
         let mut all = Vec::new();
         let rows = write_part(table, sf, part, parts, &mut out, 1 << 16, &mut |chunk| {
             all.append(chunk);
-            Ok(())
+            Ok::<(), ()>(())
         })
         .unwrap();
         all.append(&mut out);

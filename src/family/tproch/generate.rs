@@ -60,9 +60,9 @@ pub fn write(
             let path = dir.join(file_name(piece));
             let mut file = std::fs::File::create(&path)
                 .map_err(|e| Failure::run(format!("cannot write {}: {e}", path.display())))?;
-            let mut flush = |out: &mut Vec<u8>| -> Result<(), String> {
+            let mut flush = |out: &mut Vec<u8>| -> Result<(), Failure> {
                 file.write_all(out)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    .map_err(|e| Failure::run(format!("cannot write {}: {e}", path.display())))?;
                 bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
                 out.clear();
                 Ok(())
@@ -77,8 +77,7 @@ pub fn write(
                     &mut out,
                     &mut flush,
                 )
-                .and_then(|written| flush(&mut out).map(|()| written))
-                .map_err(Failure::run)?;
+                .and_then(|written| flush(&mut out).map(|()| written))?;
             rows.fetch_add(written, Ordering::Relaxed);
             Ok(written)
         },

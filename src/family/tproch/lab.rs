@@ -198,7 +198,7 @@ mod tests {
     fn every_script_parses_with_its_view_per_session() {
         for options in ["", "seed = 3"] {
             let lab = lab(options);
-            for dialect in [Dialect::Postgres, Dialect::Mariadb] {
+            for dialect in [Dialect::Postgres, Dialect::Mysql] {
                 for variant in (1..=22).map(Variant::Query).chain([Variant::QuerySet]) {
                     let text = lab.script_text(variant, dialect, 1.0);
                     let mut variables = VarTable::default();

@@ -93,17 +93,14 @@ impl Build {
             .block_on(client.copy_in::<_, Bytes>(&statement))
             .map_err(|e| sql_error(&statement, e))?;
         let mut sink = Box::pin(sink);
-        let mut failure = None;
-        let mut flush = |out: &mut Vec<u8>| -> Result<(), String> {
+        let mut flush = |out: &mut Vec<u8>| -> Result<(), Failure> {
             let chunk = Bytes::from(std::mem::replace(
                 out,
                 Vec::with_capacity(CHUNK_BYTES + 4096),
             ));
-            runtime.block_on(sink.send(chunk)).map_err(|e| {
-                let message = e.to_string();
-                failure = Some(sql_error(&statement, e));
-                message
-            })
+            runtime
+                .block_on(sink.send(chunk))
+                .map_err(|e| sql_error(&statement, e))
         };
         let mut out = Vec::with_capacity(CHUNK_BYTES + 4096);
         let rows = data::write_part(
@@ -115,14 +112,11 @@ impl Build {
             CHUNK_BYTES,
             &mut flush,
         )
-        .and_then(|rows| flush(&mut out).map(|()| rows));
-        if let Err(message) = rows {
-            return Err(failure.unwrap_or_else(|| Failure::run(message)));
-        }
+        .and_then(|rows| flush(&mut out).map(|()| rows))?;
         runtime
             .block_on(sink.as_mut().finish())
             .map_err(|e| sql_error(&statement, e))?;
-        Ok(rows.expect("checked above"))
+        Ok(rows)
     }
 
     /// HammerDB's 24 key and index statements: the primary keys at once, the indexes at once,

@@ -378,7 +378,7 @@ mod tests {
     fn every_query_s_markers_are_all_filled_by_its_draw_and_by_the_qualification_values() {
         let mut random = PgPrng::seeded(7);
         for number in 1..=22 {
-            let dialects = [Dialect::Postgres, Dialect::Mariadb];
+            let dialects = [Dialect::Postgres, Dialect::Mysql];
             for (params, dialect) in [draw(number, 1.0, &mut random), qualification(number)]
                 .into_iter()
                 .flat_map(|p| dialects.map(|d| (p.clone(), d)))

@@ -10,7 +10,7 @@ use super::session::Dialect;
 pub fn text(dialect: Dialect, number: usize) -> &'static str {
     match dialect {
         Dialect::Postgres => POSTGRES[number - 1],
-        Dialect::Mariadb => MARIADB[number - 1],
+        Dialect::Mysql => MARIADB[number - 1],
     }
 }
 

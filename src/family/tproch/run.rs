@@ -341,7 +341,7 @@ impl RunPlan {
         let mut session = Session::connect(&self.endpoint).await?;
         let begin = match self.dialect {
             Dialect::Postgres => "BEGIN; SET CONSTRAINTS lineitem_order_fk DEFERRED",
-            Dialect::Mariadb => "SET FOREIGN_KEY_CHECKS = 0, autocommit = 0",
+            Dialect::Mysql => "SET FOREIGN_KEY_CHECKS = 0, autocommit = 0",
         };
         let started = Instant::now();
         let mut count = 0;

@@ -7,14 +7,14 @@ use stampede_conn::Endpoint;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Postgres,
-    Mariadb,
+    Mysql,
 }
 
 impl Dialect {
     pub fn of(endpoint: &Endpoint) -> Dialect {
         match endpoint {
             Endpoint::Postgres(_) => Dialect::Postgres,
-            Endpoint::Mysql(_) => Dialect::Mariadb,
+            Endpoint::Mysql(_) => Dialect::Mysql,
         }
     }
 
@@ -23,7 +23,7 @@ impl Dialect {
     pub fn table(self, name: &str) -> String {
         match self {
             Dialect::Postgres => name.to_string(),
-            Dialect::Mariadb => name.to_uppercase(),
+            Dialect::Mysql => name.to_uppercase(),
         }
     }
 }

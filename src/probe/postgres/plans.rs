@@ -63,7 +63,10 @@ fn typed_parameters_as_casts(query: &str) -> String {
                 }
             }
         }
-        let next = rest.chars().next().expect("not empty");
+        let next = rest
+            .chars()
+            .next()
+            .expect("the loop runs while rest has characters");
         out.push(next);
         rest = &rest[next.len_utf8()..];
     }

@@ -157,7 +157,9 @@ fn resolution_memo(suites: &[&str], wanted: &[&str]) -> Result<PathBuf, Failure>
 }
 
 fn remember(memo: &Path, root: &Path) -> Result<(), Failure> {
-    let dir = memo.parent().expect("under resolved/");
+    let dir = memo
+        .parent()
+        .expect("the memo file is named under resolved/, never a root");
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(memo, root.display().to_string()))
         .map_err(|e| Failure::run(format!("{}: {e}", memo.display())).caused_by(e))

@@ -652,7 +652,11 @@ fn collect_files(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> Result<()
         if kind.is_dir() {
             collect_files(root, &path, files)?;
         } else if kind.is_file() {
-            files.push(path.strip_prefix(root).expect("under root").to_path_buf());
+            files.push(
+                path.strip_prefix(root)
+                    .expect("collect_files walks paths it joined onto root")
+                    .to_path_buf(),
+            );
         }
     }
     Ok(())

@@ -143,7 +143,9 @@ impl GitSource {
 
 /// `commit`'s files as a tarball at `tarball` (one top directory, as a release's).
 fn archive(mirror: &Path, commit: &str, tarball: &Path) -> Result<(), Failure> {
-    let parent = tarball.parent().expect("under archives/");
+    let parent = tarball
+        .parent()
+        .expect("the tarball is named under archives/, never a root");
     std::fs::create_dir_all(parent)
         .map_err(|e| Failure::run(format!("{}: {e}", parent.display())).caused_by(e))?;
     let partial = parent.join(format!(".{commit}.{}.partial", std::process::id()));

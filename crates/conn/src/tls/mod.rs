@@ -14,6 +14,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 
+use crate::ConnSpecError;
+
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SslMode {
@@ -32,7 +34,7 @@ pub enum SslMode {
 }
 
 impl SslMode {
-    pub fn parse(text: &str) -> Result<SslMode, String> {
+    pub fn parse(text: &str) -> Result<SslMode, ConnSpecError> {
         Ok(match text {
             "disable" => SslMode::Disable,
             "allow" => SslMode::Allow,
@@ -40,7 +42,12 @@ impl SslMode {
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            _ => return Err(format!("invalid sslmode value: \"{text}\"")),
+            _ => {
+                return Err(ConnSpecError::Value {
+                    keyword: "sslmode",
+                    value: text.into(),
+                })
+            }
         })
     }
 
@@ -81,7 +88,7 @@ const SYSTEM_ROOTS: &str = "system";
 
 impl TlsSettings {
     /// The `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY` and `PGSSLNEGOTIATION` variables.
-    pub fn from_env() -> Result<TlsSettings, String> {
+    pub fn from_env() -> Result<TlsSettings, ConnSpecError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let mut settings = TlsSettings::default();
         if let Some(mode) = var("PGSSLMODE") {
@@ -101,7 +108,7 @@ impl TlsSettings {
     }
 
     /// Takes one connection-string keyword; false when it is not a TLS one.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConnSpecError> {
         match key {
             "sslmode" => self.mode = SslMode::parse(value)?,
             // libpq's JDBC-compatible spelling in URIs.
@@ -113,7 +120,12 @@ impl TlsSettings {
                 self.direct = match value {
                     "postgres" => false,
                     "direct" => true,
-                    _ => return Err(format!("invalid sslnegotiation value: \"{value}\"")),
+                    _ => {
+                        return Err(ConnSpecError::Value {
+                            keyword: "sslnegotiation",
+                            value: value.into(),
+                        })
+                    }
                 }
             }
             _ => return Ok(false),
@@ -122,24 +134,24 @@ impl TlsSettings {
     }
 
     /// libpq's checks of combinations, made before connecting.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConnSpecError> {
         if self.direct && !self.mode.requires_tls() {
-            return Err(format!(
+            return Err(ConnSpecError::Conflict(format!(
                 "weak sslmode \"{}\" may not be used with sslnegotiation=direct (use \"require\", \"verify-ca\", or \"verify-full\")",
                 self.mode.name()
-            ));
+            )));
         }
         if self.root_cert.as_deref() == Some(SYSTEM_ROOTS) && self.mode != SslMode::VerifyFull {
-            return Err(format!(
+            return Err(ConnSpecError::Conflict(format!(
                 "weak sslmode \"{}\" may not be used with sslrootcert=system (use \"verify-full\")",
                 self.mode.name()
-            ));
+            )));
         }
         Ok(())
     }
 
     /// The rustls configuration for `host`, or None when this connection never uses TLS.
-    pub fn client_config(&self) -> Result<Option<Arc<ClientConfig>>, String> {
+    pub fn client_config(&self) -> Result<Option<Arc<ClientConfig>>, ConnSpecError> {
         if self.mode == SslMode::Disable {
             return Ok(None);
         }
@@ -149,13 +161,13 @@ impl TlsSettings {
         let verifier = verify::for_mode(self.mode, roots, provider.clone())?;
         let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("could not set up TLS: {e}"))?
+            .map_err(|e| ConnSpecError::Tls(format!("could not set up TLS: {e}")))?
             .dangerous()
             .with_custom_certificate_verifier(verifier);
         let mut config = match self.client_certificate()? {
-            Some((chain, key)) => builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| format!("could not load client certificate: {e}"))?,
+            Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| {
+                ConnSpecError::Tls(format!("could not load client certificate: {e}"))
+            })?,
             None => builder.with_no_client_auth(),
         };
         // libpq 17 and later always offer ALPN "postgresql"; direct negotiation requires it.
@@ -165,7 +177,7 @@ impl TlsSettings {
 
     /// The trusted roots: `sslrootcert`, else `~/.postgresql/root.crt` when it exists. With no
     /// file, verify-ca and verify-full fail as libpq does; require then checks nothing.
-    fn root_store(&self) -> Result<Option<RootCertStore>, String> {
+    fn root_store(&self) -> Result<Option<RootCertStore>, ConnSpecError> {
         let path = match &self.root_cert {
             Some(path) if path == SYSTEM_ROOTS => return system_roots().map(Some),
             Some(path) => PathBuf::from(path),
@@ -173,19 +185,22 @@ impl TlsSettings {
         };
         if !path.exists() {
             if matches!(self.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
-                return Err(format!(
+                return Err(ConnSpecError::file(&path, format!(
                     "root certificate file \"{}\" does not exist\nEither provide the file, use the system's trusted roots with sslrootcert=system, or change sslmode to disable server certificate verification.",
                     path.display()
-                ));
+                )));
             }
             return Ok(None);
         }
         let mut store = RootCertStore::empty();
         for cert in read_certificates(&path)? {
             store.add(cert).map_err(|e| {
-                format!(
-                    "could not read root certificate file \"{}\": {e}",
-                    path.display()
+                ConnSpecError::file(
+                    &path,
+                    format!(
+                        "could not read root certificate file \"{}\": {e}",
+                        path.display()
+                    ),
                 )
             })?;
         }
@@ -196,7 +211,7 @@ impl TlsSettings {
     /// file means no client certificate, as with libpq.
     fn client_certificate(
         &self,
-    ) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>, String> {
+    ) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>, ConnSpecError> {
         let cert = self
             .cert
             .as_ref()
@@ -209,22 +224,31 @@ impl TlsSettings {
             .as_ref()
             .map_or_else(|| default_file("postgresql.key"), PathBuf::from);
         if !key.exists() {
-            return Err(format!(
-                "certificate present, but not private key file \"{}\"",
-                key.display()
+            return Err(ConnSpecError::file(
+                &key,
+                format!(
+                    "certificate present, but not private key file \"{}\"",
+                    key.display()
+                ),
             ));
         }
         check_key_permissions(&key)?;
         let chain = read_certificates(&cert)?;
-        let key = PrivateKeyDer::from_pem_file(&key)
-            .map_err(|e| format!("could not load private key file \"{}\": {e}", key.display()))?;
+        let key = PrivateKeyDer::from_pem_file(&key).map_err(|e| {
+            ConnSpecError::file(
+                &key,
+                format!("could not load private key file \"{}\": {e}", key.display()),
+            )
+        })?;
         Ok(Some((chain, key)))
     }
 }
 
 /// The configuration for `settings`, built once per distinct settings: every client of a run
 /// shares it instead of reading the certificate files again.
-pub fn cached_client_config(settings: &TlsSettings) -> Result<Option<Arc<ClientConfig>>, String> {
+pub fn cached_client_config(
+    settings: &TlsSettings,
+) -> Result<Option<Arc<ClientConfig>>, ConnSpecError> {
     type Cache = std::sync::Mutex<Option<(TlsSettings, Option<Arc<ClientConfig>>)>>;
     static CACHE: Cache = std::sync::Mutex::new(None);
     let mut cache = CACHE
@@ -241,9 +265,9 @@ pub fn cached_client_config(settings: &TlsSettings) -> Result<Option<Arc<ClientC
 }
 
 /// The name rustls checks the certificate against: the host as an address or a DNS name.
-pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+pub fn server_name(host: &str) -> Result<ServerName<'static>, ConnSpecError> {
     ServerName::try_from(host.to_string())
-        .map_err(|_| format!("invalid host name for TLS: \"{host}\""))
+        .map_err(|_| ConnSpecError::Tls(format!("invalid host name for TLS: \"{host}\"")))
 }
 
 fn default_file(name: &str) -> PathBuf {
@@ -251,54 +275,61 @@ fn default_file(name: &str) -> PathBuf {
     Path::new(&home).join(".postgresql").join(name)
 }
 
-fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs: Result<Vec<_>, _> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| {
+fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, ConnSpecError> {
+    let unreadable = |e: rustls::pki_types::pem::Error| {
+        ConnSpecError::file(
+            path,
             format!(
                 "could not read certificate file \"{}\": {e}",
                 path.display()
-            )
-        })?
-        .collect();
-    let certs = certs.map_err(|e| {
-        format!(
-            "could not read certificate file \"{}\": {e}",
-            path.display()
+            ),
         )
-    })?;
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(unreadable)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(unreadable)?;
     if certs.is_empty() {
-        return Err(format!("no certificate in \"{}\"", path.display()));
+        return Err(ConnSpecError::file(
+            path,
+            format!("no certificate in \"{}\"", path.display()),
+        ));
     }
     Ok(certs)
 }
 
-fn system_roots() -> Result<RootCertStore, String> {
+fn system_roots() -> Result<RootCertStore, ConnSpecError> {
     let found = rustls_native_certs::load_native_certs();
     let mut store = RootCertStore::empty();
     store.add_parsable_certificates(found.certs);
     if store.is_empty() {
-        return Err("could not load the system's trusted root certificates".into());
+        return Err(ConnSpecError::Tls(
+            "could not load the system's trusted root certificates".into(),
+        ));
     }
     Ok(store)
 }
 
 /// libpq refuses a private key others can read: 0600 or less for the owner's own file, 0640
 /// or less for a file root owns.
-fn check_key_permissions(path: &Path) -> Result<(), String> {
+fn check_key_permissions(path: &Path) -> Result<(), ConnSpecError> {
     use std::os::unix::fs::MetadataExt;
     let metadata = std::fs::metadata(path).map_err(|e| {
-        format!(
-            "could not stat private key file \"{}\": {e}",
-            path.display()
+        ConnSpecError::file(
+            path,
+            format!(
+                "could not stat private key file \"{}\": {e}",
+                path.display()
+            ),
         )
     })?;
     let mode = metadata.mode() & 0o777;
     let allowed = if metadata.uid() == 0 { 0o640 } else { 0o600 };
     if mode & !allowed != 0 {
-        return Err(format!(
+        return Err(ConnSpecError::file(path, format!(
             "private key file \"{}\" has group or world access; file must have permissions u=rw (0600) or less if owned by the current user, or permissions u=rw,g=r (0640) or less if owned by root",
             path.display()
-        ));
+        )));
     }
     Ok(())
 }
@@ -314,22 +345,28 @@ mod tests {
         assert!(settings.set("sslmode", "verify-full").unwrap());
         assert_eq!(settings.mode, SslMode::VerifyFull);
         assert!(!settings.set("host", "x").unwrap());
+        let refused = settings.set("sslmode", "always").unwrap_err();
         assert_eq!(
-            settings.set("sslmode", "always").unwrap_err(),
-            "invalid sslmode value: \"always\""
+            refused,
+            ConnSpecError::Value {
+                keyword: "sslmode",
+                value: "always".into()
+            }
         );
+        assert_eq!(refused.to_string(), "invalid sslmode value: \"always\"");
         settings.set("sslmode", "prefer").unwrap();
         settings.set("sslnegotiation", "direct").unwrap();
-        assert!(settings
-            .check()
-            .unwrap_err()
-            .starts_with("weak sslmode \"prefer\""));
+        assert!(matches!(
+            settings.check(),
+            Err(ConnSpecError::Conflict(message)) if message.starts_with("weak sslmode \"prefer\"")
+        ));
         settings.set("sslmode", "require").unwrap();
         assert!(settings.check().is_ok());
         settings.set("sslrootcert", "system").unwrap();
         assert!(settings
             .check()
             .unwrap_err()
+            .to_string()
             .contains("may not be used with sslrootcert=system"));
     }
 
@@ -342,7 +379,10 @@ mod tests {
         };
         let error = settings.client_config().unwrap_err();
         assert!(
-            error.starts_with("root certificate file \"/nonexistent/root.crt\" does not exist\n"),
+            matches!(&error, ConnSpecError::File { path, .. } if path.as_path() == Path::new("/nonexistent/root.crt"))
+                && error.to_string().starts_with(
+                    "root certificate file \"/nonexistent/root.crt\" does not exist\n"
+                ),
             "{error}"
         );
         let require = TlsSettings {
@@ -360,7 +400,11 @@ mod tests {
         std::fs::write(&key, "not a key").unwrap();
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
         let error = check_key_permissions(&key).unwrap_err();
-        assert!(error.contains("has group or world access"), "{error}");
+        assert!(
+            matches!(&error, ConnSpecError::File { path, .. } if *path == key)
+                && error.to_string().contains("has group or world access"),
+            "{error}"
+        );
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(check_key_permissions(&key).is_ok());
     }

@@ -16,14 +16,16 @@ pub fn for_mode(
     mode: SslMode,
     roots: Option<RootCertStore>,
     provider: Arc<CryptoProvider>,
-) -> Result<Arc<dyn ServerCertVerifier>, String> {
+) -> Result<Arc<dyn ServerCertVerifier>, crate::ConnSpecError> {
     let Some(roots) = roots else {
         // Only require and the weaker modes get here without roots (see root_store).
         return Ok(Arc::new(AnyCertificate { provider }));
     };
     let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
         .build()
-        .map_err(|e| format!("could not set up certificate verification: {e}"))?;
+        .map_err(|e| {
+            crate::ConnSpecError::Tls(format!("could not set up certificate verification: {e}"))
+        })?;
     Ok(match mode {
         SslMode::VerifyFull => chain,
         _ => Arc::new(ChainOnly { chain }),

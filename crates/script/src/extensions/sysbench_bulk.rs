@@ -2,6 +2,8 @@
 //! commas after `INSERT INTO sbtestN VALUES`, sent as one query when the next row would not
 //! fit in 512 KiB (the terminating NUL included).
 
+use crate::error::EvalError;
+
 /// sysbench's BULK_PACKET_SIZE.
 const BULK_PACKET_SIZE: usize = 512 * 1024;
 
@@ -37,11 +39,11 @@ pub fn rows_fitting(first: i64, table: i64) -> i64 {
 }
 
 /// The VALUES list of rows `first..=last`.
-pub fn values(first: i64, last: i64) -> Result<String, String> {
+pub fn values(first: i64, last: i64) -> Result<String, EvalError> {
     if last < first || last - first >= MOST_ROWS {
-        return Err(format!(
+        return Err(EvalError::Argument(format!(
             "sb_bulk_values: {first}..{last} is not a range of 1 to {MOST_ROWS} rows"
-        ));
+        )));
     }
     let mut text = String::with_capacity((last - first + 1) as usize * (row_len(last) + 1));
     for n in first..=last {

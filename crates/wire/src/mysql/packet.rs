@@ -87,7 +87,7 @@ impl<'a> Reader<'a> {
 
     pub fn u64(&mut self) -> Option<u64> {
         self.bytes(8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("eight bytes")))
+            .map(|b| u64::from_le_bytes(b.try_into().expect("bytes(8) gives eight bytes")))
     }
 
     /// A string up to (and without) its terminating NUL; the rest of the payload if none.

@@ -135,7 +135,10 @@ impl Shared {
     /// A new session's number and the flag that interrupts its running statement.
     fn new_session(&self) -> (usize, Arc<AtomicBool>) {
         let flag = Arc::new(AtomicBool::new(false));
-        let mut flags = self.interrupts.lock().expect("the sessions");
+        let mut flags = self
+            .interrupts
+            .lock()
+            .expect("no thread panics holding this lock");
         flags.push(flag.clone());
         (flags.len() - 1, flag)
     }
@@ -143,7 +146,10 @@ impl Shared {
     /// Counts an interruption and interrupts session `number`'s statement, if it exists.
     fn interrupt(&self, number: Option<usize>) {
         self.seen().cancels += 1;
-        let flags = self.interrupts.lock().expect("the sessions");
+        let flags = self
+            .interrupts
+            .lock()
+            .expect("no thread panics holding this lock");
         if let Some(flag) = number.and_then(|n| flags.get(n)) {
             flag.store(true, Ordering::SeqCst);
         }

@@ -79,11 +79,12 @@ impl Session {
             }
             let mut body = vec![0; length as usize - 4];
             socket.read_exact(&mut body)?;
-            let code = i32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
+            let code = i32::from_be_bytes(body[..4].try_into().expect("a slice of 4 is 4 bytes"));
             match code {
                 SSL_REQUEST => socket.write_all(b"N")?,
                 CANCEL_REQUEST if body.len() >= 12 => {
-                    let key = i32::from_be_bytes(body[4..8].try_into().expect("4 bytes"));
+                    let key =
+                        i32::from_be_bytes(body[4..8].try_into().expect("a slice of 4 is 4 bytes"));
                     shared.interrupt(usize::try_from(key - KEY_BASE).ok());
                     return Err(io::ErrorKind::ConnectionAborted.into());
                 }
@@ -342,13 +343,13 @@ impl Fields<'_> {
     }
 
     fn i16(&mut self) -> i16 {
-        let value = i16::from_be_bytes(self.0[..2].try_into().expect("2 bytes"));
+        let value = i16::from_be_bytes(self.0[..2].try_into().expect("a slice of 2 is 2 bytes"));
         self.0 = &self.0[2..];
         value
     }
 
     fn value(&mut self) -> Option<String> {
-        let length = i32::from_be_bytes(self.0[..4].try_into().expect("4 bytes"));
+        let length = i32::from_be_bytes(self.0[..4].try_into().expect("a slice of 4 is 4 bytes"));
         self.0 = &self.0[4..];
         if length < 0 {
             return None;

@@ -13,7 +13,8 @@ pub const LATE_US: u64 = 10_000;
 pub const BEHIND_SHARE: f64 = 0.10;
 
 pub fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds")
+    Histogram::new_with_bounds(1, 3_600_000_000, 3)
+        .expect("constant bounds: low 1, high above 2 * low, 3 digits")
 }
 
 #[derive(Debug)]

@@ -213,7 +213,11 @@ impl Connection {
         self.recycle_rows();
         let context = self.context.clone();
         let (reply, rows) = (&mut self.pg_reply, &mut self.my_rows);
-        let result = match self.db.as_mut().expect("open") {
+        let result = match self
+            .db
+            .as_mut()
+            .expect("closed() reconnected or returned above")
+        {
             Db::Pg(conn) => complete(&context, pg_query(conn, sql, reply)),
             Db::My(conn) => complete(&context, my_query(conn, sql, rows)),
             Db::DryRun => Ok(dry_run()),
@@ -302,7 +306,11 @@ impl Connection {
         }
         let context = self.context.clone();
         let slot = self.statements.len();
-        let prepared = match self.db.as_mut().expect("open") {
+        let prepared = match self
+            .db
+            .as_mut()
+            .expect("closed() reconnected or returned above")
+        {
             Db::Pg(conn) => {
                 let name = format!("sbstmt{slot}");
                 let numbered = numbered_placeholders(sql);
@@ -359,10 +367,17 @@ impl Connection {
             return self.query(&text);
         }
         self.recycle_rows();
-        let statement = self.statements[slot].as_ref().expect("checked");
+        let statement = self.statements[slot]
+            .as_ref()
+            .expect("an unknown slot returned above");
         let context = self.context.clone();
         let (reply, rows, bind) = (&mut self.pg_reply, &mut self.my_rows, &mut self.bind_text);
-        let result = match (self.db.as_mut().expect("open"), statement) {
+        let result = match (
+            self.db
+                .as_mut()
+                .expect("closed() reconnected or returned above"),
+            statement,
+        ) {
             (Db::Pg(conn), Statement::Pg(name)) => {
                 complete(&context, pg_execute(conn, name, values, (reply, bind)))
             }

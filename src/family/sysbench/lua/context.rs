@@ -107,7 +107,10 @@ impl Shared {
             .write()
             .expect("no thread panics holding this lock") = options;
         self.legacy.store(legacy, Ordering::Relaxed);
-        *self.declared.lock().expect("declared options") = declared;
+        *self
+            .declared
+            .lock()
+            .expect("no thread panics holding this lock") = declared;
     }
 
     pub fn options(&self) -> std::sync::RwLockReadGuard<'_, Options> {
@@ -117,7 +120,10 @@ impl Shared {
     }
 
     pub fn declared(&self) -> Vec<OptionDef> {
-        self.declared.lock().expect("declared options").clone()
+        self.declared
+            .lock()
+            .expect("no thread panics holding this lock")
+            .clone()
     }
 
     pub fn target(&self) -> Result<&Target, String> {

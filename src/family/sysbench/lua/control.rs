@@ -54,7 +54,7 @@ impl RunControl {
             return Some(now);
         };
         let arrival = {
-            let mut arrivals = arrivals.lock().expect("arrivals");
+            let mut arrivals = arrivals.lock().expect("no thread panics holding this lock");
             let arrival = arrivals.next;
             let draw = 1.0 - arrivals.rng.next_f64();
             let gap = -draw.ln() * arrivals.mean_interval_s;

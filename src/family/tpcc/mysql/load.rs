@@ -98,7 +98,7 @@ impl Inserts {
         let mut sql = String::with_capacity(self.statement.len() + values.len());
         sql.push_str(&self.statement);
         // The values are ASCII: digits, letters and the quotes and commas written here.
-        sql.push_str(std::str::from_utf8(&values).expect("ASCII values"));
+        sql.push_str(std::str::from_utf8(&values).expect("the values are ASCII, as said above"));
         execute(&mut self.conn, &sql).await?;
         self.rows_loaded
             .fetch_add(self.pending_rows, Ordering::Relaxed);

@@ -47,7 +47,7 @@ impl ManagedMariadb {
 
 impl TargetSource for ManagedMariadb {
     fn engine(&self) -> Engine {
-        Engine::Mariadb
+        Engine::Mysql
     }
 
     fn spec_text(&self) -> String {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::sql::{MariadbSql, RESTORE_METHOD};
 use crate::lab::targets::api::TargetSpec;
 use crate::lab::targets::api::{HostProcess, LabServer};
-use crate::lab::window::{MariadbProbes, RunProbes};
+use crate::lab::window::{MysqlProbes, RunProbes};
 use crate::server::free_port;
 use crate::server::mariadb::managed::{Flavor, MariadbBinaries, MariadbServer};
 use crate::server::mariadb::profile::Mariadb;
@@ -168,7 +168,7 @@ impl LabServer for LabMariadb {
     }
 
     fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
-        Some(Box::new(MariadbProbes {
+        Some(Box::new(MysqlProbes {
             run: self.sql().spec(run.database()),
             data_dir: Some(self.server.data_dir()),
         }))

@@ -6,8 +6,8 @@
 //! server itself says over each run's window.
 
 mod access;
-mod mariadb;
 mod metrics;
+mod mysql;
 mod names;
 mod postgres;
 mod put_back;
@@ -23,7 +23,7 @@ use crate::server::profile::Profile;
 use crate::server::setup::SetupEvent;
 use metrics::NodeMetrics;
 use stampede_base::error::Failure;
-use stampede_conn::{ConnSpec, Engine};
+use stampede_conn::{ConnSpec, ConnSpecError, Engine};
 
 pub struct Kind;
 
@@ -41,8 +41,19 @@ impl TargetKind for Kind {
         let Some(text) = value.get_ref().as_str().map(str::trim) else {
             return Err(table.at(value, URL_FORMS));
         };
-        let mut target =
-            UrlTarget::parse(text).map_err(|e| table.at(value, format!("url: {e}")))?;
+        let mut target = match UrlTarget::parse(text) {
+            Ok(Some(target)) => target,
+            Ok(None) => return Err(table.at(value, URL_FORMS)),
+            Err(e) => {
+                let libpq = engine_of(text) == Engine::Postgres;
+                let what = if libpq {
+                    "invalid connection string: "
+                } else {
+                    ""
+                };
+                return Err(table.at(value, format!("url: {what}{e}")));
+            }
+        };
         target.metrics = metrics::parse(table)?;
         Ok(Arc::new(target))
     }
@@ -67,27 +78,40 @@ impl std::fmt::Debug for UrlTarget {
     }
 }
 
+/// The engine a url names: MariaDB's (and MySQL's) by its scheme, else libpq's forms.
+fn engine_of(text: &str) -> Engine {
+    if text.starts_with("mysql://") || text.starts_with("mariadb://") {
+        Engine::Mysql
+    } else {
+        Engine::Postgres
+    }
+}
+
 impl UrlTarget {
-    fn parse(text: &str) -> Result<UrlTarget, String> {
+    /// The url as given, checked as its client would read it; `None` when it is empty (the
+    /// caller says which forms a url takes).
+    fn parse(text: &str) -> Result<Option<UrlTarget>, ConnSpecError> {
         if text.is_empty() {
-            return Err(URL_FORMS.trim_start_matches("url: ").to_string());
+            return Ok(None);
         }
         let (masked, secret) = stampede_conn::conninfo::masked(text);
-        let engine = if text.starts_with("mysql://") || text.starts_with("mariadb://") {
-            stampede_conn::MysqlSpec::from_url(text)?;
-            Engine::Mariadb
-        } else {
-            stampede_conn::conninfo::parse(text)
-                .map_err(|e| format!("invalid connection string: {e}"))?;
-            Engine::Postgres
-        };
-        Ok(UrlTarget {
+        let engine = engine_of(text);
+        // Read only to refuse what its client would: it is read again where it connects.
+        match engine {
+            Engine::Mysql => {
+                stampede_conn::MysqlSpec::from_url(text)?;
+            }
+            Engine::Postgres => {
+                stampede_conn::conninfo::parse(text)?;
+            }
+        }
+        Ok(Some(UrlTarget {
             given: text.to_string(),
             masked,
             secret,
             engine,
             metrics: None,
-        })
+        }))
     }
 
     /// Where to connect, as libpq would: the string over `PG*` variables, `.pgpass`, a service.
@@ -122,10 +146,10 @@ impl UrlTarget {
                 &self.masked,
                 target,
             )?)),
-            Engine::Mariadb => {
+            Engine::Mysql => {
                 let account = stampede_conn::MysqlSpec::from_url(&self.given)
                     .map_err(|e| Failure::input(format!("url {}: {e}", self.masked)))?;
-                ReachedServer::Mariadb(Box::new(mariadb::Reached::reach(
+                ReachedServer::Mysql(Box::new(mysql::Reached::reach(
                     account,
                     &self.masked,
                     target,
@@ -184,14 +208,14 @@ struct Reached {
 /// The server, of either engine.
 enum ReachedServer {
     Postgres(Box<postgres::Reached>),
-    Mariadb(Box<mariadb::Reached>),
+    Mysql(Box<mysql::Reached>),
 }
 
 impl Reached {
     fn plan_lines(&self) -> Vec<String> {
         let mut lines = match &self.server {
             ReachedServer::Postgres(reached) => reached.plan_lines(),
-            ReachedServer::Mariadb(reached) => reached.plan_lines(),
+            ReachedServer::Mysql(reached) => reached.plan_lines(),
         };
         lines.push(match &self.metrics {
             Some(metrics) => metrics.described(),
@@ -205,7 +229,7 @@ impl ResolvedTarget for Reached {
     fn version(&self) -> String {
         match &self.server {
             ReachedServer::Postgres(reached) => reached.version(),
-            ReachedServer::Mariadb(reached) => reached.version(),
+            ReachedServer::Mysql(reached) => reached.version(),
         }
     }
 
@@ -219,7 +243,7 @@ impl ResolvedTarget for Reached {
             ReachedServer::Postgres(reached) => Box::new(postgres::RemotePostgres::connect(
                 reached, target, place, metrics,
             )?),
-            ReachedServer::Mariadb(reached) => Box::new(mariadb::RemoteMariadb::connect(
+            ReachedServer::Mysql(reached) => Box::new(mysql::RemoteMysql::connect(
                 reached, target, place, metrics,
             )?),
         })

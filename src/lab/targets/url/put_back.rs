@@ -86,7 +86,8 @@ impl PutBack {
             .iter()
             .map(|c| (&c.name, &c.value, &c.before, c.in_auto_conf))
             .collect();
-        let text = serde_json::to_string_pretty(&rows).expect("strings serialise");
+        let text = serde_json::to_string_pretty(&rows)
+            .expect("rows of strings and booleans always serialise");
         if let Some(parent) = self.path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| self.failure("create", e))?;
         }

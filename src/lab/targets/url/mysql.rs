@@ -9,7 +9,7 @@ use super::names::OwnedDatabases;
 use super::put_back::PutBack;
 use crate::lab::targets::api::{HostProcess, LabPlace, LabServer, TargetSpec};
 use crate::lab::targets::mariadb::sql::{MariadbSql, RESTORE_METHOD};
-use crate::lab::window::{MariadbProbes, RunProbes};
+use crate::lab::window::{MysqlProbes, RunProbes};
 use crate::server::profile::Machine;
 use stampede_base::error::Failure;
 use stampede_conn::{Endpoint, MysqlSpec};
@@ -178,7 +178,7 @@ fn literal(value: &str) -> String {
 }
 
 /// The lab's work on a MariaDB/MySQL server it reached by URL.
-pub struct RemoteMariadb {
+pub struct RemoteMysql {
     sql: MariadbSql,
     version: String,
     variables: Vec<(String, String)>,
@@ -188,14 +188,14 @@ pub struct RemoteMariadb {
     metrics: Option<NodeMetrics>,
 }
 
-impl RemoteMariadb {
+impl RemoteMysql {
     pub fn connect(
         reached: &Reached,
         target: &TargetSpec,
         place: &LabPlace<'_>,
         metrics: Option<NodeMetrics>,
-    ) -> Result<RemoteMariadb, Failure> {
-        let server = RemoteMariadb {
+    ) -> Result<RemoteMysql, Failure> {
+        let server = RemoteMysql {
             sql: MariadbSql {
                 account: reached.account.clone(),
                 checkpoints: reached.sets_globals,
@@ -328,7 +328,7 @@ impl RemoteMariadb {
     }
 }
 
-impl RemoteMariadb {
+impl RemoteMysql {
     /// The server's global variables as the target's runs see them: read with its own set
     /// (and put back at once), since one may move others (an alias: long_query_time is
     /// log_slow_query_time).
@@ -372,7 +372,7 @@ impl RemoteMariadb {
     }
 }
 
-impl LabServer for RemoteMariadb {
+impl LabServer for RemoteMysql {
     fn describe(&self, target: &TargetSpec) -> Result<TargetRecord, Failure> {
         let settings = self.settings_seen()?;
         let identity = self.identity()?;
@@ -447,7 +447,7 @@ impl LabServer for RemoteMariadb {
     }
 
     fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
-        let probes: Box<dyn RunProbes> = Box::new(MariadbProbes {
+        let probes: Box<dyn RunProbes> = Box::new(MysqlProbes {
             run: self.sql.spec(run.database()),
             data_dir: None,
         });

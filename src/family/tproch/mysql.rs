@@ -87,10 +87,10 @@ fn insert_piece(conn: &mut Session, piece: Piece, scale_factor: f64) -> Result<u
     );
     let numeric = numeric_columns(piece.table);
     let mut statement = String::with_capacity(INSERT_BYTES + 4096);
-    let mut send = |lines: &mut Vec<u8>| -> Result<(), String> {
+    let mut send = |lines: &mut Vec<u8>| -> Result<(), Failure> {
         statement.clear();
         statement.push_str(&head);
-        let text = std::str::from_utf8(lines).map_err(|e| e.to_string())?;
+        let text = std::str::from_utf8(lines).map_err(|e| Failure::run(e.to_string()))?;
         for (row, line) in text.lines().enumerate() {
             if row > 0 {
                 statement.push(',');
@@ -103,10 +103,10 @@ fn insert_piece(conn: &mut Session, piece: Piece, scale_factor: f64) -> Result<u
         }
         runtime
             .block_on(conn.execute(&statement))
-            .map_err(|e| e.into_message())
+            .map_err(|e| Failure::run(e.into_message()))
     };
     let mut lines = Vec::with_capacity(INSERT_BYTES + 4096);
-    let rows = data::write_part(
+    data::write_part(
         piece.table,
         scale_factor,
         piece.part,
@@ -115,8 +115,7 @@ fn insert_piece(conn: &mut Session, piece: Piece, scale_factor: f64) -> Result<u
         INSERT_BYTES,
         &mut send,
     )
-    .and_then(|rows| send(&mut lines).map(|()| rows));
-    rows.map_err(Failure::run)
+    .and_then(|rows| send(&mut lines).map(|()| rows))
 }
 
 /// `(v1, 'v2', …)` from a dbgen line without its last bar.
