@@ -234,7 +234,8 @@ pub fn stampede(args: &[&str]) -> Output {
     stampede_with_env(args, &[])
 }
 
-/// The stampede binary with `args` and a clean environment (PATH and HOME only), not started.
+/// The stampede binary with `args` and a clean environment (PATH, HOME and the machine's
+/// `CCACHE_DIR`), not started.
 pub fn stampede_command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stampede"));
     command
@@ -245,6 +246,11 @@ pub fn stampede_command(args: &[&str]) -> Command {
             "HOME",
             std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()),
         );
+    // The machine's ccache (./test keeps one outside the clone): without it every clone's
+    // source builds compile PostgreSQL cold into the clone's own test cache.
+    if let Some(dir) = std::env::var_os("CCACHE_DIR") {
+        command.env("CCACHE_DIR", dir);
+    }
     command
 }
 
