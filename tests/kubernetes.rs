@@ -254,6 +254,47 @@ fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
     assert_nothing_left(&namespace);
 }
 
+/// While the suite's cluster runs, an address this machine does not hold — a ClusterIP nothing
+/// answers for, a pod address outside the bridge — fails here at once (a blackhole route)
+/// instead of being routed off the machine, whose network would answer for it.
+#[test]
+fn an_address_the_machine_does_not_hold_fails_locally() {
+    kube();
+    for address in ["10.96.0.77:5432", "10.244.9.9:5432"] {
+        let error = std::net::TcpStream::connect_timeout(
+            &address.parse().unwrap(),
+            std::time::Duration::from_secs(30),
+        )
+        .expect_err(address);
+        // EINVAL: the kernel's answer for a blackhole route (EHOSTUNREACH/ENETUNREACH for
+        // others); never a timeout, a refusal or a connection made elsewhere.
+        assert!(
+            matches!(
+                error.raw_os_error(),
+                Some(libc::EINVAL | libc::EHOSTUNREACH | libc::ENETUNREACH)
+            ),
+            "{address}: {error}"
+        );
+    }
+    let output = stampede(&[
+        "pgbench".into(),
+        "-S".into(),
+        "-T".into(),
+        "1".into(),
+        "-h".into(),
+        "10.96.0.77".into(),
+        "-p".into(),
+        "5432".into(),
+        "postgres".into(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("failed: error connecting to server: Invalid argument (os error 22)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_dry_run_prints_manifests_the_api_server_accepts_and_creates_nothing() {
     let namespace = namespace("kube-dry-run");
