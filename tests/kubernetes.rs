@@ -4,6 +4,8 @@
 //! pods' own `-l` transaction logs, whose union must give the merged histogram. After each
 //! test no Job, pod, Service or ConfigMap of stampede's is left.
 
+#[path = "kubernetes/cloudnativepg.rs"]
+mod cloudnativepg;
 mod common;
 #[path = "kubernetes/shards.rs"]
 mod shards;

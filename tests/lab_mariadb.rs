@@ -388,7 +388,7 @@ fn specs_that_mix_engines_wrongly_are_refused_before_anything_starts() {
     assert_plan_refused(
         &dir,
         "name = \"bad\"\nduration = \"1s\"\n[[target]]\nname = \"both\"\npostgres = \"system\"\nmariadb = \"system\"\n[[workload]]\nname = \"dbstress\"\nclients = [1]\n",
-        "SPEC:6:11: target \"both\": give one of postgres, mariadb, url, not postgres and mariadb",
+        "SPEC:6:11: target \"both\": give one of postgres, mariadb, url, cloudnativepg, not postgres and mariadb",
     );
     assert_plan_refused(
         &dir,

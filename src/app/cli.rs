@@ -328,6 +328,10 @@ pub enum LabAction {
         /// dropped otherwise; a managed server's stay in its folder)
         #[arg(long)]
         keep_data: bool,
+        /// Keep the CloudNativePG Clusters the lab created when it ends (they are deleted with
+        /// their volumes otherwise); `lab resume` reuses a kept Cluster whose spec is the same
+        #[arg(long)]
+        keep_clusters: bool,
         /// Name this invocation in the spec's history, e.g. commit=$(git rev-parse HEAD) or
         /// night=42 (repeatable); `history` and `gate` show and select by them
         #[arg(long = "tag", value_name = "KEY=VALUE")]
@@ -345,6 +349,9 @@ pub enum LabAction {
         /// As for `run`
         #[arg(long)]
         keep_data: bool,
+        /// As for `run`
+        #[arg(long)]
+        keep_clusters: bool,
         #[command(flatten)]
         fleet: Box<FleetArgs>,
     },
@@ -369,7 +376,8 @@ pub enum LabAction {
     #[command(hide = true)]
     PodRun { request: std::path::PathBuf },
     /// Remove the lab's clusters (its servers' data directories, `<results>.servers/`), stopping
-    /// any still running; the results database is kept
+    /// any still running, and the CloudNativePG Clusters it left; the results database is kept
+    #[command(alias = "cleanup")]
     Clean { spec: std::path::PathBuf },
     /// Measure the lab's noise: its base target against an identical twin in paired rounds,
     /// every cell; prints and stores the detectable change and the rounds an auto lab needs

@@ -27,6 +27,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             spec,
             keep_going,
             keep_data,
+            keep_clusters,
             tags,
             fleet,
         } => execute(
@@ -35,6 +36,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             Keep {
                 going: *keep_going,
                 data: *keep_data,
+                clusters: *keep_clusters,
             },
             tags,
             fleet,
@@ -43,6 +45,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             spec,
             keep_going,
             keep_data,
+            keep_clusters,
             fleet,
         } => execute(
             spec,
@@ -50,6 +53,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             Keep {
                 going: *keep_going,
                 data: *keep_data,
+                clusters: *keep_clusters,
             },
             &[],
             fleet,
@@ -212,6 +216,7 @@ fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
 struct Keep {
     going: bool,
     data: bool,
+    clusters: bool,
 }
 
 fn execute(
@@ -245,6 +250,7 @@ fn execute(
         &mut |event| progress.show(event),
     )?;
     lab.keep_data(keep.data);
+    lab.keep_clusters(keep.clusters);
     if let Some(auto) = &spec.auto {
         eprintln!("{}", auto_rule(&spec, auto));
     }

@@ -4,7 +4,8 @@
 //! killed before it could stop them) is stopped. The results database stays: reports,
 //! history and gate read it, and `lab run` makes the clusters again when it needs them. On a
 //! server the lab reaches by URL, the settings a killed lab left changed are put back and the
-//! lab's own databases dropped.
+//! lab's own databases dropped. The Clusters a cloudnativepg target created and left (kept, or
+//! a lab killed outright) are deleted with their volumes.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,13 +30,17 @@ pub fn clean(path: &Path) -> CommandResult {
         .iter()
         .filter(|t| !t.server.is_managed())
         .collect();
+
     if !root.exists() && remote.is_empty() {
         println!("nothing to clean: {} does not exist", root.display());
         return Ok(());
     }
     let _lock = LabLock::acquire(&lock_path(&spec.results, root), &spec.name)?;
     for target in remote {
-        clean_remote(&spec, target)?;
+        match target.server.clean() {
+            Some(cleaned) => println!("target \"{}\": {}", target.name, cleaned?),
+            None => clean_remote(&spec, target)?,
+        }
     }
     if !root.exists() {
         return Ok(());
@@ -70,6 +75,8 @@ fn clean_remote(spec: &spec::LabSpec, target: &spec::TargetSpec) -> Result<(), F
         root: spec.server_root.join(&target.name),
         max_clients: 1,
         keep_data: false,
+        keep_clusters: false,
+        notes: &|_| {},
     };
     let server = SpecTargets.provision(resolved.as_ref(), target, &place)?;
     server.release(true);

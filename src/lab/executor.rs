@@ -117,6 +117,8 @@ pub struct Lab<'a> {
     shard: Option<Shard>,
     /// Keep a remote server's datasets when the lab ends.
     keep_data: bool,
+    /// Keep the Clusters the lab created when it ends.
+    keep_clusters: bool,
     /// No other lab writes these results while this one runs.
     _lock: LabLock,
 }
@@ -325,6 +327,7 @@ impl<'a> Lab<'a> {
                 _ => None,
             },
             keep_data: false,
+            keep_clusters: false,
             _lock: lock,
         })
     }
@@ -336,6 +339,11 @@ impl<'a> Lab<'a> {
     /// `--keep-data`: a remote server's datasets stay when the lab ends.
     pub fn keep_data(&mut self, keep: bool) {
         self.keep_data = keep;
+    }
+
+    /// `--keep-clusters`: the Clusters the lab created stay when it ends.
+    pub fn keep_clusters(&mut self, keep: bool) {
+        self.keep_clusters = keep;
     }
 
     /// The spec's claims judged from the lab's stored runs.
@@ -899,11 +907,15 @@ impl<'a> Lab<'a> {
         };
         let note = format!("{verb} target {} ({})", spec.name, binaries.version());
         on_event(LabEvent::Note(&note));
+        let on_event = std::cell::RefCell::new(on_event);
+        let notes = |line: &str| (on_event.borrow_mut())(LabEvent::Note(line));
         let place = LabPlace {
             lab: &self.spec.name,
             root: self.server_root.join(&spec.name),
             max_clients: max_clients(self.spec),
             keep_data: self.keep_data,
+            keep_clusters: self.keep_clusters,
+            notes: &notes,
         };
         let server = TargetServer {
             server: self

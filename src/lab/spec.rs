@@ -327,13 +327,13 @@ pub fn parse_as(path: &Path, text: &str, scripts: Scripts) -> Result<LabSpec, Sp
         Some(password) => text.replace(password, "********"),
         None => text.to_string(),
     };
-    let targets = targets(&source, &file, base)?;
+    let kubernetes = kubernetes(&source, &file)?;
+    let targets = targets(&source, &file, base, (&name, &kubernetes))?;
     let text = targets
         .iter()
         .filter_map(|t| t.server.secret())
         .fold(text, |text, secret| text.replace(&secret, "********"));
     let workloads = workloads(&source, &file, base, scripts)?;
-    let kubernetes = kubernetes(&source, &file)?;
     let claims = super::claims::parse(
         &source,
         &file.claims,
@@ -607,10 +607,15 @@ fn run_count(source: &Source<'_>, file: &SpecFile) -> Result<(u32, Option<AutoRu
     ))
 }
 
+/// The lab's name and `[kubernetes]` section, which a target's kind may read (a Cluster's name
+/// and namespace).
+type LabContext<'a> = (&'a str, &'a crate::pods::KubeArgs);
+
 fn targets(
     source: &Source<'_>,
     file: &SpecFile,
     base: &Path,
+    lab: LabContext<'_>,
 ) -> Result<Vec<TargetSpec>, SpecError> {
     if file.targets.is_empty() {
         return Err(source.error(0, "no [[target]]: a lab needs at least one server"));
@@ -638,7 +643,7 @@ fn targets(
         }
         seen.push(name.clone());
         targets.push(TargetSpec {
-            server: target_source(source, base, &name, entries)?,
+            server: target_source(source, base, &name, entries, lab)?,
             name,
             profile: profile(source, target.profile.as_ref(), base)?,
             settings: settings(source, target)?,
@@ -656,6 +661,7 @@ fn target_source(
     base: &Path,
     name: &str,
     entries: &TargetEntries,
+    (lab, kubernetes): LabContext<'_>,
 ) -> Result<Arc<dyn TargetSource>, SpecError> {
     // In the order the table gives them, so that an error points at the second.
     let mut named: Vec<_> = entries
@@ -718,6 +724,8 @@ fn target_source(
     kind.parse(&TargetTable {
         source,
         base,
+        lab,
+        kubernetes,
         name,
         value,
         name_span,
@@ -1414,11 +1422,11 @@ clients = [1, 4]
         );
         assert_eq!(
             error("url = \"postgresql://db\"\npostgres = \"16\"", ""),
-            "/x/lab.toml:6:12: target \"a\": give one of postgres, mariadb, url, not url and postgres"
+            "/x/lab.toml:6:12: target \"a\": give one of postgres, mariadb, url, cloudnativepg, not url and postgres"
         );
         assert_eq!(
             error("url = \"postgresql://db\"\nmetrix = 1", ""),
-            "/x/lab.toml:6:1: target \"a\": unknown key `metrix`; a target takes name, profile, settings, cpus, dataset_sql and one of postgres, mariadb, url; with url also metrics"
+            "/x/lab.toml:6:1: target \"a\": unknown key `metrix`; a target takes name, profile, settings, cpus, dataset_sql and one of postgres, mariadb, url, cloudnativepg; with url also metrics"
         );
     }
 

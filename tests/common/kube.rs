@@ -187,3 +187,113 @@ impl Kube {
             .expect("stampede runs")
     }
 }
+
+/// The operand image `.ci/kube/cloudnativepg` makes: PostgreSQL 15, uid 26.
+pub const OPERAND_IMAGE: &str = "localhost/cnpg-postgresql:15";
+
+static OPERATOR: OnceLock<PathBuf> = OnceLock::new();
+
+impl Kube {
+    /// The CloudNativePG operator running on the cluster, with its images imported and the
+    /// suite's storage class made; installed once per test program.
+    pub fn cloudnativepg(&self) -> &Path {
+        OPERATOR.get_or_init(|| {
+            let cache = match std::env::var_os("STAMPEDE_CNPG_CACHE") {
+                Some(cache) if Path::new(&cache).join("cnpg.yaml").exists() => PathBuf::from(cache),
+                _ => {
+                    let output = run(
+                        Command::new(script("cloudnativepg"))
+                            .env("STAMPEDE_KUBE_CACHE", &self.cache),
+                        ".ci/kube/cloudnativepg",
+                    );
+                    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+                }
+            };
+            for image in ["operator", "postgresql-15"] {
+                self.import(&cache.join(format!("images/{image}.tar")));
+            }
+            let manifest = cache.join("cnpg.yaml");
+            self.kubectl(&[
+                "apply",
+                "--server-side",
+                "-f",
+                &manifest.display().to_string(),
+            ]);
+            self.kubectl(&[
+                "rollout",
+                "status",
+                "--namespace",
+                "cnpg-system",
+                "deployment/cnpg-controller-manager",
+                "--timeout=180s",
+            ]);
+            cache
+        })
+    }
+
+    /// A storage class of the caller's own (named `name`: no provisioner, a volume bound when
+    /// an instance is placed) with `count` fresh volumes of 1 GiB for Clusters' instances: a
+    /// hostPath directory each, owned by uid 26 (hostPath ignores fsGroup). Dropped, the
+    /// volumes go with their directories (a deleted claim leaves its volume Released, never
+    /// bound again). A class per test, so that one test's Cluster never takes another's volume.
+    pub fn local_volumes(&self, name: &str, count: usize) -> LocalVolumes {
+        let class = self.state.join(format!("{name}-class.yaml"));
+        std::fs::write(
+            &class,
+            format!(
+                "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {name}}}\n\
+                 provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n"
+            ),
+        )
+        .unwrap();
+        self.kubectl(&["apply", "-f", &class.display().to_string()]);
+        let mut names = Vec::new();
+        for i in 0..count {
+            let volume = format!("{name}-{i}");
+            let dir = self.state.join("volumes").join(&volume);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::os::unix::fs::chown(&dir, Some(26), Some(26)).unwrap();
+            std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .unwrap();
+            let file = self.state.join(format!("{volume}.yaml"));
+            std::fs::write(
+                &file,
+                format!(
+                    "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {volume}}}\n\
+                     spec:\n  capacity: {{storage: 1Gi}}\n  accessModes: [ReadWriteOnce]\n\
+                     \x20 storageClassName: {name}\n  persistentVolumeReclaimPolicy: Retain\n\
+                     \x20 hostPath: {{path: {}}}\n",
+                    dir.display()
+                ),
+            )
+            .unwrap();
+            self.kubectl(&["apply", "-f", &file.display().to_string()]);
+            names.push((volume, dir));
+        }
+        LocalVolumes {
+            class: name.to_string(),
+            names,
+        }
+    }
+}
+
+/// Volumes `local_volumes` made; dropped, they are deleted with their directories.
+pub struct LocalVolumes {
+    /// Their storage class.
+    pub class: String,
+    names: Vec<(String, PathBuf)>,
+}
+
+impl Drop for LocalVolumes {
+    fn drop(&mut self) {
+        let kube = kube();
+        for (volume, dir) in &self.names {
+            let _ = Command::new(kube.cache.join("bin/kubectl"))
+                .arg("--kubeconfig")
+                .arg(&kube.kubeconfig)
+                .args(["delete", "persistentvolume", volume, "--wait=false"])
+                .output();
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}

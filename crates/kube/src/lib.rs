@@ -1,12 +1,14 @@
 //! A stampede run as a Kubernetes Indexed Job: the manifests (`manifest`), what a pod's output
 //! looks like on its way to the user's terminal (`frame`), and the launcher that creates the
 //! objects through the API, follows them, relays the coordinator pod's output, names the pod and
-//! Kubernetes' reason when one fails, and deletes everything it created (`launch`).
+//! Kubernetes' reason when one fails, and deletes everything it created (`launch`); and
+//! CloudNativePG's Cluster as a lab's target (`cloudnativepg`).
 //!
 //! The launcher needs no network path to the pods: it speaks only to the API server, reading
 //! the configuration as kubectl does (KUBECONFIG, ~/.kube/config, or the pod's service account
 //! when it runs in a cluster).
 
+pub mod cloudnativepg;
 pub mod fleet;
 pub mod frame;
 pub mod launch;

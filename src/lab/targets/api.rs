@@ -92,6 +92,11 @@ pub trait TargetSource: std::fmt::Debug + Send + Sync {
         target: &TargetSpec,
         events: &mut dyn FnMut(SetupEvent<'_>),
     ) -> Result<Arc<dyn ResolvedTarget>, Failure>;
+    /// `lab clean`'s work for a kind whose leftovers are not a server folder or a remote
+    /// server's databases (a Cluster the lab created): what was removed, as a sentence.
+    fn clean(&self) -> Option<Result<String, Failure>> {
+        None
+    }
 }
 
 /// A target ready to provision.
@@ -118,6 +123,10 @@ pub struct LabPlace<'a> {
     pub max_clients: usize,
     /// Keep a remote server's datasets when the lab ends (`--keep-data`).
     pub keep_data: bool,
+    /// Keep the Clusters the lab created when it ends (`--keep-clusters`).
+    pub keep_clusters: bool,
+    /// A line of progress for the user while the server is provisioned.
+    pub notes: &'a dyn Fn(&str),
 }
 
 impl LabPlace<'_> {

@@ -1,5 +1,5 @@
 //! The lab's target axis. A `[[target]]` names one kind (`postgres = …`, `mariadb = …`,
-//! `url = …`); the kind parses its own table into a `TargetSource`, which is checked and
+//! `url = …`, `cloudnativepg = …`); the kind parses its own table into a `TargetSource`, which is checked and
 //! resolved before anything starts and provisioned as a `LabServer` on first use. The executor
 //! sees only these traits, so adding a kind is a folder and a line in `KINDS`, and the
 //! executor's tests drive it with a fake.
@@ -9,6 +9,7 @@
 //! lab started also has a `HostProcess` (restart, log tail, stop).
 
 pub mod api;
+pub mod cloudnativepg;
 pub mod mariadb;
 pub mod postgres;
 pub mod setting_names;
@@ -26,7 +27,12 @@ pub use table::TargetTable;
 
 /// Every kind of target, in the order messages list them. A `[[target]]` naming none is
 /// PostgreSQL from the system (the first).
-pub static KINDS: &[&dyn TargetKind] = &[&postgres::Kind, &mariadb::Kind, &url::Kind];
+pub static KINDS: &[&dyn TargetKind] = &[
+    &postgres::Kind,
+    &mariadb::Kind,
+    &url::Kind,
+    &cloudnativepg::Kind,
+];
 
 /// Each target as its own kind resolves and provisions it.
 pub struct SpecTargets;

@@ -15,6 +15,9 @@ pub struct TargetTable<'a> {
     pub source: &'a Source<'a>,
     /// The spec's folder: paths in the table are relative to it.
     pub base: &'a Path,
+    /// The lab's name and `[kubernetes]` section (where a Cluster goes and what it is called).
+    pub lab: &'a str,
+    pub kubernetes: &'a crate::pods::KubeArgs,
     pub name: &'a str,
     /// The value of the kind's key; None for a table naming no kind.
     pub value: Option<&'a Spanned<toml::Value>>,

@@ -9,7 +9,7 @@ mod access;
 mod metrics;
 mod mysql;
 mod names;
-mod postgres;
+pub(in crate::lab::targets) mod postgres;
 mod put_back;
 
 use std::sync::Arc;

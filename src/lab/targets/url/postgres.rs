@@ -98,9 +98,22 @@ pub struct RemotePostgres {
     put_back: PutBack,
     keep_data: bool,
     metrics: Option<NodeMetrics>,
+    /// What the kind that reached this server does once it is handed back (a Cluster deleted).
+    after_release: Option<ReleaseHook>,
 }
 
+/// Called with `lab_ended` once the server is handed back.
+pub type ReleaseHook = Box<dyn Fn(bool) + Send + Sync>;
+
 impl RemotePostgres {
+    /// `hook` runs after the server is handed back.
+    pub fn after_release(self, hook: ReleaseHook) -> RemotePostgres {
+        RemotePostgres {
+            after_release: Some(hook),
+            ..self
+        }
+    }
+
     /// The lab's view of the server; settings a killed lab left changed are put back first.
     pub fn connect(
         reached: &Reached,
@@ -132,6 +145,7 @@ impl RemotePostgres {
             put_back: PutBack::in_folder(&place.root),
             keep_data: place.keep_data,
             metrics,
+            after_release: None,
         };
         server.put_back_left_over()?;
         Ok(server)
@@ -392,6 +406,9 @@ impl LabServer for RemotePostgres {
             for name in self.all_ours().unwrap_or_default() {
                 let _ = self.sql.drop(&name);
             }
+        }
+        if let Some(hook) = &self.after_release {
+            hook(lab_ended);
         }
     }
 }

@@ -1,0 +1,12 @@
+//! CloudNativePG's Cluster as a lab's target: the typed resource (`resource`) and what a lab
+//! does with one through the API server (`lifecycle`). The operator provisions, fails over and
+//! applies settings; the lab asks it and waits.
+
+pub mod lifecycle;
+pub mod resource;
+
+pub use lifecycle::HealthWait;
+pub use resource::{
+    AffinityConfiguration, ClusterSpec, ClusterStatus, PostgresCluster, PostgresConfiguration,
+    StorageConfiguration, SynchronousConfiguration, CLUSTER_LABEL, HEALTHY_PHASE,
+};

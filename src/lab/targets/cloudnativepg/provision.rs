@@ -1,0 +1,230 @@
+//! A target's Cluster through its lifecycle: checked before the lab starts, created (or
+//! reused) at the target's first use, waited on until the operator reports it healthy, reached
+//! as a server by URL is, and deleted with its volumes when the lab hands it back.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::manifest::{MANAGED_BY, SPEC_ANNOTATION};
+use crate::lab::targets::api::{LabPlace, LabServer, TargetSpec};
+use crate::lab::targets::url::postgres::{Reached, RemotePostgres};
+use crate::pods::KubeArgs;
+use stampede_base::error::Failure;
+use stampede_conn::ConnSpec;
+use stampede_kube::cloudnativepg::{HealthWait, PostgresCluster};
+use stampede_kube::Cluster;
+
+/// A target's Cluster, checked and ready to provision.
+pub struct Resolved {
+    pub cluster: Arc<Cluster>,
+    pub namespace: String,
+    pub name: String,
+    /// The Cluster the lab creates; None for one that exists.
+    pub manifest: Option<PostgresCluster>,
+    pub ready_timeout: Duration,
+}
+
+/// The Kubernetes the spec's `[kubernetes]` names (kubeconfig, context), as kubectl reads it.
+pub fn connect(kube: &KubeArgs) -> Result<Arc<Cluster>, Failure> {
+    crate::pods::launch::connect(kube)
+        .map(Arc::new)
+        .map_err(|e| e.map_message(|text| format!("[kubernetes]: {text}")))
+}
+
+/// `[kubernetes] namespace`, else the context's.
+pub fn namespace(kube: &KubeArgs, cluster: &Cluster) -> String {
+    kube.namespace
+        .clone()
+        .unwrap_or_else(|| cluster.default_namespace().to_string())
+}
+
+/// A Cluster that must exist, as it is.
+pub fn existing(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<PostgresCluster, Failure> {
+    cluster
+        .postgres_cluster(namespace, name)
+        .map_err(|e| Failure::run(e.0))?
+        .ok_or_else(|| {
+            Failure::input(format!(
+                "no Cluster \"{name}\" in namespace \"{namespace}\""
+            ))
+        })
+}
+
+/// The operator's resource is known to the API server (the operator is installed).
+pub fn check_operator(cluster: &Cluster, namespace: &str) -> Result<(), Failure> {
+    match cluster.postgres_clusters(namespace, &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.0.contains("(NotFound)") => Err(Failure::input(format!(
+            "the API server has no CloudNativePG Cluster resource (postgresql.cnpg.io/v1): install the operator first ({})",
+            e.0
+        ))),
+        Err(e) => Err(Failure::run(e.0)),
+    }
+}
+
+pub fn provision(
+    resolved: &Resolved,
+    target: &TargetSpec,
+    place: &LabPlace<'_>,
+) -> Result<Box<dyn LabServer>, Failure> {
+    let owned = resolved.manifest.is_some();
+    let keep = place.keep_clusters || !owned;
+    if let Some(manifest) = &resolved.manifest {
+        create_or_reuse(resolved, manifest, place)?;
+    }
+    let healthy = wait_healthy(resolved, place);
+    let server = healthy.and_then(|_| reach(resolved, target, place));
+    match server {
+        Ok(server) => {
+            let (cluster, namespace, name) = (
+                resolved.cluster.clone(),
+                resolved.namespace.clone(),
+                resolved.name.clone(),
+            );
+            Ok(Box::new(server.after_release(Box::new(move |_| {
+                if !keep {
+                    delete(&cluster, &namespace, &name);
+                }
+            }))))
+        }
+        Err(failure) => {
+            if !keep {
+                delete(&resolved.cluster, &resolved.namespace, &resolved.name);
+            }
+            Err(failure)
+        }
+    }
+}
+
+/// Creates the Cluster, or reuses the one an earlier invocation of the lab kept when it is the
+/// same; one of the lab's with another spec is created again, anyone else's is refused.
+fn create_or_reuse(
+    resolved: &Resolved,
+    manifest: &PostgresCluster,
+    place: &LabPlace<'_>,
+) -> Result<(), Failure> {
+    let (namespace, name) = (&resolved.namespace, &resolved.name);
+    let found = resolved
+        .cluster
+        .postgres_cluster(namespace, name)
+        .map_err(|e| Failure::run(e.0))?;
+    if let Some(found) = found {
+        let label = |c: &PostgresCluster, key: &str| {
+            c.metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(key).cloned())
+        };
+        let ours = label(&found, super::manifest::LAB_LABEL)
+            == label(manifest, super::manifest::LAB_LABEL)
+            && label(&found, MANAGED_BY.0).as_deref() == Some(MANAGED_BY.1);
+        if !ours {
+            return Err(Failure::input(format!(
+                "a Cluster \"{name}\" exists in namespace \"{namespace}\" and is not this lab's: rename the lab or the target"
+            )));
+        }
+        let digest = |c: &PostgresCluster| {
+            c.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(SPEC_ANNOTATION).cloned())
+        };
+        if digest(&found) == digest(manifest) {
+            (place.notes)(&format!(
+                "reusing Cluster \"{name}\" (kept by an earlier invocation, same spec)"
+            ));
+            return Ok(());
+        }
+        (place.notes)(&format!(
+            "Cluster \"{name}\" is there with another spec: deleting it to create it again (its datasets are loaded again)"
+        ));
+        resolved
+            .cluster
+            .delete_postgres_cluster(namespace, name)
+            .map_err(|e| Failure::run(e.0))?;
+    }
+    (place.notes)(&format!(
+        "creating Cluster \"{name}\" in namespace \"{namespace}\" through the operator"
+    ));
+    resolved
+        .cluster
+        .create_postgres_cluster(manifest, false)
+        .map_err(|e| Failure::run(e.0))?;
+    Ok(())
+}
+
+fn wait_healthy(resolved: &Resolved, place: &LabPlace<'_>) -> Result<(), Failure> {
+    let mut on_progress = |line: &str| (place.notes)(line);
+    resolved
+        .cluster
+        .wait_healthy(
+            &resolved.namespace,
+            &resolved.name,
+            HealthWait {
+                timeout: resolved.ready_timeout,
+                stop: Arc::new(AtomicBool::new(false)),
+                on_progress: &mut on_progress,
+            },
+        )
+        .map(|_| ())
+        .map_err(|e| Failure::run(e.0))
+}
+
+/// The primary through the `-rw` Service's endpoint, as the superuser whose Secret the
+/// operator made: the lab makes databases, checkpoints and reads every statement's counters.
+fn reach(
+    resolved: &Resolved,
+    target: &TargetSpec,
+    place: &LabPlace<'_>,
+) -> Result<RemotePostgres, Failure> {
+    let (namespace, name) = (&resolved.namespace, &resolved.name);
+    let secret = format!("{name}-superuser");
+    let value = |key: &str| {
+        resolved
+            .cluster
+            .secret_value(namespace, &secret, key)
+            .map_err(|e| Failure::run(e.0))
+    };
+    let password = value("password")?.ok_or_else(|| {
+        Failure::run(format!(
+            "Secret \"{secret}\" has no password: the lab needs the Cluster's superuser (enableSuperuserAccess)"
+        ))
+    })?;
+    let user = value("username")?.unwrap_or_else(|| "postgres".into());
+    let port = value("port")?.unwrap_or_else(|| "5432".into());
+    let service = format!("{name}-rw");
+    let address = resolved
+        .cluster
+        .service_endpoints(namespace, &service)
+        .map_err(|e| Failure::run(e.0))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Failure::run(format!("Service \"{service}\" has no ready endpoint")))?;
+    let mut conn = ConnSpec::from_conninfo(&format!(
+        "host={service} hostaddr={address} port={port} dbname=postgres sslmode=prefer connect_timeout=10"
+    ))?;
+    conn.user = user;
+    conn.password = Some(password);
+    // The Cluster's parameters hold the target's settings; none are set over SQL.
+    let as_created = TargetSpec {
+        settings: Vec::new(),
+        ..target.clone()
+    };
+    let masked = format!("Cluster \"{name}\" ({service} at {address})");
+    let reached = Reached::reach(conn, &masked, &as_created)?;
+    RemotePostgres::connect(&reached, &as_created, place, None)
+}
+
+/// Deletes the Cluster and its volumes; a failure is said (what is left costs the user).
+fn delete(cluster: &Cluster, namespace: &str, name: &str) {
+    if let Err(e) = cluster.delete_postgres_cluster(namespace, name) {
+        eprintln!(
+            "stampede: warning: Cluster \"{name}\" in namespace \"{namespace}\" may be left: {e}; `stampede lab clean SPEC` deletes it"
+        );
+    }
+}
