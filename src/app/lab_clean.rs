@@ -77,6 +77,7 @@ fn clean_remote(spec: &spec::LabSpec, target: &spec::TargetSpec) -> Result<(), F
         keep_data: false,
         keep_clusters: false,
         notes: &|_| {},
+        run_duration: spec.duration,
     };
     let server = SpecTargets.provision(resolved.as_ref(), target, &place)?;
     server.release(true);

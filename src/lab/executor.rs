@@ -15,7 +15,7 @@ use super::spec::{LabSpec, Scale, TargetSpec};
 use super::targets::{LabPlace, LabServer, ResolvedTarget, Targets};
 use super::window::{OpenWindow, RunProbes};
 use crate::driver::Protocol;
-use crate::family::api::{LabWorkload, RunObserver, RunRequest};
+use crate::family::api::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::profile::Machine;
 use crate::server::setup::SetupEvent;
 use stampede_base::error::Failure;
@@ -665,13 +665,18 @@ impl<'a> Lab<'a> {
             record.resolved_scale = Some(scale);
             record.settings = settings;
             let workload = &self.spec.workloads[cell.workload];
+            // A Cluster's runs come from pods unless the workload says how many.
+            let pod_load = self.servers[cell.target]
+                .as_ref()
+                .and_then(|server| server.pod_load());
+            let pods = workload.pods.or(pod_load.as_ref().map(|load| load.pods));
             let request = RunRequest {
                 conn: &conn,
                 scale,
                 clients: cell.clients,
                 // Spread, every pod runs one thread at least (this machine's cores say
                 // nothing of the pods').
-                threads: match workload.pods {
+                threads: match pods {
                     Some(pods) => workload.threads.unwrap_or(pods).clamp(pods, cell.clients),
                     None => workload
                         .threads
@@ -694,15 +699,18 @@ impl<'a> Lab<'a> {
                 window: None,
                 on_event: &mut *on_event,
             };
-            let measured = match workload.pods {
-                Some(pods) => crate::lab::pods::measure(
-                    &self.spec.kubernetes,
-                    workload,
-                    pods,
-                    &cell.variant,
-                    &request,
-                    &mut observer,
-                ),
+            let measured = match pods {
+                Some(pods) => crate::lab::pods::kube_for(&self.spec.kubernetes, pod_load.as_ref())
+                    .and_then(|kube| {
+                        crate::lab::pods::measure(
+                            &kube,
+                            workload,
+                            pods,
+                            &cell.variant,
+                            &request,
+                            &mut observer,
+                        )
+                    }),
                 None => self.workloads[cell.workload].run(&cell.variant, &request, &mut observer),
             };
             // A failed run keeps what the probes saw too; a run that hung says what its
@@ -733,6 +741,7 @@ impl<'a> Lab<'a> {
         if let Some(server) = &self.servers[cell.target] {
             server.end_run()?;
         }
+        let outcome = self.undisturbed(cell.target, outcome);
         record.ended_unix_s = unix_now();
         let measuring = if outcome.is_ok() {
             self.spec.warmup + self.spec.duration
@@ -916,6 +925,7 @@ impl<'a> Lab<'a> {
             keep_data: self.keep_data,
             keep_clusters: self.keep_clusters,
             notes: &notes,
+            run_duration: self.spec.duration,
         };
         let server = TargetServer {
             server: self
@@ -1028,6 +1038,28 @@ impl<'a> Lab<'a> {
         let bytes = full.saturating_sub(empty).max(1);
         server.unit_bytes.insert(cell.workload, bytes);
         Ok(bytes)
+    }
+
+    /// A run during which its server changed under it (a Cluster's primary moved) failed,
+    /// whatever it measured; the server is provisioned again before the target's next run, to
+    /// reach it where it is now.
+    fn undisturbed(
+        &mut self,
+        target: usize,
+        outcome: Result<Measurement, Failure>,
+    ) -> Result<Measurement, Failure> {
+        let disturbed = self.servers[target]
+            .as_ref()
+            .and_then(|server| server.run_disturbed());
+        let Some(reason) = disturbed else {
+            return outcome;
+        };
+        // Not released: the server stays as it is, to be reached again.
+        self.servers[target] = None;
+        Err(match outcome {
+            Ok(_) => Failure::run(reason),
+            Err(error) => Failure::run(format!("{reason}; {}", error.message())),
+        })
     }
 
     /// Hands every server back: the clusters this lab started are stopped, a remote server's

@@ -21,6 +21,7 @@ use super::spec::WorkloadSpec;
 use crate::driver::{IntervalReport, Protocol};
 use crate::family::api::{Measurement, RunObserver, RunRequest};
 use crate::family::common::measure::Window;
+use crate::lab::targets::PodLoad;
 use crate::pods::launch::Launch;
 use crate::pods::role::{merged_interval, pods_table};
 use crate::pods::{KubeArgs, PodRole, PodRun, PodShare};
@@ -68,6 +69,43 @@ struct PodPart {
     client_transactions: Vec<u64>,
 }
 
+/// The `[kubernetes]` options of a run loaded from pods, for a server that says where its load
+/// comes from (a Cluster: its `-rw` Service, its superuser's Secret, apart from its instances
+/// unless the spec gives the pods' affinity); the pods reach the lab where they reached it
+/// before.
+pub fn kube_for(kube: &KubeArgs, load: Option<&PodLoad>) -> Result<KubeArgs, Failure> {
+    let Some(load) = load else {
+        return Ok(kube.clone());
+    };
+    let mut kube = kube.clone();
+    kube.coordinator_address = Some(coordinator_address(&kube));
+    kube.server_address = Some(load.host.clone());
+    kube.password_secret = Some(load.password_secret.clone());
+    if kube.affinity.is_none() {
+        let (key, value) = &load.apart_from;
+        let affinity = serde_json::json!({"podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {key: value}},
+                    "topologyKey": "kubernetes.io/hostname"
+                }
+            }]
+        }});
+        kube.affinity = Some(affinity.to_string());
+    }
+    Ok(kube)
+}
+
+/// Where the pods reach the lab: the spec's coordinator address, else the lab's servers'
+/// address, else this machine's loopback (pods on its network).
+fn coordinator_address(kube: &KubeArgs) -> String {
+    kube.coordinator_address
+        .clone()
+        .or_else(|| kube.server_address.clone())
+        .unwrap_or_else(|| "127.0.0.1".into())
+}
+
 /// Measures one run from `pods` pods; `observer` is the lab's.
 pub fn measure(
     kube: &KubeArgs,
@@ -81,11 +119,13 @@ pub fn measure(
     let mut kube = kube.clone();
     kube.pods = Some(pods);
     let port = kube.coordinator_port();
-    let address = kube
-        .coordinator_address
-        .clone()
-        .or_else(|| kube.server_address.clone())
-        .unwrap_or_else(|| "127.0.0.1".into());
+    let address = coordinator_address(&kube);
+    // A server whose role's password is in a Secret of its own is reached with it; the lab's
+    // servers get a password of the run's.
+    let password = match kube.password_secret {
+        Some(_) => None,
+        None => Some(pods_password(request.conn)?),
+    };
     let mut files = files;
     files.insert(REQUEST_FILE.into(), pod_request);
     let job = Launch {
@@ -100,10 +140,7 @@ pub fn measure(
             "PGPASSWORD"
         },
     }
-    .job(
-        &format!("{address}:{port}"),
-        Some(pods_password(request.conn)?),
-    )?;
+    .job(&format!("{address}:{port}"), password)?;
     let cancel = Arc::new(AtomicBool::new(false));
     // On loopback (pods on this machine's network) the lab listens there alone.
     let loopback = address
@@ -390,5 +427,63 @@ impl RunObserver for PodObserver<'_> {
     fn measured(&mut self, client_cpu: Duration, client_transactions: &[u64]) {
         self.client_cpu = client_cpu;
         self.client_transactions = client_transactions.to_vec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load() -> PodLoad {
+        PodLoad {
+            pods: 2,
+            host: "lab-a-rw".into(),
+            password_secret: "lab-a-superuser/password".into(),
+            apart_from: ("cnpg.io/cluster".into(), "lab-a".into()),
+        }
+    }
+
+    #[test]
+    fn a_cluster_s_pods_reach_its_service_with_its_secret_apart_from_its_instances() {
+        let kube = KubeArgs {
+            namespace: Some("bench".into()),
+            ..KubeArgs::default()
+        };
+        let placed = kube_for(&kube, Some(&load())).unwrap();
+        assert_eq!(placed.server_address.as_deref(), Some("lab-a-rw"));
+        assert_eq!(
+            placed.password_secret.as_deref(),
+            Some("lab-a-superuser/password")
+        );
+        // The pods reach the lab where they would have: loopback, with nothing said.
+        assert_eq!(placed.coordinator_address.as_deref(), Some("127.0.0.1"));
+        let affinity: serde_json::Value =
+            serde_json::from_str(placed.affinity.as_deref().unwrap()).unwrap();
+        let term =
+            &affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0];
+        assert_eq!(
+            term["podAffinityTerm"]["labelSelector"]["matchLabels"]["cnpg.io/cluster"],
+            "lab-a"
+        );
+        assert_eq!(
+            term["podAffinityTerm"]["topologyKey"],
+            "kubernetes.io/hostname"
+        );
+    }
+
+    #[test]
+    fn the_spec_s_own_placement_and_coordinator_win() {
+        let kube = KubeArgs {
+            affinity: Some("{}".into()),
+            coordinator_address: Some("10.1.2.3".into()),
+            ..KubeArgs::default()
+        };
+        let placed = kube_for(&kube, Some(&load())).unwrap();
+        assert_eq!(placed.affinity.as_deref(), Some("{}"));
+        assert_eq!(placed.coordinator_address.as_deref(), Some("10.1.2.3"));
+        // Without a server that says where its load comes from, the options are the spec's.
+        let as_given = kube_for(&kube, None).unwrap();
+        assert_eq!(as_given.server_address, None);
+        assert_eq!(as_given.password_secret, None);
     }
 }

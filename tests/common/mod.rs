@@ -264,9 +264,15 @@ pub fn interrupt_when(args: &[&str], text: &str) -> (std::process::ExitStatus, S
         .unwrap();
     let mut progress = Watch::new(child.stderr.take().unwrap());
     progress.wait_for(text);
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    sigterm(&child);
     let status = child.wait().unwrap();
     (status, progress.finish())
+}
+
+/// SIGTERM to a child the test started (as Ctrl-C's sibling, what `kill` sends).
+pub fn sigterm(child: &std::process::Child) {
+    // SAFETY: a signal to a process this test started and has not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
 }
 
 pub fn stampede_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {

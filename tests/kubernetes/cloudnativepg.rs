@@ -4,8 +4,8 @@
 //! counters; after each test no Cluster, pod, volume, Secret or Service of the lab is left.
 
 use super::text;
-use crate::common::kube::{kube, OPERAND_IMAGE};
-use crate::common::{sqlite, LabDir};
+use crate::common::kube::{kube, IMAGE, OPERAND_IMAGE};
+use crate::common::{free_port, sqlite, LabDir};
 
 /// A namespace of the test's own (the tests run at once and each lists what it left).
 fn namespace(name: &str) -> String {
@@ -20,11 +20,17 @@ fn cluster_target(name: &str, class: &str, settings: &str) -> String {
     )
 }
 
+/// A lab of `targets` whose runs take their clients from a pod each: stampede's image on this
+/// machine's network (the lab listens on loopback), finding the Cluster's `-rw` Service by the
+/// suite's cluster DNS.
 fn lab_spec(name: &str, namespace: &str, targets: &str, scripts: &str) -> String {
     format!(
         "name = \"{name}\"\nruns = 2\nduration = \"2s\"\nwarmup = \"1s\"\nseed = 5\n\n\
-         [kubernetes]\nnamespace = \"{namespace}\"\nimage_pull_policy = \"Never\"\n\n{targets}\n\
-         [[workload]]\nname = \"pgbench\"\nscripts = [{scripts}]\nclients = [2]\n"
+         [kubernetes]\nnamespace = \"{namespace}\"\nimage = \"{IMAGE}\"\nimage_pull_policy = \"Never\"\n\
+         host_network = true\ncoordinator_address = \"127.0.0.1\"\ncoordinator_port = {port}\n\
+         pod_start_timeout = \"60s\"\n\n{targets}\n\
+         [[workload]]\nname = \"pgbench\"\nscripts = [{scripts}]\nclients = [2]\n",
+        port = free_port()
     )
 }
 
@@ -173,6 +179,39 @@ fn a_lab_compares_two_clusters_it_creates_and_cleans_them_up() {
         // Exact but for a transaction per client under way at the window's end.
         assert!((0..=2).contains(&(calls - transactions)), "{row:?}");
     }
+    // Every run's clients came from one pod, whose share is the run's transactions.
+    let pods = sqlite(
+        &db,
+        "SELECT r.transactions, count(p.pod), sum(p.transactions), sum(p.clients) FROM runs r
+         JOIN run_pods p ON p.run_id = r.id WHERE r.status = 'completed' GROUP BY r.id",
+    );
+    assert_eq!(pods.len(), 8, "{pods:?}");
+    for row in &pods {
+        assert_eq!((row[1].as_str(), row[3].as_str()), ("1", "2"), "{row:?}");
+        assert_eq!(row[0], row[2], "{row:?}");
+    }
+    // The record names where each Cluster ran: operator, instance, node, image, storage.
+    let machines = sqlite(
+        &db,
+        "SELECT name, server_machine FROM targets ORDER BY name",
+    );
+    for (row, name) in machines.iter().zip(["sb128", "sb512"]) {
+        assert_eq!(row[0], name);
+        assert!(
+            row[1].starts_with(&format!(
+                "CloudNativePG 1.30.0: cnpg-two-{name}-1 on node localhost (2 CPU, "
+            )) && row[1].contains("; no requests or limits) image sha256:")
+                && row[1].ends_with("; storage class cnpg-two (kubernetes.io/no-provisioner)"),
+            "{row:?}"
+        );
+    }
+    // The primary's pod as its kubelet saw it, around every run.
+    let sampled = sqlite(
+        &db,
+        "SELECT count(*) FROM runs r JOIN run_counters k ON k.run_id = r.id
+         WHERE r.status = 'completed' AND k.source = 'kubelet' AND k.name = 'memory_bytes' AND k.value > 0",
+    );
+    assert_eq!(sampled[0][0], "8");
     let cleaned = kube.stampede(&["lab", "cleanup", &spec_arg]);
     let said = text(&cleaned.stdout);
     assert!(cleaned.status.success(), "{said}{}", text(&cleaned.stderr));
@@ -289,25 +328,236 @@ fn the_plan_shows_each_cluster_the_api_server_accepts_and_refuses_bad_keys() {
     );
     assert_eq!(left_in(&namespace), Vec::<String>::new());
 
-    std::fs::write(
-        &spec,
-        lab_spec(
-            "cnpg-plan",
-            &namespace,
-            &cluster_target("a", "any", "").replace("image =", "imagee ="),
-            "\"select-only\"",
-        ),
-    )
-    .unwrap();
+    let misspelt = lab_spec(
+        "cnpg-plan",
+        &namespace,
+        &cluster_target("a", "any", "").replace("image =", "imagee ="),
+        "\"select-only\"",
+    );
+    let line = 1 + misspelt.lines().position(|l| l.contains("imagee")).unwrap();
+    std::fs::write(&spec, misspelt).unwrap();
     let output = kube.stampede(&["lab", "plan", &spec.display().to_string()]);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.starts_with(&format!(
-            "stampede: error: {}:13:17: cloudnativepg: unknown field `imagee`, expected one of",
+            "stampede: error: {}:{line}:17: cloudnativepg: unknown field `imagee`, expected one of",
             spec.display()
         )),
         "{stderr}"
     );
+    kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
+}
+
+/// A switchover during a run — asked as `kubectl cnpg promote` asks it, through the Cluster's
+/// status — fails that run with the reason; the lab reaches the new primary and the runs after
+/// it complete.
+#[test]
+fn a_switchover_during_a_run_fails_that_run_and_the_next_ones_complete() {
+    let kube = kube();
+    kube.cloudnativepg();
+    let volumes = kube.local_volumes("cnpg-switch", 2);
+    let namespace = namespace("cnpg-switch");
+    let dir = LabDir::new("cnpg-switch");
+    let spec = dir.join("lab.toml");
+    let target = cluster_target("a", &volumes.class, "").replace(
+        "cloudnativepg = { image",
+        "cloudnativepg = { instances = 2, image",
+    );
+    let lab = lab_spec("cnpg-switch", &namespace, &target, "\"select-only\"").replace(
+        "runs = 2\nduration = \"2s\"",
+        "runs = 3\nduration = \"10s\"",
+    );
+    std::fs::write(&spec, lab).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["lab", "run", &spec.display().to_string()])
+        .env("KUBECONFIG", &kube.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("stampede runs");
+    // The first run recorded, the second is under way: the primary is moved to the replica.
+    let db = dir.join("cnpg-switch.db");
+    let started = std::time::Instant::now();
+    while !db.exists() || sqlite(&db, "SELECT count(*) FROM runs")[0][0] == "0" {
+        assert!(
+            started.elapsed().as_secs() < 300,
+            "no run recorded in 300 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let primary = kube.kubectl(&[
+        "get",
+        "clusters.postgresql.cnpg.io",
+        "cnpg-switch-a",
+        "--namespace",
+        &namespace,
+        "-o",
+        "jsonpath={.status.currentPrimary}",
+    ]);
+    let replica = if primary.trim() == "cnpg-switch-a-1" {
+        "cnpg-switch-a-2"
+    } else {
+        "cnpg-switch-a-1"
+    };
+    kube.kubectl(&[
+        "patch", "clusters.postgresql.cnpg.io", "cnpg-switch-a", "--namespace", &namespace,
+        "--subresource=status", "--type=merge", "-p",
+        &format!(
+            "{{\"status\": {{\"targetPrimary\": \"{replica}\", \"phase\": \"Switchover in progress\", \"phaseReason\": \"Switching over to {replica}\"}}}}"
+        ),
+    ]);
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    let runs = sqlite(
+        &db,
+        "SELECT id, status, coalesce(error, '') FROM runs ORDER BY id",
+    );
+    let failed: Vec<_> = runs.iter().filter(|r| r[1] == "failed").collect();
+    assert_eq!(failed.len(), 1, "{runs:?}\n{stderr}");
+    assert!(
+        failed[0][2].starts_with(&format!(
+            "primary changed during the run: {} → {replica} (a failover or switchover)",
+            primary.trim()
+        )),
+        "{runs:?}"
+    );
+    let failed_id: i64 = failed[0][0].parse().unwrap();
+    assert!(
+        runs.iter()
+            .any(|r| r[1] == "completed" && r[0].parse::<i64>().unwrap() > failed_id),
+        "a run after the switchover completes: {runs:?}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("reusing Cluster \"cnpg-switch-a\""),
+        "{stderr}"
+    );
+    assert_eq!(left_in(&namespace), Vec::<String>::new(), "{stderr}");
+    kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
+}
+
+/// `stampede ARGS` with the suite's kubeconfig, SIGTERM once each of `texts` has been on its
+/// standard error, in turn: its exit status and everything it said.
+fn interrupt_when(args: &[&str], texts: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut command = crate::common::stampede_command(args);
+    command.env("KUBECONFIG", &kube().kubeconfig);
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("stampede runs");
+    let mut progress = crate::common::Watch::new(child.stderr.take().unwrap());
+    for text in texts {
+        progress.wait_for(text);
+    }
+    crate::common::sigterm(&child);
+    let status = child.wait().unwrap();
+    (status, progress.finish())
+}
+
+/// SIGTERM mid-lab and `lab resume`, three times: Clusters kept by `--keep-clusters` are
+/// reused; stopped without it, they are deleted and created again (their datasets loaded
+/// again); every run is recorded once; nothing is left at the end.
+#[test]
+fn a_stopped_lab_resumes_reusing_kept_clusters_and_recreating_deleted_ones() {
+    let kube = kube();
+    kube.cloudnativepg();
+    // Two targets, each created twice.
+    let volumes = kube.local_volumes("cnpg-resume", 4);
+    let namespace = namespace("cnpg-resume");
+    let dir = LabDir::new("cnpg-resume");
+    let spec = dir.join("lab.toml");
+    let targets = cluster_target("a", &volumes.class, "work_mem = \"4MB\"")
+        + &cluster_target("b", &volumes.class, "work_mem = \"8MB\"");
+    std::fs::write(
+        &spec,
+        lab_spec("cnpg-resume", &namespace, &targets, "\"select-only\""),
+    )
+    .unwrap();
+    let spec_arg = spec.display().to_string();
+    let clusters = || {
+        let mut names: Vec<String> = kube
+            .kubectl(&[
+                "get",
+                "clusters.postgresql.cnpg.io",
+                "--namespace",
+                &namespace,
+                "-o",
+                "name",
+            ])
+            .lines()
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    };
+    let both = vec![
+        "cluster.postgresql.cnpg.io/cnpg-resume-a".to_string(),
+        "cluster.postgresql.cnpg.io/cnpg-resume-b".to_string(),
+    ];
+
+    // Round one made both Clusters.
+    let (status, said) =
+        interrupt_when(&["lab", "run", &spec_arg, "--keep-clusters"], &["run 3/4:"]);
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert_eq!(clusters(), both, "kept: {said}");
+
+    // The interrupted run (round two's first) runs again, then round two's other target's:
+    // stopped once that one's Cluster is reused too.
+    let db = dir.join("cnpg-resume.db");
+    let interrupted = sqlite(
+        &db,
+        "SELECT c.target FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.status = 'interrupted'",
+    );
+    let last = if interrupted[0][0] == "a" { "b" } else { "a" };
+    let (status, said) = interrupt_when(
+        &["lab", "resume", &spec_arg],
+        &[
+            "run 4/4:",
+            &format!("reusing Cluster \"cnpg-resume-{last}\""),
+        ],
+    );
+    assert_eq!(status.code(), Some(2), "{said}");
+    for target in ["a", "b"] {
+        assert!(
+            said.contains(&format!(
+                "reusing Cluster \"cnpg-resume-{target}\" (there already, with the same spec)"
+            )),
+            "{said}"
+        );
+    }
+    assert_eq!(
+        clusters(),
+        Vec::<String>::new(),
+        "deleted when stopped: {said}"
+    );
+
+    let resumed = kube.stampede(&["lab", "resume", &spec_arg]);
+    let said = text(&resumed.stderr);
+    assert!(resumed.status.success(), "{said}");
+    // The last run's target made again, its dataset loaded again.
+    assert!(
+        said.contains(&format!("creating Cluster \"cnpg-resume-{last}\"")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("loading pgbench scale 1 on {last}")),
+        "{said}"
+    );
+    let completed = sqlite(
+        &db,
+        "SELECT c.target, r.repetition, count(*) FROM runs r JOIN cells c ON c.id = r.cell_id
+         WHERE r.status = 'completed' GROUP BY c.target, r.repetition ORDER BY 1, 2",
+    );
+    assert_eq!(
+        completed,
+        [["a", "0"], ["a", "1"], ["b", "0"], ["b", "1"]]
+            .iter()
+            .map(|[t, r]| vec![t.to_string(), r.to_string(), "1".to_string()])
+            .collect::<Vec<_>>(),
+        "{said}"
+    );
+    assert_eq!(left_in(&namespace), Vec::<String>::new(), "{said}");
     kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
 }

@@ -11,6 +11,7 @@
 pub mod cloudnativepg;
 pub mod fleet;
 pub mod frame;
+pub mod kubelet;
 pub mod launch;
 pub mod manifest;
 

@@ -103,7 +103,7 @@ impl Coordinator {
         on_event: &mut dyn FnMut(CoordinatorEvent<'_>),
     ) -> Result<Vec<PodOutcome>, SpreadError> {
         let (sender, inbound) = mpsc::channel();
-        accept_in_background(self.listener, sender);
+        let accepting = Accepting::start(self.listener, sender);
         let mut session = Session {
             options: &self.options,
             pods: (0..self.options.pods).map(|_| None).collect(),
@@ -116,15 +116,62 @@ impl Coordinator {
         if let Err(error) = &result {
             session.abort_all(&error.0);
         }
+        accepting.stop();
         result
     }
 }
 
-fn accept_in_background(listener: TcpListener, sender: Sender<Inbound>) {
+/// The listener's thread, accepting workers until the coordination ends; then it closes the
+/// listener, so that the next run of the same process may listen on the same port (a lab's
+/// runs from pods, one after another).
+struct Accepting {
+    stop: Arc<AtomicBool>,
+    /// Where a connection wakes the thread from `accept`.
+    wake: Option<std::net::SocketAddr>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Accepting {
+    fn start(listener: TcpListener, sender: Sender<Inbound>) -> Accepting {
+        let stop = Arc::new(AtomicBool::new(false));
+        let wake = listener.local_addr().ok().map(|mut address| {
+            if address.ip().is_unspecified() {
+                address.set_ip(match address {
+                    std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            address
+        });
+        let thread = accept_in_background(listener, sender, stop.clone());
+        Accepting { stop, wake, thread }
+    }
+
+    /// Ends the thread: the flag, then a connection of its own to wake `accept`.
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let woken = self.wake.is_some_and(|address| {
+            TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5)).is_ok()
+        });
+        // Without a wake-up the thread would wait for the next connection: not joined then.
+        if woken {
+            let _ = self.thread.join();
+        }
+    }
+}
+
+fn accept_in_background(
+    listener: TcpListener,
+    sender: Sender<Inbound>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("spread-accept".into())
         .spawn(move || {
             for (slot, stream) in listener.incoming().enumerate() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
                 let Ok(stream) = stream else { continue };
                 let _ = stream.set_nodelay(true);
                 let Ok(write_half) = stream.try_clone() else {
@@ -144,7 +191,7 @@ fn accept_in_background(listener: TcpListener, sender: Sender<Inbound>) {
                     .spawn(move || read_worker(slot, stream, writer, sender));
             }
         })
-        .expect("a thread for the coordinator's listener");
+        .expect("a thread for the coordinator's listener")
 }
 
 /// Reads one worker's messages; probes are answered here, at once, so that the time a reply
@@ -643,6 +690,21 @@ mod tests {
             error.0.starts_with("pod 0 closed its connection"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn the_port_is_free_again_once_the_run_is_over() {
+        let (coordinator, address) = coordinator(1);
+        let worker = std::thread::spawn(move || {
+            let mut worker = join(&address, 0, 1).unwrap();
+            worker.start_together(Duration::from_secs(20)).unwrap();
+            worker.done(json!({"transactions": 1}))
+        });
+        let port = coordinator.local_addr().unwrap().port();
+        coordinator.run(&mut |_| {}).unwrap();
+        worker.join().unwrap().unwrap();
+        // The next run of the process listens on the same port.
+        TcpListener::bind(("127.0.0.1", port)).expect("the port is free");
     }
 
     #[test]

@@ -6,11 +6,12 @@ use std::collections::{HashMap, HashSet};
 use super::database::{Row, Value};
 use super::*;
 
-/// The SQL of a run's server CPU µs per transaction (`runs r`), for `concat!`.
+/// The SQL of a run's server CPU µs per transaction (`runs r`), for `concat!`: user and
+/// system time, or their sum where the source does not split them (a kubelet's `cpu_s`).
 macro_rules! server_cpu_us_per_txn {
     () => {
         "(SELECT sum(k.value) FROM run_counters k WHERE k.run_id = r.id AND k.source = 'server'
-            AND k.name IN ('cpu_user_s', 'cpu_system_s')) * 1000000.0 / nullif(r.transactions, 0)"
+            AND k.name IN ('cpu_user_s', 'cpu_system_s', 'cpu_s')) * 1000000.0 / nullif(r.transactions, 0)"
     };
 }
 

@@ -127,6 +127,9 @@ pub struct LabPlace<'a> {
     pub keep_clusters: bool,
     /// A line of progress for the user while the server is provisioned.
     pub notes: &'a dyn Fn(&str),
+    /// How long each run is measured (the lab's `duration`): what a rate read around the
+    /// window is taken over, where the window closes later than the run (runs from pods).
+    pub run_duration: std::time::Duration,
 }
 
 impl LabPlace<'_> {
@@ -157,6 +160,20 @@ pub trait Targets {
         target: &TargetSpec,
         place: &LabPlace<'_>,
     ) -> Result<Box<dyn LabServer>, Failure>;
+}
+
+/// Where a target's runs take their load from when its server lives in Kubernetes: the pods of
+/// a Job, which reach the server by a name only the cluster resolves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodLoad {
+    pub pods: usize,
+    /// The server's host as the pods reach it (a Service's name).
+    pub host: String,
+    /// The Secret holding the workload role's password, SECRET/KEY.
+    pub password_secret: String,
+    /// A label (key, value) of the pods the load keeps away from, when the cluster has the
+    /// nodes: the server's own.
+    pub apart_from: (String, String),
 }
 
 /// A server as the lab uses it: what every server of an engine does over SQL.
@@ -202,6 +219,15 @@ pub trait LabServer {
     /// After a run, measured or failed: puts back what `begin_run` set.
     fn end_run(&self) -> Result<(), Failure> {
         Ok(())
+    }
+    /// After a measured run: why its numbers are not the target's (its primary changed while
+    /// it ran). The run is recorded failed, and the server is provisioned again before the next.
+    fn run_disturbed(&self) -> Option<String> {
+        None
+    }
+    /// Where the runs' clients come from when not from the lab's machine (a Cluster's pods).
+    fn pod_load(&self) -> Option<PodLoad> {
+        None
     }
     /// The server's process, when the lab started it.
     fn host(&self) -> Option<&dyn HostProcess>;

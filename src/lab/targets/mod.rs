@@ -21,7 +21,8 @@ use stampede_base::error::{Failure, Kind};
 use std::sync::Arc;
 
 pub use api::{
-    HostProcess, LabPlace, LabServer, ResolvedTarget, TargetKind, TargetSource, TargetSpec, Targets,
+    HostProcess, LabPlace, LabServer, PodLoad, ResolvedTarget, TargetKind, TargetSource,
+    TargetSpec, Targets,
 };
 pub use table::TargetTable;
 

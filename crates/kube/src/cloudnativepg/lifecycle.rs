@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod, Secret};
+use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod, Secret};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 use super::resource::{PostgresCluster, CLUSTER_LABEL};
@@ -345,5 +346,179 @@ fn asked(what: &str, name: &str, error: kube::Error) -> KubeError {
             status.message, status.reason
         )),
         other => KubeError::new(format!("could not ask for {what} \"{name}\": {other}")),
+    }
+}
+
+/// Where a Cluster runs, as its record and history name it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterPlacement {
+    /// The operator's version, as it annotates the instances.
+    pub operator_version: Option<String>,
+    pub instances: Vec<InstancePlacement>,
+    /// The storage class of the data volumes and its provisioner.
+    pub storage: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InstancePlacement {
+    pub pod: String,
+    pub node: String,
+    /// The node's capacity: CPUs and memory, as Kubernetes quantities.
+    pub node_cpu: String,
+    pub node_memory: String,
+    /// `node.kubernetes.io/instance-type`, where the cloud labels it.
+    pub instance_type: Option<String>,
+    /// The image the instance runs, by digest as the runtime resolved it.
+    pub image: String,
+    /// The instance's resources as `requests …; limits …`.
+    pub resources: String,
+}
+
+impl Cluster {
+    /// The Cluster's instances, nodes, image digests and storage, read now.
+    pub fn placement(&self, namespace: &str, name: &str) -> Result<ClusterPlacement, KubeError> {
+        let selector = format!("{CLUSTER_LABEL}={name},cnpg.io/podRole=instance");
+        let mut pods = self.labelled::<Pod>(namespace, &selector)?;
+        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut placement = ClusterPlacement::default();
+        for pod in &pods {
+            placement.operator_version = placement.operator_version.or_else(|| {
+                pod.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("cnpg.io/operatorVersion").cloned())
+            });
+            placement.instances.push(self.instance_placement(pod)?);
+        }
+        let claims =
+            self.labelled::<PersistentVolumeClaim>(namespace, &format!("{CLUSTER_LABEL}={name}"))?;
+        if let Some(class) = claims
+            .iter()
+            .find_map(|c| c.spec.as_ref().and_then(|s| s.storage_class_name.clone()))
+        {
+            let provisioner = self.runtime().block_on(async {
+                Api::<StorageClass>::all(self.client())
+                    .get_opt(&class)
+                    .await
+                    .map_err(|e| asked("the StorageClass", &class, e))
+            })?;
+            let provisioner = provisioner.map_or_else(|| "not found".into(), |c| c.provisioner);
+            placement.storage = Some((class, provisioner));
+        }
+        Ok(placement)
+    }
+
+    fn instance_placement(&self, pod: &Pod) -> Result<InstancePlacement, KubeError> {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let node_name = spec.node_name.clone().unwrap_or_default();
+        let node = self.runtime().block_on(async {
+            Api::<Node>::all(self.client())
+                .get_opt(&node_name)
+                .await
+                .map_err(|e| asked("the node", &node_name, e))
+        })?;
+        let capacity = node
+            .as_ref()
+            .and_then(|n| n.status.as_ref())
+            .and_then(|s| s.capacity.clone())
+            .unwrap_or_default();
+        let quantity = |key: &str| capacity.get(key).map(|q| q.0.clone()).unwrap_or_default();
+        let container = spec.containers.iter().find(|c| c.name == "postgres");
+        let resources = container
+            .and_then(|c| c.resources.clone())
+            .map(|r| {
+                let list = |map: Option<
+                    std::collections::BTreeMap<
+                        String,
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+                    >,
+                >| {
+                    map.unwrap_or_default()
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", v.0))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                format!("requests {}; limits {}", list(r.requests), list(r.limits))
+            })
+            .filter(|text| text != "requests ; limits ")
+            .unwrap_or_else(|| "no requests or limits".into());
+        let image = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|statuses| statuses.iter().find(|c| c.name == "postgres"))
+            .map(|c| c.image_id.clone())
+            .unwrap_or_default();
+        Ok(InstancePlacement {
+            pod: pod.metadata.name.clone().unwrap_or_default(),
+            node: node_name,
+            node_cpu: quantity("cpu"),
+            node_memory: quantity("memory"),
+            instance_type: node
+                .and_then(|n| n.metadata.labels)
+                .and_then(|labels| labels.get("node.kubernetes.io/instance-type").cloned()),
+            image,
+            resources,
+        })
+    }
+}
+
+impl ClusterPlacement {
+    /// One line for the machines table: operator, each instance's node and image, storage.
+    pub fn described(&self) -> String {
+        let instances: Vec<String> = self
+            .instances
+            .iter()
+            .map(|i| {
+                let kind = i
+                    .instance_type
+                    .as_deref()
+                    .map(|t| format!(" {t}"))
+                    .unwrap_or_default();
+                format!(
+                    "{} on node {}{kind} ({} CPU, {} memory; {}) image {}",
+                    i.pod, i.node, i.node_cpu, i.node_memory, i.resources, i.image
+                )
+            })
+            .collect();
+        let storage = self
+            .storage
+            .as_ref()
+            .map(|(class, provisioner)| format!("; storage class {class} ({provisioner})"))
+            .unwrap_or_default();
+        format!(
+            "CloudNativePG {}: {}{storage}",
+            self.operator_version
+                .as_deref()
+                .unwrap_or("(operator version unknown)"),
+            instances.join("; ")
+        )
+    }
+
+    /// What a series of runs is keyed by: what the Cluster runs on, not which Cluster (each
+    /// lab creates its own, with a new system identifier).
+    pub fn key(&self) -> String {
+        let instances: Vec<String> = self
+            .instances
+            .iter()
+            .map(|i| {
+                format!(
+                    "{}/{}/{}/{}",
+                    i.instance_type.as_deref().unwrap_or("-"),
+                    i.node_cpu,
+                    i.node_memory,
+                    i.image
+                )
+            })
+            .collect();
+        format!(
+            "cloudnativepg {} [{}] {}",
+            self.operator_version.as_deref().unwrap_or("-"),
+            instances.join(" "),
+            self.storage
+                .as_ref()
+                .map_or("-".into(), |(class, p)| format!("{class}/{p}"))
+        )
     }
 }

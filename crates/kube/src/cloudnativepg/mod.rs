@@ -5,7 +5,7 @@
 pub mod lifecycle;
 pub mod resource;
 
-pub use lifecycle::HealthWait;
+pub use lifecycle::{ClusterPlacement, HealthWait, InstancePlacement};
 pub use resource::{
     AffinityConfiguration, ClusterSpec, ClusterStatus, PostgresCluster, PostgresConfiguration,
     StorageConfiguration, SynchronousConfiguration, CLUSTER_LABEL, HEALTHY_PHASE,

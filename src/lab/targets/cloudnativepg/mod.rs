@@ -8,6 +8,7 @@
 //! same).
 
 mod manifest;
+mod metrics;
 mod provision;
 mod spec;
 
@@ -26,6 +27,9 @@ use stampede_conn::Engine;
 use stampede_kube::cloudnativepg::PostgresCluster;
 
 pub struct Kind;
+
+/// `lab plan`'s line on where a Cluster's load comes from and how its CPU is read.
+const LOAD_AND_CPU: &str = "each run's clients from pods reaching the Cluster's -rw Service (pods = N; apart from its instances where the nodes allow); server CPU: the primary's pod as its node's kubelet samples it (every ~10 s: the rate between two samples over the window)";
 
 impl TargetKind for Kind {
     fn key(&self) -> &'static str {
@@ -133,8 +137,9 @@ impl TargetSource for ClusterTarget {
         false
     }
 
+    /// The primary's pod CPU as its kubelet samples it.
     fn measures_server_cpu(&self) -> bool {
-        false
+        true
     }
 
     fn check(&self, target: &TargetSpec) -> Result<(), Failure> {
@@ -148,14 +153,17 @@ impl TargetSource for ClusterTarget {
         let Some(manifest) = self.manifest(target, &namespace)? else {
             let name = self.place(&namespace)?.name;
             let found = provision::existing(&cluster, &namespace, &name)?;
-            return Ok(vec![format!(
-                "Cluster \"{name}\" in namespace \"{namespace}\" as it is ({} instance(s), {}); the lab neither creates nor deletes it",
-                found.spec.instances,
-                found
-                    .status
-                    .and_then(|s| s.phase)
-                    .unwrap_or_else(|| "no phase".into())
-            )]);
+            return Ok(vec![
+                format!(
+                    "Cluster \"{name}\" in namespace \"{namespace}\" as it is ({} instance(s), {}); the lab neither creates nor deletes it",
+                    found.spec.instances,
+                    found
+                        .status
+                        .and_then(|s| s.phase)
+                        .unwrap_or_else(|| "no phase".into())
+                ),
+                LOAD_AND_CPU.into(),
+            ]);
         };
         cluster
             .create_postgres_cluster(&manifest, true)
@@ -169,6 +177,7 @@ impl TargetSource for ClusterTarget {
                 "its manifest: {}",
                 serde_json::to_string(&manifest).expect("plain data serializes to JSON")
             ),
+            LOAD_AND_CPU.into(),
         ])
     }
 
@@ -193,6 +202,7 @@ impl TargetSource for ClusterTarget {
             name: place.name,
             manifest,
             ready_timeout: self.config.ready_timeout,
+            pods: self.config.pods,
         }))
     }
 

@@ -3,16 +3,18 @@
 //! as a server by URL is, and deleted with its volumes when the lab hands it back.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::manifest::{MANAGED_BY, SPEC_ANNOTATION};
-use crate::lab::targets::api::{LabPlace, LabServer, TargetSpec};
-use crate::lab::targets::url::postgres::{Reached, RemotePostgres};
+use super::metrics::PrimaryCpuProbes;
+use crate::lab::targets::api::{LabPlace, LabServer, PodLoad, TargetSpec};
+use crate::lab::targets::url::postgres::{Reached, RemotePostgres, ServerHooks};
+use crate::lab::window::RunProbes;
 use crate::pods::KubeArgs;
 use stampede_base::error::Failure;
 use stampede_conn::ConnSpec;
-use stampede_kube::cloudnativepg::{HealthWait, PostgresCluster};
+use stampede_kube::cloudnativepg::{HealthWait, PostgresCluster, CLUSTER_LABEL};
 use stampede_kube::Cluster;
 
 /// A target's Cluster, checked and ready to provision.
@@ -23,6 +25,8 @@ pub struct Resolved {
     /// The Cluster the lab creates; None for one that exists.
     pub manifest: Option<PostgresCluster>,
     pub ready_timeout: Duration,
+    /// The pods each run's clients come from.
+    pub pods: usize,
 }
 
 /// The Kubernetes the spec's `[kubernetes]` names (kubeconfig, context), as kubectl reads it.
@@ -80,18 +84,15 @@ pub fn provision(
     let healthy = wait_healthy(resolved, place);
     let server = healthy.and_then(|_| reach(resolved, target, place));
     match server {
-        Ok(server) => {
-            let (cluster, namespace, name) = (
-                resolved.cluster.clone(),
-                resolved.namespace.clone(),
-                resolved.name.clone(),
-            );
-            Ok(Box::new(server.after_release(Box::new(move |_| {
-                if !keep {
-                    delete(&cluster, &namespace, &name);
-                }
-            }))))
-        }
+        Ok(server) => Ok(Box::new(server.with_hooks(Box::new(ClusterHooks {
+            cluster: resolved.cluster.clone(),
+            namespace: resolved.namespace.clone(),
+            name: resolved.name.clone(),
+            pods: resolved.pods,
+            keep,
+            primary: Mutex::new(None),
+            run_duration: place.run_duration,
+        })))),
         Err(failure) => {
             if !keep {
                 delete(&resolved.cluster, &resolved.namespace, &resolved.name);
@@ -136,7 +137,7 @@ fn create_or_reuse(
         };
         if digest(&found) == digest(manifest) {
             (place.notes)(&format!(
-                "reusing Cluster \"{name}\" (kept by an earlier invocation, same spec)"
+                "reusing Cluster \"{name}\" (there already, with the same spec)"
             ));
             return Ok(());
         }
@@ -218,6 +219,99 @@ fn reach(
     let masked = format!("Cluster \"{name}\" ({service} at {address})");
     let reached = Reached::reach(conn, &masked, &as_created)?;
     RemotePostgres::connect(&reached, &as_created, place, None)
+}
+
+/// What a Cluster adds to the lab's work in it: runs loaded from pods that reach it by its
+/// `-rw` Service, its primary watched over each run, its deletion when the lab is done.
+struct ClusterHooks {
+    cluster: Arc<Cluster>,
+    namespace: String,
+    name: String,
+    pods: usize,
+    /// Keep the Cluster when the lab hands it back (`--keep-clusters`, or not the lab's).
+    keep: bool,
+    /// The primary as a run began.
+    primary: Mutex<Option<String>>,
+    /// How long each run is measured.
+    run_duration: Duration,
+}
+
+impl ClusterHooks {
+    /// The primary, and the one a switchover under way moves to (the same when none is).
+    fn primaries(&self) -> Result<(Option<String>, Option<String>), Failure> {
+        let cluster = existing(&self.cluster, &self.namespace, &self.name)?;
+        let status = cluster.status.unwrap_or_default();
+        Ok((status.current_primary, status.target_primary))
+    }
+}
+
+impl ServerHooks for ClusterHooks {
+    fn pod_load(&self) -> Option<PodLoad> {
+        Some(PodLoad {
+            pods: self.pods,
+            host: format!("{}-rw", self.name),
+            password_secret: format!("{}-superuser/password", self.name),
+            apart_from: (CLUSTER_LABEL.into(), self.name.clone()),
+        })
+    }
+
+    fn begin_run(&self) -> Result<(), Failure> {
+        let (primary, _) = self.primaries()?;
+        *self.primary.lock().expect("the primary's lock") = primary;
+        Ok(())
+    }
+
+    fn run_disturbed(&self) -> Option<String> {
+        let before = self.primary.lock().expect("the primary's lock").clone();
+        // A Cluster that cannot be read now is said as such: the run's numbers are in doubt.
+        let (current, target) = match self.primaries() {
+            Ok(primaries) => primaries,
+            Err(e) => return Some(format!("the Cluster could not be read after the run: {e}")),
+        };
+        // A switchover still under way counts: its target is where the primary goes.
+        let after = if target.is_some() && target != current {
+            target
+        } else {
+            current
+        };
+        (before != after).then(|| {
+            format!(
+                "primary changed during the run: {} → {} (a failover or switchover)",
+                before.as_deref().unwrap_or("none"),
+                after.as_deref().unwrap_or("none")
+            )
+        })
+    }
+
+    fn released(&self, _lab_ended: bool) {
+        if !self.keep {
+            delete(&self.cluster, &self.namespace, &self.name);
+        }
+    }
+
+    fn around(&self, probes: Box<dyn RunProbes>) -> Box<dyn RunProbes> {
+        Box::new(PrimaryCpuProbes {
+            inner: probes,
+            cluster: self.cluster.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            run_duration: self.run_duration,
+        })
+    }
+
+    fn placement(&self) -> Option<(String, String)> {
+        // A Cluster that cannot be read now is recorded without it (said in the record).
+        match self.cluster.placement(&self.namespace, &self.name) {
+            Ok(placement) => Some((placement.described(), placement.key())),
+            Err(e) => Some((
+                format!(
+                    "CloudNativePG Cluster \"{}\": its placement could not be read: {e}",
+                    self.name
+                ),
+                format!("cloudnativepg cluster {}", self.name),
+            )),
+        }
+    }
 }
 
 /// Deletes the Cluster and its volumes; a failure is said (what is left costs the user).

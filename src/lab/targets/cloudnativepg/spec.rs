@@ -24,6 +24,9 @@ pub enum ClusterSource {
 pub struct ClusterConfig {
     pub source: ClusterSource,
     pub ready_timeout: Duration,
+    /// The pods of a Job each run's clients come from (inside the cluster, as the
+    /// applications the Cluster serves).
+    pub pods: usize,
 }
 
 /// The Cluster's spec as the target gives it.
@@ -81,6 +84,7 @@ struct ClusterFile {
     #[serde(default)]
     node_selector: BTreeMap<String, String>,
     ready_timeout: Option<String>,
+    pods: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -130,6 +134,11 @@ pub fn parse(value: &toml::Value) -> Result<ClusterConfig, String> {
                 format!("ready_timeout: \"{text}\" is not a duration (\"10m\", \"90s\")")
             })?,
     };
+    let pods = match file.pods {
+        None => 1,
+        Some(n) if (1..=256).contains(&n) => n as usize,
+        Some(n) => return Err(format!("pods: {n}: give 1 to 256")),
+    };
     let source = match file.cluster.clone() {
         Some(name) => existing(&file, name)?,
         None => ClusterSource::Create(Box::new(shape(file)?)),
@@ -137,6 +146,7 @@ pub fn parse(value: &toml::Value) -> Result<ClusterConfig, String> {
     Ok(ClusterConfig {
         source,
         ready_timeout,
+        pods,
     })
 }
 
@@ -367,10 +377,11 @@ mod tests {
                  parameters = { shared_buffers = "1GB", max_connections = 200, jit = false },
                  synchronous = { method = "any", number = 1, data_durability = "required" },
                  affinity = { enable_pod_anti_affinity = true, topology_key = "kubernetes.io/hostname" },
-                 node_selector = { "node.kubernetes.io/instance-type" = "m6i.xlarge" }, ready_timeout = "15m" }"#,
+                 node_selector = { "node.kubernetes.io/instance-type" = "m6i.xlarge" }, ready_timeout = "15m", pods = 3 }"#,
         )
         .unwrap();
         assert_eq!(config.ready_timeout, Duration::from_secs(900));
+        assert_eq!(config.pods, 3);
         let ClusterSource::Create(shape) = config.source else {
             panic!("a Cluster to create")
         };
@@ -429,6 +440,7 @@ mod tests {
                 r#"{ cluster = "Prod_1" }"#,
                 "cluster: \"Prod_1\" is not a Cluster's name",
             ),
+            (r#"{ cluster = "a", pods = 0 }"#, "pods: 0: give 1 to 256"),
             (
                 r#"{ storage = { size = "1Gi" }, ready_timeout = "soon" }"#,
                 "ready_timeout: \"soon\" is not a duration",

@@ -7,7 +7,7 @@ use super::metrics::{NodeMetrics, ServerIdentity};
 use super::names::OwnedDatabases;
 use super::put_back::PutBack;
 use crate::lab::targets::api::TargetSpec;
-use crate::lab::targets::api::{HostProcess, LabPlace, LabServer};
+use crate::lab::targets::api::{HostProcess, LabPlace, LabServer, PodLoad};
 use crate::lab::targets::postgres::sql::PostgresSql;
 use crate::lab::window::RunProbes;
 use crate::server::profile::Machine;
@@ -98,18 +98,42 @@ pub struct RemotePostgres {
     put_back: PutBack,
     keep_data: bool,
     metrics: Option<NodeMetrics>,
-    /// What the kind that reached this server does once it is handed back (a Cluster deleted).
-    after_release: Option<ReleaseHook>,
+    /// What the kind that reached this server adds to it (a Cluster's pods, primary, deletion).
+    hooks: Option<Box<dyn ServerHooks>>,
 }
 
-/// Called with `lab_ended` once the server is handed back.
-pub type ReleaseHook = Box<dyn Fn(bool) + Send + Sync>;
+/// What a kind that reaches its server as a url target does adds to the lab's work there: a
+/// CloudNativePG Cluster's load from pods, its primary watched over each run, its deletion.
+pub trait ServerHooks: Send + Sync {
+    fn pod_load(&self) -> Option<PodLoad> {
+        None
+    }
+    /// Just before a run is measured.
+    fn begin_run(&self) -> Result<(), Failure> {
+        Ok(())
+    }
+    /// After it: why its numbers are not the target's, if something changed under it.
+    fn run_disturbed(&self) -> Option<String> {
+        None
+    }
+    /// Once the server is handed back.
+    fn released(&self, _lab_ended: bool) {}
+    /// The run's probes with the kind's own around them (a Cluster's primary pod's CPU).
+    fn around(&self, probes: Box<dyn RunProbes>) -> Box<dyn RunProbes> {
+        probes
+    }
+    /// Where the server runs, as one line, and what its series are keyed by instead of its
+    /// system identifier (a Cluster the lab creates has a new one each time).
+    fn placement(&self) -> Option<(String, String)> {
+        None
+    }
+}
 
 impl RemotePostgres {
-    /// `hook` runs after the server is handed back.
-    pub fn after_release(self, hook: ReleaseHook) -> RemotePostgres {
+    /// The server with what the kind that reached it adds.
+    pub fn with_hooks(self, hooks: Box<dyn ServerHooks>) -> RemotePostgres {
         RemotePostgres {
-            after_release: Some(hook),
+            hooks: Some(hooks),
             ..self
         }
     }
@@ -145,7 +169,7 @@ impl RemotePostgres {
             put_back: PutBack::in_folder(&place.root),
             keep_data: place.keep_data,
             metrics,
-            after_release: None,
+            hooks: None,
         };
         server.put_back_left_over()?;
         Ok(server)
@@ -233,7 +257,7 @@ impl RemotePostgres {
             self.access.role,
             identifier.as_deref().unwrap_or("not readable by this role")
         );
-        ServerIdentity {
+        let identity = ServerIdentity {
             described: match &self.metrics {
                 Some(metrics) => format!("{described}; {}", metrics.described()),
                 None => described,
@@ -243,6 +267,14 @@ impl RemotePostgres {
                 None => format!("answered on {address}"),
             },
             machine: self.metrics.as_ref().map(NodeMetrics::machine),
+        };
+        match self.hooks.as_ref().and_then(|hooks| hooks.placement()) {
+            Some((placement, key)) => ServerIdentity {
+                described: format!("{}; {placement}", identity.described),
+                key,
+                machine: Some(placement),
+            },
+            None => identity,
         }
     }
 }
@@ -365,8 +397,12 @@ impl LabServer for RemotePostgres {
     fn window_probes(&self, run: &Endpoint) -> Option<Box<dyn RunProbes>> {
         let run = run.postgres("the probes").ok()?;
         let probes: Box<dyn RunProbes> = Box::new(self.sql.probes(run, None));
-        Some(match &self.metrics {
+        let probes = match &self.metrics {
             Some(metrics) => metrics.around(probes),
+            None => probes,
+        };
+        Some(match &self.hooks {
+            Some(hooks) => hooks.around(probes),
             None => probes,
         })
     }
@@ -381,6 +417,9 @@ impl LabServer for RemotePostgres {
     }
 
     fn begin_run(&self) -> Result<(), Failure> {
+        if let Some(hooks) = &self.hooks {
+            hooks.begin_run()?;
+        }
         if self.settings.system.is_empty() {
             return Ok(());
         }
@@ -395,6 +434,14 @@ impl LabServer for RemotePostgres {
             .end_run(|applied| system_settings::restore(&self.admin(), applied, &mut |_| {}))
     }
 
+    fn run_disturbed(&self) -> Option<String> {
+        self.hooks.as_ref().and_then(|hooks| hooks.run_disturbed())
+    }
+
+    fn pod_load(&self) -> Option<PodLoad> {
+        self.hooks.as_ref().and_then(|hooks| hooks.pod_load())
+    }
+
     fn host(&self) -> Option<&dyn HostProcess> {
         None
     }
@@ -407,8 +454,8 @@ impl LabServer for RemotePostgres {
                 let _ = self.sql.drop(&name);
             }
         }
-        if let Some(hook) = &self.after_release {
-            hook(lab_ended);
+        if let Some(hooks) = &self.hooks {
+            hooks.released(lab_ended);
         }
     }
 }
