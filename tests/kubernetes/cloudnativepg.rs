@@ -376,7 +376,8 @@ fn a_switchover_during_a_run_fails_that_run_and_the_next_ones_complete() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("stampede runs");
-    // The first run recorded, the second is under way: the primary is moved to the replica.
+    // Once the first run is recorded and the second's clients run, the primary is moved to
+    // the replica.
     let db = dir.join("cnpg-switch.db");
     let started = std::time::Instant::now();
     while !db.exists() || sqlite(&db, "SELECT count(*) FROM runs")[0][0] == "0" {
@@ -386,7 +387,31 @@ fn a_switchover_during_a_run_fails_that_run_and_the_next_ones_complete() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // The second run's clients are running: a pod of the lab's that the first run did not have.
+    let running = || -> Vec<String> {
+        kube.kubectl(&[
+            "get",
+            "pods",
+            "--namespace",
+            &namespace,
+            "-l",
+            "app.kubernetes.io/managed-by=stampede",
+            "--field-selector=status.phase=Running",
+            "-o",
+            "name",
+        ])
+        .lines()
+        .map(str::to_string)
+        .collect()
+    };
+    let first_run = running();
+    while running().iter().all(|pod| first_run.contains(pod)) {
+        assert!(
+            started.elapsed().as_secs() < 600,
+            "no second run's pod in 600 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     let primary = kube.kubectl(&[
         "get",
         "clusters.postgresql.cnpg.io",
