@@ -586,3 +586,32 @@ fn a_stopped_lab_resumes_reusing_kept_clusters_and_recreating_deleted_ones() {
     assert_eq!(left_in(&namespace), Vec::<String>::new(), "{said}");
     kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
 }
+
+/// SIGTERM while the lab waits for the operator: the wait ends at once, the lab stops (exit 2)
+/// saying so, and the Cluster is deleted with everything it made.
+#[test]
+fn a_lab_stopped_while_its_cluster_starts_deletes_it() {
+    let kube = kube();
+    kube.cloudnativepg();
+    let volumes = kube.local_volumes("cnpg-wait", 1);
+    let namespace = namespace("cnpg-wait");
+    let dir = LabDir::new("cnpg-wait");
+    let spec = dir.join("lab.toml");
+    let target = cluster_target("a", &volumes.class, "");
+    std::fs::write(
+        &spec,
+        lab_spec("cnpg-wait", &namespace, &target, "\"select-only\""),
+    )
+    .unwrap();
+    let (status, said) = interrupt_when(
+        &["lab", "run", &spec.display().to_string()],
+        &["Cluster \"cnpg-wait-a\": "],
+    );
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("stopped while waiting for Cluster \"cnpg-wait-a\""),
+        "{said}"
+    );
+    assert_eq!(left_in(&namespace), Vec::<String>::new(), "{said}");
+    kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
+}

@@ -2,7 +2,6 @@
 //! reused) at the target's first use, waited on until the operator reports it healthy, reached
 //! as a server by URL is, and deleted with its volumes when the lab hands it back.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -168,7 +167,9 @@ fn wait_healthy(resolved: &Resolved, place: &LabPlace<'_>) -> Result<(), Failure
             &resolved.name,
             HealthWait {
                 timeout: resolved.ready_timeout,
-                stop: Arc::new(AtomicBool::new(false)),
+                // Ctrl-C or SIGTERM while the operator works ends the wait (the lab's own
+                // flag is set by the same signal and ends the lab).
+                stop: stampede_base::signals::watch_signals(),
                 on_progress: &mut on_progress,
             },
         )
