@@ -9,13 +9,13 @@ the operator (.ci/kube/cloudnativepg):
    local, so no pull), the instance (its pod created → Ready), the lab seeing it healthy,
    the load, and the run's pod start plus warmup.
 2. The same server as a cloudnativepg target and as a url target: one Cluster made with
-   kubectl, `cloudnativepg = { cluster = … }` beside `url = …` (a role of the bench's own), in
-   interleaved rounds. The cloudnativepg target's clients run in one pod (on this node's
-   network) that reaches the Cluster's -rw Service; the url target's on this machine (a lab
-   spreads only its own servers' runs over pods), at the primary's address. Prints the paired
+   kubectl, `cloudnativepg = { cluster = … }` beside `url = …` (its superuser, the password
+   from its Secret), in interleaved rounds. Each target's clients run in one pod (on this
+   node's network): the cloudnativepg target's reach the Cluster's -rw Service, the url
+   target's the primary's address the URL gives. Prints the paired
    tps ratio (url / cloudnativepg) per round and their geometric mean, and each target's median
-   per-run overhead (the cloudnativepg target's Job, and its reads of the Cluster and the
-   kubelet around each run).
+   per-run overhead (the cloudnativepg target's Job, and its reads of the Cluster, the
+   kubelet and the operator's exporter around each run), and those reads' own time.
 
 Usage: bench/cnpg_target.py [--rounds 8] [--seconds 20] [--clients 4]
 Build first: cargo build --release. Needs root (the cluster's kubelet and containerd) and the
@@ -106,11 +106,12 @@ def condition(obj, kind):
 
 
 def lab_spec(name, targets, seconds, clients, runs, extra=""):
+    # Every target's clients from one pod: a url target's too (pods = 1).
     return (f'name = "{name}"\nruns = {runs}\nduration = "{seconds}s"\nwarmup = "2s"\n\n'
             f'[kubernetes]\nimage = "{IMAGE}"\nimage_pull_policy = "Never"\nhost_network = true\n'
             f'coordinator_address = "127.0.0.1"\ncoordinator_port = 15948\npod_start_timeout = "120s"\n'
             f'{extra}\n{targets}\n[[workload]]\nname = "pgbench"\nscripts = ["select-only"]\n'
-            f'clients = [{clients}]\nthreads = 2\n')
+            f'clients = [{clients}]\nthreads = 2\npods = 1\n')
 
 
 def run_lab(kube, directory, spec, *args, env=None):
@@ -176,8 +177,7 @@ def side_by_side(kube, directory, rounds, seconds, clients):
     kube.apply("apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {name: shared}\nspec:\n"
                f"  instances: 1\n  imageName: {OPERAND}\n  imagePullPolicy: Never\n"
                "  enableSuperuserAccess: true\n  storage: {storageClass: bench, size: 1Gi}\n"
-               "  postgresql: {shared_preload_libraries: [pg_stat_statements],\n"
-               "    pg_hba: [host all bench all trust]}\n")
+               "  postgresql: {shared_preload_libraries: [pg_stat_statements]}\n")
     kube.kubectl("wait", "clusters.postgresql.cnpg.io/shared", "--for=jsonpath={.status.readyInstances}=1",
                  "--timeout=300s")
     time.sleep(5)
@@ -186,19 +186,20 @@ def side_by_side(kube, directory, rounds, seconds, clients):
     secret = kube.json("secret", "shared-superuser")["data"]["password"]
     import base64
     superuser = base64.b64decode(secret).decode()
-    sh(["psql", "-X", "-h", address, "-U", "postgres", "-d", "postgres", "-c",
-        "CREATE ROLE bench LOGIN SUPERUSER PASSWORD 'bench-only'"], env={**os.environ, "PGPASSWORD": superuser})
+    # Both targets' clients from a pod, as the Cluster's superuser: the url target's pods read
+    # its password from the Cluster's Secret, as the cloudnativepg target's do.
     targets = ('[[target]]\nname = "cloudnativepg"\ncloudnativepg = { cluster = "shared" }\n\n'
-               f'[[target]]\nname = "url"\nurl = "host={address} port=5432 user=bench dbname=postgres"\n')
-    spec = lab_spec("side", targets, seconds, clients, rounds)
-    run_lab(kube, directory, spec, env={"PGPASSWORD": "bench-only"})
+               f'[[target]]\nname = "url"\nurl = "host={address} port=5432 user=postgres dbname=postgres"\n')
+    spec = lab_spec("side", targets, seconds, clients, rounds,
+                    extra='password_secret = "shared-superuser/password"\n')
+    run_lab(kube, directory, spec, env={"PGPASSWORD": superuser})
     db = sqlite3.connect(os.path.join(directory, "side.db"))
     rows = db.execute("SELECT c.target, r.repetition, r.tps, r.overhead_s FROM runs r JOIN cells c "
                       "ON c.id = r.cell_id WHERE r.status = 'completed'").fetchall()
     tps = {(t, rep): v for t, rep, v, _ in rows}
     ratios = [tps[("url", r)] / tps[("cloudnativepg", r)] for r in range(rounds)
               if ("url", r) in tps and ("cloudnativepg", r) in tps]
-    print(f"\nthe same Cluster, {clients} clients from one pod, select-only, {seconds} s runs:")
+    print(f"\nthe same Cluster, {clients} clients from one pod for each target, select-only, {seconds} s runs:")
     for r, ratio in enumerate(ratios):
         print(f"  round {r + 1}: url {tps[('url', r)]:9.0f} tps, cloudnativepg {tps[('cloudnativepg', r)]:9.0f}"
               f" tps, ratio {ratio:.3f}")
@@ -208,6 +209,16 @@ def side_by_side(kube, directory, rounds, seconds, clients):
     for target in ["cloudnativepg", "url"]:
         overhead = statistics.median(o for t, _, _, o in rows if t == target)
         print(f"  median per-run overhead, {target}: {overhead:.2f} s")
+    # What the Cluster's metrics cost each run: the kubelet's summary and the exporter's page,
+    # each read at the window's two edges (recorded by the lab as read_s).
+    reads = db.execute("SELECT k.source, k.value FROM run_counters k JOIN runs r ON r.id = k.run_id "
+                       "JOIN cells c ON c.id = r.cell_id WHERE c.target = 'cloudnativepg' "
+                       "AND k.name = 'read_s'").fetchall()
+    for source, what in [("kubelet", "the kubelet's summary"), ("cnpg", "the operator's exporter")]:
+        values = [v for s, v in reads if s == source]
+        if values:
+            print(f"  median time reading {what} at a window's two edges: "
+                  f"{statistics.median(values) * 1000:.0f} ms")
 
 
 def main():

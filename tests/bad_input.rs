@@ -313,3 +313,33 @@ fn a_run_that_cannot_connect_leaves_no_log_files() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert!(left.is_empty(), "log files left behind: {left:?}");
 }
+
+/// A cloudnativepg target's plan shows the Cluster it would create from the spec alone; a dry
+/// run needs the API server, and without a Kubernetes configuration it is refused.
+#[test]
+fn a_cluster_s_plan_needs_kubernetes_only_for_a_dry_run() {
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/cloudnativepg-sync-standby.toml"
+    );
+    let nowhere = [("KUBECONFIG", "/nonexistent/kubeconfig")];
+    let plan = stampede_with_env(&["lab", "plan", spec], &nowhere);
+    let said = stdout(&plan) + &stderr(&plan);
+    assert!(plan.status.success(), "{said}");
+    let manifest = said
+        .lines()
+        .find_map(|line| line.strip_prefix("target \"three-sync\": its manifest: "))
+        .expect("the manifest");
+    let manifest: serde_json::Value = serde_json::from_str(manifest).unwrap();
+    assert_eq!(manifest["metadata"]["namespace"], "bench");
+    assert_eq!(manifest["spec"]["instances"], 3);
+    assert_eq!(
+        manifest["spec"]["postgresql"]["synchronous"],
+        serde_json::json!({"method": "any", "number": 1, "dataDurability": "required"})
+    );
+    let dry_run = stampede_with_env(&["lab", "plan", spec, "--dry-run"], &nowhere);
+    assert_rejected(
+        &dry_run,
+        "target \"single\": [kubernetes]: no Kubernetes configuration found",
+    );
+}

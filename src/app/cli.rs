@@ -316,6 +316,11 @@ pub enum LabAction {
         /// Show which shard each run falls to with `lab run --shards N`, and each shard's time
         #[arg(long, value_name = "N")]
         shards: Option<usize>,
+        /// Have the API server check each Kubernetes object the lab would create (a
+        /// cloudnativepg target's Cluster) as if created, admission webhooks included; a refusal
+        /// or an API server out of reach fails the plan
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Run every cell of the spec, recording each run in the results database
     Run {

@@ -22,7 +22,11 @@ use stampede_store::{unix_now, Store};
 
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
-        LabAction::Plan { spec, shards } => plan(spec, *shards),
+        LabAction::Plan {
+            spec,
+            shards,
+            dry_run,
+        } => plan(spec, *shards, *dry_run),
         LabAction::Run {
             spec,
             keep_going,
@@ -116,14 +120,14 @@ fn shared_servers(spec: &LabSpec) -> Vec<String> {
 /// Seconds a lab run takes beyond its measuring, for estimates before any run was measured.
 const DEFAULT_RUN_OVERHEAD: Duration = Duration::from_secs(2);
 
-fn plan(path: &Path, shards: Option<usize>) -> CommandResult {
+fn plan(path: &Path, shards: Option<usize>, dry_run: bool) -> CommandResult {
     // Workload options and scripts are checked before anything is planned, and each target's
     // version against what its archives publish (said as unchecked when they are out of reach),
     // so that a plan that passes runs.
     let (spec, workloads) = load_spec(path)?;
     let mut target_lines = Vec::new();
     for target in &spec.targets {
-        target_lines.extend(SpecTargets.check_at_plan(target)?);
+        target_lines.extend(SpecTargets.check_at_plan(target, dry_run)?);
     }
     // The order a resumed lab would use, when the results database holds an invocation that
     // has not ended (a next invocation draws its own). A SQLite file that does not exist yet is

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::lock::{lock_path, LabLock};
 use super::plan::{Cell, Plan, PlannedRun};
+use super::pods::PodTarget;
 use super::rounds::{GroupState, Rounds};
 use super::spec::{LabSpec, Scale, TargetSpec};
 use super::targets::{LabPlace, LabServer, ResolvedTarget, Targets};
@@ -655,7 +656,7 @@ impl<'a> Lab<'a> {
         let scale = self.ensure_dataset(cell, on_event)?;
         let between = self.between_steps(run, cell, scale, on_event);
         let provisioning = provisioning_started.elapsed();
-        let prepared = between.and_then(|()| self.prepare_run(run, cell, scale));
+        let prepared = between.and_then(|()| self.prepare_run(run, cell, scale, on_event));
         let outcome = prepared.and_then(|prepared| {
             let PreparedRun {
                 conn,
@@ -699,11 +700,16 @@ impl<'a> Lab<'a> {
                 window: None,
                 on_event: &mut *on_event,
             };
+            let pod_target = match &pod_load {
+                Some(load) => PodTarget::Load(load),
+                None if self.spec.targets[cell.target].server.is_managed() => PodTarget::Managed,
+                None => PodTarget::Url(&conn),
+            };
             let measured = match pods {
-                Some(pods) => crate::lab::pods::kube_for(&self.spec.kubernetes, pod_load.as_ref())
-                    .and_then(|kube| {
+                Some(pods) => crate::lab::pods::kube_for(&self.spec.kubernetes, pod_target)
+                    .and_then(|access| {
                         crate::lab::pods::measure(
-                            &kube,
+                            &access,
                             workload,
                             pods,
                             &cell.variant,
@@ -836,6 +842,7 @@ impl<'a> Lab<'a> {
         run: &PlannedRun,
         cell: &Cell,
         scale: i64,
+        on_event: &mut dyn FnMut(LabEvent<'_>),
     ) -> Result<PreparedRun, Failure> {
         let fresh_copy = match run.step {
             Some(step) => step.after.is_none() && !self.continues_in_place(run, cell)?,
@@ -854,7 +861,7 @@ impl<'a> Lab<'a> {
             dataset
         };
         server.checkpoint()?;
-        server.begin_run()?;
+        server.begin_run(&mut |note| on_event(LabEvent::Note(note)))?;
         Ok(PreparedRun {
             conn: server.workload_conn(&database),
             scale,

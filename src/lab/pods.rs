@@ -69,32 +69,108 @@ struct PodPart {
     client_transactions: Vec<u64>,
 }
 
-/// The `[kubernetes]` options of a run loaded from pods, for a server that says where its load
-/// comes from (a Cluster: its `-rw` Service, its superuser's Secret, apart from its instances
-/// unless the spec gives the pods' affinity); the pods reach the lab where they reached it
-/// before.
-pub fn kube_for(kube: &KubeArgs, load: Option<&PodLoad>) -> Result<KubeArgs, Failure> {
-    let Some(load) = load else {
-        return Ok(kube.clone());
-    };
+/// Where a run's pods connect and how they get the role's password.
+#[derive(Debug)]
+pub struct PodAccess {
+    pub kube: KubeArgs,
+    /// The lab may give the role a password of the run's own (a server it started, whose
+    /// password nobody kept); never on a server it reaches by URL or a Cluster's.
+    pub own_password: bool,
+}
+
+/// The server a run's pods load, as the executor knows it.
+pub enum PodTarget<'a> {
+    /// A server the lab started: the pods reach it at `[kubernetes] server_address`.
+    Managed,
+    /// A server that says where its load comes from (a Cluster: its `-rw` Service, its
+    /// superuser's Secret, apart from its instances unless the spec gives the pods' affinity).
+    Load(&'a PodLoad),
+    /// A server reached by URL: the pods connect where the URL does, with the password in
+    /// `[kubernetes] password_secret`.
+    Url(&'a Endpoint),
+}
+
+/// The `[kubernetes]` options of a run loaded from pods; the pods reach the lab where they
+/// reached it before.
+pub fn kube_for(kube: &KubeArgs, target: PodTarget<'_>) -> Result<PodAccess, Failure> {
     let mut kube = kube.clone();
-    kube.coordinator_address = Some(coordinator_address(&kube));
-    kube.server_address = Some(load.host.clone());
-    kube.password_secret = Some(load.password_secret.clone());
-    if kube.affinity.is_none() {
-        let (key, value) = &load.apart_from;
-        let affinity = serde_json::json!({"podAntiAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [{
-                "weight": 100,
-                "podAffinityTerm": {
-                    "labelSelector": {"matchLabels": {key: value}},
-                    "topologyKey": "kubernetes.io/hostname"
-                }
-            }]
-        }});
-        kube.affinity = Some(affinity.to_string());
+    match target {
+        PodTarget::Managed => {
+            // The spec's Secret is a URL's password, not this server's.
+            kube.password_secret = None;
+            return Ok(PodAccess {
+                kube,
+                own_password: true,
+            });
+        }
+        PodTarget::Load(load) => {
+            kube.coordinator_address = Some(coordinator_address(&kube));
+            kube.server_address = Some(load.host.clone());
+            kube.password_secret = Some(load.password_secret.clone());
+            if kube.affinity.is_none() {
+                kube.affinity = Some(apart_from(&load.apart_from));
+            }
+        }
+        PodTarget::Url(conn) => {
+            // `server_address` is where the lab's own servers answer (this machine), which is
+            // where the pods reach the lab when nothing else says.
+            kube.coordinator_address = Some(coordinator_address(&kube));
+            kube.server_address = Some(url_host(conn)?);
+            check_url_password(&kube, conn)?;
+        }
     }
-    Ok(kube)
+    Ok(PodAccess {
+        kube,
+        own_password: false,
+    })
+}
+
+/// A preferred pod anti-affinity to the pods labelled (key, value), per node.
+fn apart_from((key, value): &(String, String)) -> String {
+    serde_json::json!({"podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100,
+            "podAffinityTerm": {
+                "labelSelector": {"matchLabels": {key: value}},
+                "topologyKey": "kubernetes.io/hostname"
+            }
+        }]
+    }})
+    .to_string()
+}
+
+/// Where a URL connects, for the pods: its numeric address when it gives one, else its host.
+fn url_host(conn: &Endpoint) -> Result<String, Failure> {
+    let Endpoint::Postgres(conn) = conn else {
+        return Err(Failure::input(
+            "pods = N runs against PostgreSQL servers (a MariaDB server's clients run here)",
+        ));
+    };
+    if let Some(address) = conn.hostaddr {
+        return Ok(address.to_string());
+    }
+    if conn.host.starts_with('/') || conn.host.starts_with('@') {
+        return Err(Failure::input(format!(
+            "pods = N: the URL reaches its server by the unix socket in {}, which pods cannot; give the address pods reach it at as [kubernetes] server_address",
+            conn.host
+        )));
+    }
+    Ok(conn.host.clone())
+}
+
+/// A role with a password gets it from a Secret the user made: the lab never writes a
+/// user's password into a Secret of its own, nor changes the role's.
+fn check_url_password(kube: &KubeArgs, conn: &Endpoint) -> Result<(), Failure> {
+    let Endpoint::Postgres(conn) = conn else {
+        return Ok(());
+    };
+    if conn.password.is_some() && kube.password_secret.is_none() {
+        return Err(Failure::input(format!(
+            "pods = N: role \"{}\" logs in with a password, which the pods read from a Secret: give [kubernetes] password_secret = \"SECRET/KEY\" (the lab does not write your password into one, nor change the role's)",
+            conn.user
+        )));
+    }
+    Ok(())
 }
 
 /// Where the pods reach the lab: the spec's coordinator address, else the lab's servers'
@@ -108,23 +184,24 @@ fn coordinator_address(kube: &KubeArgs) -> String {
 
 /// Measures one run from `pods` pods; `observer` is the lab's.
 pub fn measure(
-    kube: &KubeArgs,
+    access: &PodAccess,
     workload: &WorkloadSpec,
     pods: usize,
     variant: &str,
     request: &RunRequest<'_>,
     observer: &mut dyn RunObserver,
 ) -> Result<Measurement, Failure> {
-    let (pod_request, files) = pod_request(kube, workload, variant, request)?;
-    let mut kube = kube.clone();
+    let (pod_request, files) = pod_request(&access.kube, workload, variant, request)?;
+    let mut kube = access.kube.clone();
     kube.pods = Some(pods);
     let port = kube.coordinator_port();
     let address = coordinator_address(&kube);
-    // A server whose role's password is in a Secret of its own is reached with it; the lab's
-    // servers get a password of the run's.
+    // A server whose role's password is in a Secret is reached with it; the lab's own servers
+    // get a password of the run's; a role without one (trust, certificates) goes without.
     let password = match kube.password_secret {
         Some(_) => None,
-        None => Some(pods_password(request.conn)?),
+        None if access.own_password => Some(pods_password(request.conn)?),
+        None => None,
     };
     let mut files = files;
     files.insert(REQUEST_FILE.into(), pod_request);
@@ -449,7 +526,9 @@ mod tests {
             namespace: Some("bench".into()),
             ..KubeArgs::default()
         };
-        let placed = kube_for(&kube, Some(&load())).unwrap();
+        let access = kube_for(&kube, PodTarget::Load(&load())).unwrap();
+        assert!(!access.own_password);
+        let placed = access.kube;
         assert_eq!(placed.server_address.as_deref(), Some("lab-a-rw"));
         assert_eq!(
             placed.password_secret.as_deref(),
@@ -478,12 +557,56 @@ mod tests {
             coordinator_address: Some("10.1.2.3".into()),
             ..KubeArgs::default()
         };
-        let placed = kube_for(&kube, Some(&load())).unwrap();
+        let placed = kube_for(&kube, PodTarget::Load(&load())).unwrap().kube;
         assert_eq!(placed.affinity.as_deref(), Some("{}"));
         assert_eq!(placed.coordinator_address.as_deref(), Some("10.1.2.3"));
-        // Without a server that says where its load comes from, the options are the spec's.
-        let as_given = kube_for(&kube, None).unwrap();
-        assert_eq!(as_given.server_address, None);
-        assert_eq!(as_given.password_secret, None);
+        // For a server the lab started, the options are the spec's.
+        let as_given = kube_for(&kube, PodTarget::Managed).unwrap();
+        assert!(as_given.own_password);
+        assert_eq!(as_given.kube.server_address, None);
+        assert_eq!(as_given.kube.password_secret, None);
+    }
+
+    fn url(conninfo: &str) -> Endpoint {
+        Endpoint::Postgres(stampede_conn::ConnSpec::from_conninfo(conninfo).unwrap())
+    }
+
+    #[test]
+    fn a_url_s_pods_connect_where_it_does_with_the_password_from_a_secret() {
+        let kube = KubeArgs::default();
+        // No password: the pods go without one, the role untouched.
+        let access = kube_for(&kube, PodTarget::Url(&url("host=db.bench.svc user=app"))).unwrap();
+        assert!(!access.own_password);
+        assert_eq!(access.kube.server_address.as_deref(), Some("db.bench.svc"));
+        assert_eq!(
+            access.kube.coordinator_address.as_deref(),
+            Some("127.0.0.1")
+        );
+        let numeric = url("host=db hostaddr=10.244.0.7 user=app");
+        let access = kube_for(&kube, PodTarget::Url(&numeric)).unwrap();
+        assert_eq!(access.kube.server_address.as_deref(), Some("10.244.0.7"));
+        // A password must come from the user's Secret.
+        let with_password = url("host=db user=app password=secret-value");
+        let refused = kube_for(&kube, PodTarget::Url(&with_password)).unwrap_err();
+        assert!(
+            refused.message().starts_with("pods = N: role \"app\" logs in with a password, which the pods read from a Secret: give [kubernetes] password_secret"),
+            "{}",
+            refused.message()
+        );
+        assert!(!refused.message().contains("secret-value"));
+        // The lab's own servers' address is where the pods reach the lab, not the URL's.
+        let given = KubeArgs {
+            password_secret: Some("app-db/password".into()),
+            server_address: Some("10.0.0.5".into()),
+            ..KubeArgs::default()
+        };
+        let access = kube_for(&given, PodTarget::Url(&with_password)).unwrap();
+        assert_eq!(access.kube.server_address.as_deref(), Some("db"));
+        assert_eq!(access.kube.coordinator_address.as_deref(), Some("10.0.0.5"));
+        let socket = kube_for(
+            &kube,
+            PodTarget::Url(&url("host=/var/run/postgresql user=app")),
+        );
+        assert!(socket.unwrap_err().message().contains("unix socket"));
     }
 }

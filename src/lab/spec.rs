@@ -347,6 +347,7 @@ pub fn parse_as(path: &Path, text: &str, scripts: Scripts) -> Result<LabSpec, Sp
     check_decided_metric(&source, &file, auto.as_ref(), &targets)?;
     let control = control(&source, &file, &targets)?;
     check_spread_engines(&source, &file, &targets)?;
+    check_password_secret(&source, &file, &kubernetes, &targets)?;
     check_engines(&source, &file, &targets, &workloads)?;
     Ok(LabSpec {
         name,
@@ -436,7 +437,8 @@ fn check_decided_metric(
 }
 
 /// `pods = N` runs against PostgreSQL targets: the lab gives the pods a password of its own
-/// making for its servers, which it does for PostgreSQL.
+/// making for its servers, which it does for PostgreSQL (a server reached by URL: the pods
+/// connect where the URL does, with the password from `[kubernetes] password_secret`).
 fn check_spread_engines(
     source: &Source<'_>,
     file: &SpecFile,
@@ -444,17 +446,6 @@ fn check_spread_engines(
 ) -> Result<(), SpecError> {
     let mariadb = targets.iter().find(|t| t.server.engine() == Engine::Mysql);
     let spread = file.workloads.iter().find_map(|w| w.pods.as_ref());
-    // The pods are sent the address the lab's own servers answer on (`server_address`).
-    let remote = targets.iter().find(|t| !t.server.is_managed());
-    if let (Some(target), Some(pods)) = (remote, spread) {
-        return Err(source.at(
-            pods,
-            format!(
-                "pods: spread runs go to servers the lab starts; target \"{}\" is one it reaches by URL (its clients run on this machine: leave pods out)",
-                target.name
-            ),
-        ));
-    }
     match (mariadb, spread) {
         (Some(target), Some(pods)) => Err(source.at(
             pods,
@@ -495,14 +486,29 @@ fn kubernetes(source: &Source<'_>, file: &SpecFile) -> Result<crate::pods::KubeA
     for check in checks {
         check.map_err(|f| source.at(section, format!("kubernetes: {}", f.message())))?;
     }
-    if kube.password_secret.is_some() {
-        return Err(source.at(
-            section,
-            "kubernetes: password_secret: the lab gives the pods a password for its servers \
-             itself (in a Secret of each run's own)",
-        ));
-    }
     Ok(kube)
+}
+
+/// `[kubernetes] password_secret` is the password of a server the lab reaches by URL: for its
+/// own servers the lab gives the pods one itself (in a Secret of each run's own), and a
+/// Cluster's pods read its superuser's Secret.
+fn check_password_secret(
+    source: &Source<'_>,
+    file: &SpecFile,
+    kube: &crate::pods::KubeArgs,
+    targets: &[TargetSpec],
+) -> Result<(), SpecError> {
+    let (Some(section), Some(_)) = (&file.kubernetes, &kube.password_secret) else {
+        return Ok(());
+    };
+    if targets.iter().any(|t| t.server.pods_use_password_secret()) {
+        return Ok(());
+    }
+    Err(source.at(
+        section,
+        "kubernetes: password_secret: the password of a server the lab reaches by URL (none here); \
+         the lab gives the pods a password for its own servers itself (in a Secret of each run's own)",
+    ))
 }
 
 /// `runs`: a count, or "auto" with its precision, cap and budget; those three only with "auto".
@@ -626,6 +632,7 @@ fn targets(
     })?;
     let mut seen = Vec::new();
     let mut targets = Vec::new();
+    let mut earlier: Vec<(&str, &TargetEntries)> = Vec::new();
     for (target, entries) in file.targets.iter().zip(&keys.targets) {
         let name = target.name.get_ref().clone();
         if name.is_empty()
@@ -643,13 +650,14 @@ fn targets(
         }
         seen.push(name.clone());
         targets.push(TargetSpec {
-            server: target_source(source, base, &name, entries, lab)?,
+            server: target_source(source, base, (&name, entries), &earlier, lab)?,
             name,
             profile: profile(source, target.profile.as_ref(), base)?,
             settings: settings(source, target)?,
             cpus: cpu_list(source, target.cpus.as_ref(), "cpus")?,
             dataset_sql: target.dataset_sql.clone(),
         });
+        earlier.push((target.name.get_ref(), entries));
     }
     Ok(targets)
 }
@@ -659,8 +667,8 @@ fn targets(
 fn target_source(
     source: &Source<'_>,
     base: &Path,
-    name: &str,
-    entries: &TargetEntries,
+    (name, entries): (&str, &TargetEntries),
+    earlier: &[(&str, &TargetEntries)],
     (lab, kubernetes): LabContext<'_>,
 ) -> Result<Arc<dyn TargetSource>, SpecError> {
     // In the order the table gives them, so that an error points at the second.
@@ -721,12 +729,22 @@ fn target_source(
         .find(|(key, _)| key.get_ref() == "name")
         .map(|(_, value)| value)
         .expect("a target's name was read");
+    let earlier: Vec<(&str, &Spanned<toml::Value>)> = earlier
+        .iter()
+        .filter_map(|(name, entries)| {
+            entries
+                .iter()
+                .find(|(key, _)| key.get_ref() == kind.key())
+                .map(|(_, value)| (*name, value))
+        })
+        .collect();
     kind.parse(&TargetTable {
         source,
         base,
         lab,
         kubernetes,
         name,
+        earlier: &earlier,
         value,
         name_span,
         entries,
@@ -1384,8 +1402,9 @@ clients = [1, 4]
         );
         assert_eq!(
             error(&(spread.clone() + "password_secret = \"pg\"\n")),
-            "lab.toml:24:1: kubernetes: password_secret: the lab gives the pods a password for \
-             its servers itself (in a Secret of each run's own)"
+            "lab.toml:24:1: kubernetes: password_secret: the password of a server the lab \
+             reaches by URL (none here); the lab gives the pods a password for its own servers \
+             itself (in a Secret of each run's own)"
         );
         let tpcc = "\n[[workload]]\nname = \"tpcc\"\nclients = [2]\npods = 2\n";
         assert_eq!(
@@ -1416,9 +1435,11 @@ clients = [1, 4]
         assert!(!read.text.contains("secret") && read.text.contains("u:********@db.example"));
         let error =
             |target: &str, workload: &str| parse(path, &spec(target, workload)).unwrap_err().0;
+        // Its runs may come from pods, which connect where the URL does.
+        assert!(parse(path, &spec("url = \"postgresql://db\"", "pods = 2")).is_ok());
         assert_eq!(
-            error("url = \"postgresql://db\"", "pods = 2"),
-            "/x/lab.toml:9:8: pods: spread runs go to servers the lab starts; target \"a\" is one it reaches by URL (its clients run on this machine: leave pods out)"
+            error("url = \"mysql://db\"", "pods = 2"),
+            "/x/lab.toml:9:8: pods: spread runs go to PostgreSQL targets; target \"a\" is MariaDB (its clients run on this machine: leave pods out, or make a lab of its own)"
         );
         assert_eq!(
             error("url = \"postgresql://db\"\npostgres = \"16\"", ""),

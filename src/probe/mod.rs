@@ -1,6 +1,7 @@
 //! Measurements taken beside the load: the client's own CPU, the server's counters, the
 //! operating system's counters, wait-event samples and plans.
 
+pub mod exposition;
 pub mod mysql;
 pub mod os;
 pub mod postgres;

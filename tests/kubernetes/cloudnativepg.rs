@@ -34,20 +34,28 @@ fn lab_spec(name: &str, namespace: &str, targets: &str, scripts: &str) -> String
     )
 }
 
-/// What of the lab's is in the namespace: Clusters, pods, volumes' claims, Secrets, Services.
-fn left_in(namespace: &str) -> Vec<String> {
-    kube()
-        .kubectl(&[
-            "get",
-            "clusters.postgresql.cnpg.io,pods,persistentvolumeclaims,secrets,services",
-            "--namespace",
-            namespace,
-            "-o",
-            "name",
-        ])
+/// The objects of `kinds` in the namespace, by name, sorted.
+fn names_in(namespace: &str, kinds: &str) -> Vec<String> {
+    let mut names: Vec<String> = kube()
+        .kubectl(&["get", kinds, "--namespace", namespace, "-o", "name"])
         .lines()
         .map(str::to_string)
-        .collect()
+        .collect();
+    names.sort();
+    names
+}
+
+/// The Clusters in the namespace.
+fn clusters_in(namespace: &str) -> Vec<String> {
+    names_in(namespace, "clusters.postgresql.cnpg.io")
+}
+
+/// What of the lab's is in the namespace: Clusters, pods, volumes' claims, Secrets, Services.
+fn left_in(namespace: &str) -> Vec<String> {
+    names_in(
+        namespace,
+        "clusters.postgresql.cnpg.io,pods,persistentvolumeclaims,secrets,services",
+    )
 }
 
 /// `SQL`'s one value on the Cluster's primary, as its superuser (the Secret and the `-rw`
@@ -115,15 +123,16 @@ fn text_of(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).expect("UTF-8")
 }
 
-/// Two Clusters of one instance, shared_buffers 128MB and 512MB, each target's settings among
-/// its Cluster's parameters: the lab creates both through the operator, its transactions are
-/// the primaries' statement counts, `--keep-clusters` keeps them (the parameters are what the
-/// server shows) and `lab clean` deletes them with everything they made.
+/// Two targets of one shape, shared_buffers 128MB and 512MB, share one Cluster of one instance:
+/// the lab creates it through the operator, patches each target's settings into it before the
+/// target's runs and waits for the operator's restart; every run saw its own target's value,
+/// its transactions are the primary's statement counts, `--keep-clusters` keeps the Cluster
+/// and `lab clean` deletes it with everything it made.
 #[test]
-fn a_lab_compares_two_clusters_it_creates_and_cleans_them_up() {
+fn a_lab_compares_two_settings_on_one_cluster_it_creates_and_cleans_it_up() {
     let kube = kube();
     kube.cloudnativepg();
-    let volumes = kube.local_volumes("cnpg-two", 2);
+    let volumes = kube.local_volumes("cnpg-two", 1);
     let namespace = namespace("cnpg-two");
     let dir = LabDir::new("cnpg-two");
     let spec = dir.join("lab.toml");
@@ -149,18 +158,18 @@ fn a_lab_compares_two_clusters_it_creates_and_cleans_them_up() {
         )),
         "{stderr}"
     );
+    // Whichever target came second found the Cluster and patched its own value in (the
+    // operator restarts the primary in place for it: shared_buffers is read at start).
     assert!(
-        stderr.contains("Cluster \"cnpg-two-sb512\": Setting up primary"),
+        stderr.contains("Cluster \"cnpg-two-sb128\": parameters patched (shared_buffers = '"),
         "{stderr}"
     );
     assert_eq!(
-        on_primary(&namespace, "cnpg-two-sb128", "SHOW shared_buffers"),
-        "128MB"
+        clusters_in(&namespace),
+        ["cluster.postgresql.cnpg.io/cnpg-two-sb128"]
     );
-    assert_eq!(
-        on_primary(&namespace, "cnpg-two-sb512", "SHOW shared_buffers"),
-        "512MB"
-    );
+    let last = on_primary(&namespace, "cnpg-two-sb128", "SHOW shared_buffers");
+    assert!(last == "128MB" || last == "512MB", "{last}");
     let db = dir.join("cnpg-two.db");
     let runs = sqlite(
         &db,
@@ -190,7 +199,30 @@ fn a_lab_compares_two_clusters_it_creates_and_cleans_them_up() {
         assert_eq!((row[1].as_str(), row[3].as_str()), ("1", "2"), "{row:?}");
         assert_eq!(row[0], row[2], "{row:?}");
     }
-    // The record names where each Cluster ran: operator, instance, node, image, storage.
+    // Each target's record has its own value, and every run saw its own target's.
+    let recorded = sqlite(
+        &db,
+        "SELECT t.name, s.setting FROM targets t JOIN target_settings s ON s.target_id = t.id
+         WHERE s.name = 'shared_buffers' ORDER BY t.name",
+    );
+    assert_eq!(
+        recorded,
+        vec![
+            vec!["sb128".to_string(), "16384".into()],
+            vec!["sb512".into(), "65536".into()]
+        ]
+    );
+    let seen_otherwise = sqlite(
+        &db,
+        "SELECT count(*) FROM run_settings WHERE name = 'shared_buffers'",
+    );
+    assert_eq!(seen_otherwise[0][0], "0");
+    let read = sqlite(
+        &db,
+        "SELECT count(*) FROM runs WHERE status = 'completed' AND settings_read > 300",
+    );
+    assert_eq!(read[0][0], "8");
+    // The record names where the Cluster ran: operator, instance, node, image, storage.
     let machines = sqlite(
         &db,
         "SELECT name, server_machine FROM targets ORDER BY name",
@@ -198,9 +230,8 @@ fn a_lab_compares_two_clusters_it_creates_and_cleans_them_up() {
     for (row, name) in machines.iter().zip(["sb128", "sb512"]) {
         assert_eq!(row[0], name);
         assert!(
-            row[1].starts_with(&format!(
-                "CloudNativePG 1.30.0: cnpg-two-{name}-1 on node localhost (2 CPU, "
-            )) && row[1].contains("; no requests or limits) image sha256:")
+            row[1].starts_with("CloudNativePG 1.30.0: cnpg-two-sb128-1 on node localhost (2 CPU, ")
+                && row[1].contains("; no requests or limits) image sha256:")
                 && row[1].ends_with("; storage class cnpg-two (kubernetes.io/no-provisioner)"),
             "{row:?}"
         );
@@ -211,7 +242,28 @@ fn a_lab_compares_two_clusters_it_creates_and_cleans_them_up() {
         "SELECT count(*) FROM runs r JOIN run_counters k ON k.run_id = r.id
          WHERE r.status = 'completed' AND k.source = 'kubelet' AND k.name = 'memory_bytes' AND k.value > 0",
     );
-    assert_eq!(sampled[0][0], "8");
+    let kubelet = sqlite(
+        &db,
+        "SELECT r.id, group_concat(k.source || ' ' || k.name || ' ' || k.value, ', ') FROM runs r
+         LEFT JOIN run_counters k ON k.run_id = r.id AND k.source IN ('kubelet', 'server')
+         WHERE r.status = 'completed' GROUP BY r.id",
+    );
+    assert_eq!(sampled[0][0], "8", "{kubelet:?}\n{stderr}");
+    // The operator's exporter on the primary, read at the window's edges, counted the run's
+    // commits in its database too: the run's transactions, and the probes' own few.
+    let exported = sqlite(
+        &db,
+        "SELECT r.id, r.transactions, max(k.value) FROM runs r JOIN run_counters k ON k.run_id = r.id
+         WHERE r.status = 'completed' AND k.source = 'cnpg'
+           AND k.name LIKE 'cnpg_pg_stat_database_xact_commit{datname=\"stampede_cnpg_two_%'
+         GROUP BY r.id",
+    );
+    assert_eq!(exported.len(), 8, "{exported:?}");
+    for row in &exported {
+        let transactions: f64 = row[1].parse().unwrap();
+        let commits: f64 = row[2].parse().unwrap();
+        assert!((0.0..=50.0).contains(&(commits - transactions)), "{row:?}");
+    }
     let cleaned = kube.stampede(&["lab", "cleanup", &spec_arg]);
     let said = text(&cleaned.stdout);
     assert!(cleaned.status.success(), "{said}{}", text(&cleaned.stderr));
@@ -220,6 +272,114 @@ fn a_lab_compares_two_clusters_it_creates_and_cleans_them_up() {
         "{said}"
     );
     assert_eq!(left_in(&namespace), Vec::<String>::new());
+    kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
+}
+
+/// A url target at a Cluster's primary is loaded from pods as the Cluster's own target is: the
+/// pods connect where the URL does, with the password from the Secret `[kubernetes]
+/// password_secret` names; the role's password is left as it was (the Secret still opens it).
+#[test]
+fn a_url_target_at_a_cluster_is_loaded_from_pods_with_the_user_s_secret() {
+    let kube = kube();
+    kube.cloudnativepg();
+    let volumes = kube.local_volumes("cnpg-url", 1);
+    let namespace = namespace("cnpg-url");
+    let dir = LabDir::new("cnpg-url");
+    let manifest = dir.join("cluster.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {{name: shared, namespace: {namespace}}}\n\
+             spec:\n  instances: 1\n  imageName: {OPERAND_IMAGE}\n  imagePullPolicy: Never\n\
+             \x20 enableSuperuserAccess: true\n  storage: {{storageClass: {}, size: 1Gi}}\n\
+             \x20 postgresql: {{shared_preload_libraries: [pg_stat_statements]}}\n",
+            volumes.class
+        ),
+    )
+    .unwrap();
+    kube.kubectl(&["apply", "-f", &manifest.display().to_string()]);
+    kube.kubectl(&[
+        "wait",
+        "clusters.postgresql.cnpg.io/shared",
+        "--namespace",
+        &namespace,
+        "--for=jsonpath={.status.readyInstances}=1",
+        "--timeout=300s",
+    ]);
+    let address = on_primary(&namespace, "shared", "SELECT inet_server_addr()");
+    let password = base64_decode(
+        kube.kubectl(&[
+            "get",
+            "secret",
+            "shared-superuser",
+            "--namespace",
+            &namespace,
+            "-o",
+            "jsonpath={.data.password}",
+        ])
+        .trim(),
+    );
+    let targets = format!(
+        "[[target]]\nname = \"cluster\"\ncloudnativepg = {{ cluster = \"shared\" }}\n\
+         [[target]]\nname = \"url\"\nurl = \"host={address} user=postgres dbname=postgres\"\n"
+    );
+    let spec = dir.join("lab.toml");
+    let lab = lab_spec("cnpg-url", &namespace, &targets, "\"select-only\"")
+        .replace(
+            "pod_start_timeout = \"60s\"\n",
+            "pod_start_timeout = \"60s\"\npassword_secret = \"shared-superuser/password\"\n",
+        )
+        .replace("clients = [2]\n", "clients = [2]\npods = 1\n");
+    std::fs::write(&spec, lab).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["lab", "run", &spec.display().to_string()])
+        .env("KUBECONFIG", &kube.kubeconfig)
+        .env("PGPASSWORD", &password)
+        .output()
+        .expect("stampede runs");
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{}{stderr}", text(&output.stdout));
+    assert!(!stderr.contains(&password) && !text(&output.stdout).contains(&password));
+    let db = dir.join("cnpg-url.db");
+    // Every run's clients came from one pod; the url target's are the primary's statements.
+    let pods = sqlite(
+        &db,
+        "SELECT c.target, r.transactions, count(p.pod), sum(p.transactions) FROM runs r
+         JOIN cells c ON c.id = r.cell_id JOIN run_pods p ON p.run_id = r.id
+         WHERE r.status = 'completed' GROUP BY r.id ORDER BY 1",
+    );
+    assert_eq!(pods.len(), 4, "{pods:?}");
+    for row in &pods {
+        assert_eq!(
+            (row[2].as_str(), row[1].as_str()),
+            ("1", row[3].as_str()),
+            "{row:?}"
+        );
+    }
+    let statements = sqlite(
+        &db,
+        "SELECT r.transactions, s.calls FROM runs r JOIN cells c ON c.id = r.cell_id
+         JOIN run_statements s ON s.run_id = r.id
+          AND s.query = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1'
+         WHERE r.status = 'completed' AND c.target = 'url'",
+    );
+    assert_eq!(statements.len(), 2, "{statements:?}");
+    for row in &statements {
+        let (transactions, calls): (i64, i64) = (row[0].parse().unwrap(), row[1].parse().unwrap());
+        assert!(
+            transactions > 0 && (0..=2).contains(&(calls - transactions)),
+            "{row:?}"
+        );
+    }
+    // The Secret's password still opens the role: the lab did not change it.
+    assert_eq!(on_primary(&namespace, "shared", "SELECT 1"), "1");
+    kube.kubectl(&[
+        "delete",
+        "clusters.postgresql.cnpg.io/shared",
+        "--namespace",
+        &namespace,
+        "--wait=true",
+    ]);
     kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
 }
 
@@ -290,8 +450,10 @@ fn a_cluster_that_cannot_start_fails_its_target_with_the_reason() {
     kube.kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
 }
 
-/// `lab plan` shows each Cluster's manifest after the API server's dry run and creates
-/// nothing; a misspelt key of the Cluster is refused at its place in the spec.
+/// `lab plan` shows each Cluster's manifest, `--dry-run` after the API server's dry run (the
+/// operator's webhook refuses what it would refuse), and creates nothing; a target of the same
+/// shape shares the first one's Cluster; a misspelt key of the Cluster is refused at its place
+/// in the spec.
 #[test]
 fn the_plan_shows_each_cluster_the_api_server_accepts_and_refuses_bad_keys() {
     let kube = kube();
@@ -299,22 +461,31 @@ fn the_plan_shows_each_cluster_the_api_server_accepts_and_refuses_bad_keys() {
     let namespace = namespace("cnpg-plan");
     let dir = LabDir::new("cnpg-plan");
     let spec = dir.join("lab.toml");
+    let targets = cluster_target("a", "any", "work_mem = \"8MB\"")
+        + &cluster_target("b", "any", "work_mem = \"64MB\"");
     std::fs::write(
         &spec,
-        lab_spec(
-            "cnpg-plan",
-            &namespace,
-            &cluster_target("a", "any", "work_mem = \"8MB\""),
-            "\"select-only\"",
-        ),
+        lab_spec("cnpg-plan", &namespace, &targets, "\"select-only\""),
     )
     .unwrap();
-    let output = kube.stampede(&["lab", "plan", &spec.display().to_string()]);
+    let spec_arg = spec.display().to_string();
+    let offline = kube.stampede(&["lab", "plan", &spec_arg]);
+    let said = text(&offline.stdout) + &text(&offline.stderr);
+    assert!(offline.status.success(), "{said}");
+    assert!(
+        said.contains("not sent to the API server (lab plan --dry-run has it check the manifest)"),
+        "{said}"
+    );
+    let output = kube.stampede(&["lab", "plan", &spec_arg, "--dry-run"]);
     let said = text(&output.stdout) + &text(&output.stderr);
     assert!(output.status.success(), "{said}");
     assert!(
-        said.contains(&format!("target \"a\": Cluster \"cnpg-plan-a\" in namespace \"{namespace}\", created through the operator at the target's first use"))
+        said.contains(&format!("target \"a\": Cluster \"cnpg-plan-a\" in namespace \"{namespace}\", created through the operator at its first use"))
             && said.contains("the API server accepted it (dry run)"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("target \"b\": Cluster \"cnpg-plan-a\" in namespace \"{namespace}\", shared with target \"a\" (the same Cluster; this target's settings patched in before each of its runs)")),
         "{said}"
     );
     let manifest_line = said
@@ -327,6 +498,23 @@ fn the_plan_shows_each_cluster_the_api_server_accepts_and_refuses_bad_keys() {
         "8MB"
     );
     assert_eq!(left_in(&namespace), Vec::<String>::new());
+
+    // The operator's webhook refuses an image whose tag is no PostgreSQL version it knows.
+    let refused = lab_spec(
+        "cnpg-plan",
+        &namespace,
+        &cluster_target("a", "any", "").replace(OPERAND_IMAGE, "localhost/cnpg-postgresql:1"),
+        "\"select-only\"",
+    );
+    std::fs::write(&spec, refused).unwrap();
+    let output = kube.stampede(&["lab", "plan", &spec_arg, "--dry-run"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("stampede: error: target \"a\": ")
+            && stderr.contains("Unsupported PostgreSQL version"),
+        "{stderr}"
+    );
 
     let misspelt = lab_spec(
         "cnpg-plan",
@@ -488,35 +676,23 @@ fn interrupt_when(args: &[&str], texts: &[&str]) -> (std::process::ExitStatus, S
 fn a_stopped_lab_resumes_reusing_kept_clusters_and_recreating_deleted_ones() {
     let kube = kube();
     kube.cloudnativepg();
-    // Two targets, each created twice.
+    // Two targets, each created twice: of one shape, but b's Cluster its own.
     let volumes = kube.local_volumes("cnpg-resume", 4);
     let namespace = namespace("cnpg-resume");
     let dir = LabDir::new("cnpg-resume");
     let spec = dir.join("lab.toml");
     let targets = cluster_target("a", &volumes.class, "work_mem = \"4MB\"")
-        + &cluster_target("b", &volumes.class, "work_mem = \"8MB\"");
+        + &cluster_target("b", &volumes.class, "work_mem = \"8MB\"").replace(
+            "cloudnativepg = { image",
+            "cloudnativepg = { share = false, image",
+        );
     std::fs::write(
         &spec,
         lab_spec("cnpg-resume", &namespace, &targets, "\"select-only\""),
     )
     .unwrap();
     let spec_arg = spec.display().to_string();
-    let clusters = || {
-        let mut names: Vec<String> = kube
-            .kubectl(&[
-                "get",
-                "clusters.postgresql.cnpg.io",
-                "--namespace",
-                &namespace,
-                "-o",
-                "name",
-            ])
-            .lines()
-            .map(str::to_string)
-            .collect();
-        names.sort();
-        names
-    };
+    let clusters = || clusters_in(&namespace);
     let both = vec![
         "cluster.postgresql.cnpg.io/cnpg-resume-a".to_string(),
         "cluster.postgresql.cnpg.io/cnpg-resume-b".to_string(),

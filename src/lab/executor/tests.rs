@@ -207,7 +207,7 @@ impl LabServer for FakeServer {
         None
     }
 
-    fn begin_run(&self) -> Result<(), Failure> {
+    fn begin_run(&self, _notes: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         if self.remote {
             self.journal.log(format!("set {}", self.name));
         }

@@ -68,6 +68,11 @@ pub trait TargetSource: std::fmt::Debug + Send + Sync {
     fn is_managed(&self) -> bool {
         true
     }
+    /// Whether the pods of its runs (`pods = N`) log in with the password in the spec's
+    /// `[kubernetes] password_secret` (a server reached by URL).
+    fn pods_use_password_secret(&self) -> bool {
+        false
+    }
     /// Whether each run's server CPU per transaction can be measured (a local server's
     /// processes; a remote one's only through a metrics source).
     fn measures_server_cpu(&self) -> bool {
@@ -84,7 +89,8 @@ pub trait TargetSource: std::fmt::Debug + Send + Sync {
     }
     /// `lab plan`'s look at the target: what it refuses is refused (an input error), and the
     /// lines it returns are printed with the plan (what was not checked, how copies are made).
-    fn check_at_plan(&self, target: &TargetSpec) -> Result<Vec<String>, Failure>;
+    /// With `dry_run` the API server checks each Kubernetes object the target would create.
+    fn check_at_plan(&self, target: &TargetSpec, dry_run: bool) -> Result<Vec<String>, Failure>;
     /// The target's server as the lab will provision it: binaries downloaded or built (told
     /// to `events`), the settings checked against them; a remote server reached.
     fn resolve(
@@ -212,8 +218,9 @@ pub trait LabServer {
         None
     }
     /// Just before a run is measured: what the target sets for its runs alone (a remote
-    /// server's ALTER SYSTEM settings, which another target of the same server must not see).
-    fn begin_run(&self) -> Result<(), Failure> {
+    /// server's ALTER SYSTEM settings, which another target of the same server must not see;
+    /// a shared Cluster's parameters), with a line for the user on a wait for them.
+    fn begin_run(&self, _notes: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         Ok(())
     }
     /// After a run, measured or failed: puts back what `begin_run` set.

@@ -74,14 +74,18 @@ impl Targets for SpecTargets {
 impl SpecTargets {
     /// `lab plan`'s look at a target: refusals as input errors naming the target, the rest as
     /// lines for the plan. A source that could not be asked (an archive out of reach) is said
-    /// to be unchecked.
-    pub fn check_at_plan(&self, target: &TargetSpec) -> Result<Vec<String>, Failure> {
-        match target.server.check_at_plan(target) {
+    /// to be unchecked, unless the plan is a dry run the API server must answer.
+    pub fn check_at_plan(
+        &self,
+        target: &TargetSpec,
+        dry_run: bool,
+    ) -> Result<Vec<String>, Failure> {
+        match target.server.check_at_plan(target, dry_run) {
             Ok(lines) => Ok(lines
                 .into_iter()
                 .map(|line| format!("target \"{}\": {line}", target.name))
                 .collect()),
-            Err(e) if e.kind() == Kind::Run => Ok(vec![format!(
+            Err(e) if e.kind() == Kind::Run && !dry_run => Ok(vec![format!(
                 "target \"{}\": {} not checked ({})",
                 target.name,
                 target.server.spec_text(),

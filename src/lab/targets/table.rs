@@ -19,6 +19,9 @@ pub struct TargetTable<'a> {
     pub lab: &'a str,
     pub kubernetes: &'a crate::pods::KubeArgs,
     pub name: &'a str,
+    /// The targets before this one that name the same kind, with the value of its key (the
+    /// Clusters two targets of one shape share).
+    pub earlier: &'a [(&'a str, &'a Spanned<toml::Value>)],
     /// The value of the kind's key; None for a table naming no kind.
     pub value: Option<&'a Spanned<toml::Value>>,
     /// The table's own place (its name), for errors about the table as a whole.

@@ -1,8 +1,10 @@
 //! PostgreSQL's control sessions: connecting for setup and probes (tokio-postgres), error text
 //! as PostgreSQL's tools print it, the tables a loader may not overwrite; `queries`: one-call
-//! SQL in a session of its own; `system_settings`: ALTER SYSTEM changes put back as they were.
+//! SQL in a session of its own; `system_settings`: ALTER SYSTEM changes put back as they were;
+//! `setting_value`: a value as written against the one `pg_settings` reports.
 
 pub mod queries;
+pub mod setting_value;
 pub mod system_settings;
 
 use tokio_postgres::Client;

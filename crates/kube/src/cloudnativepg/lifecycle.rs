@@ -84,14 +84,19 @@ impl Cluster {
     }
 
     /// Merges `parameters` into the Cluster's `spec.postgresql.parameters` (a value of `null`
-    /// removes one).
+    /// removes one) and `annotations` into its own, in one change.
     pub fn patch_postgres_parameters(
         &self,
         namespace: &str,
         name: &str,
         parameters: &BTreeMap<String, Option<String>>,
+        annotations: &BTreeMap<String, String>,
     ) -> Result<PostgresCluster, KubeError> {
-        let patch = serde_json::json!({"spec": {"postgresql": {"parameters": parameters}}});
+        // A merge patch: a parameter given as null is removed from the Cluster's.
+        let patch = serde_json::json!({
+            "metadata": {"annotations": annotations},
+            "spec": {"postgresql": {"parameters": parameters}},
+        });
         self.runtime().block_on(async {
             self.postgres_clusters_in(namespace)
                 .patch(name, &PatchParams::default(), &Patch::Merge(&patch))

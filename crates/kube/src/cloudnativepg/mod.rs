@@ -1,7 +1,9 @@
-//! CloudNativePG's Cluster as a lab's target: the typed resource (`resource`) and what a lab
-//! does with one through the API server (`lifecycle`). The operator provisions, fails over and
+//! CloudNativePG's Cluster as a lab's target: the typed resource (`resource`), what a lab
+//! does with one through the API server (`lifecycle`) and its instances' exporter
+//! (`exporter`). The operator provisions, fails over and
 //! applies settings; the lab asks it and waits.
 
+pub mod exporter;
 pub mod lifecycle;
 pub mod resource;
 

@@ -11,6 +11,7 @@ use stampede_kube::cloudnativepg::{
     StorageConfiguration, SynchronousConfiguration,
 };
 
+use super::settings::{ClusterSettings, SETTINGS_ANNOTATION};
 use super::spec::{ClusterShape, Storage};
 
 /// The labels naming the lab and target on every Cluster a lab creates (`lab clean` finds
@@ -18,8 +19,8 @@ use super::spec::{ClusterShape, Storage};
 pub const LAB_LABEL: &str = "stampede.dev/lab";
 pub const TARGET_LABEL: &str = "stampede.dev/target";
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "stampede");
-/// The annotation holding the digest of what the lab asked for: a Cluster left by an earlier
-/// invocation is reused only when it is the same.
+/// The annotation holding the digest of what the lab asked for, the targets' settings aside: a
+/// Cluster left by an earlier invocation is reused only when it is the same.
 pub const SPEC_ANNOTATION: &str = "stampede.dev/spec-digest";
 /// The longest Cluster name the lab makes: its pods, Services and Secrets add suffixes.
 const NAME_LIMIT: usize = 40;
@@ -121,16 +122,50 @@ pub fn cluster(
     settings: &[(String, String)],
     place: &ClusterPlace,
 ) -> Result<PostgresCluster, String> {
-    let mut parameters = shape.parameters.clone();
+    let settings = cluster_settings(shape, settings)?;
+    let mut spec = shape_spec(shape, place);
+    let mut annotations = BTreeMap::new();
+    // Of the shape alone: targets that share the Cluster differ in their settings.
+    annotations.insert(SPEC_ANNOTATION.to_string(), spec_digest(&spec));
+    annotations.insert(SETTINGS_ANNOTATION.to_string(), settings.annotation());
+    if let Some(postgresql) = spec.postgresql.as_mut() {
+        postgresql.parameters.extend(settings.own);
+    }
+    let metadata = ObjectMeta {
+        name: Some(place.name.clone()),
+        namespace: Some(place.namespace.clone()),
+        labels: Some(place.labels.clone()),
+        annotations: Some(annotations),
+        ..ObjectMeta::default()
+    };
+    Ok(PostgresCluster::new(metadata, spec))
+}
+
+/// The target's settings on top of the shape's parameters; a setting the table's
+/// `parameters` also give with another value is refused (which one would hold is not clear).
+pub fn cluster_settings(
+    shape: &ClusterShape,
+    settings: &[(String, String)],
+) -> Result<ClusterSettings, String> {
+    let mut own = BTreeMap::new();
     for (name, value) in settings {
-        if let Some(given) = parameters.get(name).filter(|given| *given != value) {
+        if let Some(given) = shape.parameters.get(name).filter(|given| *given != value) {
             return Err(format!(
                 "{name} is both a setting (\"{value}\") and a parameter of the Cluster (\"{given}\"): give it once"
             ));
         }
-        parameters.insert(name.clone(), value.clone());
+        own.insert(name.clone(), value.clone());
     }
-    let spec = ClusterSpec {
+    Ok(ClusterSettings {
+        shape: shape.parameters.clone(),
+        own,
+    })
+}
+
+/// The Cluster's spec with the shape's own parameters.
+fn shape_spec(shape: &ClusterShape, place: &ClusterPlace) -> ClusterSpec {
+    let parameters = shape.parameters.clone();
+    ClusterSpec {
         instances: shape.instances,
         image_name: shape.image.clone(),
         image_pull_policy: place.image_pull_policy.clone(),
@@ -155,18 +190,13 @@ pub fn cluster(
         affinity: affinity(shape),
         // The lab makes databases, checkpoints and reads every statement's statistics.
         enable_superuser_access: Some(true),
-        other: BTreeMap::new(),
-    };
-    let mut annotations = BTreeMap::new();
-    annotations.insert(SPEC_ANNOTATION.to_string(), spec_digest(&spec));
-    let metadata = ObjectMeta {
-        name: Some(place.name.clone()),
-        namespace: Some(place.namespace.clone()),
-        labels: Some(place.labels.clone()),
-        annotations: Some(annotations),
-        ..ObjectMeta::default()
-    };
-    Ok(PostgresCluster::new(metadata, spec))
+        // The exporter caches its queries' results (30 s by default): read at a window's
+        // edges, its counters must be the server's then.
+        other: BTreeMap::from([(
+            "monitoring".to_string(),
+            serde_json::json!({ "metricsQueriesTTL": "0s" }),
+        )]),
+    }
 }
 
 /// A digest of the spec as the lab wrote it.
@@ -265,7 +295,8 @@ mod tests {
         assert_eq!(
             manifest["spec"],
             json!({"instances": 1, "storage": {"size": "1Gi"}, "enableSuperuserAccess": true,
-                   "postgresql": {"shared_preload_libraries": ["pg_stat_statements"]}})
+                   "postgresql": {"shared_preload_libraries": ["pg_stat_statements"]},
+                   "monitoring": {"metricsQueriesTTL": "0s"}})
         );
     }
 
@@ -347,6 +378,21 @@ mod tests {
         let digest =
             |c: &PostgresCluster| c.metadata.annotations.as_ref().unwrap()[SPEC_ANNOTATION].clone();
         assert_ne!(digest(&one), digest(&two));
-        assert_eq!(digest(&one), spec_digest(&one.spec));
+        // Settings aside: two targets of one shape share a Cluster and its digest.
+        let tuned = cluster(
+            &shape(r#"{ storage = { size = "1Gi" } }"#),
+            &[("work_mem".into(), "8MB".into())],
+            &place(),
+        )
+        .unwrap();
+        assert_eq!(digest(&one), digest(&tuned));
+        assert_eq!(
+            tuned.metadata.annotations.as_ref().unwrap()[SETTINGS_ANNOTATION],
+            r#"{"work_mem":"8MB"}"#
+        );
+        assert_eq!(
+            one.metadata.annotations.as_ref().unwrap()[SETTINGS_ANNOTATION],
+            "{}"
+        );
     }
 }

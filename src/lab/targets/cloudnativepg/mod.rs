@@ -10,6 +10,7 @@
 mod manifest;
 mod metrics;
 mod provision;
+mod settings;
 mod spec;
 
 use std::sync::Arc;
@@ -40,13 +41,30 @@ impl TargetKind for Kind {
         let value = table.value.expect("the kind's key names it");
         let config = spec::parse(value.get_ref())
             .map_err(|e| table.at(value, format!("cloudnativepg: {e}")))?;
+        let owner = sharing(&config, table.earlier).unwrap_or(table.name);
         Ok(Arc::new(ClusterTarget {
-            config,
             lab: table.lab.to_string(),
             target: table.name.to_string(),
+            owner: owner.to_string(),
+            config,
             kube: table.kubernetes.clone(),
         }))
     }
+}
+
+/// The first earlier target whose Cluster this one's shares: the same shape (its settings
+/// aside), both sharing.
+fn sharing<'a>(
+    config: &ClusterConfig,
+    earlier: &[(&'a str, &toml::Spanned<toml::Value>)],
+) -> Option<&'a str> {
+    if !config.share || !matches!(config.source, ClusterSource::Create(_)) {
+        return None;
+    }
+    earlier.iter().find_map(|(name, value)| {
+        let other = spec::parse(value.get_ref()).ok()?;
+        (other.share && other.source == config.source).then_some(*name)
+    })
 }
 
 /// A target's Cluster, as its table and the spec's `[kubernetes]` give it.
@@ -54,6 +72,8 @@ pub struct ClusterTarget {
     config: ClusterConfig,
     lab: String,
     target: String,
+    /// The target whose name names the Cluster: this one, or the first of its shape.
+    owner: String,
     kube: KubeArgs,
 }
 
@@ -64,9 +84,37 @@ impl std::fmt::Debug for ClusterTarget {
 }
 
 impl ClusterTarget {
+    /// `lab plan`'s lines on a Cluster the lab creates, `checked` saying how far.
+    fn plan_lines(&self, manifest: &PostgresCluster, checked: &str) -> Vec<String> {
+        vec![
+            format!(
+                "Cluster \"{}\" in namespace \"{}\"{}, created through the operator at its first use and deleted with its volumes when the lab ends (--keep-clusters keeps it); {checked}",
+                manifest.name(),
+                manifest.metadata.namespace.as_deref().unwrap_or("default"),
+                self.shared_with()
+            ),
+            format!(
+                "its manifest: {}",
+                serde_json::to_string(manifest).expect("plain data serializes to JSON")
+            ),
+            LOAD_AND_CPU.into(),
+        ]
+    }
+
+    /// ", shared with target \"a\" (…)" for a target whose Cluster an earlier one names.
+    fn shared_with(&self) -> String {
+        if self.owner == self.target {
+            return String::new();
+        }
+        format!(
+            ", shared with target \"{}\" (the same Cluster; this target's settings patched in before each of its runs)",
+            self.owner
+        )
+    }
+
     fn place(&self, namespace: &str) -> Result<ClusterPlace, Failure> {
         let labels: Vec<(String, String)> = self.kube.labels()?.into_iter().collect();
-        let mut place = ClusterPlace::new(&self.lab, &self.target, namespace, &labels);
+        let mut place = ClusterPlace::new(&self.lab, &self.owner, namespace, &labels);
         if let ClusterSource::Existing(name) = &self.config.source {
             place.name = name.clone();
         }
@@ -122,13 +170,14 @@ impl TargetSource for ClusterTarget {
         match &self.config.source {
             ClusterSource::Existing(name) => format!("CloudNativePG Cluster \"{name}\""),
             ClusterSource::Create(shape) => format!(
-                "CloudNativePG Cluster \"{}\", {} instance(s) of {}",
-                manifest::cluster_name(&self.lab, &self.target),
+                "CloudNativePG Cluster \"{}\", {} instance(s) of {}{}",
+                manifest::cluster_name(&self.lab, &self.owner),
                 shape.instances,
                 shape
                     .image
                     .as_deref()
-                    .unwrap_or("the operator's default image")
+                    .unwrap_or("the operator's default image"),
+                self.shared_with()
             ),
         }
     }
@@ -146,9 +195,28 @@ impl TargetSource for ClusterTarget {
         self.check_target(target)
     }
 
-    fn check_at_plan(&self, target: &TargetSpec) -> Result<Vec<String>, Failure> {
+    fn check_at_plan(&self, target: &TargetSpec, dry_run: bool) -> Result<Vec<String>, Failure> {
         self.check_target(target)?;
-        let cluster = provision::connect(&self.kube).map_err(|e| Failure::run(e.message()))?;
+        // Without a dry run a Cluster to create is shown as the lab would send it, read from
+        // the spec alone when no Kubernetes configuration is at hand (the namespace then the
+        // spec's, else "default").
+        let cluster = provision::connect(&self.kube).map_err(|e| Failure::run(e.message()));
+        let creates = matches!(self.config.source, ClusterSource::Create(_));
+        if creates && !dry_run {
+            let namespace = match (&self.kube.namespace, &cluster) {
+                (Some(namespace), _) => namespace.clone(),
+                (None, Ok(cluster)) => provision::namespace(&self.kube, cluster),
+                (None, Err(_)) => "default".into(),
+            };
+            let manifest = self.manifest(target, &namespace)?;
+            return Ok(self.plan_lines(
+                manifest
+                    .as_ref()
+                    .expect("a Cluster to create has a manifest"),
+                "not sent to the API server (lab plan --dry-run has it check the manifest)",
+            ));
+        }
+        let cluster = cluster?;
         let namespace = provision::namespace(&self.kube, &cluster);
         let Some(manifest) = self.manifest(target, &namespace)? else {
             let name = self.place(&namespace)?.name;
@@ -168,17 +236,7 @@ impl TargetSource for ClusterTarget {
         cluster
             .create_postgres_cluster(&manifest, true)
             .map_err(|e| Failure::input(e.0))?;
-        Ok(vec![
-            format!(
-                "Cluster \"{}\" in namespace \"{namespace}\", created through the operator at the target's first use and deleted with its volumes when the lab ends (--keep-clusters keeps it); the API server accepted it (dry run)",
-                manifest.name()
-            ),
-            format!(
-                "its manifest: {}",
-                serde_json::to_string(&manifest).expect("plain data serializes to JSON")
-            ),
-            LOAD_AND_CPU.into(),
-        ])
+        Ok(self.plan_lines(&manifest, "the API server accepted it (dry run)"))
     }
 
     fn resolve(
@@ -196,11 +254,20 @@ impl TargetSource for ClusterTarget {
         } else {
             provision::check_operator(&cluster, &namespace)?;
         }
+        let settings = match &self.config.source {
+            ClusterSource::Create(shape) => Some(
+                manifest::cluster_settings(shape, &target.settings)
+                    .map_err(|e| Failure::input(format!("cloudnativepg: {e}")))?,
+            ),
+            ClusterSource::Existing(_) => None,
+        };
         Ok(Arc::new(provision::Resolved {
             cluster,
             namespace,
             name: place.name,
             manifest,
+            settings,
+            shared_with: (self.owner != self.target).then(|| self.owner.clone()),
             ready_timeout: self.config.ready_timeout,
             pods: self.config.pods,
         }))
@@ -270,5 +337,44 @@ impl ResolvedTarget for provision::Resolved {
         place: &LabPlace<'_>,
     ) -> Result<Box<dyn LabServer>, Failure> {
         provision::provision(self, target, place)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Each target's `spec_text` in a lab of `targets`.
+    fn described(targets: &str) -> Vec<String> {
+        let text = format!(
+            "name = \"sc\"\nruns = 1\nduration = \"1s\"\n{targets}\n[[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [1]\n"
+        );
+        let spec = crate::lab::spec::parse(Path::new("lab.toml"), &text).unwrap();
+        spec.targets.iter().map(|t| t.server.spec_text()).collect()
+    }
+
+    #[test]
+    fn targets_of_one_shape_share_a_cluster_unless_told_not_to() {
+        let shape = r#"storage = { class = "gp3", size = "10Gi" }"#;
+        let texts = described(&format!(
+            "[[target]]\nname = \"a\"\ncloudnativepg = {{ {shape} }}\nsettings = {{ shared_buffers = \"128MB\" }}\n\
+             [[target]]\nname = \"b\"\ncloudnativepg = {{ {shape} }}\nsettings = {{ shared_buffers = \"1GB\" }}\n\
+             [[target]]\nname = \"c\"\ncloudnativepg = {{ {shape}, instances = 2 }}\n\
+             [[target]]\nname = \"d\"\ncloudnativepg = {{ {shape}, share = false }}\n\
+             [[target]]\nname = \"e\"\ncloudnativepg = {{ {shape}, pods = 2 }}\n"
+        ));
+        assert_eq!(
+            texts[0],
+            "CloudNativePG Cluster \"sc-a\", 1 instance(s) of the operator's default image"
+        );
+        assert_eq!(
+            texts[1],
+            "CloudNativePG Cluster \"sc-a\", 1 instance(s) of the operator's default image, shared with target \"a\" (the same Cluster; this target's settings patched in before each of its runs)"
+        );
+        // Another shape, a Cluster of its own by request: their own names.
+        assert!(texts[2].starts_with("CloudNativePG Cluster \"sc-c\", 2 instance(s)"));
+        assert!(texts[3].starts_with("CloudNativePG Cluster \"sc-d\", 1 instance(s)"));
+        // Where the load comes from is not the Cluster's shape.
+        assert!(texts[4].contains("\"sc-a\"") && texts[4].contains("shared with target \"a\""));
     }
 }

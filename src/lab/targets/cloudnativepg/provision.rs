@@ -2,11 +2,13 @@
 //! reused) at the target's first use, waited on until the operator reports it healthy, reached
 //! as a server by URL is, and deleted with its volumes when the lab hands it back.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::manifest::{MANAGED_BY, SPEC_ANNOTATION};
-use super::metrics::PrimaryCpuProbes;
+use super::metrics::PrimaryProbes;
+use super::settings::{self, ClusterSettings, SettingsWait};
 use crate::lab::targets::api::{LabPlace, LabServer, PodLoad, TargetSpec};
 use crate::lab::targets::url::postgres::{Reached, RemotePostgres, ServerHooks};
 use crate::lab::window::RunProbes;
@@ -23,6 +25,10 @@ pub struct Resolved {
     pub name: String,
     /// The Cluster the lab creates; None for one that exists.
     pub manifest: Option<PostgresCluster>,
+    /// The target's settings on the Cluster the lab creates.
+    pub settings: Option<ClusterSettings>,
+    /// The earlier target of the same shape whose Cluster this one shares.
+    pub shared_with: Option<String>,
     pub ready_timeout: Duration,
     /// The pods each run's clients come from.
     pub pods: usize,
@@ -77,23 +83,36 @@ pub fn provision(
 ) -> Result<Box<dyn LabServer>, Failure> {
     let owned = resolved.manifest.is_some();
     let keep = place.keep_clusters || !owned;
-    if let Some(manifest) = &resolved.manifest {
-        create_or_reuse(resolved, manifest, place)?;
-    }
+    let created = match &resolved.manifest {
+        Some(manifest) => create_or_reuse(resolved, manifest, place)?,
+        None => false,
+    };
+    let hooks = ClusterHooks {
+        cluster: resolved.cluster.clone(),
+        namespace: resolved.namespace.clone(),
+        name: resolved.name.clone(),
+        pods: resolved.pods,
+        keep,
+        primary: Mutex::new(None),
+        run_duration: place.run_duration,
+        settings: resolved.settings.clone(),
+        ready_timeout: resolved.ready_timeout,
+        stop: stampede_base::signals::watch_signals(),
+    };
     let healthy = wait_healthy(resolved, place);
-    let server = healthy.and_then(|_| reach(resolved, target, place));
+    let server = healthy
+        .and_then(|_| reach(resolved, target, place))
+        // The target's own settings before its record is read (another target of the
+        // Cluster's may have left its own).
+        .and_then(|server| {
+            hooks.apply_settings(&server.admin(), &mut |line| (place.notes)(line))?;
+            Ok(server)
+        });
     match server {
-        Ok(server) => Ok(Box::new(server.with_hooks(Box::new(ClusterHooks {
-            cluster: resolved.cluster.clone(),
-            namespace: resolved.namespace.clone(),
-            name: resolved.name.clone(),
-            pods: resolved.pods,
-            keep,
-            primary: Mutex::new(None),
-            run_duration: place.run_duration,
-        })))),
+        Ok(server) => Ok(Box::new(server.with_hooks(Box::new(hooks)))),
         Err(failure) => {
-            if !keep {
+            // A Cluster made now for nothing goes; one found there may serve another target.
+            if created && !keep {
                 delete(&resolved.cluster, &resolved.namespace, &resolved.name);
             }
             Err(failure)
@@ -101,13 +120,14 @@ pub fn provision(
     }
 }
 
-/// Creates the Cluster, or reuses the one an earlier invocation of the lab kept when it is the
-/// same; one of the lab's with another spec is created again, anyone else's is refused.
+/// Creates the Cluster (true), or reuses the one an earlier target of its shape or an earlier
+/// invocation of the lab left when it is the same; one of the lab's with another spec is
+/// created again, anyone else's is refused.
 fn create_or_reuse(
     resolved: &Resolved,
     manifest: &PostgresCluster,
     place: &LabPlace<'_>,
-) -> Result<(), Failure> {
+) -> Result<bool, Failure> {
     let (namespace, name) = (&resolved.namespace, &resolved.name);
     let found = resolved
         .cluster
@@ -135,10 +155,13 @@ fn create_or_reuse(
                 .and_then(|a| a.get(SPEC_ANNOTATION).cloned())
         };
         if digest(&found) == digest(manifest) {
-            (place.notes)(&format!(
-                "reusing Cluster \"{name}\" (there already, with the same spec)"
-            ));
-            return Ok(());
+            (place.notes)(&match &resolved.shared_with {
+                Some(owner) => format!(
+                    "sharing Cluster \"{name}\" with target \"{owner}\" (the same spec; this target's settings patched in before each of its runs)"
+                ),
+                None => format!("reusing Cluster \"{name}\" (there already, with the same spec)"),
+            });
+            return Ok(false);
         }
         (place.notes)(&format!(
             "Cluster \"{name}\" is there with another spec: deleting it to create it again (its datasets are loaded again)"
@@ -155,7 +178,7 @@ fn create_or_reuse(
         .cluster
         .create_postgres_cluster(manifest, false)
         .map_err(|e| Failure::run(e.0))?;
-    Ok(())
+    Ok(true)
 }
 
 fn wait_healthy(resolved: &Resolved, place: &LabPlace<'_>) -> Result<(), Failure> {
@@ -235,9 +258,38 @@ struct ClusterHooks {
     primary: Mutex<Option<String>>,
     /// How long each run is measured.
     run_duration: Duration,
+    /// The target's settings on a Cluster the lab made (it may share it with other targets).
+    settings: Option<ClusterSettings>,
+    /// How long the operator may take to apply them.
+    ready_timeout: Duration,
+    /// Set by Ctrl-C or SIGTERM: a wait for the operator ends.
+    stop: Arc<AtomicBool>,
 }
 
 impl ClusterHooks {
+    /// Patches the target's settings into the Cluster, when another target's are there, and
+    /// waits until the primary runs with them.
+    fn apply_settings(
+        &self,
+        primary: &ConnSpec,
+        notes: &mut dyn FnMut(&str),
+    ) -> Result<(), Failure> {
+        let Some(settings) = &self.settings else {
+            return Ok(());
+        };
+        settings::apply(
+            &self.cluster,
+            (&self.namespace, &self.name),
+            primary,
+            settings,
+            SettingsWait {
+                timeout: self.ready_timeout,
+                notes,
+                stop: self.stop.clone(),
+            },
+        )
+    }
+
     /// The primary, and the one a switchover under way moves to (the same when none is).
     fn primaries(&self) -> Result<(Option<String>, Option<String>), Failure> {
         let cluster = existing(&self.cluster, &self.namespace, &self.name)?;
@@ -256,10 +308,15 @@ impl ServerHooks for ClusterHooks {
         })
     }
 
-    fn begin_run(&self) -> Result<(), Failure> {
+    fn begin_run(&self, server: &ConnSpec, notes: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         let (primary, _) = self.primaries()?;
         *self.primary.lock().expect("the primary's lock") = primary;
-        Ok(())
+        // After the primary is noted: applying them may move it, which fails the run.
+        self.apply_settings(server, notes)
+    }
+
+    fn discards_server(&self) -> bool {
+        !self.keep
     }
 
     fn run_disturbed(&self) -> Option<String> {
@@ -291,7 +348,7 @@ impl ServerHooks for ClusterHooks {
     }
 
     fn around(&self, probes: Box<dyn RunProbes>) -> Box<dyn RunProbes> {
-        Box::new(PrimaryCpuProbes {
+        Box::new(PrimaryProbes {
             inner: probes,
             cluster: self.cluster.clone(),
             namespace: self.namespace.clone(),

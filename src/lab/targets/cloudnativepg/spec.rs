@@ -27,6 +27,10 @@ pub struct ClusterConfig {
     /// The pods of a Job each run's clients come from (inside the cluster, as the
     /// applications the Cluster serves).
     pub pods: usize,
+    /// Whether a target of the same Cluster shape (its settings aside) shares this one's
+    /// Cluster, its settings patched in before each of its runs (`share = false`: a Cluster of
+    /// its own, e.g. to see how two Clusters of one spec differ).
+    pub share: bool,
 }
 
 /// The Cluster's spec as the target gives it.
@@ -85,6 +89,7 @@ struct ClusterFile {
     node_selector: BTreeMap<String, String>,
     ready_timeout: Option<String>,
     pods: Option<i64>,
+    share: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,7 +144,13 @@ pub fn parse(value: &toml::Value) -> Result<ClusterConfig, String> {
         Some(n) if (1..=256).contains(&n) => n as usize,
         Some(n) => return Err(format!("pods: {n}: give 1 to 256")),
     };
+    let share = file.share.unwrap_or(true);
     let source = match file.cluster.clone() {
+        Some(name) if file.share.is_some() => {
+            return Err(format!(
+                "share: Cluster \"{name}\" is used as it is; share says whether the lab's own Clusters are shared"
+            ))
+        }
         Some(name) => existing(&file, name)?,
         None => ClusterSource::Create(Box::new(shape(file)?)),
     };
@@ -147,6 +158,7 @@ pub fn parse(value: &toml::Value) -> Result<ClusterConfig, String> {
         source,
         ready_timeout,
         pods,
+        share,
     })
 }
 
@@ -382,6 +394,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.ready_timeout, Duration::from_secs(900));
         assert_eq!(config.pods, 3);
+        assert!(config.share);
         let ClusterSource::Create(shape) = config.source else {
             panic!("a Cluster to create")
         };
@@ -441,6 +454,10 @@ mod tests {
                 "cluster: \"Prod_1\" is not a Cluster's name",
             ),
             (r#"{ cluster = "a", pods = 0 }"#, "pods: 0: give 1 to 256"),
+            (
+                r#"{ cluster = "a", share = false }"#,
+                "share: Cluster \"a\" is used as it is",
+            ),
             (
                 r#"{ storage = { size = "1Gi" }, ready_timeout = "soon" }"#,
                 "ready_timeout: \"soon\" is not a duration",

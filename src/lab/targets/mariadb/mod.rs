@@ -61,7 +61,7 @@ impl TargetSource for ManagedMariadb {
         Ok(())
     }
 
-    fn check_at_plan(&self, target: &TargetSpec) -> Result<Vec<String>, Failure> {
+    fn check_at_plan(&self, target: &TargetSpec, _dry_run: bool) -> Result<Vec<String>, Failure> {
         self.check(target).map(|()| Vec::new())
     }
 

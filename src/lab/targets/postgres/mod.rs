@@ -54,7 +54,7 @@ impl TargetSource for ManagedPostgres {
         self.0.check()
     }
 
-    fn check_at_plan(&self, _target: &TargetSpec) -> Result<Vec<String>, Failure> {
+    fn check_at_plan(&self, _target: &TargetSpec, _dry_run: bool) -> Result<Vec<String>, Failure> {
         self.0.check().map(|()| Vec::new())
     }
 

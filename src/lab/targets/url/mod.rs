@@ -178,6 +178,10 @@ impl TargetSource for UrlTarget {
         false
     }
 
+    fn pods_use_password_secret(&self) -> bool {
+        true
+    }
+
     fn measures_server_cpu(&self) -> bool {
         self.metrics.is_some()
     }
@@ -186,7 +190,7 @@ impl TargetSource for UrlTarget {
         self.check_managed_only(target)
     }
 
-    fn check_at_plan(&self, target: &TargetSpec) -> Result<Vec<String>, Failure> {
+    fn check_at_plan(&self, target: &TargetSpec, _dry_run: bool) -> Result<Vec<String>, Failure> {
         Ok(self.reach(target)?.plan_lines())
     }
 

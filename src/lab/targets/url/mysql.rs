@@ -333,7 +333,7 @@ impl RemoteMysql {
     /// (and put back at once), since one may move others (an alias: long_query_time is
     /// log_slow_query_time).
     fn settings_seen(&self) -> Result<Vec<SettingRow>, Failure> {
-        self.begin_run()?;
+        self.begin_run(&mut |_| {})?;
         let rows = self.variables_read();
         self.end_run()?;
         rows
@@ -465,7 +465,7 @@ impl LabServer for RemoteMysql {
         self.variables_read().ok()
     }
 
-    fn begin_run(&self) -> Result<(), Failure> {
+    fn begin_run(&self, _notes: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         if self.variables.is_empty() {
             return Ok(());
         }

@@ -108,9 +108,15 @@ pub trait ServerHooks: Send + Sync {
     fn pod_load(&self) -> Option<PodLoad> {
         None
     }
-    /// Just before a run is measured.
-    fn begin_run(&self) -> Result<(), Failure> {
+    /// Just before a run is measured, with the server's primary at `server` (a shared
+    /// Cluster's settings are patched in here).
+    fn begin_run(&self, _server: &ConnSpec, _notes: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         Ok(())
+    }
+    /// Whether the server goes when the lab hands it back (a Cluster the lab deletes): its
+    /// databases are not dropped one by one first.
+    fn discards_server(&self) -> bool {
+        false
     }
     /// After it: why its numbers are not the target's, if something changed under it.
     fn run_disturbed(&self) -> Option<String> {
@@ -176,7 +182,8 @@ impl RemotePostgres {
     }
 
     /// The URL's own database, where system settings are changed and databases made.
-    fn admin(&self) -> ConnSpec {
+    /// A control session's connection on the server (a Cluster's primary).
+    pub fn admin(&self) -> ConnSpec {
         self.sql.admin()
     }
 
@@ -216,7 +223,7 @@ impl RemotePostgres {
     /// with its ALTER SYSTEM ones applied (and put back at once), its per-database ones over
     /// them.
     fn settings_seen(&self) -> Result<Vec<SettingRow>, Failure> {
-        self.begin_run()?;
+        self.begin_run(&mut |_| {})?;
         let rows = self.sql.settings();
         self.end_run()?;
         Ok(self.with_own(rows?))
@@ -416,9 +423,9 @@ impl LabServer for RemotePostgres {
         Some(self.with_own(rows))
     }
 
-    fn begin_run(&self) -> Result<(), Failure> {
+    fn begin_run(&self, notes: &mut dyn FnMut(&str)) -> Result<(), Failure> {
         if let Some(hooks) = &self.hooks {
-            hooks.begin_run()?;
+            hooks.begin_run(&self.admin(), notes)?;
         }
         if self.settings.system.is_empty() {
             return Ok(());
@@ -449,7 +456,8 @@ impl LabServer for RemotePostgres {
     fn release(&self, lab_ended: bool) {
         let _ = self.end_run();
         let _ = self.put_back_left_over();
-        if lab_ended && !self.keep_data {
+        let discarded = self.hooks.as_ref().is_some_and(|h| h.discards_server());
+        if lab_ended && !self.keep_data && !discarded {
             for name in self.all_ours().unwrap_or_default() {
                 let _ = self.sql.drop(&name);
             }

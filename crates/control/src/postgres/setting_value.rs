@@ -1,0 +1,145 @@
+//! Whether a setting's value as a user writes it ("1GB", "on", "5min") is the value a server
+//! reports in `pg_settings` (`setting` in the parameter's own unit: "131072" of "8kB"), so that
+//! a configuration applied by someone else (an operator's reload or restart) can be checked
+//! before anything is measured under it.
+
+/// `pg_settings`' row of one parameter, as the server reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reported<'a> {
+    pub setting: &'a str,
+    /// "8kB", "kB", "MB", "B", "ms", "s", "min"; None for a parameter without one.
+    pub unit: Option<&'a str>,
+    /// "bool", "integer", "real", "enum", "string".
+    pub vartype: &'a str,
+}
+
+/// Whether `wanted` (as written in a configuration file) is what the server `reported`.
+pub fn same_value(wanted: &str, reported: Reported<'_>) -> bool {
+    let wanted = unquoted(wanted.trim());
+    match reported.vartype {
+        "bool" => boolean(wanted).is_some_and(|b| Some(b) == boolean(reported.setting)),
+        "integer" | "real" => number_in_unit(wanted, reported.unit).is_some_and(|n| {
+            let given: f64 = reported.setting.parse().unwrap_or(f64::NAN);
+            // An integer parameter takes the nearest whole number of its unit.
+            let n = if reported.vartype == "integer" {
+                n.round()
+            } else {
+                n
+            };
+            (n - given).abs() <= 1e-9 * given.abs().max(1.0)
+        }),
+        "enum" => wanted.eq_ignore_ascii_case(reported.setting),
+        _ => wanted == reported.setting,
+    }
+}
+
+fn unquoted(text: &str) -> &str {
+    text.strip_prefix('\'')
+        .and_then(|t| t.strip_suffix('\''))
+        .unwrap_or(text)
+}
+
+/// PostgreSQL's spellings of a boolean: on/off, true/false, yes/no, 1/0 and their unique
+/// prefixes.
+fn boolean(text: &str) -> Option<bool> {
+    let lower = text.to_ascii_lowercase();
+    let prefix_of =
+        |word: &str, shortest: usize| lower.len() >= shortest && word.starts_with(&lower);
+    if lower == "on" || lower == "1" || prefix_of("true", 1) || prefix_of("yes", 1) {
+        Some(true)
+    } else if lower == "off" || lower == "0" || prefix_of("false", 1) || prefix_of("no", 1) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `text` ("1GB", "512", "2.5s") as a count of `unit` ("8kB", "ms"); a bare number is in the
+/// unit already.
+fn number_in_unit(text: &str, unit: Option<&str>) -> Option<f64> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || ".-+eE".contains(c)))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let suffix = suffix.trim();
+    if suffix.is_empty() {
+        return Some(number);
+    }
+    let (per_unit, per_suffix) = (scale(unit?)?, scale(suffix)?);
+    // Memory against time cannot be compared.
+    (per_unit.1 == per_suffix.1).then(|| number * per_suffix.0 / per_unit.0)
+}
+
+/// A unit as (size in its base, which base): bytes or microseconds.
+fn scale(unit: &str) -> Option<(f64, char)> {
+    let split = unit
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(unit.len());
+    let (count, name) = unit.split_at(split);
+    let count: f64 = if count.is_empty() {
+        1.0
+    } else {
+        count.parse().ok()?
+    };
+    let (size, base) = match name {
+        "B" => (1.0, 'b'),
+        "kB" => (1024.0, 'b'),
+        "MB" => (1024.0 * 1024.0, 'b'),
+        "GB" => (1024.0 * 1024.0 * 1024.0, 'b'),
+        "TB" => (1024.0 * 1024.0 * 1024.0 * 1024.0, 'b'),
+        "us" => (1.0, 't'),
+        "ms" => (1e3, 't'),
+        "s" => (1e6, 't'),
+        "min" => (60e6, 't'),
+        "h" => (3600e6, 't'),
+        "d" => (86400e6, 't'),
+        _ => return None,
+    };
+    Some((count * size, base))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reported<'a>(setting: &'a str, unit: Option<&'a str>, vartype: &'a str) -> Reported<'a> {
+        Reported {
+            setting,
+            unit,
+            vartype,
+        }
+    }
+
+    #[test]
+    fn memory_in_any_unit_is_compared_in_the_parameter_s_own() {
+        let shared_buffers = reported("131072", Some("8kB"), "integer");
+        for same in ["1GB", "1024MB", "1048576kB", "131072", " 1GB ", "'1GB'"] {
+            assert!(same_value(same, shared_buffers), "{same}");
+        }
+        for other in ["128MB", "1TB", "131073", "1s", "lots"] {
+            assert!(!same_value(other, shared_buffers), "{other}");
+        }
+        let work_mem = reported("8192", Some("kB"), "integer");
+        assert!(same_value("8MB", work_mem));
+        assert!(!same_value("8GB", work_mem));
+    }
+
+    #[test]
+    fn times_and_reals_and_the_rest() {
+        let timeout = reported("300", Some("s"), "integer");
+        assert!(same_value("5min", timeout) && same_value("300s", timeout));
+        assert!(same_value("300000ms", timeout) && !same_value("5h", timeout));
+        let cost = reported("1.1", None, "real");
+        assert!(same_value("1.1", cost) && !same_value("4", cost));
+        let fsync = reported("off", None, "bool");
+        for same in ["off", "false", "no", "0", "OFF", "f", "n"] {
+            assert!(same_value(same, fsync), "{same}");
+        }
+        assert!(!same_value("on", fsync) && !same_value("maybe", fsync));
+        let level = reported("replica", None, "enum");
+        assert!(same_value("Replica", level) && !same_value("logical", level));
+        let path = reported("\"$user\", public", None, "string");
+        assert!(same_value("'\"$user\", public'", path));
+    }
+}
