@@ -226,24 +226,12 @@ pub(super) fn normalized(row: &SettingRow) -> Option<String> {
     let Some(unit) = row.unit.as_deref() else {
         return Some(value.to_string());
     };
-    let digits = unit.bytes().take_while(u8::is_ascii_digit).count();
-    let multiple: f64 = unit[..digits].parse().unwrap_or(1.0);
-    let base = match &unit[digits..] {
-        "B" => 1.0,
-        "kB" => 1024.0,
-        "MB" => 1024.0 * 1024.0,
-        "GB" => 1024.0 * 1024.0 * 1024.0,
-        "TB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "min" => 60_000.0,
-        "h" => 3_600_000.0,
-        "d" => 86_400_000.0,
-        _ => return with_unit(row),
+    let Some((size, _)) = stampede_control::postgres::setting_value::unit_size(unit) else {
+        return with_unit(row);
     };
     match value.parse::<f64>() {
         // -1 and 0 mean "off" or "default" in every unit.
-        Ok(number) if number > 0.0 => Some(format!("{}", number * multiple * base)),
+        Ok(number) if number > 0.0 => Some(format!("{}", number * size)),
         _ => Some(value.to_string()),
     }
 }

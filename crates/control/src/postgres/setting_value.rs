@@ -66,13 +66,14 @@ fn number_in_unit(text: &str, unit: Option<&str>) -> Option<f64> {
     if suffix.is_empty() {
         return Some(number);
     }
-    let (per_unit, per_suffix) = (scale(unit?)?, scale(suffix)?);
+    let (per_unit, per_suffix) = (unit_size(unit?)?, unit_size(suffix)?);
     // Memory against time cannot be compared.
     (per_unit.1 == per_suffix.1).then(|| number * per_suffix.0 / per_unit.0)
 }
 
-/// A unit as (size in its base, which base): bytes or microseconds.
-fn scale(unit: &str) -> Option<(f64, char)> {
+/// A `pg_settings` unit ("8kB", "16MB", "ms", "min") as (its size in its base, which base):
+/// bytes ('b') or milliseconds ('t'); None for a unit PostgreSQL does not use.
+pub fn unit_size(unit: &str) -> Option<(f64, char)> {
     let split = unit
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(unit.len());
@@ -88,12 +89,12 @@ fn scale(unit: &str) -> Option<(f64, char)> {
         "MB" => (1024.0 * 1024.0, 'b'),
         "GB" => (1024.0 * 1024.0 * 1024.0, 'b'),
         "TB" => (1024.0 * 1024.0 * 1024.0 * 1024.0, 'b'),
-        "us" => (1.0, 't'),
-        "ms" => (1e3, 't'),
-        "s" => (1e6, 't'),
-        "min" => (60e6, 't'),
-        "h" => (3600e6, 't'),
-        "d" => (86400e6, 't'),
+        "us" => (1e-3, 't'),
+        "ms" => (1.0, 't'),
+        "s" => (1e3, 't'),
+        "min" => (60e3, 't'),
+        "h" => (3600e3, 't'),
+        "d" => (86400e3, 't'),
         _ => return None,
     };
     Some((count * size, base))
