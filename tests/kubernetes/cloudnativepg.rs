@@ -61,6 +61,11 @@ fn left_in(namespace: &str) -> Vec<String> {
 /// `SQL`'s one value on the Cluster's primary, as its superuser (the Secret and the `-rw`
 /// endpoint read here as a user would with kubectl).
 fn on_primary(namespace: &str, cluster: &str, sql: &str) -> String {
+    on_service(namespace, cluster, "rw", sql)
+}
+
+/// `SQL`'s one value on the first endpoint of the Cluster's `-{service}` Service ("rw", "ro").
+fn on_service(namespace: &str, cluster: &str, service: &str, sql: &str) -> String {
     let kube = kube();
     let address = kube.kubectl(&[
         "get",
@@ -68,7 +73,7 @@ fn on_primary(namespace: &str, cluster: &str, sql: &str) -> String {
         "--namespace",
         namespace,
         "-l",
-        &format!("kubernetes.io/service-name={cluster}-rw"),
+        &format!("kubernetes.io/service-name={cluster}-{service}"),
         "-o",
         "jsonpath={.items[0].endpoints[0].addresses[0]}",
     ]);
@@ -384,7 +389,9 @@ fn a_url_target_at_a_cluster_is_loaded_from_pods_with_the_user_s_secret() {
 }
 
 /// A Cluster whose image cannot be had and one whose storage class does not exist fail at
-/// once with Kubernetes' reason, each deleted; the third target's runs complete.
+/// once with Kubernetes' reason, each deleted; two targets sharing the third's Cluster with a
+/// misspelt setting and a value out of range fail with the server's word before anything is
+/// patched; the third target's runs complete.
 #[test]
 fn a_cluster_that_cannot_start_fails_its_target_with_the_reason() {
     let kube = kube();
@@ -398,7 +405,9 @@ fn a_cluster_that_cannot_start_fails_its_target_with_the_reason() {
         "[[target]]\nname = \"no-image\"\ncloudnativepg = {{ image = \"localhost/no-such-postgres:15\", storage = {{ class = \"{class}\", size = \"1Gi\" }} }}\n\
          [[target]]\nname = \"no-class\"\ncloudnativepg = {{ image = \"{OPERAND_IMAGE}\", storage = {{ class = \"no-such-class\", size = \"1Gi\" }} }}\n",
         class = volumes.class
-    ) + &cluster_target("fine", &volumes.class, "work_mem = \"8MB\"");
+    ) + &cluster_target("fine", &volumes.class, "work_mem = \"8MB\"")
+        + &cluster_target("typo", &volumes.class, "shared_bufers = \"1GB\"")
+        + &cluster_target("too-small", &volumes.class, "shared_buffers = \"100kB\"");
     std::fs::write(
         &spec,
         lab_spec("cnpg-bad", &namespace, &targets, "\"select-only\""),
@@ -428,6 +437,15 @@ fn a_cluster_that_cannot_start_fails_its_target_with_the_reason() {
         stderr.contains(
             "Cluster \"cnpg-bad-no-class\" cannot become healthy: volume cnpg-bad-no-class-1: "
         ) && stderr.contains("storageclass.storage.k8s.io \"no-such-class\" not found"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "settings.shared_bufers: not a setting of the Cluster's PostgreSQL (15."
+        ) && stderr.contains(
+            "settings.shared_buffers = '100kB': outside 16 .. 1073741823 × 8kB (the Cluster's PostgreSQL 15."
+        ) && stderr.contains("nothing was patched into the Cluster")
+            && !stderr.contains("parameters patched (shared_buf"),
         "{stderr}"
     );
     let db = dir.join("cnpg-bad.db");
@@ -548,7 +566,7 @@ fn a_switchover_during_a_run_fails_that_run_and_the_next_ones_complete() {
     let namespace = namespace("cnpg-switch");
     let dir = LabDir::new("cnpg-switch");
     let spec = dir.join("lab.toml");
-    let target = cluster_target("a", &volumes.class, "").replace(
+    let target = cluster_target("a", &volumes.class, "work_mem = \"8MB\"").replace(
         "cloudnativepg = { image",
         "cloudnativepg = { instances = 2, image",
     );
@@ -600,6 +618,11 @@ fn a_switchover_during_a_run_fails_that_run_and_the_next_ones_complete() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    // The target's setting, patched in once the Cluster was healthy, on the replica too.
+    assert_eq!(
+        on_service(&namespace, "cnpg-switch-a", "ro", "SHOW work_mem"),
+        "8MB"
+    );
     let primary = kube.kubectl(&[
         "get",
         "clusters.postgresql.cnpg.io",
@@ -643,7 +666,11 @@ fn a_switchover_during_a_run_fails_that_run_and_the_next_ones_complete() {
         "a run after the switchover completes: {runs:?}\n{stderr}"
     );
     assert!(
-        stderr.contains("reusing Cluster \"cnpg-switch-a\""),
+        stderr.contains("reusing Cluster \"cnpg-switch-a\"")
+            && stderr.contains("Cluster \"cnpg-switch-a\": parameters patched (work_mem = '8MB')")
+            && stderr.contains(
+                "Cluster \"cnpg-switch-a\": the settings are in effect on the primary and 1 replica(s)"
+            ),
         "{stderr}"
     );
     assert_eq!(left_in(&namespace), Vec::<String>::new(), "{stderr}");

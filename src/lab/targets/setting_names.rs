@@ -31,6 +31,15 @@ pub fn check_postgres(pg: &Binaries, settings: &[(String, String)]) -> Result<()
             }
 }
 
+/// A dotted name of identifiers (pg_stat_statements.track): an extension's setting, which a
+/// server defines when the extension loads and otherwise keeps as a placeholder.
+pub fn is_extension_setting(name: &str) -> bool {
+    let identifier = |part: &str| {
+        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    name.contains('.') && name.split('.').all(identifier)
+}
+
 /// Refuses the first setting a MariaDB/MySQL server binary does not know.
 pub fn check_mariadb(
     mariadb: &MariadbBinaries,

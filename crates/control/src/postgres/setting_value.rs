@@ -33,6 +33,73 @@ pub fn same_value(wanted: &str, reported: Reported<'_>) -> bool {
     }
 }
 
+/// What `pg_settings` says a parameter takes beyond its type and unit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Accepted<'a> {
+    /// `min_val` and `max_val`, in the parameter's unit.
+    pub min: Option<&'a str>,
+    pub max: Option<&'a str>,
+    /// `enumvals` as the server prints the array: "{minimal,replica,logical}".
+    pub enum_values: Option<&'a str>,
+}
+
+/// Why a server would refuse `wanted` for a parameter of this type, unit and range; None when
+/// it would take it. What a server checks beyond these (a string's syntax, a check hook) is
+/// left to the server.
+pub fn value_problem(
+    wanted: &str,
+    reported: Reported<'_>,
+    accepted: Accepted<'_>,
+) -> Option<String> {
+    let wanted = unquoted(wanted.trim());
+    match reported.vartype {
+        "bool" => boolean(wanted)
+            .is_none()
+            .then(|| "not a boolean (on/off, true/false, yes/no, 1/0)".to_string()),
+        "integer" | "real" => {
+            let Some(n) = number_in_unit(wanted, reported.unit) else {
+                let unit = reported
+                    .unit
+                    .map(|u| format!(", in {u} or with a unit of its kind"))
+                    .unwrap_or_default();
+                return Some(format!("not a number{unit}"));
+            };
+            let n = if reported.vartype == "integer" {
+                n.round()
+            } else {
+                n
+            };
+            let bound = |text: Option<&str>| text.and_then(|t| t.parse::<f64>().ok());
+            let (min, max) = (bound(accepted.min), bound(accepted.max));
+            let outside = min.is_some_and(|min| n < min) || max.is_some_and(|max| n > max);
+            outside.then(|| {
+                format!(
+                    "outside {} .. {}{}",
+                    accepted.min.unwrap_or("?"),
+                    accepted.max.unwrap_or("?"),
+                    reported.unit.map(|u| format!(" × {u}")).unwrap_or_default()
+                )
+            })
+        }
+        "enum" => {
+            let values = enum_values(accepted.enum_values?);
+            (!values.iter().any(|v| v.eq_ignore_ascii_case(wanted)))
+                .then(|| format!("not one of {}", values.join(", ")))
+        }
+        _ => None,
+    }
+}
+
+/// "{minimal,replica,\"a b\"}" as its elements.
+fn enum_values(array: &str) -> Vec<String> {
+    let inner = array.trim().trim_start_matches('{').trim_end_matches('}');
+    inner
+        .split(',')
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
 fn unquoted(text: &str) -> &str {
     text.strip_prefix('\'')
         .and_then(|t| t.strip_suffix('\''))
@@ -124,6 +191,48 @@ mod tests {
         let work_mem = reported("8192", Some("kB"), "integer");
         assert!(same_value("8MB", work_mem));
         assert!(!same_value("8GB", work_mem));
+    }
+
+    #[test]
+    fn values_a_server_would_refuse_are_named_before_it_sees_them() {
+        let accepted = |min, max| Accepted {
+            min: Some(min),
+            max: Some(max),
+            enum_values: None,
+        };
+        let shared_buffers = reported("16384", Some("8kB"), "integer");
+        let range = accepted("16", "1073741823");
+        for fine in ["1GB", "128MB", "16", "'512MB'"] {
+            assert_eq!(value_problem(fine, shared_buffers, range), None, "{fine}");
+        }
+        assert_eq!(
+            value_problem("lots", shared_buffers, range).unwrap(),
+            "not a number, in 8kB or with a unit of its kind"
+        );
+        assert_eq!(
+            value_problem("100kB", shared_buffers, range).unwrap(),
+            "outside 16 .. 1073741823 × 8kB"
+        );
+        assert!(value_problem("1s", shared_buffers, range).is_some());
+        let fsync = reported("on", None, "bool");
+        assert_eq!(value_problem("off", fsync, Accepted::default()), None);
+        assert!(value_problem("maybe", fsync, Accepted::default()).is_some());
+        let level = reported("replica", None, "enum");
+        let levels = Accepted {
+            enum_values: Some("{minimal,replica,logical}"),
+            ..Accepted::default()
+        };
+        assert_eq!(value_problem("Logical", level, levels), None);
+        assert_eq!(
+            value_problem("archive", level, levels).unwrap(),
+            "not one of minimal, replica, logical"
+        );
+        let cost = reported("4", None, "real");
+        assert_eq!(
+            value_problem("1.1", cost, accepted("0", "1.79769e+308")),
+            None
+        );
+        assert!(value_problem("-1", cost, accepted("0", "1.79769e+308")).is_some());
     }
 
     #[test]

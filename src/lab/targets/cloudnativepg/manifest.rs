@@ -141,6 +141,25 @@ pub fn cluster(
     Ok(PostgresCluster::new(metadata, spec))
 }
 
+/// The Cluster as the lab creates it: the shape's parameters alone, no settings recorded as
+/// the lab's. The target's settings are patched in once the Cluster is healthy, after its
+/// server has checked them: an instance started with a parameter it cannot read does not start.
+pub fn as_created(manifest: &PostgresCluster, settings: &ClusterSettings) -> PostgresCluster {
+    let mut created = manifest.clone();
+    if let Some(postgresql) = created.spec.postgresql.as_mut() {
+        postgresql.parameters.retain(|name, _| {
+            !settings.own.contains_key(name) || settings.shape.contains_key(name)
+        });
+    }
+    let none = ClusterSettings::default().annotation();
+    created
+        .metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(SETTINGS_ANNOTATION.to_string(), none);
+    created
+}
+
 /// The target's settings on top of the shape's parameters; a setting the table's
 /// `parameters` also give with another value is refused (which one would hold is not clear).
 pub fn cluster_settings(
@@ -352,6 +371,31 @@ mod tests {
         assert_eq!(
             error,
             "work_mem is both a setting (\"8MB\") and a parameter of the Cluster (\"4MB\"): give it once"
+        );
+    }
+
+    #[test]
+    fn a_cluster_is_created_with_its_shape_s_parameters_alone() {
+        let shape = shape(
+            r#"{ storage = { size = "1Gi" }, parameters = { max_connections = "200", work_mem = "4MB" } }"#,
+        );
+        let settings = [
+            ("shared_buffers".to_string(), "1GB".to_string()),
+            ("work_mem".to_string(), "4MB".to_string()),
+        ];
+        let full = cluster(&shape, &settings, &place()).unwrap();
+        let created = as_created(&full, &cluster_settings(&shape, &settings).unwrap());
+        let parameters = &created.spec.postgresql.as_ref().unwrap().parameters;
+        // work_mem is the shape's too, with the same value: it stays.
+        assert_eq!(
+            parameters.keys().collect::<Vec<_>>(),
+            ["max_connections", "work_mem"]
+        );
+        let annotations = created.metadata.annotations.as_ref().unwrap();
+        assert_eq!(annotations[SETTINGS_ANNOTATION], "{}");
+        assert_eq!(
+            annotations[SPEC_ANNOTATION],
+            full.metadata.annotations.as_ref().unwrap()[SPEC_ANNOTATION]
         );
     }
 

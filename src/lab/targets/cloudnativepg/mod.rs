@@ -22,6 +22,7 @@ use crate::pods::KubeArgs;
 use crate::server::profile::Profile;
 use crate::server::setup::SetupEvent;
 use manifest::ClusterPlace;
+use settings::SETTINGS_ANNOTATION;
 use spec::{ClusterConfig, ClusterSource};
 use stampede_base::error::Failure;
 use stampede_conn::Engine;
@@ -30,6 +31,7 @@ use stampede_kube::cloudnativepg::PostgresCluster;
 pub struct Kind;
 
 /// `lab plan`'s line on where a Cluster's load comes from and how its CPU is read.
+const SETTINGS_PATCHED: &str = "the manifest as during this target's runs: the Cluster is created with its shape's parameters alone, and the target's settings are patched in once it is healthy, after its server has checked each name and value (an instance restarted with a parameter it cannot read would not start)";
 const LOAD_AND_CPU: &str = "each run's clients from pods reaching the Cluster's -rw Service (pods = N; apart from its instances where the nodes allow); server CPU: the primary's pod as its node's kubelet samples it (every ~10 s: the rate between two samples over the window)";
 
 impl TargetKind for Kind {
@@ -86,7 +88,13 @@ impl std::fmt::Debug for ClusterTarget {
 impl ClusterTarget {
     /// `lab plan`'s lines on a Cluster the lab creates, `checked` saying how far.
     fn plan_lines(&self, manifest: &PostgresCluster, checked: &str) -> Vec<String> {
-        vec![
+        let settings = manifest
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SETTINGS_ANNOTATION))
+            .filter(|text| text.as_str() != "{}");
+        let mut lines = vec![
             format!(
                 "Cluster \"{}\" in namespace \"{}\"{}, created through the operator at its first use and deleted with its volumes when the lab ends (--keep-clusters keeps it); {checked}",
                 manifest.name(),
@@ -97,8 +105,12 @@ impl ClusterTarget {
                 "its manifest: {}",
                 serde_json::to_string(manifest).expect("plain data serializes to JSON")
             ),
-            LOAD_AND_CPU.into(),
-        ]
+        ];
+        if settings.is_some() {
+            lines.push(SETTINGS_PATCHED.into());
+        }
+        lines.push(LOAD_AND_CPU.into());
+        lines
     }
 
     /// ", shared with target \"a\" (…)" for a target whose Cluster an earlier one names.

@@ -174,9 +174,13 @@ fn create_or_reuse(
     (place.notes)(&format!(
         "creating Cluster \"{name}\" in namespace \"{namespace}\" through the operator"
     ));
+    let created = match &resolved.settings {
+        Some(settings) => super::manifest::as_created(manifest, settings),
+        None => manifest.clone(),
+    };
     resolved
         .cluster
-        .create_postgres_cluster(manifest, false)
+        .create_postgres_cluster(&created, false)
         .map_err(|e| Failure::run(e.0))?;
     Ok(true)
 }

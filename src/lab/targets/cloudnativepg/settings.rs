@@ -2,17 +2,23 @@
 //! the target's settings are patched into the Cluster's `postgresql.parameters` (those another
 //! target added and this one does not give are removed), and the lab waits until the primary
 //! runs with them — the operator reloads the instances, and restarts them one after another
-//! for a parameter only a restart sets — before anything is measured.
+//! for a parameter only a restart sets — and every replica shows them, before anything is
+//! measured. The running server checks each name and value first: the operator writes the
+//! parameters into every instance's configuration, and an instance restarted with one it
+//! cannot read does not come back (the lab would wait for it until `ready_timeout`). For that
+//! reason a Cluster is created with its shape's parameters alone and its first target's
+//! settings are patched in once it is healthy, as every later target's are.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stampede_base::error::Failure;
+use crate::lab::targets::setting_names::is_extension_setting;
+use stampede_base::error::{Failure, Kind};
 use stampede_conn::ConnSpec;
 use stampede_control::postgres::queries::{query_rows, query_string};
-use stampede_control::postgres::setting_value::{same_value, Reported};
+use stampede_control::postgres::setting_value::{same_value, value_problem, Accepted, Reported};
 use stampede_control::postgres::system_settings::quote;
 use stampede_kube::cloudnativepg::{HealthWait, PostgresCluster};
 use stampede_kube::Cluster;
@@ -104,11 +110,16 @@ pub fn apply(
     let Some(patch) = settings.patch(&current) else {
         return Ok(());
     };
+    check_before_patch(primary, &patch.parameters)?;
     let since = query_string(primary, "SELECT now()::text")?;
     let annotations = BTreeMap::from([(SETTINGS_ANNOTATION.to_string(), patch.applied.clone())]);
     cluster
         .patch_postgres_parameters(namespace, name, &patch.parameters, &annotations)
         .map_err(|e| Failure::input(e.0))?;
+    // Only the lab's record changed: the instances' configuration did not, and nothing reloads.
+    if patch.parameters.is_empty() {
+        return Ok(());
+    }
     (wait.notes)(&format!(
         "Cluster \"{name}\": parameters patched ({}); waiting for the operator to apply them",
         described(&patch.parameters)
@@ -138,19 +149,149 @@ pub fn apply(
         std::thread::sleep(Duration::from_millis(500));
     }
     // The replicas are restarted before the primary; this waits for the last to be ready.
-    let remaining = wait.timeout.saturating_sub(started.elapsed());
+    let deadline = started + wait.timeout;
     cluster
         .wait_healthy(
             namespace,
             name,
             HealthWait {
-                timeout: remaining.max(Duration::from_secs(1)),
-                stop: wait.stop,
-                on_progress: wait.notes,
+                timeout: deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_secs(1)),
+                stop: wait.stop.clone(),
+                on_progress: &mut *wait.notes,
             },
         )
-        .map(|_| ())
-        .map_err(|e| Failure::run(e.0))
+        .map_err(|e| Failure::run(e.0))?;
+    let replicas = replicas_in_effect(
+        cluster,
+        (namespace, name),
+        primary,
+        &settings.own,
+        deadline,
+        &wait,
+    )?;
+    (wait.notes)(&format!(
+        "Cluster \"{name}\": the settings are in effect on the primary and {replicas} replica(s)"
+    ));
+    Ok(())
+}
+
+/// Refuses, before anything is patched, a setting the Cluster's PostgreSQL does not know (an
+/// extension's dotted name aside: defined when it loads) or a value it would not take.
+fn check_before_patch(
+    primary: &ConnSpec,
+    parameters: &BTreeMap<String, Option<String>>,
+) -> Result<(), Failure> {
+    let set: Vec<(&String, &String)> = parameters
+        .iter()
+        .filter_map(|(name, value)| value.as_ref().map(|value| (name, value)))
+        .collect();
+    if set.is_empty() {
+        return Ok(());
+    }
+    let names = set
+        .iter()
+        .map(|(name, _)| quote(&name.to_lowercase()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rows = query_rows(
+        primary,
+        &format!(
+            "SELECT name, setting, unit, vartype, min_val, max_val, enumvals::text, current_setting('server_version')
+             FROM pg_settings WHERE name IN ({names})"
+        ),
+    )?;
+    let refused = |name: &str, why: String| {
+        Failure::input(format!(
+            "settings.{name}: {why}; nothing was patched into the Cluster"
+        ))
+    };
+    for (name, value) in set {
+        let lower = name.to_lowercase();
+        let Some(row) = rows
+            .iter()
+            .find(|row| row[0].as_deref() == Some(lower.as_str()))
+        else {
+            if is_extension_setting(name) {
+                continue;
+            }
+            let version = query_string(primary, "SHOW server_version")?;
+            return Err(refused(
+                name,
+                format!("not a setting of the Cluster's PostgreSQL ({version})"),
+            ));
+        };
+        let setting = row[1].clone().unwrap_or_default();
+        let reported = Reported {
+            setting: &setting,
+            unit: row[2].as_deref(),
+            vartype: row[3].as_deref().unwrap_or("string"),
+        };
+        let accepted = Accepted {
+            min: row[4].as_deref(),
+            max: row[5].as_deref(),
+            enum_values: row[6].as_deref(),
+        };
+        if let Some(problem) = value_problem(value, reported, accepted) {
+            return Err(refused(
+                &format!("{name} = {}", quote(value)),
+                format!(
+                    "{problem} (the Cluster's PostgreSQL {})",
+                    row[7].as_deref().unwrap_or("")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Waits until each replica (an endpoint of the Cluster's `-ro` Service) shows every one of
+/// `own` as the primary does; the count of replicas. A replica the operator still restarts
+/// does not answer, and is waited for.
+fn replicas_in_effect(
+    cluster: &Cluster,
+    (namespace, name): (&str, &str),
+    primary: &ConnSpec,
+    own: &BTreeMap<String, String>,
+    deadline: Instant,
+    wait: &SettingsWait<'_>,
+) -> Result<usize, Failure> {
+    let addresses = cluster
+        .service_endpoints(namespace, &format!("{name}-ro"))
+        .map_err(|e| Failure::run(e.0))?;
+    for address in &addresses {
+        let replica =
+            ConnSpec {
+                hostaddr: Some(address.parse().map_err(|e| {
+                    Failure::run(format!("the -ro Service's endpoint {address}: {e}"))
+                })?),
+                ..primary.clone()
+            };
+        loop {
+            let why = match check_values(&replica, own) {
+                Ok(None) => break,
+                Ok(Some(waiting)) => waiting,
+                Err(failure) if failure.kind() == Kind::Input => {
+                    return Err(failure.map_message(|m| format!("replica {address}: {m}")))
+                }
+                Err(failure) => failure.into_message(),
+            };
+            if wait.stop.load(Ordering::SeqCst) {
+                return Err(Failure::run(format!(
+                    "stopped while the operator applied Cluster \"{name}\"'s parameters"
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(Failure::run(format!(
+                    "Cluster \"{name}\": replica {address} did not show the settings within {} s of the patch: {why}",
+                    wait.timeout.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    Ok(addresses.len())
 }
 
 /// "shared_buffers = '512MB', work_mem removed".

@@ -4,6 +4,7 @@
 //! `ALTER SYSTEM` and a reload (put back after each run) where only the server's files do, and
 //! refused where only a restart would — stampede does not restart a server it did not start.
 
+use crate::lab::targets::setting_names::is_extension_setting;
 use stampede_base::error::Failure;
 use stampede_conn::ConnSpec;
 use stampede_control::postgres::queries::{query_rows, query_string};
@@ -92,11 +93,7 @@ pub fn plan_settings(
         )?;
         let setting = (name.clone(), value.clone());
         let Some(context) = rows.first().and_then(|row| row[0].clone()) else {
-            // Dotted names are extensions' (pg_stat_statements.track), defined when loaded.
-            let identifier = |part: &str| {
-                !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            };
-            if name.contains('.') && name.split('.').all(identifier) {
+            if is_extension_setting(name) {
                 plan.per_database.push(setting);
                 continue;
             }
