@@ -56,6 +56,8 @@ pub fn value_problem(
         "bool" => boolean(wanted)
             .is_none()
             .then(|| "not a boolean (on/off, true/false, yes/no, 1/0)".to_string()),
+        // PostgreSQL reads an integer as C's strtol does: 0x1F is 31 (left to the server).
+        "integer" if wanted.starts_with("0x") || wanted.starts_with("0X") => None,
         "integer" | "real" => {
             let Some(n) = number_in_unit(wanted, reported.unit) else {
                 let unit = reported
@@ -214,6 +216,7 @@ mod tests {
             "outside 16 .. 1073741823 × 8kB"
         );
         assert!(value_problem("1s", shared_buffers, range).is_some());
+        assert_eq!(value_problem("0x4000", shared_buffers, range), None);
         let fsync = reported("on", None, "bool");
         assert_eq!(value_problem("off", fsync, Accepted::default()), None);
         assert!(value_problem("maybe", fsync, Accepted::default()).is_some());
