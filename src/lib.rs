@@ -13,6 +13,7 @@ pub mod bisect;
 pub mod driver;
 pub mod family;
 pub mod lab;
+pub mod live;
 pub mod pods;
 pub mod probe;
 pub mod report;

@@ -32,7 +32,9 @@ use stampede_base::error::Failure;
 use stampede_script::prng::PgPrng;
 use stampede_script::Value;
 use stampede_stats::fairness::Fairness;
-pub use stats::{CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats};
+pub use stats::{
+    merge_tallies, CommandStats, FailureCounts, FailureKind, LatencyStats, ScriptStats, ScriptTally,
+};
 use thread::{ThreadMessage, ThreadResult, ThreadSetup};
 use txlog::{EpochClock, TxnLog};
 use warmup::{Moment, WarmupClock, WarmupGate};
@@ -44,6 +46,11 @@ pub struct IntervalReport {
     pub stats: ScriptStats,
     /// Unix time (seconds) at the interval's end, for `--progress-timestamp`.
     pub end_unix_s: f64,
+    /// The interval's counts by script, in the plan's order (empty where a source has none).
+    pub scripts: Vec<ScriptTally>,
+    /// A spread run's interval as its coordinator merged it: each pod's committed
+    /// transactions, by pod index (empty on one host).
+    pub by_pod: Vec<u64>,
 }
 
 pub enum DriverEvent<'a> {
@@ -390,7 +397,8 @@ fn collect_intervals(
     let mut fatal = None;
     let mut next_expected = vec![0u64; threads];
     let mut finished = vec![false; threads];
-    let mut pending: std::collections::BTreeMap<u64, ScriptStats> = Default::default();
+    let mut pending: std::collections::BTreeMap<u64, (ScriptStats, Vec<ScriptTally>)> =
+        Default::default();
     let mut emitted = Vec::new();
     loop {
         if let Some(clock) = warmup.as_deref_mut() {
@@ -418,9 +426,12 @@ fn collect_intervals(
                 thread,
                 index,
                 stats,
+                scripts,
                 stalled_clients,
             } => {
-                pending.entry(index).or_default().merge(&stats);
+                let (merged, tallies) = pending.entry(index).or_default();
+                merged.merge(&stats);
+                merge_tallies(tallies, &scripts);
                 next_expected[thread] = index + 1;
                 if stalled_clients > 0 && watchdog.timeout.is_some() && !abandoned {
                     abandoned = true;
@@ -447,7 +458,7 @@ fn collect_intervals(
             if !complete {
                 break;
             }
-            let stats = pending.remove(&index).expect("present");
+            let (stats, scripts) = pending.remove(&index).expect("present");
             let Some(measured_index) = index.checked_sub(timeline.warmup_intervals) else {
                 continue;
             };
@@ -455,6 +466,8 @@ fn collect_intervals(
                 index: measured_index,
                 stats,
                 end_unix_s: timeline.start_unix_s + (index + 1) as f64 * timeline.interval_s,
+                scripts,
+                by_pod: Vec::new(),
             };
             on_event(DriverEvent::Interval(&report));
             emitted.push(report);

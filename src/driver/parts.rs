@@ -9,7 +9,10 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::stats::LagStats;
-use super::{CommandStats, FailureCounts, IntervalReport, LatencyStats, RunResult, ScriptStats};
+use super::{
+    merge_tallies, CommandStats, FailureCounts, IntervalReport, LatencyStats, RunResult,
+    ScriptStats, ScriptTally,
+};
 use stampede_base::cpu::CpuTimes;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -37,11 +40,64 @@ pub struct StatsPart {
     statements: u64,
 }
 
+/// One interval of one process: a spread run's pods send it as the interval closes, and keep
+/// it in their result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct IntervalPart {
+pub struct IntervalPart {
     index: u64,
     end_unix_s: f64,
     stats: StatsPart,
+    /// By script: committed, serialization, deadlock and other failures, statements.
+    #[serde(default)]
+    scripts: Vec<[u64; 5]>,
+}
+
+impl IntervalPart {
+    pub fn of(report: &IntervalReport) -> IntervalPart {
+        IntervalPart {
+            index: report.index,
+            end_unix_s: report.end_unix_s,
+            stats: StatsPart::of(&report.stats),
+            scripts: report
+                .scripts
+                .iter()
+                .map(|t| {
+                    let f = &t.failures;
+                    [
+                        t.committed,
+                        f.serialization,
+                        f.deadlock,
+                        f.other,
+                        t.statements,
+                    ]
+                })
+                .collect(),
+        }
+    }
+
+    pub fn report(&self) -> IntervalReport {
+        IntervalReport {
+            index: self.index,
+            stats: self.stats.stats(),
+            end_unix_s: self.end_unix_s,
+            scripts: self
+                .scripts
+                .iter()
+                .map(
+                    |&[committed, serialization, deadlock, other, statements]| ScriptTally {
+                        committed,
+                        failures: FailureCounts {
+                            serialization,
+                            deadlock,
+                            other,
+                        },
+                        statements,
+                    },
+                )
+                .collect(),
+            by_pod: Vec::new(),
+        }
+    }
 }
 
 /// One process's share of a run's result.
@@ -144,15 +200,7 @@ impl ResultPart {
             reconnection_us: micros(result.reconnection_time),
             reconnections: result.reconnections,
             aborted_clients: result.aborted_clients,
-            intervals: result
-                .intervals
-                .iter()
-                .map(|i| IntervalPart {
-                    index: i.index,
-                    end_unix_s: i.end_unix_s,
-                    stats: StatsPart::of(&i.stats),
-                })
-                .collect(),
+            intervals: result.intervals.iter().map(IntervalPart::of).collect(),
             cpu_user_us: micros(result.client_cpu.user),
             cpu_system_us: micros(result.client_cpu.system),
             command_stats: result
@@ -179,15 +227,7 @@ impl ResultPart {
             reconnection_time: Duration::from_micros(self.reconnection_us),
             reconnections: self.reconnections,
             aborted_clients: self.aborted_clients,
-            intervals: self
-                .intervals
-                .iter()
-                .map(|i| IntervalReport {
-                    index: i.index,
-                    stats: i.stats.stats(),
-                    end_unix_s: i.end_unix_s,
-                })
-                .collect(),
+            intervals: self.intervals.iter().map(IntervalPart::report).collect(),
             client_cpu: CpuTimes {
                 user: Duration::from_micros(self.cpu_user_us),
                 system: Duration::from_micros(self.cpu_system_us),
@@ -270,8 +310,11 @@ pub fn merge(parts: &[RunResult]) -> Option<RunResult> {
                     index: interval.index,
                     stats: ScriptStats::default(),
                     end_unix_s: interval.end_unix_s,
+                    scripts: Vec::new(),
+                    by_pod: Vec::new(),
                 });
             slot.stats.merge(&interval.stats);
+            merge_tallies(&mut slot.scripts, &interval.scripts);
             slot.end_unix_s = slot.end_unix_s.max(interval.end_unix_s);
         }
     }
@@ -303,6 +346,8 @@ mod tests {
                 index: 0,
                 stats: total.clone(),
                 end_unix_s: 100.0 + seconds as f64,
+                scripts: Vec::new(),
+                by_pod: Vec::new(),
             }],
             total,
             bench_duration: Duration::from_secs(seconds),

@@ -173,6 +173,31 @@ impl LagStats {
     }
 }
 
+/// One script's counts within one interval: the per-second series by script (a live scrape's
+/// `script` label, TPC-C's new orders) without a histogram per script.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptTally {
+    pub committed: u64,
+    pub failures: FailureCounts,
+    pub statements: u64,
+}
+
+impl ScriptTally {
+    pub fn merge(&mut self, other: &ScriptTally) {
+        self.committed += other.committed;
+        self.failures.merge(&other.failures);
+        self.statements += other.statements;
+    }
+}
+
+/// Adds `from` into `into` script by script, growing `into` to `from`'s length.
+pub fn merge_tallies(into: &mut Vec<ScriptTally>, from: &[ScriptTally]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), ScriptTally::default());
+    }
+    into.iter_mut().zip(from).for_each(|(i, f)| i.merge(f));
+}
+
 /// What one script accumulated: latency of successful transactions, failures, and with `-R`
 /// / `-L` the schedule lag, skipped and late transactions.
 #[derive(Debug, Clone, Default)]

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use super::client::{Client, TxnOutcome, TxnResult};
 use super::pauses::{self, FirstStep};
 use super::plan::{RunLimit, RunPlan};
-use super::stats::{CommandStats, ScriptStats};
+use super::stats::{CommandStats, ScriptStats, ScriptTally};
 use super::txlog::{LogEntry, LoggedOutcome, TxnLog};
 use super::warmup::WarmupGate;
 use stampede_script::prng::PgPrng;
@@ -26,6 +26,8 @@ pub enum ThreadMessage {
         thread: usize,
         index: u64,
         stats: Box<ScriptStats>,
+        /// The interval's counts by script.
+        scripts: Vec<ScriptTally>,
         /// The thread's clients whose transaction has waited longer than the stall timeout
         /// when the interval was sent.
         stalled_clients: usize,
@@ -174,6 +176,17 @@ struct TxnTiming {
 struct IntervalAccumulator {
     index: u64,
     stats: ScriptStats,
+    scripts: Vec<ScriptTally>,
+}
+
+/// Counts a finished transaction into its script's tally for the interval.
+fn tally(tally: &mut ScriptTally, result: &TxnResult, client: &Client) {
+    tally.statements += client.statements;
+    match result.outcome {
+        TxnOutcome::Committed => tally.committed += 1,
+        TxnOutcome::Failed { kind, .. } => tally.failures.count(kind),
+        TxnOutcome::TimeUp | TxnOutcome::Aborted(_) => {}
+    }
 }
 
 impl ThreadContext {
@@ -205,10 +218,13 @@ impl ThreadContext {
         let stalled_clients = self.stalled_clients();
         while acc.index < index {
             let stats = Box::new(std::mem::take(&mut acc.stats));
+            let fresh = vec![ScriptTally::default(); acc.scripts.len()];
+            let scripts = std::mem::replace(&mut acc.scripts, fresh);
             let _ = self.messages.send(ThreadMessage::Interval {
                 thread: self.index,
                 index: acc.index,
                 stats,
+                scripts,
                 stalled_clients,
             });
             acc.index += 1;
@@ -318,6 +334,7 @@ impl ThreadContext {
             .latency_limit
             .is_some_and(|limit| timing.latency > limit);
         let mut acc = self.stats.borrow_mut();
+        tally(&mut acc.scripts[script_index], result, client);
         let mut per_script = self.per_script.borrow_mut();
         for stats in [&mut acc.stats, &mut per_script[script_index]] {
             stats.statements += client.statements;
@@ -468,6 +485,7 @@ async fn run_clients(plan: Arc<RunPlan>, mut setup: ThreadSetup) -> ThreadResult
         stats: RefCell::new(IntervalAccumulator {
             index: 0,
             stats: ScriptStats::default(),
+            scripts: vec![ScriptTally::default(); plan.scripts.len()],
         }),
         per_script: RefCell::new(vec![ScriptStats::default(); plan.scripts.len()]),
         live_clients: Cell::new(setup.clients.len()),

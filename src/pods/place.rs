@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::role::{share_of, Barrier, PodRole, PodRun, SpreadSummary};
 use crate::driver::{self, DriverEvent, IntervalReport, RunLimit, RunPlan, RunResult, Share};
+use crate::live::endpoint::RunFeed;
 use stampede_base::error::Failure;
 
 /// What hears the run's intervals as one run's: every pod's merged, on the leader.
@@ -21,6 +22,8 @@ pub struct Place {
     /// On this host: the progress the driver's intervals go to (a pod's go to the coordinator,
     /// which gives pod 0's `Progress` the merged ones).
     progress: Progress,
+    /// `--metrics-addr`: the registry the run's intervals also go to.
+    feed: Option<RunFeed>,
 }
 
 /// A run as the leader has it: the whole run's result and, when spread, each pod's share.
@@ -42,7 +45,14 @@ impl Place {
         Place {
             pod: None,
             progress,
+            feed: None,
         }
+    }
+
+    /// The run's intervals also go to `feed` (`--metrics-addr`), when there is one.
+    pub fn fed(mut self, feed: Option<RunFeed>) -> Place {
+        self.feed = feed;
+        self
     }
 
     /// One pod of a spread run; pod 0 starts the coordinator, which merges the pods' intervals
@@ -51,6 +61,7 @@ impl Place {
         Ok(Place {
             pod: Some(PodRun::start(role, progress)?),
             progress: Box::new(|_| {}),
+            feed: None,
         })
     }
 
@@ -144,12 +155,25 @@ impl Place {
     ) -> Result<Option<Ran>, Failure> {
         let Some(pod) = self.pod.take() else {
             let progress = &mut self.progress;
+            let feed = self.feed.take();
+            if let Some(feed) = &feed {
+                feed.start(&plan);
+            }
             let result = driver::run(plan, &mut |event| {
+                match (&event, &feed) {
+                    (DriverEvent::Interval(interval), Some(feed)) => feed.interval(interval),
+                    (DriverEvent::ClientAborted(..), Some(feed)) => feed.client_aborted(),
+                    _ => {}
+                }
                 if let DriverEvent::Interval(interval) = &event {
                     progress(interval);
                 }
                 on_event(event);
-            })?;
+            });
+            if let Some(feed) = &feed {
+                feed.end(result.is_err());
+            }
+            let result = result?;
             return Ok(Some(Ran {
                 result,
                 spread: None,

@@ -13,8 +13,8 @@ use stampede_spread::coordinator::CoordinatorOptions;
 use stampede_spread::worker::JoinOptions;
 use stampede_spread::{Coordinator, CoordinatorEvent, PodOutcome, SpreadError, Worker};
 
-use crate::driver::parts::{merge, ResultPart, StatsPart};
-use crate::driver::{IntervalReport, RunResult, ScriptStats, Share, ShareMaker};
+use crate::driver::parts::{merge, IntervalPart, ResultPart};
+use crate::driver::{merge_tallies, IntervalReport, RunResult, ScriptStats, Share, ShareMaker};
 use stampede_base::error::Failure;
 
 /// The environment the launcher gives every pod (JOB_COMPLETION_INDEX is Kubernetes').
@@ -367,8 +367,8 @@ impl PodRun {
 
     /// Passes one of this pod's closed intervals on to the coordinator.
     pub fn interval(&self, report: &IntervalReport) {
-        let part = serde_json::to_value(StatsPart::of(&report.stats))
-            .expect("plain data serializes to JSON");
+        let part =
+            serde_json::to_value(IntervalPart::of(report)).expect("plain data serializes to JSON");
         self.interval_value(report.index, part);
     }
 
@@ -466,13 +466,22 @@ impl PodRun {
     }
 }
 
-/// One interval of every pod (each a `StatsPart`), as one run's.
+/// One interval of every pod (each an `IntervalPart`), as one run's, with each pod's share.
 pub fn merged_interval(index: u64, reports: &[Option<serde_json::Value>]) -> IntervalReport {
     let mut stats = ScriptStats::default();
-    for report in reports.iter().flatten() {
-        if let Ok(part) = serde_json::from_value::<StatsPart>(report.clone()) {
-            stats.merge(&part.stats());
-        }
+    let mut scripts = Vec::new();
+    let mut by_pod = vec![0; reports.len()];
+    for (pod, report) in reports.iter().enumerate() {
+        let Some(part) = report
+            .as_ref()
+            .and_then(|r| serde_json::from_value::<IntervalPart>(r.clone()).ok())
+        else {
+            continue;
+        };
+        let report = part.report();
+        stats.merge(&report.stats);
+        merge_tallies(&mut scripts, &report.scripts);
+        by_pod[pod] = report.stats.latency.count;
     }
     let end_unix_s =
         crate::driver::txlog::EpochClock::now().unix_us(std::time::Instant::now()) as f64 / 1e6;
@@ -480,6 +489,8 @@ pub fn merged_interval(index: u64, reports: &[Option<serde_json::Value>]) -> Int
         index,
         stats,
         end_unix_s,
+        scripts,
+        by_pod,
     }
 }
 

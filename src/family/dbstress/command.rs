@@ -2,6 +2,7 @@
 //! sessions running its read-only or read+write transactions through the driver, reported as
 //! study 003 did: TPS and response times, per statement as well.
 
+use crate::live::command_labels;
 use std::time::Duration;
 
 use futures_util::future::try_join_all;
@@ -241,7 +242,9 @@ fn run_sessions(args: &RunArgs) -> CommandResult {
     if args.kube.pods.is_some() {
         return super::spread::launch(args, sessions, seed);
     }
-    let mut place = Place::of_this_process(Box::new(|_| {}))?;
+    let metrics = args.metrics.start(command_labels("dbstress"))?;
+    let mut place =
+        Place::of_this_process(Box::new(|_| {}))?.fed(metrics.as_ref().map(|m| m.feed(None)));
     let prepared = (|| {
         let target = endpoint(&args.connection)?;
         let (objects, sets) = read_prepared_size(&target)?;

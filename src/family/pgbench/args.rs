@@ -350,6 +350,8 @@ pub struct PgbenchArgs {
     pub positional_dbname: Option<String>,
     #[command(flatten)]
     pub kube: crate::pods::KubeArgs,
+    #[command(flatten)]
+    pub metrics: crate::live::endpoint::MetricsArgs,
 }
 
 /// Which script options were given, in command-line order (pgbench numbers scripts that way).

@@ -7,6 +7,7 @@ use crate::family::pgbench::args::{PgbenchArgs, ScriptChoice};
 use crate::family::pgbench::builtins;
 use crate::family::pgbench::loader::{parse_steps, InitStep};
 use crate::family::pgbench::schema::{PartitionMethod, SchemaOptions};
+use crate::live::command_labels;
 use crate::server::resolve_target;
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::ConnFlags;
@@ -55,8 +56,10 @@ pub fn run(args: &PgbenchArgs, choices: Vec<ScriptChoice>) -> CommandResult {
         if args.kube.wanted() {
             return super::spread::launch(args, &spec);
         }
+        let metrics = args.metrics.start(command_labels("pgbench"))?;
         let target = resolve_target(&flags)?;
-        pgbench_run::run(&spec, &target)
+        let feed = metrics.as_ref().map(|m| m.feed(None));
+        pgbench_run::run(&spec, &target, feed)
     }
 }
 

@@ -10,6 +10,7 @@ use super::report::{summary_text, to_json, PgbenchReport};
 use super::setup;
 use super::spec::RunSpec;
 use crate::driver::DriverEvent;
+use crate::live::endpoint::RunFeed;
 use crate::pods::place::Place;
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::control_runtime;
@@ -17,11 +18,12 @@ use stampede_conn::ConnSpec;
 
 /// The run, on this host or as one pod of a spread run (`--pods`: pod 0 prints the report of
 /// the merged run).
-pub fn run(spec: &RunSpec, target: &ConnSpec) -> CommandResult {
+pub fn run(spec: &RunSpec, target: &ConnSpec, feed: Option<RunFeed>) -> CommandResult {
     let mut progress = ProgressPrinter::new(spec);
     let place = Place::of_this_process(Box::new(move |interval| {
         progress.observe(&DriverEvent::Interval(interval))
-    }))?;
+    }))?
+    .fed(feed);
     // pgbench's --exit-on-abort ends this process; a pod's abort ends the spread run instead.
     let exit_on_abort = spec.exit_on_abort && !place.is_pod();
     let mut on_event = |event: DriverEvent<'_>| match event {

@@ -1,6 +1,7 @@
 //! `stampede sysbench prepare|run|cleanup`: sysbench's tests on the driver, reported as
 //! sysbench reports them, plus p50/p95/p99/max and JSON.
 
+use crate::live::command_labels;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -334,11 +335,13 @@ fn run_test(args: &SysbenchArgs) -> CommandResult {
         args.percentile,
     );
     // On this host, or as one pod of a spread run (pod 0 prints the merged run's lines).
+    let metrics = args.metrics.start(command_labels("sysbench"))?;
     let mut place = Place::of_this_process(Box::new(move |interval| {
         if let Some(line) = intervals.add(interval) {
             println!("{line}");
         }
-    }))?;
+    }))?
+    .fed(metrics.as_ref().map(|m| m.feed(None)));
     if place.leads() {
         print_run_mode(args, threads);
     }

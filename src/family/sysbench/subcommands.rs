@@ -330,6 +330,9 @@ pub struct SysbenchArgs {
     #[command(flatten)]
     #[serde(skip)]
     pub kube: crate::pods::KubeArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub metrics: crate::live::endpoint::MetricsArgs,
 }
 
 impl Default for SysbenchArgs {

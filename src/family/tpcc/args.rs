@@ -131,4 +131,6 @@ pub struct RunArgs {
     pub json: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub kube: crate::pods::KubeArgs,
+    #[command(flatten)]
+    pub metrics: crate::live::endpoint::MetricsArgs,
 }

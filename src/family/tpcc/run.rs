@@ -2,6 +2,7 @@
 //! CALL per transaction); NOPM and TPM computed as HammerDB does, from the server's counters
 //! around the measured run, beside the driver's own counts and latencies per transaction.
 
+use crate::live::command_labels;
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let settings = settings(args)?;
     let stall_timeout =
         crate::driver::plan::stall_timeout_option(args.stall_timeout.as_deref(), &settings.limit)?;
+    let metrics = args.metrics.start(command_labels("tpcc"))?;
     let mut place = Place::of_this_process(Box::new(|interval| {
         if (interval.index + 1) % 10 == 0 {
             println!(
@@ -73,7 +75,8 @@ pub fn run(args: &RunArgs) -> CommandResult {
                 interval.stats.latency.count as f64
             );
         }
-    }))?;
+    }))?
+    .fed(metrics.as_ref().map(|m| m.feed(Some(scripts::NAMES[0]))));
     let opened = endpoint(&args.connection).and_then(|endpoint| {
         check_engine(&endpoint, &settings)?;
         let (control, warehouses, load_c_last) = Control::open(&endpoint, args.warehouses)?;

@@ -1,0 +1,174 @@
+//! What stampede shows while it runs, read by the real consumers: a Prometheus of the test's
+//! own (Debian's package) scraping `--metrics-addr` every second, and the Grafana dashboard in
+//! the repository checked against what that Prometheus holds.
+
+mod common;
+
+use common::prometheus::Scraper;
+use common::{free_port, line_value, server, stampede_command, stderr, stdout, wait_until};
+
+const DASHBOARD: &str = include_str!("../docs/grafana/stampede.json");
+
+/// The one number of an instant query's vector answer.
+fn scalar(answer: &str) -> Option<f64> {
+    let json: serde_json::Value = serde_json::from_str(answer).ok()?;
+    let value = &json["data"]["result"][0]["value"][1];
+    value.as_str()?.parse().ok()
+}
+
+/// The bucket (of the endpoint's bounds) a latency in seconds falls in.
+fn bucket_of(seconds: f64) -> usize {
+    stampede::live::metrics::bucket_bounds_s()
+        .iter()
+        .position(|&bound| seconds <= bound)
+        .unwrap_or(usize::MAX)
+}
+
+/// The metric names a dashboard's queries read (`stampede_…` words in every `expr`).
+fn dashboard_metrics() -> Vec<String> {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(DASHBOARD).expect("the dashboard is JSON");
+    let mut names = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().expect("each target has an expr");
+            let words = expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+            names.extend(
+                words
+                    .filter(|w| w.starts_with("stampede_"))
+                    .map(str::to_string),
+            );
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn prometheus_scraping_a_rate_limited_pgbench_run_reads_its_transactions_and_p99() {
+    let s = server();
+    let db = s.create_database("live_prometheus");
+    let init = stampede_command(&["pgbench", "-i", "-s", "1"])
+        .args(s.flags(&db))
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{}", stderr(&init));
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let prometheus = Scraper::start("stampede", &[&address], "1s", "900ms");
+    prometheus.wait_scraping("stampede");
+    let mut run = stampede_command(&[
+        "pgbench",
+        "-S",
+        "-c",
+        "2",
+        "-T",
+        "10",
+        "-R",
+        "2000",
+        "--metrics-addr",
+        &address,
+    ]);
+    let output = run.args(s.flags(&db)).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("stampede: metrics at http://{address}/metrics")),
+        "{}",
+        stderr(&output)
+    );
+    let text = stdout(&output);
+    let transactions: f64 = line_value(&text, "number of transactions actually processed: ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let p99_ms: f64 = text
+        .split("p99 = ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let selector = "stampede_transactions_total{job=\"stampede\",command=\"pgbench\"}";
+    // The process served its final numbers until a scrape read them: the last sample is
+    // the run's count exactly, and increase() over the run is within a scrape's worth.
+    wait_until("Prometheus holds the run's last sample", || {
+        scalar(&prometheus.query_at(&format!("max_over_time({selector}[5m])"), None))
+            == Some(transactions)
+    });
+    let increase =
+        scalar(&prometheus.query_at(&format!("increase({selector}[5m])"), None)).unwrap();
+    let per_scrape = transactions / 10.0;
+    assert!(
+        (increase - transactions).abs() <= per_scrape,
+        "increase() {increase} against the run's {transactions} (a scrape's worth: {per_scrape})"
+    );
+    let quantile = scalar(&prometheus.query_at(
+        "histogram_quantile(0.99, sum by (le) (max_over_time(stampede_transaction_latency_seconds_bucket{job=\"stampede\"}[5m])))",
+        None,
+    ))
+    .unwrap();
+    let (ours, theirs) = (bucket_of(quantile), bucket_of(p99_ms / 1000.0));
+    assert!(
+        ours.abs_diff(theirs) <= 1,
+        "the histogram's p99 {quantile} s is more than a bucket from the run's {p99_ms} ms"
+    );
+    let lagged = scalar(&prometheus.query_at(
+        "max_over_time(stampede_schedule_lag_seconds_count{job=\"stampede\"}[5m])",
+        None,
+    ));
+    assert_eq!(
+        lagged,
+        Some(transactions),
+        "every -R transaction has its schedule lag"
+    );
+    // Every metric the dashboard's queries read is one this Prometheus scraped.
+    let names = prometheus.query_at("count by (__name__) ({job=\"stampede\"})", None);
+    for metric in dashboard_metrics() {
+        assert!(
+            names.contains(&format!("\"__name__\":\"{metric}\"")),
+            "the dashboard reads {metric}, which no scrape held: {names}"
+        );
+    }
+}
+
+#[test]
+fn metrics_on_a_bad_address_are_refused_before_anything_runs() {
+    let output = stampede_command(&[
+        "pgbench",
+        "-S",
+        "-T",
+        "1",
+        "--metrics-addr",
+        "127.0.0.1:99999",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("--metrics-addr \"127.0.0.1:99999\": the port is not between 0 and 65535"),
+        "{}",
+        stderr(&output)
+    );
+    let spread = stampede_command(&[
+        "pgbench",
+        "-S",
+        "-c",
+        "2",
+        "-h",
+        "db.invalid",
+        "--pods",
+        "2",
+        "--metrics-addr",
+        ":9100",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(spread.status.code(), Some(1), "{}", stderr(&spread));
+    assert!(
+        stderr(&spread).contains("--metrics-addr is not served for a spread run"),
+        "{}",
+        stderr(&spread)
+    );
+}
