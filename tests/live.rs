@@ -5,7 +5,10 @@
 mod common;
 
 use common::prometheus::Scraper;
-use common::{free_port, line_value, server, stampede_command, stderr, stdout, wait_until};
+use common::{
+    free_port, lab_spec, line_value, server, sqlite, stampede_command, stderr, stdout, wait_until,
+    LabDir,
+};
 
 const DASHBOARD: &str = include_str!("../docs/grafana/stampede.json");
 
@@ -171,4 +174,61 @@ fn metrics_on_a_bad_address_are_refused_before_anything_runs() {
         "{}",
         stderr(&spread)
     );
+}
+
+#[test]
+fn a_lab_labels_each_run_and_prometheus_holds_every_runs_last_count() {
+    let s = server();
+    let url = s.url_with_password("postgres");
+    let dir = LabDir::new("live-lab");
+    let spec = lab_spec(
+        &dir,
+        &format!(
+            "name = \"live-lab\"\nruns = 2\nduration = \"2s\"\nwarmup = \"0s\"\n\
+             [[target]]\nname = \"a\"\nurl = \"{url}\"\n\
+             [[target]]\nname = \"b\"\nurl = \"{url}\"\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n"
+        ),
+    );
+    let address = format!("127.0.0.1:{}", free_port());
+    let prometheus = Scraper::start("stampede", &[&address], "1s", "900ms");
+    prometheus.wait_scraping("stampede");
+    let output = stampede_command(&[
+        "lab",
+        "run",
+        spec.to_str().unwrap(),
+        "--metrics-addr",
+        &address,
+    ])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stored = sqlite(
+        &dir.join("live-lab.db"),
+        "SELECT count(*), sum(transactions) FROM runs WHERE status = 'completed'",
+    );
+    assert_eq!(stored[0][0], "4", "{stored:?}");
+    let transactions: f64 = stored[0][1].parse().unwrap();
+    // Each run is a series of its own (target, cell, round); the last sample of each is what
+    // the lab stored, even where the next run started before a scrape.
+    let selector = "stampede_transactions_total{job=\"stampede\",lab=\"live-lab\"}";
+    wait_until("Prometheus holds every run's last count", || {
+        scalar(&prometheus.query_at(&format!("sum(max_over_time({selector}[5m]))"), None))
+            == Some(transactions)
+    });
+    let series = prometheus.query_at(
+        &format!("count(max_over_time({selector}[5m])) by (target, round)"),
+        None,
+    );
+    for (target, round) in [("a", "1"), ("a", "2"), ("b", "1"), ("b", "2")] {
+        assert!(
+            series.contains(&format!("\"round\":\"{round}\",\"target\":\"{target}\"")),
+            "{series}"
+        );
+    }
+    let done = scalar(&prometheus.query_at(
+        "max_over_time(stampede_lab_runs_total{job=\"stampede\",outcome=\"done\"}[5m])",
+        None,
+    ));
+    assert_eq!(done, Some(4.0));
 }

@@ -343,6 +343,8 @@ pub enum LabAction {
         tags: Vec<String>,
         #[command(flatten)]
         fleet: Box<FleetArgs>,
+        #[command(flatten)]
+        live: crate::live::endpoint::MetricsArgs,
     },
     /// Continue an interrupted lab with its next unfinished run (a sharded lab: re-create the
     /// shards with runs to record)
@@ -359,6 +361,8 @@ pub enum LabAction {
         keep_clusters: bool,
         #[command(flatten)]
         fleet: Box<FleetArgs>,
+        #[command(flatten)]
+        live: crate::live::endpoint::MetricsArgs,
     },
     /// One shard's pod of a lab run with --shards (the lab's Job runs it)
     #[command(hide = true)]

@@ -1,5 +1,7 @@
 //! `stampede lab plan|run|resume`: spec in, plan or results out.
 
+use super::lab_metrics::LabMetrics;
+use crate::live::endpoint::MetricsArgs;
 use std::path::Path;
 
 use std::time::Duration;
@@ -11,7 +13,7 @@ use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::app::cli::{FleetArgs, LabAction};
-use crate::lab::executor::Lab;
+use crate::lab::executor::{Lab, LabEvent};
 use crate::lab::plan::{Cell, Plan};
 use crate::lab::spec::{AutoRuns, LabSpec};
 use crate::lab::targets::SpecTargets;
@@ -34,6 +36,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             keep_clusters,
             tags,
             fleet,
+            live,
         } => execute(
             spec,
             false,
@@ -44,6 +47,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             },
             tags,
             fleet,
+            live,
         ),
         LabAction::Resume {
             spec,
@@ -51,6 +55,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             keep_data,
             keep_clusters,
             fleet,
+            live,
         } => execute(
             spec,
             true,
@@ -61,6 +66,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             },
             &[],
             fleet,
+            live,
         ),
         LabAction::ShardRun {
             lab_id,
@@ -229,11 +235,19 @@ fn execute(
     keep: Keep,
     tags: &[String],
     fleet: &FleetArgs,
+    live: &MetricsArgs,
 ) -> CommandResult {
     let keep_going = keep.going;
     let tags = parse_tags(tags)?;
     let (mut spec, workloads) = load_spec(path)?;
     spec.tags = tags;
+    if live.metrics_addr.is_some() && fleet.shards.is_some() {
+        return Err(Failure::input(
+            "--metrics-addr is not served for a sharded lab (--shards) yet: each shard's runs \
+             are in the results database as they end",
+        ));
+    }
+    let live = LabMetrics::start(live, &spec)?;
     if let Some(kube) = lab_shards::sharded(&spec, fleet, resume)? {
         return lab_shards::execute(path, &spec, workloads, kube, fleet.shards, keep_going);
     }
@@ -244,6 +258,12 @@ fn execute(
     }
     let stop = watch_signals();
     let mut progress = Progress::on_stderr();
+    let mut show = |event: LabEvent<'_>| {
+        if let Some(live) = &live {
+            live.show(&event);
+        }
+        progress.show(event)
+    };
     let mut lab = Lab::prepare(
         &spec,
         workloads,
@@ -251,7 +271,7 @@ fn execute(
         resume,
         keep_going,
         stop,
-        &mut |event| progress.show(event),
+        &mut show,
     )?;
     lab.keep_data(keep.data);
     lab.keep_clusters(keep.clusters);
@@ -266,7 +286,7 @@ fn execute(
         spec.results
     );
     let outcome = lab
-        .run(&mut |event| progress.show(event))
+        .run(&mut show)
         .map_err(|e| lab_results::with_resume_hint(e, path))?;
     print!(
         "{}",

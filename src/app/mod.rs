@@ -10,6 +10,7 @@ pub mod gate;
 pub mod history;
 pub mod lab;
 pub mod lab_clean;
+pub mod lab_metrics;
 pub mod lab_results;
 pub mod lab_shards;
 pub mod lab_spec;

@@ -69,6 +69,7 @@ impl Progress {
                     self.line_shown = true;
                 }
             }
+            LabEvent::Interval(_) => {}
             LabEvent::RunEnded { status, tps, error } => {
                 let result = match (status, tps, error) {
                     (RunStatus::Completed, Some(tps), _) => format!("{tps:.0} tps"),

@@ -15,6 +15,7 @@ use super::rounds::{GroupState, Rounds};
 use super::spec::{LabSpec, Scale, TargetSpec};
 use super::targets::{LabPlace, LabServer, ResolvedTarget, Targets};
 use super::window::{OpenWindow, RunProbes};
+use crate::driver::IntervalReport;
 use crate::driver::Protocol;
 use crate::family::api::{LabWorkload, Measurement, RunObserver, RunRequest};
 use crate::server::profile::Machine;
@@ -48,6 +49,8 @@ pub enum LabEvent<'a> {
         index: u64,
         tps: f64,
     },
+    /// The same second's statistics, as the driver merged them (over the run's pods too).
+    Interval(&'a IntervalReport),
     RunEnded {
         status: RunStatus,
         tps: Option<f64>,
@@ -64,19 +67,23 @@ struct PreparedRun {
 }
 
 /// Opens the probes' window when the workload's warmup ends and relays its seconds.
-struct Observer<'e, 'f> {
+struct Observer<'e> {
     probes: Option<Box<dyn RunProbes>>,
     window: Option<Box<dyn OpenWindow>>,
-    on_event: &'e mut dyn FnMut(LabEvent<'f>),
+    on_event: &'e mut dyn FnMut(LabEvent<'_>),
 }
 
-impl RunObserver for Observer<'_, '_> {
+impl RunObserver for Observer<'_> {
     fn open_window(&mut self) {
         self.window = self.probes.as_ref().and_then(|p| p.open().ok());
     }
 
     fn second(&mut self, index: u64, tps: f64) {
         (self.on_event)(LabEvent::Second { index, tps });
+    }
+
+    fn interval(&mut self, interval: &IntervalReport) {
+        (self.on_event)(LabEvent::Interval(interval));
     }
 }
 

@@ -79,6 +79,8 @@ struct RunSeries {
     /// TPC-C: the script whose commits are new orders.
     new_order_script: Option<usize>,
     finished: bool,
+    /// The registry's generation when the run ended.
+    ended_at: u64,
 }
 
 /// How a run is described when it starts.
@@ -98,6 +100,10 @@ struct State {
     /// The process's own labels (the command; the lab and its spec).
     labels: Labels,
     run: Option<RunSeries>,
+    /// Ended runs no scrape has read since they ended: served beside the current run until one
+    /// does, so a lab's next run starting at once does not take its predecessor's last second
+    /// from Prometheus.
+    unread: Vec<RunSeries>,
     /// A lab's runs by outcome, and how many it plans.
     runs_done: u64,
     runs_failed: u64,
@@ -142,6 +148,11 @@ impl LiveMetrics {
     /// A run starts: its series begin at zero (the previous run's are gone from the scrape).
     pub fn start_run(&self, start: RunStart) {
         self.change(|state| {
+            if let Some(ended) = state.run.take() {
+                if ended.finished && ended.ended_at > state.scraped_generation {
+                    state.unread.push(ended);
+                }
+            }
             state.run = Some(RunSeries {
                 labels: start.labels,
                 by_script: vec![ScriptTally::default(); start.scripts.len()],
@@ -173,7 +184,17 @@ impl LiveMetrics {
             run.lag_count += stats.lag.count;
             run.lag_sum_s += stats.lag.sum_us / 1e6;
             run.lag_max_s = run.lag_max_s.max(stats.lag.max_us / 1e6);
-            crate::driver::merge_tallies(&mut run.by_script, &interval.scripts);
+            if run.scripts.len() == 1 {
+                // One script named (a lab's cell): the interval's merged counts are its own,
+                // whatever the workload's scripts were.
+                run.by_script[0].merge(&ScriptTally {
+                    committed: stats.latency.count,
+                    failures: stats.failures,
+                    statements: stats.statements,
+                });
+            } else {
+                crate::driver::merge_tallies(&mut run.by_script, &interval.scripts);
+            }
             if run.by_pod.len() < interval.by_pod.len() {
                 run.by_pod.resize(interval.by_pod.len(), 0);
             }
@@ -196,8 +217,10 @@ impl LiveMetrics {
     /// The run ended: its series stay (final) until the next run starts.
     pub fn end_run(&self, failed: bool) {
         self.change(|state| {
+            let generation = state.generation + 1;
             if let Some(run) = state.run.as_mut() {
                 run.finished = true;
+                run.ended_at = generation;
             }
             if failed {
                 state.runs_failed += 1;
@@ -241,6 +264,7 @@ impl LiveMetrics {
         state.last_scrape = Some(now);
         state.scraped_generation = state.generation;
         let text = exposition(&state, &self.bounds_s);
+        state.unread.clear();
         drop(state);
         self.scraped.notify_all();
         text
@@ -262,7 +286,7 @@ fn exposition(state: &State, bounds_s: &[f64]) -> String {
         1.0,
     );
     lab_families(&mut out, state);
-    if let Some(run) = &state.run {
+    for run in state.unread.iter().chain(&state.run) {
         run_families(&mut out, run, state, bounds_s);
     }
     out.finish()
@@ -644,6 +668,43 @@ mod tests {
         assert_eq!(sample(&format!("stampede_tpcc_nopm{{{labels}}}")), 90.0);
         assert!(text.ends_with("# EOF\n"));
         assert!(!text.contains("schedule_lag"), "no -R, no lag series");
+    }
+
+    fn start(metrics: &LiveMetrics, round: &str) {
+        metrics.start_run(RunStart {
+            labels: vec![("round".into(), round.into())],
+            scripts: vec!["select-only".into()],
+            clients: 1,
+            rate_limited: false,
+            new_order_script: None,
+        });
+    }
+
+    #[test]
+    fn an_ended_run_stays_until_a_scrape_has_read_it() {
+        let metrics = LiveMetrics::new(Vec::new());
+        let round = |n: &str| {
+            format!("stampede_transactions_total{{round=\"{n}\",script=\"select-only\"}}")
+        };
+        start(&metrics, "1");
+        metrics.observe(&interval(0, &[100.0, 200.0], Vec::new()));
+        metrics.end_run(false);
+        start(&metrics, "2");
+        let both = metrics.render();
+        assert_eq!(value(&both, &round("1")), 2.0, "{both}");
+        assert_eq!(value(&both, &round("2")), 0.0, "{both}");
+        assert_eq!(
+            both.matches("# TYPE stampede_transactions counter").count(),
+            1
+        );
+        metrics.end_run(false);
+        metrics.render();
+        start(&metrics, "3");
+        let read = metrics.render();
+        assert!(
+            !read.contains("round=\"1\"") && !read.contains("round=\"2\""),
+            "{read}"
+        );
     }
 
     #[test]

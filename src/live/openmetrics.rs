@@ -8,44 +8,55 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// A set of labels, in the order they are written.
 pub type Labels = Vec<(String, String)>;
 
+/// The text being written: families in the order first declared, each family's samples
+/// together (several runs' series of one family are one family).
 #[derive(Default)]
 pub struct Exposition {
-    text: String,
+    families: Vec<(String, String)>,
+    current: usize,
 }
 
 impl Exposition {
-    /// Starts a metric family. `name` is the family's (a counter's without `_total`); `unit`
-    /// when its name ends in it (`seconds`).
+    /// Starts (or returns to) a metric family. `name` is the family's (a counter's without
+    /// `_total`); `unit` when its name ends in it (`seconds`).
     pub fn family(&mut self, name: &str, kind: &str, unit: Option<&str>, help: &str) {
-        let _ = writeln!(self.text, "# TYPE {name} {kind}");
-        if let Some(unit) = unit {
-            let _ = writeln!(self.text, "# UNIT {name} {unit}");
+        if let Some(at) = self.families.iter().position(|(n, _)| n == name) {
+            self.current = at;
+            return;
         }
-        let _ = writeln!(self.text, "# HELP {name} {}", escape_help(help));
+        let mut text = format!("# TYPE {name} {kind}\n");
+        if let Some(unit) = unit {
+            let _ = writeln!(text, "# UNIT {name} {unit}");
+        }
+        let _ = writeln!(text, "# HELP {name} {}", escape_help(help));
+        self.families.push((name.to_string(), text));
+        self.current = self.families.len() - 1;
     }
 
-    /// One sample: `name{labels,extra} value`.
+    /// One sample of the current family: `name{labels,extra} value`.
     pub fn sample(&mut self, name: &str, labels: &Labels, extra: &[(&str, &str)], value: f64) {
-        self.text.push_str(name);
+        let text = &mut self.families[self.current].1;
+        text.push_str(name);
         let all = labels
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .chain(extra.iter().copied());
         let mut first = true;
-        for (key, text) in all {
-            self.text.push(if first { '{' } else { ',' });
+        for (key, value) in all {
+            text.push(if first { '{' } else { ',' });
             first = false;
-            let _ = write!(self.text, "{key}=\"{}\"", escape_label(text));
+            let _ = write!(text, "{key}=\"{}\"", escape_label(value));
         }
         if !first {
-            self.text.push('}');
+            text.push('}');
         }
-        let _ = writeln!(self.text, " {}", number(value));
+        let _ = writeln!(text, " {}", number(value));
     }
 
-    pub fn finish(mut self) -> String {
-        self.text.push_str("# EOF\n");
-        self.text
+    pub fn finish(self) -> String {
+        let mut text: String = self.families.into_iter().map(|(_, text)| text).collect();
+        text.push_str("# EOF\n");
+        text
     }
 }
 
@@ -84,12 +95,16 @@ mod tests {
         out.family("stampede_transactions", "counter", None, "Committed.");
         let labels = vec![("script".to_string(), "a \"b\"\\\n".to_string())];
         out.sample("stampede_transactions_total", &labels, &[("le", "1")], 3.0);
+        out.family("up", "gauge", None, "Up.");
         out.sample("up", &Vec::new(), &[], 0.25);
+        out.family("stampede_transactions", "counter", None, "Committed.");
+        out.sample("stampede_transactions_total", &Vec::new(), &[], 4.0);
         let text = out.finish();
         assert_eq!(
             text,
             "# TYPE stampede_transactions counter\n# HELP stampede_transactions Committed.\n\
-             stampede_transactions_total{script=\"a \\\"b\\\"\\\\\\n\",le=\"1\"} 3\nup 0.25\n# EOF\n"
+             stampede_transactions_total{script=\"a \\\"b\\\"\\\\\\n\",le=\"1\"} 3\n\
+             stampede_transactions_total 4\n# TYPE up gauge\n# HELP up Up.\nup 0.25\n# EOF\n"
         );
         assert_eq!(number(f64::INFINITY), "+Inf");
         assert_eq!(number(1e-5), "0.00001");
