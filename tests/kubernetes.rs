@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 
 use common::kube::{kube, IMAGE};
+use common::prometheus::Scraper;
 use common::{free_port, server, PASSWORD};
 use stampede::driver::LatencyStats;
 
@@ -174,11 +175,17 @@ fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
     let json = logs.path().join("run.json");
     let words = ["-S", "-c", "12", "-j", "6", "-T", "2", "-l"];
     let mut args = spread_pgbench(&words, &db, 3, &namespace);
+    // The launcher serves the merged run's series, sent by pod 0 in its log's frames.
+    let address = format!("127.0.0.1:{}", common::free_port());
+    let prometheus = Scraper::start("stampede", &[&address], "1s", "900ms");
+    prometheus.wait_scraping("stampede");
     args.extend([
         "--json".into(),
         json.display().to_string(),
         "--pod-workdir".into(),
         format!("hostPath:{}", logs.path().display()),
+        "--metrics-addr".into(),
+        address,
     ]);
     let output = stampede(&args);
     let stdout = text(&output.stdout);
@@ -209,6 +216,7 @@ fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
     assert_eq!(sum("transactions"), transactions);
     assert_eq!(sum("clients"), 12);
     assert_eq!(sum("threads"), 6);
+    assert_scraped_as_reported(&prometheus, transactions, pods);
 
     // The pods' logs: one file per thread, every client id once, one line per transaction.
     let (files, lines) = log_lines(logs.path());
@@ -254,6 +262,39 @@ fn pgbench_over_three_pods_is_the_run_one_host_would_make() {
         );
     }
     assert_nothing_left(&namespace);
+}
+
+/// The merged counter's last sample is the report's transactions, and each pod's series its
+/// share.
+fn assert_scraped_as_reported(prometheus: &Scraper, transactions: u64, pods: &[serde_json::Value]) {
+    let last = |selector: &str| {
+        let answer = prometheus.query_at(&format!("max_over_time({selector}[5m])"), None);
+        let json: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        json["data"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["metric"]["pod"].as_str().unwrap_or("").to_string(),
+                    r["value"][1].as_str().unwrap().parse::<f64>().unwrap() as u64,
+                )
+            })
+            .collect::<BTreeMap<String, u64>>()
+    };
+    common::wait_until("Prometheus holds the spread run's last sample", || {
+        last("stampede_transactions_total{job=\"stampede\"}")
+            .values()
+            .sum::<u64>()
+            == transactions
+    });
+    let by_pod = last("stampede_pod_transactions_total{job=\"stampede\"}");
+    let reported: BTreeMap<String, u64> = pods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (i.to_string(), p["transactions"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(by_pod, reported);
 }
 
 /// While the suite's cluster runs, an address this machine does not hold — a ClusterIP nothing

@@ -216,6 +216,7 @@ pub fn measure(
         } else {
             "PGPASSWORD"
         },
+        serves_metrics: false,
     }
     .job(&format!("{address}:{port}"), password)?;
     let cancel = Arc::new(AtomicBool::new(false));

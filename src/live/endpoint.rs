@@ -111,11 +111,20 @@ impl RunFeed {
 
     /// The run's series start at zero, described by its plan.
     pub fn start(&self, plan: &RunPlan) {
-        let scripts: Vec<String> = plan
-            .scripts
+        let scripts = RunFeed::script_names(plan);
+        self.start_described(scripts, plan.clients, plan.rate.is_some());
+    }
+
+    /// The names the series give the plan's scripts (pgbench's `transaction type`).
+    pub fn script_names(plan: &RunPlan) -> Vec<String> {
+        plan.scripts
             .iter()
             .map(|s| s.script.description.clone())
-            .collect();
+            .collect()
+    }
+
+    /// `start` from a run's description (a spread run's, sent by its pod 0).
+    pub fn start_described(&self, scripts: Vec<String>, clients: usize, rate_limited: bool) {
         let new_order_script = self
             .new_order_script
             .as_ref()
@@ -123,8 +132,8 @@ impl RunFeed {
         self.metrics.start_run(RunStart {
             labels: self.labels.clone(),
             scripts,
-            clients: plan.clients,
-            rate_limited: plan.rate.is_some(),
+            clients,
+            rate_limited,
             new_order_script,
         });
     }

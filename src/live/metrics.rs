@@ -6,6 +6,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::openmetrics::{Exposition, Labels};
+use crate::driver::stats::LagStats;
 use crate::driver::{FailureCounts, IntervalReport, ScriptTally};
 
 /// The histogram's upper bounds in seconds: 1, 1.5, 2, 3, 5 and 7 per decade from 10 µs to
@@ -59,17 +60,12 @@ struct RunSeries {
     labels: Labels,
     scripts: Vec<String>,
     by_script: Vec<ScriptTally>,
-    failures: FailureCounts,
-    committed: u64,
-    statements: u64,
     retries: u64,
     skipped: u64,
     late: u64,
     reconnects: u64,
     latency: LatencyBuckets,
-    lag_count: u64,
-    lag_sum_s: f64,
-    lag_max_s: f64,
+    lag: LagStats,
     clients: usize,
     aborted_clients: usize,
     rate_limited: bool,
@@ -173,17 +169,12 @@ impl LiveMetrics {
                 return;
             };
             let stats = &interval.stats;
-            run.committed += stats.latency.count;
-            run.failures.merge(&stats.failures);
-            run.statements += stats.statements;
+            run.latency.add(&stats.latency, bounds_us);
+            run.lag.merge(&stats.lag);
             run.retries += stats.retries;
             run.skipped += stats.skipped;
             run.late += stats.late;
             run.reconnects += stats.reconnects;
-            run.latency.add(&stats.latency, bounds_us);
-            run.lag_count += stats.lag.count;
-            run.lag_sum_s += stats.lag.sum_us / 1e6;
-            run.lag_max_s = run.lag_max_s.max(stats.lag.max_us / 1e6);
             if run.scripts.len() == 1 {
                 // One script named (a lab's cell): the interval's merged counts are its own,
                 // whatever the workload's scripts were.
@@ -463,8 +454,8 @@ fn counter_families(out: &mut Exposition, run: &RunSeries, labels: &Labels) {
             Some("seconds"),
             "How late transactions started against the -R schedule.",
         );
-        out.sample(&format!("{name}_count"), labels, &[], run.lag_count as f64);
-        out.sample(&format!("{name}_sum"), labels, &[], run.lag_sum_s);
+        out.sample(&format!("{name}_count"), labels, &[], run.lag.count as f64);
+        out.sample(&format!("{name}_sum"), labels, &[], run.lag.sum_us / 1e6);
         let max = "stampede_schedule_lag_max_seconds";
         out.family(
             max,
@@ -472,7 +463,7 @@ fn counter_families(out: &mut Exposition, run: &RunSeries, labels: &Labels) {
             Some("seconds"),
             "The largest schedule lag so far.",
         );
-        out.sample(max, labels, &[], run.lag_max_s);
+        out.sample(max, labels, &[], run.lag.max_us / 1e6);
     }
     if !run.by_pod.is_empty() {
         out.family(

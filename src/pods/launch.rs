@@ -2,6 +2,8 @@
 //! followed through the API server — progress and the coordinator's output on this terminal,
 //! its exit code as this process's, and every object deleted however it ends.
 
+use super::live_frames::{self, FRAMES_ENV};
+use crate::live::endpoint::{MetricsArgs, RunFeed};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,14 +53,19 @@ pub struct Launch<'a> {
     /// The variable `--password-secret` sets in the pods: PGPASSWORD, or MYSQL_PWD for a
     /// MySQL or MariaDB server.
     pub password_variable: &'static str,
+    /// Set by `run` when it serves `--metrics-addr`: pod 0 sends the frames.
+    pub serves_metrics: bool,
 }
 
 impl Launch<'_> {
     /// Makes the Job, runs it and relays it; exits the process with the coordinator's code
     /// when that is not 0 (its own error lines were relayed already).
-    pub fn run(self) -> CommandResult {
+    pub fn run(mut self) -> CommandResult {
         refuse_passwords(&self.args)?;
-        refuse_metrics(&self.args)?;
+        let metrics = take_metrics(&mut self.args);
+        let labels = crate::live::command_labels(&self.command.join(" "));
+        let served = metrics.start(labels)?;
+        self.serves_metrics = served.is_some();
         // Every option is checked before the cluster is touched.
         let start_timeout = self.kube.start_timeout()?;
         let pods = self.kube.pods.expect("a spread run has --pods");
@@ -87,7 +94,15 @@ impl Launch<'_> {
             options.image
         );
         let stop = stampede_base::signals::watch_signals();
-        let outcome = follow(&cluster, manifests, start_timeout, stop, true)?;
+        let feed = served.as_ref().map(|m| m.feed(None));
+        let outcome = follow(
+            &cluster,
+            manifests,
+            start_timeout,
+            stop,
+            true,
+            feed.as_ref(),
+        )?;
         if let Some(path) = &self.json_path {
             let mut text = outcome.json.join("\n");
             text.push('\n');
@@ -173,6 +188,9 @@ impl Launch<'_> {
         if self.json_path.is_some() {
             options.env.push((JSON_ENV.into(), POD_JSON_PATH.into()));
         }
+        if self.serves_metrics {
+            options.env.push((FRAMES_ENV.into(), "1".into()));
+        }
         Ok(options)
     }
 }
@@ -195,6 +213,7 @@ impl Job {
             self.start_timeout,
             stop,
             false,
+            None,
         )?;
         Ok(outcome.ending)
     }
@@ -247,6 +266,7 @@ fn follow(
     start_timeout: std::time::Duration,
     stop: Arc<AtomicBool>,
     relay: bool,
+    feed: Option<&RunFeed>,
 ) -> Result<stampede_kube::LaunchOutcome, Failure> {
     let mut on_status = |status: &str| {
         if relay {
@@ -256,6 +276,11 @@ fn follow(
     let mut on_frame = |frame: Frame<'_>| match frame {
         Frame::Stdout(line) if relay => println!("{line}"),
         Frame::Stderr(line) | Frame::Raw(line) => eprintln!("{line}"),
+        Frame::Metrics(json) => {
+            if let Some(feed) = feed {
+                live_frames::receive(json, feed)
+            }
+        }
         Frame::Stdout(_) | Frame::Json(_) | Frame::Exit(_) => {}
     };
     let watch = Watch {
@@ -291,17 +316,33 @@ pub fn job_name(command: &[&str]) -> String {
 }
 
 /// A password on the command line would be written into the Job's manifest.
-/// A spread run's merged series would be served by its coordinator, in pod 0, which the
-/// launcher does not relay yet: refused rather than served inside a pod nothing can reach.
-fn refuse_metrics(args: &[String]) -> Result<(), Failure> {
-    let metrics = |arg: &String| arg == "--metrics-addr" || arg.starts_with("--metrics-addr=");
-    if args.iter().any(metrics) {
-        return Err(Failure::input(
-            "--metrics-addr is not served for a spread run (--pods) yet: its merged series stay \
-             in pod 0; scrape a run on one host",
-        ));
+/// `--metrics-addr` and `--serve-token` of the user's words: served here, on the user's
+/// machine, from pod 0's frames; the pods get neither (nothing reaches the pods' network).
+fn take_metrics(args: &mut Vec<String>) -> MetricsArgs {
+    let metrics = MetricsArgs {
+        metrics_addr: option_value(args, "--metrics-addr"),
+        serve_token: option_value(args, "--serve-token")
+            .or_else(|| std::env::var("STAMPEDE_SERVE_TOKEN").ok()),
+    };
+    for option in ["--metrics-addr", "--serve-token"] {
+        *args = replace_option(args, option, None);
     }
-    Ok(())
+    metrics
+}
+
+/// The value of a long option given as `--option VALUE` or `--option=VALUE` (the last one).
+fn option_value(args: &[String], option: &str) -> Option<String> {
+    let inline = format!("{option}=");
+    let mut value = None;
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if word == option {
+            value = words.next().cloned();
+        } else if let Some(given) = word.strip_prefix(&inline) {
+            value = Some(given.to_string());
+        }
+    }
+    value
 }
 
 fn refuse_passwords(args: &[String]) -> Result<(), Failure> {

@@ -7,9 +7,11 @@
 //! the coordinator (`stampede_spread`) beside its own share; every pod runs its share of the
 //! run's threads through the driver, starting at the agreed time, and sends its intervals and
 //! result; pod 0 merges them into the run a single host would have reported. `terminal` frames a
-//! pod's output for the launcher.
+//! pod's output for the launcher; `live_frames` carries the merged run's live numbers to a
+//! launcher that serves `--metrics-addr`.
 
 pub mod launch;
+pub mod live_frames;
 pub mod options;
 pub mod place;
 pub mod role;

@@ -8,6 +8,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use super::live_frames;
 use super::role::{share_of, Barrier, PodRole, PodRun, SpreadSummary};
 use crate::driver::{self, DriverEvent, IntervalReport, RunLimit, RunPlan, RunResult, Share};
 use crate::live::endpoint::RunFeed;
@@ -57,7 +58,13 @@ impl Place {
 
     /// One pod of a spread run; pod 0 starts the coordinator, which merges the pods' intervals
     /// into `progress`.
-    pub fn pod(role: PodRole, progress: Progress) -> Result<Place, Failure> {
+    pub fn pod(role: PodRole, mut progress: Progress) -> Result<Place, Failure> {
+        if role.index == 0 && live_frames::wanted() {
+            progress = Box::new(move |interval| {
+                live_frames::send_interval(interval);
+                progress(interval)
+            });
+        }
         Ok(Place {
             pod: Some(PodRun::start(role, progress)?),
             progress: Box::new(|_| {}),
@@ -180,6 +187,10 @@ impl Place {
             }));
         };
         let threads = plan.clients_per_thread().len();
+        let frames = pod.role.index == 0 && live_frames::wanted();
+        if frames {
+            live_frames::send_start(&plan);
+        }
         share_events(&mut plan, threads, &pod.role.threads(threads));
         plan.share = Some(pod.share(threads));
         plan.stop = Some(pod.stop_flag());
@@ -189,7 +200,11 @@ impl Place {
             DriverEvent::Interval(interval) => pod.interval(interval),
             other => on_event(other),
         });
-        let spread = pod.finish(result, clients_here, here.len())?;
+        let spread = pod.finish(result, clients_here, here.len());
+        if frames {
+            live_frames::send_end(spread.is_err());
+        }
+        let spread = spread?;
         Ok(spread.map(|spread| Ran {
             result: spread.merged,
             spread: Some(spread.summary),

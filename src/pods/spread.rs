@@ -57,6 +57,7 @@ impl Spread<'_> {
             files,
             json_path: self.json.clone(),
             password_variable: self.password_variable,
+            serves_metrics: false,
         }
         .run()
     }

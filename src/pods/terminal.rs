@@ -27,6 +27,18 @@ pub fn exit_when_terminated() {
     }
 }
 
+/// The container's log, for frames a pod writes itself (`metrics_frame`).
+static LOG: std::sync::OnceLock<Arc<Mutex<std::fs::File>>> = std::sync::OnceLock::new();
+
+/// Writes a line of live numbers as an `M` frame; nothing when the output is not framed.
+pub fn metrics_frame(json: &str) {
+    if let Some(log) = LOG.get() {
+        let mut log = log.lock().expect("no thread panics holding this lock");
+        let _ = log.write_all(encode(&Frame::Metrics(json)).as_bytes());
+        let _ = log.flush();
+    }
+}
+
 pub struct FramedOutput {
     log: Arc<Mutex<std::fs::File>>,
     readers: Vec<JoinHandle<()>>,
@@ -48,6 +60,7 @@ impl FramedOutput {
             relay(out_read, log.clone(), |line| Frame::Stdout(line)),
             relay(err_read, log.clone(), |line| Frame::Stderr(line)),
         ];
+        let _ = LOG.set(log.clone());
         Some(FramedOutput { log, readers })
     }
 

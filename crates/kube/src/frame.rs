@@ -1,13 +1,16 @@
 //! A pod's output on its way to the user's terminal. Kubernetes keeps one log per container,
 //! stdout and stderr mixed; so a pod of a spread run writes every line with a one-letter frame
 //! that the launcher reads back: `O` a line of standard output, `E` of standard error, `J` a line
-//! of the run's `--json` document, `X` the exit code, last.
+//! of the run's `--json` document, `M` the merged run's live numbers (for the launcher's
+//! `--metrics-addr`), `X` the exit code, last.
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame<'a> {
     Stdout(&'a str),
     Stderr(&'a str),
     Json(&'a str),
+    /// A JSON line of the run's live numbers, as the coordinator merged them.
+    Metrics(&'a str),
     Exit(i32),
     /// A line written past the framing (the runtime's own, a crash): shown as standard error.
     Raw(&'a str),
@@ -18,6 +21,7 @@ pub fn encode(frame: &Frame<'_>) -> String {
         Frame::Stdout(line) => format!("O {line}\n"),
         Frame::Stderr(line) => format!("E {line}\n"),
         Frame::Json(line) => format!("J {line}\n"),
+        Frame::Metrics(line) => format!("M {line}\n"),
         Frame::Exit(code) => format!("X {code}\n"),
         Frame::Raw(line) => format!("{line}\n"),
     }
@@ -35,6 +39,8 @@ pub fn decode(line: &str) -> Frame<'_> {
         Frame::Stderr(text("E").unwrap_or(""))
     } else if line.starts_with("J ") {
         Frame::Json(text("J").unwrap_or(""))
+    } else if line.starts_with("M ") {
+        Frame::Metrics(text("M").unwrap_or(""))
     } else if let Some(code) = line.strip_prefix("X ").and_then(|c| c.parse().ok()) {
         Frame::Exit(code)
     } else {
@@ -53,6 +59,7 @@ mod tests {
             Frame::Stdout(""),
             Frame::Stderr("progress: 1.0 s, 10.0 tps"),
             Frame::Json("{\"tps\": 1}"),
+            Frame::Metrics("{\"interval\": {}}"),
             Frame::Exit(2),
         ] {
             let line = encode(&frame);

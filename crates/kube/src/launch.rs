@@ -367,7 +367,7 @@ impl Run {
                 .lines()
                 .filter_map(|line| match decode(line) {
                     Frame::Stdout(t) | Frame::Stderr(t) | Frame::Raw(t) => Some(t.to_string()),
-                    Frame::Json(_) | Frame::Exit(_) => None,
+                    Frame::Json(_) | Frame::Metrics(_) | Frame::Exit(_) => None,
                 })
                 .filter(|line| !line.is_empty())
                 .collect(),
