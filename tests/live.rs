@@ -12,6 +12,10 @@ use common::{
 
 const DASHBOARD: &str = include_str!("../docs/grafana/stampede.json");
 
+/// The lab's probes reset pg_stat_statements on the server it visits (the suite's): the
+/// tests that read it or run a lab take turns.
+static STATEMENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Served for spread runs alone: tests/kubernetes.rs' spread run has Prometheus read it.
 const SPREAD_ONLY: [&str; 1] = ["stampede_pod_transactions_total"];
 
@@ -53,6 +57,7 @@ fn dashboard_metrics() -> Vec<String> {
 
 #[test]
 fn prometheus_scraping_a_rate_limited_pgbench_run_reads_its_transactions_and_p99() {
+    let _turn = STATEMENTS.lock().unwrap_or_else(|e| e.into_inner());
     let s = server();
     let db = s.create_database("live_prometheus");
     let init = stampede_command(&["pgbench", "-i", "-s", "1"])
@@ -60,6 +65,8 @@ fn prometheus_scraping_a_rate_limited_pgbench_run_reads_its_transactions_and_p99
         .output()
         .unwrap();
     assert!(init.status.success(), "{}", stderr(&init));
+    s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    s.reset_statements(&db);
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
     let prometheus = Scraper::start("stampede", &[&address], "1s", "900ms");
@@ -119,6 +126,34 @@ fn prometheus_scraping_a_rate_limited_pgbench_run_reads_its_transactions_and_p99
         ours.abs_diff(theirs) <= 1,
         "the histogram's p99 {quantile} s is more than a bucket from the run's {p99_ms} ms"
     );
+    // The statements counter against the server's own count of the script's one statement.
+    let calls: f64 = s
+        .psql(
+            &db,
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND query = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1'",
+        )
+        .parse()
+        .unwrap();
+    assert_eq!(
+        calls,
+        transactions,
+        "pg_stat_statements against the run's report: {}",
+        s.psql(
+            &db,
+            "SELECT calls, query FROM pg_stat_statements ORDER BY calls DESC LIMIT 5"
+        )
+    );
+    let statements = scalar(&prometheus.query_at(
+        "max_over_time(stampede_statements_total{job=\"stampede\"}[5m])",
+        None,
+    ));
+    assert_eq!(
+        statements,
+        Some(calls),
+        "the statements counter against pg_stat_statements"
+    );
     let lagged = scalar(&prometheus.query_at(
         "max_over_time(stampede_schedule_lag_seconds_count{job=\"stampede\"}[5m])",
         None,
@@ -172,6 +207,7 @@ fn metrics_on_a_bad_address_are_refused_before_anything_runs() {
 
 #[test]
 fn a_lab_labels_each_run_and_prometheus_holds_every_runs_last_count() {
+    let _turn = STATEMENTS.lock().unwrap_or_else(|e| e.into_inner());
     let s = server();
     let url = s.url_with_password("postgres");
     let dir = LabDir::new("live-lab");
