@@ -262,3 +262,311 @@ fn a_lab_labels_each_run_and_prometheus_holds_every_runs_last_count() {
     ));
     assert_eq!(done, Some(4.0));
 }
+
+/// A two-target lab of `runs` rounds on the suite's server (password in its URL), with a claim.
+fn page_lab(dir: &LabDir, name: &str, runs: u32, duration: &str) -> std::path::PathBuf {
+    let url = server().url_with_password("postgres");
+    lab_spec(
+        dir,
+        &format!(
+            "name = \"{name}\"\nruns = {runs}\nduration = \"{duration}\"\nwarmup = \"0s\"\n\
+             [[target]]\nname = \"a\"\nurl = \"{url}\"\n\
+             [[target]]\nname = \"b\"\nurl = \"{url}\"\n\
+             [[workload]]\nname = \"pgbench\"\nscripts = [\"select-only\"]\nclients = [2]\n\
+             [[claim]]\nsays = \"a twin is no different\"\ntarget = \"b\"\nworkload = \"pgbench\"\n\
+             script = \"select-only\"\nmetric = \"tps\"\nexpect = \"within 50%\"\n"
+        ),
+    )
+}
+
+/// Where a test keeps its screenshots for a person to look at.
+fn screenshots(test: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join(test);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The verdicts a report's HTML shows: each comparison table's, then the claims'.
+const PAGE_VERDICTS: &str = r#"(() => {
+  const last = (row) => row.cells[row.cells.length - 1].textContent;
+  const tables = [...document.querySelectorAll("table")];
+  const rows = (first) => tables
+    .filter(t => t.rows[0].cells[0].textContent == first && last(t.rows[0]) == "verdict")
+    .flatMap(t => [...t.rows].slice(1).map(last));
+  return { cells: rows("cell"), claims: rows("claim") };
+})()"#;
+
+#[test]
+fn the_live_page_follows_a_lab_in_a_browser_and_becomes_its_report() {
+    let _turn = STATEMENTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = LabDir::new("live-page");
+    let spec = page_lab(&dir, "live-page", 3, "3s");
+    let port = free_port();
+    let mut lab = stampede_command(&[
+        "lab",
+        "run",
+        spec.to_str().unwrap(),
+        &format!("--serve={port}"),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let page = format!("http://127.0.0.1:{port}/");
+    wait_until("the live page answers", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let shots = screenshots("live-page");
+    let mut browser = common::browser::Browser::start();
+    let tab = browser.open(&page);
+    browser.wait_for(
+        &tab,
+        "a run in progress with a second on its chart",
+        "document.querySelectorAll('#grid [data-status=running]').length == 1 && \
+         document.querySelectorAll('#current svg circle').length >= 1",
+    );
+    browser.screenshot(&tab, &shots.join("running.png"));
+    let finished = |browser: &mut common::browser::Browser| {
+        browser
+            .eval(
+                &tab,
+                "+document.querySelector('#summary [data-finished]').dataset.finished",
+            )
+            .as_u64()
+            .unwrap()
+    };
+    let before = finished(&mut browser);
+    assert_eq!(
+        browser.eval(&tab, "document.querySelectorAll('#grid span.sq').length"),
+        6
+    );
+    browser.wait_for(
+        &tab,
+        "more runs finished, told by the page's event stream",
+        &format!(
+            "+document.querySelector('#summary [data-finished]').dataset.finished > {before} \
+             && +document.body.dataset.updates > 0"
+        ),
+    );
+    browser.screenshot(&tab, &shots.join("later.png"));
+    let status = lab.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(lab.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains(&format!("live page at http://127.0.0.1:{port}/")),
+        "{err}"
+    );
+    browser.wait_for(
+        &tab,
+        "the page became the report",
+        "document.title.startsWith('Lab \"live-page\" against')",
+    );
+    browser.screenshot(&tab, &shots.join("report.png"));
+    eprintln!("screenshots in {}", shots.display());
+
+    let report = stampede_command(&[
+        "report",
+        dir.join("live-page.db").to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .output()
+    .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    let shown = browser.eval(&tab, PAGE_VERDICTS);
+    let cells: Vec<&str> = report["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["cells"].as_array().unwrap())
+        .map(|c| c["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown["cells"], serde_json::json!(cells), "{shown}");
+    let claims = report["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 1);
+    let claim_shown = shown["claims"][0].as_str().unwrap();
+    assert!(
+        claim_shown.starts_with(claims[0]["verdict"].as_str().unwrap()),
+        "{claim_shown} against {}",
+        claims[0]["verdict"]
+    );
+    let html = browser
+        .eval(&tab, "document.documentElement.outerHTML")
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !html.contains(common::PASSWORD),
+        "the page holds no password"
+    );
+}
+
+#[test]
+fn serve_shows_a_killed_labs_unfinished_run_which_no_verdict_uses() {
+    let _turn = STATEMENTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = LabDir::new("live-killed");
+    let spec = page_lab(&dir, "live-killed", 2, "30s");
+    let db = dir.join("live-killed.db");
+    let mut lab = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the first run has written three seconds", || {
+        let migrated = || {
+            sqlite(
+                &db,
+                "SELECT count(*) FROM sqlite_master WHERE name = 'live_series'",
+            )[0][0]
+                == "1"
+        };
+        db.exists()
+            && migrated()
+            && sqlite(&db, "SELECT count(*) FROM live_series")
+                .first()
+                .is_some_and(|row| row[0].parse::<u32>().unwrap_or(0) >= 3)
+    });
+    lab.kill().unwrap();
+    lab.wait().unwrap();
+    let live = sqlite(
+        &db,
+        "SELECT l.transactions, (SELECT sum(tps) FROM live_series s WHERE s.live_id = l.id), \
+         (SELECT count(*) FROM runs) FROM live_runs l",
+    );
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0][0], live[0][1], "the totals are the seconds' sum");
+    assert_eq!(live[0][2], "0", "an unfinished run is no run");
+
+    // Read-only: the page's session writes nothing (the file's bytes stay as they are).
+    let before = std::fs::read(&db).unwrap();
+    let port = free_port();
+    let mut serve = stampede_command(&[
+        "serve",
+        db.to_str().unwrap(),
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+    ])
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut browser = common::browser::Browser::start();
+    wait_until("serve answers", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let tab = browser.open(&format!("http://127.0.0.1:{port}/"));
+    browser.wait_for(
+        &tab,
+        "the page is loaded",
+        "!!document.getElementById('grid')",
+    );
+    browser.screenshot(&tab, &screenshots("live-killed").join("unfinished.png"));
+    // Its lab was killed a moment ago: the row is recent, so it still reads as running until
+    // its writes have stopped for a minute; either way it is neither completed nor in a verdict.
+    let squares = browser.eval(
+        &tab,
+        "[...document.querySelectorAll('#grid span.sq')].map(s => s.dataset.status)",
+    );
+    let squares: Vec<&str> = squares
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(squares.len(), 4, "{squares:?}");
+    assert_eq!(
+        squares
+            .iter()
+            .filter(|s| **s == "running" || **s == "unfinished")
+            .count(),
+        1,
+        "{squares:?}"
+    );
+    assert_eq!(squares.iter().filter(|s| **s == "planned").count(), 3);
+    assert_eq!(
+        browser.eval(&tab, "document.getElementById('ratios').textContent"),
+        "No run has completed yet."
+    );
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    assert!(std::fs::read(&db).unwrap() == before, "serve wrote nothing");
+    let compare = stampede_command(&["compare", db.to_str().unwrap(), "a", "b"])
+        .output()
+        .unwrap();
+    assert_eq!(compare.status.code(), Some(1), "{}", stderr(&compare));
+}
+
+#[test]
+fn a_page_beyond_loopback_needs_a_token_and_checks_it() {
+    let dir = LabDir::new("live-token");
+    let spec = page_lab(&dir, "live-token", 1, "1s");
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap(), "--serve=0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "stampede: error: --serve 0.0.0.0:0 listens beyond this machine: give --serve-token TOKEN (or \
+         STAMPEDE_SERVE_TOKEN) so that only those who have it see the page\n"
+    );
+    assert!(
+        !dir.join("live-token.db").exists(),
+        "nothing ran, nothing written"
+    );
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap(), "--serve=nowhere:x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).starts_with("stampede: error: --serve "),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.join("live-token.db").exists());
+
+    // A lab to serve: with a token, a request without it is refused and one with it served.
+    let run = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let port = free_port();
+    let mut serve = stampede_command(&[
+        "serve",
+        dir.join("live-token.db").to_str().unwrap(),
+        "--addr",
+        &port.to_string(),
+        "--serve-token",
+        "s3cret",
+    ])
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_until("serve answers", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let get = |path: &str| {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    assert!(get("/").starts_with("HTTP/1.1 401"));
+    let page = get("/?token=s3cret");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        page.contains("<title>Lab &quot;live-token&quot; against a</title>"),
+        "{page}"
+    );
+    assert!(!page.contains("s3cret") && !page.contains(common::PASSWORD));
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+}

@@ -84,6 +84,9 @@ pub enum TopCommand {
     /// (--speed), and how faithful the replay was
     #[command(disable_help_flag = true, allow_negative_numbers = true)]
     Replay(Box<replay::args::ReplayArgs>),
+    /// A live page of a lab from its results (a SQLite file or the PostgreSQL results URL a
+    /// fleet's shards write), updated as the lab runs; read-only
+    Serve(ServeArgs),
     /// Manage the managed default server
     Server {
         #[command(subcommand)]
@@ -101,6 +104,27 @@ pub enum TopCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// The lab to show (default: the newest, followed as new invocations start)
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// Where to listen: HOST:PORT, or a port alone (loopback); beyond this machine it needs
+    /// --serve-token
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub addr: String,
+    /// A bearer token the page asks for (header, or ?token= in the page's address)
+    #[arg(
+        long = "serve-token",
+        value_name = "TOKEN",
+        env = "STAMPEDE_SERVE_TOKEN",
+        hide_env_values = true
+    )]
+    pub serve_token: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -345,6 +369,8 @@ pub enum LabAction {
         fleet: Box<FleetArgs>,
         #[command(flatten)]
         live: crate::live::endpoint::MetricsArgs,
+        #[command(flatten)]
+        page: crate::app::live_page::PageArgs,
     },
     /// Continue an interrupted lab with its next unfinished run (a sharded lab: re-create the
     /// shards with runs to record)
@@ -363,6 +389,8 @@ pub enum LabAction {
         fleet: Box<FleetArgs>,
         #[command(flatten)]
         live: crate::live::endpoint::MetricsArgs,
+        #[command(flatten)]
+        page: crate::app::live_page::PageArgs,
     },
     /// One shard's pod of a lab run with --shards (the lab's Job runs it)
     #[command(hide = true)]

@@ -230,7 +230,7 @@ pub fn check_targets(runs: &[StoredRun], lab_name: &str, wanted: &[&str]) -> Com
     Ok(())
 }
 
-fn choose_lab(
+pub fn choose_lab(
     store: &mut Store,
     wanted: Option<&str>,
     location: &Location,
@@ -262,6 +262,15 @@ fn choose_lab(
             names()
         ))),
     }
+}
+
+/// The newest lab that is not a calibration: what a live page shows unless told.
+pub fn newest_lab(store: &mut Store, location: &Location) -> Result<(i64, String), Failure> {
+    let labs = store.labs()?;
+    measured(&labs)
+        .last()
+        .map(|lab| (*lab).clone())
+        .ok_or_else(|| Failure::input(format!("{location} holds no lab yet")))
 }
 
 /// The labs that are not another lab's calibration.

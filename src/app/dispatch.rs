@@ -39,6 +39,7 @@ fn run_command(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         TopCommand::Compare(args) => app::compare::run(args),
         TopCommand::Bisect(args) => app::bisect::run(args),
         TopCommand::Report(args) => app::report::run(args),
+        TopCommand::Serve(args) => app::live_page::serve(args),
         TopCommand::History(args) => app::history::run(args),
         TopCommand::Gate(args) => app::gate::run(args),
         TopCommand::Sysbench { action } => sysbench::command::run(action),

@@ -1,6 +1,7 @@
 //! `stampede lab plan|run|resume`: spec in, plan or results out.
 
 use super::lab_metrics::LabMetrics;
+use super::live_page::{self, LivePage, PageArgs, Shown};
 use crate::live::endpoint::MetricsArgs;
 use std::path::Path;
 
@@ -22,6 +23,9 @@ use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
 use stampede_store::{unix_now, Store};
 
+/// How long the end of a lab waits for its open live pages to receive its last state.
+const PAGE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
         LabAction::Plan {
@@ -37,6 +41,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             tags,
             fleet,
             live,
+            page,
         } => execute(
             spec,
             false,
@@ -48,6 +53,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             tags,
             fleet,
             live,
+            page,
         ),
         LabAction::Resume {
             spec,
@@ -56,6 +62,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             keep_clusters,
             fleet,
             live,
+            page,
         } => execute(
             spec,
             true,
@@ -67,6 +74,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             &[],
             fleet,
             live,
+            page,
         ),
         LabAction::ShardRun {
             lab_id,
@@ -236,9 +244,16 @@ fn execute(
     tags: &[String],
     fleet: &FleetArgs,
     live: &MetricsArgs,
+    page: &PageArgs,
 ) -> CommandResult {
     let keep_going = keep.going;
     let tags = parse_tags(tags)?;
+    // The page's address and token are checked before anything runs.
+    let page_access = page
+        .serve
+        .as_deref()
+        .map(|address| live_page::access(address, live.serve_token.as_deref(), "--serve"))
+        .transpose()?;
     let (mut spec, workloads) = load_spec(path)?;
     spec.tags = tags;
     if live.metrics_addr.is_some() && fleet.shards.is_some() {
@@ -249,6 +264,12 @@ fn execute(
     }
     let live = LabMetrics::start(live, &spec)?;
     if let Some(kube) = lab_shards::sharded(&spec, fleet, resume)? {
+        if page_access.is_some() {
+            return Err(Failure::input(
+                "--serve is not served by a sharded lab's launcher: run `stampede serve RESULTS` \
+                 beside it, which shows every shard's progress from the shared results",
+            ));
+        }
         return lab_shards::execute(path, &spec, workloads, kube, fleet.shards, keep_going);
     }
     // Before any server starts: a workload with `pods` needs a cluster its kubeconfig names.
@@ -273,6 +294,11 @@ fn execute(
         stop,
         &mut show,
     )?;
+    let live_page = page_access
+        .map(|(address, access)| {
+            LivePage::start(&spec.results, Shown::Id(lab.id()), address, access)
+        })
+        .transpose()?;
     lab.keep_data(keep.data);
     lab.keep_clusters(keep.clusters);
     if let Some(auto) = &spec.auto {
@@ -285,9 +311,12 @@ fn execute(
         lab.plan().runs.len(),
         spec.results
     );
-    let outcome = lab
-        .run(&mut show)
-        .map_err(|e| lab_results::with_resume_hint(e, path))?;
+    let outcome = lab.run(&mut show);
+    // Open pages get the lab's last state (its report, when it ended) before serving stops.
+    if let Some(page) = live_page {
+        page.finish(PAGE_PATIENCE);
+    }
+    let outcome = outcome.map_err(|e| lab_results::with_resume_hint(e, path))?;
     print!(
         "{}",
         lab_results::table(&spec, lab.plan(), &outcome.completed)

@@ -14,6 +14,7 @@ pub mod lab_metrics;
 pub mod lab_results;
 pub mod lab_shards;
 pub mod lab_spec;
+pub mod live_page;
 pub mod progress;
 pub mod quickstart;
 pub mod report;

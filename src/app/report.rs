@@ -48,8 +48,27 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         }
     };
     let mut lab = load_lab(&args.results, args.lab.as_deref(), &args.exclude_runs)?;
-    let base = match &args.base {
-        Some(base) => base.clone(),
+    let report = build(&mut lab, args.base.as_deref(), metric, &args.series_runs)?;
+    let text = render(&report);
+    match &args.output {
+        Some(path) => crate::report::write_file(path, &text),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// The lab's report against `base` (default: its first target), as `report` renders it in
+/// every format and the live page shows it when the lab ends.
+pub fn build(
+    lab: &mut LoadedLab,
+    base: Option<&str>,
+    metric: Metric,
+    series_runs: &[i64],
+) -> Result<lab_report::LabReport, Failure> {
+    let base = match base {
+        Some(base) => base.to_string(),
         None => lab
             .store
             .lab_target_names(lab.id)?
@@ -66,10 +85,10 @@ pub fn run(args: &ReportArgs) -> CommandResult {
     let client_cores = lab.store.client_cores(lab.id)?;
     let builds = lab.store.lab_builds(lab.id)?;
     let setting_changes = lab.store.run_setting_changes(&[lab.id])?;
-    let series = load_series(&mut lab, &base, &args.series_runs)?;
-    let probes = load_probes(&mut lab, &counters)?;
+    let series = load_series(lab, &base, series_runs)?;
+    let probes = load_probes(lab, &counters)?;
     let claims = super::compare::stored_claims(&mut lab.store, lab.id, &lab.name)?;
-    let report = lab_report::build(Inputs {
+    Ok(lab_report::build(Inputs {
         lab: &lab.name,
         base: &base,
         metric,
@@ -89,15 +108,7 @@ pub fn run(args: &ReportArgs) -> CommandResult {
         probes: &probes,
         claims: &claims,
         declared: &family::workload_metrics(),
-    });
-    let text = render(&report);
-    match &args.output {
-        Some(path) => crate::report::write_file(path, &text),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
-    }
+    }))
 }
 
 /// What the probes saw in every run: stalls, checkpoints, steal time, other processes' CPU.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::live_record::LiveRecord;
 use super::lock::{lock_path, LabLock};
 use super::plan::{Cell, Plan, PlannedRun};
 use super::pods::PodTarget;
@@ -24,8 +25,8 @@ use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_stats::stopping::Stop;
 use stampede_store::{
-    unix_now, CellRecord, RunRecord, RunStatus, RunSummary, SettingRow, Store, WaitSample,
-    OWN_CLIENTS, OWN_SCALE,
+    unix_now, CellRecord, LiveRunStart, RunRecord, RunStatus, RunSummary, SettingRow, Store,
+    WaitSample, OWN_CLIENTS, OWN_SCALE,
 };
 
 /// What the lab tells its caller as it goes.
@@ -71,6 +72,19 @@ struct Observer<'e> {
     probes: Option<Box<dyn RunProbes>>,
     window: Option<Box<dyn OpenWindow>>,
     on_event: &'e mut dyn FnMut(LabEvent<'_>),
+    /// The run's seconds into the results database as they come.
+    live: LiveRecord<'e>,
+}
+
+impl Observer<'_> {
+    /// Says once that the run's seconds could not be written live (its row still is at its end).
+    fn note_live_failure(&mut self) {
+        if let Some(failure) = self.live.failure.take() {
+            (self.on_event)(LabEvent::Note(&format!(
+                "the run's seconds are not written as they come: {failure}"
+            )));
+        }
+    }
 }
 
 impl RunObserver for Observer<'_> {
@@ -79,10 +93,13 @@ impl RunObserver for Observer<'_> {
     }
 
     fn second(&mut self, index: u64, tps: f64) {
+        self.live.second(index, tps);
         (self.on_event)(LabEvent::Second { index, tps });
+        self.note_live_failure();
     }
 
     fn interval(&mut self, interval: &IntervalReport) {
+        self.live.interval(interval);
         (self.on_event)(LabEvent::Interval(interval));
     }
 }
@@ -307,6 +324,9 @@ impl<'a> Lab<'a> {
         store
             .record_client_cores(lab_id, stampede_base::cpu::cores())
             .map_err(Failure::into_input)?;
+        store
+            .record_planned_rounds(lab_id, plan.rounds())
+            .map_err(Failure::into_input)?;
         // A sharded lab's machines are its runs' (its launcher describes the invocation).
         if !matches!(opening, Opening::Shard(_)) {
             store
@@ -338,6 +358,11 @@ impl<'a> Lab<'a> {
             keep_clusters: false,
             _lock: lock,
         })
+    }
+
+    /// The invocation's id in the results database.
+    pub fn id(&self) -> i64 {
+        self.lab_id
     }
 
     pub fn plan(&self) -> &Plan {
@@ -702,11 +727,20 @@ impl<'a> Lab<'a> {
                 stall_timeout: self.spec.stall_timeout,
                 share: None,
             };
+            let live_start = LiveRunStart {
+                cell_key: cell.key.clone(),
+                repetition: run.repetition,
+                position,
+                shard: self.shard.map(|shard| shard.index as u32),
+                started_unix_s: unix_now(),
+            };
             let mut observer = Observer {
                 probes: self.window_probes(cell.target, &conn),
                 window: None,
                 on_event: &mut *on_event,
+                live: LiveRecord::begin(&mut self.store, self.lab_id, &live_start),
             };
+            observer.note_live_failure();
             let pod_target = match &pod_load {
                 Some(load) => PodTarget::Load(load),
                 None if self.spec.targets[cell.target].server.is_managed() => PodTarget::Managed,

@@ -3,6 +3,7 @@
 
 pub mod claims;
 pub mod executor;
+pub mod live_record;
 pub mod lock;
 pub mod plan;
 pub mod pods;

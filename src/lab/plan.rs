@@ -73,6 +73,15 @@ impl Plan {
 
     /// Wall time of the measuring alone: each run's `run_time` (the spec's warmup + duration,
     /// unless its workload decides its own length).
+    /// Rounds each cell is planned (an auto lab's cap).
+    pub fn rounds(&self) -> u32 {
+        self.runs
+            .iter()
+            .map(|r| r.repetition + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
     pub fn measuring_time(&self, run_time: &dyn Fn(&Cell) -> Duration) -> Duration {
         self.runs
             .iter()

@@ -189,6 +189,7 @@ pub fn open(
     let plan = Plan::new(spec, seed, &sequential);
     if !resume {
         store.save_cells(lab_id, &cell_records(spec, &plan, workloads))?;
+        store.record_planned_rounds(lab_id, plan.rounds())?;
         store.describe_invocation(
             lab_id,
             &spec.name,

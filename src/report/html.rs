@@ -11,7 +11,7 @@ use super::series::RunSeries;
 use super::svg::{self, escape, Line, Mark, RatioBar, Spread, ValueBar};
 use super::why::WhyPanel;
 
-pub(super) const STYLE: &str = "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}\
+pub const STYLE: &str = "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}\
 th{background:#f3f3f3}td.text{text-align:left}.warning{background:#fff4d6;border-left:4px solid #e0a000;padding:6px 10px;margin:4px 0}\
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\

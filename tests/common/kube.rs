@@ -179,12 +179,17 @@ impl Kube {
 
     /// `stampede ARGS` with the suite's kubeconfig.
     pub fn stampede(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_stampede"))
+        self.stampede_command(args).output().expect("stampede runs")
+    }
+
+    /// stampede with the cluster's kubeconfig, to spawn.
+    pub fn stampede_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stampede"));
+        command
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("PGPASSWORD")
-            .output()
-            .expect("stampede runs")
+            .env_remove("PGPASSWORD");
+        command
     }
 }
 

@@ -82,7 +82,22 @@ fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() 
     let dir = LabDir::new("kube-shards");
     let db = sharded_spec(&dir, "kube-shards", &namespace, &[1, 2, 3, 4, 5, 6], "1s");
     let spec = dir.join("lab.toml").display().to_string();
-    let output = lab(&["lab", "run", &spec, "--shards", "3"]);
+    let running = kube()
+        .stampede_command(&["lab", "run", &spec, "--shards", "3"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = server().url_with_password(&db);
+    crate::common::wait_until("the launcher has made the lab", || {
+        server().psql(
+            &db,
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'live_runs'",
+        ) == "1"
+            && server().psql(&db, "SELECT count(*) FROM labs WHERE shards = 3") == "1"
+    });
+    watch_every_shard_progress_on_the_live_page(&url);
+    let output = running.wait_with_output().unwrap();
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{stdout}{stderr}");
     assert!(stderr.contains("3 shard pod(s) of 3"), "{stderr}");
@@ -126,7 +141,6 @@ fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() 
     );
     assert_eq!(lab_row, "3|t|fleet: 3 shards on any node");
     // The whole lab reads as one: every cell of target b against a.
-    let url = server().url_with_password(&db);
     let compare = lab(&["compare", &url, "a", "b"]);
     assert!(compare.status.success(), "{}", text(&compare.stderr));
     let compared = text(&compare.stdout);
@@ -146,6 +160,50 @@ fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() 
     assert_eq!(compared_copy, compared);
     assert_eq!(text(&lab(&["report", &copy_url]).stdout), report_text);
     assert_nothing_left(&namespace);
+}
+
+/// `stampede serve` on the fleet's PostgreSQL results, beside the running lab: its page shows
+/// each of the three shards finishing runs before the lab has ended (an ended lab's page is its
+/// report, which has no shard lines).
+fn watch_every_shard_progress_on_the_live_page(results: &str) {
+    let port = crate::common::free_port();
+    let mut serve = kube()
+        .stampede_command(&["serve", results, "--addr", &port.to_string()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let page = || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        write!(
+            stream,
+            "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).ok()?;
+        Some(answer)
+    };
+    // "<p class="shard" data-shard="1" data-finished="3">…": every shard with a finished run.
+    let progressed = |html: &str| {
+        (0..3).all(|shard| {
+            let marker = format!("data-shard=\"{shard}\" data-finished=\"");
+            html.find(&marker).is_some_and(|at| {
+                let rest = &html[at + marker.len()..];
+                rest[..rest.find('"').unwrap()].parse::<u32>().unwrap() > 0
+            })
+        })
+    };
+    crate::common::wait_until("the page shows all three shards' progress", || {
+        page().is_some_and(|html| progressed(&html))
+    });
+    let html = page().unwrap();
+    assert!(
+        !html.contains(crate::common::PASSWORD),
+        "the page holds no password"
+    );
+    serve.kill().unwrap();
+    serve.wait().unwrap();
 }
 
 /// Resume re-creates only the shards with runs to record: the killed one, and one the launcher

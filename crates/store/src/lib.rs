@@ -5,6 +5,7 @@
 
 mod database;
 mod error;
+mod live;
 mod postgres;
 mod read;
 mod schema;
@@ -34,6 +35,7 @@ pub fn configured_source(source: Option<&str>) -> bool {
 pub use database::Location;
 use database::{Database, Row, Value};
 pub use error::StoreError;
+pub use live::{CellRow, LabState, LiveRun, LiveRunStart, LiveSecond, LiveTotals};
 use stampede_base::error::Failure;
 pub use stampede_base::sys::Machine;
 
@@ -475,7 +477,43 @@ impl Store {
         Store::open_stampede_database(location).map_err(Failure::into_input)
     }
 
+    /// Opens a results database to read while others write it (a live page): its schema
+    /// must be this stampede's, and the session refuses writes.
+    pub fn open_read_only(location: &Location) -> Result<Store, Failure> {
+        let mut store = Store::connect_existing(location).map_err(Failure::into_input)?;
+        let version = store
+            .db
+            .query("SELECT coalesce(max(version), 0) FROM schema_version", &[])
+            .map_err(db_error("schema version"))?
+            .first()
+            .map_or(0, |r| int(r, 0));
+        if version as usize != schema::MIGRATIONS.len() {
+            return Err(Failure::input(format!(
+                "{location} has schema version {version}, this stampede reads {}: open it once \
+                 with this stampede's `report` (which brings it up to date), or serve it with the \
+                 stampede that wrote it",
+                schema::MIGRATIONS.len()
+            )));
+        }
+        let read_only = match location {
+            Location::Sqlite(_) => "PRAGMA query_only = ON",
+            Location::Postgres(_) => "SET default_transaction_read_only = on",
+        };
+        store
+            .db
+            .batch(read_only)
+            .map_err(db_error("read-only session"))?;
+        Ok(store)
+    }
+
     fn open_stampede_database(location: &Location) -> Result<Store, Failure> {
+        let mut store = Store::connect_existing(location)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// A connection to an existing stampede results database, its schema as it is.
+    fn connect_existing(location: &Location) -> Result<Store, Failure> {
         if let Location::Sqlite(path) = location {
             if !path.is_file() {
                 return Err(Failure::input(format!(
@@ -502,7 +540,6 @@ impl Store {
             Err(e) => return Err(db_error("schema version")(e)),
             Ok(_) => {}
         }
-        store.migrate()?;
         Ok(store)
     }
 

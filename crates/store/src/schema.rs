@@ -253,4 +253,37 @@ CREATE TABLE run_settings (
     PRIMARY KEY (run_id, name)
 );
 "#,
+    // 15: runs as they progress. A run being measured has a row in live_runs, its seconds
+    // written as they come (batched, at most once a second), so that a page reading the results
+    // (`stampede serve`, a sharded lab's shards on one PostgreSQL) shows it live and a lab killed
+    // mid-run keeps what it measured. When the run ends its `runs` row replaces this one (in the
+    // same transaction); a row left behind is an unfinished run, which no verdict reads. A lab
+    // row says how many rounds each cell was planned (fixed runs, or an auto lab's cap).
+    r#"
+CREATE TABLE live_runs (
+    id              INTEGER PRIMARY KEY,
+    cell_id         INTEGER NOT NULL REFERENCES cells(id),
+    repetition      INTEGER NOT NULL,
+    position        INTEGER NOT NULL,
+    shard           INTEGER,
+    started_unix_s  REAL NOT NULL,
+    updated_unix_s  REAL NOT NULL,      -- its last write: a row no longer written is unfinished
+    seconds         INTEGER NOT NULL,   -- measured seconds so far
+    transactions    INTEGER NOT NULL,   -- committed so far
+    failures        INTEGER NOT NULL,
+    pods            TEXT,               -- a spread run's committed transactions by pod, "n0,n1,…"
+    UNIQUE (cell_id, repetition)
+);
+CREATE TABLE live_series (
+    live_id     INTEGER NOT NULL REFERENCES live_runs(id),
+    second      INTEGER NOT NULL,       -- since the end of the warmup
+    tps         REAL NOT NULL,
+    p50_ms      REAL,
+    p99_ms      REAL,
+    failed      INTEGER NOT NULL,
+    lag_ms      REAL,                   -- mean schedule lag of a rate-limited run
+    PRIMARY KEY (live_id, second)
+);
+ALTER TABLE labs ADD COLUMN planned_rounds INTEGER;
+"#,
 ];

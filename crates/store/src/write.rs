@@ -253,14 +253,9 @@ impl Store {
     /// Writes one run with its series, counters, statements and samples in one transaction.
     pub fn record_run(&mut self, lab: i64, run: &RunRecord) -> Result<(), Failure> {
         self.transaction("runs", |db| {
-            let cell = db.query(
-                "SELECT id FROM cells WHERE lab_id = ?1 AND key = ?2",
-                &[lab.into(), (&run.cell_key).into()],
-            )?;
-            let cell = cell
-                .first()
-                .map(|r| int(r, 0))
-                .ok_or_else(|| StoreError::Statement(format!("no cell {}", run.cell_key)))?;
+            let cell = live::cell_id(db, lab, &run.cell_key)?;
+            // The run's live row gives way to it: what it measured is now the run's.
+            live::delete_live(db, cell, run.repetition)?;
             let run_id = insert_run(db, cell, run)?;
             insert_details(db, run_id, run)?;
             match &run.settings {
@@ -298,6 +293,8 @@ impl Store {
                 )?;
             }
             db.execute(&format!("DELETE FROM runs WHERE id IN ({runs})"), &params)?;
+            let cell = live::cell_id(db, lab, cell_key)?;
+            live::delete_live(db, cell, repetition)?;
             Ok(())
         })
     }
