@@ -8,8 +8,9 @@
    is not optional); the script counts those writes per measured second from the live rows'
    update times, sampled every 50 ms.
 2. A 1,000-run lab's page: a results database made by one tiny lab, then grown by SQL to 20
-   cells x 2 targets x 25 rounds; `stampede serve` on it; the page's size, the time to its last
-   byte, and a headless Chromium's time to a screenshot of it (its first paint, bounded above).
+   cells x 2 targets x 25 rounds (not ended); `stampede serve` on it; the live page's size, the
+   time to its last byte, a headless Chromium's time to a screenshot of it (its first paint,
+   bounded above), and the size of the report the page becomes at the end.
 
 Usage: bench/live_page.py [--seconds 6] [--rounds 4]
 Build first: cargo build --release (or STAMPEDE=path/to/stampede).
@@ -143,7 +144,8 @@ def grow(db, targets=2, cells=20, rounds=25):
     for table in ["run_counters", "run_statements", "run_counter_series", "run_wait_events",
                   "run_metrics", "run_settings", "runs", "cells"]:
         c.execute(f"DELETE FROM {table}")
-    c.execute("UPDATE labs SET planned_rounds = ?", (rounds,))
+    # Not ended: the page is the live one (an ended lab's page is its report).
+    c.execute("UPDATE labs SET planned_rounds = ?, ended_unix_s = NULL", (rounds,))
     position = 0
     for k in range(cells):
         for t in range(targets):
@@ -196,9 +198,12 @@ def page_weight():
         finally:
             serve.terminate()
             serve.wait()
-        print(f"{runs}-run lab: page {len(body) / 1024:.0f} KB (the report: the lab has "
-              f"ended) served in {served * 1000:.0f} ms; Chromium's screenshot {painted:.2f} s "
-              f"from its start")
+        report = os.path.join(folder, "report.html")
+        subprocess.run([STAMPEDE, "report", db, "-o", report], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(f"{runs}-run lab: live page {len(body) / 1024:.0f} KB served in "
+              f"{served * 1000:.0f} ms; Chromium's screenshot of it {painted:.2f} s from its "
+              f"start; its report (the page at the end) {os.path.getsize(report) / 1024:.0f} KB")
     finally:
         shutil.rmtree(folder)
 
