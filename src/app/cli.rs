@@ -106,6 +106,21 @@ pub enum TopCommand {
     },
 }
 
+/// `lab run --serve [ADDR]` (and `lab resume`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PageArgs {
+    /// Serve a live page of the lab while it runs: --serve (127.0.0.1 and a free port, printed)
+    /// or --serve=ADDR (HOST:PORT or a port; beyond this machine it needs --serve-token)
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "127.0.0.1:0"
+    )]
+    pub serve: Option<String>,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// The results database: a SQLite file or a postgresql:// URL
@@ -370,7 +385,7 @@ pub enum LabAction {
         #[command(flatten)]
         live: crate::live::endpoint::MetricsArgs,
         #[command(flatten)]
-        page: crate::app::live_page::PageArgs,
+        page: PageArgs,
     },
     /// Continue an interrupted lab with its next unfinished run (a sharded lab: re-create the
     /// shards with runs to record)
@@ -390,7 +405,7 @@ pub enum LabAction {
         #[command(flatten)]
         live: crate::live::endpoint::MetricsArgs,
         #[command(flatten)]
-        page: crate::app::live_page::PageArgs,
+        page: PageArgs,
     },
     /// One shard's pod of a lab run with --shards (the lab's Job runs it)
     #[command(hide = true)]

@@ -1,7 +1,7 @@
 //! `stampede lab plan|run|resume`: spec in, plan or results out.
 
 use super::lab_metrics::LabMetrics;
-use super::live_page::{self, LivePage, PageArgs, Shown};
+use super::live_page::{self, LivePage, Shown};
 use crate::live::endpoint::MetricsArgs;
 use std::path::Path;
 
@@ -13,7 +13,7 @@ use super::lab_shards;
 use super::lab_spec::load_spec;
 use super::progress::Progress;
 use super::{CommandResult, Failure};
-use crate::app::cli::{FleetArgs, LabAction};
+use crate::app::cli::{FleetArgs, LabAction, PageArgs};
 use crate::lab::executor::{Lab, LabEvent};
 use crate::lab::plan::{Cell, Plan};
 use crate::lab::spec::{AutoRuns, LabSpec};

@@ -27,21 +27,6 @@ const REFRESH: Duration = Duration::from_secs(1);
 /// An idle event stream sends a comment this often, so that proxies keep it open.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
-/// `lab run --serve [ADDR]` (and `lab resume`).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct PageArgs {
-    /// Serve a live page of the lab while it runs: --serve (127.0.0.1 and a free port, printed)
-    /// or --serve=ADDR (HOST:PORT or a port; beyond this machine it needs --serve-token)
-    #[arg(
-        long,
-        value_name = "ADDR",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "127.0.0.1:0"
-    )]
-    pub serve: Option<String>,
-}
-
 /// `stampede serve RESULTS`: the page of a lab others run, until a signal.
 pub fn serve(args: &crate::app::cli::ServeArgs) -> crate::app::CommandResult {
     let (address, access) = access(&args.addr, args.serve_token.as_deref(), "--addr")?;
