@@ -132,14 +132,8 @@ pub struct ServeArgs {
     /// --serve-token
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub addr: String,
-    /// A bearer token the page asks for (header, or ?token= in the page's address)
-    #[arg(
-        long = "serve-token",
-        value_name = "TOKEN",
-        env = "STAMPEDE_SERVE_TOKEN",
-        hide_env_values = true
-    )]
-    pub serve_token: Option<String>,
+    #[command(flatten)]
+    pub token: crate::live::endpoint::TokenArgs,
 }
 
 #[derive(Debug, clap::Args)]

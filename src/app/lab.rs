@@ -252,7 +252,7 @@ fn execute(
     let page_access = page
         .serve
         .as_deref()
-        .map(|address| live_page::access(address, live.serve_token.as_deref(), "--serve"))
+        .map(|address| live_page::access(address, &live.token, "--serve"))
         .transpose()?;
     let (mut spec, workloads) = load_spec(path)?;
     spec.tags = tags;

@@ -17,6 +17,13 @@ pub struct MetricsArgs {
     /// or a port alone: loopback)
     #[arg(long = "metrics-addr", value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    #[command(flatten)]
+    pub token: TokenArgs,
+}
+
+/// `--serve-token`, which the metrics and the live page (`lab run --serve`, `serve`) share.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TokenArgs {
     /// A bearer token the metrics and the live page ask for (needed to serve the page beyond
     /// this machine)
     #[arg(
@@ -28,6 +35,17 @@ pub struct MetricsArgs {
     pub serve_token: Option<String>,
 }
 
+impl TokenArgs {
+    /// Open without a token, a bearer token with one; an empty token is refused.
+    pub fn access(&self) -> Result<Access, Failure> {
+        match self.serve_token.as_deref() {
+            Some("") => Err(Failure::input("--serve-token: the token is empty")),
+            Some(token) => Ok(Access::Bearer(token.to_string())),
+            None => Ok(Access::Open),
+        }
+    }
+}
+
 impl MetricsArgs {
     /// Starts serving when `--metrics-addr` was given, with the process's labels; says where on
     /// standard error.
@@ -37,13 +55,7 @@ impl MetricsArgs {
         };
         let address = parse_listen_address(text)
             .map_err(|e| Failure::input(format!("--metrics-addr {e}")))?;
-        let access = match &self.serve_token {
-            Some(token) if token.is_empty() => {
-                return Err(Failure::input("--serve-token: the token is empty"))
-            }
-            Some(token) => Access::Bearer(token.clone()),
-            None => Access::Open,
-        };
+        let access = self.token.access()?;
         let metrics = Arc::new(LiveMetrics::new(labels));
         let handler = Arc::new(MetricsHandler(metrics.clone()));
         let listening = listen(address, access, handler).map_err(Failure::input)?;

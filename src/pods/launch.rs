@@ -321,8 +321,10 @@ pub fn job_name(command: &[&str]) -> String {
 fn take_metrics(args: &mut Vec<String>) -> MetricsArgs {
     let metrics = MetricsArgs {
         metrics_addr: option_value(args, "--metrics-addr"),
-        serve_token: option_value(args, "--serve-token")
-            .or_else(|| std::env::var("STAMPEDE_SERVE_TOKEN").ok()),
+        token: crate::live::endpoint::TokenArgs {
+            serve_token: option_value(args, "--serve-token")
+                .or_else(|| std::env::var("STAMPEDE_SERVE_TOKEN").ok()),
+        },
     };
     for option in ["--metrics-addr", "--serve-token"] {
         *args = replace_option(args, option, None);

@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::compare::{choose_lab, LoadedLab};
+use crate::live::endpoint::TokenArgs;
 use crate::report::comparison::Metric;
 use crate::report::lab_report::LabReport;
 use stampede_base::error::Failure;
@@ -29,7 +30,7 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// `stampede serve RESULTS`: the page of a lab others run, until a signal.
 pub fn serve(args: &crate::app::cli::ServeArgs) -> crate::app::CommandResult {
-    let (address, access) = access(&args.addr, args.serve_token.as_deref(), "--addr")?;
+    let (address, access) = access(&args.addr, &args.token, "--addr")?;
     let location = Location::parse(&args.results, std::path::Path::new("."));
     let stop = stampede_base::signals::watch_signals();
     let page = LivePage::start(&location, Shown::Named(args.lab.clone()), address, access)?;
@@ -76,19 +77,17 @@ pub struct LivePage {
 /// token is refused.
 pub fn access(
     address: &str,
-    token: Option<&str>,
+    token: &TokenArgs,
     option: &str,
 ) -> Result<(stampede_web::ListenAddress, Access), Failure> {
     let parsed =
         parse_listen_address(address).map_err(|e| Failure::input(format!("{option} {e}")))?;
-    match token {
-        Some("") => Err(Failure::input("--serve-token: the token is empty")),
-        Some(token) => Ok((parsed, Access::Bearer(token.to_string()))),
-        None if parsed.is_loopback() => Ok((parsed, Access::Open)),
-        None => Err(Failure::input(format!(
+    match token.access()? {
+        Access::Open if !parsed.is_loopback() => Err(Failure::input(format!(
             "{option} {address} listens beyond this machine: give --serve-token TOKEN (or \
              STAMPEDE_SERVE_TOKEN) so that only those who have it see the page"
         ))),
+        access => Ok((parsed, access)),
     }
 }
 
