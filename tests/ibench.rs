@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::scrape::{Answers, Scrapes};
+
 use common::mariadb::{create_database as create_mariadb_database, socket, sql as mariadb_sql};
 use common::{assert_refused, server, stampede, stampede_on, stderr, stdout, succeeded, TempFile};
 use serde_json::Value;
@@ -295,12 +297,42 @@ fn step_named<'a>(report: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no step {name} in {report}"))
 }
 
+/// `--metrics-addr`: each step a run of its own, its rows inserted and deleted and its
+/// queries as the report counts them (which the server's counts are checked against below).
+fn steps_served_as_they_ran(report: &Value, answers: &Answers) {
+    for step in report["steps"].as_array().unwrap() {
+        let name = step["step"].as_str().unwrap();
+        let served = |metric: &str, script: &str| {
+            answers.value(metric, &[("step", name), ("script", script)])
+        };
+        let number = |field: &str| step[field].as_u64().unwrap() as f64;
+        assert_eq!(
+            served("stampede_rows_total", "insert"),
+            number("inserted"),
+            "{name}"
+        );
+        assert_eq!(
+            served("stampede_rows_total", "delete"),
+            number("deleted"),
+            "{name}"
+        );
+        assert_eq!(
+            served("stampede_transactions_total", "query"),
+            number("queries"),
+            "{name}"
+        );
+        let finished = answers.value("stampede_run_finished", &[("step", name)]);
+        assert_eq!(finished, 1.0, "{name}");
+    }
+}
+
 #[test]
 fn the_steps_load_index_write_and_query_as_his_scripts_do() {
     // On a fresh server the database is not there: the run creates it, after its plan.
     let db = server().create_database("ibench_run");
     server().psql("postgres", &format!("DROP DATABASE {db}"));
     let json = TempFile::new("ibench-run.json");
+    let scrapes = Scrapes::start();
     let (report, said) = run_json_saying(
         &[
             "--clients",
@@ -313,10 +345,13 @@ fn the_steps_load_index_write_and_query_as_his_scripts_do() {
             "2",
             "--steps",
             "l.i0,l.x,l.i1,l.i2,qr200,qp200",
+            "--metrics-addr",
+            &scrapes.address,
         ],
         &db,
         &json,
     );
+    steps_served_as_they_ran(&report, &scrapes.answers());
     let steps: Vec<&str> = report["steps"]
         .as_array()
         .unwrap()

@@ -5,6 +5,7 @@
 mod common;
 
 use common::prometheus::Scraper;
+use common::scrape::Scrapes;
 use common::{
     free_port, lab_spec, line_value, server, sqlite, stampede_command, stderr, stdout, wait_until,
     LabDir,
@@ -176,6 +177,115 @@ fn prometheus_scraping_a_rate_limited_pgbench_run_reads_its_transactions_and_p99
     }
 }
 
+/// `--continue-on-error`: the other failures by SQLSTATE class, against what the script makes
+/// the server do — client 0 divides by zero each time (22012), client 1 inserts one key, which
+/// the table holds once, so its other tries are unique violations (23505).
+#[test]
+fn other_failures_are_served_by_sqlstate_class() {
+    let s = server();
+    let db = s.create_database("live_classes");
+    s.psql(&db, "CREATE TABLE live_unique (k int PRIMARY KEY)");
+    let script = common::TempFile::new("live-fail.sql");
+    std::fs::write(
+        &*script,
+        "\\if :client_id = 0\nSELECT 1/0;\n\\else\nINSERT INTO live_unique VALUES (1);\n\\endif\n",
+    )
+    .unwrap();
+    let scrapes = Scrapes::start();
+    let output = stampede_command(&["pgbench", "-n", "-c", "2", "-t", "5", "--continue-on-error"])
+        .arg("-f")
+        .arg(&script)
+        .args(["--metrics-addr", &scrapes.address])
+        .args(s.flags(&db))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answers = scrapes.answers();
+    let text = stdout(&output);
+    assert!(text.contains("number of failed transactions: 9 "), "{text}");
+    let inserted: f64 = s
+        .psql(&db, "SELECT count(*) FROM live_unique")
+        .parse()
+        .unwrap();
+    let name = script.display().to_string();
+    let class = |sqlstate: &str| {
+        let labels = [
+            ("script", name.as_str()),
+            ("kind", "other"),
+            ("sqlstate", sqlstate),
+        ];
+        answers.value("stampede_failed_transactions_total", &labels)
+    };
+    assert_eq!(class("22"), 5.0, "client 0's every transaction");
+    assert_eq!(
+        class("23"),
+        5.0 - inserted,
+        "client 1's but the one the table holds"
+    );
+    assert_eq!(class("other"), 0.0);
+}
+
+/// A sysbench Lua script's run (not the driver's): its events and queries served as its
+/// report counts them, and the queries as the server counted them (pg_stat_statements).
+#[test]
+fn a_sysbench_lua_scripts_run_serves_its_events_and_queries() {
+    let _turn = STATEMENTS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = server();
+    let db = s.create_database("live_lua");
+    let script = |command: &str, extra: &[&str]| {
+        let mut args = common::bundled_lua("oltp_point_select", &db);
+        args.extend(["--tables=1", "--table-size=1000"].map(String::from));
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args.push(command.into());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = stampede_command(&refs).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        stdout(&output)
+    };
+    script("prepare", &[]);
+    s.psql(&db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    s.reset_statements(&db);
+    let scrapes = Scrapes::start();
+    let metrics = format!("--metrics-addr={}", scrapes.address);
+    let text = script("run", &["--time=3", "--threads=2", &metrics]);
+    let answers = scrapes.answers();
+    let counted = |label: &str| -> f64 {
+        let lines = text.lines().map(str::trim_start);
+        let rest = lines.filter_map(|l| l.strip_prefix(label)).next().unwrap();
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (events, queries) = (counted("transactions:"), counted("queries:"));
+    let labels = [("script", "oltp_point_select.lua")];
+    assert_eq!(
+        answers.value("stampede_transactions_total", &labels),
+        events
+    );
+    assert_eq!(answers.value("stampede_statements_total", &labels), queries);
+    assert_eq!(
+        answers.value("stampede_transaction_latency_seconds_count", &[]),
+        events
+    );
+    assert_eq!(answers.value("stampede_run_finished", &[]), 1.0);
+    let calls: f64 = s
+        .psql(
+            &db,
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND query LIKE 'SELECT c FROM sbtest1 WHERE id=%'",
+        )
+        .parse()
+        .unwrap();
+    assert_eq!(
+        calls, queries,
+        "pg_stat_statements against the served statements"
+    );
+}
+
 #[test]
 fn metrics_on_a_bad_address_are_refused_before_anything_runs() {
     let output = stampede_command(&[
@@ -195,6 +305,37 @@ fn metrics_on_a_bad_address_are_refused_before_anything_runs() {
         "{}",
         stderr(&output)
     );
+    // The commands whose runs the driver does not run refuse it as early.
+    for command in [
+        &["tproch", "run", "--metrics-addr", "127.0.0.1:99999"][..],
+        &[
+            "ibench",
+            "run",
+            "--steps",
+            "l.i0",
+            "--metrics-addr",
+            "127.0.0.1:99999",
+        ],
+        &[
+            "sysbench",
+            "/usr/share/sysbench/oltp_point_select.lua",
+            "--metrics-addr=127.0.0.1:99999",
+            "run",
+        ],
+    ] {
+        let output = stampede_command(command).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{command:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("the port is not between 0 and 65535"),
+            "{command:?}: {}",
+            stderr(&output)
+        );
+    }
     let empty = stampede_command(&["pgbench", "-S", "--metrics-addr", ":0", "--serve-token", ""])
         .output()
         .unwrap();
@@ -547,18 +688,8 @@ fn a_page_beyond_loopback_needs_a_token_and_checks_it() {
     wait_until("serve answers", || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
-    let get = |path: &str| {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
-    };
+    let address = format!("127.0.0.1:{port}");
+    let get = |path: &str| common::scrape::get(&address, path).unwrap();
     assert!(get("/").starts_with("HTTP/1.1 401"));
     let page = get("/?token=s3cret");
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");

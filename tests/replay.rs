@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use common::scrape::{Answers, Scrapes};
 use common::{stampede, stderr, stdout, succeeded, TempFile};
 use serde_json::Value;
 use stampede::server::postgres::binaries::Binaries;
@@ -249,6 +250,31 @@ fn captured_statements(summary: &str) -> u64 {
         .expect("the statements line")
 }
 
+/// `--metrics-addr` of a replay: its transactions, the statements answered and the failed one
+/// by its SQLSTATE class, against the report (whose counts the server's calls are checked
+/// against), and the lag behind the capture's times when it keeps them.
+fn served_as_replayed(report: &Value, answers: &Answers, speed: &str) {
+    let served = |name: &str, labels: &[(&str, &str)]| answers.value(name, labels);
+    let number = |field: &str| report[field].as_u64().unwrap() as f64;
+    let replay = [("script", "replay")];
+    assert_eq!(
+        served("stampede_transactions_total", &replay),
+        number("transactions")
+    );
+    let failed = [("script", "replay"), ("kind", "other"), ("sqlstate", "22")];
+    assert_eq!(served("stampede_failed_transactions_total", &failed), 1.0);
+    assert_eq!(
+        served("stampede_statements_total", &replay) + 1.0,
+        number("statements_replayed")
+    );
+    assert_eq!(served("stampede_run_finished", &[]), 1.0);
+    let lagged = answers.last("stampede_schedule_lag_seconds_count", &[]);
+    match speed {
+        "0" => assert_eq!(lagged, None),
+        _ => assert_eq!(lagged, Some(number("statements_replayed"))),
+    }
+}
+
 #[test]
 fn each_log_format_captures_the_workload_and_its_replay_makes_the_same_calls_and_contents() {
     let original = original();
@@ -276,11 +302,20 @@ fn each_log_format_captures_the_workload_and_its_replay_makes_the_same_calls_and
         s.copy_of_pristine(&db);
         let json = TempFile::new(&format!("replay-{extension}.json"));
         let json_path = json.display().to_string();
+        let scrapes = Scrapes::start();
         let text = succeeded(replay(
             &file,
             &db,
-            &["--speed", speed, "--json", &json_path],
+            &[
+                "--speed",
+                speed,
+                "--json",
+                &json_path,
+                "--metrics-addr",
+                &scrapes.address,
+            ],
         ));
+        let answers = scrapes.answers();
         assert_eq!(s.calls(&db), original.calls, "{extension}: {text}");
         if speed == "1" {
             assert_eq!(s.contents(&db), original.contents, "{extension}");
@@ -307,6 +342,7 @@ fn each_log_format_captures_the_workload_and_its_replay_makes_the_same_calls_and
         assert_eq!(report["captured_errors"], 1);
         assert_eq!(report["new_errors"], 0);
         assert_eq!(report["errors_by_class"][0]["class"], "22");
+        served_as_replayed(&report, &answers, speed);
         assert_eq!(report["sessions"], 9);
         if speed == "1" {
             let lag = &report["lag"];

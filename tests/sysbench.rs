@@ -32,16 +32,7 @@ fn sysbench(db: &str, args: &[&str]) -> std::process::Output {
 /// `stampede sysbench` running Debian's /usr/share/sysbench/<script>.lua through the Lua path
 /// on `db`, with `options`, then `run`.
 fn bundled_script(db: &str, script: &str, options: &[&str]) -> std::process::Output {
-    let s = server();
-    let mut all = vec![
-        "sysbench".to_string(),
-        format!("/usr/share/sysbench/{script}.lua"),
-        "--db-driver=pgsql".into(),
-        format!("--pgsql-host={}", s.socket_dir()),
-        format!("--pgsql-port={}", s.port()),
-        format!("--pgsql-user={}", s.user),
-        format!("--pgsql-db={db}"),
-    ];
+    let mut all = common::bundled_lua(script, db);
     all.extend(options.iter().map(|o| o.to_string()));
     all.push("run".into());
     let refs: Vec<&str> = all.iter().map(String::as_str).collect();
@@ -58,15 +49,7 @@ fn a_second_signal_ends_a_script_stuck_in_a_statement() {
     assert!(prepare.status.success(), "{}", stderr(&prepare));
     let holder = common::hold_lock(s, &db, "sbtest1");
     let in_db = |condition: &str| common::sessions_in(s, &db, condition);
-    let mut args = vec![
-        "sysbench".to_string(),
-        "/usr/share/sysbench/oltp_point_select.lua".into(),
-        "--db-driver=pgsql".into(),
-        format!("--pgsql-host={}", s.socket_dir()),
-        format!("--pgsql-port={}", s.port()),
-        format!("--pgsql-user={}", s.user),
-        format!("--pgsql-db={db}"),
-    ];
+    let mut args = common::bundled_lua("oltp_point_select", &db);
     args.extend(["--tables=1", "--table-size=100", "--time=1", "run"].map(String::from));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut run = common::stampede_command(&refs)

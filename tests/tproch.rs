@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::scrape::{Answers, Scrapes};
 use common::{assert_refused, server, stampede_on, stderr, stdout, TempFile};
 
 fn tproch(db: &str, args: &[&str]) -> std::process::Output {
@@ -92,6 +93,7 @@ fn a_build_holds_dbgen_s_rows_and_the_power_and_throughput_tests_keep_them_consi
     let lines_after_one_set = count(&db, "lineitem");
     assert_ne!(lines_after_one_set, 60_175);
 
+    let scrapes = Scrapes::start();
     let throughput = run_json(
         &db,
         &[
@@ -102,8 +104,11 @@ fn a_build_holds_dbgen_s_rows_and_the_power_and_throughput_tests_keep_them_consi
             "2",
             "--trickle-refresh",
             "0",
+            "--metrics-addr",
+            &scrapes.address,
         ],
     );
+    throughput_served_as_it_ran(&throughput, &scrapes.answers());
     let test = &throughput["tests"][0];
     assert_eq!(test["test"], "throughput");
     assert_eq!(test["query_streams"], 2);
@@ -148,6 +153,47 @@ fn a_build_holds_dbgen_s_rows_and_the_power_and_throughput_tests_keep_them_consi
         ),
         "0"
     );
+}
+
+/// `--metrics-addr` of the throughput test: each query's and refresh function's count, the
+/// histogram's count and sum against the report's timings, the run ended.
+fn throughput_served_as_it_ran(report: &serde_json::Value, answers: &Answers) {
+    let test = &report["tests"][0];
+    let total = |name: &str| answers.value(name, &[("command", "tproch")]);
+    let mut seconds = 0.0;
+    for query in 1..=22 {
+        let script = format!("Q{query}");
+        let timings: Vec<f64> = test["query_sets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|set| set["queries"].as_array().unwrap())
+            .filter(|q| q["query"] == query)
+            .map(|q| q["seconds"].as_f64().unwrap())
+            .collect();
+        seconds += timings.iter().sum::<f64>();
+        let served = answers.value("stampede_transactions_total", &[("script", &script)]);
+        assert_eq!(served, timings.len() as f64, "{script}");
+    }
+    for function in ["RF1", "RF2"] {
+        let runs = test["refreshes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["function"] == function)
+            .inspect(|r| seconds += r["seconds"].as_f64().unwrap())
+            .count();
+        let served = answers.value("stampede_transactions_total", &[("script", function)]);
+        assert_eq!((served, runs), (2.0, 2), "{function}");
+    }
+    assert_eq!(total("stampede_transaction_latency_seconds_count"), 48.0);
+    let sum = total("stampede_transaction_latency_seconds_sum");
+    assert!(
+        (sum - seconds).abs() < 1e-3,
+        "served {sum} s, reported {seconds} s"
+    );
+    assert_eq!(total("stampede_clients"), 3.0);
+    assert_eq!(total("stampede_run_finished"), 1.0);
 }
 
 /// The power test: RF1 of 10 orders, the 22 queries in stream 0's order, RF2; each query's

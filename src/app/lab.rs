@@ -1,7 +1,7 @@
 //! `stampede lab plan|run|resume`: spec in, plan or results out.
 
 use super::lab_metrics::LabMetrics;
-use super::live_page::{self, LivePage, Shown};
+use super::live_page::{self, LivePage, Shown, PAGE_PATIENCE};
 use crate::live::endpoint::MetricsArgs;
 use std::path::Path;
 
@@ -22,9 +22,6 @@ use crate::report::table;
 use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
 use stampede_store::{unix_now, Store};
-
-/// How long the end of a lab waits for its open live pages to receive its last state.
-const PAGE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub fn run(action: &LabAction) -> CommandResult {
     match action {
@@ -258,19 +255,21 @@ fn execute(
     spec.tags = tags;
     if live.metrics_addr.is_some() && fleet.shards.is_some() {
         return Err(Failure::input(
-            "--metrics-addr is not served for a sharded lab (--shards) yet: each shard's runs \
-             are in the results database as they end",
+            "--metrics-addr is not served for a sharded lab (--shards): its runs are in its \
+             shards' pods; --serve shows each shard's progress from the results database",
         ));
     }
     let live = LabMetrics::start(live, &spec)?;
     if let Some(kube) = lab_shards::sharded(&spec, fleet, resume)? {
-        if page_access.is_some() {
-            return Err(Failure::input(
-                "--serve is not served by a sharded lab's launcher: run `stampede serve RESULTS` \
-                 beside it, which shows every shard's progress from the shared results",
-            ));
-        }
-        return lab_shards::execute(path, &spec, workloads, kube, fleet.shards, keep_going);
+        return lab_shards::execute(
+            path,
+            &spec,
+            workloads,
+            kube,
+            fleet.shards,
+            keep_going,
+            page_access,
+        );
     }
     // Before any server starts: a workload with `pods` needs a cluster its kubeconfig names.
     if spec.workloads.iter().any(|w| w.pods.is_some()) {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::lab_results;
 use super::lab_spec::load_spec;
+use super::live_page::{LivePage, Shown, PAGE_PATIENCE};
 use super::progress::Progress;
 use super::{CommandResult, Failure};
 use crate::app::cli::FleetArgs;
@@ -19,6 +20,7 @@ use crate::pods::KubeArgs;
 use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
 use stampede_store::Store;
+use stampede_web::{Access, ListenAddress};
 
 /// The Kubernetes options of a sharded `run` or `resume` (the command line's over the spec's),
 /// or None for a lab on this machine. Options without a sharded lab to shape are refused.
@@ -93,6 +95,7 @@ pub fn execute(
     kube: KubeArgs,
     shards: Option<usize>,
     keep_going: bool,
+    page: Option<(ListenAddress, Access)>,
 ) -> CommandResult {
     let sequential: Vec<bool> = workloads.iter().map(|w| w.sequential()).collect();
     let units = Plan::new(spec, 0, &sequential).units.len();
@@ -109,7 +112,22 @@ pub fn execute(
         keep_going,
     };
     let stop = watch_signals();
-    let Some(mut outcome) = shards::launch(&request, &workloads, stop, &mut show)? else {
+    // `--serve`: the page reads the shared results once the invocation is in them.
+    let mut live_page = None;
+    let mut on_event = |event: ShardEvent<'_>| match (event, &page) {
+        (ShardEvent::Opened(id), Some((address, access))) => {
+            match LivePage::start(&spec.results, Shown::Id(id), *address, access.clone()) {
+                Ok(started) => live_page = Some(started),
+                Err(failure) => eprintln!("stampede: no live page: {}", failure.message()),
+            }
+        }
+        (event, _) => show(event),
+    };
+    let launched = shards::launch(&request, &workloads, stop, &mut on_event);
+    if let Some(page) = live_page {
+        page.finish(PAGE_PATIENCE);
+    }
+    let Some(mut outcome) = launched? else {
         return Ok(());
     };
     let completed = outcome.store.completed_runs(outcome.lab_id)?;
@@ -141,6 +159,7 @@ pub fn execute(
 fn show(event: ShardEvent<'_>) {
     match event {
         ShardEvent::Note(note) => eprintln!("stampede: {note}"),
+        ShardEvent::Opened(_) => {}
         ShardEvent::Progress(progress) => eprintln!("{}", progress_line(progress)),
     }
 }

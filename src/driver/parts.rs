@@ -8,7 +8,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::stats::LagStats;
+use super::stats::{LagStats, OtherClasses};
 use super::{
     merge_tallies, CommandStats, FailureCounts, IntervalReport, LatencyStats, RunResult,
     ScriptStats, ScriptTally,
@@ -30,6 +30,9 @@ pub struct StatsPart {
     latency: LatencyPart,
     /// Serialization, deadlock, other.
     failures: [u64; 3],
+    /// Of the other failures, by SQLSTATE class.
+    #[serde(default)]
+    failure_classes: Vec<(String, u64)>,
     /// Lag count, sum and maximum.
     lag: (u64, f64, f64),
     skipped: u64,
@@ -50,6 +53,9 @@ pub struct IntervalPart {
     /// By script: committed, serialization, deadlock and other failures, statements.
     #[serde(default)]
     scripts: Vec<[u64; 5]>,
+    /// By script: the other failures by SQLSTATE class.
+    #[serde(default)]
+    script_classes: Vec<Vec<(String, u64)>>,
 }
 
 impl IntervalPart {
@@ -72,6 +78,11 @@ impl IntervalPart {
                     ]
                 })
                 .collect(),
+            script_classes: report
+                .scripts
+                .iter()
+                .map(|t| classes_part(&t.failures.classes))
+                .collect(),
         }
     }
 
@@ -83,13 +94,15 @@ impl IntervalPart {
             scripts: self
                 .scripts
                 .iter()
+                .enumerate()
                 .map(
-                    |&[committed, serialization, deadlock, other, statements]| ScriptTally {
+                    |(i, &[committed, serialization, deadlock, other, statements])| ScriptTally {
                         committed,
                         failures: FailureCounts {
                             serialization,
                             deadlock,
                             other,
+                            classes: classes_of(self.script_classes.get(i)),
                         },
                         statements,
                     },
@@ -98,6 +111,23 @@ impl IntervalPart {
             by_pod: Vec::new(),
         }
     }
+}
+
+fn classes_part(classes: &OtherClasses) -> Vec<(String, u64)> {
+    let named = classes
+        .iter()
+        .map(|(class, n)| (OtherClasses::name(class), n));
+    named.collect()
+}
+
+fn classes_of(part: Option<&Vec<(String, u64)>>) -> OtherClasses {
+    let mut classes = OtherClasses::default();
+    for (name, count) in part.into_iter().flatten() {
+        if let [a, b] = *name.as_bytes() {
+            classes.add([a, b], *count);
+        }
+    }
+    classes
 }
 
 /// One process's share of a run's result.
@@ -139,6 +169,7 @@ impl StatsPart {
                 stats.failures.deadlock,
                 stats.failures.other,
             ],
+            failure_classes: classes_part(&stats.failures.classes),
             lag: (stats.lag.count, stats.lag.sum_us, stats.lag.max_us),
             skipped: stats.skipped,
             late: stats.late,
@@ -163,6 +194,7 @@ impl StatsPart {
                 serialization,
                 deadlock,
                 other,
+                classes: classes_of(Some(&self.failure_classes)),
             },
             lag: LagStats {
                 count: self.lag.0,

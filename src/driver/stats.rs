@@ -44,6 +44,20 @@ impl LatencyStats {
         }
     }
 
+    /// `count` transactions of one latency (a coarser histogram's bucket read into this one).
+    pub fn record_n(&mut self, latency_us: f64, count: u64) {
+        let clamped = (latency_us.round() as u64).clamp(1, MAX_TRACKED_US);
+        self.histogram
+            .record_n(clamped, count)
+            .expect("value clamped into bounds");
+        self.count += count;
+        self.sum_us += latency_us * count as f64;
+        self.sum_sq_us += latency_us * latency_us * count as f64;
+        if count > 0 && latency_us > self.max_us {
+            self.max_us = latency_us;
+        }
+    }
+
     pub fn merge(&mut self, other: &LatencyStats) {
         self.histogram
             .add(&other.histogram)
@@ -90,6 +104,8 @@ pub struct FailureCounts {
     pub serialization: u64,
     pub deadlock: u64,
     pub other: u64,
+    /// Of `other`, those whose SQLSTATE is known, by class.
+    pub classes: OtherClasses,
 }
 
 impl FailureCounts {
@@ -101,14 +117,69 @@ impl FailureCounts {
         self.serialization += other.serialization;
         self.deadlock += other.deadlock;
         self.other += other.other;
+        self.classes.merge(&other.classes);
     }
 
-    pub fn count(&mut self, kind: FailureKind) {
+    /// A failure of `kind`; an other one with its SQLSTATE's class when it has one.
+    pub fn count(&mut self, kind: FailureKind, class: Option<SqlClass>) {
         match kind {
             FailureKind::Serialization => self.serialization += 1,
             FailureKind::Deadlock => self.deadlock += 1,
-            FailureKind::Other => self.other += 1,
+            FailureKind::Other => {
+                self.other += 1;
+                if let Some(class) = class {
+                    self.classes.add(class, 1);
+                }
+            }
         }
+    }
+}
+
+/// A SQLSTATE's class: its first two characters ("23": integrity constraint violation).
+pub type SqlClass = [u8; 2];
+
+/// The class of a SQLSTATE code (five digits or capitals), None for anything else.
+pub fn sqlstate_class(sqlstate: &str) -> Option<SqlClass> {
+    let code = sqlstate.as_bytes();
+    let character = |c: &u8| c.is_ascii_digit() || c.is_ascii_uppercase();
+    (code.len() == 5 && code.iter().all(character)).then(|| [code[0], code[1]])
+}
+
+/// Other failures by SQLSTATE class: the first `CLASSES` classes a run meets (its errors fall
+/// in one or two), counted without an allocation; the rest stay in `other` alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OtherClasses {
+    counts: [(SqlClass, u64); OtherClasses::CLASSES],
+    len: usize,
+}
+
+impl OtherClasses {
+    const CLASSES: usize = 4;
+
+    pub fn add(&mut self, class: SqlClass, count: u64) {
+        let held = &mut self.counts[..self.len];
+        if let Some(entry) = held.iter_mut().find(|(c, _)| *c == class) {
+            entry.1 += count;
+        } else if self.len < Self::CLASSES {
+            self.counts[self.len] = (class, count);
+            self.len += 1;
+        }
+    }
+
+    pub fn merge(&mut self, other: &OtherClasses) {
+        other
+            .iter()
+            .for_each(|(class, count)| self.add(class, count));
+    }
+
+    /// (class, count), in the order first met.
+    pub fn iter(&self) -> impl Iterator<Item = (SqlClass, u64)> + '_ {
+        self.counts[..self.len].iter().copied()
+    }
+
+    /// The class as text ("23").
+    pub fn name(class: SqlClass) -> String {
+        String::from_utf8_lossy(&class).into_owned()
     }
 }
 
@@ -236,6 +307,33 @@ impl ScriptStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_failures_keep_their_first_classes_and_merge_by_class() {
+        let mut counts = FailureCounts::default();
+        for code in [
+            "23505", "22012", "23503", "40001", "XX000", "42P01", "53100",
+        ] {
+            let class = sqlstate_class(code);
+            counts.count(FailureKind::of_sqlstate(code), class);
+        }
+        counts.count(FailureKind::Other, None);
+        assert_eq!((counts.serialization, counts.other), (1, 7));
+        let named: Vec<(String, u64)> = counts
+            .classes
+            .iter()
+            .map(|(class, n)| (OtherClasses::name(class), n))
+            .collect();
+        // Four classes are kept; 53 comes fifth and is counted in `other` alone.
+        let expected = [("23", 2), ("22", 1), ("XX", 1), ("42", 1)];
+        assert_eq!(named, expected.map(|(c, n)| (c.to_string(), n)));
+        let mut merged = counts;
+        merged.merge(&counts);
+        assert_eq!(merged.classes.iter().next(), Some((*b"23", 4)));
+        assert_eq!(sqlstate_class("5701"), None);
+        assert_eq!(sqlstate_class("error"), None);
+        assert_eq!(sqlstate_class("HV00R"), Some(*b"HV"));
+    }
 
     #[test]
     fn mean_and_stddev_are_exact() {

@@ -184,7 +184,7 @@ fn tally(tally: &mut ScriptTally, result: &TxnResult, client: &Client) {
     tally.statements += client.statements;
     match result.outcome {
         TxnOutcome::Committed => tally.committed += 1,
-        TxnOutcome::Failed { kind, .. } => tally.failures.count(kind),
+        TxnOutcome::Failed { kind, class, .. } => tally.failures.count(kind, class),
         TxnOutcome::TimeUp | TxnOutcome::Aborted(_) => {}
     }
 }
@@ -350,7 +350,7 @@ impl ThreadContext {
                     }
                     stats.late += u64::from(late);
                 }
-                TxnOutcome::Failed { kind, .. } => stats.failures.count(kind),
+                TxnOutcome::Failed { kind, class, .. } => stats.failures.count(kind, class),
                 TxnOutcome::TimeUp | TxnOutcome::Aborted(_) => {}
             }
         }

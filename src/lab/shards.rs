@@ -47,6 +47,8 @@ pub struct ShardRequest<'a> {
 /// The launcher's progress, for the user's terminal.
 pub enum ShardEvent<'a> {
     Note(&'a str),
+    /// The invocation is in the results database (its id), before any shard is made.
+    Opened(i64),
     Progress(&'a ShardProgress),
 }
 
@@ -252,6 +254,7 @@ pub fn launch(
     let cluster = crate::pods::launch::connect(kube)?;
     let fleet = fleet_name(request.shards.unwrap_or(0), kube);
     let (mut store, lab_id, plan, shards) = open(spec, workloads, request.shards, &fleet)?;
+    on_event(ShardEvent::Opened(lab_id));
     let before = recorded(&mut store, lab_id, &plan, shards)?;
     let todo: Vec<usize> = (0..shards).filter(|&s| before[s].0 < before[s].1).collect();
     if request.shards.is_none() {

@@ -154,6 +154,11 @@ impl RunFeed {
         self.metrics.observe(interval);
     }
 
+    /// Rows by script, from a run the driver does not run.
+    pub fn rows(&self, rows: &[u64]) {
+        self.metrics.observe_rows(rows);
+    }
+
     pub fn client_aborted(&self) {
         self.metrics.client_aborted();
     }

@@ -6,7 +6,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::openmetrics::{Exposition, Labels};
-use crate::driver::stats::LagStats;
+use crate::driver::stats::{LagStats, OtherClasses};
 use crate::driver::{FailureCounts, IntervalReport, ScriptTally};
 
 /// The histogram's upper bounds in seconds: 1, 1.5, 2, 3, 5 and 7 per decade from 10 µs to
@@ -71,6 +71,9 @@ struct RunSeries {
     rate_limited: bool,
     /// A spread run's committed transactions by pod.
     by_pod: Vec<u64>,
+    /// Rows inserted or deleted, by script, where a run counts them (the Insert Benchmark's
+    /// operations); empty elsewhere.
+    rows: Vec<u64>,
     seconds: u64,
     /// TPC-C: the script whose commits are new orders.
     new_order_script: Option<usize>,
@@ -197,6 +200,17 @@ impl LiveMetrics {
         });
     }
 
+    /// What the driver's interval does not carry, from a run the driver does not run: rows
+    /// by script.
+    pub fn observe_rows(&self, rows: &[u64]) {
+        self.change(|state| {
+            let Some(run) = state.run.as_mut() else {
+                return;
+            };
+            add_each(&mut run.rows, rows);
+        });
+    }
+
     pub fn client_aborted(&self) {
         self.change(|state| {
             if let Some(run) = state.run.as_mut() {
@@ -260,6 +274,14 @@ impl LiveMetrics {
         self.scraped.notify_all();
         text
     }
+}
+
+/// Adds `from` into `into` element by element, `into` grown to hold them.
+pub fn add_each(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    into.iter_mut().zip(from).for_each(|(total, n)| *total += n);
 }
 
 fn exposition(state: &State, bounds_s: &[f64]) -> String {
@@ -343,7 +365,7 @@ fn run_families(out: &mut Exposition, run: &RunSeries, state: &State, bounds_s: 
             let extra = [
                 ("script", script.as_str()),
                 ("kind", kind),
-                ("sqlstate", sqlstate),
+                ("sqlstate", sqlstate.as_str()),
             ];
             out.sample(
                 "stampede_failed_transactions_total",
@@ -368,19 +390,49 @@ fn run_families(out: &mut Exposition, run: &RunSeries, state: &State, bounds_s: 
             tally.statements as f64,
         );
     }
+    rows_family(out, run, &labels);
     latency_family(out, run, &labels, bounds_s);
     counter_families(out, run, &labels);
     gauge_families(out, run, &labels);
 }
 
-/// The driver's failure kinds with the SQLSTATE each stands for ("other": any other error
-/// `--continue-on-error` counted).
-fn failure_kinds(failures: &FailureCounts) -> [(&'static str, &'static str, u64); 3] {
-    [
-        ("serialization", "40001", failures.serialization),
-        ("deadlock", "40P01", failures.deadlock),
-        ("other", "other", failures.other),
-    ]
+/// The failure kinds with the SQLSTATE each stands for: serialization (40001), deadlock
+/// (40P01), and the other errors by SQLSTATE class where the run knows it ("23": integrity
+/// constraint violation), the rest (a lost connection, a class beyond the few a run keeps, an
+/// error whose code TPROC-H's messages do not keep) as "other".
+fn failure_kinds(failures: &FailureCounts) -> Vec<(&'static str, String, u64)> {
+    let mut kinds = vec![
+        ("serialization", "40001".to_string(), failures.serialization),
+        ("deadlock", "40P01".to_string(), failures.deadlock),
+    ];
+    let mut classified = 0;
+    for (class, count) in failures.classes.iter() {
+        kinds.push(("other", OtherClasses::name(class), count));
+        classified += count;
+    }
+    let rest = failures.other.saturating_sub(classified);
+    kinds.push(("other", "other".to_string(), rest));
+    kinds
+}
+
+fn rows_family(out: &mut Exposition, run: &RunSeries, labels: &Labels) {
+    if run.rows.is_empty() {
+        return;
+    }
+    out.family(
+        "stampede_rows",
+        "counter",
+        None,
+        "Rows inserted or deleted, by operation (the Insert Benchmark's).",
+    );
+    for (script, rows) in run.scripts.iter().zip(&run.rows) {
+        out.sample(
+            "stampede_rows_total",
+            labels,
+            &[("script", script.as_str())],
+            *rows as f64,
+        );
+    }
 }
 
 fn latency_family(out: &mut Exposition, run: &RunSeries, labels: &Labels, bounds_s: &[f64]) {

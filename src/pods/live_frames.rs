@@ -21,7 +21,7 @@ enum LiveMessage {
         rate_limited: bool,
     },
     Interval {
-        part: IntervalPart,
+        part: Box<IntervalPart>,
         by_pod: Vec<u64>,
     },
     End {
@@ -49,7 +49,7 @@ pub fn send_start(plan: &RunPlan) {
 
 pub fn send_interval(interval: &IntervalReport) {
     send(&LiveMessage::Interval {
-        part: IntervalPart::of(interval),
+        part: Box::new(IntervalPart::of(interval)),
         by_pod: interval.by_pod.clone(),
     });
 }

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod kube;
 pub mod mariadb;
 pub mod prometheus;
+pub mod scrape;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -221,6 +222,21 @@ impl TestServer {
 /// Runs the stampede binary with a clean environment (no PG* variables).
 /// `stampede COMMAND ARGS -h -p -U -d DB` against the test server (the tpcc and dbstress
 /// subcommands take the connection as flags).
+/// `stampede sysbench` with Debian's /usr/share/sysbench/<script>.lua (the Lua path) on `db`
+/// of the suite's server: the words before the script's options and command.
+pub fn bundled_lua(script: &str, db: &str) -> Vec<String> {
+    let s = server();
+    vec![
+        "sysbench".to_string(),
+        format!("/usr/share/sysbench/{script}.lua"),
+        "--db-driver=pgsql".into(),
+        format!("--pgsql-host={}", s.socket_dir()),
+        format!("--pgsql-port={}", s.port()),
+        format!("--pgsql-user={}", s.user),
+        format!("--pgsql-db={db}"),
+    ]
+}
+
 pub fn stampede_on(command: &str, db: &str, args: &[&str]) -> Output {
     let s = server();
     let (socket, port) = (s.socket_dir(), s.port());

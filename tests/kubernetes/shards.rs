@@ -82,8 +82,10 @@ fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() 
     let dir = LabDir::new("kube-shards");
     let db = sharded_spec(&dir, "kube-shards", &namespace, &[1, 2, 3, 4, 5, 6], "1s");
     let spec = dir.join("lab.toml").display().to_string();
+    let launcher_page = crate::common::free_port();
+    let serve = format!("--serve=127.0.0.1:{launcher_page}");
     let running = kube()
-        .stampede_command(&["lab", "run", &spec, "--shards", "3"])
+        .stampede_command(&["lab", "run", &spec, "--shards", "3", &serve])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -96,10 +98,15 @@ fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() 
         ) == "1"
             && server().psql(&db, "SELECT count(*) FROM labs WHERE shards = 3") == "1"
     });
-    watch_every_shard_progress_on_the_live_page(&url);
+    // `stampede serve` beside it and the launcher's own page (`--serve`) read the same results.
+    watch_every_shard_progress_on_the_live_page(&url, launcher_page);
     let output = running.wait_with_output().unwrap();
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("live page at http://127.0.0.1:{launcher_page}/")),
+        "{stderr}"
+    );
     assert!(stderr.contains("3 shard pod(s) of 3"), "{stderr}");
     assert!(stderr.contains("— 24/24 runs (100%)"), "{stderr}");
     // The final table as a local lab prints it: 12 cells, each with its 2 runs.
@@ -162,28 +169,26 @@ fn a_lab_of_six_cells_on_three_shards_records_every_run_once_with_its_machine() 
     assert_nothing_left(&namespace);
 }
 
-/// `stampede serve` on the fleet's PostgreSQL results, beside the running lab: its page shows
-/// each of the three shards finishing runs before the lab has ended (an ended lab's page is its
-/// report, which has no shard lines).
-fn watch_every_shard_progress_on_the_live_page(results: &str) {
+/// `stampede serve` on the fleet's PostgreSQL results, beside the running lab, and the
+/// launcher's page at `launcher_page`: each shows every one of the three shards finishing runs
+/// before the lab has ended.
+fn watch_every_shard_progress_on_the_live_page(results: &str, launcher_page: u16) {
     let port = crate::common::free_port();
     let mut serve = kube()
         .stampede_command(&["serve", results, "--addr", &port.to_string()])
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let page = || {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        write!(
-            stream,
-            "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).ok()?;
-        Some(answer)
-    };
+    shards_progressed_on(&[port, launcher_page]);
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+}
+
+/// Waits until each page at `ports` has shown every one of the three shards with a finished
+/// run (an ended lab's page is its report, which has no shard lines: this comes before the
+/// end), and holds no password.
+fn shards_progressed_on(ports: &[u16]) {
+    let page = |port: u16| crate::common::scrape::get(&format!("127.0.0.1:{port}"), "/");
     // "<p class="shard" data-shard="1" data-finished="3">…": every shard with a finished run.
     let progressed = |html: &str| {
         (0..3).all(|shard| {
@@ -194,16 +199,19 @@ fn watch_every_shard_progress_on_the_live_page(results: &str) {
             })
         })
     };
-    crate::common::wait_until("the page shows all three shards' progress", || {
-        page().is_some_and(|html| progressed(&html))
+    let mut seen = vec![false; ports.len()];
+    crate::common::wait_until("the pages show all three shards' progress", || {
+        for (port, seen) in ports.iter().zip(seen.iter_mut()) {
+            if let Some(html) = page(*port).filter(|html| !*seen && progressed(html)) {
+                assert!(
+                    !html.contains(crate::common::PASSWORD),
+                    "the page holds no password"
+                );
+                *seen = true;
+            }
+        }
+        seen.iter().all(|s| *s)
     });
-    let html = page().unwrap();
-    assert!(
-        !html.contains(crate::common::PASSWORD),
-        "the page holds no password"
-    );
-    serve.kill().unwrap();
-    serve.wait().unwrap();
 }
 
 /// Resume re-creates only the shards with runs to record: the killed one, and one the launcher

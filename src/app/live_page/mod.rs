@@ -23,6 +23,8 @@ use stampede_store::{unix_now, Location, Store};
 use stampede_web::{listen, parse_listen_address, Access, Handler, Listening, Request, Response};
 use state::PageState;
 
+/// How long an open page is given, at the lab's end, to receive its last state.
+pub const PAGE_PATIENCE: Duration = Duration::from_secs(10);
 /// How often the results are read.
 const REFRESH: Duration = Duration::from_secs(1);
 /// An idle event stream sends a comment this often, so that proxies keep it open.

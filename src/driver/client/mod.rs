@@ -46,6 +46,8 @@ pub enum TxnOutcome {
     Failed {
         kind: FailureKind,
         command: usize,
+        /// The error's SQLSTATE class (none for a lost connection).
+        class: Option<crate::driver::stats::SqlClass>,
     },
     /// An error after the run's end: pgbench neither retries nor counts it; the client stops.
     TimeUp,
@@ -248,8 +250,13 @@ impl Client {
             if !retry {
                 stats.failures += 1;
                 let kind = error.failure_kind();
+                let class = crate::driver::stats::sqlstate_class(&error.code);
                 return TxnResult {
-                    outcome: TxnOutcome::Failed { kind, command },
+                    outcome: TxnOutcome::Failed {
+                        kind,
+                        command,
+                        class,
+                    },
                     tries,
                     abort_after: None,
                 };
@@ -606,6 +613,7 @@ impl Client {
             Err(_) if self.connection_lost() && plan.errors.reconnect => {
                 self.command_stats[script_index][command_index].failures += 1;
                 return Err(TryOutcome::Done(TxnOutcome::Failed {
+                    class: None,
                     kind: FailureKind::Other,
                     command: command_index,
                 }));

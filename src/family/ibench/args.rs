@@ -324,6 +324,8 @@ pub struct RunArgs {
     /// Write the steps' results as JSON to this file
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub metrics: crate::live::endpoint::MetricsArgs,
 }
 
 #[derive(Debug, Args)]

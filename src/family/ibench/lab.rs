@@ -213,6 +213,7 @@ impl FamilyWorkload for IbenchLab {
             stop: &request.stop,
             progress: Some(&start.done),
             seconds_to: Some(seconds_to),
+            live: None,
         };
         let primary = primary_op(step);
         let result = std::thread::scope(|scope| {

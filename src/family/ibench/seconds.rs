@@ -4,13 +4,18 @@
 //! closed as they pass, so a long step keeps only the current second's response times.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::live::sampler::Tally;
+
 /// Inserts, deletes, queries: the operations' order everywhere in a second.
 pub const OPERATIONS: usize = 3;
+/// The operations' names, in that order (the metrics' scripts).
+pub const OPERATION_NAMES: [&str; OPERATIONS] = ["insert", "delete", "query"];
+const QUERY: usize = 2;
 
 /// One operation in one second.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -52,6 +57,8 @@ struct Open {
 pub struct Seconds {
     start: Instant,
     state: Mutex<State>,
+    /// `--metrics-addr`: each operation as it ends, by its index (insert, delete, query).
+    live: Option<Arc<Tally>>,
 }
 
 #[derive(Default)]
@@ -62,10 +69,11 @@ struct State {
 }
 
 impl Seconds {
-    pub fn new(start: Instant) -> Seconds {
+    pub fn new(start: Instant, live: Option<Arc<Tally>>) -> Seconds {
         Seconds {
             start,
             state: Mutex::new(State::default()),
+            live,
         }
     }
 
@@ -81,6 +89,14 @@ impl Seconds {
         let open = state.open.entry(second).or_default();
         open.counts[op] += count;
         open.latencies_us[op].push(latency.as_micros().min(u32::MAX as u128) as u32);
+        drop(state);
+        if let Some(tally) = &self.live {
+            // One statement each: an insert's or a delete's batch, or a query.
+            tally.committed(0, op, latency, 1);
+            if op != QUERY {
+                tally.rows(0, op, count);
+            }
+        }
     }
 
     /// Closes every whole second before `now`'s, in order, the empty ones as zeros.
@@ -136,7 +152,7 @@ mod tests {
     #[test]
     fn seconds_close_in_order_with_a_stall_as_zeros() {
         let start = Instant::now();
-        let seconds = Seconds::new(start);
+        let seconds = Seconds::new(start, None);
         let at = |ms: u64| start + Duration::from_millis(ms);
         seconds.record(0, 50, at(100), Duration::from_millis(2));
         seconds.record(0, 50, at(900), Duration::from_millis(4));

@@ -25,13 +25,14 @@ use super::args::RunArgs;
 use super::instance::{runtime, Instance, InstanceResult, Output};
 use super::options::{DataShape, Options};
 use super::rows::random_text;
-use super::seconds::{Second, Seconds};
+use super::seconds::{Second, Seconds, OPERATION_NAMES};
 use super::sql::{self, Dbms};
 use super::summary::{self, StepResult};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::measure;
 use crate::family::common::server_work::{local_server_pid, Meter};
 use crate::family::common::sql_session::{create_database_if_missing, Session};
+use crate::live::sampler::{Described, Sampler, Tally};
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::Endpoint;
 
@@ -315,6 +316,7 @@ pub fn run(args: &RunArgs) -> CommandResult {
     if let Some(dir) = &args.output_dir {
         prepare_output_dir(dir, &plan)?;
     }
+    let metrics = args.metrics.start(crate::live::command_labels("ibench"))?;
     let endpoint = endpoint(&args.connection)?;
     let runtime = runtime()?;
     let dbms = Dbms::of(&endpoint);
@@ -330,6 +332,20 @@ pub fn run(args: &RunArgs) -> CommandResult {
     let stop = stampede_base::signals::watch_signals();
     let mut results = Vec::new();
     for step in &plan.steps {
+        let live = metrics.as_ref().map(|m| {
+            let tally = Tally::new(1);
+            let described = Described {
+                scripts: OPERATION_NAMES.map(str::to_string).to_vec(),
+                clients: plan.clients_of(step) as usize,
+                scheduled: false,
+                // Inserts and deletes.
+                rows: 2,
+            };
+            let feed = m
+                .feed(None)
+                .with_labels(vec![("step".into(), step.name.clone())]);
+            (Sampler::start(feed, described, tally.clone()), tally)
+        });
         let result = runtime.block_on(run_step(&StepRun {
             plan: &plan,
             step,
@@ -338,7 +354,12 @@ pub fn run(args: &RunArgs) -> CommandResult {
             stop: &stop,
             progress: None,
             seconds_to: None,
-        }))?;
+            live: live.as_ref().map(|(_, tally)| tally.clone()),
+        }));
+        if let Some((sampler, _)) = live {
+            sampler.finish(result.as_ref().map_or(true, |r| r.interrupted));
+        }
+        let result = result?;
         println!("{}", summary::step_lines(&result));
         let interrupted = result.interrupted;
         results.push(result);
@@ -451,6 +472,8 @@ pub struct StepRun<'a> {
     pub progress: Option<&'a [u64]>,
     /// Each whole second as it closes, to report it while the step runs.
     pub seconds_to: Option<tokio::sync::mpsc::UnboundedSender<Second>>,
+    /// `--metrics-addr`: each operation as it ends.
+    pub live: Option<Arc<Tally>>,
 }
 
 /// Runs one step: every client's iibench at once; their CPU, the server's, the per-second rates.
@@ -468,7 +491,7 @@ pub async fn run_step(run: &StepRun<'_>) -> Result<StepResult, Failure> {
     let clients = plan.clients_of(step);
     let before_server = meter.read();
     let before_client = stampede_base::cpu::process_cpu();
-    let seconds = Arc::new(Seconds::new(Instant::now()));
+    let seconds = Arc::new(Seconds::new(Instant::now(), run.live.clone()));
     let (end_closing, ended) = tokio::sync::oneshot::channel();
     let closer = tokio::spawn(close_seconds(
         seconds.clone(),

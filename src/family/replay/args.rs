@@ -54,4 +54,6 @@ pub struct ReplayArgs {
     pub allow_admin: bool,
     #[command(flatten)]
     pub connection: ConnectionArgs,
+    #[command(flatten)]
+    pub metrics: crate::live::endpoint::MetricsArgs,
 }

@@ -14,6 +14,7 @@ use super::replay_file::ReplayFile;
 use super::report::ReplayReport;
 use super::summary;
 use crate::family::common::connection::connection;
+use crate::live::sampler::{Described, Sampler, Tally};
 use stampede_base::error::{CommandResult, Failure};
 
 pub fn capture_command(args: &CaptureArgs) -> CommandResult {
@@ -106,11 +107,28 @@ pub fn replay_command(args: &ReplayArgs) -> CommandResult {
     let file = ReplayFile::read(&args.file)?;
     admin::refuse_admin(&file, args.allow_admin, "told --allow-admin")?;
     let conn = connection(&args.connection)?;
+    let metrics = args.metrics.start(crate::live::command_labels("replay"))?;
     let stop = stampede_base::signals::watch_signals();
-    let plan = Arc::new(Plan::new(file, args.speed, conn, Arc::clone(&stop)));
+    let mut plan = Plan::new(file, args.speed, conn, Arc::clone(&stop));
+    let tally = Tally::new(1);
+    plan.live = metrics.as_ref().map(|_| tally.clone());
+    let plan = Arc::new(plan);
     stampede_conn::control_runtime().block_on(check::relations_exist(&plan))?;
     let threads = args.jobs.unwrap_or_else(stampede_base::cpu::cores).max(1);
-    let replayed = play::replay(Arc::clone(&plan), threads)?;
+    let sampler = metrics.as_ref().map(|m| {
+        let described = Described {
+            scripts: vec!["replay".into()],
+            clients: plan.file.sessions.len(),
+            scheduled: args.speed > 0.0,
+            rows: 0,
+        };
+        Sampler::start(m.feed(None), described, tally.clone())
+    });
+    let replayed = play::replay(Arc::clone(&plan), threads);
+    if let Some(sampler) = sampler {
+        sampler.finish(replayed.is_err());
+    }
+    let replayed = replayed?;
     let report = ReplayReport::new(&plan, &replayed);
     print!("{}", report.render());
     if let Some(path) = &args.json {

@@ -11,6 +11,7 @@ use super::lua::{self, Log};
 use super::subcommands::{SysbenchAction, SysbenchArgs};
 use super::sysbench_cmdline::{self, CommandLine, Kind, OptionDef, Options};
 use super::{catalog, command};
+use crate::live::endpoint::{MetricsArgs, TokenArgs};
 use crate::pods::KubeArgs;
 use stampede_base::error::Failure;
 
@@ -118,7 +119,32 @@ fn sysbench_form(args: &[String]) -> Result<i32, Failure> {
     match line.test.clone() {
         Some(test) if catalog::TESTS.contains(&test.as_str()) => builtin(&line, &test, kube),
         Some(test) if NOT_DATABASE_TESTS.contains(&test.as_str()) => not_database(&line, &test),
-        _ => lua::main(line, log, kube),
+        _ => {
+            let metrics = take_metrics_options(&mut line);
+            lua::main(line, log, kube, metrics)
+        }
+    }
+}
+
+/// stampede's `--metrics-addr` and `--serve-token` out of a Lua script's line (the script's
+/// options are checked without them); a built-in test's parser reads them as its own.
+fn take_metrics_options(line: &mut CommandLine) -> MetricsArgs {
+    let mut value = |key: &str| {
+        let last = line
+            .given
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone());
+        line.given.retain(|(k, _)| k != key);
+        last.flatten()
+    };
+    MetricsArgs {
+        metrics_addr: value("metrics_addr"),
+        token: TokenArgs {
+            serve_token: value("serve_token")
+                .or_else(|| std::env::var("STAMPEDE_SERVE_TOKEN").ok()),
+        },
     }
 }
 

@@ -127,4 +127,6 @@ pub struct RunArgs {
     /// Write the result as JSON to this file
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub metrics: crate::live::endpoint::MetricsArgs,
 }

@@ -13,6 +13,7 @@ use super::{check, data, generate, metrics};
 use crate::family::common::connection::{endpoint, positive};
 use crate::family::common::server_work::local_server_pid;
 use crate::family::common::sql_session::{create_database_if_missing, Session};
+use crate::live::sampler::{Described, Sampler, Tally};
 use stampede_base::error::{CommandResult, Failure};
 use stampede_conn::control_runtime;
 
@@ -208,6 +209,7 @@ struct DerivedMetrics {
 
 fn run_tests(args: &RunArgs) -> CommandResult {
     let settings = RunSettings::of(args)?;
+    let metrics = args.metrics.start(crate::live::command_labels("tproch"))?;
     let runtime = control_runtime();
     let (plan, server_version) = runtime.block_on(settings.plan(args))?;
     let parallel = match plan.dialect {
@@ -221,7 +223,26 @@ fn run_tests(args: &RunArgs) -> CommandResult {
         "TPROC-H on {server_version}: scale factor {} (from supplier's rows){parallel}",
         plan.scale_factor
     );
-    let tests = runtime.block_on(settings.run(&plan))?;
+    let tally = Tally::new(settings.streams());
+    let plan = RunPlan {
+        live: metrics.as_ref().map(|_| tally.clone()),
+        ..plan
+    };
+    let sampler = metrics.as_ref().map(|m| {
+        let described = Described {
+            scripts: super::run::live_scripts(),
+            clients: settings.streams(),
+            scheduled: false,
+            rows: 0,
+        };
+        Sampler::start(m.feed(None), described, tally.clone())
+    });
+    let tests = runtime.block_on(settings.run(&plan));
+    let failed_queries = tests.as_ref().map_or(0, |tests| failed_queries(tests));
+    if let Some(sampler) = sampler {
+        sampler.finish(tests.is_err() || failed_queries > 0);
+    }
+    let tests = tests?;
     let derived = derived_metrics(&plan, &tests);
     for test in &tests {
         summarize(test);
@@ -241,16 +262,21 @@ fn run_tests(args: &RunArgs) -> CommandResult {
         std::fs::write(path, text + "\n")
             .map_err(|e| Failure::run(format!("cannot write {}: {e}", path.display())))?;
     }
-    let failed: usize = tests
+    if failed_queries > 0 {
+        return Err(Failure::run(format!(
+            "{failed_queries} query run(s) failed"
+        )));
+    }
+    Ok(())
+}
+
+fn failed_queries(tests: &[TestResult]) -> usize {
+    tests
         .iter()
         .flat_map(|t| &t.query_sets)
         .flat_map(|s| &s.queries)
         .filter(|q| q.error.is_some())
-        .count();
-    if failed > 0 {
-        return Err(Failure::run(format!("{failed} query run(s) failed")));
-    }
-    Ok(())
+        .count()
 }
 
 /// The run's settings, checked before anything connects.
@@ -336,8 +362,17 @@ impl RunSettings {
                 .seed
                 .unwrap_or_else(crate::family::common::measure::seed),
             qualification: args.qualification,
+            live: None,
         };
         Ok((plan, version))
+    }
+
+    /// The run's connections at once: its query streams, and the refresh stream beside them.
+    fn streams(&self) -> usize {
+        match self.tpch_streams {
+            Some(streams) => streams + 1,
+            None => self.virtual_users,
+        }
     }
 
     async fn run(&self, plan: &RunPlan) -> Result<Vec<TestResult>, Failure> {

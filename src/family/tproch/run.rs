@@ -3,6 +3,7 @@
 //! RF1 then the queries in stream 0's order then RF2); and TPC-H's whole performance test (a
 //! power test, then S query streams beside a refresh stream of S update sets).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -13,6 +14,7 @@ use super::session::Dialect;
 use super::{metrics, queries, streams};
 use crate::family::common::server_work::{Meter, ServerWork};
 use crate::family::common::sql_session::Session;
+use crate::live::sampler::Tally;
 use stampede_base::error::Failure;
 use stampede_conn::Endpoint;
 use stampede_script::prng::PgPrng;
@@ -36,6 +38,22 @@ pub struct RunPlan {
     /// The server's root process when it runs on this machine (PostgreSQL's postmaster,
     /// MariaDB's server): its CPU and I/O are measured.
     pub server_pid: Option<u32>,
+    /// `--metrics-addr`: each query and refresh function as it ends, by `live_script`.
+    pub live: Option<Arc<Tally>>,
+}
+
+/// The series' names of the operations: Q1 … Q22, then the refresh functions.
+pub fn live_scripts() -> Vec<String> {
+    let queries = (1..=22).map(|q| format!("Q{q}"));
+    queries.chain(["RF1".into(), "RF2".into()]).collect()
+}
+
+/// An operation's place in `live_scripts`.
+fn live_script(operation: &str) -> usize {
+    live_scripts()
+        .iter()
+        .position(|name| name == operation)
+        .expect("one of live_scripts")
 }
 
 /// One query as it ran.
@@ -211,6 +229,7 @@ impl RunPlan {
                 let timing = self
                     .run_query(&mut session, query, &text, &drawn[query - 1], &meter)
                     .await?;
+                self.tally_query(stream, &text, &timing);
                 self.say_query(stream, position + 1, chosen.len(), &timing);
                 timings.push(timing);
             }
@@ -228,6 +247,18 @@ impl RunPlan {
             });
         }
         Ok(done)
+    }
+
+    /// A query's end for `--metrics-addr`: its statements (query 15's view and its drop too).
+    fn tally_query(&self, stream: usize, text: &str, timing: &QueryTiming) {
+        let Some(tally) = &self.live else { return };
+        let script = timing.query - 1;
+        let statements = text.split(';').filter(|s| !s.trim().is_empty()).count() as u64;
+        match timing.error {
+            None => tally.committed(stream, script, secs(timing.seconds), statements),
+            // The message keeps no SQLSTATE: counted as "other".
+            Some(_) => tally.failed(stream, script, None, statements.saturating_sub(1)),
+        }
     }
 
     fn say_query(&self, stream: usize, position: usize, of: usize, timing: &QueryTiming) {
@@ -345,25 +376,35 @@ impl RunPlan {
         };
         let started = Instant::now();
         let mut count = 0;
+        let mut executed = 0;
         for statements in orders {
             if !trickle.is_zero() {
                 tokio::time::sleep(trickle).await;
             }
             if count % 1000 == 0 {
                 session.execute(begin).await?;
+                executed += 1;
             }
             for statement in &statements {
                 session.execute(statement).await?;
             }
+            executed += statements.len() as u64;
             count += 1;
             if count % 1000 == 0 {
                 session.execute("COMMIT").await?;
+                executed += 1;
             }
         }
         if count % 1000 != 0 {
             session.execute("COMMIT").await?;
+            executed += 1;
         }
-        Ok(refresh_timing(function, set, count, started))
+        let timing = refresh_timing(function, set, count, started);
+        if let Some(tally) = &self.live {
+            let script = live_script(function);
+            tally.committed(script, script, secs(timing.seconds), executed);
+        }
+        Ok(timing)
     }
 }
 
@@ -379,6 +420,10 @@ fn refresh_timing(
         orders,
         seconds: started.elapsed().as_secs_f64(),
     }
+}
+
+fn secs(seconds: f64) -> Duration {
+    Duration::from_secs_f64(seconds.max(0.0))
 }
 
 fn gather(streams: Vec<Result<Vec<QuerySet>, Failure>>) -> Result<Vec<QuerySet>, Failure> {

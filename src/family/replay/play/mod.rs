@@ -14,6 +14,7 @@ use futures_util::future::join_all;
 
 use super::normalize::normalize;
 use super::replay_file::ReplayFile;
+use crate::live::sampler::Tally;
 use outcome::Outcome;
 use stampede_base::error::Failure;
 use stampede_conn::ConnSpec;
@@ -32,6 +33,8 @@ pub struct Plan {
     pub stop: Arc<AtomicBool>,
     /// Transactions ended so far, for live progress.
     pub transactions: AtomicU64,
+    /// `--metrics-addr`: each statement and transaction as it ends, and each lag.
+    pub live: Option<Arc<Tally>>,
 }
 
 impl Plan {
@@ -57,6 +60,7 @@ impl Plan {
             conn,
             stop,
             transactions: AtomicU64::new(0),
+            live: None,
         }
     }
 }

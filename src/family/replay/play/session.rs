@@ -11,6 +11,7 @@ use super::alarm::Alarm;
 use super::outcome::{Outcome, BEHIND_SHARE};
 use super::Plan;
 use crate::family::replay::replay_file::{CapturedSession, CapturedStatement, Sent};
+use crate::live::sampler::Tally;
 use stampede_wire::pg::PgConn;
 use stampede_wire::reply::Reply;
 
@@ -38,6 +39,7 @@ pub async fn play(plan: &Plan, session: &CapturedSession, start: Instant) -> Out
         plan,
         prepared: HashMap::new(),
         idle: true,
+        began: None,
     };
     let mut late = 0u64;
     for (index, statement) in session.statements.iter().enumerate() {
@@ -55,6 +57,9 @@ pub async fn play(plan: &Plan, session: &CapturedSession, start: Instant) -> Out
             let lag = Instant::now().saturating_duration_since(due).as_micros() as u64;
             late += u64::from(lag > super::outcome::LATE_US);
             outcome.record_lag(lag);
+            if let Some(tally) = &plan.live {
+                tally.lagged(0, lag as f64);
+            }
         }
         if let Err(reason) = player.send(&mut conn, statement, start, &mut outcome).await {
             outcome.not_sent += (session.statements.len() - index) as u64;
@@ -107,6 +112,8 @@ struct Player<'a> {
     prepared: HashMap<String, u32>,
     /// Whether the session is outside a transaction block.
     idle: bool,
+    /// When the transaction under way sent its first statement.
+    began: Option<Instant>,
 }
 
 impl Player<'_> {
@@ -126,6 +133,7 @@ impl Player<'_> {
         };
         queued.map_err(|e| e.to_string())?;
         let sent = Instant::now();
+        let began = *self.began.get_or_insert(sent);
         let reply = conn.round_trip(false).await.map_err(|e| e.to_string())?;
         let shape = self.plan.shape_of[statement.text as usize];
         let second = start.elapsed().as_secs() as usize;
@@ -139,6 +147,10 @@ impl Player<'_> {
         if self.idle {
             outcome.transaction_at(second);
             self.plan.transactions.fetch_add(1, Ordering::Relaxed);
+            self.began = None;
+        }
+        if let Some(tally) = &self.plan.live {
+            tally_reply(tally, &reply, self.idle.then(|| began.elapsed()));
         }
         Ok(())
     }
@@ -206,6 +218,18 @@ impl Player<'_> {
             (None, Some(_)) => outcome.gone_errors += 1,
             (None, None) => {}
         }
+    }
+}
+
+/// A reply for `--metrics-addr`: a statement answered (or failed, by its SQLSTATE), and a
+/// transaction that ended with it — its latency from its first statement's sending.
+fn tally_reply(tally: &Tally, reply: &Reply, ended: Option<Duration>) {
+    match &reply.error {
+        None => tally.answered(0, 0),
+        Some(error) => tally.failed(0, 0, Some(&error.code), 0),
+    }
+    if let Some(latency) = ended {
+        tally.committed(0, 0, latency, 0);
     }
 }
 

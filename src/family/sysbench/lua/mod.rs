@@ -8,6 +8,7 @@ mod connection;
 mod context;
 mod control;
 mod fast;
+mod live;
 mod log;
 mod run;
 mod spread;
@@ -25,6 +26,7 @@ pub use log::Log;
 pub use state::VERSION;
 
 use super::sysbench_cmdline::{self, CommandLine, Options};
+use crate::live::endpoint::{MetricsArgs, MetricsEndpoint};
 use crate::pods::KubeArgs;
 use context::{Script, Shared};
 use stampede_base::error::Failure;
@@ -32,7 +34,14 @@ use state::Interpreter;
 
 /// Runs a script's command; returns the exit code (sysbench's: 1 for anything that failed),
 /// or stampede's failure of a spread run's launch (`--pods`).
-pub fn main(line: CommandLine, log: Log, kube: KubeArgs) -> Result<i32, Failure> {
+/// `metrics`: stampede's `--metrics-addr` and `--serve-token`, taken from the line before the
+/// script's options are checked.
+pub fn main(
+    line: CommandLine,
+    log: Log,
+    kube: KubeArgs,
+    metrics: MetricsArgs,
+) -> Result<i32, Failure> {
     let Some((shared, main_state)) = checked_script(&line, &log) else {
         return Ok(1);
     };
@@ -41,12 +50,22 @@ pub fn main(line: CommandLine, log: Log, kube: KubeArgs) -> Result<i32, Failure>
     }
     let command = line.command.as_deref().unwrap_or_default();
     if kube.pods.is_some() {
+        if metrics.metrics_addr.is_some() {
+            return Err(Failure::input(
+                "--metrics-addr with --pods is served for the built-in tests (oltp_*); a Lua \
+                 script's spread run reports on its terminal only",
+            ));
+        }
         return match command {
             "run" => spread::launch(&shared, &line, &kube).map(|()| 0),
             other => Err(super::spread::refused_with_pods(other)),
         };
     }
-    Ok(dispatch(&shared, &main_state, command))
+    let served = match command {
+        "run" => metrics.start(crate::live::command_labels("sysbench"))?,
+        _ => None,
+    };
+    Ok(dispatch(&shared, &main_state, command, served.as_ref()))
 }
 
 /// The script loaded and its options checked; None when it failed (sysbench's message printed).
@@ -95,7 +114,12 @@ fn checked_script(line: &CommandLine, log: &Log) -> Option<(Arc<Shared>, Interpr
     Some((shared, main_state))
 }
 
-fn dispatch(shared: &Arc<Shared>, main_state: &Interpreter, command: &str) -> i32 {
+fn dispatch(
+    shared: &Arc<Shared>,
+    main_state: &Interpreter,
+    command: &str,
+    served: Option<&MetricsEndpoint>,
+) -> i32 {
     let name = shared.script.short_name();
     if main_state.custom_command_defined(command) {
         return run::custom_command(shared, main_state, command);
@@ -109,7 +133,7 @@ fn dispatch(shared: &Arc<Shared>, main_state: &Interpreter, command: &str) -> i3
             }
             main_state.call_command(command)
         }
-        "run" => run::run(shared, main_state),
+        "run" => run::run(shared, main_state, served),
         _ => {
             eprintln!("Unknown command: {command}");
             1

@@ -9,11 +9,14 @@ use std::time::{Duration, Instant};
 
 use super::context::Shared;
 use super::control::{Arrivals, RunControl};
+use super::live::LuaSource;
 use super::log::{INFO, WARNING};
 use super::spread::{LuaPod, Totals};
 use super::state::Interpreter;
 use super::stats::{self, Stats};
 use crate::family::sysbench::layout::{self, Stat};
+use crate::live::endpoint::MetricsEndpoint;
+use crate::live::sampler::{Described, Sampler};
 use crate::pods::SpreadSummary;
 use stampede_base::error::Failure;
 use stampede_script::prng::PgPrng;
@@ -57,7 +60,11 @@ fn settings(shared: &Shared) -> Settings {
 
 /// `run`: sysbench's run_test for a script; in a pod of a spread run (`--pods`), this pod's
 /// threads of it, and on pod 0 the report of the whole run.
-pub fn run(shared: &Arc<Shared>, main_state: &Interpreter) -> i32 {
+pub fn run(
+    shared: &Arc<Shared>,
+    main_state: &Interpreter,
+    served: Option<&MetricsEndpoint>,
+) -> i32 {
     let settings = settings(shared);
     let role = match crate::pods::PodRole::from_env() {
         Ok(role) => role,
@@ -114,7 +121,7 @@ pub fn run(shared: &Arc<Shared>, main_state: &Interpreter) -> i32 {
         .as_ref()
         .filter(|pod| pod.first())
         .map(|_| start_printer(shared, printed, settings.percentile));
-    let code = run_threads(shared, main_state, &settings, pod);
+    let code = run_threads(shared, main_state, &settings, pod, served);
     if let Some(printer) = printer {
         let _ = printer.join();
     }
@@ -128,6 +135,7 @@ fn run_threads(
     main_state: &Interpreter,
     settings: &Settings,
     pod: Option<LuaPod>,
+    served: Option<&MetricsEndpoint>,
 ) -> i32 {
     let here = pod
         .as_ref()
@@ -189,6 +197,19 @@ fn run_threads(
         return 1;
     }
     control.start_now();
+    let sampler = served.map(|served| {
+        let described = Described {
+            scripts: vec![shared.script.short_name()],
+            clients: settings.threads,
+            scheduled: false,
+            rows: 0,
+        };
+        Sampler::start(
+            served.feed(None),
+            described,
+            LuaSource::new(control.clone()),
+        )
+    });
     let cpu_start = stampede_base::cpu::process_cpu();
     control.running.store(here.len() as u32, Ordering::Relaxed);
     if pod.as_ref().is_none_or(LuaPod::first) {
@@ -211,6 +232,9 @@ fn run_threads(
     finished.store(true, Ordering::Relaxed);
     if let Some(reporter) = reporter {
         let _ = reporter.join();
+    }
+    if let Some(sampler) = sampler {
+        sampler.finish(control.failed.load(Ordering::Relaxed));
     }
     shared.log.text(INFO, "Done.\n");
     let totals = if control.failed.load(Ordering::Relaxed) {

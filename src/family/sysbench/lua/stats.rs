@@ -57,7 +57,7 @@ impl LogHistogram {
         index.min(self.counts.len() - 1)
     }
 
-    fn value_of(&self, bucket: usize) -> f64 {
+    pub fn value_of(&self, bucket: usize) -> f64 {
         self.low * (bucket as f64 / self.per_log).exp()
     }
 
