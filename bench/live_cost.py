@@ -12,8 +12,8 @@ and the scrape's size and time. Workloads (--workload):
   pgbench   `stampede pgbench -S -M prepared -c N -T SECONDS` (the driver's intervals)
   lua       sysbench's oltp_point_select.lua, --threads N --time SECONDS (read once a second
             from the script's own counters)
-  ibench    `ibench run --steps l.i0` of 100,000 rows a client, N clients (each INSERT of 100
-            rows recorded into a tally); its rate is the step's rows a second
+  ibench    `ibench run --steps l.i0` of 100,000 rows per second asked for, N clients (each
+            INSERT of 100 rows recorded into a tally); its rate is the step's rows a second
 
 Usage: bench/live_cost.py [--workload pgbench] [--seconds 15] [--rounds 6] [--clients 1]
 Build first: cargo build --release (or STAMPEDE=path/to/stampede).
@@ -69,7 +69,8 @@ def workload_args(workload, seconds, clients):
                 "--table-size=100000", f"--threads={clients}", f"--time={seconds}"]
         return args, [], lambda out: per_second(out, "transactions:")
     if workload == "ibench":
-        args = [STAMPEDE, "ibench", "run", "--steps", "l.i0", "--rows", str(100_000 * clients),
+        # About `seconds` long at this machine's ~100,000 rows a second.
+        args = [STAMPEDE, "ibench", "run", "--steps", "l.i0", "--rows", str(100_000 * seconds),
                 "--clients", str(clients), "--settle", "0"]
         return args, SERVER.conn("bench")[:-1] + ["-d", "bench"], ibench_rows_per_s
     args = [STAMPEDE, "pgbench", "-S", "-M", "prepared", "-c", str(clients), "-j",
@@ -89,7 +90,7 @@ def ibench_rows_per_s(out):
     """The l.i0 step's line `l.i0: N client(s), S s: R inserts/s, …`: R and the rows."""
     line = next(line for line in out.splitlines() if line.startswith("l.i0: "))
     words = line.replace(",", " ").split()
-    rate, seconds = float(words[words.index("inserts/s") - 1]), float(words[4])
+    rate, seconds = float(words[words.index("inserts/s") - 1]), float(words[3])
     return rate, round(rate * seconds)
 
 
