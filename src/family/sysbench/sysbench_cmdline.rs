@@ -210,12 +210,26 @@ pub const PGSQL: &[Row] = &[
 ];
 
 /// stampede's own options of `stampede sysbench` (after sysbench's in `--help`).
-pub const STAMPEDE: &[Row] = &[(
-    "json",
-    Kind::Str,
-    None,
-    "write the result as JSON to this file (stampede)",
-)];
+pub const STAMPEDE: &[Row] = &[
+    (
+        "json",
+        Kind::Str,
+        None,
+        "write the result as JSON to this file (stampede)",
+    ),
+    (
+        "metrics-addr",
+        Kind::Str,
+        None,
+        "serve the run's numbers as OpenMetrics at http://ADDR/metrics (stampede)",
+    ),
+    (
+        "serve-token",
+        Kind::Str,
+        None,
+        "a bearer token the metrics ask for (stampede)",
+    ),
+];
 
 /// Deprecated aliases: (alias, option, sysbench's warning).
 pub const ALIASES: &[(&str, &str)] = &[
