@@ -18,7 +18,7 @@ fn a_lab_without_parallel_query_decides_query_1_slower_and_names_the_plan_change
         &spec,
         r#"name = "tproch-parallel"
 runs = 3
-duration = "3s"
+duration = "5s"
 warmup = "1s"
 
 [[target]]

@@ -336,6 +336,24 @@ fn metrics_on_a_bad_address_are_refused_before_anything_runs() {
             stderr(&output)
         );
     }
+    // sysbench's command line takes `--name=value`: a bare --metrics-addr is refused.
+    let bare = stampede_command(&[
+        "sysbench",
+        "/usr/share/sysbench/oltp_point_select.lua",
+        "--metrics-addr",
+        "run",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(bare.status.code(), Some(1), "{}", stderr(&bare));
+    assert!(
+        stderr(&bare).ends_with(
+            "stampede: error: --metrics-addr needs a value, given as sysbench's options are: \
+             --metrics-addr=VALUE\n"
+        ),
+        "{}",
+        stderr(&bare)
+    );
     let empty = stampede_command(&["pgbench", "-S", "--metrics-addr", ":0", "--serve-token", ""])
         .output()
         .unwrap();

@@ -120,7 +120,7 @@ fn sysbench_form(args: &[String]) -> Result<i32, Failure> {
         Some(test) if catalog::TESTS.contains(&test.as_str()) => builtin(&line, &test, kube),
         Some(test) if NOT_DATABASE_TESTS.contains(&test.as_str()) => not_database(&line, &test),
         _ => {
-            let metrics = take_metrics_options(&mut line);
+            let metrics = take_metrics_options(&mut line)?;
             lua::main(line, log, kube, metrics)
         }
     }
@@ -128,24 +128,27 @@ fn sysbench_form(args: &[String]) -> Result<i32, Failure> {
 
 /// stampede's `--metrics-addr` and `--serve-token` out of a Lua script's line (the script's
 /// options are checked without them); a built-in test's parser reads them as its own.
-fn take_metrics_options(line: &mut CommandLine) -> MetricsArgs {
+fn take_metrics_options(line: &mut CommandLine) -> Result<MetricsArgs, Failure> {
     let mut value = |key: &str| {
-        let last = line
-            .given
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone());
+        let given = line.given.iter().rev().find(|(k, _)| k == key);
+        let last = match given {
+            Some((_, None)) => Err(Failure::input(format!(
+                "--{} needs a value, given as sysbench's options are: --{0}=VALUE",
+                key.replace('_', "-")
+            ))),
+            Some((_, Some(value))) => Ok(Some(value.clone())),
+            None => Ok(None),
+        };
         line.given.retain(|(k, _)| k != key);
-        last.flatten()
+        last
     };
-    MetricsArgs {
-        metrics_addr: value("metrics_addr"),
+    Ok(MetricsArgs {
+        metrics_addr: value("metrics_addr")?,
         token: TokenArgs {
-            serve_token: value("serve_token")
+            serve_token: value("serve_token")?
                 .or_else(|| std::env::var("STAMPEDE_SERVE_TOKEN").ok()),
         },
-    }
+    })
 }
 
 /// sysbench's built-in tests that do not touch a database: out of stampede's scope.
