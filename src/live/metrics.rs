@@ -241,8 +241,10 @@ impl LiveMetrics {
     }
 
     /// Waits until a scrape has read everything observed so far — the run's final numbers —
-    /// when something scrapes (at most twice its gap between scrapes, and `most`). A process
-    /// that exits at once would leave Prometheus the numbers of its second-to-last scrape.
+    /// when something scrapes (at most twice its gap between scrapes but at least
+    /// `LEAST_FINAL_WAIT`, as a busy machine delays a scraper's next request; never over
+    /// `most`). A process that exits at once would leave Prometheus the numbers of its
+    /// second-to-last scrape.
     pub fn wait_for_final_scrape(&self, most: Duration) {
         let state = self
             .state
@@ -250,7 +252,7 @@ impl LiveMetrics {
             .expect("no thread panics holding the registry");
         let Some(gap) = state.scrape_gap else { return };
         let wanted = state.generation;
-        let limit = (gap * 2).min(most);
+        let limit = (gap * 2).max(LEAST_FINAL_WAIT).min(most);
         let _ = self
             .scraped
             .wait_timeout_while(state, limit, |state| state.scraped_generation < wanted);
@@ -275,6 +277,10 @@ impl LiveMetrics {
         text
     }
 }
+
+/// The shortest wait for the final scrape: a scraper polling every 100 ms on a loaded machine
+/// came 300 ms late.
+const LEAST_FINAL_WAIT: Duration = Duration::from_secs(2);
 
 /// Adds `from` into `into` element by element, `into` grown to hold them.
 pub fn add_each(into: &mut Vec<u64>, from: &[u64]) {
@@ -762,14 +768,19 @@ mod tests {
         metrics.render();
         metrics.render();
         metrics.end_run(false);
+        let started = Instant::now();
         let scraper = {
             let metrics = metrics.clone();
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(300));
                 metrics.render()
             })
         };
         metrics.wait_for_final_scrape(Duration::from_secs(5));
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "a scraper late by more than twice its gap is still waited for"
+        );
         assert!(scraper.join().unwrap().contains("stampede_info"));
     }
 }
