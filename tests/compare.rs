@@ -1244,3 +1244,333 @@ fn an_inconclusive_cell_says_what_would_decide_it_and_a_wild_round_is_named() {
         "an axis below zero"
     );
 }
+
+/// A measure as read: its benchmark, its name, its value, its bounds.
+type BmfMeasure = (String, String, f64, Option<(f64, f64)>);
+
+/// Bencher's format rules, as its reference states them: an object of benchmarks (names of
+/// 1 to 1024 characters), each an object of measures (names of 1 to 64), each with a numeric
+/// `value` and optional numeric `lower_value` ≤ value ≤ `upper_value`. The measures by
+/// benchmark and name, or the rule broken.
+fn bmf_measures(text: &str) -> Result<Vec<BmfMeasure>, String> {
+    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let benchmarks = json.as_object().ok_or("not an object of benchmarks")?;
+    let mut measures = Vec::new();
+    for (benchmark, by_measure) in benchmarks {
+        if benchmark.is_empty() || benchmark.chars().count() > 1024 {
+            return Err(format!("benchmark name {benchmark:?}"));
+        }
+        let by_measure = by_measure.as_object().ok_or("a benchmark is no object")?;
+        for (measure, fields) in by_measure {
+            if measure.is_empty() || measure.chars().count() > 64 {
+                return Err(format!("measure name {measure:?}"));
+            }
+            let number = |key: &str| fields.get(key).map(|v| v.as_f64().ok_or(key.to_string()));
+            let value = number("value").ok_or("no value")??;
+            let bounds = match (number("lower_value"), number("upper_value")) {
+                (None, None) => None,
+                (Some(low), Some(high)) => Some((low?, high?)),
+                _ => return Err(format!("{measure}: one bound only")),
+            };
+            if let Some((low, high)) = bounds {
+                if !(low <= value && value <= high) {
+                    return Err(format!("{measure}: {low} ≤ {value} ≤ {high} does not hold"));
+                }
+            }
+            measures.push((benchmark.clone(), measure.clone(), value, bounds));
+        }
+    }
+    Ok(measures)
+}
+
+fn python_peers() -> String {
+    std::env::var("STAMPEDE_PYTHON_PEERS")
+        .unwrap_or_else(|_| "/var/cache/stampede/python-peers".into())
+}
+
+/// A Python helper of tests/support with the peers (apache-otava, junitparser) on its path.
+fn peer_script(script: &str, args: &[&str]) -> String {
+    let path = format!("{}/tests/support/{script}", env!("CARGO_MANIFEST_DIR"));
+    let output = std::process::Command::new("python3")
+        .arg(path)
+        .args(args)
+        .env("PYTHONPATH", python_peers())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{script}: {}", stderr(&output));
+    stdout(&output)
+}
+
+#[test]
+fn bmf_and_github_action_benchmark_carry_each_cells_median_and_its_interval() {
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/export/bmf-example.json"
+    ))
+    .unwrap();
+    assert_eq!(
+        bmf_measures(&example).unwrap().len(),
+        4,
+        "the reader takes Bencher's example"
+    );
+    let db = temp_path("export.db");
+    synthetic_history(&db);
+    let db = db.to_str().unwrap();
+    let output = stampede(&["export", db, "--format", "bmf", "--invocation", "night=9"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let measures = bmf_measures(&stdout(&output)).unwrap();
+    // Night 9: five runs of 90 × (1, 1.005, 0.995, 1.002, 0.998); five runs' median interval
+    // is their range (93.75%).
+    let cell = "pg/pgbench/select-only/1/1";
+    let tps = measures
+        .iter()
+        .find(|(b, m, _, _)| b == cell && m == "tps")
+        .unwrap();
+    assert!((tps.2 - 90.0).abs() < 1e-9, "{tps:?}");
+    let (low, high) = tps.3.unwrap();
+    assert!((low - 90.0 * 0.995).abs() < 1e-9 && (high - 90.0 * 1.005).abs() < 1e-9);
+    // p99 is 1000 / tps per run: its median is 1000 / 90.
+    let p99 = measures.iter().find(|(_, m, _, _)| m == "p99").unwrap();
+    assert!((p99.2 - 1000.0 / 90.0).abs() < 1e-9, "{p99:?}");
+    let names: Vec<&str> = measures.iter().map(|(_, m, _, _)| m.as_str()).collect();
+    assert_eq!(
+        names,
+        ["client_cpu", "p50", "p95", "p99", "server_cpu", "tps"]
+    );
+
+    // A lab of two targets: the candidate's paired ratio to the base, named so.
+    let controlled = temp_path("export-controlled.db");
+    controlled_history(&controlled);
+    let output = stampede(&[
+        "export",
+        controlled.to_str().unwrap(),
+        "--format",
+        "bmf",
+        "--metric",
+        "tps",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let measures = bmf_measures(&stdout(&output)).unwrap();
+    let ratio = measures
+        .iter()
+        .find(|(b, m, _, _)| {
+            b == "ref/pgbench/select-only/1/1" && m == "tps-paired-ratio-to-candidate"
+        })
+        .unwrap_or_else(|| panic!("{measures:?}"));
+    // Night 3: ref over candidate per round = own[4 - r] / (0.9 × own[r]).
+    let own: [f64; 5] = [1.0, 1.005, 0.995, 1.003, 0.997];
+    let logs: f64 = (0..5).map(|r| (own[4 - r] / (0.9 * own[r])).ln()).sum();
+    assert!((ratio.2 - (logs / 5.0).exp()).abs() < 1e-9, "{ratio:?}");
+
+    // github-action-benchmark: one direction per file; tps by default.
+    let json = temp_path("export-gab.json");
+    let output = stampede(&[
+        "export",
+        db,
+        "--format",
+        "github-action-benchmark",
+        "--invocation",
+        "night=9",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let entries: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let entries = entries.as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["name"], format!("{cell} tps"));
+    assert_eq!(entries[0]["unit"], "transactions/s");
+    assert_eq!(entries[0]["value"].as_f64().unwrap(), 90.0);
+    assert_eq!(entries[0]["range"], "± 0.45");
+    let mixed = temp_path("export-mixed.json");
+    let output = stampede(&[
+        "export",
+        db,
+        "--format",
+        "github-action-benchmark",
+        "--metric",
+        "tps",
+        "--metric",
+        "p99",
+        "-o",
+        mixed.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: --format github-action-benchmark: a file holds one direction (the \
+         action's tool), and tps are bigger-is-better (customBiggerIsBetter) while p99 are \
+         smaller-is-better (customSmallerIsBetter); export them into two files"
+    );
+    assert!(!mixed.exists(), "nothing written");
+}
+
+/// Otava itself (apache-otava from PyPI) finds the history's step at the invocation `stampede
+/// history` names.
+#[test]
+fn otava_finds_the_change_history_finds() {
+    let db = temp_path("export-otava.db");
+    synthetic_history(&db);
+    let csv = temp_path("export-otava.csv");
+    let output = stampede(&[
+        "export",
+        db.to_str().unwrap(),
+        "--format",
+        "otava",
+        "--metric",
+        "tps",
+        "-o",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let cell = "pg/pgbench/select-only/1/1:tps";
+    assert_eq!(
+        text.lines().next().unwrap(),
+        format!("time,invocation,tags,kernel,{cell},{cell}:lower,{cell}:upper")
+    );
+    assert_eq!(
+        text.lines().count(),
+        1 + 13,
+        "machine one's 13 nights: {text}"
+    );
+    let history = stdout(&stampede(&["history", db.to_str().unwrap()]));
+    assert!(
+        history.contains("regression at \"nightly #11\" (night=9)"),
+        "{history}"
+    );
+    let changes = peer_script("otava_changes.py", &[csv.to_str().unwrap(), cell]);
+    let lines: Vec<&str> = changes.lines().collect();
+    assert_eq!(lines.len(), 1, "{changes}");
+    let fields: Vec<&str> = lines[0].split('\t').collect();
+    assert_eq!(fields[..2], ["nightly #11", cell]);
+    assert_eq!(fields[2].parse::<f64>().unwrap().round(), -10.0);
+}
+
+/// `export --format junit` and `gate --export`: junitparser reads the gate's verdicts.
+#[test]
+fn junit_exports_hold_the_gates_verdicts() {
+    let db = temp_path("export-junit.db");
+    synthetic_history(&db);
+    let db = db.to_str().unwrap();
+    let regression = temp_path("export-regression.xml");
+    let output = stampede(&[
+        "export",
+        db,
+        "--format",
+        "junit",
+        "--invocation",
+        "night=9",
+        "-o",
+        regression.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let read = peer_script("junit_counts.py", &[regression.to_str().unwrap()]);
+    let lines: Vec<&str> = read.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "nightly\tpg/pgbench/select-only/1/1\tfailure: regression beyond 2%: tps 0.9"
+        ),
+        "{read}"
+    );
+    assert_eq!(lines[1], "1 1 0");
+    // The first night on machine two has nothing to gate against: its cell skipped, saying so.
+    let first = temp_path("export-first.xml");
+    let output = stampede(&[
+        "export",
+        db,
+        "--format",
+        "junit",
+        "--invocation",
+        "night=101",
+        "-o",
+        first.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        peer_script("junit_counts.py", &[first.to_str().unwrap()]),
+        "nightly\tpg/pgbench/select-only/1/1\tskipped: undecided: \"nightly #4\" is the first \
+         invocation of \"nightly\" on its machine: nothing to gate against\n1 0 1\n"
+    );
+    // The gate of the latest night (two rounds) writes its undecided cell as skipped, and the
+    // same night's BMF beside it.
+    let (junit, bmf) = (temp_path("gate.xml"), temp_path("gate-bmf.json"));
+    let output = stampede(&[
+        "gate",
+        db,
+        "--export",
+        &format!("junit={}", junit.to_str().unwrap()),
+        "--export",
+        &format!("bmf={}", bmf.to_str().unwrap()),
+    ]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let read = peer_script("junit_counts.py", &[junit.to_str().unwrap()]);
+    assert!(
+        read.contains("\tskipped: undecided: 2 rounds measured by both, 3 needed\n"),
+        "{read}"
+    );
+    assert!(read.ends_with("1 0 1\n"), "{read}");
+    let measures = bmf_measures(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
+    let tps = measures.iter().find(|(_, m, _, _)| m == "tps").unwrap();
+    assert!(
+        (tps.2 - 90.0 * 1.0025).abs() < 1e-9,
+        "night 13's two runs: {tps:?}"
+    );
+}
+
+#[test]
+fn export_refuses_bad_input_with_exit_1_and_writes_nothing() {
+    let db = temp_path("export-bad.db");
+    synthetic_history(&db);
+    let db = db.to_str().unwrap();
+    let out = temp_path("export-bad.json");
+    let out_path = out.to_str().unwrap();
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["--format", "bmff"],
+            "unknown export format \"bmff\" (did you mean bmf?); the formats: bmf, otava, github-action-benchmark, junit",
+        ),
+        (
+            vec!["--format", "bmf", "--lab", "weekly"],
+            "holds no lab of that name; it holds: nightly",
+        ),
+        (
+            vec!["--format", "otava", "--invocation", "night=99"],
+            "--invocation night=99: no invocation of \"nightly\" has that tag or name; its tags: night=1",
+        ),
+        (
+            vec!["--format", "bmf", "--metric", "tpss"],
+            "unknown metric \"tpss\"",
+        ),
+        (
+            vec!["--format", "junit", "--metric", "tps", "--metric", "p99"],
+            "--format junit: a gate decides on one --metric",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["export", db, "-o", out_path];
+        all.extend(args.iter().copied());
+        let output = stampede(&all);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(!out.exists(), "{args:?}: nothing written");
+    }
+    let output = stampede(&["gate", db, "--export", "csv=x.csv"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("unknown export format \"csv\""));
+    let output = stampede(&["gate", db, "--export", "junit"]);
+    assert_eq!(
+        stderr(&output).trim(),
+        "stampede: error: --export junit: expected FORMAT=PATH, such as bmf=results.json"
+    );
+}

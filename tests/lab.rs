@@ -1349,7 +1349,9 @@ fn a_tpcc_workload_runs_in_the_lab() {
     // Prepared calls: before PostgreSQL 16 pg_stat_statements keeps each simple CALL's
     // literals apart, one entry per call.
     write("mix = \"hammerdb\"");
-    let output = stampede_command(&["lab", "run", spec.to_str().unwrap()])
+    let bmf = dir.join("tpcc-bmf.json");
+    let export = format!("bmf={}", bmf.display());
+    let output = stampede_command(&["lab", "run", spec.to_str().unwrap(), "--export", &export])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
@@ -1428,6 +1430,18 @@ fn a_tpcc_workload_runs_in_the_lab() {
         .find(|s| s["cell"]["script"] == "client")
         .map(|s| s["median"].as_f64().unwrap());
     assert_eq!(client_nopm, Some(metric(&runs[0][1], "nopm")), "{report}");
+    // `--export bmf=PATH`: each cell's one run, its NOPM without bounds (one run has none).
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
+    for run in &runs {
+        let measure = &exported[format!("t/tpcc/{}/1/2", run[0])]["nopm"];
+        assert_eq!(
+            measure["value"].as_f64(),
+            Some(metric(&run[1], "nopm")),
+            "{exported}"
+        );
+        assert!(measure.get("lower_value").is_none(), "{exported}");
+    }
 }
 
 /// Study 002's workloads in the lab: the analytics queries a cell each (family "analytics", no

@@ -49,6 +49,9 @@ pub enum TopCommand {
     History(HistoryArgs),
     /// A CI gate: one invocation of a lab against another, exit 3 on a decided regression
     Gate(GateArgs),
+    /// Results in another tool's format: Bencher's (bmf), Apache Otava's CSV,
+    /// github-action-benchmark's JSON, gate's verdicts as JUnit XML
+    Export(ExportArgs),
     /// sysbench's oltp_* tests: prepare, run, cleanup, with sysbench's options and report
     Sysbench {
         #[command(subcommand)]
@@ -230,9 +233,46 @@ pub struct GateArgs {
     /// for the raw values
     #[arg(long, value_name = "TARGET|none")]
     pub control: Option<String>,
-    /// Also write JUnit XML (a test case per cell) into this file
+    /// Also write JUnit XML (a test case per cell) into this file (as `--export junit=FILE`)
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
+    /// Also write FORMAT to PATH (repeatable): junit (the gate's verdicts), bmf, otava or
+    /// github-action-benchmark (the gated invocation's results; see `stampede export`)
+    #[arg(long = "export", value_name = "FORMAT=PATH")]
+    pub exports: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The results database: a SQLite file or a postgresql:// URL
+    pub results: String,
+    /// bmf (Bencher Metric Format), otava (Apache Otava's CSV of the history),
+    /// github-action-benchmark (its custom JSON) or junit (gate's verdicts)
+    #[arg(long, value_name = "FORMAT")]
+    pub format: String,
+    /// The spec's history (default: the one the latest invocation belongs to)
+    #[arg(long)]
+    pub lab: Option<String>,
+    /// The invocation: latest, or a tag (key=value, or a value any tag or lab name has); for
+    /// otava, the history up to it
+    #[arg(long, value_name = "latest|TAG", default_value = "latest")]
+    pub invocation: String,
+    /// A metric to export (repeatable; default: every one the runs have, tps alone for
+    /// github-action-benchmark; see `metric_help`)
+    #[arg(long = "metric", value_name = "METRIC", help = metric_help())]
+    pub metrics: Vec<String>,
+    /// Write to this file instead of standard output
+    #[arg(short = 'o', long)]
+    pub output: Option<std::path::PathBuf>,
+    /// junit: the reference, as gate's --against
+    #[arg(long, value_name = "previous|TAG", default_value = "previous")]
+    pub against: String,
+    /// junit: as gate's --threshold
+    #[arg(long, value_name = "PERCENT", default_value = "2%")]
+    pub threshold: String,
+    /// junit: as gate's --control
+    #[arg(long, value_name = "TARGET|none")]
+    pub control: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -374,6 +414,10 @@ pub enum LabAction {
         /// night=42 (repeatable); `history` and `gate` show and select by them
         #[arg(long = "tag", value_name = "KEY=VALUE")]
         tags: Vec<String>,
+        /// When it ends, also write its results in FORMAT to PATH (repeatable): bmf, otava,
+        /// github-action-benchmark, junit (see `stampede export`)
+        #[arg(long = "export", value_name = "FORMAT=PATH")]
+        exports: Vec<String>,
         #[command(flatten)]
         fleet: Box<FleetArgs>,
         #[command(flatten)]
@@ -394,6 +438,9 @@ pub enum LabAction {
         /// As for `run`
         #[arg(long)]
         keep_clusters: bool,
+        /// As for `run`
+        #[arg(long = "export", value_name = "FORMAT=PATH")]
+        exports: Vec<String>,
         #[command(flatten)]
         fleet: Box<FleetArgs>,
         #[command(flatten)]

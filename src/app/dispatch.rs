@@ -42,6 +42,7 @@ fn run_command(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), Failure> {
         TopCommand::Serve(args) => app::live_page::serve(args),
         TopCommand::History(args) => app::history::run(args),
         TopCommand::Gate(args) => app::gate::run(args),
+        TopCommand::Export(args) => app::export::run(args),
         TopCommand::Sysbench { action } => sysbench::command::run(action),
         TopCommand::Tpcc { action } => tpcc::command::run(action),
         TopCommand::Tproch { action } => tproch::command::run(action),

@@ -2,85 +2,104 @@
 //! Markdown on standard output, JUnit XML on request, and the exit code a CI job acts on:
 //! 0 pass, 3 a regression decided beyond the threshold, 4 undecided.
 
-use super::history::{check_history, control_target, open_invocations};
+use std::path::Path;
+
+use super::export::Chosen;
+use super::history::{check_history, control_target, open_invocations_at};
 use super::{CommandResult, Failure};
 use crate::app::cli::GateArgs;
 use crate::family;
 use crate::report::comparison::Metric;
+use crate::report::export::Format;
 use crate::report::gate::{self, Gate, Outcome};
 use crate::report::history::label;
 use crate::report::write_file;
 use stampede_base::error::Kind;
-use stampede_store::Invocation;
+use stampede_store::{Invocation, Location};
 
 pub fn run(args: &GateArgs) -> CommandResult {
-    let metric = Metric::parse(&args.metric, &family::workload_metrics())?;
-    let threshold = parse_threshold(&args.threshold)?;
-    let (mut store, invocations) = open_invocations(&args.results)?;
-    let history = match &args.lab {
-        Some(name) => {
-            check_history(&invocations, name, &args.results)?;
-            name.clone()
-        }
-        None => invocations
-            .last()
-            .expect("open_invocations refuses a store without invocations")
-            .history
-            .clone(),
+    let exports = super::export::parse_exports(&args.exports)?;
+    let gate = judge(&GateRequest {
+        results: GateResults::Given(&args.results),
+        lab: args.lab.as_deref(),
+        lab_run: &args.lab_run,
+        against: &args.against,
+        threshold: &args.threshold,
+        metric: &args.metric,
+        control: args.control.as_deref(),
+    })?;
+    print!("{}", gate::to_markdown(&gate));
+    if let Some(path) = &args.junit {
+        write_file(path, &gate::to_junit(&gate))?;
+    }
+    for (format, path) in &exports {
+        let text = match format {
+            Format::Junit => gate::to_junit(&gate),
+            _ => super::export::render(&super::export::Request {
+                results: Location::parse(&args.results, Path::new(".")),
+                format: *format,
+                lab: Some(&gate.history),
+                invocation: Chosen::Given(&gate.latest.name),
+                // github-action-benchmark's file holds one direction: the gate's metric.
+                metrics: match format {
+                    Format::GithubActionBenchmark => std::slice::from_ref(&args.metric),
+                    _ => &[],
+                },
+                against: &args.against,
+                threshold: &args.threshold,
+                control: args.control.as_deref(),
+            })?,
+        };
+        write_file(path, &text)?;
+    }
+    match gate.outcome() {
+        Outcome::Pass => Ok(()),
+        Outcome::Regression => Err(Failure::new(Kind::Regression, gate.summary())),
+        Outcome::Undecided(_) => Err(Failure::new(Kind::Undecided, gate.summary())),
+    }
+}
+
+/// What a gate judges: the invocation, its reference, the threshold and the metric, as
+/// `gate`'s options give them (and `export --format junit`'s).
+pub struct GateRequest<'a> {
+    pub results: GateResults<'a>,
+    pub lab: Option<&'a str>,
+    pub lab_run: &'a str,
+    pub against: &'a str,
+    pub threshold: &'a str,
+    pub metric: &'a str,
+    pub control: Option<&'a str>,
+}
+
+/// The results database, as the user wrote it or already located.
+pub enum GateResults<'a> {
+    Given(&'a str),
+    At(&'a Location),
+}
+
+/// The gate's cells decided: `lab_run` against `against` in one history on one machine.
+pub fn judge(request: &GateRequest<'_>) -> Result<Gate, Failure> {
+    let metric = Metric::parse(request.metric, &family::workload_metrics())?;
+    let threshold = parse_threshold(request.threshold)?;
+    let (location, written) = match request.results {
+        GateResults::Given(text) => (Location::parse(text, Path::new(".")), text.to_string()),
+        GateResults::At(location) => (location.clone(), location.to_string()),
     };
+    let (mut store, invocations) = open_invocations_at(&location)?;
+    let history = history_of(&invocations, request.lab, &written)?;
     let members: Vec<&Invocation> = invocations
         .iter()
         .filter(|i| i.history == history)
         .collect();
-    let latest = select(&members, &args.lab_run, "--lab-run", &history)?;
-    // A series never mixes machines: the reference is looked for on the latest's.
-    let series: Vec<&Invocation> = members
-        .iter()
-        .copied()
-        .filter(|i| i.machine == latest.machine)
-        .collect();
-    let reference = if args.against == "previous" {
-        series
-            .iter()
-            .copied()
-            .rev()
-            .find(|i| i.id < latest.id)
-            .ok_or_else(|| {
-                Failure::new(
-                    Kind::Undecided,
-                    format!(
-                        "\"{}\" is the first invocation of \"{history}\" on its machine: nothing to gate against",
-                        latest.name
-                    ),
-                )
-            })?
-    } else {
-        let found = select(&members, &args.against, "--against", &history)?;
-        if found.machine != latest.machine {
-            return Err(Failure::input(format!(
-                "--against {}: \"{}\" ran on another machine ({}) than \"{}\" ({}); a gate compares one machine's invocations",
-                args.against,
-                found.name,
-                found.machine.as_deref().unwrap_or("unrecorded"),
-                latest.name,
-                latest.machine.as_deref().unwrap_or("unrecorded")
-            )));
-        }
-        found
-    };
-    if reference.id == latest.id {
-        return Err(Failure::input(format!(
-            "--against {}: that is the invocation being gated (\"{}\")",
-            args.against, latest.name
-        )));
-    }
+    let latest = select(&members, request.lab_run, "--lab-run", &history)?;
+    let reference = reference(&members, latest, request.against, &history)?;
     let mut runs = store.runs_of_labs(&[latest.id, reference.id])?;
     if metric.needs_statements() {
         for id in [latest.id, reference.id] {
             store.attach_statements(id, runs.iter_mut().map(|(_, run)| run))?;
         }
     }
-    let control = control_target(&mut store, latest.id, args.control.as_deref(), &runs)?;
+    let control = control_target(&mut store, latest.id, request.control, &runs)?;
     let metric = match &control {
         Some(control) => crate::report::control::attach(&mut runs, control, &metric),
         None => metric,
@@ -99,7 +118,7 @@ pub fn run(args: &GateArgs) -> CommandResult {
             &latest_runs.iter().collect::<Vec<_>>(),
         )
     };
-    let gate = Gate {
+    Ok(Gate {
         history,
         latest: label(latest),
         reference: label(reference),
@@ -108,16 +127,72 @@ pub fn run(args: &GateArgs) -> CommandResult {
         cells,
         unmatched,
         server_changes,
+    })
+}
+
+/// `--lab NAME` (which must be in the results) or the history of the latest invocation.
+pub fn history_of(
+    invocations: &[Invocation],
+    lab: Option<&str>,
+    results: &str,
+) -> Result<String, Failure> {
+    match lab {
+        Some(name) => {
+            check_history(invocations, name, results)?;
+            Ok(name.to_string())
+        }
+        None => Ok(invocations
+            .last()
+            .expect("open_invocations refuses a store without invocations")
+            .history
+            .clone()),
+    }
+}
+
+/// `previous` (the invocation before `latest` on its machine) or a tag, which must be of
+/// `latest`'s machine and another invocation.
+fn reference<'a>(
+    members: &[&'a Invocation],
+    latest: &Invocation,
+    against: &str,
+    history: &str,
+) -> Result<&'a Invocation, Failure> {
+    // A series never mixes machines: the reference is looked for on the latest's.
+    let reference = if against == "previous" {
+        members
+            .iter()
+            .copied()
+            .rev()
+            .find(|i| i.id < latest.id && i.machine == latest.machine)
+            .ok_or_else(|| {
+                Failure::new(
+                    Kind::Undecided,
+                    format!(
+                        "\"{}\" is the first invocation of \"{history}\" on its machine: nothing to gate against",
+                        latest.name
+                    ),
+                )
+            })?
+    } else {
+        let found = select(members, against, "--against", history)?;
+        if found.machine != latest.machine {
+            return Err(Failure::input(format!(
+                "--against {against}: \"{}\" ran on another machine ({}) than \"{}\" ({}); a gate compares one machine's invocations",
+                found.name,
+                found.machine.as_deref().unwrap_or("unrecorded"),
+                latest.name,
+                latest.machine.as_deref().unwrap_or("unrecorded")
+            )));
+        }
+        found
     };
-    print!("{}", gate::to_markdown(&gate));
-    if let Some(path) = &args.junit {
-        write_file(path, &gate::to_junit(&gate))?;
+    if reference.id == latest.id {
+        return Err(Failure::input(format!(
+            "--against {against}: that is the invocation being gated (\"{}\")",
+            latest.name
+        )));
     }
-    match gate.outcome() {
-        Outcome::Pass => Ok(()),
-        Outcome::Regression => Err(Failure::new(Kind::Regression, gate.summary())),
-        Outcome::Undecided(_) => Err(Failure::new(Kind::Undecided, gate.summary())),
-    }
+    Ok(reference)
 }
 
 /// `2%` or `2` (percent); 0 up to (not including) 100.
@@ -137,7 +212,7 @@ fn parse_threshold(text: &str) -> Result<f64, Failure> {
 
 /// `latest` (or `previous` where the caller handles it), `key=value`, or a value any of an
 /// invocation's tags or its lab name has; the latest that matches.
-fn select<'a>(
+pub fn select<'a>(
     members: &[&'a Invocation],
     wanted: &str,
     option: &str,

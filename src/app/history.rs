@@ -48,8 +48,12 @@ pub fn run(args: &HistoryArgs) -> CommandResult {
 
 /// The results database and its invocations; one without labs is refused.
 pub fn open_invocations(results: &str) -> Result<(Store, Vec<Invocation>), Failure> {
-    let location = Location::parse(results, Path::new("."));
-    let mut store = Store::open_existing(&location)?;
+    open_invocations_at(&Location::parse(results, Path::new(".")))
+}
+
+/// `open_invocations` of a database already located.
+pub fn open_invocations_at(location: &Location) -> Result<(Store, Vec<Invocation>), Failure> {
+    let mut store = Store::open_existing(location)?;
     let invocations = store.invocations()?;
     if invocations.is_empty() {
         return Err(Failure::input(format!(

@@ -1,9 +1,10 @@
 //! `stampede lab plan|run|resume`: spec in, plan or results out.
 
+use super::export::{self, Chosen};
 use super::lab_metrics::LabMetrics;
 use super::live_page::{self, LivePage, Shown, PAGE_PATIENCE};
 use crate::live::endpoint::MetricsArgs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
@@ -18,7 +19,8 @@ use crate::lab::executor::{Lab, LabEvent};
 use crate::lab::plan::{Cell, Plan};
 use crate::lab::spec::{AutoRuns, LabSpec};
 use crate::lab::targets::SpecTargets;
-use crate::report::table;
+use crate::report::export::Format;
+use crate::report::{table, write_file};
 use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
 use stampede_store::{unix_now, Store};
@@ -36,6 +38,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             keep_data,
             keep_clusters,
             tags,
+            exports,
             fleet,
             live,
             page,
@@ -47,7 +50,7 @@ pub fn run(action: &LabAction) -> CommandResult {
                 data: *keep_data,
                 clusters: *keep_clusters,
             },
-            tags,
+            Recording { tags, exports },
             fleet,
             live,
             page,
@@ -57,6 +60,7 @@ pub fn run(action: &LabAction) -> CommandResult {
             keep_going,
             keep_data,
             keep_clusters,
+            exports,
             fleet,
             live,
             page,
@@ -68,7 +72,7 @@ pub fn run(action: &LabAction) -> CommandResult {
                 data: *keep_data,
                 clusters: *keep_clusters,
             },
-            &[],
+            Recording { tags: &[], exports },
             fleet,
             live,
             page,
@@ -234,17 +238,25 @@ struct Keep {
     clusters: bool,
 }
 
+/// How the invocation is named in its history (`--tag`) and what it writes when it ends
+/// (`--export`).
+struct Recording<'a> {
+    tags: &'a [String],
+    exports: &'a [String],
+}
+
 fn execute(
     path: &Path,
     resume: bool,
     keep: Keep,
-    tags: &[String],
+    recording: Recording<'_>,
     fleet: &FleetArgs,
     live: &MetricsArgs,
     page: &PageArgs,
 ) -> CommandResult {
     let keep_going = keep.going;
-    let tags = parse_tags(tags)?;
+    let tags = parse_tags(recording.tags)?;
+    let exports = super::export::parse_exports(recording.exports)?;
     // The page's address and token are checked before anything runs.
     let page_access = page
         .serve
@@ -323,6 +335,9 @@ fn execute(
     if !spec.claims.is_empty() {
         print!("{}", crate::report::claims::text(&lab.claims()?));
     }
+    if !outcome.interrupted {
+        write_exports(&spec, lab.id(), &exports)?;
+    }
     if outcome.interrupted {
         return Err(Failure::interrupted(format!(
             "interrupted; completed runs are saved: continue with `stampede lab resume {}`",
@@ -346,6 +361,26 @@ fn execute(
             "stampede: {} run(s) failed; their errors are in {}",
             outcome.failed_runs, spec.results
         );
+    }
+    Ok(())
+}
+
+/// `--export F=PATH`: the invocation's results in each format, as `stampede export` writes
+/// them (junit: its gate against the previous invocation on this machine).
+fn write_exports(spec: &LabSpec, lab: i64, exports: &[(Format, PathBuf)]) -> CommandResult {
+    for (format, path) in exports {
+        let text = export::render(&export::Request {
+            results: spec.results.clone(),
+            format: *format,
+            lab: Some(&spec.name),
+            invocation: Chosen::Lab(lab),
+            metrics: &[],
+            against: "previous",
+            threshold: "2%",
+            control: None,
+        })?;
+        write_file(path, &text)?;
+        eprintln!("{} written to {}", format.name(), path.display());
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod cli;
 pub mod compare;
 pub mod dispatch;
+pub mod export;
 pub mod gate;
 pub mod history;
 pub mod lab;

@@ -91,7 +91,7 @@ pub enum Metric {
 pub const STATEMENT_PREFIX: &str = "statement:";
 
 /// The metrics every run has, by name, in the order help and errors list them.
-const RUN_METRICS: [(&str, Metric); 6] = [
+pub const RUN_METRICS: [(&str, Metric); 6] = [
     ("tps", Metric::Tps),
     ("p50", Metric::P50),
     ("p95", Metric::P95),

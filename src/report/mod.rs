@@ -7,6 +7,7 @@ pub mod comparison;
 pub mod control;
 pub mod defaults;
 pub mod every_metric;
+pub mod export;
 pub mod gate;
 pub mod headline;
 pub mod history;

@@ -6,6 +6,7 @@ pub mod calibration;
 pub mod changepoint;
 pub mod claim;
 pub mod fairness;
+pub mod order;
 pub mod paired;
 pub mod stopping;
 pub mod student;
