@@ -1283,6 +1283,16 @@ fn bmf_measures(text: &str) -> Result<Vec<BmfMeasure>, String> {
     Ok(measures)
 }
 
+/// `stampede export DB ARGS… -o FILE`, which must succeed: the file's text.
+fn export_to(db: &str, args: &[&str], file: &Path) -> String {
+    let mut all = vec!["export", db];
+    all.extend_from_slice(args);
+    all.extend(["-o", file.to_str().unwrap()]);
+    let output = stampede(&all);
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+    std::fs::read_to_string(file).unwrap()
+}
+
 fn python_peers() -> String {
     std::env::var("STAMPEDE_PYTHON_PEERS")
         .unwrap_or_else(|_| "/var/cache/stampede/python-peers".into())
@@ -1364,19 +1374,13 @@ fn bmf_and_github_action_benchmark_carry_each_cells_median_and_its_interval() {
 
     // github-action-benchmark: one direction per file; tps by default.
     let json = temp_path("export-gab.json");
-    let output = stampede(&[
-        "export",
-        db,
+    let args = [
         "--format",
         "github-action-benchmark",
         "--invocation",
         "night=9",
-        "-o",
-        json.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let entries: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    ];
+    let entries: serde_json::Value = serde_json::from_str(&export_to(db, &args, &json)).unwrap();
     let entries = entries.as_array().unwrap();
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0]["name"], format!("{cell} tps"));
@@ -1413,18 +1417,11 @@ fn otava_finds_the_change_history_finds() {
     let db = temp_path("export-otava.db");
     synthetic_history(&db);
     let csv = temp_path("export-otava.csv");
-    let output = stampede(&[
-        "export",
+    let text = export_to(
         db.to_str().unwrap(),
-        "--format",
-        "otava",
-        "--metric",
-        "tps",
-        "-o",
-        csv.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let text = std::fs::read_to_string(&csv).unwrap();
+        &["--format", "otava", "--metric", "tps"],
+        &csv,
+    );
     let cell = "pg/pgbench/select-only/1/1:tps";
     assert_eq!(
         text.lines().next().unwrap(),
@@ -1455,17 +1452,11 @@ fn junit_exports_hold_the_gates_verdicts() {
     synthetic_history(&db);
     let db = db.to_str().unwrap();
     let regression = temp_path("export-regression.xml");
-    let output = stampede(&[
-        "export",
+    export_to(
         db,
-        "--format",
-        "junit",
-        "--invocation",
-        "night=9",
-        "-o",
-        regression.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+        &["--format", "junit", "--invocation", "night=9"],
+        &regression,
+    );
     let read = peer_script("junit_counts.py", &[regression.to_str().unwrap()]);
     let lines: Vec<&str> = read.lines().collect();
     assert!(
@@ -1477,17 +1468,11 @@ fn junit_exports_hold_the_gates_verdicts() {
     assert_eq!(lines[1], "1 1 0");
     // The first night on machine two has nothing to gate against: its cell skipped, saying so.
     let first = temp_path("export-first.xml");
-    let output = stampede(&[
-        "export",
+    export_to(
         db,
-        "--format",
-        "junit",
-        "--invocation",
-        "night=101",
-        "-o",
-        first.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
+        &["--format", "junit", "--invocation", "night=101"],
+        &first,
+    );
     assert_eq!(
         peer_script("junit_counts.py", &[first.to_str().unwrap()]),
         "nightly\tpg/pgbench/select-only/1/1\tskipped: undecided: \"nightly #4\" is the first \

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use std::path::Path;
 
-use super::gate::{history_of, judge, select, GateRequest, GateResults};
-use super::history::open_invocations_at;
+use super::history::{history_of, open_invocations_at, select};
+use super::judge::{judge, GateRequest, GateResults};
 use super::{CommandResult, Failure};
 use crate::app::cli::ExportArgs;
 use crate::family;
@@ -78,25 +78,17 @@ pub fn render(request: &Request<'_>) -> Result<String, Failure> {
         asked.push(Metric::Tps);
     }
     one_direction(request.format, &asked)?;
-    let (mut store, invocations) = open_invocations_at(&request.results)?;
-    let history = history_of(&invocations, request.lab, &request.results.to_string())?;
-    let members: Vec<&Invocation> = invocations
-        .iter()
-        .filter(|i| i.history == history)
-        .collect();
-    let chosen = match request.invocation {
-        Chosen::Given(wanted) => select(&members, wanted, "--invocation", &history)?,
-        Chosen::Lab(id) => members
-            .iter()
-            .copied()
-            .find(|i| i.id == id)
-            .ok_or_else(|| Failure::run(format!("the lab's invocation {id} is not stored")))?,
-    };
+    let Selected {
+        mut store,
+        history,
+        members,
+        chosen,
+    } = selected(request, request.invocation)?;
+    let chosen = &chosen;
     let exported: Vec<&Invocation> = match request.format {
         // A history: the invocations on the chosen one's machine, up to it.
         Format::Otava => members
             .iter()
-            .copied()
             .filter(|i| i.machine == chosen.machine && i.id <= chosen.id)
             .collect(),
         _ => vec![chosen],
@@ -193,7 +185,7 @@ fn junit(request: &Request<'_>, metrics: &[Metric]) -> Result<String, Failure> {
     let metric = metrics.first().map_or("tps".to_string(), Metric::name);
     let lab_run = match request.invocation {
         Chosen::Given(wanted) => wanted.to_string(),
-        Chosen::Lab(id) => invocation_name(&request.results, id)?,
+        Chosen::Lab(id) => invocation_name(request, id)?,
     };
     let gate = judge(&GateRequest {
         results: GateResults::At(&request.results),
@@ -221,13 +213,12 @@ fn first_invocation(
     metric: &str,
     why: &str,
 ) -> Result<String, Failure> {
-    let (mut store, invocations) = open_invocations_at(&request.results)?;
-    let history = history_of(&invocations, request.lab, &request.results.to_string())?;
-    let members: Vec<&Invocation> = invocations
-        .iter()
-        .filter(|i| i.history == history)
-        .collect();
-    let chosen = select(&members, lab_run, "--invocation", &history)?;
+    let Selected {
+        mut store,
+        history,
+        chosen,
+        ..
+    } = selected(request, Chosen::Given(lab_run))?;
     let mut cells: Vec<String> = store
         .runs_of_labs(&[chosen.id])?
         .iter()
@@ -237,8 +228,8 @@ fn first_invocation(
     cells.dedup();
     let gate = Gate {
         history,
-        latest: label(chosen),
-        reference: label(chosen),
+        latest: label(&chosen),
+        reference: label(&chosen),
         threshold: 0.0,
         metric: Metric::parse(metric, &family::workload_metrics())?,
         cells: cells
@@ -258,13 +249,43 @@ fn first_invocation(
 }
 
 /// The name of the invocation stored as `id`.
-fn invocation_name(results: &Location, id: i64) -> Result<String, Failure> {
-    let (_, invocations) = open_invocations_at(results)?;
-    invocations
+fn invocation_name(request: &Request<'_>, id: i64) -> Result<String, Failure> {
+    Ok(selected(request, Chosen::Lab(id))?.chosen.name)
+}
+
+/// The results opened, the history (`--lab` or the latest's), its invocations and the one
+/// chosen.
+struct Selected {
+    store: Store,
+    history: String,
+    members: Vec<Invocation>,
+    chosen: Invocation,
+}
+
+fn selected(request: &Request<'_>, invocation: Chosen<'_>) -> Result<Selected, Failure> {
+    let (store, invocations) = open_invocations_at(&request.results)?;
+    let history = history_of(&invocations, request.lab, &request.results.to_string())?;
+    let members: Vec<Invocation> = invocations
         .into_iter()
-        .find(|i| i.id == id)
-        .map(|i| i.name)
-        .ok_or_else(|| Failure::run(format!("the lab's invocation {id} is not stored")))
+        .filter(|i| i.history == history)
+        .collect();
+    let chosen = match invocation {
+        Chosen::Given(wanted) => {
+            let refs: Vec<&Invocation> = members.iter().collect();
+            select(&refs, wanted, "--invocation", &history)?.clone()
+        }
+        Chosen::Lab(id) => members
+            .iter()
+            .find(|i| i.id == id)
+            .cloned()
+            .ok_or_else(|| Failure::run(format!("the lab's invocation {id} is not stored")))?,
+    };
+    Ok(Selected {
+        store,
+        history,
+        members,
+        chosen,
+    })
 }
 
 /// `--export F=PATH` options: each format and the file it goes to, refused before anything

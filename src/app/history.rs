@@ -149,3 +149,59 @@ pub fn check_history(invocations: &[Invocation], name: &str, results: &str) -> C
         names.join(", ")
     )))
 }
+
+/// `--lab NAME` (which must be in the results) or the history of the latest invocation.
+pub fn history_of(
+    invocations: &[Invocation],
+    lab: Option<&str>,
+    results: &str,
+) -> Result<String, Failure> {
+    match lab {
+        Some(name) => {
+            check_history(invocations, name, results)?;
+            Ok(name.to_string())
+        }
+        None => Ok(invocations
+            .last()
+            .expect("open_invocations refuses a store without invocations")
+            .history
+            .clone()),
+    }
+}
+
+/// `latest` (or `previous` where the caller handles it), `key=value`, or a value any of an
+/// invocation's tags or its lab name has; the latest that matches.
+pub fn select<'a>(
+    members: &[&'a Invocation],
+    wanted: &str,
+    option: &str,
+    history: &str,
+) -> Result<&'a Invocation, Failure> {
+    if wanted == "latest" {
+        return Ok(members.last().expect("a history has an invocation"));
+    }
+    let matches = |i: &Invocation| match wanted.split_once('=') {
+        Some((key, value)) => i.tags.iter().any(|(k, v)| k == key && v == value),
+        None => i.name == wanted || i.tags.iter().any(|(_, v)| v == wanted),
+    };
+    members
+        .iter()
+        .rev()
+        .copied()
+        .find(|i| matches(i))
+        .ok_or_else(|| {
+            let mut tags: Vec<String> = members
+                .iter()
+                .flat_map(|i| i.tags.iter().map(|(k, v)| format!("{k}={v}")))
+                .collect();
+            tags.dedup();
+            let known = if tags.is_empty() {
+                "its invocations have no tags (`lab run --tag KEY=VALUE`)".to_string()
+            } else {
+                format!("its tags: {}", tags.join(", "))
+            };
+            Failure::input(format!(
+                "{option} {wanted}: no invocation of \"{history}\" has that tag or name; {known}"
+            ))
+        })
+}

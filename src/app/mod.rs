@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod export;
 pub mod gate;
 pub mod history;
+pub mod judge;
 pub mod lab;
 pub mod lab_clean;
 pub mod lab_metrics;
