@@ -261,9 +261,20 @@ fn a_sysbench_lua_scripts_run_serves_its_events_and_queries() {
     };
     let (events, queries) = (counted("transactions:"), counted("queries:"));
     let labels = [("script", "oltp_point_select.lua")];
+    let seen: Vec<(Option<f64>, Option<f64>)> = answers
+        .0
+        .iter()
+        .map(|text| {
+            (
+                common::scrape::sample(text, "stampede_transactions_total", &labels),
+                common::scrape::sample(text, "stampede_run_finished", &[]),
+            )
+        })
+        .collect();
     assert_eq!(
         answers.value("stampede_transactions_total", &labels),
-        events
+        events,
+        "each scrape's (transactions, finished): {seen:?}"
     );
     assert_eq!(answers.value("stampede_statements_total", &labels), queries);
     assert_eq!(

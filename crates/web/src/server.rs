@@ -9,12 +9,15 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::address::ListenAddress;
-use crate::http::{read_request, Request, Response};
+use crate::http::{read_request, Body, Request, Response};
 
 /// Connections served at once; more are answered 503 and closed (each holds a thread).
 const MAX_CONNECTIONS: usize = 64;
 /// An idle keep-alive connection, or a request trickling in, is closed after this.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a stopping server waits for whole answers still being written: a process that
+/// exits as soon as its last numbers were read would cut the answer that carries them.
+const WRITING_PATIENCE: Duration = Duration::from_secs(5);
 
 /// What answers the requests. It is read-only by construction: only GET and HEAD reach it.
 pub trait Handler: Send + Sync + 'static {
@@ -60,6 +63,8 @@ pub struct Listening {
     pub address: SocketAddr,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
+    /// Whole answers being made or written (streams not counted: they end on their own terms).
+    writing: Arc<AtomicUsize>,
 }
 
 /// Binds `address` and serves `handler` until the returned value is dropped.
@@ -74,17 +79,19 @@ pub fn listen(
         .local_addr()
         .map_err(|e| format!("cannot listen on {}: {e}", address.socket))?;
     let stop = Arc::new(AtomicBool::new(false));
+    let writing = Arc::new(AtomicUsize::new(0));
     let accept = {
-        let stop = stop.clone();
+        let (stop, writing) = (stop.clone(), writing.clone());
         std::thread::Builder::new()
             .name("stampede-web".into())
-            .spawn(move || accept_loop(listener, &stop, access, handler))
+            .spawn(move || accept_loop(listener, &stop, access, handler, writing))
             .map_err(|e| format!("cannot start the server's thread: {e}"))?
     };
     Ok(Listening {
         address: bound,
         stop,
         accept: Some(accept),
+        writing,
     })
 }
 
@@ -105,6 +112,10 @@ impl Drop for Listening {
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
         }
+        let started = std::time::Instant::now();
+        while self.writing.load(Ordering::SeqCst) > 0 && started.elapsed() < WRITING_PATIENCE {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
@@ -113,6 +124,7 @@ fn accept_loop(
     stop: &AtomicBool,
     access: Access,
     handler: Arc<dyn Handler>,
+    writing: Arc<AtomicUsize>,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
@@ -128,10 +140,11 @@ fn accept_loop(
             continue;
         }
         let (access, handler, open) = (access.clone(), handler.clone(), open.clone());
+        let writing = writing.clone();
         let spawned = std::thread::Builder::new()
             .name("stampede-web-conn".into())
             .spawn(move || {
-                let _ = serve_connection(stream, &access, handler.as_ref());
+                let _ = serve_connection(stream, &access, handler.as_ref(), &writing);
                 open.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {
@@ -145,6 +158,7 @@ fn serve_connection(
     stream: TcpStream,
     access: &Access,
     handler: &dyn Handler,
+    writing: &AtomicUsize,
 ) -> std::io::Result<()> {
     stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
     stream.set_nodelay(true)?;
@@ -161,12 +175,36 @@ fn serve_connection(
             Err(error) => return Err(error),
         };
         let head_only = request.method == "HEAD";
+        // Counted from before the answer is made (a handler may note that it was read) until
+        // it is written.
+        let whole = Writing::start(writing);
         let response = respond(&request, access, handler);
+        if matches!(response.body, Body::Stream(_)) {
+            drop(whole);
+        }
         let mut out = BufWriter::new(&stream);
-        let reusable = response.write_to(&mut out, head_only)?;
+        let written = response.write_to(&mut out, head_only);
+        drop(out);
+        let reusable = written?;
         if !reusable || request.closes {
             return Ok(());
         }
+    }
+}
+
+/// A whole answer in the making: counted while it lives.
+struct Writing<'a>(&'a AtomicUsize);
+
+impl<'a> Writing<'a> {
+    fn start(writing: &'a AtomicUsize) -> Writing<'a> {
+        writing.fetch_add(1, Ordering::SeqCst);
+        Writing(writing)
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
