@@ -1514,7 +1514,7 @@ fn export_refuses_bad_input_with_exit_1_and_writes_nothing() {
     let cases: [(Vec<&str>, &str); 5] = [
         (
             vec!["--format", "bmff"],
-            "unknown export format \"bmff\" (did you mean bmf?); the formats: bmf, otava, github-action-benchmark, junit",
+            "unknown export format \"bmff\" (did you mean bmf?); the formats: bmf, otava, github-action-benchmark, hammerdb-job-report-v1, junit",
         ),
         (
             vec!["--format", "bmf", "--lab", "weekly"],

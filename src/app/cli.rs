@@ -50,7 +50,7 @@ pub enum TopCommand {
     /// A CI gate: one invocation of a lab against another, exit 3 on a decided regression
     Gate(GateArgs),
     /// Results in another tool's format: Bencher's (bmf), Apache Otava's CSV,
-    /// github-action-benchmark's JSON, gate's verdicts as JUnit XML
+    /// github-action-benchmark's JSON, HammerDB's job report, gate's verdicts as JUnit XML
     Export(ExportArgs),
     /// sysbench's oltp_* tests: prepare, run, cleanup, with sysbench's options and report
     Sysbench {
@@ -236,8 +236,9 @@ pub struct GateArgs {
     /// Also write JUnit XML (a test case per cell) into this file (as `--export junit=FILE`)
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
-    /// Also write FORMAT to PATH (repeatable): junit (the gate's verdicts), bmf, otava or
-    /// github-action-benchmark (the gated invocation's results; see `stampede export`)
+    /// Also write FORMAT to PATH (repeatable): junit (the gate's verdicts), bmf, otava,
+    /// github-action-benchmark or hammerdb-job-report-v1 (the gated invocation's results; see
+    /// `stampede export`)
     #[arg(long = "export", value_name = "FORMAT=PATH")]
     pub exports: Vec<String>,
 }
@@ -247,7 +248,8 @@ pub struct ExportArgs {
     /// The results database: a SQLite file or a postgresql:// URL
     pub results: String,
     /// bmf (Bencher Metric Format), otava (Apache Otava's CSV of the history),
-    /// github-action-benchmark (its custom JSON) or junit (gate's verdicts)
+    /// github-action-benchmark (its custom JSON), hammerdb-job-report-v1 (HammerDB's job
+    /// report of each TPROC-C cell; -o DIRECTORY for several) or junit (gate's verdicts)
     #[arg(long, value_name = "FORMAT")]
     pub format: String,
     /// The spec's history (default: the one the latest invocation belongs to)
@@ -415,7 +417,7 @@ pub enum LabAction {
         #[arg(long = "tag", value_name = "KEY=VALUE")]
         tags: Vec<String>,
         /// When it ends, also write its results in FORMAT to PATH (repeatable): bmf, otava,
-        /// github-action-benchmark, junit (see `stampede export`)
+        /// github-action-benchmark, hammerdb-job-report-v1, junit (see `stampede export`)
         #[arg(long = "export", value_name = "FORMAT=PATH")]
         exports: Vec<String>,
         #[command(flatten)]

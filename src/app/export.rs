@@ -2,9 +2,8 @@
 //! an invocation's results (a history's, for Otava) in a format other tools read, and
 //! `--export F=PATH` for the lab and `gate`, which write them when they end.
 
-use std::collections::BTreeSet;
-
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use super::history::{history_of, open_invocations_at, select};
 use super::judge::{judge, GateRequest, GateResults};
@@ -12,16 +11,17 @@ use super::{CommandResult, Failure};
 use crate::app::cli::ExportArgs;
 use crate::family;
 use crate::report::comparison::{targets, Metric};
+use crate::report::export::hammerdb::{self, TpccJob};
 use crate::report::export::{self, bmf, github, otava, Format, InvocationExport};
 use crate::report::gate::{to_junit, Gate, GateCell, Outcome};
 use crate::report::history::{cell_key, label};
 use crate::report::write_file;
 use stampede_base::error::Kind;
-use stampede_store::{Invocation, Location, Store, StoredRun};
+use stampede_store::{Invocation, Location, RunStatus, Store, StoredRun};
 
 pub fn run(args: &ExportArgs) -> CommandResult {
     let format = Format::parse(&args.format)?;
-    let text = render(&Request {
+    let rendered = render(&Request {
         results: Location::parse(&args.results, Path::new(".")),
         format,
         lab: args.lab.as_deref(),
@@ -31,13 +31,55 @@ pub fn run(args: &ExportArgs) -> CommandResult {
         threshold: &args.threshold,
         control: args.control.as_deref(),
     })?;
-    match &args.output {
+    deliver(rendered, args.output.as_deref())
+}
+
+/// An export's text, or HammerDB's job reports: one per TPROC-C cell, each with the path
+/// HammerDB's results repository keeps it at.
+pub enum Rendered {
+    Text(String),
+    Jobs(Vec<(PathBuf, String)>),
+}
+
+/// Writes `rendered` to `output` (standard output without one); job reports go under
+/// `output` at their repository paths when it is a directory, and one alone is a text.
+/// Everything is checked before the first write.
+pub fn deliver(rendered: Rendered, output: Option<&Path>) -> CommandResult {
+    let text = match rendered {
+        Rendered::Text(text) => text,
+        Rendered::Jobs(jobs) => match output.filter(|dir| dir.is_dir()) {
+            Some(dir) => return write_jobs(dir, &jobs),
+            None if jobs.len() == 1 => jobs.into_iter().next().expect("one job").1,
+            None => {
+                return Err(Failure::input(format!(
+                "--format hammerdb-job-report-v1: {} TPROC-C cells, a job report each: give -o an \
+                     existing directory to write them at the results repository's paths \
+                     (results/tproc-c/<database>/<YYYY>/<MM>/<jobid>.json)",
+                jobs.len()
+            )))
+            }
+        },
+    };
+    match output {
         Some(path) => write_file(path, &text),
         None => {
             print!("{text}");
             Ok(())
         }
     }
+}
+
+fn write_jobs(dir: &Path, jobs: &[(PathBuf, String)]) -> CommandResult {
+    for (path, text) in jobs {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Failure::run(format!("could not create {}: {e}", parent.display())))?;
+        }
+        write_file(&path, text)?;
+        eprintln!("{}", path.display());
+    }
+    Ok(())
 }
 
 /// What to export, from the command line or a lab's or gate's `--export`.
@@ -65,14 +107,26 @@ pub enum Chosen<'a> {
 }
 
 /// The export's text; nothing is written here, so a refused request leaves no file.
-pub fn render(request: &Request<'_>) -> Result<String, Failure> {
+pub fn render(request: &Request<'_>) -> Result<Rendered, Failure> {
     let declared = family::workload_metrics();
     let mut asked = Vec::new();
     for name in request.metrics {
         asked.push(Metric::parse(name, &declared)?);
     }
     if request.format == Format::Junit {
-        return junit(request, &asked);
+        return junit(request, &asked).map(Rendered::Text);
+    }
+    if request.format == Format::HammerdbJobReport {
+        if !asked.is_empty() {
+            return Err(Failure::input(
+                "--format hammerdb-job-report-v1 takes no --metric: its fields are HammerDB's"
+                    .to_string(),
+            ));
+        }
+        let Selected {
+            mut store, chosen, ..
+        } = selected(request, request.invocation)?;
+        return hammerdb_jobs(&mut store, &chosen).map(Rendered::Jobs);
     }
     if request.format == Format::GithubActionBenchmark && asked.is_empty() {
         asked.push(Metric::Tps);
@@ -123,12 +177,78 @@ pub fn render(request: &Request<'_>) -> Result<String, Failure> {
             base.as_deref(),
         ));
     }
-    Ok(match request.format {
+    Ok(Rendered::Text(match request.format {
         Format::Otava => otava::render(&history_exports),
         Format::Bmf => bmf::render(last(&history_exports)),
         Format::GithubActionBenchmark => github::render(last(&history_exports)),
-        Format::Junit => unreachable!("JUnit is the gate's, rendered above"),
-    })
+        Format::Junit | Format::HammerdbJobReport => {
+            unreachable!("rendered above from their own sources")
+        }
+    }))
+}
+
+/// Each TPROC-C cell's median run (by NOPM) of the invocation as a HammerDB job report.
+fn hammerdb_jobs(
+    store: &mut Store,
+    invocation: &Invocation,
+) -> Result<Vec<(PathBuf, String)>, Failure> {
+    let runs = store.runs_of_labs(&[invocation.id])?;
+    let mut cells: BTreeMap<String, Vec<&StoredRun>> = BTreeMap::new();
+    for (_, run) in &runs {
+        let tproc_c = run.workload_metric("nopm").is_some() && run.workload_metric("tpm").is_some();
+        if run.status == RunStatus::Completed && tproc_c {
+            cells.entry(cell_key(run)).or_default().push(run);
+        }
+    }
+    if cells.is_empty() {
+        return Err(Failure::input(format!(
+            "--format hammerdb-job-report-v1: \"{}\" has no completed TPROC-C run (a tpcc \
+             workload's, with its NOPM)",
+            invocation.name
+        )));
+    }
+    let versions: BTreeMap<String, Option<String>> = store
+        .lab_target_settings(invocation.id)?
+        .into_iter()
+        .map(|t| (t.target, t.server_version))
+        .collect();
+    let warmup =
+        crate::lab::spec::stored_warmup(&store.lab_spec(invocation.id)?).unwrap_or_default();
+    let mut jobs = Vec::new();
+    for (cell, mut runs) in cells {
+        let nopm = |run: &StoredRun| run.workload_metric("nopm").unwrap_or(0.0);
+        runs.sort_by(|a, b| nopm(a).total_cmp(&nopm(b)));
+        let run = runs[(runs.len() - 1) / 2];
+        let started = store
+            .run_started_unix_s(run.id)?
+            .unwrap_or(invocation.created_unix_s);
+        let duration_s = run.duration_s.unwrap_or(0.0);
+        let job = TpccJob {
+            jobid: hammerdb::jobid(started, invocation.id, run.id),
+            started_unix_s: started,
+            version: versions.get(&run.target).cloned().flatten(),
+            target: run.target.clone(),
+            cell,
+            warehouses: run.scale.clone(),
+            virtual_users: run.clients,
+            rampup_s: warmup.as_secs_f64(),
+            duration_s,
+            nopm: run.workload_metric("nopm").unwrap_or(0.0),
+            tpm: run.workload_metric("tpm").unwrap_or(0.0),
+            transactions: run.tps.unwrap_or(0.0) * duration_s,
+            p50_ms: run.p50_ms,
+            p95_ms: run.p95_ms,
+            p99_ms: run.p99_ms,
+            series: store.run_series(run.id)?,
+            machine: run
+                .machine
+                .as_ref()
+                .map(|m| (m.key.clone(), m.kernel.clone())),
+            stampede_version: env!("CARGO_PKG_VERSION"),
+        };
+        jobs.push((job.canonical_path(), hammerdb::render(&job)));
+    }
+    Ok(jobs)
 }
 
 fn last(exports: &[InvocationExport]) -> &InvocationExport {

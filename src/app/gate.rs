@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::export::Chosen;
+use super::export::{deliver, Chosen, Rendered};
 use super::judge::{judge, GateRequest, GateResults};
 use super::{CommandResult, Failure};
 use crate::app::cli::GateArgs;
@@ -30,8 +30,8 @@ pub fn run(args: &GateArgs) -> CommandResult {
         write_file(path, &gate::to_junit(&gate))?;
     }
     for (format, path) in &exports {
-        let text = match format {
-            Format::Junit => gate::to_junit(&gate),
+        let rendered = match format {
+            Format::Junit => Rendered::Text(gate::to_junit(&gate)),
             _ => super::export::render(&super::export::Request {
                 results: Location::parse(&args.results, Path::new(".")),
                 format: *format,
@@ -47,7 +47,7 @@ pub fn run(args: &GateArgs) -> CommandResult {
                 control: args.control.as_deref(),
             })?,
         };
-        write_file(path, &text)?;
+        deliver(rendered, Some(path))?;
     }
     match gate.outcome() {
         Outcome::Pass => Ok(()),

@@ -20,7 +20,7 @@ use crate::lab::plan::{Cell, Plan};
 use crate::lab::spec::{AutoRuns, LabSpec};
 use crate::lab::targets::SpecTargets;
 use crate::report::export::Format;
-use crate::report::{table, write_file};
+use crate::report::table;
 use stampede_base::duration::human;
 use stampede_base::signals::watch_signals;
 use stampede_store::{unix_now, Store};
@@ -369,7 +369,7 @@ fn execute(
 /// them (junit: its gate against the previous invocation on this machine).
 fn write_exports(spec: &LabSpec, lab: i64, exports: &[(Format, PathBuf)]) -> CommandResult {
     for (format, path) in exports {
-        let text = export::render(&export::Request {
+        let rendered = export::render(&export::Request {
             results: spec.results.clone(),
             format: *format,
             lab: Some(&spec.name),
@@ -379,7 +379,7 @@ fn write_exports(spec: &LabSpec, lab: i64, exports: &[(Format, PathBuf)]) -> Com
             threshold: "2%",
             control: None,
         })?;
-        write_file(path, &text)?;
+        export::deliver(rendered, Some(path))?;
         eprintln!("{} written to {}", format.name(), path.display());
     }
     Ok(())

@@ -406,6 +406,16 @@ pub fn stored_control(text: &str) -> Option<String> {
     table.get("control")?.as_str().map(str::to_string)
 }
 
+/// The `warmup` of a spec as the results store it (zero without one, None for a text that is
+/// not a spec or a warmup that is not a duration).
+pub fn stored_warmup(text: &str) -> Option<Duration> {
+    let table: toml::Table = text.parse().ok()?;
+    match table.get("warmup") {
+        Some(warmup) => parse_duration(warmup.as_str()?),
+        None => Some(Duration::ZERO),
+    }
+}
+
 /// The targets whose server CPU no run can measure.
 fn without_server_cpu(targets: &[TargetSpec]) -> Vec<&str> {
     targets

@@ -384,6 +384,18 @@ impl Store {
             .collect())
     }
 
+    /// When a run started (its warmup's start), Unix seconds; None for a run not stored.
+    pub fn run_started_unix_s(&mut self, run: i64) -> Result<Option<f64>, Failure> {
+        let rows = self
+            .db
+            .query(
+                "SELECT started_unix_s FROM runs WHERE id = ?1",
+                &[run.into()],
+            )
+            .map_err(db_error("runs"))?;
+        Ok(rows.first().and_then(|r| optional(r, 0)))
+    }
+
     /// A run's throughput per second: (second, tps).
     pub fn run_series(&mut self, run: i64) -> Result<Vec<(u64, f64)>, Failure> {
         let rows = self

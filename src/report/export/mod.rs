@@ -1,5 +1,6 @@
 //! Results in the formats teams already keep (`stampede export`, `--export F=PATH`): Bencher's
-//! Metric Format, Apache Otava's CSV, github-action-benchmark's JSON and `gate`'s JUnit XML.
+//! Metric Format, Apache Otava's CSV, github-action-benchmark's JSON, HammerDB's job report
+//! (`hammerdb.rs`, from a TPROC-C run's own numbers) and `gate`'s JUnit XML.
 //! Every format renders one model: per cell of an invocation, each metric's median over the
 //! cell's completed runs with the median's own interval (order statistics, so that
 //! `lower ≤ value ≤ upper` always holds), and for a lab of several targets each target's
@@ -7,6 +8,7 @@
 
 pub mod bmf;
 pub mod github;
+pub mod hammerdb;
 pub mod otava;
 
 use std::collections::BTreeMap;
@@ -26,14 +28,16 @@ pub enum Format {
     Bmf,
     Otava,
     GithubActionBenchmark,
+    HammerdbJobReport,
     Junit,
 }
 
 /// The formats by the names `--format` and `--export` take.
-pub const FORMATS: [(&str, Format); 4] = [
+pub const FORMATS: [(&str, Format); 5] = [
     ("bmf", Format::Bmf),
     ("otava", Format::Otava),
     ("github-action-benchmark", Format::GithubActionBenchmark),
+    ("hammerdb-job-report-v1", Format::HammerdbJobReport),
     ("junit", Format::Junit),
 ];
 
@@ -243,7 +247,8 @@ mod tests {
         assert_eq!(Format::parse("JUnit").unwrap(), Format::Junit);
         assert_eq!(Format::parse("BMF").unwrap(), Format::Bmf);
         let message = |name: &str| Format::parse(name).unwrap_err().message().to_string();
-        let known = "the formats: bmf, otava, github-action-benchmark, junit";
+        let known =
+            "the formats: bmf, otava, github-action-benchmark, hammerdb-job-report-v1, junit";
         assert_eq!(
             message("otva"),
             format!("unknown export format \"otva\" (did you mean otava?); {known}")
